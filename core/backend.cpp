@@ -1,0 +1,47 @@
+#include "dplab/core/backend.h"
+
+namespace dplab {
+
+const Backend& ref_backend() {
+  static const Backend b{"ref",
+                         ref_elementwise_kernels(),
+                         ref_reduce_kernels(),
+                         ref_gemm_kernels(),
+                         ref_conv_kernels(),
+                         ref_pool_kernels(),
+                         ref_norm_kernels(),
+                         ref_loss_kernels(),
+                         ref_random_kernels(),
+                         ref_optim_kernels()};
+  return b;
+}
+
+const Backend& cpu_backend() {
+  static const Backend b{"cpu",
+                         cpu_elementwise_kernels(),
+                         cpu_reduce_kernels(),
+                         cpu_gemm_kernels(),
+                         cpu_conv_kernels(),
+                         cpu_pool_kernels(),
+                         cpu_norm_kernels(),
+                         cpu_loss_kernels(),
+                         cpu_random_kernels(),
+                         cpu_optim_kernels()};
+  return b;
+}
+
+#ifdef DPLAB_WITH_CUDA
+const Backend& cuda_backend_impl();  // core/cuda/backend.cpp
+#endif
+
+const Backend& cuda_backend() {
+#ifdef DPLAB_WITH_CUDA
+  return cuda_backend_impl();
+#else
+  DPLAB_FAIL("the CUDA backend is unavailable: {}", cuda_unavailable_reason());
+#endif
+}
+
+const Backend& backend_for(Device d) { return d.is_cpu() ? cpu_backend() : cuda_backend(); }
+
+}  // namespace dplab

@@ -1,0 +1,44 @@
+// A Backend is one implementation of every kernel: "ref" (core/cpu/ref, plain loops, the
+// specification), "cpu" (core/cpu, oneDNN and OpenMP) and "cuda" (core/cuda). Kernels are
+// grouped by family; each family is a struct of function pointers declared in
+// core/kernels/<family>.h. Kernels work on raw tensors with preallocated outputs and record no
+// autograd; the differentiable ops in core/ops/ call them through backend_for(device).
+// Tests iterate over backends and compare each against ref_backend() (like ggml's
+// test-backend-ops).
+#pragma once
+#include <string>
+
+#include "dplab/core/device.h"
+#include "dplab/core/kernels/conv.h"
+#include "dplab/core/kernels/elementwise.h"
+#include "dplab/core/kernels/gemm.h"
+#include "dplab/core/kernels/loss.h"
+#include "dplab/core/kernels/norm.h"
+#include "dplab/core/kernels/optim.h"
+#include "dplab/core/kernels/pool.h"
+#include "dplab/core/kernels/random.h"
+#include "dplab/core/kernels/reduce.h"
+
+namespace dplab {
+
+struct Backend {
+  std::string name;
+  ElementwiseKernels ew;
+  ReduceKernels reduce;
+  GemmKernels gemm;
+  ConvKernels conv;
+  PoolKernels pool;
+  NormKernels norm;
+  LossKernels loss;
+  RandomKernels random;
+  OptimKernels optim;
+};
+
+const Backend& ref_backend();
+const Backend& cpu_backend();
+// Throws with cuda_unavailable_reason() when dplab has no CUDA backend.
+const Backend& cuda_backend();
+// The backend that runs kernels for tensors on `d` (cpu -> cpu_backend()).
+const Backend& backend_for(Device d);
+
+}  // namespace dplab

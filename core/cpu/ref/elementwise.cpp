@@ -1,0 +1,73 @@
+// Reference element-wise kernels: one plain loop per definition.
+#include "dplab/core/cpu/ref/strided.h"
+#include "dplab/core/kernels/elementwise.h"
+
+namespace dplab {
+namespace {
+
+void fill(Tensor& y, double value) {
+  char* base = static_cast<char*>(y.raw_data());
+  const DType t = y.dtype();
+  const size_t es = dtype_size(t);
+  // Build one element's bytes, then place it at every (strided) position.
+  alignas(8) unsigned char elem[8];
+  if (t == DType::i64) {
+    int64_t v = static_cast<int64_t>(value);
+    memcpy(elem, &v, 8);
+  } else if (t == DType::i32) {
+    int32_t v = static_cast<int32_t>(value);
+    memcpy(elem, &v, 4);
+  } else {
+    store_from_f32(elem, t, 0, static_cast<float>(value));
+  }
+  ref::for_each_index<1>(y.shape(), {&y.strides()},
+                         [&](const std::array<int64_t, 1>& o) { memcpy(base + o[0] * es, elem, es); });
+}
+
+void copy(const Tensor& src, Tensor& dst) {
+  DPLAB_CHECK(src.shape() == dst.shape(), "copy: shape {} into {}", shape_str(src.shape()),
+              shape_str(dst.shape()));
+  const void* s = src.raw_data();
+  void* d = dst.raw_data();
+  const DType st = src.dtype(), dt = dst.dtype();
+  ref::for_each_index<2>(src.shape(), {&src.strides(), &dst.strides()},
+                         [&](const std::array<int64_t, 2>& o) {
+                           if (st == dt) {
+                             const size_t es = dtype_size(st);
+                             memcpy(static_cast<char*>(d) + o[1] * es,
+                                    static_cast<const char*>(s) + o[0] * es, es);
+                           } else if (st == DType::i64 && dt == DType::i32) {
+                             static_cast<int32_t*>(d)[o[1]] =
+                                 static_cast<int32_t>(static_cast<const int64_t*>(s)[o[0]]);
+                           } else if (st == DType::i32 && dt == DType::i64) {
+                             static_cast<int64_t*>(d)[o[1]] = static_cast<const int32_t*>(s)[o[0]];
+                           } else {
+                             store_from_f32(d, dt, o[1], load_as_f32(s, st, o[0]));
+                           }
+                         });
+}
+
+void axpy(float alpha, const Tensor& x, Tensor& y) {
+  DPLAB_CHECK(x.shape() == y.shape(), "axpy: x {} and y {} differ in shape", shape_str(x.shape()),
+              shape_str(y.shape()));
+  check_dtype(y, DType::f32, "axpy output");
+  const void* xs = x.raw_data();
+  float* yd = y.data<float>();
+  const DType xt = x.dtype();
+  ref::for_each_index<2>(x.shape(), {&x.strides(), &y.strides()},
+                         [&](const std::array<int64_t, 2>& o) {
+                           yd[o[1]] += alpha * load_as_f32(xs, xt, o[0]);
+                         });
+}
+
+}  // namespace
+
+ElementwiseKernels ref_elementwise_kernels() {
+  ElementwiseKernels k{};
+  k.fill = fill;
+  k.copy = copy;
+  k.axpy = axpy;
+  return k;
+}
+
+}  // namespace dplab

@@ -1,0 +1,30 @@
+// Where a tensor lives. Dispatch of every op is on the device of its inputs.
+#pragma once
+#include <string>
+#include <string_view>
+
+namespace dplab {
+
+enum class DeviceKind : uint8_t { cpu, cuda };
+
+struct Device {
+  DeviceKind kind = DeviceKind::cpu;
+  int index = 0;
+
+  static Device cpu() { return {DeviceKind::cpu, 0}; }
+  static Device cuda(int i = 0) { return {DeviceKind::cuda, i}; }
+  bool is_cpu() const { return kind == DeviceKind::cpu; }
+  bool is_cuda() const { return kind == DeviceKind::cuda; }
+  bool operator==(const Device&) const = default;
+  std::string str() const;
+  // "cpu", "cuda", "cuda:1"; throws with the text on anything else.
+  static Device parse(std::string_view s);
+};
+
+// True when dplab was built with DPLAB_CUDA and at least one device is visible.
+bool cuda_available();
+int cuda_device_count();
+// Why CUDA is unavailable ("built without DPLAB_CUDA", "no CUDA device: ..."); empty if it is.
+std::string cuda_unavailable_reason();
+
+}  // namespace dplab

@@ -1,0 +1,10 @@
+// Device queries when dplab is built without DPLAB_CUDA.
+#include "dplab/core/device.h"
+
+namespace dplab {
+
+bool cuda_available() { return false; }
+int cuda_device_count() { return 0; }
+std::string cuda_unavailable_reason() { return "dplab was built without DPLAB_CUDA"; }
+
+}  // namespace dplab

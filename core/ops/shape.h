@@ -1,0 +1,5 @@
+// (shape ops: declared by the family's owner.)
+#pragma once
+#include "dplab/core/tensor.h"
+
+namespace dplab {}  // namespace dplab

@@ -1,0 +1,40 @@
+// Shared test harness: normalised error between tensors, and finite-difference gradient checks
+// of any differentiable function of tensors (Caffe's gradient checker, ggml's normalised error).
+#pragma once
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <vector>
+
+#include "dplab/core/autograd.h"
+#include "dplab/core/backend.h"
+#include "dplab/core/ops.h"
+#include "dplab/core/philox.h"
+
+namespace dplab::test {
+
+// Random f32 tensor with values uniform in [lo, hi), deterministic in (seed, stream).
+Tensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1.f, float hi = 1.f);
+
+// ||a - b||^2 / ||b||^2 (0 when both are zero): ggml's normalised mean squared error.
+double nmse(const Tensor& a, const Tensor& b);
+// max |a - b|
+double max_abs_diff(const Tensor& a, const Tensor& b);
+
+// Expects nmse(actual, expected) <= tol, with a readable message.
+void expect_close(const Tensor& actual, const Tensor& expected, double tol, const std::string& what);
+
+// Checks the analytic gradient of `f` against central finite differences (in double-precision
+// bookkeeping over f32 evaluations). `f` maps the inputs to a tensor; the scalar checked is
+// sum(f(inputs) * w) with a fixed random weight w, so every output element matters.
+// Inputs with requires_grad set are checked. Returns true on success (and adds failures).
+struct GradCheckOptions {
+  double eps = 1e-2;
+  double atol = 1e-2;
+  double rtol = 1e-2;
+  int max_elements = 64;  // checks at most this many (evenly spread) elements per input
+};
+void expect_gradients_match(const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                            std::vector<Tensor> inputs, const GradCheckOptions& opt = {});
+
+}  // namespace dplab::test
