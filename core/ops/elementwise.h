@@ -1,12 +1,32 @@
-// Element-wise differentiable ops.
+// Element-wise differentiable ops. Binary ops broadcast like numpy/PyTorch. Float inputs;
+// results are f32 unless stated.
 #pragma once
 #include "dplab/core/tensor.h"
 
 namespace dplab {
 
-// a + b (same shape). Differentiable.
 Tensor add(const Tensor& a, const Tensor& b);
-// acc += g in place (no autograd; used for gradient accumulation). acc is f32.
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor add_scalar(const Tensor& x, float s);
+Tensor mul_scalar(const Tensor& x, float s);
+Tensor neg(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor square(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor tanh(const Tensor& x);
+// Differentiable dtype conversion between f32, bf16 and f16 (gradient converted back).
+Tensor cast(const Tensor& x, DType dtype);
+
+// In place, no autograd: acc += alpha * g (acc f32; g any float dtype). Gradient accumulation
+// and optimizers use it.
 void add_(Tensor& acc, const Tensor& g, float alpha = 1.0f);
+// In place, no autograd: x *= s.
+void mul_(Tensor& x, float s);
 
 }  // namespace dplab

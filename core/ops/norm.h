@@ -1,5 +1,14 @@
-// (norm ops: declared by the family's owner.)
+// Batch normalisation over (N, H, W) per channel, PyTorch semantics: in training, normalise by
+// the batch statistics (biased variance) and update running_mean/running_var in place with
+// `momentum` (running_var uses the unbiased variance); in eval, normalise by the running
+// statistics. weight/bias may be undefined (affine=false).
 #pragma once
 #include "dplab/core/tensor.h"
 
-namespace dplab {}  // namespace dplab
+namespace dplab {
+
+Tensor batch_norm2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                    const Tensor& running_mean, const Tensor& running_var, bool training,
+                    float momentum = 0.1f, float eps = 1e-5f);
+
+}  // namespace dplab

@@ -1,0 +1,101 @@
+// Strategy: a distributed training algorithm as the training loop sees it. The loop calls it at
+// fixed points of every iteration; everything an algorithm does (gradient averaging, local
+// steps, parameter averaging, gossip, stale updates) happens inside these calls. One strategy
+// per file under comm/algorithms/.
+//
+//   strategy.setup(ctx)                              once, after model/arena/optimizer exist
+//   per epoch:  strategy.begin_epoch(epoch)
+//     per iteration:
+//       plan = strategy.plan(step)                   zero grads? take an optimizer step?
+//       if plan.zero_grad: optimizer.zero_grad()
+//       strategy.before_forward(step)                e.g. DC-S3GD starts its allreduce here
+//       forward, loss, backward                      grad-ready hooks fire (GradSync buckets)
+//       strategy.after_backward(step)                e.g. finish gradient allreduce
+//       if plan.optimizer_step: optimizer.step()
+//       strategy.after_step(step)                    e.g. parameter averaging, gossip, merges
+//     strategy.end_epoch(epoch, mean_train_loss)
+//   strategy.drain()  before evaluation, checkpoints and the end: nothing left in flight, and
+//                     the evaluated model defined (see evaluated_model()).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "dplab/core/options.h"
+#include "dplab/core/param_arena.h"
+#include "dplab/optim/optimizer.h"
+
+namespace dplab {
+
+class Module;
+
+struct StepInfo {
+  int64_t epoch = 0;
+  int64_t step_in_epoch = 0;     // 0-based
+  int64_t global_step = 0;       // 0-based, counted from the start of training
+  int64_t steps_per_epoch = 0;
+  int64_t total_epochs = 0;
+  bool last_in_epoch() const { return step_in_epoch + 1 == steps_per_epoch; }
+};
+
+struct StepPlan {
+  bool zero_grad = true;       // zero the gradient arena before backward
+  bool optimizer_step = true;  // run optimizer.step() after after_backward()
+};
+
+// Statistics every algorithm reports (per step and accumulated per epoch).
+struct CommStats {
+  double bytes_sent = 0;        // payload bytes this rank handed to the communicator
+  int64_t collectives = 0;      // collective calls (allreduce, broadcast, ...)
+  int64_t allreduces = 0;       // of which allreduces
+  double in_flight_s = 0;       // time communication was in flight
+  double exposed_wait_s = 0;    // time compute stood still waiting for communication
+  void add(const CommStats& o) {
+    bytes_sent += o.bytes_sent;
+    collectives += o.collectives;
+    allreduces += o.allreduces;
+    in_flight_s += o.in_flight_s;
+    exposed_wait_s += o.exposed_wait_s;
+  }
+};
+
+// What an algorithm needs to act on the model.
+struct TrainContext {
+  Module* model = nullptr;
+  ParamArena* arena = nullptr;
+  Optimizer* optimizer = nullptr;
+  const Options* options = nullptr;
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  virtual std::string name() const = 0;
+  virtual void setup(TrainContext& ctx) { ctx_ = ctx; }
+  virtual void begin_epoch(int64_t epoch) {}
+  virtual StepPlan plan(const StepInfo& step) { return {}; }
+  virtual void before_forward(const StepInfo& step) {}
+  virtual void after_backward(const StepInfo& step) {}
+  virtual void after_step(const StepInfo& step) {}
+  virtual void end_epoch(int64_t epoch, double mean_train_loss) {}
+  virtual void drain() {}
+  // Statistics accumulated since the last call, then reset.
+  virtual CommStats take_stats() { return {}; }
+  // Algorithm state for metrics (e.g. {"B": 4, "S": 1} for DASO).
+  virtual std::map<std::string, double> state() const { return {}; }
+  // Rank and world size this strategy runs in (1 process: 0 and 1).
+  virtual int rank() const { return 0; }
+  virtual int world_size() const { return 1; }
+
+ protected:
+  TrainContext ctx_;
+};
+
+// The single-process strategy: every iteration zero, forward, backward, step.
+class LocalStrategy : public Strategy {
+ public:
+  std::string name() const override { return "local"; }
+};
+
+}  // namespace dplab

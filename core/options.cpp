@@ -1,0 +1,73 @@
+#include "dplab/core/options.h"
+
+#include <charconv>
+
+#include "dplab/core/error.h"
+
+namespace dplab {
+
+std::string Options::get_string(const std::string& key, const std::string& def) const {
+  used_.insert(key);
+  auto it = values_.find(key);
+  return it == values_.end() ? def : it->second;
+}
+
+int64_t Options::get_int(const std::string& key, int64_t def) const {
+  used_.insert(key);
+  auto it = values_.find(key);
+  if (it == values_.end()) return def;
+  const std::string& s = it->second;
+  int64_t v = 0;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  DPLAB_CHECK(r.ec == std::errc() && r.ptr == s.data() + s.size(),
+              "option {}: expected an integer, got '{}'", key, s);
+  return v;
+}
+
+double Options::get_double(const std::string& key, double def) const {
+  used_.insert(key);
+  auto it = values_.find(key);
+  if (it == values_.end()) return def;
+  const std::string& s = it->second;
+  try {
+    size_t pos = 0;
+    double v = std::stod(s, &pos);
+    DPLAB_CHECK(pos == s.size(), "option {}: expected a number, got '{}'", key, s);
+    return v;
+  } catch (const std::logic_error&) {
+    DPLAB_FAIL("option {}: expected a number, got '{}'", key, s);
+  }
+}
+
+bool Options::get_bool(const std::string& key, bool def) const {
+  used_.insert(key);
+  auto it = values_.find(key);
+  if (it == values_.end()) return def;
+  const std::string& s = it->second;
+  if (s == "true" || s == "1" || s == "yes" || s == "on") return true;
+  if (s == "false" || s == "0" || s == "no" || s == "off") return false;
+  DPLAB_FAIL("option {}: expected true or false, got '{}'", key, s);
+}
+
+std::string Options::require_string(const std::string& key) const {
+  used_.insert(key);
+  auto it = values_.find(key);
+  DPLAB_CHECK(it != values_.end(), "missing required option '{}'", key);
+  return it->second;
+}
+
+std::vector<std::string> Options::unused_keys() const {
+  std::vector<std::string> r;
+  for (auto& [k, v] : values_)
+    if (!used_.count(k)) r.push_back(k);
+  return r;
+}
+
+std::map<std::string, std::string> Options::with_prefix(const std::string& prefix) const {
+  std::map<std::string, std::string> r;
+  for (auto& [k, v] : values_)
+    if (k.rfind(prefix, 0) == 0) r[k] = v;
+  return r;
+}
+
+}  // namespace dplab

@@ -1,0 +1,23 @@
+// Model factory by name: "mnist_cnn", later "resnet18" ... "resnet152".
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dplab/layers/module.h"
+
+namespace dplab {
+
+struct ModelInfo {
+  std::string name;
+  Shape input_shape;  // per sample, e.g. {1, 28, 28}
+  int num_classes;
+};
+
+// Builds the model with its parameters initialised from `seed`. Throws, listing the known
+// names, for an unknown one.
+std::shared_ptr<Module> make_model(const std::string& name, uint64_t seed, int num_classes = -1);
+std::vector<std::string> model_names();
+ModelInfo model_info(const std::string& name);
+
+}  // namespace dplab

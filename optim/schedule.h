@@ -1,0 +1,52 @@
+// Learning-rate schedules as a function of progress, plus reduce-on-plateau. A schedule maps
+// (step, steps_per_epoch) to a multiplier of the base lr, so it can be evaluated for any step
+// (resume needs no schedule state except the plateau detector's).
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dplab/core/options.h"
+
+namespace dplab {
+
+class LrSchedule {
+ public:
+  virtual ~LrSchedule() = default;
+  // Multiplier of the base lr at optimizer step `step` (0-based) with `steps_per_epoch`.
+  virtual double factor(int64_t step, int64_t steps_per_epoch) const = 0;
+  // Called once per epoch with the epoch's metric (reduce-on-plateau uses it; others ignore).
+  virtual void observe_epoch(double metric) {}
+  virtual std::string describe() const = 0;
+};
+
+// Builds a schedule from options (keys under "lr."), e.g.
+//   lr.schedule = constant | step | multistep | poly | cosine | plateau
+//   lr.warmup_epochs = 5          linear warm-up from lr.warmup_start_factor (default 0)
+//   lr.step_size = 30, lr.gamma = 0.1               (step)
+//   lr.milestones = "30,60,80", lr.gamma = 0.1      (multistep, epochs)
+//   lr.power = 2                                    (poly: (1 - t/T)^power)
+//   lr.min_factor = 0                               (cosine / poly floor)
+//   lr.patience = 10, lr.factor = 0.1, lr.threshold = 1e-4, lr.mode = min  (plateau)
+// `total_epochs` bounds poly and cosine.
+std::unique_ptr<LrSchedule> make_lr_schedule(const Options& opt, int64_t total_epochs);
+
+// A relative-threshold plateau detector on a per-epoch metric (lower is better): returns true
+// when the metric failed to improve on the best by more than `threshold` (relative) for
+// `patience` consecutive epochs, then resets its count. DASO uses it too.
+class PlateauDetector {
+ public:
+  PlateauDetector(double threshold, int patience) : threshold_(threshold), patience_(patience) {}
+  bool observe(double metric);
+  double best() const { return best_; }
+  int bad_epochs() const { return bad_; }
+
+ private:
+  double threshold_;
+  int patience_;
+  double best_ = 0;
+  bool have_best_ = false;
+  int bad_ = 0;
+};
+
+}  // namespace dplab
