@@ -14,13 +14,16 @@
 //       if plan.optimizer_step: optimizer.step()
 //       strategy.after_step(step)                    e.g. parameter averaging, gossip, merges
 //     strategy.end_epoch(epoch, mean_train_loss)
+//   strategy.finish_training()  once, after the last iteration (before that epoch's drain)
 //   strategy.drain()  before evaluation, checkpoints and the end: nothing left in flight, and
 //                     the evaluated model defined (see evaluated_model()).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "dplab/core/options.h"
 #include "dplab/core/param_arena.h"
@@ -32,8 +35,8 @@ class Module;
 
 struct StepInfo {
   int64_t epoch = 0;
-  int64_t step_in_epoch = 0;     // 0-based
-  int64_t global_step = 0;       // 0-based, counted from the start of training
+  int64_t step_in_epoch = 0;  // 0-based
+  int64_t global_step = 0;    // 0-based, counted from the start of training
   int64_t steps_per_epoch = 0;
   int64_t total_epochs = 0;
   bool last_in_epoch() const { return step_in_epoch + 1 == steps_per_epoch; }
@@ -46,11 +49,11 @@ struct StepPlan {
 
 // Statistics every algorithm reports (per step and accumulated per epoch).
 struct CommStats {
-  double bytes_sent = 0;        // payload bytes this rank handed to the communicator
-  int64_t collectives = 0;      // collective calls (allreduce, broadcast, ...)
-  int64_t allreduces = 0;       // of which allreduces
-  double in_flight_s = 0;       // time communication was in flight
-  double exposed_wait_s = 0;    // time compute stood still waiting for communication
+  double bytes_sent = 0;      // payload bytes this rank handed to the communicator
+  int64_t collectives = 0;    // collective calls (allreduce, broadcast, ...)
+  int64_t allreduces = 0;     // of which allreduces
+  double in_flight_s = 0;     // time communication was in flight
+  double exposed_wait_s = 0;  // time compute stood still waiting for communication
   void add(const CommStats& o) {
     bytes_sent += o.bytes_sent;
     collectives += o.collectives;
@@ -66,6 +69,10 @@ struct TrainContext {
   ParamArena* arena = nullptr;
   Optimizer* optimizer = nullptr;
   const Options* options = nullptr;
+  // The model's buffers (BatchNorm running statistics, counters), filled by the training loop
+  // from model->named_buffers(): algorithms broadcast and average them without reaching up
+  // into layers/.
+  std::vector<NamedTensor> buffers;
 };
 
 class Strategy {
@@ -80,6 +87,11 @@ class Strategy {
   virtual void after_step(const StepInfo& step) {}
   virtual void end_epoch(int64_t epoch, double mean_train_loss) {}
   virtual void drain() {}
+  // End of training (last epoch done, or max_steps reached): called once by the loop before the
+  // last drain() and evaluation. Algorithms whose ranks diverge build the final model here
+  // (e.g. the hybrid algorithm's one-time parameter average); drain() alone cannot tell the end
+  // of training from a per-epoch evaluation or checkpoint.
+  virtual void finish_training() {}
   // Statistics accumulated since the last call, then reset.
   virtual CommStats take_stats() { return {}; }
   // Algorithm state for metrics (e.g. {"B": 4, "S": 1} for DASO).
@@ -87,6 +99,11 @@ class Strategy {
   // Rank and world size this strategy runs in (1 process: 0 and 1).
   virtual int rank() const { return 0; }
   virtual int world_size() const { return 1; }
+  // A second evaluated model, for algorithms whose ranks hold different models (gossip): put
+  // the consensus (the average over ranks) in place of this rank's model, call `evaluate`,
+  // restore this rank's model, and return true. Collective over the ranks. The default has no
+  // such model: returns false without calling `evaluate`.
+  virtual bool consensus_eval(const std::function<void()>& evaluate) { return false; }
 
  protected:
   TrainContext ctx_;

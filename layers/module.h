@@ -19,6 +19,9 @@ class Module {
   Tensor operator()(const Tensor& x) { return forward(x); }
   // Short type name for printing ("Conv2d").
   virtual std::string type_name() const = 0;
+  // Constructor arguments for printing ("1, 16, kernel_size=(5, 5), stride=(1, 1)"), like
+  // PyTorch's extra_repr.
+  virtual std::string extra_repr() const { return ""; }
 
   // Re-draws this module's own parameters with PyTorch's default initialisation (children are
   // visited by initialize()).

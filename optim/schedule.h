@@ -2,6 +2,7 @@
 // (step, steps_per_epoch) to a multiplier of the base lr, so it can be evaluated for any step
 // (resume needs no schedule state except the plateau detector's).
 #pragma once
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +19,10 @@ class LrSchedule {
   // Called once per epoch with the epoch's metric (reduce-on-plateau uses it; others ignore).
   virtual void observe_epoch(double metric) {}
   virtual std::string describe() const = 0;
+  // The state a resumed run needs (only reduce-on-plateau has any), as named numbers for a
+  // checkpoint's metadata; load_state restores it.
+  virtual std::map<std::string, double> state() const { return {}; }
+  virtual void load_state(const std::map<std::string, double>& state) {}
 };
 
 // Builds a schedule from options (keys under "lr."), e.g.
@@ -29,17 +34,34 @@ class LrSchedule {
 //   lr.min_factor = 0                               (cosine / poly floor)
 //   lr.patience = 10, lr.factor = 0.1, lr.threshold = 1e-4, lr.mode = min  (plateau)
 // `total_epochs` bounds poly and cosine.
+// Time: step / multistep / plateau change at epoch boundaries (epoch = floor(step / spe));
+// poly and cosine are smooth in t = step / spe (fractional epochs) over [0, total_epochs],
+// clamped at the end. Warm-up multiplies whichever schedule by a linear ramp per step, from
+// warmup_start_factor at step 0 to 1 at step warmup_epochs * spe (Goyal et al.), so the main
+// schedule keeps its absolute epochs (milestones 30,60,80 stay at 30,60,80).
+// Plateau follows torch.optim.lr_scheduler.ReduceLROnPlateau (mode, rel threshold): the factor
+// is multiplied by lr.factor after more than lr.patience epochs without improvement, floored
+// at lr.min_factor.
 std::unique_ptr<LrSchedule> make_lr_schedule(const Options& opt, int64_t total_epochs);
 
 // A relative-threshold plateau detector on a per-epoch metric (lower is better): returns true
 // when the metric failed to improve on the best by more than `threshold` (relative) for
-// `patience` consecutive epochs, then resets its count. DASO uses it too.
+// `patience` consecutive epochs, then resets its count. DASO uses it too. "Improve" means
+// metric < best - |best| * threshold (so it also works for negative metrics); the first metric
+// always sets the best.
 class PlateauDetector {
  public:
   PlateauDetector(double threshold, int patience) : threshold_(threshold), patience_(patience) {}
   bool observe(double metric);
   double best() const { return best_; }
+  bool has_best() const { return have_best_; }
   int bad_epochs() const { return bad_; }
+  // Restores a checkpointed detector.
+  void restore(double best, bool has_best, int bad_epochs) {
+    best_ = best;
+    have_best_ = has_best;
+    bad_ = bad_epochs;
+  }
 
  private:
   double threshold_;

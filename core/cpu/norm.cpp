@@ -1,7 +1,170 @@
+// Fast batch normalisation for contiguous f32 NCHW: one OpenMP task per channel, contiguous
+// H·W inner loops (vectorised), statistics in double (two passes: mean, then squared
+// deviations, which stays accurate when |mean| >> std).
+#include <cmath>
+
 #include "dplab/core/kernels/norm.h"
 
 namespace dplab {
+namespace {
 
-NormKernels cpu_norm_kernels() { return {}; }
+const NormKernels& spec() {
+  static const NormKernels k = ref_norm_kernels();
+  return k;
+}
+
+struct Dims {
+  int64_t n, c, hw;
+};
+
+bool fast_ok(const Tensor& x) {
+  return x.dim() >= 2 && x.is_contiguous() && x.dtype() == DType::f32;
+}
+
+Dims dims(const Tensor& x) {
+  int64_t hw = 1;
+  for (int d = 2; d < x.dim(); ++d) hw *= x.shape()[d];
+  return {x.shape()[0], x.shape()[1], hw};
+}
+
+const float* opt_data(const Tensor& t) {
+  return t.defined() ? t.data<float>() : nullptr;
+}
+
+void forward_train(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& running_mean,
+                   Tensor& running_var, float momentum, float eps, Tensor& y, Tensor& save_mean,
+                   Tensor& save_invstd) {
+  if (!fast_ok(x) || !y.is_contiguous())
+    return spec().batch_norm_forward_train(x, weight, bias, running_mean, running_var, momentum,
+                                           eps, y, save_mean, save_invstd);
+  const Dims d = dims(x);
+  const int64_t m = d.n * d.hw;
+  DPLAB_CHECK(m > 0, "batch_norm: empty batch {}", x.str());
+  const float* xp = x.data<float>();
+  float* yp = y.data<float>();
+  const float* w = opt_data(weight);
+  const float* b = opt_data(bias);
+  float* rm = running_mean.defined() ? running_mean.data<float>() : nullptr;
+  float* rv = running_var.defined() ? running_var.data<float>() : nullptr;
+  float* sm = save_mean.data<float>();
+  float* si = save_invstd.data<float>();
+#pragma omp parallel for schedule(static) if (x.numel() > 16384)
+  for (int64_t c = 0; c < d.c; ++c) {
+    double s = 0;
+    for (int64_t n = 0; n < d.n; ++n) {
+      const float* p = xp + (n * d.c + c) * d.hw;
+#pragma omp simd reduction(+ : s)
+      for (int64_t i = 0; i < d.hw; ++i) s += p[i];
+    }
+    const double mean = s / m;
+    double ss = 0;
+    for (int64_t n = 0; n < d.n; ++n) {
+      const float* p = xp + (n * d.c + c) * d.hw;
+#pragma omp simd reduction(+ : ss)
+      for (int64_t i = 0; i < d.hw; ++i) {
+        const double dv = p[i] - mean;
+        ss += dv * dv;
+      }
+    }
+    const double var = ss / m;
+    const double invstd = 1.0 / std::sqrt(var + eps);
+    sm[c] = static_cast<float>(mean);
+    si[c] = static_cast<float>(invstd);
+    // y = x·a + k with a = w·invstd, k = b − mean·a: one multiply-add per element.
+    const float a = static_cast<float>((w ? w[c] : 1.0) * invstd);
+    const float k = static_cast<float>((b ? b[c] : 0.0) - mean * (w ? w[c] : 1.0) * invstd);
+    for (int64_t n = 0; n < d.n; ++n) {
+      const float* p = xp + (n * d.c + c) * d.hw;
+      float* q = yp + (n * d.c + c) * d.hw;
+#pragma omp simd
+      for (int64_t i = 0; i < d.hw; ++i) q[i] = p[i] * a + k;
+    }
+    if (rm) rm[c] = static_cast<float>((1.0 - momentum) * rm[c] + momentum * mean);
+    if (rv) {
+      const double unbiased = m > 1 ? ss / (m - 1) : var;
+      rv[c] = static_cast<float>((1.0 - momentum) * rv[c] + momentum * unbiased);
+    }
+  }
+}
+
+void forward_eval(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                  const Tensor& running_mean, const Tensor& running_var, float eps, Tensor& y) {
+  if (!fast_ok(x) || !y.is_contiguous())
+    return spec().batch_norm_forward_eval(x, weight, bias, running_mean, running_var, eps, y);
+  const Dims d = dims(x);
+  const float* xp = x.data<float>();
+  float* yp = y.data<float>();
+  const float* w = opt_data(weight);
+  const float* b = opt_data(bias);
+  const float* rm = running_mean.data<float>();
+  const float* rv = running_var.data<float>();
+#pragma omp parallel for schedule(static) if (x.numel() > 16384)
+  for (int64_t t = 0; t < d.n * d.c; ++t) {
+    const int64_t c = t % d.c;
+    const double invstd = 1.0 / std::sqrt(static_cast<double>(rv[c]) + eps);
+    const float a = static_cast<float>((w ? w[c] : 1.0) * invstd);
+    const float k = static_cast<float>((b ? b[c] : 0.0) - rm[c] * (w ? w[c] : 1.0) * invstd);
+    const float* p = xp + t * d.hw;
+    float* q = yp + t * d.hw;
+#pragma omp simd
+    for (int64_t i = 0; i < d.hw; ++i) q[i] = p[i] * a + k;
+  }
+}
+
+void backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& mean,
+              const Tensor& invstd, bool training, Tensor& dx, Tensor& dweight, Tensor& dbias) {
+  if (!fast_ok(x) || !fast_ok(dy) || (dx.defined() && !dx.is_contiguous()))
+    return spec().batch_norm_backward(dy, x, weight, mean, invstd, training, dx, dweight, dbias);
+  const Dims d = dims(x);
+  const int64_t m = d.n * d.hw;
+  const float* xp = x.data<float>();
+  const float* g = dy.data<float>();
+  const float* w = opt_data(weight);
+  const float* mu = mean.data<float>();
+  const float* is = invstd.data<float>();
+  float* dxp = dx.defined() ? dx.data<float>() : nullptr;
+  float* dwp = dweight.defined() ? dweight.data<float>() : nullptr;
+  float* dbp = dbias.defined() ? dbias.data<float>() : nullptr;
+#pragma omp parallel for schedule(static) if (x.numel() > 16384)
+  for (int64_t c = 0; c < d.c; ++c) {
+    const float mc = mu[c];
+    double sum_dy = 0, sum_dy_xc = 0;  // Σdy and Σdy·(x − mean)
+    for (int64_t n = 0; n < d.n; ++n) {
+      const float* gp = g + (n * d.c + c) * d.hw;
+      const float* p = xp + (n * d.c + c) * d.hw;
+#pragma omp simd reduction(+ : sum_dy, sum_dy_xc)
+      for (int64_t i = 0; i < d.hw; ++i) {
+        sum_dy += gp[i];
+        sum_dy_xc += static_cast<double>(gp[i]) * (p[i] - mc);
+      }
+    }
+    const double sum_dy_xhat = sum_dy_xc * is[c];
+    if (dwp) dwp[c] = static_cast<float>(sum_dy_xhat);
+    if (dbp) dbp[c] = static_cast<float>(sum_dy);
+    if (!dxp) continue;
+    const double scale = (w ? w[c] : 1.0) * is[c];
+    // training: dx = scale·(dy − Σdy/M − x̂·Σ(dy·x̂)/M) = a·dy + k1·x + k0 per channel
+    const float a = static_cast<float>(scale);
+    const float k1 = training ? static_cast<float>(-scale * is[c] * sum_dy_xhat / m) : 0.f;
+    const float k0 = training ? static_cast<float>(-scale * sum_dy / m - k1 * mc) : 0.f;
+    for (int64_t n = 0; n < d.n; ++n) {
+      const float* gp = g + (n * d.c + c) * d.hw;
+      const float* p = xp + (n * d.c + c) * d.hw;
+      float* q = dxp + (n * d.c + c) * d.hw;
+#pragma omp simd
+      for (int64_t i = 0; i < d.hw; ++i) q[i] = a * gp[i] + k1 * p[i] + k0;
+    }
+  }
+}
+
+}  // namespace
+
+NormKernels cpu_norm_kernels() {
+  NormKernels k{};
+  k.batch_norm_forward_train = forward_train;
+  k.batch_norm_forward_eval = forward_eval;
+  k.batch_norm_backward = backward;
+  return k;
+}
 
 }  // namespace dplab

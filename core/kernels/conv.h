@@ -1,15 +1,49 @@
-// Conv kernels. (Family defined by its owner; see core/backend.h for the conventions.)
+// Convolution kernels: 2-D convolution in NCHW with weights [out, in/groups, kh, kw] (PyTorch
+// semantics: stride, symmetric zero padding, dilation, groups), its gradient w.r.t. the input
+// and its gradient w.r.t. the weight and bias.
+//
+// Conventions: every tensor is f32 and contiguous; outputs are preallocated by the caller with
+// the right shape and are overwritten (not accumulated into). Output size per spatial dim:
+// out = (in + 2*pad - dilation*(k-1) - 1) / stride + 1 (floor).
 #pragma once
+#include <cstdint>
+
 #include "dplab/core/tensor.h"
 
 namespace dplab {
 
+struct Conv2dParams {
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_h = 0, pad_w = 0;
+  int64_t dilation_h = 1, dilation_w = 1;
+  int64_t groups = 1;
+};
+
 struct ConvKernels {
-  int placeholder_ = 0;  // replaced by the family's kernels
+  // y [N, Cout, OH, OW] = conv(x [N, Cin, H, W], w [Cout, Cin/groups, KH, KW]) + b [Cout].
+  // b may be undefined (no bias).
+  void (*conv2d_forward)(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y,
+                         const Conv2dParams& p);
+  // dx [N, Cin, H, W] = d(sum(y * dy)) / dx (the transposed convolution of dy with w).
+  void (*conv2d_backward_data)(const Tensor& dy, const Tensor& w, Tensor& dx,
+                               const Conv2dParams& p);
+  // dw [Cout, Cin/groups, KH, KW] = d(sum(y * dy)) / dw; db [Cout] = sum of dy over N, OH, OW.
+  // db may be undefined (no bias gradient wanted).
+  void (*conv2d_backward_weight)(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db,
+                                 const Conv2dParams& p);
 };
 
 ConvKernels ref_conv_kernels();
+// The reference loops run in parallel with OpenMP (outer loops split over independent outputs):
+// the cpu backend's fallback for any case oneDNN rejects.
+ConvKernels omp_conv_kernels();
 ConvKernels cpu_conv_kernels();
 ConvKernels cuda_conv_kernels();
+
+// Output extent of one spatial dim (PyTorch's rule); may be <= 0 for impossible geometry.
+inline int64_t conv_out_size(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dilation) {
+  const int64_t span = in + 2 * pad - dilation * (k - 1) - 1;
+  return span < 0 ? 0 : span / stride + 1;
+}
 
 }  // namespace dplab

@@ -1,6 +1,8 @@
 // Element-wise kernels: fill, strided copy with dtype conversion, axpy, unary and binary math
 // (numpy broadcasting), activation forward/backward. Outputs are preallocated by the caller.
+// The arithmetic itself is in core/functors.h, shared by every backend.
 #pragma once
+#include "dplab/core/functors.h"
 #include "dplab/core/tensor.h"
 
 namespace dplab {
@@ -12,10 +14,23 @@ struct ElementwiseKernels {
   void (*copy)(const Tensor& src, Tensor& dst);
   // y += alpha * x; same shape, f32 (x may be any float dtype; accumulation in f32)
   void (*axpy)(float alpha, const Tensor& x, Tensor& y);
+  // y = op(x) (s is the scalar of add_scalar / mul_scalar). x any float dtype, y f32, same
+  // shape, any strides; y may be x itself (in place).
+  void (*unary)(UnaryOp op, float s, const Tensor& x, Tensor& y);
+  // y = op(a, b) with numpy broadcasting: y has the broadcast shape of a and b, a and b any
+  // float dtype and any strides, y f32. y may alias a or b when that one has y's shape.
+  void (*binary)(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y);
 };
 
 ElementwiseKernels ref_elementwise_kernels();
 ElementwiseKernels cpu_elementwise_kernels();
 ElementwiseKernels cuda_elementwise_kernels();
+
+// The numpy broadcast of two shapes (aligned at the last dimension); throws naming both shapes
+// and `what` when they do not broadcast.
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* what);
+// Strides that read `t` as if it had shape `out` (broadcast dims get stride 0). `out` must be a
+// broadcast of t.shape().
+Shape broadcast_strides(const Tensor& t, const Shape& out);
 
 }  // namespace dplab

@@ -1,15 +1,30 @@
-// Loss kernels. (Family defined by its owner; see core/backend.h for the conventions.)
+// Softmax and cross-entropy kernels. All tensors f32 and contiguous, outputs preallocated.
+// Softmax kernels work along `dim`, viewing x as [outer, C, inner].
 #pragma once
 #include "dplab/core/tensor.h"
 
 namespace dplab {
 
 struct LossKernels {
-  int placeholder_ = 0;  // replaced by the family's kernels
+  // y = softmax(x) or log_softmax(x) along dim (max-subtracted).
+  void (*softmax_forward)(const Tensor& x, int dim, bool log, Tensor& y);
+  // From the forward output y: softmax: dx = y·(dy − Σ dy·y); log: dx = dy − exp(y)·Σ dy.
+  void (*softmax_backward)(const Tensor& y, const Tensor& dy, int dim, bool log, Tensor& dx);
+  // logits [N, C], target [N] i64 in [0, C) (checked: throws naming the bad index):
+  // loss (shape {}) = mean over rows of core/functors.h cross_entropy_row; lse [N] saves each
+  // row's log-sum-exp for backward.
+  void (*cross_entropy_forward)(const Tensor& logits, const Tensor& target, float smoothing,
+                                Tensor& loss, Tensor& lse);
+  // dlogits = grad_scale · (softmax − smoothed target); grad_scale = upstream gradient / N.
+  void (*cross_entropy_backward)(const Tensor& logits, const Tensor& target, const Tensor& lse,
+                                 float smoothing, float grad_scale, Tensor& dlogits);
 };
 
 LossKernels ref_loss_kernels();
 LossKernels cpu_loss_kernels();
 LossKernels cuda_loss_kernels();
+
+// Throws "<what>: target[i] = v is outside [0, C)" for the first bad target (CPU tensors).
+void check_class_targets(const Tensor& target, int64_t num_classes, const char* what);
 
 }  // namespace dplab

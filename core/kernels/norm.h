@@ -1,11 +1,30 @@
-// Norm kernels. (Family defined by its owner; see core/backend.h for the conventions.)
+// Batch-normalisation kernels, NCHW (any N, C, H, W; a [N, C] input counts as H = W = 1).
+// All tensors f32 and contiguous; outputs preallocated by the caller. weight/bias may be
+// undefined (affine = false); running_mean/running_var may be undefined (no running stats).
 #pragma once
 #include "dplab/core/tensor.h"
 
 namespace dplab {
 
 struct NormKernels {
-  int placeholder_ = 0;  // replaced by the family's kernels
+  // Training: normalise by batch mean and biased variance; save mean [C] and
+  // invstd = 1/sqrt(var + eps) [C] for backward; update the running stats in place:
+  // running_mean = (1-m)·running_mean + m·mean, running_var = (1-m)·running_var + m·var·M/(M-1)
+  // with M = N·H·W.
+  void (*batch_norm_forward_train)(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                   Tensor& running_mean, Tensor& running_var, float momentum,
+                                   float eps, Tensor& y, Tensor& save_mean, Tensor& save_invstd);
+  // Eval: y = (x - running_mean) / sqrt(running_var + eps) · weight + bias.
+  void (*batch_norm_forward_eval)(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                  const Tensor& running_mean, const Tensor& running_var, float eps,
+                                  Tensor& y);
+  // Backward given the statistics that normalised x (mean, invstd). training = true: they were
+  // batch statistics, so dx includes their dependence on x (PyTorch's formula):
+  //   dx = w·invstd/M · (M·dy − Σdy − x̂·Σ(dy·x̂));  otherwise dx = w·invstd·dy.
+  // dweight = Σ dy·x̂, dbias = Σ dy. Any of dx, dweight, dbias may be undefined (not wanted).
+  void (*batch_norm_backward)(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                              const Tensor& mean, const Tensor& invstd, bool training, Tensor& dx,
+                              Tensor& dweight, Tensor& dbias);
 };
 
 NormKernels ref_norm_kernels();

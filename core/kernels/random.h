@@ -1,15 +1,30 @@
-// Random kernels. (Family defined by its owner; see core/backend.h for the conventions.)
+// Random kernels. Element i draws philox4x32(seed, stream, i / 4).v[i % 4] (core/philox.h), so
+// the result does not depend on thread count, backend or order.
 #pragma once
+#include "dplab/core/philox.h"
 #include "dplab/core/tensor.h"
 
 namespace dplab {
 
 struct RandomKernels {
-  int placeholder_ = 0;  // replaced by the family's kernels
+  // Inverted dropout: keep element i when philox_uniform(draw_i) >= p; mask[i] = keep (u8),
+  // y[i] = keep ? x[i] / (1-p) : 0. x, y f32 contiguous (y may be x), mask u8 contiguous.
+  void (*dropout_forward)(const Tensor& x, float p, uint64_t seed, uint64_t stream, Tensor& y,
+                          Tensor& mask);
+  // dx = dy · mask / (1-p); dy, dx f32 contiguous, mask u8.
+  void (*dropout_backward)(const Tensor& dy, const Tensor& mask, float p, Tensor& dx);
+  // y[i] = lo + (hi - lo) · philox_uniform(draw_i): f32 contiguous (initialisers).
+  void (*uniform)(uint64_t seed, uint64_t stream, float lo, float hi, Tensor& y);
 };
 
 RandomKernels ref_random_kernels();
 RandomKernels cpu_random_kernels();
 RandomKernels cuda_random_kernels();
+
+// Draw i of (seed, stream) as a uniform float in [0, 1): the one definition every backend uses.
+DPLAB_HD float philox_draw_uniform(uint64_t seed, uint64_t stream, int64_t i) {
+  const uint64_t u = static_cast<uint64_t>(i);
+  return philox_uniform(philox4x32(seed, stream, u / 4).v[u % 4]);
+}
 
 }  // namespace dplab

@@ -1,4 +1,6 @@
 // Reference element-wise kernels: one plain loop per definition.
+#include <algorithm>
+
 #include "dplab/core/cpu/ref/strided.h"
 #include "dplab/core/kernels/elementwise.h"
 
@@ -20,8 +22,9 @@ void fill(Tensor& y, double value) {
   } else {
     store_from_f32(elem, t, 0, static_cast<float>(value));
   }
-  ref::for_each_index<1>(y.shape(), {&y.strides()},
-                         [&](const std::array<int64_t, 1>& o) { memcpy(base + o[0] * es, elem, es); });
+  ref::for_each_index<1>(y.shape(), {&y.strides()}, [&](const std::array<int64_t, 1>& o) {
+    memcpy(base + o[0] * es, elem, es);
+  });
 }
 
 void copy(const Tensor& src, Tensor& dst) {
@@ -30,21 +33,20 @@ void copy(const Tensor& src, Tensor& dst) {
   const void* s = src.raw_data();
   void* d = dst.raw_data();
   const DType st = src.dtype(), dt = dst.dtype();
-  ref::for_each_index<2>(src.shape(), {&src.strides(), &dst.strides()},
-                         [&](const std::array<int64_t, 2>& o) {
-                           if (st == dt) {
-                             const size_t es = dtype_size(st);
-                             memcpy(static_cast<char*>(d) + o[1] * es,
-                                    static_cast<const char*>(s) + o[0] * es, es);
-                           } else if (st == DType::i64 && dt == DType::i32) {
-                             static_cast<int32_t*>(d)[o[1]] =
-                                 static_cast<int32_t>(static_cast<const int64_t*>(s)[o[0]]);
-                           } else if (st == DType::i32 && dt == DType::i64) {
-                             static_cast<int64_t*>(d)[o[1]] = static_cast<const int32_t*>(s)[o[0]];
-                           } else {
-                             store_from_f32(d, dt, o[1], load_as_f32(s, st, o[0]));
-                           }
-                         });
+  ref::for_each_index<2>(
+      src.shape(), {&src.strides(), &dst.strides()}, [&](const std::array<int64_t, 2>& o) {
+        if (st == dt) {
+          const size_t es = dtype_size(st);
+          memcpy(static_cast<char*>(d) + o[1] * es, static_cast<const char*>(s) + o[0] * es, es);
+        } else if (st == DType::i64 && dt == DType::i32) {
+          static_cast<int32_t*>(d)[o[1]] =
+              static_cast<int32_t>(static_cast<const int64_t*>(s)[o[0]]);
+        } else if (st == DType::i32 && dt == DType::i64) {
+          static_cast<int64_t*>(d)[o[1]] = static_cast<const int32_t*>(s)[o[0]];
+        } else {
+          store_from_f32(d, dt, o[1], load_as_f32(s, st, o[0]));
+        }
+      });
 }
 
 void axpy(float alpha, const Tensor& x, Tensor& y) {
@@ -54,19 +56,78 @@ void axpy(float alpha, const Tensor& x, Tensor& y) {
   const void* xs = x.raw_data();
   float* yd = y.data<float>();
   const DType xt = x.dtype();
-  ref::for_each_index<2>(x.shape(), {&x.strides(), &y.strides()},
-                         [&](const std::array<int64_t, 2>& o) {
-                           yd[o[1]] += alpha * load_as_f32(xs, xt, o[0]);
-                         });
+  ref::for_each_index<2>(
+      x.shape(), {&x.strides(), &y.strides()},
+      [&](const std::array<int64_t, 2>& o) { yd[o[1]] += alpha * load_as_f32(xs, xt, o[0]); });
+}
+
+void unary(UnaryOp op, float s, const Tensor& x, Tensor& y) {
+  DPLAB_CHECK(x.shape() == y.shape(), "unary: x {} and y {} differ in shape", shape_str(x.shape()),
+              shape_str(y.shape()));
+  check_dtype(y, DType::f32, "unary output");
+  const void* xs = x.raw_data();
+  float* yd = y.data<float>();
+  const DType xt = x.dtype();
+  dispatch_unary(op, s, [&](auto f) {
+    ref::for_each_index<2>(
+        x.shape(), {&x.strides(), &y.strides()},
+        [&](const std::array<int64_t, 2>& o) { yd[o[1]] = f(load_as_f32(xs, xt, o[0])); });
+  });
+}
+
+void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y) {
+  check_shape(y, broadcast_shapes(a.shape(), b.shape(), "binary"), "binary output");
+  check_dtype(y, DType::f32, "binary output");
+  const Shape sa = broadcast_strides(a, y.shape()), sb = broadcast_strides(b, y.shape());
+  const void* ap = a.raw_data();
+  const void* bp = b.raw_data();
+  const DType at = a.dtype(), bt = b.dtype();
+  float* yd = y.data<float>();
+  dispatch_binary(op, [&](auto f) {
+    ref::for_each_index<3>(y.shape(), {&sa, &sb, &y.strides()},
+                           [&](const std::array<int64_t, 3>& o) {
+                             yd[o[2]] = f(load_as_f32(ap, at, o[0]), load_as_f32(bp, bt, o[1]));
+                           });
+  });
 }
 
 }  // namespace
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* what) {
+  const size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    // i counts from the last dimension
+    const int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1;
+    const int64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
+    DPLAB_CHECK(da == db || da == 1 || db == 1,
+                "{}: shapes {} and {} do not broadcast (size {} vs {} at dim -{})", what,
+                shape_str(a), shape_str(b), da, db, i + 1);
+    out[n - 1 - i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+Shape broadcast_strides(const Tensor& t, const Shape& out) {
+  DPLAB_CHECK(static_cast<size_t>(t.dim()) <= out.size(), "cannot broadcast {} to {}", t.str(),
+              shape_str(out));
+  Shape st(out.size(), 0);
+  const size_t lead = out.size() - t.dim();
+  for (size_t i = 0; i < static_cast<size_t>(t.dim()); ++i) {
+    const int64_t d = t.shape()[i];
+    DPLAB_CHECK(d == out[lead + i] || d == 1, "cannot broadcast {} to {}", t.str(), shape_str(out));
+    st[lead + i] = (d == 1 && out[lead + i] != 1) ? 0 : t.strides()[i];
+  }
+  return st;
+}
 
 ElementwiseKernels ref_elementwise_kernels() {
   ElementwiseKernels k{};
   k.fill = fill;
   k.copy = copy;
   k.axpy = axpy;
+  k.unary = unary;
+  k.binary = binary;
   return k;
 }
 

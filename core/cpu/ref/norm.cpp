@@ -1,7 +1,136 @@
+// Reference batch normalisation: per channel, plain loops over (n, hw), statistics in double.
+#include <cmath>
+#include <vector>
+
 #include "dplab/core/kernels/norm.h"
 
 namespace dplab {
+namespace {
 
-NormKernels ref_norm_kernels() { return {}; }
+struct Dims {
+  int64_t n, c, hw;
+};
+
+Dims bn_dims(const Tensor& x, const char* what) {
+  DPLAB_CHECK(x.dim() >= 2, "{}: input {} needs at least [N, C]", what, x.str());
+  check_dtype(x, DType::f32, what);
+  DPLAB_CHECK(x.is_contiguous(), "{}: input {} must be contiguous", what, x.str());
+  int64_t hw = 1;
+  for (int d = 2; d < x.dim(); ++d) hw *= x.shape()[d];
+  return {x.shape()[0], x.shape()[1], hw};
+}
+
+const float* opt_data(const Tensor& t) {
+  return t.defined() ? t.data<float>() : nullptr;
+}
+float* opt_mut(const Tensor& t) {
+  return t.defined() ? t.data<float>() : nullptr;
+}
+
+void forward_train(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& running_mean,
+                   Tensor& running_var, float momentum, float eps, Tensor& y, Tensor& save_mean,
+                   Tensor& save_invstd) {
+  const Dims d = bn_dims(x, "batch_norm");
+  const int64_t m = d.n * d.hw;
+  DPLAB_CHECK(m > 0, "batch_norm: empty batch {}", x.str());
+  const float* xp = x.data<float>();
+  float* yp = y.data<float>();
+  const float* w = opt_data(weight);
+  const float* b = opt_data(bias);
+  float* rm = opt_mut(running_mean);
+  float* rv = opt_mut(running_var);
+  for (int64_t c = 0; c < d.c; ++c) {
+    double s = 0;
+    for (int64_t n = 0; n < d.n; ++n)
+      for (int64_t i = 0; i < d.hw; ++i) s += xp[(n * d.c + c) * d.hw + i];
+    const double mean = s / m;
+    double ss = 0;
+    for (int64_t n = 0; n < d.n; ++n)
+      for (int64_t i = 0; i < d.hw; ++i) {
+        const double dv = xp[(n * d.c + c) * d.hw + i] - mean;
+        ss += dv * dv;
+      }
+    const double var = ss / m;  // biased: what normalises the batch
+    const double invstd = 1.0 / std::sqrt(var + eps);
+    save_mean.data<float>()[c] = static_cast<float>(mean);
+    save_invstd.data<float>()[c] = static_cast<float>(invstd);
+    const double scale = w ? w[c] : 1.0, shift = b ? b[c] : 0.0;
+    for (int64_t n = 0; n < d.n; ++n)
+      for (int64_t i = 0; i < d.hw; ++i) {
+        const int64_t k = (n * d.c + c) * d.hw + i;
+        yp[k] = static_cast<float>((xp[k] - mean) * invstd * scale + shift);
+      }
+    if (rm) rm[c] = static_cast<float>((1.0 - momentum) * rm[c] + momentum * mean);
+    if (rv) {
+      const double unbiased = m > 1 ? ss / (m - 1) : var;
+      rv[c] = static_cast<float>((1.0 - momentum) * rv[c] + momentum * unbiased);
+    }
+  }
+}
+
+void forward_eval(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                  const Tensor& running_mean, const Tensor& running_var, float eps, Tensor& y) {
+  const Dims d = bn_dims(x, "batch_norm");
+  const float* xp = x.data<float>();
+  float* yp = y.data<float>();
+  const float* w = opt_data(weight);
+  const float* b = opt_data(bias);
+  const float* rm = running_mean.data<float>();
+  const float* rv = running_var.data<float>();
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t c = 0; c < d.c; ++c) {
+      const double invstd = 1.0 / std::sqrt(static_cast<double>(rv[c]) + eps);
+      const double scale = w ? w[c] : 1.0, shift = b ? b[c] : 0.0;
+      for (int64_t i = 0; i < d.hw; ++i) {
+        const int64_t k = (n * d.c + c) * d.hw + i;
+        yp[k] = static_cast<float>((xp[k] - rm[c]) * invstd * scale + shift);
+      }
+    }
+}
+
+void backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& mean,
+              const Tensor& invstd, bool training, Tensor& dx, Tensor& dweight, Tensor& dbias) {
+  const Dims d = bn_dims(x, "batch_norm backward");
+  const int64_t m = d.n * d.hw;
+  const float* xp = x.data<float>();
+  const float* g = dy.data<float>();
+  const float* w = opt_data(weight);
+  const float* mu = mean.data<float>();
+  const float* is = invstd.data<float>();
+  for (int64_t c = 0; c < d.c; ++c) {
+    double sum_dy = 0, sum_dy_xhat = 0;
+    for (int64_t n = 0; n < d.n; ++n)
+      for (int64_t i = 0; i < d.hw; ++i) {
+        const int64_t k = (n * d.c + c) * d.hw + i;
+        sum_dy += g[k];
+        sum_dy_xhat += g[k] * (xp[k] - mu[c]) * static_cast<double>(is[c]);
+      }
+    if (dweight.defined()) dweight.data<float>()[c] = static_cast<float>(sum_dy_xhat);
+    if (dbias.defined()) dbias.data<float>()[c] = static_cast<float>(sum_dy);
+    if (!dx.defined()) continue;
+    const double scale = (w ? w[c] : 1.0) * is[c];
+    float* dxp = dx.data<float>();
+    for (int64_t n = 0; n < d.n; ++n)
+      for (int64_t i = 0; i < d.hw; ++i) {
+        const int64_t k = (n * d.c + c) * d.hw + i;
+        if (training) {
+          const double xhat = (xp[k] - mu[c]) * static_cast<double>(is[c]);
+          dxp[k] = static_cast<float>(scale * (g[k] - sum_dy / m - xhat * sum_dy_xhat / m));
+        } else {
+          dxp[k] = static_cast<float>(scale * g[k]);
+        }
+      }
+  }
+}
+
+}  // namespace
+
+NormKernels ref_norm_kernels() {
+  NormKernels k{};
+  k.batch_norm_forward_train = forward_train;
+  k.batch_norm_forward_eval = forward_eval;
+  k.batch_norm_backward = backward;
+  return k;
+}
 
 }  // namespace dplab

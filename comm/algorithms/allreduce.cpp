@@ -1,0 +1,86 @@
+#include "dplab/comm/algorithms/allreduce.h"
+
+namespace dplab {
+
+namespace {
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+}  // namespace
+
+CommStats broadcast_model(Communicator& comm, ParamArena& arena,
+                          const std::vector<NamedTensor>& buffers, int root) {
+  CommStats s;
+  std::vector<Request> reqs;
+  reqs.push_back(comm.ibroadcast(arena.params(), root));
+  s.bytes_sent += static_cast<double>(arena.params().nbytes());
+  ++s.collectives;
+  for (auto& b : buffers) {
+    reqs.push_back(comm.ibroadcast(b.tensor, root));
+    s.bytes_sent += static_cast<double>(b.tensor.nbytes());
+    ++s.collectives;
+  }
+  const auto t0 = Clock::now();
+  wait_all(reqs);
+  s.in_flight_s = s.exposed_wait_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  return s;
+}
+
+CommStats average_buffers(Communicator& comm, const std::vector<NamedTensor>& buffers) {
+  CommStats s;
+  if (comm.size() == 1) return s;
+  std::vector<Request> reqs;
+  for (auto& b : buffers) {
+    if (!is_floating(b.tensor.dtype()) || ends_with(b.name, "num_batches_tracked")) continue;
+    reqs.push_back(comm.iallreduce(b.tensor, ReduceOp::average));
+    s.bytes_sent += static_cast<double>(b.tensor.nbytes());
+    ++s.collectives;
+    ++s.allreduces;
+  }
+  const auto t0 = Clock::now();
+  wait_all(reqs);
+  s.in_flight_s = s.exposed_wait_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  return s;
+}
+
+AllReduceStrategy::AllReduceStrategy(const Options& opt)
+    : AllReduceStrategy(std::make_shared<Topology>(Topology::from_options(opt)), opt) {}
+
+AllReduceStrategy::AllReduceStrategy(std::shared_ptr<Topology> topo, const Options& opt)
+    : topo_(std::move(topo)), sync_opt_(GradSyncOptions::from_options(opt, "allreduce.")) {}
+
+void AllReduceStrategy::setup(TrainContext& ctx) {
+  Strategy::setup(ctx);
+  DPLAB_CHECK(ctx.arena != nullptr, "allreduce: setup needs the parameter arena");
+  // Common rule: every rank starts from rank 0's parameters.
+  extra_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0));
+  sync_ = std::make_unique<GradSync>(*ctx.arena, topo_->world_ptr(), sync_opt_, topo_->node_ptr(),
+                                     topo_->cross_ptr());
+}
+
+void AllReduceStrategy::after_backward(const StepInfo&) {
+  DPLAB_CHECK(sync_ != nullptr, "allreduce: after_backward before setup");
+  sync_->finish();
+}
+
+void AllReduceStrategy::drain() {
+  // Nothing is in flight between steps; the evaluated model is every rank's (identical)
+  // parameters with BatchNorm running statistics averaged over the ranks.
+  extra_.add(average_buffers(topo_->world(), ctx_.buffers));
+}
+
+CommStats AllReduceStrategy::take_stats() {
+  CommStats s = sync_ ? sync_->take_stats() : CommStats{};
+  s.add(extra_);
+  extra_ = {};
+  return s;
+}
+
+std::map<std::string, double> AllReduceStrategy::state() const {
+  return {{"buckets", sync_ ? static_cast<double>(sync_->buckets().size()) : 0.0},
+          {"ranks", static_cast<double>(topo_->world().size())},
+          {"nodes", static_cast<double>(topo_->num_nodes())}};
+}
+
+}  // namespace dplab

@@ -1,0 +1,56 @@
+// AllReduce-SGD (ALGORITHMS.md §1): the synchronous baseline, equivalent to PyTorch DDP and
+// Horovod. Every step the gradient is averaged over all ranks through GradSync: buckets in
+// backward order, each bucket's allreduce started from the grad-ready hook of its last tensor
+// and overlapped with the rest of backward; after_backward() waits for the rest. Ranks start
+// from rank 0's parameters and stay bitwise identical (same averaged gradient, same update).
+//
+// Options ("allreduce." prefix):
+//   bucket_cap_mb    25   bucket cap in MiB; 0 = one allreduce per tensor ("classic" baseline)
+//   first_bucket_mb  1    the first bucket's limit
+//   wire             f32  f32, bf16 or f16 ("Horovod with fp16 compression"), f32 accumulation
+//   hierarchical     false reduce-scatter in node, allreduce across nodes, allgather in node
+// plus the communicator options (ranks_per_node, link.intra, link.inter, comm.wait,
+// comm.timeout_s; see comm/communicator.h).
+#pragma once
+#include <memory>
+
+#include "dplab/comm/grad_sync.h"
+#include "dplab/comm/strategy.h"
+#include "dplab/comm/topology.h"
+
+namespace dplab {
+
+class AllReduceStrategy : public Strategy {
+ public:
+  // Builds the Topology from options (initialising MPI if needed).
+  explicit AllReduceStrategy(const Options& opt);
+  // Uses an existing topology (tests, or algorithms that embed this one).
+  AllReduceStrategy(std::shared_ptr<Topology> topo, const Options& opt);
+  std::string name() const override { return "allreduce"; }
+  void setup(TrainContext& ctx) override;
+  void after_backward(const StepInfo& step) override;
+  void drain() override;
+  CommStats take_stats() override;
+  std::map<std::string, double> state() const override;
+  int rank() const override { return topo_->world().rank(); }
+  int world_size() const override { return topo_->world().size(); }
+
+  Topology& topology() { return *topo_; }
+  GradSync& grad_sync() { return *sync_; }
+
+ private:
+  std::shared_ptr<Topology> topo_;
+  GradSyncOptions sync_opt_;
+  std::unique_ptr<GradSync> sync_;
+  CommStats extra_;  // setup/drain traffic outside GradSync
+};
+
+// Broadcasts the parameter arena and the model buffers from `root`, so all ranks start
+// identical. Returns the statistics of the broadcasts.
+CommStats broadcast_model(Communicator& comm, ParamArena& arena,
+                          const std::vector<NamedTensor>& buffers, int root = 0);
+// Averages BatchNorm-style running statistics (floating buffers whose name does not end in
+// "num_batches_tracked") over `comm`; integer counters are left alone.
+CommStats average_buffers(Communicator& comm, const std::vector<NamedTensor>& buffers);
+
+}  // namespace dplab

@@ -1,0 +1,345 @@
+#include "dplab/comm/algorithms/crossover.h"
+
+#include <cctype>
+#include <map>
+#include <set>
+
+#include "dplab/comm/algorithms/allreduce.h"
+#include "dplab/core/error.h"
+
+namespace dplab {
+
+namespace {
+
+constexpr int kTagBase = 0x4300;  // + segment index; distinct from other algorithms' tags
+// Topology draws use their own Philox key so they never correlate with data or weight draws.
+constexpr uint64_t kTopologyKey = 0xC2055EED0F0F0F0Full;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == sep) {
+      out.push_back(cur);
+      cur.clear();
+    } else if (!std::isspace(static_cast<unsigned char>(c))) {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+bool is_number(const std::string& s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+  return true;
+}
+
+bool has_prefix(const std::string& name, const std::string& prefix) {
+  return name == prefix ||
+         (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 &&
+          name[prefix.size()] == '.');
+}
+
+// The group key of every tensor (arena order) for the named schemes.
+std::vector<std::string> keys_for(const std::vector<ArenaSegment>& segs, const std::string& spec) {
+  std::vector<std::string> keys;
+  keys.reserve(segs.size());
+  if (spec == "model") {
+    keys.assign(segs.size(), "model");
+    return keys;
+  }
+  if (spec == "tensors") {
+    for (auto& s : segs) keys.push_back(s.name);
+    return keys;
+  }
+  if (spec == "layers" || spec == "blocks") {
+    for (auto& s : segs) {
+      const auto parts = split(s.name, '.');
+      // A residual block: "<stage>.<index>.*" (torchvision's layer1.0.conv1.weight).
+      if (spec == "blocks" && parts.size() >= 3 && is_number(parts[1]))
+        keys.push_back(parts[0] + "." + parts[1]);
+      else
+        keys.push_back(parts[0]);
+    }
+    if (spec == "blocks") {
+      // Fold the stem (top-level modules registered before the first block) into the first
+      // block, as the paper's "blocks and FC layer" cut. Registration order is the reverse of
+      // the arena (ready) order.
+      int first_block = -1;  // in registration order = highest arena index that is a block
+      for (int i = static_cast<int>(segs.size()) - 1; i >= 0; --i)
+        if (keys[size_t(i)].find('.') != std::string::npos) {
+          first_block = i;
+          break;
+        }
+      if (first_block >= 0)
+        for (size_t i = size_t(first_block) + 1; i < segs.size(); ++i)
+          keys[i] = keys[size_t(first_block)];
+    }
+    return keys;
+  }
+  // Explicit groups of prefixes.
+  const auto groups = split(spec, '|');
+  DPLAB_CHECK(!spec.empty(),
+              "option crossover.segments is empty (expected blocks, layers, tensors, model or "
+              "'|'-separated groups of name prefixes)");
+  for (auto& s : segs) {
+    int match = -1;
+    for (size_t g = 0; g < groups.size(); ++g)
+      for (auto& p : split(groups[g], ','))
+        if (!p.empty() && has_prefix(s.name, p)) {
+          DPLAB_CHECK(match == -1 || match == int(g),
+                      "option crossover.segments = '{}': parameter {} matches groups {} and {}",
+                      spec, s.name, match, g);
+          match = int(g);
+        }
+    DPLAB_CHECK(match >= 0,
+                "option crossover.segments = '{}': parameter {} matches no group (expected "
+                "blocks, layers, tensors, model or '|'-separated groups of name prefixes)",
+                spec, s.name);
+    keys.push_back(groups[size_t(match)]);
+  }
+  return keys;
+}
+
+}  // namespace
+
+std::vector<GossipSegment> plan_gossip_segments(const ParamArena& arena, const std::string& spec) {
+  const auto& segs = arena.segments();
+  DPLAB_CHECK(!segs.empty(), "crossover: the parameter arena is empty");
+  const auto keys = keys_for(segs, spec);
+  std::vector<GossipSegment> out;
+  std::set<std::string> closed;
+  for (size_t i = 0; i < segs.size(); ++i) {
+    if (!out.empty() && out.back().name == keys[i]) {
+      out.back().end = segs[i].offset + segs[i].numel;
+      out.back().last_tensor = int(i);
+      continue;
+    }
+    DPLAB_CHECK(!closed.count(keys[i]),
+                "option crossover.segments = '{}': segment '{}' is not contiguous in the "
+                "parameter arena (tensor {} is separated from the rest of its group)",
+                spec, keys[i], segs[i].name);
+    if (!out.empty()) closed.insert(out.back().name);
+    GossipSegment g;
+    g.name = keys[i];
+    // A segment starts right after the previous one so alignment padding travels too and the
+    // segments tile the whole arena.
+    g.begin = out.empty() ? 0 : out.back().end;
+    g.end = segs[i].offset + segs[i].numel;
+    g.first_tensor = g.last_tensor = int(i);
+    out.push_back(g);
+  }
+  out.back().end = arena.numel();
+  return out;
+}
+
+CrossoverOptions CrossoverOptions::from_options(const Options& opt) {
+  CrossoverOptions o;
+  o.segments = opt.get_string("crossover.segments", o.segments);
+  o.sampler = parse_derangement_sampler(opt.get_string("crossover.sampler", "balanced"),
+                                        "crossover.sampler");
+  o.interval = opt.get_int("crossover.interval", 1);
+  DPLAB_CHECK(o.interval >= 1, "option crossover.interval: expected >= 1, got {}", o.interval);
+  o.hierarchical = opt.get_bool("crossover.hierarchical", false);
+  o.seed = static_cast<uint64_t>(opt.get_int("crossover.seed", opt.get_int("seed", 0)));
+  o.check_maps = opt.get_bool("crossover.check_maps", false);
+  // "crossover.hierarchical" is the group mode; GradSync's keys live under "crossover.sync."
+  // so they cannot clash with it.
+  o.sync = GradSyncOptions::from_options(opt, "crossover.sync.");
+  DPLAB_CHECK(!o.sync.hierarchical,
+              "option crossover.sync.hierarchical: the group gradient allreduce runs inside one "
+              "node and has no hierarchy; use crossover.hierarchical for Crossover's group mode");
+  return o;
+}
+
+CrossoverStrategy::CrossoverStrategy(const Options& opt)
+    : CrossoverStrategy(std::make_shared<Topology>(Topology::from_options(opt)), opt) {}
+
+CrossoverStrategy::CrossoverStrategy(std::shared_ptr<Topology> topo, const Options& opt)
+    : topo_(std::move(topo)), opt_(CrossoverOptions::from_options(opt)) {}
+
+Communicator* CrossoverStrategy::gossip_comm() const {
+  if (!opt_.hierarchical) return &topo_->world();
+  return topo_->local_rank() == 0 ? &topo_->cross() : nullptr;
+}
+
+void CrossoverStrategy::setup(TrainContext& ctx) {
+  Strategy::setup(ctx);
+  DPLAB_CHECK(ctx.arena != nullptr, "crossover: setup needs the parameter arena");
+  // Common rule: every rank starts from rank 0's parameters.
+  stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0));
+  segments_ = plan_gossip_segments(*ctx.arena, opt_.segments);
+  recv_ = Tensor::zeros({ctx.arena->numel()}, DType::f32, ctx.arena->device());
+  if (opt_.hierarchical) {
+    GradSyncOptions so = opt_.sync;
+    so.hierarchical = false;
+    sync_ = std::make_unique<GradSync>(*ctx.arena, topo_->node_ptr(), so);
+  }
+}
+
+StepPlan CrossoverStrategy::plan(const StepInfo& step) {
+  // Intervals are counted inside the epoch and the last batch of an epoch always closes one, so
+  // no accumulated gradient crosses an evaluation.
+  StepPlan p;
+  p.zero_grad = micro_ == 0;
+  stepping_ = micro_ + 1 >= opt_.interval || step.last_in_epoch() || step.steps_per_epoch == 0;
+  p.optimizer_step = stepping_;
+  if (sync_) sync_->set_no_sync(!stepping_);  // only the interval's last backward communicates
+  return p;
+}
+
+void CrossoverStrategy::after_backward(const StepInfo&) {
+  ++micro_;
+  if (!stepping_) return;
+  if (sync_) sync_->finish();  // group average of the accumulated gradient
+  if (micro_ > 1) {
+    // Mean over the interval's micro-batches: the gradient of the emulated large batch.
+    const float inv = 1.0f / static_cast<float>(micro_);
+    float* g = ctx_.arena->grads().data<float>();
+    for (int64_t i = 0, n = ctx_.arena->numel(); i < n; ++i) g[i] *= inv;
+  }
+}
+
+void CrossoverStrategy::after_step(const StepInfo& step) {
+  if (!stepping_) return;
+  micro_ = 0;
+  stepping_ = false;
+  // Step first (the loop just did), then gossip: "parameter averaging is processed after the
+  // gradient is applied".
+  gossip(step.global_step);
+}
+
+std::vector<std::vector<int>> CrossoverStrategy::draw_maps(int64_t round, int n) {
+  // One stream per round (stateless in the round, so a resumed run draws the same maps); the S
+  // segments draw one after another from it, restarts included, identically on every rank.
+  PhiloxStream rng(opt_.seed ^ kTopologyKey, static_cast<uint64_t>(round));
+  std::vector<std::vector<int>> maps;
+  maps.reserve(segments_.size());
+  for (size_t s = 0; s < segments_.size(); ++s) {
+    int restarts = 0;
+    maps.push_back(draw_derangement(opt_.sampler, rng, n, &restarts));
+    restarts_ += restarts;
+  }
+  return maps;
+}
+
+void CrossoverStrategy::gossip(int64_t round) {
+  DPLAB_CHECK(ctx_.arena != nullptr, "crossover: gossip before setup");
+  Communicator* comm = gossip_comm();
+  const Tensor& params = ctx_.arena->params();
+  if (comm != nullptr && comm->size() >= 2) {
+    const int n = comm->size(), me = comm->rank();
+    const auto maps = draw_maps(round, n);
+    if (opt_.check_maps) {
+      // Debug: every rank must have drawn the same maps (the shared stream is the whole
+      // protocol; a disagreement would deadlock or mix wrong segments).
+      std::vector<int32_t> flat;
+      for (auto& m : maps) flat.insert(flat.end(), m.begin(), m.end());
+      Tensor mine = Tensor::empty({int64_t(flat.size())}, DType::i32);
+      std::copy(flat.begin(), flat.end(), mine.data<int32_t>());
+      Tensor all = Tensor::empty({int64_t(flat.size()) * n}, DType::i32);
+      comm->allgather(mine, all);
+      const int32_t* a = all.data<int32_t>();
+      for (int r = 0; r < n; ++r)
+        for (size_t k = 0; k < flat.size(); ++k)
+          DPLAB_CHECK(a[size_t(r) * flat.size() + k] == flat[k],
+                      "crossover: rank {} drew a different peer map than rank {} in round {}", r,
+                      me, round);
+    }
+    // Algorithm 1, lines 1-10: post every segment's receive and send at once.
+    const auto t0 = Clock::now();
+    std::vector<Request> reqs;
+    reqs.reserve(2 * segments_.size());
+    std::set<int> peers;
+    for (size_t s = 0; s < segments_.size(); ++s) {
+      const auto& seg = segments_[s];
+      const int src = maps[s][size_t(me)];  // receive_from = destinations[my rank]
+      int dst = -1;                         // send_to = destinations.index(my rank)
+      for (int j = 0; j < n; ++j)
+        if (maps[s][size_t(j)] == me) dst = j;
+      const int tag = kTagBase + static_cast<int>(s);
+      reqs.push_back(comm->irecv(recv_.flat_range(seg.begin, seg.end), src, tag));
+      reqs.push_back(comm->isend(params.flat_range(seg.begin, seg.end), dst, tag));
+      stats_.bytes_sent += static_cast<double>(seg.numel()) * 4.0;
+      ++stats_.collectives;
+      peers.insert(dst);
+    }
+    // Lines 11-13: wait for all (gossip is synchronous; the segments overlap each other, not
+    // compute, so the whole wait is exposed).
+    const auto tw = Clock::now();
+    wait_all(reqs);
+    stats_.exposed_wait_s += seconds_since(tw);
+    stats_.in_flight_s += seconds_since(t0);
+    // Lines 14-18: x_s <- (x_s + received_s) / 2. (a + b) * 0.5 is symmetric in a and b, so a
+    // 2-cycle leaves both ranks bitwise equal.
+    float* x = params.data<float>();
+    const float* r = recv_.data<float>();
+    for (auto& seg : segments_)
+      for (int64_t i = seg.begin; i < seg.end; ++i) x[i] = (x[i] + r[i]) * 0.5f;
+    peer_sum_ += static_cast<int64_t>(peers.size());
+  }
+  if (opt_.hierarchical && topo_->node().size() > 1) {
+    // The leader's gossiped parameters propagate to its group.
+    const auto t0 = Clock::now();
+    topo_->node().broadcast(params, 0);
+    const double dt = seconds_since(t0);
+    stats_.exposed_wait_s += dt;
+    stats_.in_flight_s += dt;
+    ++stats_.collectives;
+    if (topo_->local_rank() == 0) stats_.bytes_sent += static_cast<double>(params.nbytes());
+  }
+  ++rounds_;
+}
+
+void CrossoverStrategy::drain() {
+  // Gossip is synchronous and intervals close at epoch ends: nothing is in flight here. The
+  // evaluated model is rank 0's own, with its own BatchNorm statistics (notes §5.5).
+}
+
+bool CrossoverStrategy::consensus_eval(const std::function<void()>& evaluate) {
+  DPLAB_CHECK(ctx_.arena != nullptr, "crossover: consensus_eval before setup");
+  Communicator& world = topo_->world();
+  if (world.size() < 2) return false;
+  Tensor params = ctx_.arena->params();  // a handle on the arena (copy_ is non-const)
+  Tensor saved = params.clone();
+  std::vector<Tensor> saved_buffers;
+  for (auto& b : ctx_.buffers) saved_buffers.push_back(b.tensor.clone());
+  world.allreduce(params, ReduceOp::average);
+  average_buffers(world, ctx_.buffers);  // the consensus model's BatchNorm statistics
+  evaluate();
+  params.copy_(saved);
+  for (size_t i = 0; i < ctx_.buffers.size(); ++i) ctx_.buffers[i].tensor.copy_(saved_buffers[i]);
+  return true;
+}
+
+CommStats CrossoverStrategy::take_stats() {
+  CommStats s = stats_;
+  if (sync_) s.add(sync_->take_stats());
+  stats_ = {};
+  return s;
+}
+
+std::map<std::string, double> CrossoverStrategy::state() const {
+  Communicator* comm = gossip_comm();
+  return {{"segments", static_cast<double>(segments_.size())},
+          {"interval", static_cast<double>(opt_.interval)},
+          {"hierarchical", opt_.hierarchical ? 1.0 : 0.0},
+          {"gossip_ranks", comm ? static_cast<double>(comm->size()) : 0.0},
+          {"rounds", static_cast<double>(rounds_)},
+          {"sampler_restarts", static_cast<double>(restarts_)},
+          {"mean_distinct_peers",
+           rounds_ ? static_cast<double>(peer_sum_) / static_cast<double>(rounds_) : 0.0}};
+}
+
+std::unique_ptr<Strategy> make_crossover_strategy(const Options& opt) {
+  return std::make_unique<CrossoverStrategy>(opt);
+}
+
+}  // namespace dplab

@@ -1,0 +1,312 @@
+#include "dplab/comm/algorithms/daso.h"
+
+#include <algorithm>
+
+#include "dplab/comm/algorithms/allreduce.h"
+#include "dplab/core/error.h"
+#include "dplab/core/ops/elementwise.h"
+
+namespace dplab {
+
+namespace {
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+DType wire_option(const Options& opt, const std::string& key, const std::string& def) {
+  const std::string v = opt.get_string(key, def);
+  DPLAB_CHECK(v == "f32" || v == "bf16" || v == "f16",
+              "option {}: expected f32, bf16 or f16, got '{}'", key, v);
+  return parse_dtype(v);
+}
+
+}  // namespace
+
+// ---- configuration -------------------------------------------------------------------------
+
+DasoConfig DasoConfig::from_options(const Options& opt) {
+  DasoConfig c;
+  c.B_max = static_cast<int>(opt.get_int("daso.B_max", c.B_max));
+  DPLAB_CHECK(c.B_max >= 1, "option daso.B_max: expected >= 1, got {}", c.B_max);
+  c.S_init = static_cast<int>(opt.get_int("daso.S", c.S_init));
+  DPLAB_CHECK(c.S_init >= 0, "option daso.S: expected >= 0, got {}", c.S_init);
+  c.warmup_epochs = opt.get_int("daso.warmup_epochs", c.warmup_epochs);
+  DPLAB_CHECK(c.warmup_epochs >= 0, "option daso.warmup_epochs: expected >= 0, got {}",
+              c.warmup_epochs);
+  c.cooldown_epochs = opt.get_int("daso.cooldown_epochs", c.cooldown_epochs);
+  DPLAB_CHECK(c.cooldown_epochs >= 0, "option daso.cooldown_epochs: expected >= 0, got {}",
+              c.cooldown_epochs);
+  c.plateau_threshold = opt.get_double("daso.plateau_threshold", c.plateau_threshold);
+  DPLAB_CHECK(c.plateau_threshold >= 0, "option daso.plateau_threshold: expected >= 0, got {}",
+              c.plateau_threshold);
+  c.plateau_patience = static_cast<int>(opt.get_int("daso.plateau_patience", c.plateau_patience));
+  DPLAB_CHECK(c.plateau_patience >= 0, "option daso.plateau_patience: expected >= 0, got {}",
+              c.plateau_patience);
+  const std::string red = opt.get_string("daso.S_reduction", "halve");
+  DPLAB_CHECK(red == "halve" || red == "decrement",
+              "option daso.S_reduction: expected halve or decrement, got '{}'", red);
+  c.halve_S = red == "halve";
+  c.phases = opt.get_bool("daso.phases", c.phases);
+  c.epoch_end_sync = opt.get_bool("daso.epoch_end_sync", c.epoch_end_sync);
+  c.blocking_wire = wire_option(opt, "daso.blocking_wire", "bf16");
+  c.global_wire = wire_option(opt, "daso.global_wire", "f32");
+  return c;
+}
+
+DasoPhase daso_phase(int64_t epoch, int64_t total_epochs, const DasoConfig& cfg) {
+  if (!cfg.phases) return DasoPhase::cycling;
+  if (epoch < cfg.warmup_epochs) return DasoPhase::warmup;
+  if (epoch >= total_epochs - cfg.cooldown_epochs) return DasoPhase::cooldown;
+  return DasoPhase::cycling;
+}
+
+// ---- the schedule of one epoch --------------------------------------------------------------
+
+std::vector<DasoSync> daso_epoch_schedule(int64_t T, DasoPhase phase, int B, int S, int G,
+                                          bool epoch_end_sync) {
+  DPLAB_CHECK(T >= 1, "daso schedule: batches per epoch must be >= 1, got {}", T);
+  DPLAB_CHECK(G >= 1, "daso schedule: ranks per node must be >= 1, got {}", G);
+  std::vector<DasoSync> out;
+  // Round-robin over the global groups, restarting at group 0 every epoch.
+  auto add = [&](int64_t send, int64_t s) {
+    DasoSync d;
+    d.send_batch = send;
+    d.merge_batch = send + s;
+    d.group = static_cast<int>(out.size() % static_cast<size_t>(G));
+    d.S = static_cast<int>(s);
+    out.push_back(d);
+  };
+  if (phase != DasoPhase::cycling) {
+    // Warm-up / cool-down: "all synchronization steps are performed after each batch".
+    for (int64_t t = 0; t < T; ++t) add(t, 0);
+    return out;
+  }
+  DPLAB_CHECK(B >= 1, "daso schedule: B must be >= 1, got {}", B);
+  DPLAB_CHECK(S >= 0, "daso schedule: S must be >= 0, got {}", S);
+  // Sends at t % B == 0; the receive is clipped to the epoch's last batch (S' = min(S, T-1-t)),
+  // so nothing is pending across an epoch boundary; S' = 0 is a blocking plain average.
+  for (int64_t t = 0; t < T; t += B) add(t, std::min<int64_t>(S, T - 1 - t));
+  if (epoch_end_sync && (T - 1) % B != 0) add(T - 1, 0);
+  return out;
+}
+
+// ---- the B/S cycle ---------------------------------------------------------------------------
+
+// PlateauDetector fires on its `patience`-th bad epoch; DASO's patience counts like PyTorch's
+// (a plateau is the (patience+1)-th bad epoch), as in the authors' DetectMetricPlateau.
+DasoCycle::DasoCycle(const DasoConfig& cfg)
+    : cfg_(cfg),
+      detector_(cfg.plateau_threshold, cfg.plateau_patience + 1),
+      B_(cfg.B_max),
+      S_(cfg.S_init) {}
+
+bool DasoCycle::end_epoch(int64_t epoch, int64_t total_epochs, double loss) {
+  if (!cfg_.phases || daso_phase(epoch, total_epochs, cfg_) != DasoPhase::cycling) return false;
+  if (!detector_.observe(loss)) return false;
+  ++plateaus_;
+  if (B_ <= 1 && S_ <= 1) {
+    // "When B, S = 1 and the loss has plateaued, both are reset to their initial values."
+    B_ = cfg_.B_max;
+    S_ = cfg_.S_init;
+  } else {
+    // "When the training loss plateaus, B and S are reduced by a factor of two, down to a
+    // minimum of one." (S = 0, a blocking configuration, stays 0.)
+    B_ = std::max(1, B_ / 2);
+    if (S_ > 0) S_ = cfg_.halve_S ? std::max(1, S_ / 2) : std::max(1, S_ - 1);
+  }
+  return true;
+}
+
+// ---- the strategy ----------------------------------------------------------------------------
+
+DasoStrategy::DasoStrategy(const Options& opt)
+    : DasoStrategy(std::make_shared<Topology>(Topology::from_options(opt)), opt) {}
+
+DasoStrategy::DasoStrategy(std::shared_ptr<Topology> topo, const Options& opt)
+    : topo_(std::move(topo)),
+      cfg_(DasoConfig::from_options(opt)),
+      local_opt_(GradSyncOptions::from_options(opt, "daso.local.")),
+      cycle_(cfg_) {
+  DPLAB_CHECK(!local_opt_.hierarchical,
+              "option daso.local.hierarchical: the node-local gradient sync is flat by design");
+}
+
+void DasoStrategy::setup(TrainContext& ctx) {
+  Strategy::setup(ctx);
+  DPLAB_CHECK(ctx.arena != nullptr, "daso: setup needs the parameter arena");
+  // Common rule: every rank starts from rank 0's parameters.
+  stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0));
+  // Local synchronization: node-local gradient average every batch, overlapped with backward.
+  local_sync_ = std::make_unique<GradSync>(*ctx.arena, topo_->node_ptr(), local_opt_);
+}
+
+void DasoStrategy::before_forward(const StepInfo&) {
+  // Nudge in-flight global syncs (MPI progresses non-blocking collectives inside its calls).
+  for (auto& p : pending_)
+    if (p.req.valid()) p.req.test();
+}
+
+void DasoStrategy::after_backward(const StepInfo&) {
+  DPLAB_CHECK(local_sync_ != nullptr, "daso: after_backward before setup");
+  local_sync_->finish();
+}
+
+void DasoStrategy::start_schedule(const StepInfo& step) {
+  DPLAB_CHECK(pending_.empty(), "daso: {} global sync(s) still pending at the start of epoch {}",
+              pending_.size(), step.epoch);
+  sched_epoch_ = step.epoch;
+  epoch_phase_ = daso_phase(step.epoch, step.total_epochs, cfg_);
+  if (epoch_phase_ == DasoPhase::cycling) {
+    epoch_B_ = cycle_.B();
+    epoch_S_ = cycle_.S();
+  } else {
+    epoch_B_ = 1;  // blocking after every batch
+    epoch_S_ = 0;
+  }
+  sched_ = daso_epoch_schedule(step.steps_per_epoch, epoch_phase_, epoch_B_, epoch_S_,
+                               topo_->ranks_per_node(), cfg_.epoch_end_sync);
+  next_ = 0;
+  epoch_syncs_ = 0;
+}
+
+void DasoStrategy::after_step(const StepInfo& step) {
+  DPLAB_CHECK(local_sync_ != nullptr, "daso: after_step before setup");
+  total_epochs_ = step.total_epochs;
+  if (step.epoch != sched_epoch_) start_schedule(step);
+  const int64_t t = step.step_in_epoch;
+  // 1. Stale receives due after this batch, oldest first (Eq. 1 + local update).
+  while (!pending_.empty() && pending_.front().sync.merge_batch <= t) {
+    merge(pending_.front());
+    if (pending_.front().buf.defined()) free_bufs_.push_back(pending_.front().buf);
+    pending_.pop_front();
+  }
+  // 2. Global syncs starting after this batch.
+  while (next_ < sched_.size() && sched_[next_].send_batch <= t) {
+    const DasoSync s = sched_[next_++];
+    if (s.send_batch < t) continue;  // resumed in the middle of the epoch: already past
+    ++epoch_syncs_;
+    if (s.blocking())
+      blocking_sync(s, epoch_phase_ == DasoPhase::cycling ? cfg_.global_wire : cfg_.blocking_wire);
+    else
+      post(s);
+  }
+}
+
+void DasoStrategy::post(const DasoSync& s) {
+  Pending p;
+  p.sync = s;
+  if (member(s.group)) {
+    // A separate send buffer: the live parameters keep training for S batches.
+    if (!free_bufs_.empty()) {
+      p.buf = free_bufs_.back();
+      free_bufs_.pop_back();
+    } else {
+      p.buf = Tensor::empty({ctx_.arena->numel()}, DType::f32, ctx_.arena->device());
+    }
+    p.buf.copy_(ctx_.arena->params());
+    p.req = topo_->cross().iallreduce(p.buf, ReduceOp::sum, cfg_.global_wire);
+    stats_.bytes_sent += static_cast<double>(p.buf.numel() * dtype_size(cfg_.global_wire));
+    ++stats_.collectives;
+    ++stats_.allreduces;
+  }
+  pending_.push_back(std::move(p));
+}
+
+void DasoStrategy::merge(Pending& p) {
+  if (member(p.sync.group)) {
+    const auto t0 = Clock::now();
+    p.req.wait();
+    stats_.exposed_wait_s += seconds_since(t0);
+    stats_.in_flight_s += p.req.seconds_in_flight();
+    // Eq. 1: x_{t+S} = (2S·x_{t+S-1} + Σ_{i=1..P} x_t^i) / (2S + P), x this member's current
+    // parameters (S' local steps past the send), the sum over the P members of the group.
+    const double w = 2.0 * p.sync.S;
+    const double d = w + static_cast<double>(topo_->cross().size());
+    Tensor x = ctx_.arena->params();
+    mul_(x, static_cast<float>(w / d));
+    add_(x, p.buf, static_cast<float>(1.0 / d));
+  }
+  broadcast_from(p.sync.group);
+}
+
+void DasoStrategy::blocking_sync(const DasoSync& s, DType wire) {
+  if (member(s.group)) {
+    // S' = 0: the plain average over the group, in place (16-bit wire reduces in f32).
+    const auto t0 = Clock::now();
+    topo_->cross().allreduce(ctx_.arena->params(), ReduceOp::average, wire);
+    const double dt = seconds_since(t0);
+    stats_.exposed_wait_s += dt;
+    stats_.in_flight_s += dt;
+    stats_.bytes_sent += static_cast<double>(ctx_.arena->numel() * dtype_size(wire));
+    ++stats_.collectives;
+    ++stats_.allreduces;
+  }
+  broadcast_from(s.group);
+}
+
+void DasoStrategy::broadcast_from(int group) {
+  // Local update: the group member's parameters replace those of the other ranks of its node.
+  Communicator& node = topo_->node();
+  if (node.size() == 1) return;
+  const auto t0 = Clock::now();
+  node.broadcast(ctx_.arena->params(), group);
+  const double dt = seconds_since(t0);
+  stats_.exposed_wait_s += dt;
+  stats_.in_flight_s += dt;
+  ++stats_.collectives;
+  if (member(group)) stats_.bytes_sent += static_cast<double>(ctx_.arena->params().nbytes());
+}
+
+void DasoStrategy::end_epoch(int64_t epoch, double mean_train_loss) {
+  // The plateau test sees the training loss averaged over all ranks, so every rank takes the
+  // same B/S decision.
+  Tensor l = Tensor::full({1}, mean_train_loss);
+  const auto t0 = Clock::now();
+  topo_->world().allreduce(l, ReduceOp::average);
+  const double dt = seconds_since(t0);
+  stats_.exposed_wait_s += dt;
+  stats_.in_flight_s += dt;
+  stats_.bytes_sent += static_cast<double>(l.nbytes());
+  ++stats_.collectives;
+  ++stats_.allreduces;
+  last_loss_ = l.item();
+  cycle_.end_epoch(epoch, total_epochs_, last_loss_);
+}
+
+void DasoStrategy::drain() {
+  // Normally empty here (receives never cross an epoch); after a stop in the middle of an
+  // epoch the pending receives are merged now.
+  while (!pending_.empty()) {
+    merge(pending_.front());
+    if (pending_.front().buf.defined()) free_bufs_.push_back(pending_.front().buf);
+    pending_.pop_front();
+  }
+  stats_.add(average_buffers(topo_->world(), ctx_.buffers));
+}
+
+CommStats DasoStrategy::take_stats() {
+  CommStats s = local_sync_ ? local_sync_->take_stats() : CommStats{};
+  s.add(stats_);
+  stats_ = {};
+  return s;
+}
+
+std::map<std::string, double> DasoStrategy::state() const {
+  return {{"B", epoch_B_},
+          {"S", epoch_S_},
+          {"phase", static_cast<double>(epoch_phase_)},
+          {"global_syncs", static_cast<double>(epoch_syncs_)},
+          {"next_B", cycle_.B()},
+          {"next_S", cycle_.S()},
+          {"plateaus", cycle_.plateaus()},
+          {"world_loss", last_loss_},
+          {"nodes", static_cast<double>(topo_->num_nodes())},
+          {"ranks_per_node", static_cast<double>(topo_->ranks_per_node())}};
+}
+
+std::unique_ptr<Strategy> make_daso_strategy(const Options& opt) {
+  return std::make_unique<DasoStrategy>(opt);
+}
+
+}  // namespace dplab

@@ -1,0 +1,378 @@
+#include "dplab/comm/algorithms/dcs3gd.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <utility>
+
+#include "dplab/comm/algorithms/allreduce.h"
+#include "dplab/comm/algorithms/dcs3gd_functors.h"
+#include "dplab/core/autograd.h"
+#include "dplab/layers/module.h"
+#include "dplab/optim/sgd.h"
+
+namespace dplab {
+
+namespace {
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Dotted names of every parameter owned by a BatchNorm module of the tree (found by module
+// type, not by naming convention).
+void collect_batchnorm_params(const Module& m, const std::string& prefix,
+                              std::set<std::string>& out) {
+  if (m.type_name().rfind("BatchNorm", 0) == 0) {
+    for (const NamedTensor& p : m.named_parameters()) out.insert(prefix + p.name);
+    return;
+  }
+  for (const auto& [name, child] : m.named_children())
+    collect_batchnorm_params(*child, prefix + name + ".", out);
+}
+
+// Elements with at least this many use OpenMP in the update loops.
+constexpr int64_t kParallelMin = int64_t(1) << 15;
+
+}  // namespace
+
+Dcs3gdOptions Dcs3gdOptions::from_options(const Options& opt) {
+  Dcs3gdOptions o;
+  o.lambda0 = opt.get_double("dcs3gd.lambda0", o.lambda0);
+  DPLAB_CHECK(o.lambda0 >= 0 && std::isfinite(o.lambda0),
+              "option dcs3gd.lambda0: expected a finite value >= 0, got {}", o.lambda0);
+  const std::string norm = opt.get_string("dcs3gd.norm", "per_tensor");
+  if (norm == "per_tensor")
+    o.norm = Norm::per_tensor;
+  else if (norm == "global")
+    o.norm = Norm::global;
+  else
+    DPLAB_FAIL("option dcs3gd.norm: expected per_tensor or global, got '{}'", norm);
+  const std::string from = opt.get_string("dcs3gd.correct_from", "start");
+  if (from == "start")
+    o.correct_after_warmup = false;
+  else if (from == "warmup_end")
+    o.correct_after_warmup = true;
+  else
+    DPLAB_FAIL("option dcs3gd.correct_from: expected start or warmup_end, got '{}'", from);
+  const std::string sched = opt.get_string("dcs3gd.schedule", "warmup_linear");
+  if (sched == "warmup_linear")
+    o.schedule = Schedule::warmup_linear;
+  else if (sched == "loop")
+    o.schedule = Schedule::loop;
+  else
+    DPLAB_FAIL("option dcs3gd.schedule: expected warmup_linear or loop, got '{}'", sched);
+  o.warmup_epochs = opt.get_double("dcs3gd.warmup_epochs", o.warmup_epochs);
+  o.warmup_frac = opt.get_double("dcs3gd.warmup_frac", o.warmup_frac);
+  DPLAB_CHECK(o.warmup_frac >= 0 && o.warmup_frac <= 1,
+              "option dcs3gd.warmup_frac: expected a value in [0, 1], got {}", o.warmup_frac);
+  o.wd_mult = opt.get_double("dcs3gd.wd_mult", o.wd_mult);
+  DPLAB_CHECK(o.wd_mult >= 0, "option dcs3gd.wd_mult: expected >= 0, got {}", o.wd_mult);
+  const std::string ex = opt.get_string("dcs3gd.wd_exclude", "bn");
+  if (ex == "bn")
+    o.wd_exclude = WdExclude::bn;
+  else if (ex == "bn_bias")
+    o.wd_exclude = WdExclude::bn_bias;
+  else if (ex == "none")
+    o.wd_exclude = WdExclude::none;
+  else
+    DPLAB_FAIL("option dcs3gd.wd_exclude: expected bn, bn_bias or none, got '{}'", ex);
+  o.momentum = opt.get_double("dcs3gd.momentum", o.momentum);
+  DPLAB_CHECK(o.momentum < 1, "option dcs3gd.momentum: expected < 1, got {}", o.momentum);
+  const std::string wire = opt.get_string("dcs3gd.wire", "f32");
+  o.wire = parse_dtype(wire);
+  const double us = opt.get_double("dcs3gd.progress_us", o.progress_s * 1e6);
+  DPLAB_CHECK(us >= 0, "option dcs3gd.progress_us: expected >= 0, got {}", us);
+  o.progress_s = us * 1e-6;
+  DPLAB_CHECK(is_floating(o.wire), "option dcs3gd.wire: expected f32, bf16 or f16, got '{}'", wire);
+  return o;
+}
+
+double dcs3gd_schedule_factor(int64_t t, int64_t total, int64_t warmup) {
+  if (total <= 0) return 1.0;  // no known length: constant
+  if (t < warmup) return double(t + 1) / double(warmup);
+  if (total <= warmup) return 1.0;
+  return std::max(0.0, double(total - t) / double(total - warmup));
+}
+
+Dcs3gdStrategy::Dcs3gdStrategy(const Options& opt)
+    : Dcs3gdStrategy(std::make_shared<Topology>(Topology::from_options(opt)), opt) {}
+
+Dcs3gdStrategy::Dcs3gdStrategy(std::shared_ptr<Topology> topo, const Options& opt)
+    : topo_(std::move(topo)), opt_(Dcs3gdOptions::from_options(opt)) {}
+
+Dcs3gdStrategy::~Dcs3gdStrategy() {
+  // Never leave the progress thread running (e.g. after an exception between before_forward
+  // and after_backward): it stops at its next wake-up.
+  stop_progress_.store(true);
+  if (progress_.joinable()) progress_.join();
+}
+
+void Dcs3gdStrategy::setup(TrainContext& ctx) {
+  Strategy::setup(ctx);
+  DPLAB_CHECK(ctx.arena != nullptr, "dcs3gd: setup needs the parameter arena");
+  DPLAB_CHECK(ctx.optimizer != nullptr,
+              "dcs3gd: setup needs the optimizer (its lr and weight decay are the peak values)");
+  peak_lr_ = ctx.optimizer->lr();
+  base_wd_ = ctx.optimizer->weight_decay();
+  mu_ = opt_.momentum;
+  if (const auto* sgd = dynamic_cast<const SGD*>(ctx.optimizer)) {
+    // U is MXNet's momentum SGD: no dampening or Nesterov term to map PyTorch's onto.
+    DPLAB_CHECK(!sgd->options().nesterov && sgd->options().dampening == 0,
+                "dcs3gd: the local optimizer is MXNet-form momentum SGD; --nesterov and "
+                "--dampening are not supported (got nesterov={}, dampening={})",
+                sgd->options().nesterov, sgd->options().dampening);
+    if (mu_ < 0) mu_ = sgd->options().momentum;
+  }
+  DPLAB_CHECK(mu_ >= 0, "dcs3gd: the optimizer is '{}', not SGD: set dcs3gd.momentum explicitly",
+              ctx.optimizer->name());
+
+  // Common rule: every rank starts from rank 0's parameters; W̄⁰ = W⁰.
+  stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0));
+  const Tensor& w = ctx.arena->params();
+  wbar_ = w.clone();
+  v_ = Tensor::zeros(w.shape(), DType::f32, w.device());
+  s_ = Tensor::zeros(w.shape(), DType::f32, w.device());
+  r_ = Tensor::zeros(w.shape(), DType::f32, w.device());
+  DPLAB_CHECK(w.device().is_cpu(), "dcs3gd: only the CPU path exists so far, arena is on {}",
+              w.str());
+
+  // Weight-decay masks: no decay on BatchNorm (paper Sec. IV-A), optionally none on biases.
+  std::set<std::string> bn;
+  if (ctx.model != nullptr) collect_batchnorm_params(*ctx.model, "", bn);
+  wd_mask_.clear();
+  for (const ArenaSegment& seg : ctx.arena->segments()) {
+    bool decay = opt_.wd_exclude == Dcs3gdOptions::WdExclude::none || bn.count(seg.name) == 0;
+    if (opt_.wd_exclude == Dcs3gdOptions::WdExclude::bn_bias &&
+        (seg.name == "bias" || ends_with(seg.name, ".bias")))
+      decay = false;
+    wd_mask_.push_back(decay ? 1.f : 0.f);
+  }
+  last_stats_.assign(ctx.arena->segments().size(), {});
+  pending_ = false;
+}
+
+StepPlan Dcs3gdStrategy::plan(const StepInfo&) {
+  StepPlan p;
+  p.zero_grad = true;
+  p.optimizer_step = false;  // this strategy owns the update (after_backward)
+  return p;
+}
+
+void Dcs3gdStrategy::start_allreduce() {
+  join_progress();
+  // R ← S, reduced in place: S stays untouched while the message is in flight.
+  r_.copy_(s_);
+  req_ = topo_->world().iallreduce(r_, ReduceOp::sum, opt_.wire);
+  stats_.bytes_sent += double(r_.numel()) * double(dtype_size(opt_.wire));
+  ++stats_.collectives;
+  ++stats_.allreduces;
+  pending_ = false;
+  if (opt_.progress_s <= 0) return;
+  // MPICH advances a non-blocking collective only inside MPI calls: this thread tests the
+  // request every progress_s while forward and backward run, so the allreduce proceeds (paper
+  // notes §4.1: "a helper thread that polls MPI_Test"). It polls slowly (no spinning) because
+  // it competes with the compute for cores; it stops once done or once after_backward takes
+  // over the wait.
+  stop_progress_.store(false);
+  progress_ = std::thread([this, req = req_]() mutable {
+    WaitOptions w;
+    w.policy = WaitPolicy::backoff;
+    w.spin_tests = 0;
+    w.sleep_s = opt_.progress_s;
+    w.timeout_s = 0;  // the compute thread's own wait carries the timeout
+    try {
+      polite_wait([&] { return stop_progress_.load(std::memory_order_relaxed) || req.test(); }, w,
+                  [&] { return req.describe(); });
+    } catch (...) {
+      progress_error_ = std::current_exception();
+    }
+  });
+}
+
+void Dcs3gdStrategy::finish_allreduce() {
+  stop_progress_.store(true);
+  const auto t0 = Clock::now();
+  req_.wait();  // the communicator's polite wait (and timeout)
+  stats_.exposed_wait_s += seconds_since(t0);
+  stats_.in_flight_s += req_.seconds_in_flight();
+  req_ = Request();
+  received_ = true;
+  // The progress thread exits at its next wake-up; it is joined before the next allreduce
+  // (or in drain), off the critical path.
+}
+
+void Dcs3gdStrategy::join_progress() {
+  if (progress_.joinable()) {
+    stop_progress_.store(true);
+    progress_.join();
+  }
+  if (progress_error_) std::rethrow_exception(std::exchange(progress_error_, nullptr));
+}
+
+void Dcs3gdStrategy::before_forward(const StepInfo&) {
+  DPLAB_CHECK(wbar_.defined(), "dcs3gd: before_forward before setup");
+  DPLAB_CHECK(!req_.valid(), "dcs3gd: before_forward with the previous allreduce in flight");
+  if (pending_) start_allreduce();  // Algorithm 1: MPI_Iallreduce(Δw_i), non-blocking
+  compute_start_ = Clock::now();
+}
+
+void Dcs3gdStrategy::after_backward(const StepInfo& step) {
+  DPLAB_CHECK(wbar_.defined(), "dcs3gd: after_backward before setup");
+  compute_s_ += seconds_since(compute_start_);
+  if (req_.valid()) finish_allreduce();  // Δw̄ = MPI_Wait()
+  update(step);
+}
+
+void Dcs3gdStrategy::update(const StepInfo& step) {
+  NoGradGuard no_grad;
+  ParamArena& arena = *ctx_.arena;
+  const auto& segs = arena.segments();
+  float* w = arena.params().data<float>();
+  const float* g = arena.grads().data<float>();
+  float* wbar = wbar_.data<float>();
+  float* v = v_.data<float>();
+  float* s = s_.data<float>();
+  const float* r = r_.data<float>();
+  const bool have_r = std::exchange(received_, false);
+
+  // Schedule (Sec. IV-A): lr and weight decay share the shape f(t).
+  const int64_t total = step.steps_per_epoch * step.total_epochs;
+  const int64_t warmup =
+      opt_.warmup_epochs >= 0
+          ? int64_t(std::llround(opt_.warmup_epochs * double(step.steps_per_epoch)))
+          : int64_t(std::llround(opt_.warmup_frac * double(total)));
+  double f, lr;
+  if (opt_.schedule == Dcs3gdOptions::Schedule::loop) {
+    lr = ctx_.optimizer->lr();
+    f = peak_lr_ > 0 ? lr / peak_lr_ : 0.0;
+  } else {
+    f = dcs3gd_schedule_factor(step.global_step, total, warmup);
+    lr = peak_lr_ * f;
+  }
+  const double wd = base_wd_ * opt_.wd_mult * f;
+  const bool correct =
+      opt_.lambda0 > 0 && !(opt_.correct_after_warmup && step.global_step < warmup);
+
+  // Pass 1 (per tensor): W̄ += R/N (eq. 8), D = W̄ − W (eq. 9), Σg² and Σ(g⊙g⊙D)² (eq. 17).
+  const Dcs3gdAverage avg{float(topo_->world().size())};
+  const Dcs3gdNormTerms terms;
+  double g2_all = 0, c2_all = 0;
+  for (size_t k = 0; k < segs.size(); ++k) {
+    const int64_t b = segs[k].offset, e = b + segs[k].numel;
+    double g2 = 0, c2 = 0, d2 = 0;
+#pragma omp parallel for reduction(+ : g2, c2, d2) if (e - b >= kParallelMin)
+    for (int64_t i = b; i < e; ++i) {
+      const float d = have_r ? avg(wbar[i], r[i], w[i]) : wbar[i] - w[i];
+      terms(g[i], d, g2, c2);
+      d2 += double(d) * d;
+    }
+    last_stats_[k].g_norm = std::sqrt(g2);
+    last_stats_[k].ggd_norm = std::sqrt(c2);
+    last_stats_[k].d_norm = std::sqrt(d2);
+    g2_all += g2;
+    c2_all += c2;
+  }
+  // (Alignment padding between segments is 0 in W, W̄, S and R and stays so.)
+
+  // λ (eq. 17): λ = λ0·‖g‖/‖g⊙g⊙D‖, 0 when the denominator is 0 (D = 0 or g = 0).
+  double lambda_mean = 0, d2_all = 0, wbar2 = 0;
+  for (size_t k = 0; k < segs.size(); ++k) {
+    Dcs3gdTensorStats& st = last_stats_[k];
+    double lam = 0;
+    if (correct) {
+      if (opt_.norm == Dcs3gdOptions::Norm::per_tensor)
+        lam = st.ggd_norm > 0 ? opt_.lambda0 * st.g_norm / st.ggd_norm : 0.0;
+      else
+        lam = c2_all > 0 ? opt_.lambda0 * std::sqrt(g2_all) / std::sqrt(c2_all) : 0.0;
+    }
+    st.lambda = lam;
+    lambda_mean += lam / double(segs.size());
+    d2_all += st.d_norm * st.d_norm;
+  }
+
+  // Pass 2: g̃ (eq. 10), Δw = U(g̃) (MXNet momentum), W = W̄ + Δw (eq. 12), S = Δw.
+  for (size_t k = 0; k < segs.size(); ++k) {
+    const int64_t b = segs[k].offset, e = b + segs[k].numel;
+    const Dcs3gdUpdate up{float(last_stats_[k].lambda), float(lr), float(mu_),
+                          float(wd * wd_mask_[k])};
+    double n2 = 0;
+#pragma omp parallel for reduction(+ : n2) if (e - b >= kParallelMin)
+    for (int64_t i = b; i < e; ++i) {
+      up(g[i], wbar[i], w[i], v[i], s[i]);
+      n2 += double(wbar[i]) * wbar[i];
+    }
+    wbar2 += n2;
+  }
+  pending_ = true;
+  last_lr_ = lr;
+  last_wd_ = wd;
+  ++steps_;
+  if (have_r) {
+    ++corrected_steps_;
+    lambda_sum_ += lambda_mean;
+    d_rel_sum_ += wbar2 > 0 ? std::sqrt(d2_all / wbar2) : 0.0;
+  }
+}
+
+void Dcs3gdStrategy::drain() {
+  DPLAB_CHECK(!req_.valid(),
+              "dcs3gd: drain with an allreduce in flight (drain must be called between steps)");
+  if (wbar_.defined() && pending_) {
+    // The last update: W̄ += (Σ_j Δw_j)/N; the evaluated model is W̄ (ALGORITHMS.md §4).
+    start_allreduce();
+    finish_allreduce();
+    received_ = false;
+    const Dcs3gdAverage avg{float(topo_->world().size())};
+    float* wbar = wbar_.data<float>();
+    float* w = ctx_.arena->params().data<float>();
+    const float* r = r_.data<float>();
+    const int64_t n = wbar_.numel();
+#pragma omp parallel for if (n >= kParallelMin)
+    for (int64_t i = 0; i < n; ++i) {
+      avg(wbar[i], r[i], w[i]);
+      w[i] = wbar[i];
+    }
+    s_.zero_();
+  }
+  join_progress();
+  stats_.add(average_buffers(topo_->world(), ctx_.buffers));
+}
+
+CommStats Dcs3gdStrategy::take_stats() {
+  CommStats s = stats_;
+  stats_ = {};
+  return s;
+}
+
+void Dcs3gdStrategy::begin_epoch(int64_t) {
+  steps_ = corrected_steps_ = 0;
+  compute_s_ = lambda_sum_ = d_rel_sum_ = 0;
+}
+
+std::map<std::string, double> Dcs3gdStrategy::state() const {
+  // Means over the steps of the current epoch (the loop reads state() after the epoch).
+  const double n = steps_ > 0 ? double(steps_) : 1.0;
+  const double nc = corrected_steps_ > 0 ? double(corrected_steps_) : 1.0;
+  return {{"ranks", double(topo_->world().size())},
+          {"nodes", double(topo_->num_nodes())},
+          {"staleness", 1.0},
+          {"lambda0", opt_.lambda0},
+          {"lambda_mean", lambda_sum_ / nc},
+          {"d_rel_mean", d_rel_sum_ / nc},
+          {"lr", last_lr_},
+          {"wd", last_wd_},
+          {"compute_s_per_step", compute_s_ / n},
+          {"steps", double(steps_)}};
+}
+
+std::unique_ptr<Strategy> make_dcs3gd_strategy(const Options& opt) {
+  return std::make_unique<Dcs3gdStrategy>(opt);
+}
+
+}  // namespace dplab

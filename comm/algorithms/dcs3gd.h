@@ -1,0 +1,147 @@
+// DC-S3GD (ALGORITHMS.md §4; papers/dc-s3gd.txt, Rigazzi): delay-compensated stale-synchronous
+// SGD with staleness 1 and full overlap. Each rank keeps
+//   W  the local weights (the parameter arena: forward and backward read it)
+//   W̄  the average weights, kept explicitly so every rank holds it bitwise equal
+//   V  its momentum, S its last update Δw (the payload of the allreduce), R the receive buffer.
+// Algorithm 1 at the training loop's call points (comm/strategy.h):
+//   before_forward   start iallreduce(S → R, SUM) if an update is pending; a progress thread
+//                    drives it while forward and backward run (the whole pass overlaps it)
+//   after_backward   wait; W̄ += R/N (eq. 8); D = W̄ − W (eq. 9);
+//                    λ_k = λ0·‖g_k‖/‖g_k⊙g_k⊙D_k‖ per tensor k, 0 when the denominator is 0
+//                    (eq. 17); g̃ = g + λ·g⊙g⊙D (eq. 10); v = μv − η_t(g̃ + wd_t·m_k·W̄),
+//                    Δw = v (U, MXNet form); W = W̄ + Δw (eq. 12); S = Δw
+//   (the loop's optimizer.step() is skipped: StepPlan.optimizer_step = false)
+//   drain            allreduce the pending S and wait; W̄ += R/N; W = W̄; BatchNorm running
+//                    statistics averaged. The evaluated model is W̄. Nothing is in flight after.
+// The first step (and the first after a drain) has nothing in flight: D = 0, so it is the plain
+// local momentum step W = W̄ + Δw of Algorithm 1's prologue.
+// With the same data on every rank D = 0 and the trajectory is serial momentum SGD (MXNet form).
+//
+// Schedule (Sec. IV-A): iteration based, lr η_t = η·f(t) with the peak η = the optimizer's lr
+// (--lr), f a linear warm-up from 1/T_w to 1 over T_w iterations then a linear decay reaching 0
+// at the end of training T; weight decay wd_t = wd·wd_mult·f(t) (--wd, wd_mult = 2.3), so the
+// decay term η_t·wd_t is ∝ f² as in the paper's coupled MXNet form. Masks: no weight decay on
+// BatchNorm parameters (ALGORITHMS.md; optionally on biases too, MXNet's default).
+//
+// Options ("dcs3gd." prefix):
+//   lambda0        0.2    λ0 of eq. 17; 0 = no compensation (the ablation)
+//   norm           per_tensor  per_tensor | global: the norms of eq. 17 per tensor or over all
+//   correct_from   start  start | warmup_end: apply the correction from the first step, or only
+//                         after warm-up (one reading of the paper's "re-scaling", notes §5.8)
+//   schedule       warmup_linear  warmup_linear (above) | loop: use the training loop's lr
+//                         (the lr.* schedule) with wd_t = wd·wd_mult·lr_t/lr
+//   warmup_epochs  -1     warm-up length in epochs (fractional allowed); < 0: warmup_frac
+//   warmup_frac    0.1667 warm-up as a fraction of all iterations (paper: 15 of 90 epochs)
+//   wd_mult        2.3    multiplier of --wd
+//   wd_exclude     bn     bn | bn_bias | none: parameters without weight decay
+//   momentum       -1     μ; < 0: the SGD optimizer's momentum (--momentum)
+//   wire           f32    f32, bf16 or f16: wire type of the update allreduce (f32 accumulate)
+//   progress_us    200    a helper thread tests the in-flight allreduce every this many us
+//                         during forward/backward (MPICH progresses only inside MPI calls);
+//                         0 = no helper: the allreduce progresses only in after_backward's wait
+// plus the communicator options (ranks_per_node, link.intra, link.inter, comm.wait,
+// comm.timeout_s; see comm/communicator.h).
+#pragma once
+#include <atomic>
+#include <exception>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "dplab/comm/strategy.h"
+#include "dplab/comm/topology.h"
+
+namespace dplab {
+
+struct Dcs3gdOptions {
+  enum class Norm { per_tensor, global };
+  enum class Schedule { warmup_linear, loop };
+  enum class WdExclude { bn, bn_bias, none };
+  double lambda0 = 0.2;
+  Norm norm = Norm::per_tensor;
+  bool correct_after_warmup = false;
+  Schedule schedule = Schedule::warmup_linear;
+  double warmup_epochs = -1;
+  double warmup_frac = 1.0 / 6.0;
+  double wd_mult = 2.3;
+  WdExclude wd_exclude = WdExclude::bn;
+  double momentum = -1;
+  DType wire = DType::f32;
+  double progress_s = 200e-6;
+  // Reads the keys above under "dcs3gd."; a bad value throws naming the key.
+  static Dcs3gdOptions from_options(const Options& opt);
+};
+
+// The schedule shape f(t) for iteration t of T with a T_w-iteration warm-up: (t+1)/T_w while
+// t < T_w, then (T − t)/(T − T_w), reaching 0 at t = T (never negative).
+double dcs3gd_schedule_factor(int64_t t, int64_t total, int64_t warmup);
+
+// Per-tensor numbers of the last corrected step (for metrics and tests).
+struct Dcs3gdTensorStats {
+  double g_norm = 0;    // ‖g_k‖
+  double ggd_norm = 0;  // ‖g_k⊙g_k⊙D_k‖
+  double lambda = 0;    // λ_k
+  double d_norm = 0;    // ‖D_k‖
+};
+
+class Dcs3gdStrategy : public Strategy {
+ public:
+  explicit Dcs3gdStrategy(const Options& opt);
+  Dcs3gdStrategy(std::shared_ptr<Topology> topo, const Options& opt);
+  ~Dcs3gdStrategy() override;
+  std::string name() const override { return "dcs3gd"; }
+  void setup(TrainContext& ctx) override;
+  void begin_epoch(int64_t epoch) override;
+  StepPlan plan(const StepInfo& step) override;
+  void before_forward(const StepInfo& step) override;
+  void after_backward(const StepInfo& step) override;
+  void drain() override;
+  CommStats take_stats() override;
+  std::map<std::string, double> state() const override;
+  int rank() const override { return topo_->world().rank(); }
+  int world_size() const override { return topo_->world().size(); }
+
+  Topology& topology() { return *topo_; }
+  const Dcs3gdOptions& options() const { return opt_; }
+  const Tensor& average_weights() const { return wbar_; }  // W̄
+  const Tensor& momentum() const { return v_; }            // V
+  const Tensor& send_buffer() const { return s_; }         // S (the last Δw)
+  // True while the update allreduce is posted and not yet waited for.
+  bool in_flight() const { return req_.valid(); }
+  // True when S holds an update not yet added to W̄ on any rank (between steps).
+  bool update_pending() const { return pending_; }
+  const std::vector<Dcs3gdTensorStats>& last_tensor_stats() const { return last_stats_; }
+  // lr and weight decay of the last step (after the schedule).
+  double last_lr() const { return last_lr_; }
+  double last_wd() const { return last_wd_; }
+
+ private:
+  void start_allreduce();
+  void finish_allreduce();  // waits; W̄ += R/N is left to the caller
+  void join_progress();     // joins a stopped progress thread, rethrows its error
+  void update(const StepInfo& step);
+
+  std::shared_ptr<Topology> topo_;
+  Dcs3gdOptions opt_;
+  double peak_lr_ = 0, base_wd_ = 0, mu_ = 0;
+  Tensor wbar_, v_, s_, r_;
+  std::vector<float> wd_mask_;  // per arena segment: 1 = decayed, 0 = excluded
+  bool pending_ = false;        // S holds an update not yet communicated
+  bool received_ = false;       // R holds this iteration's sum (set by finish_allreduce)
+  Request req_;                 // the update allreduce while in flight
+  std::thread progress_;        // tests req_ during forward/backward
+  std::atomic<bool> stop_progress_{false};
+  std::exception_ptr progress_error_;
+  Clock::time_point compute_start_{};
+  std::vector<Dcs3gdTensorStats> last_stats_;
+  double last_lr_ = 0, last_wd_ = 0;
+
+  CommStats stats_;
+  // For state(): per-step means over the current epoch (reset in begin_epoch).
+  int64_t steps_ = 0, corrected_steps_ = 0;
+  double compute_s_ = 0, lambda_sum_ = 0, d_rel_sum_ = 0;
+};
+
+std::unique_ptr<Strategy> make_dcs3gd_strategy(const Options& opt);
+
+}  // namespace dplab

@@ -1,0 +1,218 @@
+#include "dplab/comm/algorithms/hybrid.h"
+
+#include "dplab/comm/algorithms/allreduce.h"
+
+namespace dplab {
+
+namespace {
+
+HybridMode parse_mode(const std::string& s) {
+  if (s == "hybrid") return HybridMode::hybrid;
+  if (s == "each_iter") return HybridMode::each_iter;
+  if (s == "only_end") return HybridMode::only_end;
+  DPLAB_FAIL("option hybrid.mode: expected hybrid, each_iter or only_end, got '{}'", s);
+}
+
+HybridSplit parse_split(const std::string& s) {
+  if (s == "ceil") return HybridSplit::ceil;
+  if (s == "thirds") return HybridSplit::thirds;
+  DPLAB_FAIL("option hybrid.split: expected ceil or thirds, got '{}'", s);
+}
+
+HybridCounter parse_counter(const std::string& s) {
+  if (s == "global") return HybridCounter::global;
+  if (s == "epoch") return HybridCounter::epoch;
+  DPLAB_FAIL("option hybrid.counter: expected global or epoch, got '{}'", s);
+}
+
+// The iteration before `s` (steps_per_epoch is the same in every epoch).
+StepInfo previous_step(const StepInfo& s) {
+  StepInfo p = s;
+  p.global_step = s.global_step - 1;
+  if (s.step_in_epoch > 0) {
+    p.step_in_epoch = s.step_in_epoch - 1;
+  } else {
+    p.epoch = s.epoch - 1;
+    p.step_in_epoch = s.steps_per_epoch - 1;
+  }
+  return p;
+}
+
+// Whether the iteration communicates in stage 2 (interval W) or 3 (interval R).
+bool on_interval(const HybridConfig& cfg, const StepInfo& s, int64_t interval) {
+  if (cfg.counter == HybridCounter::global) return s.global_step % interval == 0;  // code
+  return (s.step_in_epoch + 1) % interval == 0;  // Algorithm 4: q = 1, 2, ...; q % W == 0
+}
+
+// Stage and sync of one iteration, without the gradient-zeroing rule.
+HybridAction stage_action(const HybridConfig& cfg, const StepInfo& s) {
+  HybridAction a;
+  switch (cfg.mode) {
+    case HybridMode::each_iter:
+      a.stage = 1;
+      return a;
+    case HybridMode::only_end:
+      a.stage = 3;
+      a.sync = false;
+      return a;
+    case HybridMode::hybrid:
+      break;
+  }
+  a.stage = hybrid_stage(cfg, s.epoch, s.total_epochs);
+  if (a.stage == 2) {
+    // Algorithm 4 lines 10-15: accumulate, and only on the W-th iteration sync and step.
+    a.sync = on_interval(cfg, s, cfg.W);
+    a.step = a.sync;
+  } else if (a.stage == 3) {
+    // Lines 18-24: step every iteration; every R-th on the K-rank average of this gradient.
+    a.sync = on_interval(cfg, s, cfg.R);
+  }
+  return a;
+}
+
+}  // namespace
+
+HybridConfig HybridConfig::from_options(const Options& opt) {
+  HybridConfig c;
+  c.mode = parse_mode(opt.get_string("hybrid.mode", "hybrid"));
+  c.W = opt.get_int("hybrid.W", c.W);
+  c.R = opt.get_int("hybrid.R", c.R);
+  c.split = parse_split(opt.get_string("hybrid.split", "ceil"));
+  c.counter = parse_counter(opt.get_string("hybrid.counter", "global"));
+  c.carry_grad = opt.get_bool("hybrid.carry_grad", c.carry_grad);
+  c.final_average = opt.get_bool("hybrid.final_average", c.final_average);
+  DPLAB_CHECK(c.W >= 1, "option hybrid.W: expected >= 1, got {}", c.W);
+  DPLAB_CHECK(c.R >= 1, "option hybrid.R: expected >= 1, got {}", c.R);
+  return c;
+}
+
+int hybrid_stage(const HybridConfig& cfg, int64_t epoch, int64_t total_epochs) {
+  DPLAB_CHECK(total_epochs >= 1 && epoch >= 0 && epoch < total_epochs,
+              "hybrid: epoch {} outside the budget of {} epochs", epoch, total_epochs);
+  if (cfg.split == HybridSplit::ceil) {
+    // Thesis code: S = ceil(E/3); `if epoch < S` / `elif S <= epoch <= 2*S` / `else`.
+    const int64_t S = (total_epochs + 2) / 3;
+    if (epoch < S) return 1;
+    if (epoch <= 2 * S) return 2;
+    return 3;
+  }
+  // Algorithm 4 with i = epoch + 1: i <= E/3, E/3 < i <= 2E/3, else (the overlap at i = 2E/3
+  // goes to stage 2).
+  const int64_t i = epoch + 1;
+  if (3 * i <= total_epochs) return 1;
+  if (3 * i <= 2 * total_epochs) return 2;
+  return 3;
+}
+
+HybridAction hybrid_schedule(const HybridConfig& cfg, const StepInfo& s) {
+  DPLAB_CHECK(s.steps_per_epoch >= 1 && s.step_in_epoch >= 0 &&
+                  s.step_in_epoch < s.steps_per_epoch && s.global_step >= 0,
+              "hybrid: bad iteration (epoch {}, step {} of {}, global {})", s.epoch,
+              s.step_in_epoch, s.steps_per_epoch, s.global_step);
+  HybridAction a = stage_action(cfg, s);
+  if (a.stage == 2) {
+    // Stage 2 zeroes only after its synced step (code: step(); zero_grad()), which the loop
+    // expresses as "zero before the next backward". At the stage 1 -> 2 change the last
+    // stage-1 gradient is kept (carry_grad, the code's behaviour) or zeroed.
+    if (s.global_step == 0) {
+      a.zero_before = true;
+    } else {
+      const StepInfo p = previous_step(s);
+      const HybridAction pa = stage_action(cfg, p);
+      a.zero_before = pa.stage == 2 ? pa.sync : !cfg.carry_grad;
+    }
+  }
+  return a;
+}
+
+HybridStrategy::HybridStrategy(const Options& opt)
+    : HybridStrategy(std::make_shared<Topology>(Topology::from_options(opt)), opt) {}
+
+HybridStrategy::HybridStrategy(std::shared_ptr<Topology> topo, const Options& opt)
+    : topo_(std::move(topo)),
+      cfg_(HybridConfig::from_options(opt)),
+      sync_opt_(GradSyncOptions::from_options(opt, "hybrid.")) {
+  // Stage 2 averages the accumulated sum over ranks (DDP's division by world size), not by W.
+  sync_opt_.average = true;
+}
+
+void HybridStrategy::setup(TrainContext& ctx) {
+  Strategy::setup(ctx);
+  DPLAB_CHECK(ctx.arena != nullptr, "hybrid: setup needs the parameter arena");
+  // Algorithm 4 line 1: initialise theta and synchronise it across the nodes.
+  extra_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0));
+  sync_ = std::make_unique<GradSync>(*ctx.arena, topo_->world_ptr(), sync_opt_, topo_->node_ptr(),
+                                     topo_->cross_ptr());
+}
+
+StepPlan HybridStrategy::plan(const StepInfo& step) {
+  DPLAB_CHECK(sync_ != nullptr, "hybrid: plan before setup");
+  DPLAB_CHECK(!final_done_, "hybrid: iteration {} after the final parameter average",
+              step.global_step);
+  current_ = hybrid_schedule(cfg_, step);
+  stage_ = current_.stage;
+  // Hooks fire during the coming backward: no_sync must be set before it (DDP's no_sync()).
+  sync_->set_no_sync(!current_.sync);
+  StepPlan p;
+  p.zero_grad = current_.zero_before;
+  p.optimizer_step = current_.step;
+  return p;
+}
+
+void HybridStrategy::after_backward(const StepInfo&) {
+  DPLAB_CHECK(sync_ != nullptr, "hybrid: after_backward before setup");
+  if (!current_.sync) return;
+  // grad_sync = (1/K) sum_k grad_node_k  (Algorithm 4 lines 6, 12, 20).
+  sync_->finish();
+  ++syncs_;
+}
+
+void HybridStrategy::drain() {
+  // Nothing is in flight between iterations (after_backward waits). While the models are
+  // identical (stages 1-2, each_iter, or after the final average) BatchNorm running statistics
+  // are averaged like AllReduce-SGD does; while they diverge, each rank keeps its own and rank 0
+  // evaluates its own model.
+  const bool identical = averaged_ || stage_ != 3;
+  if (identical) extra_.add(average_buffers(topo_->world(), ctx_.buffers));
+}
+
+void HybridStrategy::finish_training() {
+  if (final_done_ || sync_ == nullptr) return;
+  final_done_ = true;
+  if (cfg_.mode == HybridMode::each_iter || !cfg_.final_average) return;
+  // Algorithm 4 line 25 / code: all_reduce(p, SUM); p /= K -- once, parameters only (momentum
+  // buffers stay local), as one allreduce of the whole arena.
+  const Tensor& params = ctx_.arena->params();
+  const auto t0 = Clock::now();
+  topo_->world().allreduce(params, ReduceOp::average);
+  const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+  extra_.bytes_sent += static_cast<double>(params.nbytes());
+  ++extra_.collectives;
+  ++extra_.allreduces;
+  extra_.in_flight_s += dt;
+  extra_.exposed_wait_s += dt;
+  extra_.add(average_buffers(topo_->world(), ctx_.buffers));
+  averaged_ = true;
+}
+
+CommStats HybridStrategy::take_stats() {
+  CommStats s = sync_ ? sync_->take_stats() : CommStats{};
+  s.add(extra_);
+  extra_ = {};
+  return s;
+}
+
+std::map<std::string, double> HybridStrategy::state() const {
+  return {{"stage", static_cast<double>(stage_)},
+          {"mode", static_cast<double>(static_cast<int>(cfg_.mode))},
+          {"W", static_cast<double>(cfg_.W)},
+          {"R", static_cast<double>(cfg_.R)},
+          {"syncs", static_cast<double>(syncs_)},
+          {"final_averaged", averaged_ ? 1.0 : 0.0}};
+}
+
+std::unique_ptr<Strategy> make_hybrid_strategy(const Options& opt) {
+  return std::make_unique<HybridStrategy>(opt);
+}
+
+}  // namespace dplab

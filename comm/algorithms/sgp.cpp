@@ -1,0 +1,127 @@
+#include "dplab/comm/algorithms/sgp.h"
+
+#include "dplab/comm/algorithms/allreduce.h"
+#include "dplab/core/error.h"
+
+namespace dplab {
+
+namespace {
+constexpr int kTag = 0x5350;  // "SP"
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+}  // namespace
+
+std::vector<int> exponential_hops(int n) {
+  std::vector<int> hops;
+  for (int h = 1; n >= 2 && h <= n - 1; h *= 2) hops.push_back(h);
+  return hops;
+}
+
+SgpStrategy::SgpStrategy(const Options& opt)
+    : SgpStrategy(std::make_shared<Topology>(Topology::from_options(opt)), opt) {}
+
+SgpStrategy::SgpStrategy(std::shared_ptr<Topology> topo, const Options&)
+    : topo_(std::move(topo)), hops_(exponential_hops(topo_->world().size())) {}
+
+void SgpStrategy::setup(TrainContext& ctx) {
+  Strategy::setup(ctx);
+  DPLAB_CHECK(ctx.arena != nullptr, "sgp: setup needs the parameter arena");
+  stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0));
+  const int64_t n = ctx.arena->numel();
+  send_ = Tensor::zeros({n + 1}, DType::f32, ctx.arena->device());
+  recv_ = Tensor::zeros({n + 1}, DType::f32, ctx.arena->device());
+}
+
+void SgpStrategy::after_backward(const StepInfo&) {
+  // With w != 1 the step must be applied to x, not z: remember z^k.
+  have_before_ = w_ != 1.0f;
+  if (have_before_) {
+    if (!before_.defined()) before_ = ctx_.arena->params().clone();
+    before_.copy_(ctx_.arena->params());
+  }
+}
+
+void SgpStrategy::after_step(const StepInfo& step) {
+  gossip(step.global_step);
+}
+
+void SgpStrategy::gossip(int64_t round) {
+  DPLAB_CHECK(ctx_.arena != nullptr, "sgp: gossip before setup");
+  Communicator& comm = topo_->world();
+  const int n = comm.size(), me = comm.rank();
+  if (n < 2) return;
+  const int hop = hops_[size_t(round % int64_t(hops_.size()))];
+  const int dst = (me + hop) % n, src = ((me - hop) % n + n) % n;
+  const int64_t numel = ctx_.arena->numel();
+  float* z = ctx_.arena->params().data<float>();
+  float* xs = send_.data<float>();
+  // x^{k+1/2}: w·z after the step when w = 1 (exact), else w·z^k + (z^{k+1/2} - z^k).
+  if (have_before_) {
+    const float* zb = before_.data<float>();
+    for (int64_t i = 0; i < numel; ++i) xs[i] = w_ * zb[i] + (z[i] - zb[i]);
+  } else {
+    for (int64_t i = 0; i < numel; ++i) xs[i] = w_ * z[i];
+  }
+  have_before_ = false;
+  xs[numel] = w_;
+  const auto t0 = Clock::now();
+  std::vector<Request> reqs;
+  reqs.push_back(comm.irecv(recv_, src, kTag));
+  reqs.push_back(comm.isend(send_, dst, kTag));
+  wait_all(reqs);
+  const double dt = seconds_since(t0);
+  stats_.exposed_wait_s += dt;
+  stats_.in_flight_s += dt;
+  stats_.bytes_sent += static_cast<double>(send_.nbytes());
+  ++stats_.collectives;
+  // Uniform mixing 1/2 on x and w, then de-bias.
+  const float* xr = recv_.data<float>();
+  const float w_new = (w_ + xr[numel]) * 0.5f;
+  for (int64_t i = 0; i < numel; ++i) z[i] = ((xs[i] + xr[i]) * 0.5f) / w_new;
+  w_ = w_new;
+  last_hop_ = hop;
+  ++rounds_;
+}
+
+bool SgpStrategy::consensus_eval(const std::function<void()>& evaluate) {
+  DPLAB_CHECK(ctx_.arena != nullptr, "sgp: consensus_eval before setup");
+  Communicator& world = topo_->world();
+  if (world.size() < 2) return false;
+  Tensor params = ctx_.arena->params();  // a handle on the arena (copy_ is non-const)
+  Tensor saved = params.clone();
+  std::vector<Tensor> saved_buffers;
+  for (auto& b : ctx_.buffers) saved_buffers.push_back(b.tensor.clone());
+  // Σ x / Σ w with x = w·z.
+  float* z = params.data<float>();
+  for (int64_t i = 0, n = ctx_.arena->numel(); i < n; ++i) z[i] *= w_;
+  world.allreduce(params, ReduceOp::sum);
+  Tensor wsum = Tensor::full({1}, w_);
+  world.allreduce(wsum, ReduceOp::sum);
+  const float ws = wsum.data<float>()[0];
+  for (int64_t i = 0, n = ctx_.arena->numel(); i < n; ++i) z[i] /= ws;
+  average_buffers(world, ctx_.buffers);
+  evaluate();
+  params.copy_(saved);
+  for (size_t i = 0; i < ctx_.buffers.size(); ++i) ctx_.buffers[i].tensor.copy_(saved_buffers[i]);
+  return true;
+}
+
+CommStats SgpStrategy::take_stats() {
+  CommStats s = stats_;
+  stats_ = {};
+  return s;
+}
+
+std::map<std::string, double> SgpStrategy::state() const {
+  return {{"push_sum_weight", static_cast<double>(w_)},
+          {"hops", static_cast<double>(hops_.size())},
+          {"last_hop", static_cast<double>(last_hop_)},
+          {"rounds", static_cast<double>(rounds_)}};
+}
+
+std::unique_ptr<Strategy> make_sgp_strategy(const Options& opt) {
+  return std::make_unique<SgpStrategy>(opt);
+}
+
+}  // namespace dplab

@@ -1,0 +1,69 @@
+// Stochastic Gradient Push (Assran et al. 2019), the gossip baseline of Crossover-SGD
+// (ALGORITHMS.md §5; notes papers/notes/crossover-sgd.md §1.5).
+//
+// Each rank keeps the push-sum numerator x_i, a push-sum weight w_i (initially 1) and the
+// de-biased parameters z_i = x_i / w_i. The arena holds z (forward and backward run at z, and
+// it is the evaluated model); x = w·z is implicit. Every iteration, with hop h_k = 2^(k mod L),
+// L = floor(log2(n-1)) + 1 (the directed exponential graph, one peer per iteration):
+//   x_i^{k+1/2} = x_i^k - U(∇F(z_i^k))          (the loop's optimizer step, applied to x)
+//   send (x_i^{k+1/2}, w_i^k) to rank i + h_k mod n; receive from rank i - h_k mod n
+//   x_i^{k+1} = (x_i^{k+1/2} + x_j^{k+1/2}) / 2,  w_i^{k+1} = (w_i^k + w_j^k) / 2   (uniform 1/2)
+//   z_i^{k+1} = x_i^{k+1} / w_i^{k+1}
+// The mixing matrix is column stochastic, so Σ_i w_i = n and Σ_i x_i are preserved. On this
+// graph every rank receives exactly once per iteration, so w stays 1 (the reference code skips
+// sending it); dplab sends it anyway (one float appended to the message) so the push-sum
+// arithmetic is exercised and holds for any starting weights.
+// With w = 1 the optimizer step on z is exactly the step on x; otherwise x^{k+1/2} is formed as
+// w·z^k + (z^{k+1/2} - z^k) from a snapshot taken before the step.
+//
+// Evaluated model: rank 0's z; consensus_eval() offers Σ_i x_i / Σ_i w_i.
+//
+// Options ("sgp." prefix): none of its own; the communicator options (ranks_per_node,
+// link.intra, link.inter, comm.*) apply.
+#pragma once
+#include <memory>
+
+#include "dplab/comm/strategy.h"
+#include "dplab/comm/topology.h"
+
+namespace dplab {
+
+// The hops of the directed exponential graph on n ranks: 1, 2, 4, ..., 2^floor(log2(n-1)).
+std::vector<int> exponential_hops(int n);
+
+class SgpStrategy : public Strategy {
+ public:
+  explicit SgpStrategy(const Options& opt);
+  SgpStrategy(std::shared_ptr<Topology> topo, const Options& opt);
+  std::string name() const override { return "sgp"; }
+  void setup(TrainContext& ctx) override;
+  void after_backward(const StepInfo& step) override;
+  void after_step(const StepInfo& step) override;
+  CommStats take_stats() override;
+  std::map<std::string, double> state() const override;
+  bool consensus_eval(const std::function<void()>& evaluate) override;
+  int rank() const override { return topo_->world().rank(); }
+  int world_size() const override { return topo_->world().size(); }
+
+  // One push-sum gossip with hop exponential_hops(n)[round mod L]; public for tests.
+  void gossip(int64_t round);
+  float push_sum_weight() const { return w_; }
+  // Sets w keeping z (so x = w·z changes): tests start from unequal weights.
+  void set_push_sum_weight(float w) { w_ = w; }
+  Topology& topology() { return *topo_; }
+
+ private:
+  std::shared_ptr<Topology> topo_;
+  std::vector<int> hops_;
+  float w_ = 1.0f;
+  Tensor before_;  // z before the optimizer step (only while w != 1)
+  bool have_before_ = false;
+  Tensor send_, recv_;  // [numel + 1]: x, then w
+  int64_t rounds_ = 0;
+  int last_hop_ = 0;
+  CommStats stats_;
+};
+
+std::unique_ptr<Strategy> make_sgp_strategy(const Options& opt);
+
+}  // namespace dplab

@@ -1,0 +1,154 @@
+// Communicator: collectives and point-to-point messages over a group of ranks, on tensors.
+//
+// Every operation works in place on contiguous CPU tensors of dtype f32, bf16 or f16 (i32, i64
+// and u8 too for broadcast, allgather and point-to-point), and has a non-blocking form returning
+// a Request and a blocking form (= the non-blocking call + Request::wait).
+//
+// Wire type: collectives take an optional wire dtype. When it differs from the tensor's dtype
+// the data is converted into a wire buffer, communicated, and converted back (average scaling
+// is applied in f32 during that conversion). 16-bit reductions accumulate in f32: MPICH has no
+// bf16 sum, so dplab registers its own MPI_Op on 2-byte elements that widens both operands to
+// f32, adds (or takes the max), and rounds once to the wire type. We chose this "f32 per hop"
+// op over "convert to f32, reduce-scatter, allgather in f32" because it keeps the wire at 2
+// bytes per element (the point of compressing) and works with every MPICH collective algorithm;
+// the price is one 16-bit rounding per reduction hop, so the error grows like (hops) * 2^-9
+// (bf16) or 2^-12 (f16) relative, which tests bound by n * eps.
+//
+// Waiting: MPICH busy-polls inside MPI_Wait and blocking collectives, and oversubscribed ranks
+// then starve each other; every wait here is MPI_Test in a loop with a short spin and then a
+// ~20 us nanosleep (WaitPolicy::backoff), or pure spinning (WaitPolicy::spin).
+//
+// Failures: every wait has a timeout (default 60 s). When it expires, the wait throws an Error
+// naming the operation, the communicator and (for point-to-point) the peer; an exception that
+// reaches run_mpi_main() aborts all ranks (comm/mpi_env.h).
+#pragma once
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dplab/comm/link_emulation.h"
+#include "dplab/core/options.h"
+#include "dplab/core/tensor.h"
+
+namespace dplab {
+
+enum class ReduceOp { sum, average, max };
+enum class WaitPolicy { spin, backoff };
+
+struct WaitOptions {
+  WaitPolicy policy = WaitPolicy::backoff;
+  int spin_tests = 64;      // MPI_Test calls before the first sleep (backoff)
+  double sleep_s = 20e-6;   // nanosleep between tests (backoff)
+  double timeout_s = 60.0;  // a wait longer than this throws (0 = never)
+};
+
+// Sleeps/spins until done() is true; throws after opt.timeout_s with `what()` in the message.
+// `not_before` (emulated link finish) is honoured by sleeping, never by spinning.
+void polite_wait(const std::function<bool()>& done, const WaitOptions& opt,
+                 const std::function<std::string()>& what);
+
+// How the communicators of a process are set up (options in brackets).
+struct CommConfig {
+  int ranks_per_node = 0;  // [ranks_per_node] 0: real nodes from MPI_Comm_split_type(SHARED)
+  std::optional<LinkSpec> link_intra, link_inter;  // [link.intra], [link.inter]
+  WaitOptions wait;  // [comm.wait = auto|spin|backoff], [comm.timeout_s]
+  std::string wait_name = "auto";
+  // Reads the options above. "auto" wait = backoff when ranks on this node outnumber its cores
+  // (resolved once the world communicator knows the node size).
+  static CommConfig from_options(const Options& opt);
+};
+
+// One in-flight operation. Copyable handle; an empty Request is complete.
+class Request {
+ public:
+  struct Impl {
+    virtual ~Impl() = default;
+    // Advances the operation without blocking; true once complete (MPI done, emulated time
+    // passed, and the result converted back into the caller's tensor).
+    virtual bool progress() = 0;
+    virtual std::string describe() const = 0;
+    std::mutex mu;
+    bool done = false;
+    WaitOptions wait;
+    Clock::time_point posted = Clock::now();
+    Clock::time_point completed{};
+  };
+  Request() = default;
+  explicit Request(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+  bool test();  // non-blocking
+  void wait();  // polite; throws on timeout naming the operation
+  bool valid() const { return impl_ != nullptr; }
+  // Seconds from posting to completion (0 before completion or for an empty request).
+  double seconds_in_flight() const;
+  std::string describe() const { return impl_ ? impl_->describe() : "empty request"; }
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+// Waits for all requests (each politely).
+void wait_all(std::vector<Request>& reqs);
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Human name for messages ("world", "node", "cross", "world/split(1,0)").
+  virtual std::string name() const = 0;
+  virtual const WaitOptions& wait_options() const = 0;
+
+  // In place. `wire` defaults to the tensor's dtype.
+  virtual Request iallreduce(const Tensor& t, ReduceOp op = ReduceOp::sum,
+                             std::optional<DType> wire = {}) = 0;
+  // Result on `root` (other ranks' tensors are left unchanged).
+  virtual Request ireduce(const Tensor& t, int root, ReduceOp op = ReduceOp::sum,
+                          std::optional<DType> wire = {}) = 0;
+  virtual Request ibroadcast(const Tensor& t, int root, std::optional<DType> wire = {}) = 0;
+  // recv.numel() == size() * send.numel(); block i of recv comes from rank i.
+  virtual Request iallgather(const Tensor& send, const Tensor& recv,
+                             std::optional<DType> wire = {}) = 0;
+  // send.numel() == size() * recv.numel(); rank i receives the reduction of block i.
+  virtual Request ireduce_scatter(const Tensor& send, const Tensor& recv,
+                                  ReduceOp op = ReduceOp::sum, std::optional<DType> wire = {}) = 0;
+  virtual Request ibarrier() = 0;
+  virtual Request isend(const Tensor& t, int dst, int tag) = 0;
+  virtual Request irecv(const Tensor& t, int src, int tag) = 0;
+  // Ranks with the same color form a new communicator, ordered by (key, old rank).
+  virtual std::shared_ptr<Communicator> split(int color, int key, const std::string& name = {}) = 0;
+  // The (virtual) node of each rank of this communicator, and this rank's.
+  virtual int node_of(int rank) const = 0;
+
+  // Blocking forms.
+  void allreduce(const Tensor& t, ReduceOp op = ReduceOp::sum, std::optional<DType> wire = {}) {
+    iallreduce(t, op, wire).wait();
+  }
+  void reduce(const Tensor& t, int root, ReduceOp op = ReduceOp::sum,
+              std::optional<DType> wire = {}) {
+    ireduce(t, root, op, wire).wait();
+  }
+  void broadcast(const Tensor& t, int root, std::optional<DType> wire = {}) {
+    ibroadcast(t, root, wire).wait();
+  }
+  void allgather(const Tensor& send, const Tensor& recv, std::optional<DType> wire = {}) {
+    iallgather(send, recv, wire).wait();
+  }
+  void reduce_scatter(const Tensor& send, const Tensor& recv, ReduceOp op = ReduceOp::sum,
+                      std::optional<DType> wire = {}) {
+    ireduce_scatter(send, recv, op, wire).wait();
+  }
+  void barrier() { ibarrier().wait(); }
+  void send(const Tensor& t, int dst, int tag) { isend(t, dst, tag).wait(); }
+  void recv(const Tensor& t, int src, int tag) { irecv(t, src, tag).wait(); }
+};
+
+// The MPI world communicator (initialising MPI if needed), configured by `cfg`.
+std::shared_ptr<Communicator> mpi_world(const CommConfig& cfg = {});
+
+std::string reduce_op_name(ReduceOp op);
+
+}  // namespace dplab

@@ -1,0 +1,226 @@
+#include "dplab/comm/grad_sync.h"
+
+#include <cstring>
+
+#include "dplab/core/error.h"
+
+namespace dplab {
+
+std::vector<GradBucket> plan_buckets(const std::vector<ArenaSegment>& segments,
+                                     double first_bucket_mb, double bucket_cap_mb) {
+  DPLAB_CHECK(first_bucket_mb >= 0 && bucket_cap_mb >= 0,
+              "bucket sizes must be >= 0 MiB, got first {} cap {}", first_bucket_mb, bucket_cap_mb);
+  std::vector<GradBucket> out;
+  const double mib = 1024.0 * 1024.0;
+  double limit = (bucket_cap_mb == 0 ? 0 : first_bucket_mb) * mib;
+  GradBucket cur;
+  double bytes = 0;
+  bool open = false;
+  for (int i = 0; i < static_cast<int>(segments.size()); ++i) {
+    const auto& s = segments[i];
+    if (!open) {
+      cur = GradBucket{s.offset, s.offset, i, i};
+      bytes = 0;
+      open = true;
+    }
+    cur.last_segment = i;
+    cur.end = s.offset + s.numel;
+    bytes += 4.0 * static_cast<double>(s.numel);
+    if (bytes >= limit) {
+      out.push_back(cur);
+      open = false;
+      limit = bucket_cap_mb * mib;
+    }
+  }
+  if (open) out.push_back(cur);
+  return out;
+}
+
+GradSyncOptions GradSyncOptions::from_options(const Options& opt, const std::string& prefix) {
+  GradSyncOptions o;
+  o.first_bucket_mb = opt.get_double(prefix + "first_bucket_mb", o.first_bucket_mb);
+  o.bucket_cap_mb = opt.get_double(prefix + "bucket_cap_mb", o.bucket_cap_mb);
+  const std::string wire = opt.get_string(prefix + "wire", "f32");
+  DPLAB_CHECK(wire == "f32" || wire == "bf16" || wire == "f16",
+              "option {}wire: expected f32, bf16 or f16, got '{}'", prefix, wire);
+  o.wire = parse_dtype(wire);
+  o.hierarchical = opt.get_bool(prefix + "hierarchical", false);
+  return o;
+}
+
+// Hooks hold a weak reference: after the GradSync is gone they do nothing.
+struct GradSync::State {
+  GradSync* owner;
+};
+
+GradSync::GradSync(ParamArena& arena, std::shared_ptr<Communicator> world,
+                   const GradSyncOptions& opt, std::shared_ptr<Communicator> node,
+                   std::shared_ptr<Communicator> cross)
+    : arena_(arena),
+      world_(std::move(world)),
+      node_(std::move(node)),
+      cross_(std::move(cross)),
+      opt_(opt) {
+  DPLAB_CHECK(world_ != nullptr, "GradSync: no communicator");
+  DPLAB_CHECK(is_floating(opt_.wire), "GradSync: wire type {} is not a float type",
+              dtype_name(opt_.wire));
+  DPLAB_CHECK(!opt_.hierarchical || (node_ && cross_),
+              "GradSync: hierarchical mode needs node and cross communicators (a Topology)");
+  DPLAB_CHECK(arena_.device().is_cpu(), "GradSync over MPI needs a CPU arena, got {}",
+              arena_.device().str());
+  buckets_ = plan_buckets(arena_.segments(), opt_.first_bucket_mb, opt_.bucket_cap_mb);
+  bucket_of_segment_.resize(arena_.segments().size());
+  pending_.resize(buckets_.size());
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    for (int s = buckets_[b].first_segment; s <= buckets_[b].last_segment; ++s)
+      bucket_of_segment_[s] = static_cast<int>(b);
+    pending_[b] = buckets_[b].last_segment - buckets_[b].first_segment + 1;
+  }
+  state_ = std::make_shared<State>(State{this});
+  std::weak_ptr<State> weak = state_;
+  for (size_t i = 0; i < arena_.segments().size(); ++i) {
+    const int seg = static_cast<int>(i);
+    arena_.segments()[i].param.register_grad_ready_hook([weak, seg](const Tensor&) {
+      if (auto st = weak.lock()) st->owner->on_ready(seg);
+    });
+  }
+  thread_ = std::thread([this] { comm_loop(); });
+}
+
+GradSync::~GradSync() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  state_.reset();
+}
+
+void GradSync::on_ready(int segment) {
+  if (no_sync_) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  active_ = true;
+  const int b = bucket_of_segment_[segment];
+  if (pending_[b] > 0) --pending_[b];
+  launch_ready_locked();
+}
+
+void GradSync::launch_ready_locked() {
+  bool launched = false;
+  while (next_launch_ < static_cast<int>(buckets_.size()) && pending_[next_launch_] == 0) {
+    queue_.push_back(next_launch_++);
+    launched = true;
+  }
+  if (launched) cv_.notify_all();
+}
+
+void GradSync::finish() {
+  if (no_sync_) return;
+  const auto t0 = Clock::now();
+  std::unique_lock<std::mutex> lock(mu_);
+  // Buckets whose tensors got no gradient this pass still travel, in order, on every rank.
+  for (auto& p : pending_) p = 0;
+  launch_ready_locked();
+  const double timeout = world_->wait_options().timeout_s;
+  auto all_done = [&] { return done_ == static_cast<int>(buckets_.size()); };
+  // The communication thread enforces the per-operation timeout; this is a backstop.
+  if (timeout > 0) {
+    if (!cv_.wait_for(lock, std::chrono::duration<double>(2 * timeout + 10), all_done))
+      DPLAB_FAIL("GradSync::finish: buckets still in flight after {:.0f} s", 2 * timeout + 10);
+  } else {
+    cv_.wait(lock, all_done);
+  }
+  stats_.exposed_wait_s += std::chrono::duration<double>(Clock::now() - t0).count();
+  // Re-arm for the next backward pass.
+  for (size_t b = 0; b < buckets_.size(); ++b)
+    pending_[b] = buckets_[b].last_segment - buckets_[b].first_segment + 1;
+  next_launch_ = 0;
+  done_ = 0;
+  active_ = false;
+  if (error_) {
+    auto e = error_;
+    error_ = nullptr;
+    std::rethrow_exception(e);
+  }
+}
+
+CommStats GradSync::take_stats() {
+  std::lock_guard<std::mutex> lock(mu_);
+  CommStats s = stats_;
+  stats_ = {};
+  return s;
+}
+
+void GradSync::comm_loop() {
+  for (;;) {
+    int b = -1;
+    bool failed = false;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stop requested and nothing left
+      b = queue_.front();
+      queue_.pop_front();
+      failed = error_ != nullptr;
+    }
+    std::exception_ptr err;
+    if (!failed) {  // after a failure, later buckets are skipped (finish() rethrows)
+      try {
+        reduce_bucket(b);
+      } catch (...) {
+        err = std::current_exception();
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (err && !error_) error_ = err;
+      ++done_;
+    }
+    cv_.notify_all();
+  }
+}
+
+void GradSync::reduce_bucket(int b) {
+  const GradBucket& bk = buckets_[b];
+  Tensor g = arena_.grads().flat_range(bk.begin, bk.end);
+  const ReduceOp op = opt_.average ? ReduceOp::average : ReduceOp::sum;
+  const double wire_bytes = static_cast<double>(bk.numel()) * dtype_size(opt_.wire);
+  CommStats s;
+  const auto t0 = Clock::now();
+  if (!opt_.hierarchical || node_->size() == 1) {
+    Communicator& c = opt_.hierarchical ? *cross_ : *world_;
+    Request r = c.iallreduce(g, op, opt_.wire);
+    r.wait();
+    s.bytes_sent = wire_bytes;
+    s.collectives = 1;
+    s.allreduces = 1;
+  } else {
+    // reduce-scatter in the node -> allreduce of my shard across nodes -> allgather in the node.
+    // The bucket is padded to a multiple of the node size in a scratch buffer.
+    const int G = node_->size();
+    const int64_t chunk = (bk.numel() + G - 1) / G;
+    Tensor full = Tensor::zeros({chunk * G});
+    if (bk.numel() > 0) std::memcpy(full.raw_data(), g.raw_data(), g.nbytes());
+    Tensor shard = Tensor::empty({chunk});
+    node_->ireduce_scatter(full, shard, ReduceOp::sum, opt_.wire).wait();
+    // Average over all ranks = (sum over the node, then over nodes) / world size.
+    cross_->iallreduce(shard, ReduceOp::sum, opt_.wire).wait();
+    if (opt_.average) {
+      float* p = shard.data<float>();
+      const float inv = 1.0f / static_cast<float>(world_->size());
+      for (int64_t i = 0; i < chunk; ++i) p[i] *= inv;
+    }
+    node_->iallgather(shard, full, opt_.wire).wait();
+    if (bk.numel() > 0) std::memcpy(g.raw_data(), full.raw_data(), g.nbytes());
+    const double ws = dtype_size(opt_.wire);
+    s.bytes_sent = static_cast<double>(chunk * G) * ws + 2.0 * static_cast<double>(chunk) * ws;
+    s.collectives = 3;
+    s.allreduces = 1;
+  }
+  s.in_flight_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.add(s);
+}
+
+}  // namespace dplab

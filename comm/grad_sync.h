@@ -1,0 +1,106 @@
+// GradSync: gradient averaging with bucket fusion and overlap, the engine every gradient-
+// averaging algorithm uses (AllReduce-SGD, hybrid SGD, DASO's node-local step, ...).
+//
+// Buckets are contiguous ranges of the gradient arena (its layout is the order gradients become
+// ready, so no copy is needed): segments are added in arena order and a bucket closes once it
+// holds at least its limit (first bucket: first_bucket_mb, then bucket_cap_mb; cap 0 = one
+// bucket per tensor). Every parameter gets a grad-ready hook; when the last tensor of a bucket
+// is ready, the bucket is handed to a communication thread, which runs its allreduce while
+// backward goes on. Buckets are launched strictly in index order and the thread runs them one
+// after another, so every rank posts the same collectives in the same order (MPI requires it)
+// even if tensors become ready in a slightly different order on different ranks.
+// finish() launches any bucket whose tensors never became ready (unused parameters), waits for
+// all, and leaves the averaged (or summed) gradient in the arena. With no_sync set, hooks do
+// nothing and finish() returns at once: gradients accumulate locally.
+//
+// Hierarchical mode (per bucket): reduce-scatter inside the node, allreduce of the node's shard
+// across nodes (cross communicator), allgather inside the node.
+#pragma once
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "dplab/comm/communicator.h"
+#include "dplab/comm/strategy.h"
+#include "dplab/core/param_arena.h"
+
+namespace dplab {
+
+struct GradBucket {
+  int64_t begin = 0, end = 0;               // element range of the arena
+  int first_segment = 0, last_segment = 0;  // inclusive, arena order
+  int64_t numel() const { return end - begin; }
+};
+
+// The bucket plan for `segments` in arena order. Limits in MiB of f32 gradient.
+std::vector<GradBucket> plan_buckets(const std::vector<ArenaSegment>& segments,
+                                     double first_bucket_mb, double bucket_cap_mb);
+
+struct GradSyncOptions {
+  double first_bucket_mb = 1.0;  // [<algo>.first_bucket_mb]
+  double bucket_cap_mb = 25.0;   // [<algo>.bucket_cap_mb], 0 = one allreduce per tensor
+  DType wire = DType::f32;       // [<algo>.wire] f32, bf16 or f16
+  bool hierarchical = false;     // [<algo>.hierarchical]
+  bool average = true;           // divide by the number of ranks (else leave the sum)
+  // Reads "<prefix>first_bucket_mb", "<prefix>bucket_cap_mb", "<prefix>wire",
+  // "<prefix>hierarchical", e.g. prefix "allreduce.".
+  static GradSyncOptions from_options(const Options& opt, const std::string& prefix);
+};
+
+class GradSync {
+ public:
+  // Flat mode reduces over `world`; hierarchical mode needs `node` and `cross` (Topology).
+  GradSync(ParamArena& arena, std::shared_ptr<Communicator> world, const GradSyncOptions& opt,
+           std::shared_ptr<Communicator> node = {}, std::shared_ptr<Communicator> cross = {});
+  ~GradSync();
+  GradSync(const GradSync&) = delete;
+  GradSync& operator=(const GradSync&) = delete;
+
+  // While set, backward passes only accumulate locally (no communication).
+  void set_no_sync(bool on) { no_sync_ = on; }
+  bool no_sync() const { return no_sync_; }
+  // Whether finish() leaves the average (true) or the sum over ranks; takes effect for the
+  // next backward pass.
+  void set_average(bool on) { opt_.average = on; }
+  // Waits for every bucket of this backward pass; rethrows a communication error.
+  void finish();
+  // Statistics since the last call (bytes, calls, time in flight, exposed wait).
+  CommStats take_stats();
+  const std::vector<GradBucket>& buckets() const { return buckets_; }
+  const GradSyncOptions& options() const { return opt_; }
+  int world_size() const { return world_->size(); }
+
+ private:
+  struct State;  // shared with the hooks, which may outlive this object
+  void on_ready(int segment);
+  void launch_ready_locked();
+  void comm_loop();
+  void reduce_bucket(int b);
+
+  ParamArena& arena_;
+  std::shared_ptr<Communicator> world_, node_, cross_;
+  GradSyncOptions opt_;
+  std::vector<GradBucket> buckets_;
+  std::vector<int> bucket_of_segment_;
+  std::shared_ptr<State> state_;
+  bool no_sync_ = false;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<int> pending_;  // tensors not yet ready, per bucket
+  int next_launch_ = 0;       // buckets [0, next_launch_) are queued or done
+  int done_ = 0;
+  std::deque<int> queue_;
+  bool stop_ = false;
+  bool active_ = false;  // a backward pass has fired at least one hook since finish()
+  std::exception_ptr error_;
+  CommStats stats_;
+  std::thread thread_;
+};
+
+}  // namespace dplab

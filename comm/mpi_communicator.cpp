@@ -1,0 +1,483 @@
+// The MPI backend of Communicator (MPICH, MPI_THREAD_MULTIPLE). Every operation is a
+// non-blocking MPI call wrapped in a Request; blocking forms wait on it politely.
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <ctime>
+#include <set>
+#include <thread>
+
+#include "dplab/comm/communicator.h"
+#include "dplab/comm/mpi_env.h"
+#include "dplab/core/error.h"
+
+namespace dplab {
+
+std::string reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum:
+      return "sum";
+    case ReduceOp::average:
+      return "average";
+    case ReduceOp::max:
+      return "max";
+  }
+  return "?";
+}
+
+// ---- waiting ---------------------------------------------------------------------------------
+
+namespace {
+void sleep_for_s(double s) {
+  timespec ts;
+  ts.tv_sec = static_cast<time_t>(s);
+  ts.tv_nsec = static_cast<long>((s - static_cast<double>(ts.tv_sec)) * 1e9);
+  nanosleep(&ts, nullptr);
+}
+}  // namespace
+
+void polite_wait(const std::function<bool()>& done, const WaitOptions& opt,
+                 const std::function<std::string()>& what) {
+  const auto start = Clock::now();
+  int tests = 0;
+  while (!done()) {
+    ++tests;
+    if (opt.policy == WaitPolicy::backoff && tests > opt.spin_tests) sleep_for_s(opt.sleep_s);
+    // Checking the clock every test would cost more than the test itself when spinning.
+    if ((tests & 63) == 0 && opt.timeout_s > 0) {
+      const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+      if (waited > opt.timeout_s)
+        DPLAB_FAIL(
+            "rank {}: {} did not complete within {:.0f} s (comm.timeout_s); a peer rank "
+            "has probably failed or stopped participating",
+            MpiEnv::get().world_rank(), what(), opt.timeout_s);
+    }
+  }
+}
+
+bool Request::test() {
+  if (!impl_) return true;
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->done) return true;
+  if (impl_->progress()) {
+    impl_->done = true;
+    impl_->completed = Clock::now();
+  }
+  return impl_->done;
+}
+
+void Request::wait() {
+  if (!impl_) return;
+  polite_wait([this] { return test(); }, impl_->wait, [this] { return impl_->describe(); });
+}
+
+double Request::seconds_in_flight() const {
+  if (!impl_ || !impl_->done) return 0.0;
+  return std::chrono::duration<double>(impl_->completed - impl_->posted).count();
+}
+
+void wait_all(std::vector<Request>& reqs) {
+  for (auto& r : reqs) r.wait();
+}
+
+// ---- the MPI backend ---------------------------------------------------------------------------
+
+namespace {
+
+MPI_Datatype mpi_type(DType t) {
+  switch (t) {
+    case DType::f32:
+      return MPI_FLOAT;
+    case DType::bf16:
+    case DType::f16:
+      return MPI_UINT16_T;  // reduced by dplab's own ops (see MpiEnv)
+    case DType::i32:
+      return MPI_INT32_T;
+    case DType::i64:
+      return MPI_INT64_T;
+    case DType::u8:
+      return MPI_UINT8_T;
+  }
+  return MPI_DATATYPE_NULL;
+}
+
+MPI_Op mpi_op(ReduceOp op, DType wire) {
+  const MpiEnv& env = MpiEnv::get();
+  const bool max = op == ReduceOp::max;
+  switch (wire) {
+    case DType::bf16:
+      return max ? env.op_max_bf16() : env.op_sum_bf16();
+    case DType::f16:
+      return max ? env.op_max_f16() : env.op_sum_f16();
+    case DType::f32:
+      return max ? MPI_MAX : MPI_SUM;
+    case DType::i32:
+    case DType::i64:
+      DPLAB_CHECK(op != ReduceOp::average, "average reduction of integer dtype {}",
+                  dtype_name(wire));
+      return max ? MPI_MAX : MPI_SUM;
+    case DType::u8:
+      break;
+  }
+  DPLAB_FAIL("no reduction for wire dtype {}", dtype_name(wire));
+}
+
+int checked_count(int64_t n, const char* what) {
+  DPLAB_CHECK(n >= 0 && n <= INT_MAX, "{}: {} elements exceed MPI's int count", what, n);
+  return static_cast<int>(n);
+}
+
+void check_tensor(const Tensor& t, const char* what) {
+  DPLAB_CHECK(t.defined(), "{}: undefined tensor", what);
+  DPLAB_CHECK(t.device().is_cpu(), "{}: the MPI backend takes CPU tensors, got {}", what, t.str());
+  DPLAB_CHECK(t.is_contiguous(), "{}: tensor {} must be contiguous", what, t.str());
+}
+
+// dst[i] = src[i] * factor, converting dtypes (either may be f32, bf16, f16, ...).
+void convert_scale(const Tensor& dst, const Tensor& src, double factor) {
+  const int64_t n = dst.numel();
+  if (n == 0) return;
+  if (dst.dtype() == src.dtype() && factor == 1.0) {
+    if (dst.raw_data() != src.raw_data()) std::memcpy(dst.raw_data(), src.raw_data(), dst.nbytes());
+    return;
+  }
+  if (dst.dtype() == DType::f32 && src.dtype() == DType::f32) {
+    float* d = dst.data<float>();
+    const float* s = src.data<float>();
+    const float f = static_cast<float>(factor);
+    for (int64_t i = 0; i < n; ++i) d[i] = s[i] * f;
+    return;
+  }
+  void* d = dst.raw_data();
+  const void* s = src.raw_data();
+  const float f = static_cast<float>(factor);
+  for (int64_t i = 0; i < n; ++i)
+    store_from_f32(d, dst.dtype(), i, load_as_f32(s, src.dtype(), i) * f);
+}
+
+// A posted MPI operation: complete when MPI_Testall says so and the emulated link time has
+// passed; then `finish` converts/scales the result into the caller's tensor.
+struct MpiRequest : Request::Impl {
+  std::vector<MPI_Request> reqs;
+  Clock::time_point not_before{};
+  std::function<void()> finish;
+  std::string desc;
+  std::vector<Tensor> keep_alive;  // buffers MPI reads or writes until completion
+  bool mpi_done = false;
+
+  bool progress() override {
+    if (!mpi_done) {
+      int flag = 0;
+      mpi_check(MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &flag, MPI_STATUSES_IGNORE),
+                "MPI_Testall", desc);
+      if (!flag) return false;
+      mpi_done = true;
+    }
+    const auto now = Clock::now();
+    if (now < not_before) {
+      // MPI is done; only emulated link time is left: sleep it off instead of polling.
+      std::this_thread::sleep_until(not_before);
+    }
+    if (finish) finish();
+    keep_alive.clear();
+    return true;
+  }
+  std::string describe() const override { return desc; }
+};
+
+class MpiCommunicator : public Communicator {
+ public:
+  MpiCommunicator(MPI_Comm comm, std::string name, std::vector<int> node_of_rank,
+                  std::shared_ptr<LinkEmulator> link, WaitOptions wait)
+      : comm_(comm),
+        name_(std::move(name)),
+        node_of_(std::move(node_of_rank)),
+        link_(std::move(link)),
+        wait_(wait) {
+    mpi_check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", name_);
+    mpi_check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank", name_);
+    mpi_check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size", name_);
+    DPLAB_CHECK(static_cast<int>(node_of_.size()) == size_,
+                "communicator {}: node map size {} != {}", name_, node_of_.size(), size_);
+    std::set<int> nodes(node_of_.begin(), node_of_.end());
+    spans_nodes_ = nodes.size() > 1;
+  }
+  ~MpiCommunicator() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string name() const override { return name_; }
+  const WaitOptions& wait_options() const override { return wait_; }
+  int node_of(int r) const override {
+    DPLAB_CHECK(r >= 0 && r < size_, "communicator {}: rank {} out of range [0, {})", name_, r,
+                size_);
+    return node_of_[r];
+  }
+
+  Request iallreduce(const Tensor& t, ReduceOp op, std::optional<DType> wire) override {
+    check_tensor(t, "allreduce");
+    const DType w = wire.value_or(t.dtype());
+    auto r = make("allreduce", t, op, w);
+    Tensor buf = wire_buffer(t, w);
+    const int n = checked_count(t.numel(), "allreduce");
+    r->not_before = reserve(CollectiveKind::allreduce, double(n) * dtype_size(w));
+    post(r, "MPI_Iallreduce", [&](MPI_Request* q) {
+      return MPI_Iallreduce(MPI_IN_PLACE, buf.raw_data(), n, mpi_type(w), mpi_op(op, w), comm_, q);
+    });
+    finish_into(r, t, buf, op == ReduceOp::average ? 1.0 / size_ : 1.0);
+    return Request(r);
+  }
+
+  Request ireduce(const Tensor& t, int root, ReduceOp op, std::optional<DType> wire) override {
+    check_tensor(t, "reduce");
+    check_rank(root, "reduce root");
+    const DType w = wire.value_or(t.dtype());
+    auto r = make(fmt::format("reduce(root {})", root), t, op, w);
+    Tensor buf = wire_buffer(t, w);
+    const int n = checked_count(t.numel(), "reduce");
+    r->not_before = reserve(CollectiveKind::reduce, double(n) * dtype_size(w));
+    const bool is_root = rank_ == root;
+    post(r, "MPI_Ireduce", [&](MPI_Request* q) {
+      return MPI_Ireduce(is_root ? MPI_IN_PLACE : buf.raw_data(),
+                         is_root ? buf.raw_data() : nullptr, n, mpi_type(w), mpi_op(op, w), root,
+                         comm_, q);
+    });
+    if (is_root) finish_into(r, t, buf, op == ReduceOp::average ? 1.0 / size_ : 1.0);
+    return Request(r);
+  }
+
+  Request ibroadcast(const Tensor& t, int root, std::optional<DType> wire) override {
+    check_tensor(t, "broadcast");
+    check_rank(root, "broadcast root");
+    const DType w = wire.value_or(t.dtype());
+    auto r = make(fmt::format("broadcast(root {})", root), t, std::nullopt, w);
+    Tensor buf = wire_buffer(t, w);
+    const int n = checked_count(t.numel(), "broadcast");
+    r->not_before = reserve(CollectiveKind::broadcast, double(n) * dtype_size(w));
+    post(r, "MPI_Ibcast", [&](MPI_Request* q) {
+      return MPI_Ibcast(buf.raw_data(), n, mpi_type(w), root, comm_, q);
+    });
+    // The root also takes the wire-rounded values, so every rank ends with identical data.
+    finish_into(r, t, buf, 1.0);
+    return Request(r);
+  }
+
+  Request iallgather(const Tensor& send, const Tensor& recv, std::optional<DType> wire) override {
+    check_tensor(send, "allgather send");
+    check_tensor(recv, "allgather recv");
+    DPLAB_CHECK(recv.numel() == send.numel() * size_,
+                "allgather on {}: recv has {} elements, expected size {} x send {} = {}", name_,
+                recv.numel(), size_, send.numel(), send.numel() * size_);
+    DPLAB_CHECK(recv.dtype() == send.dtype(), "allgather: send {} and recv {} dtypes differ",
+                send.str(), recv.str());
+    const DType w = wire.value_or(send.dtype());
+    auto r = make("allgather", send, std::nullopt, w);
+    Tensor sbuf = wire_buffer(send, w);
+    Tensor rbuf = w == recv.dtype() ? recv : Tensor::empty({recv.numel()}, w);
+    r->keep_alive.push_back(rbuf);
+    const int n = checked_count(send.numel(), "allgather");
+    r->not_before = reserve(CollectiveKind::allgather, double(recv.numel()) * dtype_size(w));
+    post(r, "MPI_Iallgather", [&](MPI_Request* q) {
+      return MPI_Iallgather(sbuf.raw_data(), n, mpi_type(w), rbuf.raw_data(), n, mpi_type(w), comm_,
+                            q);
+    });
+    finish_into(r, recv, rbuf, 1.0);
+    return Request(r);
+  }
+
+  Request ireduce_scatter(const Tensor& send, const Tensor& recv, ReduceOp op,
+                          std::optional<DType> wire) override {
+    check_tensor(send, "reduce_scatter send");
+    check_tensor(recv, "reduce_scatter recv");
+    DPLAB_CHECK(send.numel() == recv.numel() * size_,
+                "reduce_scatter on {}: send has {} elements, expected size {} x recv {} = {}",
+                name_, send.numel(), size_, recv.numel(), recv.numel() * size_);
+    const DType w = wire.value_or(send.dtype());
+    auto r = make("reduce_scatter", send, op, w);
+    Tensor sbuf = wire_buffer(send, w);
+    Tensor rbuf = w == recv.dtype() ? recv : Tensor::empty({recv.numel()}, w);
+    r->keep_alive.push_back(rbuf);
+    const int n = checked_count(recv.numel(), "reduce_scatter");
+    r->not_before = reserve(CollectiveKind::reduce_scatter, double(send.numel()) * dtype_size(w));
+    post(r, "MPI_Ireduce_scatter_block", [&](MPI_Request* q) {
+      return MPI_Ireduce_scatter_block(sbuf.raw_data(), rbuf.raw_data(), n, mpi_type(w),
+                                       mpi_op(op, w), comm_, q);
+    });
+    finish_into(r, recv, rbuf, op == ReduceOp::average ? 1.0 / size_ : 1.0);
+    return Request(r);
+  }
+
+  Request ibarrier() override {
+    auto r = std::make_shared<MpiRequest>();
+    r->wait = wait_;
+    r->desc = fmt::format("barrier on communicator '{}' ({} ranks)", name_, size_);
+    r->not_before = reserve(CollectiveKind::barrier, 0);
+    post(r, "MPI_Ibarrier", [&](MPI_Request* q) { return MPI_Ibarrier(comm_, q); });
+    return Request(r);
+  }
+
+  Request isend(const Tensor& t, int dst, int tag) override { return p2p(t, dst, tag, true); }
+  Request irecv(const Tensor& t, int src, int tag) override { return p2p(t, src, tag, false); }
+
+  std::shared_ptr<Communicator> split(int color, int key, const std::string& name) override {
+    MPI_Comm nc = MPI_COMM_NULL;
+    mpi_check(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &nc), "MPI_Comm_split",
+              name_);
+    if (nc == MPI_COMM_NULL) return nullptr;
+    // The node of each new rank: translate new ranks to ours through the groups.
+    MPI_Group g_new, g_old;
+    mpi_check(MPI_Comm_group(nc, &g_new), "MPI_Comm_group", name_);
+    mpi_check(MPI_Comm_group(comm_, &g_old), "MPI_Comm_group", name_);
+    int n = 0;
+    mpi_check(MPI_Comm_size(nc, &n), "MPI_Comm_size", name_);
+    std::vector<int> new_ranks(n), old_ranks(n);
+    for (int i = 0; i < n; ++i) new_ranks[i] = i;
+    mpi_check(MPI_Group_translate_ranks(g_new, n, new_ranks.data(), g_old, old_ranks.data()),
+              "MPI_Group_translate_ranks", name_);
+    MPI_Group_free(&g_new);
+    MPI_Group_free(&g_old);
+    std::vector<int> nodes(n);
+    for (int i = 0; i < n; ++i) nodes[i] = node_of_[old_ranks[i]];
+    std::string nm = name.empty() ? fmt::format("{}/split({},{})", name_, color, key) : name;
+    return std::make_shared<MpiCommunicator>(nc, nm, std::move(nodes), link_, wait_);
+  }
+
+ private:
+  std::shared_ptr<MpiRequest> make(const std::string& what, const Tensor& t,
+                                   std::optional<ReduceOp> op, DType wire) {
+    auto r = std::make_shared<MpiRequest>();
+    r->wait = wait_;
+    r->desc = fmt::format("{}{} of {} as {} on communicator '{}' ({} ranks)", what,
+                          op ? "(" + reduce_op_name(*op) + ")" : std::string(), t.str(),
+                          dtype_name(wire), name_, size_);
+    return r;
+  }
+  // The tensor itself when it already has the wire dtype, else a converted copy.
+  static Tensor wire_buffer(const Tensor& t, DType wire) {
+    if (t.dtype() == wire) return t;
+    Tensor b = Tensor::empty({t.numel()}, wire);
+    convert_scale(b, t, 1.0);
+    return b;
+  }
+  void finish_into(const std::shared_ptr<MpiRequest>& r, const Tensor& dst, const Tensor& buf,
+                   double factor) {
+    r->keep_alive.push_back(buf);
+    if (dst.raw_data() == buf.raw_data() && factor == 1.0) return;
+    r->finish = [dst, buf, factor] { convert_scale(dst, buf, factor); };
+  }
+  template <typename F>
+  void post(const std::shared_ptr<MpiRequest>& r, const char* call, F&& f) {
+    r->reqs.resize(1);
+    mpi_check(f(&r->reqs[0]), call, r->desc);
+  }
+  Clock::time_point reserve(CollectiveKind kind, double bytes) {
+    return link_->reserve(spans_nodes_ ? LinkClass::inter : LinkClass::intra, kind, size_, bytes);
+  }
+  void check_rank(int r, const char* what) const {
+    DPLAB_CHECK(r >= 0 && r < size_, "{} {} out of range for communicator '{}' of {} ranks", what,
+                r, name_, size_);
+  }
+  Request p2p(const Tensor& t, int peer, int tag, bool is_send) {
+    const char* what = is_send ? "send" : "recv";
+    check_tensor(t, what);
+    check_rank(peer, is_send ? "send destination" : "recv source");
+    DPLAB_CHECK(tag >= 0 && tag <= 32767, "{}: tag {} outside [0, 32767]", what, tag);
+    auto r = std::make_shared<MpiRequest>();
+    r->wait = wait_;
+    r->desc = fmt::format("{} of {} {} rank {} (tag {}) on communicator '{}'", what, t.str(),
+                          is_send ? "to" : "from", peer, tag, name_);
+    r->keep_alive.push_back(t);
+    const int n = checked_count(t.numel(), what);
+    const LinkClass c = node_of_[peer] != node_of_[rank_] ? LinkClass::inter : LinkClass::intra;
+    r->not_before = link_->reserve(c, CollectiveKind::p2p, 2, double(t.nbytes()));
+    r->reqs.resize(1);
+    if (is_send)
+      mpi_check(MPI_Isend(t.raw_data(), n, mpi_type(t.dtype()), peer, tag, comm_, &r->reqs[0]),
+                "MPI_Isend", r->desc);
+    else
+      mpi_check(MPI_Irecv(t.raw_data(), n, mpi_type(t.dtype()), peer, tag, comm_, &r->reqs[0]),
+                "MPI_Irecv", r->desc);
+    return Request(r);
+  }
+
+  MPI_Comm comm_;
+  std::string name_;
+  std::vector<int> node_of_;
+  std::shared_ptr<LinkEmulator> link_;
+  WaitOptions wait_;
+  int rank_ = 0, size_ = 1;
+  bool spans_nodes_ = false;
+};
+
+}  // namespace
+
+CommConfig CommConfig::from_options(const Options& opt) {
+  CommConfig c;
+  c.ranks_per_node = static_cast<int>(opt.get_int("ranks_per_node", 0));
+  DPLAB_CHECK(c.ranks_per_node >= 0, "option ranks_per_node: must be >= 0, got {}",
+              c.ranks_per_node);
+  const std::string intra = opt.get_string("link.intra", "");
+  const std::string inter = opt.get_string("link.inter", "");
+  if (!intra.empty() && intra != "off") c.link_intra = LinkSpec::parse(intra, "option link.intra");
+  if (!inter.empty() && inter != "off") c.link_inter = LinkSpec::parse(inter, "option link.inter");
+  c.wait_name = opt.get_string("comm.wait", "auto");
+  DPLAB_CHECK(c.wait_name == "auto" || c.wait_name == "spin" || c.wait_name == "backoff",
+              "option comm.wait: expected auto, spin or backoff, got '{}'", c.wait_name);
+  c.wait.timeout_s = opt.get_double("comm.timeout_s", 60.0);
+  c.wait.sleep_s = opt.get_double("comm.backoff_sleep_us", 20.0) * 1e-6;
+  return c;
+}
+
+std::shared_ptr<Communicator> mpi_world(const CommConfig& cfg) {
+  MpiEnv& env = MpiEnv::get();
+  const int rank = env.world_rank(), size = env.world_size();
+  std::vector<int> node_of(size);
+  // Ranks sharing this host: they share its cores (decides the "auto" wait policy) and, unless
+  // virtual nodes are asked for, form one node.
+  MPI_Comm shm = MPI_COMM_NULL;
+  DPLAB_MPI(MPI_Comm_split_type, MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &shm);
+  int ranks_on_my_host = 1;
+  MPI_Comm_size(shm, &ranks_on_my_host);
+  int leader = rank;
+  DPLAB_MPI(MPI_Allreduce, MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, shm);
+  MPI_Comm_free(&shm);
+  if (cfg.ranks_per_node > 0) {
+    DPLAB_CHECK(size % cfg.ranks_per_node == 0,
+                "ranks_per_node (--ranks-per-node) = {} does not divide the world size {}: virtual "
+                "nodes need equal sizes",
+                cfg.ranks_per_node, size);
+    for (int r = 0; r < size; ++r) node_of[r] = r / cfg.ranks_per_node;
+  } else {
+    // The node id is the index of the node's lowest world rank among all nodes' lowest ranks.
+    std::vector<int> leaders(size);
+    DPLAB_MPI(MPI_Allgather, &leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    std::vector<int> sorted = leaders;
+    std::sort(sorted.begin(), sorted.end());
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+    for (int r = 0; r < size; ++r)
+      node_of[r] = static_cast<int>(std::lower_bound(sorted.begin(), sorted.end(), leaders[r]) -
+                                    sorted.begin());
+  }
+  WaitOptions wait = cfg.wait;
+  if (cfg.wait_name == "spin")
+    wait.policy = WaitPolicy::spin;
+  else if (cfg.wait_name == "backoff")
+    wait.policy = WaitPolicy::backoff;
+  else {
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    wait.policy =
+        static_cast<unsigned>(ranks_on_my_host) > cores ? WaitPolicy::backoff : WaitPolicy::spin;
+  }
+  MPI_Comm dup = MPI_COMM_NULL;
+  DPLAB_MPI(MPI_Comm_dup, MPI_COMM_WORLD, &dup);
+  auto link = std::make_shared<LinkEmulator>(cfg.link_intra, cfg.link_inter);
+  return std::make_shared<MpiCommunicator>(dup, "world", std::move(node_of), link, wait);
+}
+
+}  // namespace dplab

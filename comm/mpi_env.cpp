@@ -1,0 +1,122 @@
+#include "dplab/comm/mpi_env.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "dplab/core/dtype.h"
+#include "dplab/core/error.h"
+
+namespace dplab {
+
+namespace {
+
+// MPI user functions: inout[i] = round16(f32(in[i]) (+|max) f32(inout[i])). Each reduction hop
+// accumulates in f32 and rounds once to the wire type (see comm/communicator.h for why).
+template <float (*Load)(uint16_t), uint16_t (*Store)(float), bool Max>
+void reduce16(void* in, void* inout, int* len, MPI_Datatype*) {
+  const auto* a = static_cast<const uint16_t*>(in);
+  auto* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *len; ++i) {
+    float x = Load(a[i]), y = Load(b[i]);
+    b[i] = Store(Max ? (x > y || y != y ? x : y) : x + y);
+  }
+}
+
+}  // namespace
+
+void mpi_check(int rc, const char* call, const std::string& context) {
+  if (rc == MPI_SUCCESS) return;
+  char buf[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(rc, buf, &len) != MPI_SUCCESS) len = 0;
+  std::string msg(buf, static_cast<size_t>(len));
+  throw Error(fmt::format("{} failed: {}{}", call, msg.empty() ? "unknown MPI error" : msg,
+                          context.empty() ? "" : " (" + context + ")"));
+}
+
+MpiEnv& MpiEnv::get() {
+  // A function-local static: constructed once (thread-safe), destroyed at normal exit, which
+  // finalises MPI after every communicator owned by main() is gone.
+  static MpiEnv env;
+  return env;
+}
+
+MpiEnv::MpiEnv() {
+  int inited = 0;
+  DPLAB_MPI(MPI_Initialized, &inited);
+  if (!inited) {
+    // MPICH 4.0.2's "pairwise" MPI_Ireduce_scatter_block (its choice for long messages) gives
+    // wrong results with user-defined ops such as our 16-bit sums (tests/comm caught it);
+    // recursive halving is correct for every commutative op. A user's own setting wins.
+    setenv("MPIR_CVAR_IREDUCE_SCATTER_BLOCK_INTRA_ALGORITHM", "sched_recursive_halving", 0);
+    int provided = 0;
+    DPLAB_MPI(MPI_Init_thread, nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+    we_initialised_ = true;
+    thread_level_ = provided;
+  } else {
+    DPLAB_MPI(MPI_Query_thread, &thread_level_);
+  }
+  DPLAB_CHECK(thread_level_ == MPI_THREAD_MULTIPLE,
+              "MPI provides thread level {}, dplab needs MPI_THREAD_MULTIPLE ({})", thread_level_,
+              MPI_THREAD_MULTIPLE);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  DPLAB_MPI(MPI_Comm_rank, MPI_COMM_WORLD, &world_rank_);
+  DPLAB_MPI(MPI_Comm_size, MPI_COMM_WORLD, &world_size_);
+  DPLAB_MPI(MPI_Op_create, &reduce16<bf16_to_f32, f32_to_bf16, false>, 1, &sum_bf16_);
+  DPLAB_MPI(MPI_Op_create, &reduce16<f16_to_f32, f32_to_f16, false>, 1, &sum_f16_);
+  DPLAB_MPI(MPI_Op_create, &reduce16<bf16_to_f32, f32_to_bf16, true>, 1, &max_bf16_);
+  DPLAB_MPI(MPI_Op_create, &reduce16<f16_to_f32, f32_to_f16, true>, 1, &max_f16_);
+}
+
+MpiEnv::~MpiEnv() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  for (MPI_Op* op : {&sum_bf16_, &sum_f16_, &max_bf16_, &max_f16_})
+    if (*op != MPI_OP_NULL) MPI_Op_free(op);
+  if (we_initialised_) MPI_Finalize();
+}
+
+void MpiEnv::abort(const std::string& why, int code) const {
+  std::fprintf(stderr, "dplab: rank %d of %d failed: %s; aborting all ranks\n", world_rank_,
+               world_size_, why.c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);  // MPI_Abort does not return; this satisfies [[noreturn]] regardless
+}
+
+bool mpi_active() {
+  int init = 0, fin = 0;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  return init && !fin;
+}
+
+int local_ranks_hint() {
+  for (const char* var : {"MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE"})
+    if (const char* v = std::getenv(var)) {
+      const int n = std::atoi(v);
+      if (n > 0) return n;
+    }
+  return 1;
+}
+
+void abort_if_distributed(const std::string& why) {
+  if (!mpi_active()) return;
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size > 1) MpiEnv::get().abort(why);
+}
+
+int run_mpi_main(const std::function<int()>& body) {
+  MpiEnv& env = MpiEnv::get();
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    env.abort(e.what());
+  } catch (...) {
+    env.abort("unknown exception");
+  }
+}
+
+}  // namespace dplab

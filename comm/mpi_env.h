@@ -1,0 +1,63 @@
+// MpiEnv: the one owner of MPI's lifetime in a process. MPI is initialised once, on first use,
+// with MPI_THREAD_MULTIPLE (GradSync's communication thread calls MPI while the main thread
+// computes), and finalised when the process exits normally. A process started without mpiexec
+// becomes an MPICH singleton (world size 1).
+//
+// run_mpi_main() is the failure policy of every distributed binary: an exception that escapes a
+// rank prints "rank R of N failed: ..." and calls MPI_Abort, so mpiexec tears the other ranks
+// down at once (exit status non-zero) instead of letting them hang in a collective.
+#pragma once
+#include <mpi.h>
+
+#include <functional>
+#include <string>
+
+namespace dplab {
+
+class MpiEnv {
+ public:
+  // Initialises MPI on the first call (thread-safe); later calls return the same object.
+  static MpiEnv& get();
+  int world_rank() const { return world_rank_; }
+  int world_size() const { return world_size_; }
+  // The provided thread level (MPI_THREAD_MULTIPLE is required; init throws otherwise).
+  int thread_level() const { return thread_level_; }
+  // User-defined reductions on 2-byte floats (MPI_UINT16_T payload), accumulating in f32.
+  MPI_Op op_sum_bf16() const { return sum_bf16_; }
+  MPI_Op op_sum_f16() const { return sum_f16_; }
+  MPI_Op op_max_bf16() const { return max_bf16_; }
+  MPI_Op op_max_f16() const { return max_f16_; }
+  // Prints "dplab: rank R of N failed: <why>; aborting all ranks" to stderr and MPI_Abort()s.
+  [[noreturn]] void abort(const std::string& why, int code = 1) const;
+
+  MpiEnv(const MpiEnv&) = delete;
+  MpiEnv& operator=(const MpiEnv&) = delete;
+  ~MpiEnv();
+
+ private:
+  MpiEnv();
+  int world_rank_ = 0, world_size_ = 1, thread_level_ = 0;
+  bool we_initialised_ = false;
+  MPI_Op sum_bf16_ = MPI_OP_NULL, sum_f16_ = MPI_OP_NULL;
+  MPI_Op max_bf16_ = MPI_OP_NULL, max_f16_ = MPI_OP_NULL;
+};
+
+// Throws dplab::Error "MPI_<call> failed: <MPI error string> (<context>)" when rc != MPI_SUCCESS.
+void mpi_check(int rc, const char* call, const std::string& context = {});
+#define DPLAB_MPI(call, ...) ::dplab::mpi_check(call(__VA_ARGS__), #call)
+
+// True once MPI is initialised (by MpiEnv or anyone else) and not yet finalised.
+bool mpi_active();
+// Ranks of this job on this host, from the launcher's environment (hydra's MPI_LOCALNRANKS,
+// Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE, Slurm's SLURM_NTASKS_PER_NODE), without touching MPI;
+// 1 when started alone. The training driver divides the cores by it.
+int local_ranks_hint();
+// For a top-level error handler: when MPI is active with more than one rank, prints the rank's
+// failure and aborts every rank (never returns); otherwise returns and the caller reports.
+void abort_if_distributed(const std::string& why);
+
+// Runs `body` on an initialised MPI; any escaping exception aborts every rank (see above).
+// Returns body's exit code.
+int run_mpi_main(const std::function<int()>& body);
+
+}  // namespace dplab

@@ -1,0 +1,124 @@
+#include "dplab/core/ops/conv.h"
+
+#include "dplab/core/autograd.h"
+#include "dplab/core/backend.h"
+
+namespace dplab {
+namespace {
+
+Conv2dParams to_params(const Conv2dOptions& o) {
+  Conv2dParams p;
+  p.stride_h = o.stride[0], p.stride_w = o.stride[1];
+  p.pad_h = o.padding[0], p.pad_w = o.padding[1];
+  p.dilation_h = o.dilation[0], p.dilation_w = o.dilation[1];
+  p.groups = o.groups;
+  return p;
+}
+
+// Saves the (contiguous) input and weight; computes only the gradients whose inputs need one.
+// Grad slots: 0 input, 1 weight, 2 bias.
+class Conv2dBackward : public Node {
+ public:
+  // x / w may be undefined when the other gradient is not wanted.
+  Conv2dBackward(Tensor x, Tensor w, Shape x_shape, Shape w_shape, bool has_bias,
+                 const Conv2dParams& p)
+      : x_(std::move(x)),
+        w_(std::move(w)),
+        x_shape_(std::move(x_shape)),
+        w_shape_(std::move(w_shape)),
+        has_bias_(has_bias),
+        p_(p) {}
+
+  std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
+    if (!grads[0].defined()) return {Tensor(), Tensor(), Tensor()};
+    const Tensor dy = grads[0].to(DType::f32).contiguous();
+    const Backend& be = backend_for(dy.device());
+    const bool want_x = next_edges[0].fn != nullptr;
+    const bool want_w = next_edges[1].fn != nullptr;
+    const bool want_b = has_bias_ && next_edges[2].fn != nullptr;
+    Tensor dx, dw, db;
+    if (want_x) {
+      dx = Tensor::empty(x_shape_, DType::f32, dy.device());
+      be.conv.conv2d_backward_data(dy, w_, dx, p_);
+    }
+    if (want_w || want_b) {
+      // One pass computes both; a bias-only request still needs somewhere to put dw.
+      dw = Tensor::empty(w_shape_, DType::f32, dy.device());
+      if (want_b) db = Tensor::empty({w_shape_[0]}, DType::f32, dy.device());
+      be.conv.conv2d_backward_weight(x_, dy, dw, db, p_);
+      if (!want_w) dw = Tensor();
+    }
+    return {dx, dw, db};
+  }
+  std::string name() const override { return "Conv2dBackward"; }
+  void release() override {
+    x_ = Tensor();
+    w_ = Tensor();
+  }
+
+ private:
+  Tensor x_, w_;
+  Shape x_shape_, w_shape_;
+  bool has_bias_;
+  Conv2dParams p_;
+};
+
+void check_input(const Tensor& t, const char* what, int dims) {
+  DPLAB_CHECK(t.defined(), "conv2d: {} is undefined", what);
+  DPLAB_CHECK(t.dtype() == DType::f32, "conv2d: {} must be f32, got {}", what, t.str());
+  DPLAB_CHECK(t.dim() == dims, "conv2d: {} must be {}-D, got {}", what, dims, t.str());
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& opt) {
+  check_input(x, "input [N, C, H, W]", 4);
+  check_input(weight, "weight [out, in/groups, kh, kw]", 4);
+  check_same_device(x, weight, "conv2d input and weight");
+  const int64_t G = opt.groups;
+  DPLAB_CHECK(G >= 1, "conv2d: groups must be >= 1, got {}", G);
+  for (int i = 0; i < 2; ++i) {
+    DPLAB_CHECK(opt.stride[i] >= 1 && opt.dilation[i] >= 1 && opt.padding[i] >= 0,
+                "conv2d: need stride >= 1, dilation >= 1, padding >= 0; got stride ({}, {}) "
+                "dilation ({}, {}) padding ({}, {})",
+                opt.stride[0], opt.stride[1], opt.dilation[0], opt.dilation[1], opt.padding[0],
+                opt.padding[1]);
+  }
+  const int64_t C = x.size(1), O = weight.size(0);
+  DPLAB_CHECK(C == weight.size(1) * G,
+              "conv2d: input channels {} != weight in_channels*groups {} (weight {}, groups {})", C,
+              weight.size(1) * G, shape_str(weight.shape()), G);
+  DPLAB_CHECK(O % G == 0, "conv2d: out_channels {} is not divisible by groups {}", O, G);
+  DPLAB_CHECK(x.numel() > 0 && weight.numel() > 0, "conv2d: empty input {} or weight {}", x.str(),
+              weight.str());
+  if (bias.defined()) {
+    check_input(bias, "bias [out]", 1);
+    check_same_device(x, bias, "conv2d input and bias");
+    DPLAB_CHECK(bias.size(0) == O, "conv2d: bias has {} elements, weight has {} out_channels",
+                bias.size(0), O);
+  }
+  const Conv2dParams p = to_params(opt);
+  const int64_t OH = conv_out_size(x.size(2), weight.size(2), p.stride_h, p.pad_h, p.dilation_h);
+  const int64_t OW = conv_out_size(x.size(3), weight.size(3), p.stride_w, p.pad_w, p.dilation_w);
+  DPLAB_CHECK(OH >= 1 && OW >= 1,
+              "conv2d: input {}x{} (padding {}, {}) is smaller than the dilated kernel {}x{} "
+              "(dilation {}, {})",
+              x.size(2), x.size(3), p.pad_h, p.pad_w, weight.size(2), weight.size(3), p.dilation_h,
+              p.dilation_w);
+
+  const Tensor xc = x.contiguous(), wc = weight.contiguous();
+  const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
+  Tensor y = Tensor::empty({x.size(0), O, OH, OW}, DType::f32, x.device());
+  backend_for(x.device()).conv.conv2d_forward(xc, wc, bc, y, p);
+  if (any_requires_grad({&x, &weight, &bias})) {
+    // dx needs only the weight, dw and db only the input: keep just what will be used.
+    const bool want_wb = weight.requires_grad() || (bias.defined() && bias.requires_grad());
+    auto node =
+        std::make_shared<Conv2dBackward>(want_wb ? xc : Tensor(), x.requires_grad() ? wc : Tensor(),
+                                         x.shape(), weight.shape(), bias.defined(), p);
+    set_history(node, {&x, &weight, bias.defined() ? &bias : nullptr}, {&y});
+  }
+  return y;
+}
+
+}  // namespace dplab

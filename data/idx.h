@@ -1,0 +1,31 @@
+// IDX files (the MNIST / Fashion-MNIST format, http://yann.lecun.com/exdb/mnist/): a big-endian
+// magic 0x0000TTDD (TT = element type, 0x08 = unsigned byte; DD = number of dimensions), DD
+// big-endian u32 sizes, then the row-major data. Files may be gzip-compressed (detected by the
+// gzip magic 0x1f 0x8b, not by the file name). Errors name the file and what is wrong.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dplab {
+
+struct IdxImages {
+  int64_t count = 0, rows = 0, cols = 0;
+  std::vector<uint8_t> pixels;  // count * rows * cols, row-major
+};
+
+// Whole file contents, gunzipped when the file starts with the gzip magic.
+std::vector<uint8_t> read_maybe_gzip(const std::string& path);
+
+// u8 images: magic 0x00000803, dims [count, rows, cols].
+IdxImages read_idx_images(const std::string& path);
+// u8 labels: magic 0x00000801, dims [count].
+std::vector<uint8_t> read_idx_labels(const std::string& path);
+
+// Writers (gzip when `gzip` is true; the gzip header carries no time stamp, so the same
+// contents give the same bytes).
+void write_idx_images(const std::string& path, const IdxImages& images, bool gzip = true);
+void write_idx_labels(const std::string& path, const std::vector<uint8_t>& labels,
+                      bool gzip = true);
+
+}  // namespace dplab

@@ -1,0 +1,52 @@
+#include "dplab/layers/batchnorm2d.h"
+
+#include "dplab/core/autograd.h"
+#include "dplab/core/ops/norm.h"
+
+namespace dplab {
+
+BatchNorm2d::BatchNorm2d(int64_t n, const BatchNormOptions& opt) : features_(n), opt_(opt) {
+  DPLAB_CHECK(n > 0, "BatchNorm2d({}): num_features must be positive", n);
+  DPLAB_CHECK(opt.eps > 0, "BatchNorm2d: eps = {} must be positive", opt.eps);
+  if (opt.affine) {
+    weight_ = register_parameter("weight", Tensor::ones({n}));
+    bias_ = register_parameter("bias", Tensor::zeros({n}));
+  }
+  if (opt.track_running_stats) {
+    running_mean_ = register_buffer("running_mean", Tensor::zeros({n}));
+    running_var_ = register_buffer("running_var", Tensor::ones({n}));
+    num_batches_tracked_ = register_buffer("num_batches_tracked", Tensor::zeros({}, DType::i64));
+  }
+}
+
+void BatchNorm2d::reset_parameters(PhiloxStream&) {
+  if (weight_.defined()) {
+    weight_.fill_(1.0);
+    bias_.fill_(0.0);
+  }
+  if (running_mean_.defined()) {
+    running_mean_.fill_(0.0);
+    running_var_.fill_(1.0);
+    num_batches_tracked_.fill_(0.0);
+  }
+}
+
+Tensor BatchNorm2d::forward(const Tensor& x) {
+  // Without running statistics PyTorch normalises by the batch in eval too.
+  const bool use_batch = is_training() || !running_mean_.defined();
+  if (is_training() && num_batches_tracked_.defined()) {
+    // i64 counter on the host copy (a scalar; no kernel needed), written back on its device.
+    const int64_t n = num_batches_tracked_.to_vector_i64()[0] + 1;
+    num_batches_tracked_.copy_(Tensor::from_vector_i64({n}, {}).to(num_batches_tracked_.device()));
+  }
+  return batch_norm2d(x, weight_, bias_, running_mean_, running_var_, use_batch,
+                      static_cast<float>(opt_.momentum), static_cast<float>(opt_.eps));
+}
+
+std::string BatchNorm2d::extra_repr() const {
+  return fmt::format("{}, eps={}, momentum={}, affine={}, track_running_stats={}", features_,
+                     opt_.eps, opt_.momentum, opt_.affine ? "True" : "False",
+                     opt_.track_running_stats ? "True" : "False");
+}
+
+}  // namespace dplab

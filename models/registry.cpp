@@ -1,0 +1,53 @@
+#include "dplab/models/registry.h"
+
+#include <fmt/ranges.h>
+
+#include <functional>
+
+#include "dplab/models/mnist_cnn.h"
+
+namespace dplab {
+namespace {
+
+struct Entry {
+  ModelInfo info;
+  std::function<std::shared_ptr<Module>(int num_classes)> make;
+};
+
+// Immutable table of known models (add resnets here).
+const std::vector<Entry>& table() {
+  static const std::vector<Entry> t = {
+      {{"mnist_cnn", {1, 28, 28}, 10}, [](int c) { return make_mnist_cnn(c); }},
+  };
+  return t;
+}
+
+const Entry& find(const std::string& name) {
+  for (const Entry& e : table())
+    if (e.info.name == name) return e;
+  DPLAB_FAIL("unknown model '{}': known models are {}", name, fmt::join(model_names(), ", "));
+}
+
+}  // namespace
+
+std::shared_ptr<Module> make_model(const std::string& name, uint64_t seed, int num_classes) {
+  const Entry& e = find(name);
+  DPLAB_CHECK(num_classes == -1 || num_classes >= 1,
+              "make_model('{}'): num_classes = {} (use -1 for the default of {})", name,
+              num_classes, e.info.num_classes);
+  auto m = e.make(num_classes == -1 ? e.info.num_classes : num_classes);
+  initialize(*m, seed);
+  return m;
+}
+
+std::vector<std::string> model_names() {
+  std::vector<std::string> r;
+  for (const Entry& e : table()) r.push_back(e.info.name);
+  return r;
+}
+
+ModelInfo model_info(const std::string& name) {
+  return find(name).info;
+}
+
+}  // namespace dplab

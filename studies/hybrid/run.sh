@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Regenerates the hybrid-SGD study (README.md): every run, then results.md and the figure.
+#   studies/hybrid/run.sh                      MNIST digits, then Fashion-MNIST
+#   DATASETS=mnist SEEDS="0 1" KS="1 2 4 8" studies/hybrid/run.sh
+# A run whose directory holds `done` is skipped, so the script resumes after an interruption.
+# Each run's exact command line is written to <run dir>/command.txt.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+DPLAB=${DPLAB:-$ROOT/build-hybrid/bin/dplab}
+DATASETS=${DATASETS:-"mnist fashion-mnist"}
+SEEDS=${SEEDS:-"0 1"}
+KS=${KS:-"1 2 4 8"}
+ALGOS=${ALGOS:-"each_iter hybrid_8_12 hybrid_8_16 only_end"}
+# With K = 1, only_end is each_iter (no communication either way, the final "average" of one
+# rank is the identity) and hybrid (8,16) is hybrid (8,12) (stage-3 syncs average one rank):
+# the same trajectories, so only these run; summarize.py reports them for both rows.
+K1_ALGOS=${K1_ALGOS:-"each_iter hybrid_8_12"}
+RUNS=${RUNS:-$HERE/runs}
+NICE=${NICE:-10}
+
+for data in $DATASETS; do
+  for seed in $SEEDS; do            # seed-major: a partial study still covers every K and algo
+    for K in $KS; do
+      algos=$ALGOS
+      [ "$K" = 1 ] && algos=$K1_ALGOS
+      for algo in $algos; do
+        dir=$RUNS/$data/$algo/K$K/seed$seed
+        [ -f "$dir/done" ] && continue
+        rm -rf "$dir"
+        mkdir -p "$dir"
+        cmd=(mpiexec -n "$K" nice -n "$NICE" "$DPLAB" train --config "$HERE/configs/$algo.toml"
+             --data "$data" --seed "$seed" --out "$dir")
+        echo "${cmd[*]}" >"$dir/command.txt"
+        echo "[$(date -u +%FT%TZ)] ${cmd[*]}"
+        start=$(date +%s)
+        "${cmd[@]}" >"$dir/stdout.txt" 2>"$dir/stderr.txt"
+        echo "$(($(date +%s) - start))" >"$dir/wall_s.txt"
+        touch "$dir/done"
+      done
+    done
+  done
+done
+/usr/bin/python3 "$HERE/summarize.py" "$RUNS" "$HERE"

@@ -1,0 +1,159 @@
+#!/usr/bin/python3
+"""Hybrid-SGD study: results table (results_table.md) and figures from the runs' metrics.
+
+usage: summarize.py RUNS_DIR OUT_DIR
+
+RUNS_DIR/<data>/<algo>/K<k>/seed<s>/metrics.jsonl are written by `dplab train` (rank 0).
+Only finished runs (a `done` file beside the metrics) are used.
+  test accuracy  the final record (epoch 20: the model after the final parameter average)
+  train time     sum of the per-epoch training times of rank 0 (iterations + the final
+                 average; evaluation excluded), as the thesis times rank 0
+  allreduces     sum of comm_allreduces of rank 0 over the epochs (gradient syncs + the final
+                 average), and its ratio to each_iter's
+"""
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+ALGOS = ["each_iter", "hybrid_8_12", "hybrid_8_16", "only_end"]
+LABELS = {"each_iter": "EachIter (P-SGD)", "hybrid_8_12": "hybrid (8,12)",
+          "hybrid_8_16": "hybrid (8,16)", "only_end": "OnlyEnd"}
+DATA_NAMES = {"mnist": "MNIST digits (8,000 train / 2,000 test)",
+              "fashion-mnist": "Fashion-MNIST (60,000 train / 10,000 test)"}
+
+
+def load(run):
+    epochs, final = [], None
+    for line in (run / "metrics.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        if r["kind"] == "epoch":
+            epochs.append(r)
+        elif r["kind"] == "final":
+            final = r
+    return epochs, final
+
+
+def collect(runs_dir):
+    res = {}  # (data, algo, K) -> list of dicts
+    for m in sorted(runs_dir.glob("*/*/K*/seed*/metrics.jsonl")):
+        run = m.parent
+        if not (run / "done").exists():
+            continue
+        seed = run.name
+        K = int(run.parent.name[1:])
+        algo = run.parent.parent.name
+        data = run.parent.parent.parent.name
+        epochs, final = load(run)
+        if final is None:
+            continue
+        res.setdefault((data, algo, K), []).append({
+            "seed": seed,
+            "acc": 100.0 * final["test_acc"],
+            "time": sum(e["time_s"] for e in epochs),
+            "allreduces": sum(e.get("comm_allreduces", 0) for e in epochs),
+            "curve": [100.0 * e["test_acc"] for e in epochs],
+            "stages": [e.get("algo.stage", 0) for e in epochs],
+            "wall": float((run / "wall_s.txt").read_text()) if (run / "wall_s.txt").exists()
+            else float("nan"),
+        })
+    # K = 1: only_end == each_iter and hybrid (8,16) == hybrid (8,12) (run.sh runs one of each).
+    for data in {d for (d, _, _) in res}:
+        for dup, src in (("only_end", "each_iter"), ("hybrid_8_16", "hybrid_8_12")):
+            if (data, dup, 1) not in res and (data, src, 1) in res:
+                res[(data, dup, 1)] = [dict(r, same_as=src) for r in res[(data, src, 1)]]
+    return res
+
+
+def mean(xs):
+    return statistics.fmean(xs) if xs else float("nan")
+
+
+def fmt_acc(rs):
+    a = [r["acc"] for r in rs]
+    if len(a) == 1:
+        return f"{a[0]:.2f} (1 seed)"
+    return f"{mean(a):.2f} ± {statistics.stdev(a):.2f}"
+
+
+def table(res, data):
+    Ks = sorted({k for (d, _, k) in res if d == data})
+    lines = [f"### {DATA_NAMES.get(data, data)}", "",
+             "| algorithm | K | seeds | test acc % (mean ± sd) | train time s (rank 0) | "
+             "allreduces | vs EachIter | wall s per run |",
+             "|---|---|---|---|---|---|---|---|"]
+    for K in Ks:
+        base = res.get((data, "each_iter", K))
+        base_ar = mean([r["allreduces"] for r in base]) if base else float("nan")
+        for algo in ALGOS:
+            rs = res.get((data, algo, K))
+            if not rs:
+                continue
+            ar = mean([r["allreduces"] for r in rs])
+            same = f" (= {LABELS[rs[0]['same_as']]} run)" if "same_as" in rs[0] else ""
+            lines.append(
+                f"| {LABELS[algo]}{same} | {K} | {len(rs)} | {fmt_acc(rs)} | "
+                f"{mean([r['time'] for r in rs]):.1f} | {ar:.0f} | {ar / base_ar:.3f} | "
+                f"{mean([r['wall'] for r in rs]):.0f} |")
+    return "\n".join(lines) + "\n"
+
+
+def figure(res, data, out):
+    Ks = sorted({k for (d, _, k) in res if d == data})
+    if not Ks:
+        return None
+    fig, axes = plt.subplots(1, len(Ks), figsize=(4.2 * len(Ks), 3.6), sharey=True, squeeze=False)
+    for ax, K in zip(axes[0], Ks):
+        changes = []
+        for algo in ALGOS:
+            rs = res.get((data, algo, K))
+            if not rs:
+                continue
+            n = min(len(r["curve"]) for r in rs)
+            curve = [mean([r["curve"][i] for r in rs]) for i in range(n)]
+            ax.plot(range(1, n + 1), curve, marker=".", label=f"{LABELS[algo]} ({len(rs)})")
+            if algo.startswith("hybrid") and not changes:
+                st = rs[0]["stages"]
+                changes = [i + 0.5 for i in range(1, len(st)) if st[i] != st[i - 1]]
+        for x in changes:
+            ax.axvline(x, color="grey", linestyle="--", linewidth=0.8)
+        for x, name in zip([1] + changes, ["stage 1", "stage 2", "stage 3"]):
+            ax.text(x + 0.2, 0.02, name, transform=ax.get_xaxis_transform(), fontsize=7,
+                    color="grey")
+        ax.set_title(f"K = {K}")
+        ax.set_xlabel("epoch (last: after the final average)")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("test accuracy % (rank 0)")
+    lo = min(min(r["curve"]) for (d, _, k), rs in res.items() if d == data for r in rs)
+    axes[0][0].set_ylim(max(lo - 1, 0), 100)
+    axes[0][-1].legend(fontsize=7, loc="lower right")
+    fig.suptitle(f"mnist_cnn, {DATA_NAMES.get(data, data)}: mean over seeds "
+                 "(legend: number of seeds)", fontsize=9)
+    fig.tight_layout()
+    path = out / f"accuracy_{data}.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def main():
+    runs_dir, out = Path(sys.argv[1]), Path(sys.argv[2])
+    res = collect(runs_dir)
+    parts = []
+    for data in ["mnist", "fashion-mnist"]:
+        if any(d == data for (d, _, _) in res):
+            parts.append(table(res, data))
+            p = figure(res, data, out)
+            if p:
+                parts.append(f"![{data}]({p.name})\n")
+    (out / "results_table.md").write_text("\n".join(parts))
+    print("\n".join(parts))
+
+
+if __name__ == "__main__":
+    main()

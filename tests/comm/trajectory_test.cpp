@@ -1,0 +1,111 @@
+// ALGORITHMS.md §1: K ranks with batch B follow the same trajectory as one rank with batch K*B
+// (mnist_cnn has no BatchNorm), up to float rounding. Every rank also runs the serial K*B
+// reference itself, so the comparison needs no extra communication.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "dplab/comm/algorithms/allreduce.h"
+#include "dplab/comm/mpi_env.h"
+#include "dplab/core/autograd.h"
+#include "dplab/core/ops/loss.h"
+#include "dplab/core/philox.h"
+#include "dplab/models/registry.h"
+#include "dplab/optim/sgd.h"
+
+namespace dplab {
+namespace {
+
+constexpr int kB = 4;  // per-rank batch
+constexpr int kSteps = 20;
+
+// The global batch of step `s`: K*B images in [0, 1) and labels, identical on every rank.
+void global_batch(int step, int n, Tensor& x, Tensor& y) {
+  std::vector<float> xv(static_cast<size_t>(n) * 28 * 28);
+  std::vector<int64_t> yv(static_cast<size_t>(n));
+  uint64_t h = 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(step + 1);
+  for (auto& v : xv) {
+    h ^= h << 13;
+    h ^= h >> 7;
+    h ^= h << 17;
+    v = static_cast<float>(h % 1000) / 1000.0f;
+  }
+  for (int i = 0; i < n; ++i) yv[i] = static_cast<int64_t>((step * 7 + i * 3) % 10);
+  x = Tensor::from_vector(xv, {n, 1, 28, 28});
+  y = Tensor::from_vector_i64(yv, {n});
+}
+
+struct Replica {
+  std::shared_ptr<Module> model;
+  std::unique_ptr<ParamArena> arena;
+  std::unique_ptr<SGD> sgd;
+  explicit Replica(uint64_t seed) {
+    model = make_model("mnist_cnn", seed);
+    arena = std::make_unique<ParamArena>(model->named_parameters());
+    SGDOptions o;
+    o.lr = 0.05;
+    o.momentum = 0.9;
+    o.weight_decay = 1e-4;
+    sgd = std::make_unique<SGD>(*arena, o);
+  }
+  void forward_backward(const Tensor& x, const Tensor& y) {
+    Tensor loss = cross_entropy(model->forward(x), y);
+    backward(loss);
+  }
+};
+
+double rel_diff(const Tensor& a, const Tensor& b) {
+  auto va = a.to_vector(), vb = b.to_vector();
+  double num = 0, den = 0;
+  for (size_t i = 0; i < va.size(); ++i) {
+    num += (double(va[i]) - vb[i]) * (double(va[i]) - vb[i]);
+    den += double(vb[i]) * vb[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+TEST(Trajectory, KRanksBatchBEqualsOneRankBatchKB) {
+  const int K = MpiEnv::get().world_size(), R = MpiEnv::get().world_rank();
+  Options opt;
+  opt.set("algo", "allreduce");
+  opt.set("allreduce.bucket_cap_mb", "0.01");  // several buckets, overlapped with backward
+  opt.set("allreduce.first_bucket_mb", "0.005");
+  AllReduceStrategy strategy(opt);
+  // Ranks start from different seeds: setup() must broadcast rank 0's parameters.
+  Replica dist(1234 + R), serial(1234);
+  TrainContext ctx;
+  ctx.model = dist.model.get();
+  ctx.arena = dist.arena.get();
+  ctx.optimizer = dist.sgd.get();
+  ctx.options = &opt;
+  strategy.setup(ctx);
+  ASSERT_GT(strategy.grad_sync().buckets().size(), 1u);
+  ASSERT_EQ(rel_diff(dist.arena->params(), serial.arena->params()), 0.0);
+  for (int step = 0; step < kSteps; ++step) {
+    Tensor x, y;
+    global_batch(step, K * kB, x, y);
+    StepInfo info;
+    info.global_step = step;
+    dist.sgd->zero_grad();
+    dist.forward_backward(x.slice(0, R * kB, (R + 1) * kB).contiguous(),
+                          y.slice(0, R * kB, (R + 1) * kB).contiguous());
+    strategy.after_backward(info);
+    dist.sgd->step();
+    serial.sgd->zero_grad();
+    serial.forward_backward(x, y);
+    serial.sgd->step();
+  }
+  const double d = rel_diff(dist.arena->params(), serial.arena->params());
+  EXPECT_LT(d, 1e-5) << "rank " << R << " of " << K;
+  // All ranks hold bitwise identical parameters.
+  Tensor mine = dist.arena->params().clone(), maxed = dist.arena->params().clone();
+  strategy.topology().world().allreduce(maxed, ReduceOp::max);
+  EXPECT_EQ(rel_diff(mine, maxed), 0.0);
+  if (R == 0)
+    std::printf("[trajectory] %d ranks x batch %d vs 1 x %d: rel diff %.3g\n", K, kB, K * kB, d);
+  const CommStats s = strategy.take_stats();
+  EXPECT_EQ(s.allreduces, kSteps * static_cast<int64_t>(strategy.grad_sync().buckets().size()));
+}
+
+}  // namespace
+}  // namespace dplab

@@ -1,0 +1,189 @@
+// mnist_cnn and the model registry: the thesis architecture (names, 18,378 parameters, output
+// shape), seeded initialisation, finite-difference gradients of the loss, and a few SGD steps
+// through the ParamArena that must lower the loss.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "common/harness.h"
+#include "dplab/core/safetensors.h"
+#include "dplab/layers/loss.h"
+#include "dplab/models/mnist_cnn.h"
+#include "dplab/models/registry.h"
+#include "dplab/optim/sgd.h"
+
+namespace dplab {
+namespace {
+
+TEST(MnistCnn, NamesShapesAndParameterCount) {
+  auto m = make_model("mnist_cnn", 1);
+  std::vector<std::pair<std::string, Shape>> got;
+  for (auto& nt : m->state_dict()) got.emplace_back(nt.name, nt.tensor.shape());
+  const std::vector<std::pair<std::string, Shape>> expected = {
+      {"cnn1.weight", {16, 1, 5, 5}},  {"cnn1.bias", {16}},
+      {"cnn2.weight", {32, 16, 5, 5}}, {"cnn2.bias", {32}},
+      {"fc1.weight", {10, 512}},       {"fc1.bias", {10}}};
+  EXPECT_EQ(got, expected);
+  EXPECT_EQ(m->num_parameters(), 18378);
+  Tensor y = (*m)(test::random_tensor({3, 1, 28, 28}, 4, 0.f, 1.f));
+  EXPECT_EQ(y.shape(), (Shape{3, 10}));
+  EXPECT_THROW((*m)(Tensor::zeros({3, 1, 32, 32})), Error);
+  EXPECT_EQ(make_model("mnist_cnn", 1, 47)->num_parameters(), 18378 - 5130 + 512 * 47 + 47);
+}
+
+TEST(MnistCnn, SameSeedSameWeightsOtherSeedOtherWeights) {
+  auto a = make_model("mnist_cnn", 123), b = make_model("mnist_cnn", 123);
+  auto c = make_model("mnist_cnn", 124);
+  auto sa = a->state_dict(), sb = b->state_dict(), sc = c->state_dict();
+  for (size_t i = 0; i < sa.size(); ++i) {
+    EXPECT_EQ(sa[i].tensor.to_vector(), sb[i].tensor.to_vector()) << sa[i].name;
+    EXPECT_NE(sa[i].tensor.to_vector(), sc[i].tensor.to_vector()) << sa[i].name;
+  }
+  // Within PyTorch's default bounds: 1/sqrt(fan_in) with fan_in 25, 400, 512.
+  const std::vector<double> bound = {
+      0.2, 0.2, 0.05, 0.05, 1 / std::sqrt(512.0), 1 / std::sqrt(512.0)};
+  for (size_t i = 0; i < sa.size(); ++i)
+    for (float v : sa[i].tensor.to_vector()) ASSERT_LE(std::fabs(v), bound[i]) << sa[i].name;
+}
+
+// The loss of mnist_cnn evaluated layer by layer, with the piecewise-linear choices it made
+// (ReLU signs, max-pool winners). Central differences are only valid where a perturbation
+// keeps every choice, so elements whose +-eps evaluations cross a kink are skipped (with
+// thousands of activations, some sit within eps of a kink for any data).
+struct Trace {
+  double loss;
+  std::vector<uint8_t> pattern;
+};
+
+void record_choices(const Tensor& pre_relu, std::vector<uint8_t>& pattern) {
+  auto v = pre_relu.to_vector();
+  for (float z : v) pattern.push_back(z > 0.f);
+  // 2x2 max-pool winner of relu(z) in each window (first maximum).
+  const int64_t nc = pre_relu.size(0) * pre_relu.size(1), h = pre_relu.size(2),
+                w = pre_relu.size(3);
+  for (int64_t c = 0; c < nc; ++c)
+    for (int64_t i = 0; i + 1 < h; i += 2)
+      for (int64_t j = 0; j + 1 < w; j += 2) {
+        uint8_t best = 0;
+        float bv = -1.f;
+        for (uint8_t k = 0; k < 4; ++k) {
+          const float r = std::max(0.f, v[(c * h + i + k / 2) * w + j + k % 2]);
+          if (r > bv) {
+            bv = r;
+            best = k;
+          }
+        }
+        pattern.push_back(best);
+      }
+}
+
+Trace trace(Module& m, const Tensor& x, const Tensor& target) {
+  NoGradGuard ng;
+  std::map<std::string, std::shared_ptr<Module>> c;
+  for (auto& [n, mod] : m.named_children()) c[n] = mod;
+  Trace t;
+  Tensor a1 = (*c.at("cnn1"))(x);
+  record_choices(a1, t.pattern);
+  Tensor a2 = (*c.at("cnn2"))((*c.at("maxpool1"))((*c.at("relu1"))(a1)));
+  record_choices(a2, t.pattern);
+  Tensor logits = (*c.at("fc1"))((*c.at("flatten"))((*c.at("maxpool2"))((*c.at("relu2"))(a2))));
+  // Cross-entropy in double from the f32 logits: the f32 loss value alone would limit the
+  // finite differences to ~1e-4 absolute precision.
+  auto lv = logits.to_vector();
+  auto tv = target.to_vector_i64();
+  const int64_t n = logits.size(0), k = logits.size(1);
+  t.loss = 0;
+  for (int64_t r = 0; r < n; ++r) {
+    double mx = lv[r * k];
+    for (int64_t j = 1; j < k; ++j) mx = std::max(mx, static_cast<double>(lv[r * k + j]));
+    double se = 0;
+    for (int64_t j = 0; j < k; ++j) se += std::exp(lv[r * k + j] - mx);
+    t.loss += (mx + std::log(se) - lv[r * k + tv[r]]) / static_cast<double>(n);
+  }
+  return t;
+}
+
+TEST(MnistCnn, LossGradientMatchesFiniteDifferences) {
+  auto m = make_model("mnist_cnn", 10);
+  Tensor x = test::random_tensor({2, 1, 28, 28}, 5, 0.f, 1.f);
+  Tensor target = Tensor::from_vector_i64({3, 7}, {2});
+  Tensor loss = CrossEntropyLoss()((*m)(x), target);
+  const Trace base = trace(*m, x, target);
+  ASSERT_NEAR(base.loss, loss.item(), 1e-6) << "the layer-by-layer trace must equal forward()";
+  backward(loss);
+
+  const double eps = 1e-4;
+  int checked = 0, skipped = 0;
+  for (auto& [name, p] : m->named_parameters()) {
+    auto grad = p.grad().to_vector();
+    float* data = p.data<float>();
+    const int64_t n = p.numel(), step = std::max<int64_t>(1, n / 16);
+    for (int64_t i = 0; i < n; i += step) {
+      const float orig = data[i];
+      data[i] = orig + static_cast<float>(eps);
+      const Trace up = trace(*m, x, target);
+      data[i] = orig - static_cast<float>(eps);
+      const Trace down = trace(*m, x, target);
+      data[i] = orig;
+      if (up.pattern != base.pattern || down.pattern != base.pattern) {
+        ++skipped;
+        continue;
+      }
+      ++checked;
+      const double numeric = (up.loss - down.loss) / (2 * eps);
+      EXPECT_NEAR(grad[i], numeric, 2e-4 + 1e-2 * std::fabs(numeric)) << name << "[" << i << "]";
+    }
+  }
+  EXPECT_GE(checked, 60);
+  EXPECT_LE(skipped, checked / 4) << "too many elements near a kink to be a useful check";
+}
+
+TEST(MnistCnn, SgdStepsThroughTheArenaLowerTheLoss) {
+  auto m = make_model("mnist_cnn", 2);
+  ParamArena arena(m->named_parameters());
+  SGD sgd(arena, {.lr = 0.05, .momentum = 0.9});  // about 2.31 -> 1.85 in 10 steps
+  Tensor x = test::random_tensor({8, 1, 28, 28}, 6, 0.f, 1.f);
+  Tensor target = Tensor::from_vector_i64({0, 1, 2, 3, 4, 5, 6, 7}, {8});
+  CrossEntropyLoss loss;
+  float first = 0, last = 0;
+  for (int k = 0; k < 10; ++k) {
+    sgd.zero_grad();
+    Tensor l = loss((*m)(x), target);
+    backward(l);
+    sgd.step();
+    (k == 0 ? first : last) = l.item();
+  }
+  EXPECT_LT(last, 0.85f * first) << "first " << first << " last " << last;
+}
+
+TEST(MnistCnn, CheckpointRoundTripThroughSafetensorsGivesIdenticalOutputs) {
+  auto a = make_model("mnist_cnn", 31), b = make_model("mnist_cnn", 32);
+  Tensor x = test::random_tensor({2, 1, 28, 28}, 8, 0.f, 1.f);
+  const std::string path = testing::TempDir() + "/mnist_cnn.safetensors";
+  save_safetensors(path, a->state_dict(), {{"model", "mnist_cnn"}});
+  EXPECT_NE((*a)(x).to_vector(), (*b)(x).to_vector());
+  b->load_state_dict(load_safetensors(path));
+  EXPECT_EQ((*a)(x).to_vector(), (*b)(x).to_vector());
+}
+
+TEST(ModelRegistry, InfoNamesAndUnknownModelError) {
+  EXPECT_EQ(model_names(), std::vector<std::string>{"mnist_cnn"});
+  ModelInfo info = model_info("mnist_cnn");
+  EXPECT_EQ(info.name, "mnist_cnn");
+  EXPECT_EQ(info.input_shape, (Shape{1, 28, 28}));
+  EXPECT_EQ(info.num_classes, 10);
+  try {
+    make_model("resnet9000", 0);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("unknown model 'resnet9000'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("mnist_cnn"), std::string::npos) << msg;
+  }
+  EXPECT_THROW(model_info("nope"), Error);
+  EXPECT_THROW(make_model("mnist_cnn", 0, 0), Error);
+}
+
+}  // namespace
+}  // namespace dplab

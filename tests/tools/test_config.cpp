@@ -1,0 +1,82 @@
+// Training configuration: TOML flattening, --set, unknown-key errors.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "data/temp_dir.h"
+#include "dplab/tools/train/config.h"
+
+namespace dplab {
+namespace {
+
+TEST(Config, TomlTablesFlattenWithDots) {
+  test::ScopedTempDir dir("config-toml");
+  std::ofstream(dir.file("a.toml"))
+      << "model = \"mnist_cnn\"\nbatch = 32\n"
+         "nesterov = true\n[lr]\nvalue = 0.05\nschedule = \"multistep\"\n"
+         "milestones = [30, 60]\n[hybrid]\nW = 8\n";
+  Options o;
+  load_toml_options(dir.file("a.toml"), o);
+  EXPECT_EQ(o.get_string("model", ""), "mnist_cnn");
+  EXPECT_EQ(o.get_int("batch", 0), 32);
+  EXPECT_DOUBLE_EQ(o.get_double("lr", 0), 0.05);
+  EXPECT_TRUE(o.get_bool("nesterov", false));
+  EXPECT_EQ(o.get_string("lr.schedule", ""), "multistep");
+  EXPECT_EQ(o.get_string("lr.milestones", ""), "30,60");
+  EXPECT_EQ(o.get_int("hybrid.W", 0), 8);
+}
+
+TEST(Config, SetOverridesAndRejectsMalformed) {
+  Options o;
+  o.set("lr", "0.1");
+  apply_set_option("lr=0.2", o);
+  apply_set_option("data.dir=/a=b", o);  // only the first '=' splits
+  EXPECT_EQ(o.get_string("lr", ""), "0.2");
+  EXPECT_EQ(o.get_string("data.dir", ""), "/a=b");
+  EXPECT_THROW(apply_set_option("lr", o), UsageError);
+  EXPECT_THROW(apply_set_option("=3", o), UsageError);
+}
+
+TEST(Config, UnknownKeysAreNamed) {
+  Options o;
+  o.set("lr", "0.1");
+  o.set("lrr", "0.1");
+  o.set("zz.top", "1");
+  o.get_double("lr", 0);
+  try {
+    check_no_unknown_options(o);
+    FAIL() << "expected an error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown options lrr, zz.top"), std::string::npos)
+        << e.what();
+  }
+  o.get_string("lrr", "");
+  o.get_string("zz.top", "");
+  EXPECT_NO_THROW(check_no_unknown_options(o));
+}
+
+TEST(Config, TomlErrorsNameFileAndLine) {
+  test::ScopedTempDir dir("config-bad");
+  std::ofstream(dir.file("bad.toml")) << "a = 1\nb = [\n";
+  Options o;
+  try {
+    load_toml_options(dir.file("bad.toml"), o);
+    FAIL() << "expected an error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find(dir.file("bad.toml") + ":"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(load_toml_options(dir.file("missing.toml"), o), UsageError);
+}
+
+TEST(Config, EveryDocumentedKeyHasHelp) {
+  for (const auto& s : train_option_specs()) {
+    EXPECT_FALSE(s.key.empty());
+    EXPECT_FALSE(s.help.empty()) << s.key;
+  }
+  EXPECT_EQ(option_default("batch"), "64");
+  EXPECT_THROW(option_default("no.such.key"), Error);
+}
+
+}  // namespace
+}  // namespace dplab

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Configures and builds dplab (Release, Ninja) into ${DPLAB_BUILD_DIR:-build}. Re-runs are
+# incremental (ccache + Ninja); the CUDA backend is built when a CUDA compiler is found.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+build="${DPLAB_BUILD_DIR:-$root/build}"
+jobs="${DPLAB_JOBS:-$(nproc)}"
+if [ ! -f "$build/build.ninja" ]; then
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${DPLAB_CMAKE_ARGS:-}
+fi
+cmake --build "$build" -j "$jobs"

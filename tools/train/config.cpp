@@ -1,0 +1,117 @@
+#include "dplab/tools/train/config.h"
+
+#include <fmt/format.h>
+
+#include <toml++/toml.h>
+
+#include "dplab/core/error.h"
+
+namespace dplab {
+
+const std::vector<OptionSpec>& train_option_specs() {
+  static const std::vector<OptionSpec> specs = {
+      {"model", "mnist_cnn", "model name (models/registry.h)"},
+      {"data", "fashion-mnist", "dataset: fashion-mnist or mnist"},
+      {"data.dir", "",
+       "directory with the IDX files (default: $DPLAB_DATA/<data>, then the "
+       "dataset's standard location)"},
+      {"data.train_limit", "0", "use only the first N training samples (0: all)"},
+      {"data.test_limit", "0", "use only the first N test samples (0: all)"},
+      {"data.workers", "0", "loader worker threads (0: load on the training thread)"},
+      {"data.prefetch", "4", "batches the workers build ahead"},
+      {"epochs", "1", "number of epochs"},
+      {"batch", "64", "batch size per rank"},
+      {"lr", "0.01", "base learning rate (scaled by the lr.* schedule)"},
+      {"momentum", "0.9", "SGD momentum"},
+      {"nesterov", "false", "Nesterov momentum"},
+      {"dampening", "0", "SGD dampening"},
+      {"wd", "0", "weight decay"},
+      {"label_smoothing", "0", "cross-entropy label smoothing"},
+      {"seed", "0", "seed of weights and data order (a run is a pure function of its config)"},
+      {"threads", "0", "OpenMP threads for the ops (0: all cores)"},
+      {"max_steps", "0", "stop after this many optimizer steps (0: no limit)"},
+      {"algo", "local", "distributed algorithm (comm/registry.h)"},
+      {"out", "", "output directory: metrics.jsonl, checkpoint and final.safetensors"},
+      {"resume", "", "checkpoint (.safetensors written by dplab train) to continue from"},
+      {"eval.batch", "1000", "batch size of evaluation"},
+      {"checkpoint.every_epochs", "1",
+       "write DIR/checkpoint.safetensors every N epochs (0: never)"},
+      {"progress", "auto", "auto (bar on a terminal, else lines), bar, lines or off"},
+      {"progress.every_percent", "10", "with progress=lines: a line every N% of an epoch"},
+      {"lr.schedule", "constant",
+       "constant, step, multistep, poly, cosine or plateau (see "
+       "optim/schedule.h for lr.* keys)"},
+  };
+  return specs;
+}
+
+std::string option_default(const std::string& key) {
+  for (const auto& s : train_option_specs())
+    if (s.key == key) return s.default_value;
+  DPLAB_FAIL("no default for option '{}'", key);
+}
+
+namespace {
+
+std::string node_to_string(const toml::node& n, const std::string& key, const std::string& path) {
+  if (auto s = n.as_string()) return s->get();
+  if (auto i = n.as_integer()) return std::to_string(i->get());
+  if (auto f = n.as_floating_point()) return fmt::format("{}", f->get());
+  if (auto b = n.as_boolean()) return b->get() ? "true" : "false";
+  if (auto a = n.as_array()) {
+    std::string r;
+    for (size_t i = 0; i < a->size(); ++i)
+      r += (i ? "," : "") + node_to_string(*a->get(i), key + "[" + std::to_string(i) + "]", path);
+    return r;
+  }
+  DPLAB_FAIL("{}: option '{}' has a type dplab cannot use (line {})", path, key,
+             n.source().begin.line);
+}
+
+void flatten(const toml::table& t, const std::string& prefix, const std::string& path,
+             Options& opt) {
+  for (auto&& [k, v] : t) {
+    // TOML cannot give a key both a value and sub-keys (lr = 0.1 and [lr] schedule = ...), so
+    // inside a table `value` names the table's own key: [lr] value = 0.1 -> "lr".
+    const std::string name(k.str());
+    const std::string key =
+        prefix.empty() ? name : (name == "value" ? prefix : prefix + "." + name);
+    if (auto sub = v.as_table())
+      flatten(*sub, key, path, opt);
+    else
+      opt.set(key, node_to_string(v, key, path));
+  }
+}
+
+}  // namespace
+
+void load_toml_options(const std::string& path, Options& opt) {
+  toml::table t;
+  try {
+    t = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    throw UsageError(fmt::format("{}:{}:{}: {}", path, e.source().begin.line,
+                                 e.source().begin.column, e.description()));
+  }
+  flatten(t, "", path, opt);
+}
+
+void apply_set_option(const std::string& key_value, Options& opt) {
+  const auto eq = key_value.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw UsageError(fmt::format("--set '{}': expected KEY=VALUE", key_value));
+  opt.set(key_value.substr(0, eq), key_value.substr(eq + 1));
+}
+
+void check_no_unknown_options(const Options& opt) {
+  const auto unused = opt.unused_keys();
+  if (unused.empty()) return;
+  std::string list;
+  for (const auto& k : unused) list += (list.empty() ? "" : ", ") + k;
+  throw UsageError(fmt::format(
+      "unknown option{} {} (not used by the model, data, optimizer, schedule or algorithm "
+      "'{}'; see dplab train --help)",
+      unused.size() > 1 ? "s" : "", list, opt.get_string("algo", "local")));
+}
+
+}  // namespace dplab

@@ -1,0 +1,41 @@
+// Training configuration: a TOML file, command-line flags and --set KEY=VALUE, all flattened
+// into one dplab::Options ("lr.schedule" = "cosine"). Later sources override earlier ones:
+// config file < flags < --set. Keys nobody reads are errors that name them (typos).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "dplab/core/options.h"
+
+#include "dplab/core/error.h"
+
+namespace dplab {
+
+// A mistake in how dplab was invoked (unknown option key, malformed --set, unreadable config
+// file): the `dplab` command exits with status 2 for these, 1 for other errors.
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+
+// One key the training driver reads, with its default and a line of help; the `dplab`
+// command's --help and the README are generated from this table.
+struct OptionSpec {
+  std::string key;
+  std::string default_value;
+  std::string help;
+};
+const std::vector<OptionSpec>& train_option_specs();
+// The table's default for `key` (throws for a key not in it).
+std::string option_default(const std::string& key);
+
+// Reads a TOML file into `opt`: nested tables become dotted keys ([lr] schedule = "step" ->
+// "lr.schedule"; `value` in a table is the table's own key: [lr] value = 0.1 -> "lr"), arrays become comma-separated lists, booleans "true"/"false". Errors name the
+// file, line and column.
+void load_toml_options(const std::string& path, Options& opt);
+// Applies one "KEY=VALUE" (from --set); throws, quoting the argument, if there is no '='.
+void apply_set_option(const std::string& key_value, Options& opt);
+// Throws an error naming every key that was set but never read, when there are any.
+void check_no_unknown_options(const Options& opt);
+
+}  // namespace dplab

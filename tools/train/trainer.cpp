@@ -1,0 +1,349 @@
+#include "dplab/tools/train/trainer.h"
+
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+
+#include "dplab/comm/mpi_env.h"
+#include "dplab/comm/registry.h"
+#include "dplab/core/autograd.h"
+#include "dplab/core/ops.h"
+#include "dplab/data/loader.h"
+#include "dplab/data/mnist.h"
+#include "dplab/data/sampler.h"
+#include "dplab/models/registry.h"
+#include "dplab/optim/schedule.h"
+#include "dplab/optim/sgd.h"
+#include "dplab/tools/train/checkpoint.h"
+#include "dplab/tools/train/config.h"
+#include "dplab/tools/train/evaluate.h"
+#include "dplab/tools/train/metrics.h"
+#include "dplab/tools/train/progress.h"
+
+namespace dplab {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::string get(const Options& opt, const std::string& key) {
+  return opt.get_string(key, option_default(key));
+}
+int64_t get_int(const Options& opt, const std::string& key) {
+  return opt.get_int(key, std::stoll(option_default(key)));
+}
+double get_double(const Options& opt, const std::string& key) {
+  return opt.get_double(key, std::stod(option_default(key)));
+}
+bool get_bool(const Options& opt, const std::string& key) {
+  return opt.get_bool(key, option_default(key) == "true");
+}
+
+struct Data {
+  std::shared_ptr<MnistDataset> train, test;
+};
+
+Data load_data(const Options& opt) {
+  const std::string name = get(opt, "data");
+  std::string dir = get(opt, "data.dir");
+  if (dir.empty()) dir = find_dataset_dir(name);
+  Data d;
+  d.train = load_mnist(dir, "train", get_int(opt, "data.train_limit"));
+  d.test = load_mnist(dir, "test", get_int(opt, "data.test_limit"));
+  return d;
+}
+
+// Config values a resumed run must share with the run that wrote the checkpoint (anything that
+// changes the data order, the batches or the model).
+std::map<std::string, std::string> resume_invariants(const Options& opt) {
+  std::map<std::string, std::string> r;
+  for (const char* k : {"model", "data", "batch", "seed", "data.train_limit"}) r[k] = get(opt, k);
+  return r;
+}
+
+}  // namespace
+
+void apply_thread_option(int64_t threads) {
+  DPLAB_CHECK(threads >= 0, "option threads: expected >= 0, got {}", threads);
+  if (threads > 0) omp_set_num_threads(int(threads));
+  // Default under mpiexec: the ranks on this host share its cores (comm/mpi_env.h).
+  if (threads == 0 && local_ranks_hint() > 1)
+    omp_set_num_threads(std::max(1, omp_get_num_procs() / local_ranks_hint()));
+}
+
+TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream& progress_out) {
+  const auto t_start = Clock::now();
+  apply_thread_option(get_int(opt, "threads"));
+
+  // ---- set-up: read every option before the first step, so typos fail fast ---------------
+  const std::string model_name = get(opt, "model");
+  const uint64_t seed = uint64_t(get_int(opt, "seed"));
+  const int64_t epochs = get_int(opt, "epochs");
+  const int64_t batch = get_int(opt, "batch");
+  const int64_t max_steps = get_int(opt, "max_steps");
+  const int64_t eval_batch = get_int(opt, "eval.batch");
+  const int64_t ckpt_every = get_int(opt, "checkpoint.every_epochs");
+  const float label_smoothing = float(get_double(opt, "label_smoothing"));
+  const std::string out_dir = get(opt, "out");
+  const std::string resume = get(opt, "resume");
+  DPLAB_CHECK(epochs >= 1, "option epochs: expected >= 1, got {}", epochs);
+  DPLAB_CHECK(batch >= 1, "option batch: expected >= 1, got {}", batch);
+  DPLAB_CHECK(max_steps >= 0, "option max_steps: expected >= 0, got {}", max_steps);
+  const Progress::Mode progress_mode = Progress::parse_mode(get(opt, "progress"));
+  const int every_percent = int(get_int(opt, "progress.every_percent"));
+
+  Data data = load_data(opt);
+  const ModelInfo info = model_info(model_name);
+  DPLAB_CHECK(info.input_shape == data.train->sample_shape(),
+              "model {} takes inputs of shape {}, dataset {} has samples of shape {}", model_name,
+              shape_str(info.input_shape), get(opt, "data"), shape_str(data.train->sample_shape()));
+  auto model = make_model(model_name, seed, data.train->num_classes());
+  model->train();
+  ParamArena arena(model->named_parameters());
+  SGDOptions so;
+  so.lr = get_double(opt, "lr");
+  so.momentum = get_double(opt, "momentum");
+  so.nesterov = get_bool(opt, "nesterov");
+  so.dampening = get_double(opt, "dampening");
+  so.weight_decay = get_double(opt, "wd");
+  SGD optimizer(arena, so);
+  opt.get_string("lr.schedule", option_default("lr.schedule"));  // documented default
+  std::unique_ptr<LrSchedule> schedule = make_lr_schedule(opt, epochs);
+
+  std::unique_ptr<Strategy> strategy = make_strategy(opt);
+  TrainContext ctx;
+  ctx.model = model.get();
+  ctx.arena = &arena;
+  ctx.optimizer = &optimizer;
+  ctx.options = &opt;
+  ctx.buffers = model->named_buffers();  // broadcast at setup, averaged before evaluation
+  strategy->setup(ctx);
+  const bool rank0 = strategy->rank() == 0;
+
+  SamplerOptions sopt;
+  sopt.rank = strategy->rank();
+  sopt.world_size = strategy->world_size();
+  sopt.seed = seed;
+  sopt.shuffle = true;
+  DistributedSampler sampler(data.train->size(), sopt);
+  LoaderOptions lopt;
+  lopt.batch_size = batch;
+  lopt.workers = int(get_int(opt, "data.workers"));
+  lopt.prefetch = int(get_int(opt, "data.prefetch"));
+  lopt.seed = seed;
+  BatchLoader loader(data.train, lopt);
+  const int64_t steps_per_epoch = loader.num_batches_for(sampler.num_samples());
+  check_no_unknown_options(opt);
+
+  // ---- resume -------------------------------------------------------------------------------
+  LoopState loop;
+  loop.config = resume_invariants(opt);
+  if (!resume.empty()) {
+    LoopState saved = load_checkpoint(resume, *model, optimizer);
+    for (const auto& [k, v] : loop.config) {
+      auto it = saved.config.find(k);
+      DPLAB_CHECK(it != saved.config.end() && it->second == v,
+                  "--resume {}: option {} was '{}' in the checkpointed run, now '{}' (the data "
+                  "order and batches would differ)",
+                  resume, k, it == saved.config.end() ? "(unset)" : it->second, v);
+    }
+    saved.config = loop.config;
+    loop = saved;
+    for (double l : loop.epoch_losses) schedule->observe_epoch(l);
+    if (rank0)
+      summary << fmt::format("resumed from {} at epoch {} step {} (global step {})\n", resume,
+                             loop.epoch + 1, loop.step_in_epoch, loop.global_step);
+  }
+
+  MetricsWriter metrics;
+  if (!out_dir.empty() && rank0) {
+    std::filesystem::create_directories(out_dir);
+    metrics =
+        MetricsWriter((std::filesystem::path(out_dir) / "metrics.jsonl").string(), !resume.empty());
+  }
+  auto checkpoint = [&](const std::string& name) -> std::string {
+    if (out_dir.empty() || !rank0) return {};
+    const std::string path = (std::filesystem::path(out_dir) / name).string();
+    save_checkpoint(path, *model, optimizer, loop);
+    return path;
+  };
+
+  Progress progress(rank0 ? progress_mode : Progress::Mode::off, every_percent, progress_out);
+  TrainResult result;
+  double train_time = 0;
+  int64_t train_images = 0;
+  bool stop = max_steps > 0 && loop.optimizer_steps >= max_steps;
+  const double base_lr = so.lr;
+  bool evaluated = false;
+  int64_t last_epoch_number = loop.epoch;  // 1-based number of the last epoch trained
+
+  // ---- the loop (call points as in comm/strategy.h) -----------------------------------------
+  while (loop.epoch < epochs && !stop) {
+    const int64_t epoch = loop.epoch;
+    sampler.set_epoch(epoch);
+    loader.start_epoch(sampler.indices(), epoch, loop.step_in_epoch);
+    strategy->begin_epoch(epoch);
+    progress.begin_epoch(epoch, epochs, steps_per_epoch, loop.step_in_epoch);
+    const auto t_epoch = Clock::now();
+    int64_t epoch_images = 0;
+    Batch b;
+    while (loader.next(b)) {
+      StepInfo step;
+      step.epoch = epoch;
+      step.step_in_epoch = loop.step_in_epoch;
+      step.global_step = loop.global_step;
+      step.steps_per_epoch = steps_per_epoch;
+      step.total_epochs = epochs;
+      optimizer.set_lr(base_lr * schedule->factor(loop.global_step, steps_per_epoch));
+
+      const StepPlan plan = strategy->plan(step);
+      if (plan.zero_grad) optimizer.zero_grad();
+      strategy->before_forward(step);
+      Tensor logits = model->forward(b.images);
+      Tensor loss = cross_entropy(logits, b.labels, label_smoothing);
+      backward(loss);
+      strategy->after_backward(step);
+      if (plan.optimizer_step) {
+        optimizer.step();
+        ++loop.optimizer_steps;
+      }
+      strategy->after_step(step);
+
+      const int64_t n = b.labels.numel();
+      loop.epoch_loss_sum += double(loss.item()) * double(n);
+      loop.epoch_correct += count_correct(logits, b.labels);
+      loop.epoch_seen += n;
+      ++loop.step_in_epoch;
+      ++loop.global_step;
+      epoch_images += n;
+      const double elapsed = seconds_since(t_epoch);
+      progress.update(loop.step_in_epoch, loop.epoch_loss_sum / double(loop.epoch_seen),
+                      elapsed > 0 ? double(epoch_images) / elapsed : 0.0);
+      if (max_steps > 0 && loop.optimizer_steps >= max_steps) {
+        stop = true;
+        break;
+      }
+    }
+    const double epoch_time = seconds_since(t_epoch);
+    train_time += epoch_time;
+    train_images += epoch_images;
+    progress.end_epoch();
+
+    const bool epoch_done = loop.step_in_epoch >= steps_per_epoch;
+    const double mean_loss = loop.epoch_seen ? loop.epoch_loss_sum / double(loop.epoch_seen) : 0;
+    const double train_acc =
+        loop.epoch_seen ? double(loop.epoch_correct) / double(loop.epoch_seen) : 0;
+    if (epoch_done) {
+      strategy->end_epoch(epoch, mean_loss);
+      schedule->observe_epoch(mean_loss);
+    }
+    // End of training: an algorithm whose ranks diverge builds its final model here, once.
+    if (stop || (epoch_done && epoch + 1 == epochs)) strategy->finish_training();
+    strategy->drain();  // nothing in flight before evaluation and checkpoints
+    const EvalResult ev = evaluate(*model, data.test, eval_batch);
+    evaluated = true;
+    last_epoch_number = epoch + 1;
+    const CommStats comm = strategy->take_stats();
+    // Gossip algorithms: the consensus average as a second evaluated model (collective).
+    std::optional<EvalResult> ev_consensus;
+    strategy->consensus_eval([&] { ev_consensus = evaluate(*model, data.test, eval_batch); });
+
+    result.train_loss = mean_loss;
+    result.train_acc = train_acc;
+    result.test_acc = ev.accuracy;
+    result.test_loss = ev.loss;
+    if (epoch_done) {
+      loop.epoch_losses.push_back(mean_loss);
+      ++loop.epoch;
+      loop.step_in_epoch = 0;
+      loop.epoch_loss_sum = 0;
+      loop.epoch_correct = 0;
+      loop.epoch_seen = 0;
+      result.epochs_done = loop.epoch;
+    }
+    if (rank0) {
+      const double ips = epoch_time > 0 ? double(epoch_images) / epoch_time : 0;
+      nlohmann::json rec = {{"kind", "epoch"},
+                            {"epoch", epoch + 1},
+                            {"complete", epoch_done},
+                            {"step", loop.global_step},
+                            {"loss", mean_loss},
+                            {"train_acc", train_acc},
+                            {"test_loss", ev.loss},
+                            {"test_acc", ev.accuracy},
+                            {"images_per_s", ips},
+                            {"time_s", epoch_time},
+                            {"lr", optimizer.lr()},
+                            {"comm_bytes", comm.bytes_sent},
+                            {"comm_collectives", comm.collectives},
+                            {"comm_allreduces", comm.allreduces},
+                            {"comm_in_flight_s", comm.in_flight_s},
+                            {"comm_exposed_wait_s", comm.exposed_wait_s}};
+      for (const auto& [k, v] : strategy->state()) rec["algo." + k] = v;
+      if (ev_consensus) {
+        rec["test_acc_consensus"] = ev_consensus->accuracy;
+        rec["test_loss_consensus"] = ev_consensus->loss;
+      }
+      metrics.write(rec);
+      summary << fmt::format(
+          "epoch {}/{}{}  loss {:.4f}  train_acc {:.4f}  test_acc {:.4f}  {:.0f} img/s  {:.1f} s\n",
+          epoch + 1, epochs, epoch_done ? "" : " (partial)", mean_loss, train_acc, ev.accuracy, ips,
+          epoch_time);
+      summary.flush();
+    }
+    if (epoch_done && ckpt_every > 0 && loop.epoch % ckpt_every == 0 && loop.epoch < epochs)
+      checkpoint("checkpoint.safetensors");
+  }
+
+  strategy->drain();
+  if (!evaluated) {  // resumed from a finished run: report its model
+    const EvalResult ev = evaluate(*model, data.test, eval_batch);
+    result.test_acc = ev.accuracy;
+    result.test_loss = ev.loss;
+  }
+  result.epochs_done = loop.epoch;
+  result.global_step = loop.global_step;
+  result.images_per_s = train_time > 0 ? double(train_images) / train_time : 0;
+  result.time_s = seconds_since(t_start);
+  result.final_checkpoint = checkpoint("final.safetensors");
+  if (rank0) {
+    metrics.write({{"kind", "final"},
+                   {"epoch", last_epoch_number},
+                   {"epochs_completed", loop.epoch},
+                   {"step", loop.global_step},
+                   {"loss", result.train_loss},
+                   {"train_acc", result.train_acc},
+                   {"test_loss", result.test_loss},
+                   {"test_acc", result.test_acc},
+                   {"images_per_s", result.images_per_s},
+                   {"time_s", result.time_s}});
+  }
+  return result;
+}
+
+EvalReport run_evaluation(const Options& opt) {
+  apply_thread_option(get_int(opt, "threads"));
+  const std::string checkpoint = opt.require_string("checkpoint");
+  const int64_t eval_batch = get_int(opt, "eval.batch");
+  Data data;
+  {
+    const std::string name = get(opt, "data");
+    std::string dir = get(opt, "data.dir");
+    if (dir.empty()) dir = find_dataset_dir(name);
+    data.test = load_mnist(dir, "test", get_int(opt, "data.test_limit"));
+  }
+  auto model = make_model(get(opt, "model"), 0, data.test->num_classes());
+  load_model_weights(checkpoint, *model);
+  check_no_unknown_options(opt);
+  const EvalResult r = evaluate(*model, data.test, eval_batch);
+  return {r.accuracy, r.loss, r.correct, r.count};
+}
+
+}  // namespace dplab

@@ -1,0 +1,43 @@
+// The training driver shared by `dplab train` and experiment binaries: builds model, data,
+// optimizer, lr schedule and Strategy from Options (tools/train/config.h lists the keys), runs
+// the loop at the Strategy's call points (comm/strategy.h), evaluates every epoch, writes
+// metrics JSON lines and checkpoints, and resumes bitwise-identically.
+#pragma once
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <string>
+
+#include "dplab/core/options.h"
+
+namespace dplab {
+
+struct TrainResult {
+  int64_t epochs_done = 0;  // completed epochs
+  int64_t global_step = 0;  // iterations done in total (including before a resume)
+  double train_loss = 0;    // mean over the last (possibly partial) epoch
+  double train_acc = 0;
+  double test_acc = 0;
+  double test_loss = 0;
+  double images_per_s = 0;       // this process, training iterations only
+  double time_s = 0;             // wall time of this process's training and evaluation
+  std::string final_checkpoint;  // empty without --out
+};
+
+// Runs a training job. `summary` gets one line per epoch (stdout in `dplab train`); progress
+// goes to `progress` (stderr). Throws dplab::Error for configuration and runtime errors.
+TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream& progress);
+
+struct EvalReport {
+  double accuracy = 0;
+  double loss = 0;
+  int64_t correct = 0, count = 0;
+};
+// `dplab eval`: loads the model named by "model" with weights from "checkpoint" and evaluates
+// it on the test split of "data".
+EvalReport run_evaluation(const Options& opt);
+
+// Applies the "threads" option (0: leave OpenMP's default, all cores).
+void apply_thread_option(int64_t threads);
+
+}  // namespace dplab
