@@ -86,6 +86,27 @@ def main():
                 cons = f"{s['acc_cons']:.4f}" if s["has_cons"] else "="
                 lines.append(f"| {label} | {b} | {s['lr']:g} | {s['acc']:.4f} | {cons} "
                              f"| {s['loss']:.4f} | {s['epoch_s']:.2f} |")
+    timing = runs.parent / "runs_timing"
+    if timing.exists():
+        lines += ["", "## Time per epoch: emulated link on and off (timing.sh)", "",
+                  "Batch 32 per rank, lr 0.03, 2 epochs; median over the epochs (rank 0). slow = "
+                  "100 us / 100 Mbit/s between virtual nodes, fast = 0 s / 1000 GB/s. "
+                  "link cost = slow - fast.", "",
+                  "| method | s/epoch slow | s/epoch fast | link cost s/epoch | wait slow | wait fast "
+                  "| MB/epoch |", "|---|---|---|---|---|---|---|"]
+        for method, label in METHODS:
+            r = {}
+            for link in ("slow", "fast"):
+                d = timing / method / link
+                if (d / "done").exists():
+                    ep, _ = load(d)
+                    r[link] = (statistics.median(e["time_s"] for e in ep),
+                               statistics.median(e["comm_exposed_wait_s"] for e in ep),
+                               statistics.median(e["comm_bytes"] for e in ep) / 1e6)
+            if len(r) == 2:
+                lines.append(f"| {label} | {r['slow'][0]:.2f} | {r['fast'][0]:.2f} "
+                             f"| {r['slow'][0] - r['fast'][0]:.2f} | {r['slow'][1]:.2f} "
+                             f"| {r['fast'][1]:.2f} | {r['slow'][2]:.2f} |")
     (out / "results.md").write_text("\n".join(lines) + "\n")
 
     import matplotlib

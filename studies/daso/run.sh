@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the DASO study (results.md): one run per method, then the table and the figure.
 #   studies/daso/run.sh
-#   METHODS="daso allreduce_f32" REPEATS="0 1" studies/daso/run.sh
+#   METHODS="daso allreduce_f32" REPEATS="0" studies/daso/run.sh
 # Every run: mpiexec -n 8, 4 virtual nodes x 2 ranks (ranks_per_node = 2 in the configs), the
 # inter-node link emulated (link.inter in the configs; override with LINK="1ms,5MB/s").
 # A run whose directory holds `done` is skipped, so the script resumes after an interruption.
@@ -11,7 +11,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 DPLAB=${DPLAB:-$ROOT/build-daso/bin/dplab}
 METHODS=${METHODS:-"allreduce_f32 allreduce_f16 classic daso"}
-REPEATS=${REPEATS:-"0"}
+REPEATS=${REPEATS:-"0 1"}
 RUNS=${RUNS:-$HERE/runs}
 LINK=${LINK:-}
 

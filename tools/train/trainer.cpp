@@ -177,6 +177,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
 
   Progress progress(rank0 ? progress_mode : Progress::Mode::off, every_percent, progress_out);
   TrainResult result;
+  result.is_rank0 = rank0;
   double train_time = 0;
   int64_t train_images = 0;
   bool stop = max_steps > 0 && loop.optimizer_steps >= max_steps;

@@ -22,6 +22,7 @@ struct TrainResult {
   double images_per_s = 0;       // this process, training iterations only
   double time_s = 0;             // wall time of this process's training and evaluation
   std::string final_checkpoint;  // empty without --out
+  bool is_rank0 = true;          // only rank 0 prints results
 };
 
 // Runs a training job. `summary` gets one line per epoch (stdout in `dplab train`); progress

@@ -1,0 +1,62 @@
+// The `dplab` command's pieces: each subcommand lives in its own cmd_<name>.cpp and registers
+// itself on the CLI11 app through a CommandSpec (commands.cpp lists them); the action it returns
+// runs after parsing when that subcommand was chosen.
+#pragma once
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dplab/core/options.h"
+#include "dplab/tools/train/config.h"
+
+namespace dplab::cli {
+
+// Runs the chosen subcommand; returns the exit status.
+using Action = std::function<int()>;
+
+struct CommandSpec {
+  std::string name;
+  // Adds the subcommand (and its flags) to `app`; returns the action to run when chosen.
+  std::function<Action(CLI::App& app)> add;
+};
+
+// Every subcommand, in --help order (commands.cpp).
+std::vector<CommandSpec> commands();
+
+// A flag bound to an option key: the value is copied into Options only when given, so a
+// config file's value is not overridden by a flag default.
+struct Bound {
+  std::string key;
+  std::string value;
+  CLI::Option* opt = nullptr;
+};
+
+struct FlagSet {
+  std::vector<std::unique_ptr<Bound>> bound;
+  CLI::Option* add(CLI::App& app, const std::string& flag, const std::string& key,
+                   const std::string& help, const std::string& default_text = "") {
+    auto b = std::make_unique<Bound>();
+    b->key = key;
+    const std::string def = default_text.empty() ? option_default(key) : default_text;
+    b->opt = app.add_option(flag, b->value, fmt::format("{} (option {})", help, key))
+                 ->default_str(def.empty() ? "\"\"" : def);
+    bound.push_back(std::move(b));
+    return bound.back()->opt;
+  }
+  void apply(Options& o) const {
+    for (const auto& b : bound)
+      if (b->opt->count() > 0) o.set(b->key, b->value);
+  }
+};
+
+inline std::string joined(const std::vector<std::string>& v) {
+  std::string r;
+  for (const auto& s : v) r += (r.empty() ? "" : ", ") + s;
+  return r;
+}
+
+}  // namespace dplab::cli
