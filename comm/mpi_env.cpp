@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "dplab/comm/death_watch.h"
 #include "dplab/core/dtype.h"
 #include "dplab/core/error.h"
 
@@ -45,6 +46,7 @@ MpiEnv::MpiEnv() {
   int inited = 0;
   DPLAB_MPI(MPI_Initialized, &inited);
   if (!inited) {
+    DeathWatch::start();  // before MPI starts its threads: names this rank if it dies silently
     // MPICH 4.0.2's "pairwise" MPI_Ireduce_scatter_block (its choice for long messages) gives
     // wrong results with user-defined ops such as our 16-bit sums (tests/comm caught it);
     // recursive halving is correct for every commutative op. A user's own setting wins.
@@ -75,12 +77,14 @@ MpiEnv::~MpiEnv() {
   for (MPI_Op* op : {&sum_bf16_, &sum_f16_, &max_bf16_, &max_f16_})
     if (*op != MPI_OP_NULL) MPI_Op_free(op);
   if (we_initialised_) MPI_Finalize();
+  DeathWatch::start().stop();
 }
 
 void MpiEnv::abort(const std::string& why, int code) const {
   std::fprintf(stderr, "dplab: rank %d of %d failed: %s; aborting all ranks\n", world_rank_,
                world_size_, why.c_str());
   std::fflush(stderr);
+  DeathWatch::start().aborting();  // this rank named itself: other watchers stay quiet
   MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);  // MPI_Abort does not return; this satisfies [[noreturn]] regardless
 }

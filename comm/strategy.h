@@ -45,6 +45,12 @@ struct StepInfo {
 struct StepPlan {
   bool zero_grad = true;       // zero the gradient arena before backward
   bool optimizer_step = true;  // run optimizer.step() after after_backward()
+  // The strategy applies the update itself (DC-S3GD): counts as an optimizer step (--max-steps).
+  bool strategy_update = false;
+  // false: this rank skips the iteration's work (its batch is dropped: no forward, backward or
+  // optimizer step; before_forward/after_backward are not called, after_step is). Lets ranks
+  // that do different amounts of work per round (Oscars) still walk the same loop ticks.
+  bool compute = true;
 };
 
 // Statistics every algorithm reports (per step and accumulated per epoch).

@@ -66,4 +66,13 @@ void ParamArena::set_lars_excluded(const std::function<bool(const ArenaSegment&)
   for (auto& s : segments_) s.lars_excluded = excluded(s);
 }
 
+void ParamArena::mark_norm_parameters(const std::vector<std::string>& names) {
+  for (const auto& n : names) {
+    bool found = false;
+    for (auto& s : segments_)
+      if (s.name == n) s.is_norm = found = true;
+    DPLAB_CHECK(found, "ParamArena::mark_norm_parameters: no parameter named '{}'", n);
+  }
+}
+
 }  // namespace dplab

@@ -19,6 +19,8 @@ struct ArenaSegment {
   int64_t numel = 0;
   bool weight_decay = true;   // optimizer applies weight decay to this tensor
   bool lars_excluded = false; // LARS uses the plain lr here (BN and bias by default)
+  bool is_norm = false;       // a normalisation layer's parameter (BatchNorm gamma/beta); set by
+                              // the code that knows the module tree (mark_norm_parameters)
   Tensor param;               // the parameter (a view of the arena)
 };
 
@@ -51,6 +53,9 @@ class ParamArena {
   // Sets the weight-decay flag of every segment from a predicate on (name, shape).
   void set_weight_decay(const std::function<bool(const ArenaSegment&)>& decay);
   void set_lars_excluded(const std::function<bool(const ArenaSegment&)>& excluded);
+  // Flags the segments whose names are in `names` as normalisation parameters; throws for a
+  // name the arena does not hold.
+  void mark_norm_parameters(const std::vector<std::string>& names);
 
  private:
   Tensor params_, grads_;

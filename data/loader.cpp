@@ -61,12 +61,11 @@ Batch BatchLoader::make_batch(int64_t b) const {
   int64_t* lab = out.labels.data<int64_t>();
   for (int64_t i = 0; i < n; ++i) {
     const int64_t index = indices_[size_t(begin + i)];
-    lab[i] = dataset_->get_into(index, img + i * per);
-    if (opt_.transform) {
-      // Stream: epoch in the high bits, dataset index in the low 40 (up to 10^12 samples).
-      PhiloxStream rng(opt_.seed, (uint64_t(epoch_) << 40) | uint64_t(index));
-      opt_.transform(img + i * per, shape, rng);
-    }
+    // Stream: epoch in the high bits, dataset index in the low 40 (up to 10^12 samples).
+    // Decode-time augmentation draws first, then the float transform.
+    PhiloxStream rng(opt_.seed, (uint64_t(epoch_) << 40) | uint64_t(index));
+    lab[i] = dataset_->get_random_into(index, img + i * per, rng);
+    if (opt_.transform) opt_.transform(img + i * per, shape, rng);
   }
   return out;
 }

@@ -171,4 +171,22 @@ void initialize(Module& root, uint64_t seed) {
   visit(root);
 }
 
+namespace {
+void collect_norm_parameters(const Module& m, const std::string& prefix,
+                             std::vector<std::string>& out) {
+  if (m.type_name().rfind("BatchNorm", 0) == 0) {
+    for (const NamedTensor& p : m.named_parameters()) out.push_back(prefix + p.name);
+    return;
+  }
+  for (const auto& [name, child] : m.named_children())
+    collect_norm_parameters(*child, prefix + name + ".", out);
+}
+}  // namespace
+
+std::vector<std::string> norm_parameter_names(const Module& root) {
+  std::vector<std::string> out;
+  collect_norm_parameters(root, "", out);
+  return out;
+}
+
 }  // namespace dplab

@@ -69,6 +69,10 @@ class Module {
   bool training_ = true;
 };
 
+// Dotted names of the parameters owned by normalisation layers (BatchNorm*), found by module
+// type, for ParamArena::mark_norm_parameters (algorithms exclude them from weight decay).
+std::vector<std::string> norm_parameter_names(const Module& root);
+
 // Initialises every module of the tree (pre-order, registration order) from one Philox stream
 // keyed by `seed`: the same seed gives the same weights on every rank and thread count.
 void initialize(Module& root, uint64_t seed);

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "dplab/models/mnist_cnn.h"
+#include "dplab/models/resnet.h"
 
 namespace dplab {
 namespace {
@@ -14,11 +15,30 @@ struct Entry {
   std::function<std::shared_ptr<Module>(int num_classes)> make;
 };
 
-// Immutable table of known models (add resnets here).
-const std::vector<Entry>& table() {
-  static const std::vector<Entry> t = {
-      {{"mnist_cnn", {1, 28, 28}, 10}, [](int c) { return make_mnist_cnn(c); }},
+std::function<std::shared_ptr<Module>(int)> resnet_maker(int depth, bool cifar) {
+  return [depth, cifar](int c) {
+    ResNetOptions o;
+    o.depth = depth;
+    o.num_classes = c;
+    o.cifar_stem = cifar;
+    return make_resnet(o);
   };
+}
+
+// Immutable table of known models. "resnetN" is torchvision's ImageNet model; "resnetN_cifar"
+// the same network with the 3x3/1 stem and no maxpool for 32x32 inputs.
+const std::vector<Entry>& table() {
+  static const std::vector<Entry> t = [] {
+    std::vector<Entry> v = {
+        {{"mnist_cnn", {1, 28, 28}, 10}, [](int c) { return make_mnist_cnn(c); }},
+    };
+    for (int d : {18, 34, 50, 101, 152})
+      v.push_back({{"resnet" + std::to_string(d), {3, 224, 224}, 1000}, resnet_maker(d, false)});
+    for (int d : {18, 34, 50, 101, 152})
+      v.push_back(
+          {{"resnet" + std::to_string(d) + "_cifar", {3, 32, 32}, 10}, resnet_maker(d, true)});
+    return v;
+  }();
   return t;
 }
 

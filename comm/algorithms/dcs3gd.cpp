@@ -8,7 +8,6 @@
 #include "dplab/comm/algorithms/allreduce.h"
 #include "dplab/comm/algorithms/dcs3gd_functors.h"
 #include "dplab/core/autograd.h"
-#include "dplab/layers/module.h"
 #include "dplab/optim/sgd.h"
 
 namespace dplab {
@@ -22,18 +21,6 @@ double seconds_since(Clock::time_point t) {
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// Dotted names of every parameter owned by a BatchNorm module of the tree (found by module
-// type, not by naming convention).
-void collect_batchnorm_params(const Module& m, const std::string& prefix,
-                              std::set<std::string>& out) {
-  if (m.type_name().rfind("BatchNorm", 0) == 0) {
-    for (const NamedTensor& p : m.named_parameters()) out.insert(prefix + p.name);
-    return;
-  }
-  for (const auto& [name, child] : m.named_children())
-    collect_batchnorm_params(*child, prefix + name + ".", out);
 }
 
 // Elements with at least this many use OpenMP in the update loops.
@@ -143,11 +130,10 @@ void Dcs3gdStrategy::setup(TrainContext& ctx) {
               w.str());
 
   // Weight-decay masks: no decay on BatchNorm (paper Sec. IV-A), optionally none on biases.
-  std::set<std::string> bn;
-  if (ctx.model != nullptr) collect_batchnorm_params(*ctx.model, "", bn);
+  // The arena's is_norm flag comes from whoever built it from the module tree (the trainer).
   wd_mask_.clear();
   for (const ArenaSegment& seg : ctx.arena->segments()) {
-    bool decay = opt_.wd_exclude == Dcs3gdOptions::WdExclude::none || bn.count(seg.name) == 0;
+    bool decay = opt_.wd_exclude == Dcs3gdOptions::WdExclude::none || !seg.is_norm;
     if (opt_.wd_exclude == Dcs3gdOptions::WdExclude::bn_bias &&
         (seg.name == "bias" || ends_with(seg.name, ".bias")))
       decay = false;
@@ -161,6 +147,7 @@ StepPlan Dcs3gdStrategy::plan(const StepInfo&) {
   StepPlan p;
   p.zero_grad = true;
   p.optimizer_step = false;  // this strategy owns the update (after_backward)
+  p.strategy_update = true;
   return p;
 }
 

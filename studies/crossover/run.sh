@@ -4,7 +4,7 @@
 #   METHODS="sgp crossover" BATCHES="32" studies/crossover/run.sh
 # 8 ranks (4 virtual nodes of 2, emulated 100 us / 100 Mbit/s inter-node link) on Fashion-MNIST,
 # mnist_cnn, 4 epochs over the first 24,000 training images, test on the first 5,000.
-# For every method and per-rank batch, three learning rates (LRS_<batch>); summarize.py keeps
+# For every method and per-rank batch, a learning-rate grid (LRS_<batch>); summarize.py keeps
 # the best by rank 0's final test accuracy. A run whose directory holds `done` is skipped, so the
 # script resumes after an interruption; each run's exact command is in <run dir>/command.txt.
 set -euo pipefail
@@ -14,9 +14,9 @@ DPLAB=${DPLAB:-$ROOT/build-crossover/bin/dplab}
 RANKS=${RANKS:-8}
 METHODS=${METHODS:-"allreduce sgp crossover crossover_hier"}
 BATCHES=${BATCHES:-"32 128 512"}
-LRS_32=${LRS_32:-"0.01 0.03 0.1"}
+LRS_32=${LRS_32:-"0.01 0.03 0.1 0.3"}
 LRS_128=${LRS_128:-"0.03 0.1 0.3"}
-LRS_512=${LRS_512:-"0.1 0.3 1.0"}
+LRS_512=${LRS_512:-"0.03 0.1 0.3 1.0"}
 RUNS=${RUNS:-$HERE/runs}
 NICE=${NICE:-10}
 export OMP_NUM_THREADS=1
@@ -41,4 +41,5 @@ for batch in $BATCHES; do
   done
 done
 
+"$HERE/timing.sh"
 /usr/bin/python3 "$HERE/summarize.py" "$RUNS" "$HERE"

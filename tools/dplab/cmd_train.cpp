@@ -57,6 +57,8 @@ CommandSpec train_command() {
             tf.add(*train, "--resume", "resume", "continue from a checkpoint written by dplab train");
             tf.add(*train, "--algo", "algo",
                    "distributed algorithm (" + joined(strategy_names()) + ")");
+            tf.add(*train, "--slowdown", "slowdown",
+                   "RANK=FACTOR[,...]: slow those ranks down by sleeping (heterogeneous workers)");
             tf.add(*train, "--ranks-per-node", "ranks_per_node",
                    "virtual nodes of N ranks (0: nodes are hosts)", "0");
             tf.add(*train, "--wait", "comm.wait",

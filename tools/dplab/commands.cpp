@@ -7,12 +7,22 @@ namespace dplab::cli {
 CommandSpec train_command();
 CommandSpec eval_command();
 CommandSpec data_command();
+CommandSpec shards_command();
+CommandSpec predict_command();
+CommandSpec init_command();
+CommandSpec plot_command();
+CommandSpec bench_command();
 
 std::vector<CommandSpec> commands() {
   return {
       train_command(),
       eval_command(),
       data_command(),
+      shards_command(),
+      predict_command(),
+      init_command(),
+      plot_command(),
+      bench_command(),
   };
 }
 

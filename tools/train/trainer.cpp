@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -11,18 +12,23 @@
 
 #include "dplab/comm/mpi_env.h"
 #include "dplab/comm/registry.h"
+#include "dplab/comm/slowdown.h"
 #include "dplab/core/autograd.h"
 #include "dplab/core/ops.h"
+#include "dplab/data/image_folder.h"
 #include "dplab/data/loader.h"
 #include "dplab/data/mnist.h"
 #include "dplab/data/sampler.h"
+#include "dplab/data/shards.h"
 #include "dplab/models/registry.h"
 #include "dplab/optim/schedule.h"
 #include "dplab/optim/sgd.h"
+#include "dplab/tools/train/accumulation.h"
 #include "dplab/tools/train/checkpoint.h"
 #include "dplab/tools/train/config.h"
 #include "dplab/tools/train/evaluate.h"
 #include "dplab/tools/train/metrics.h"
+#include "dplab/tools/train/optimizer_factory.h"
 #include "dplab/tools/train/progress.h"
 
 namespace dplab {
@@ -47,14 +53,51 @@ bool get_bool(const Options& opt, const std::string& key) {
 }
 
 struct Data {
-  std::shared_ptr<MnistDataset> train, test;
+  std::shared_ptr<Dataset> train, test;
+  std::shared_ptr<ShardDataset> shards;  // train data from tar shards: streamed order
+  bool images = false;                   // encoded images (shards or folder), 3 x S x S
 };
+
+bool starts_with(const std::string& s, const std::string& p) { return s.starts_with(p); }
+
+// "shards:GLOB" or "folder:DIR" with the train (RandomResizedCrop + flip) or eval (Resize +
+// CenterCrop) transform.
+std::shared_ptr<Dataset> image_data(const std::string& spec, bool train, const Options& opt) {
+  ImageTransformOptions t;
+  t.size = int(get_int(opt, "data.image_size"));
+  t.train = train;
+  const OnError on_error = parse_on_error(get(opt, "data.on_error"));
+  if (starts_with(spec, "shards:"))
+    return std::make_shared<ShardDataset>(expand_glob(spec.substr(7)), t, on_error);
+  if (starts_with(spec, "folder:"))
+    return std::make_shared<ImageFolderDataset>(spec.substr(7), t, on_error);
+  DPLAB_FAIL("option data.val '{}': expected shards:GLOB or folder:DIR", spec);
+}
 
 Data load_data(const Options& opt) {
   const std::string name = get(opt, "data");
+  Data d;
+  if (starts_with(name, "shards:") || starts_with(name, "folder:")) {
+    d.images = true;
+    std::string train_spec = name, val_spec = get(opt, "data.val");
+    const std::string dir = name.substr(7);
+    // folder:DIR with DIR/train and DIR/val: the usual ImageNet layout.
+    if (starts_with(name, "folder:") && std::filesystem::is_directory(dir + "/train") &&
+        std::filesystem::is_directory(dir + "/val")) {
+      train_spec = "folder:" + dir + "/train";
+      if (val_spec.empty()) val_spec = "folder:" + dir + "/val";
+    }
+    d.train = image_data(train_spec, true, opt);
+    d.shards = std::dynamic_pointer_cast<ShardDataset>(d.train);
+    if (val_spec.empty()) {
+      std::fprintf(stderr, "dplab train: no data.val given: evaluating on the training data\n");
+      val_spec = train_spec;
+    }
+    d.test = image_data(val_spec, false, opt);
+    return d;
+  }
   std::string dir = get(opt, "data.dir");
   if (dir.empty()) dir = find_dataset_dir(name);
-  Data d;
   d.train = load_mnist(dir, "train", get_int(opt, "data.train_limit"));
   d.test = load_mnist(dir, "test", get_int(opt, "data.test_limit"));
   return d;
@@ -101,19 +144,32 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
 
   Data data = load_data(opt);
   const ModelInfo info = model_info(model_name);
-  DPLAB_CHECK(info.input_shape == data.train->sample_shape(),
+  // Image data: the model's channels must match; convolutional models take any H x W.
+  const bool shape_ok = data.images ? !info.input_shape.empty() &&
+                                          info.input_shape[0] == data.train->sample_shape()[0]
+                                    : info.input_shape == data.train->sample_shape();
+  DPLAB_CHECK(shape_ok,
               "model {} takes inputs of shape {}, dataset {} has samples of shape {}", model_name,
               shape_str(info.input_shape), get(opt, "data"), shape_str(data.train->sample_shape()));
   auto model = make_model(model_name, seed, data.train->num_classes());
   model->train();
   ParamArena arena(model->named_parameters());
+  arena.mark_norm_parameters(norm_parameter_names(*model));
   SGDOptions so;
   so.lr = get_double(opt, "lr");
   so.momentum = get_double(opt, "momentum");
   so.nesterov = get_bool(opt, "nesterov");
   so.dampening = get_double(opt, "dampening");
   so.weight_decay = get_double(opt, "wd");
-  SGD optimizer(arena, so);
+  // optim = sgd | lars (tools/train/optimizer_factory.h).
+  std::unique_ptr<Optimizer> optimizer_owner = make_train_optimizer(opt, arena, so);
+  Optimizer& optimizer = *optimizer_owner;
+  const GradAccumulation accumulation(get_int(opt, "accumulate_steps"));
+  // Summing micro-batch gradients commutes only with averaging algorithms.
+  DPLAB_CHECK(accumulation.steps() == 1 || get(opt, "algo") == "local" ||
+                  get(opt, "algo") == "allreduce",
+              "option accumulate_steps = {} needs algo local or allreduce, got '{}'",
+              accumulation.steps(), get(opt, "algo"));
   opt.get_string("lr.schedule", option_default("lr.schedule"));  // documented default
   std::unique_ptr<LrSchedule> schedule = make_lr_schedule(opt, epochs);
 
@@ -126,6 +182,8 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   ctx.buffers = model->named_buffers();  // broadcast at setup, averaged before evaluation
   strategy->setup(ctx);
   const bool rank0 = strategy->rank() == 0;
+  // --slowdown RANK=FACTOR: this rank's compute is stretched by sleeping (comm/slowdown.h).
+  Slowdown slowdown = Slowdown::from_options(opt, strategy->rank(), strategy->world_size());
 
   SamplerOptions sopt;
   sopt.rank = strategy->rank();
@@ -139,7 +197,19 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   lopt.prefetch = int(get_int(opt, "data.prefetch"));
   lopt.seed = seed;
   BatchLoader loader(data.train, lopt);
-  const int64_t steps_per_epoch = loader.num_batches_for(sampler.num_samples());
+  const int64_t shuffle_buffer = get_int(opt, "data.shuffle_buffer");
+  // Tar shards: shards split across ranks, then a shuffle buffer (data/shards.h); otherwise
+  // the DistributedSampler.
+  auto epoch_indices = [&](int64_t epoch) {
+    if (data.shards)
+      return shard_stream_order(data.shards->shard_begin(), sopt.rank, sopt.world_size, seed,
+                                epoch, shuffle_buffer);
+    sampler.set_epoch(epoch);
+    return sampler.indices();
+  };
+  const int64_t steps_per_epoch = loader.num_batches_for(
+      data.shards ? shard_stream_count(data.shards->shard_begin(), sopt.world_size)
+                  : sampler.num_samples());
   check_no_unknown_options(opt);
 
   // ---- resume -------------------------------------------------------------------------------
@@ -163,6 +233,14 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   }
 
   MetricsWriter metrics;
+  // Every rank's own timing (idle fraction = comm_exposed_wait_s / time_s) in DIR/rank_R.jsonl.
+  MetricsWriter rank_metrics;
+  if (!out_dir.empty() && strategy->world_size() > 1) {
+    std::filesystem::create_directories(out_dir);
+    rank_metrics = MetricsWriter(
+        (std::filesystem::path(out_dir) / fmt::format("rank_{}.jsonl", strategy->rank())).string(),
+        !resume.empty());
+  }
   if (!out_dir.empty() && rank0) {
     std::filesystem::create_directories(out_dir);
     metrics =
@@ -181,6 +259,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   double train_time = 0;
   int64_t train_images = 0;
   bool stop = max_steps > 0 && loop.optimizer_steps >= max_steps;
+  int64_t skipped_steps = 0;  // StepPlan::compute == false ticks (count toward max_steps)
   const double base_lr = so.lr;
   bool evaluated = false;
   int64_t last_epoch_number = loop.epoch;  // 1-based number of the last epoch trained
@@ -188,12 +267,13 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   // ---- the loop (call points as in comm/strategy.h) -----------------------------------------
   while (loop.epoch < epochs && !stop) {
     const int64_t epoch = loop.epoch;
-    sampler.set_epoch(epoch);
-    loader.start_epoch(sampler.indices(), epoch, loop.step_in_epoch);
+    loader.start_epoch(epoch_indices(epoch), epoch, loop.step_in_epoch);
     strategy->begin_epoch(epoch);
     progress.begin_epoch(epoch, epochs, steps_per_epoch, loop.step_in_epoch);
     const auto t_epoch = Clock::now();
     int64_t epoch_images = 0;
+    int64_t epoch_computed = 0;
+    const double slept_before = slowdown.total_slept_s();
     Batch b;
     while (loader.next(b)) {
       StepInfo step;
@@ -205,17 +285,35 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
       optimizer.set_lr(base_lr * schedule->factor(loop.global_step, steps_per_epoch));
 
       const StepPlan plan = strategy->plan(step);
-      if (plan.zero_grad) optimizer.zero_grad();
+      if (!plan.compute) {  // this rank skips the tick (its batch is dropped)
+        strategy->after_step(step);
+        ++skipped_steps;
+        ++loop.step_in_epoch;
+        ++loop.global_step;
+        if (max_steps > 0 && loop.optimizer_steps + skipped_steps >= max_steps) {
+          stop = true;
+          break;
+        }
+        continue;
+      }
+      if (plan.zero_grad && accumulation.first(loop.global_step)) optimizer.zero_grad();
       strategy->before_forward(step);
+      slowdown.start();
       Tensor logits = model->forward(b.images);
       Tensor loss = cross_entropy(logits, b.labels, label_smoothing);
-      backward(loss);
+      backward(accumulation.scale(loss));
+      slowdown.stop();
       strategy->after_backward(step);
-      if (plan.optimizer_step) {
+      slowdown.start();
+      if (plan.optimizer_step && accumulation.last(loop.global_step)) {
         optimizer.step();
         ++loop.optimizer_steps;
+      } else if (plan.strategy_update) {
+        ++loop.optimizer_steps;
       }
+      slowdown.pause();  // sleeps (FACTOR-1) x this iteration's compute
       strategy->after_step(step);
+      ++epoch_computed;
 
       const int64_t n = b.labels.numel();
       loop.epoch_loss_sum += double(loss.item()) * double(n);
@@ -227,7 +325,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
       const double elapsed = seconds_since(t_epoch);
       progress.update(loop.step_in_epoch, loop.epoch_loss_sum / double(loop.epoch_seen),
                       elapsed > 0 ? double(epoch_images) / elapsed : 0.0);
-      if (max_steps > 0 && loop.optimizer_steps >= max_steps) {
+      if (max_steps > 0 && loop.optimizer_steps + skipped_steps >= max_steps) {
         stop = true;
         break;
       }
@@ -252,6 +350,16 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
     evaluated = true;
     last_epoch_number = epoch + 1;
     const CommStats comm = strategy->take_stats();
+    rank_metrics.write({{"kind", "rank_epoch"},
+                        {"rank", strategy->rank()},
+                        {"epoch", epoch + 1},
+                        {"time_s", epoch_time},
+                        {"computed_steps", epoch_computed},
+                        {"slowdown", slowdown.factor()},
+                        {"slowdown_sleep_s", slowdown.total_slept_s() - slept_before},
+                        {"comm_exposed_wait_s", comm.exposed_wait_s},
+                        {"comm_in_flight_s", comm.in_flight_s},
+                        {"idle_fraction", epoch_time > 0 ? comm.exposed_wait_s / epoch_time : 0}});
     // Gossip algorithms: the consensus average as a second evaluated model (collective).
     std::optional<EvalResult> ev_consensus;
     strategy->consensus_eval([&] { ev_consensus = evaluate(*model, data.test, eval_batch); });
@@ -334,8 +442,10 @@ EvalReport run_evaluation(const Options& opt) {
   const std::string checkpoint = opt.require_string("checkpoint");
   const int64_t eval_batch = get_int(opt, "eval.batch");
   Data data;
-  {
-    const std::string name = get(opt, "data");
+  const std::string name = get(opt, "data");
+  if (starts_with(name, "shards:") || starts_with(name, "folder:")) {
+    data = load_data(opt);
+  } else {
     std::string dir = get(opt, "data.dir");
     if (dir.empty()) dir = find_dataset_dir(name);
     data.test = load_mnist(dir, "test", get_int(opt, "data.test_limit"));

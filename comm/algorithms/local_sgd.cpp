@@ -1,0 +1,92 @@
+#include "dplab/comm/algorithms/local_sgd.h"
+
+#include "dplab/comm/algorithms/allreduce.h"
+
+namespace dplab {
+
+CommStats average_parameters(Communicator& comm, ParamArena& arena) {
+  CommStats s;
+  if (comm.size() == 1) return s;
+  const auto t0 = Clock::now();
+  comm.allreduce(arena.params(), ReduceOp::average);
+  s.in_flight_s = s.exposed_wait_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  s.bytes_sent = static_cast<double>(arena.params().nbytes());
+  s.collectives = 1;
+  s.allreduces = 1;
+  return s;
+}
+
+LocalSgdStrategy::LocalSgdStrategy(const Options& opt, bool post_local)
+    : LocalSgdStrategy(std::make_shared<Topology>(Topology::from_options(opt)), opt, post_local) {}
+
+LocalSgdStrategy::LocalSgdStrategy(std::shared_ptr<Topology> topo, const Options& opt,
+                                   bool post_local)
+    : topo_(std::move(topo)), post_local_(post_local), H_(opt.get_int("local_sgd.H", 4)) {
+  DPLAB_CHECK(H_ >= 1, "option local_sgd.H: expected >= 1, got {}", H_);
+  if (post_local_) {
+    switch_epoch_ = opt.get_int("post_local_sgd.switch_epoch", 1);
+    DPLAB_CHECK(switch_epoch_ >= 0, "option post_local_sgd.switch_epoch: expected >= 0, got {}",
+                switch_epoch_);
+    sync_opt_ = GradSyncOptions::from_options(opt, "allreduce.");
+  }
+}
+
+void LocalSgdStrategy::setup(TrainContext& ctx) {
+  Strategy::setup(ctx);
+  DPLAB_CHECK(ctx.arena != nullptr, "{}: setup needs the parameter arena", name());
+  stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0));
+  if (post_local_)
+    sync_ = std::make_unique<GradSync>(*ctx.arena, topo_->world_ptr(), sync_opt_, topo_->node_ptr(),
+                                       topo_->cross_ptr());
+}
+
+void LocalSgdStrategy::begin_epoch(int64_t epoch) {
+  grad_phase_ = post_local_ && epoch < switch_epoch_;
+  // After the switch the grad-ready hooks must not communicate.
+  if (sync_) sync_->set_no_sync(!grad_phase_);
+}
+
+void LocalSgdStrategy::after_backward(const StepInfo&) {
+  if (grad_phase_) sync_->finish();
+}
+
+void LocalSgdStrategy::average() {
+  stats_.add(average_parameters(topo_->world(), *ctx_.arena));
+  ++averages_;
+  since_avg_ = 0;
+}
+
+void LocalSgdStrategy::after_step(const StepInfo& step) {
+  if (grad_phase_) return;  // AllReduce-SGD: ranks are identical after every step
+  ++since_avg_;
+  if (since_avg_ == H_ || step.last_in_epoch()) average();
+}
+
+void LocalSgdStrategy::finish_training() {
+  // A run stopped mid-period (max_steps): every rank stops at the same step, so all reach this.
+  if (!grad_phase_ && since_avg_ > 0) average();
+}
+
+void LocalSgdStrategy::drain() {
+  stats_.add(average_buffers(topo_->world(), ctx_.buffers));
+}
+
+CommStats LocalSgdStrategy::take_stats() {
+  CommStats s = sync_ ? sync_->take_stats() : CommStats{};
+  s.add(stats_);
+  stats_ = {};
+  return s;
+}
+
+std::map<std::string, double> LocalSgdStrategy::state() const {
+  return {{"H", double(H_)}, {"averages", double(averages_)}, {"phase", grad_phase_ ? 0.0 : 1.0}};
+}
+
+std::unique_ptr<Strategy> make_local_sgd_strategy(const Options& opt) {
+  return std::make_unique<LocalSgdStrategy>(opt, false);
+}
+std::unique_ptr<Strategy> make_post_local_sgd_strategy(const Options& opt) {
+  return std::make_unique<LocalSgdStrategy>(opt, true);
+}
+
+}  // namespace dplab

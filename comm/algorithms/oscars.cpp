@@ -1,0 +1,181 @@
+#include "dplab/comm/algorithms/oscars.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "dplab/comm/algorithms/allreduce.h"
+#include "dplab/comm/algorithms/local_sgd.h"
+
+namespace dplab {
+
+namespace {
+std::vector<int64_t> parse_times(const std::string& s) {
+  std::vector<int64_t> r;
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t end = s.find(',', pos);
+    if (end == std::string::npos) end = s.size();
+    const std::string item = s.substr(pos, end - pos);
+    try {
+      r.push_back(std::stoll(item));
+    } catch (const std::exception&) {
+      DPLAB_FAIL("option oscars.t_us: '{}' is not an integer (in '{}')", item, s);
+    }
+    DPLAB_CHECK(r.back() >= 1, "option oscars.t_us: {} < 1 us (in '{}')", r.back(), s);
+    pos = end + 1;
+  }
+  return r;
+}
+}  // namespace
+
+OscarsStrategy::OscarsStrategy(const Options& opt)
+    : OscarsStrategy(std::make_shared<Topology>(Topology::from_options(opt)), opt) {}
+
+OscarsStrategy::OscarsStrategy(std::shared_ptr<Topology> topo, const Options& opt)
+    : topo_(std::move(topo)),
+      discard_(opt.get_int("oscars.profile_discard", 5)),
+      measure_(opt.get_int("oscars.profile_measure", 20)),
+      reprofile_rounds_(opt.get_int("oscars.reprofile_rounds", 0)) {
+  search_opt_.M = opt.get_int("oscars.M", 4);
+  search_opt_.tau_cap = opt.get_int("oscars.tau_max", 16);
+  search_opt_.mode = parse_oscars_search_mode(opt.get_string("oscars.search", "exact"));
+  search_opt_.text_step_us = opt.get_int("oscars.text_step_us", 1000);
+  fixed_t_us_ = parse_times(opt.get_string("oscars.t_us", ""));
+  DPLAB_CHECK(discard_ >= 0, "option oscars.profile_discard: expected >= 0, got {}", discard_);
+  DPLAB_CHECK(measure_ >= 1, "option oscars.profile_measure: expected >= 1, got {}", measure_);
+  DPLAB_CHECK(reprofile_rounds_ >= 0, "option oscars.reprofile_rounds: expected >= 0, got {}",
+              reprofile_rounds_);
+  DPLAB_CHECK(fixed_t_us_.empty() || int(fixed_t_us_.size()) == topo_->world().size(),
+              "option oscars.t_us: {} times for {} ranks", fixed_t_us_.size(),
+              topo_->world().size());
+  // Checked here so a typo fails before training (the search itself runs after profiling).
+  oscars_search(std::vector<int64_t>{1}, search_opt_);
+}
+
+void OscarsStrategy::setup(TrainContext& ctx) {
+  Strategy::setup(ctx);
+  DPLAB_CHECK(ctx.arena != nullptr, "oscars: setup needs the parameter arena");
+  stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0));
+  if (!fixed_t_us_.empty()) {  // no profiling: schedule at once
+    profiling_ = false;
+    reschedule();
+  }
+}
+
+StepPlan OscarsStrategy::plan(const StepInfo&) {
+  // Steps 2 and 4: during profiling every rank computes; in a round, the first tau_i ticks.
+  computing_ = profiling_ || round_pos_ < sched_.tau[size_t(rank())];
+  t_plan_ = Clock::now();
+  StepPlan p;
+  p.compute = computing_;
+  return p;
+}
+
+int64_t OscarsStrategy::my_median_us() const {
+  const size_t n = std::min(samples_us_.size(), size_t(measure_));
+  DPLAB_CHECK(n > 0, "oscars: no iteration time measured on rank {}", rank());
+  std::vector<int64_t> v(samples_us_.end() - std::ptrdiff_t(n), samples_us_.end());
+  std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(n / 2), v.end());
+  return std::max<int64_t>(1, v[n / 2]);  // upper median for even n
+}
+
+void OscarsStrategy::reschedule() {
+  // Step 3, the "global view": every rank learns every t_i and runs the same search.
+  const int N = world_size();
+  std::vector<int64_t> t;
+  if (!fixed_t_us_.empty()) {
+    t = fixed_t_us_;
+  } else {
+    t_us_ = my_median_us();
+    Tensor mine = Tensor::from_vector_i64({t_us_}, {1});
+    Tensor all = Tensor::from_vector_i64(std::vector<int64_t>(size_t(N), 0), {N});
+    const auto t0 = Clock::now();
+    topo_->world().allgather(mine, all);
+    const double d = std::chrono::duration<double>(Clock::now() - t0).count();
+    stats_.in_flight_s += d;
+    stats_.exposed_wait_s += d;
+    stats_.bytes_sent += 8;
+    ++stats_.collectives;
+    t = all.to_vector_i64();
+  }
+  t_us_ = t[size_t(rank())];
+  sched_ = oscars_search(t, search_opt_);
+  R_ = *std::max_element(sched_.tau.begin(), sched_.tau.end());
+  round_pos_ = 0;
+  ++searches_;
+}
+
+void OscarsStrategy::average() {
+  stats_.add(average_parameters(topo_->world(), *ctx_.arena));  // Eq. 4, uniform 1/N
+  ++averages_;
+}
+
+void OscarsStrategy::after_step(const StepInfo& step) {
+  if (computing_) {
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t_plan_);
+    samples_us_.push_back(int64_t(us.count()));
+    // Keep only what a median can use.
+    if (samples_us_.size() > size_t(4 * measure_))
+      samples_us_.erase(samples_us_.begin(), samples_us_.end() - std::ptrdiff_t(measure_));
+  }
+  if (profiling_) {
+    average();  // tau = 1 while measuring
+    ++profile_ticks_;
+    if (profile_ticks_ == discard_ + measure_) {
+      profiling_ = false;
+      reschedule();
+    }
+    return;
+  }
+  ++round_pos_;
+  if (round_pos_ == R_ || step.last_in_epoch()) {  // round end (cut at the epoch's last tick)
+    average();
+    round_pos_ = 0;
+    ++rounds_;
+    if (reprofile_rounds_ > 0 && rounds_ % reprofile_rounds_ == 0) reschedule();
+  }
+}
+
+void OscarsStrategy::finish_training() {
+  // Stopped mid-round (max_steps): all ranks stop at the same tick, so all reach this average.
+  if (!profiling_ && round_pos_ > 0) {
+    average();
+    round_pos_ = 0;
+  }
+}
+
+void OscarsStrategy::drain() {
+  stats_.add(average_buffers(topo_->world(), ctx_.buffers));
+}
+
+CommStats OscarsStrategy::take_stats() {
+  CommStats s = stats_;
+  stats_ = {};
+  return s;
+}
+
+std::map<std::string, double> OscarsStrategy::state() const {
+  std::map<std::string, double> m = {{"rounds", double(rounds_)},
+                                     {"averages", double(averages_)},
+                                     {"searches", double(searches_)},
+                                     {"profiling", profiling_ ? 1.0 : 0.0}};
+  if (!sched_.tau.empty()) {
+    m["T_us"] = double(sched_.T_us);
+    m["tau"] = double(sched_.tau[size_t(rank())]);
+    m["tau_min"] = double(*std::min_element(sched_.tau.begin(), sched_.tau.end()));
+    m["tau_max"] = double(R_);
+    m["t_us"] = double(t_us_);
+    m["max_wait_us"] = double(sched_.max_wait_us);
+    m["feasible"] = sched_.feasible ? 1.0 : 0.0;
+    for (size_t i = 0; i < sched_.tau.size(); ++i)
+      m[fmt::format("tau_r{}", i)] = double(sched_.tau[i]);
+  }
+  return m;
+}
+
+std::unique_ptr<Strategy> make_oscars_strategy(const Options& opt) {
+  return std::make_unique<OscarsStrategy>(opt);
+}
+
+}  // namespace dplab

@@ -1,0 +1,101 @@
+// Oscars (Huang, arXiv 2102.08550; ALGORITHMS.md §6): adaptive semi-synchronous local SGD for
+// heterogeneous workers. Each rank i runs tau_i local SGD steps per round, then all ranks
+// replace their parameters by the uniform average (Eq. 4, blocking allreduce, 1/N). tau_i =
+// floor(T*/t_i), T* from the load-balance search of comm/algorithms/oscars_search.h over the
+// measured iteration times t_i (the "global view": an allgather of every rank's t_i).
+//
+// Procedure (papers/notes/oscars.md §1.4):
+//   1. setup: broadcast rank 0's parameters.
+//   2. profile: the first profile_discard + profile_measure iterations; every rank computes
+//      and the parameters are averaged after every step (tau = 1, so the ranks do not drift
+//      while they are measured). t_i = median of the last profile_measure iteration times
+//      (plan() to after_step(): zero-grad, forward, backward, step and the injected slowdown;
+//      the averaging wait is excluded).
+//   3. allgather t_i (integer microseconds); every rank runs the same deterministic search
+//      -> T*, tau (identical on all ranks, no broadcast needed).
+//   4. rounds: a round is R = max_i tau_i loop ticks. Rank i computes on the first tau_i ticks
+//      and skips the rest (StepPlan::compute = false: its batch is dropped and it goes
+//      straight to the barrier), then at the round's last tick every rank averages.
+//   5. adaptive (reprofile_rounds > 0): every reprofile_rounds rounds, t_i := median of the
+//      rank's last profile_measure computed iteration times, allgather, search again.
+//
+// Why ticks (the deadlock question): the training loop gives every rank the same number of
+// batches per epoch. If ranks counted their own steps (a round = tau_i steps) a rank with a
+// larger tau would do fewer averages per epoch and the blocking allreduces would mismatch. In
+// ticks every rank sees the same round boundaries, so the number of allreduces is a function of
+// the tick count only and equal everywhere. Rounds are cut at the last tick of each epoch (an
+// average that every rank reaches) and a fresh round starts with the next epoch, so evaluation
+// always sees the averaged model. Consequence: per epoch the fastest rank processes its whole
+// shard and a rank with tau_i < R processes about tau_i/R of its shard (a different random part
+// each epoch, the sampler reshuffles); an "epoch" is the fastest rank's pass.
+//
+// Options ("oscars." prefix):
+//   M                  4     the step-gap bound of Eq. 3 (tau_fast - tau_slow < M)
+//   tau_max            16    largest tau (search limit; binding when workers are homogeneous)
+//   search             exact exact | alg1 ("Algorithm 1 literal": T = i*t_max) | text (T += step)
+//   text_step_us       1000  the T increment of the "text" reading
+//   profile_discard    5     profiling iterations discarded (warm-up)
+//   profile_measure    20    profiling iterations measured (median)
+//   reprofile_rounds   0     re-measure and re-search every N rounds (0: never)
+//   t_us               ""    fixed iteration times "t0,t1,..." in us instead of profiling (tests)
+// plus the communicator options (ranks_per_node, link.*, comm.*).
+//
+// state(): T_us, tau (this rank), tau_min, tau_max, t_us (this rank's measured time),
+// max_wait_us (predicted), rounds, searches, feasible.
+#pragma once
+#include <memory>
+
+#include "dplab/comm/algorithms/oscars_search.h"
+#include "dplab/comm/strategy.h"
+#include "dplab/comm/topology.h"
+
+namespace dplab {
+
+class OscarsStrategy : public Strategy {
+ public:
+  explicit OscarsStrategy(const Options& opt);
+  OscarsStrategy(std::shared_ptr<Topology> topo, const Options& opt);
+  std::string name() const override { return "oscars"; }
+  void setup(TrainContext& ctx) override;
+  StepPlan plan(const StepInfo& step) override;
+  void after_step(const StepInfo& step) override;
+  void finish_training() override;
+  void drain() override;
+  CommStats take_stats() override;
+  std::map<std::string, double> state() const override;
+  int rank() const override { return topo_->world().rank(); }
+  int world_size() const override { return topo_->world().size(); }
+
+  bool profiling() const { return profiling_; }
+  const OscarsSchedule& schedule() const { return sched_; }
+  int64_t rounds() const { return rounds_; }
+  int64_t averages() const { return averages_; }
+
+ private:
+  void average();
+  void reschedule();  // allgather the medians, search, set tau
+  int64_t my_median_us() const;
+
+  std::shared_ptr<Topology> topo_;
+  OscarsSearchOptions search_opt_;
+  int64_t discard_, measure_, reprofile_rounds_;
+  std::vector<int64_t> fixed_t_us_;  // option oscars.t_us
+
+  bool profiling_ = true;
+  int64_t profile_ticks_ = 0;
+  std::vector<int64_t> samples_us_;  // iteration times (measured ones, most recent last)
+  OscarsSchedule sched_;
+  int64_t R_ = 1;          // ticks per round = max tau
+  int64_t round_pos_ = 0;  // ticks done in the current round
+  int64_t rounds_ = 0;     // completed rounds (excluding profiling)
+  int64_t averages_ = 0;
+  int64_t searches_ = 0;
+  int64_t t_us_ = 0;        // this rank's iteration time used in the last search
+  bool computing_ = false;  // this tick computes
+  Clock::time_point t_plan_{};
+  CommStats stats_;
+};
+
+std::unique_ptr<Strategy> make_oscars_strategy(const Options& opt);
+
+}  // namespace dplab

@@ -1,0 +1,51 @@
+// The Oscars load-balance search (Huang, arXiv 2102.08550, Eqs. 1-3 and Algorithm 1) as a pure
+// function of the measured per-worker iteration times, in integer microseconds (floating fmod
+// gets exact multiples wrong: 2.25 mod 0.45 evaluates to 0.45, not 0).
+//
+//   wait of worker i before a barrier at T     t_i^w = mod(T, t_i)                    (Eq. 1)
+//   worst wait                                  max_i mod(T, t_i)                      (Eq. 2)
+//   T* = argmin_T max_i mod(T, t_i)   s.t.  floor(T/t_min) - floor(T/t_max) < M       (Eq. 3)
+//   tau_i = floor(T*/t_i)             (local steps of worker i per round)
+//
+// Three readings of the search (ALGORITHMS.md §6, papers/notes/oscars.md §1.3 and §5.1):
+//   exact (default)  max_i mod(T, t_i) is a sawtooth that only drops at multiples k*t_j, so the
+//                    constrained minimum lies in {k*t_j >= t_max}; scan those in increasing
+//                    order, stop at the first one that breaks the constraint.
+//   alg1             "Algorithm 1 literal": T <- T + T/i with the pass counter i incremented,
+//                    i.e. T = i*t_max (the slowest worker never waits).
+//   text             the prose: T = t_max, t_max + step, t_max + 2*step, ...
+// In every mode ties go to the smallest T, and the scan also stops once the fastest worker's
+// tau would exceed tau_cap (needed when workers are (nearly) homogeneous: then the constraint
+// never breaks). If the constraint already fails at T = t_max (floor(t_max/t_min) - 1 >= M) the
+// feasible set is empty: T* = t_max and tau_i = min(floor(t_max/t_i), M), which keeps the step
+// gap <= M - 1 (notes §5.4).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dplab {
+
+enum class OscarsSearchMode { exact, alg1, text };
+
+OscarsSearchMode parse_oscars_search_mode(const std::string& s);  // "exact", "alg1", "text"
+
+struct OscarsSearchOptions {
+  int64_t M = 4;         // bound on the local-step gap (tau_fast - tau_slow < M)
+  int64_t tau_cap = 16;  // largest tau any worker may get (search limit)
+  OscarsSearchMode mode = OscarsSearchMode::exact;
+  int64_t text_step_us = 1000;  // T increment of the "text" reading
+};
+
+struct OscarsSchedule {
+  int64_t T_us = 0;          // T*
+  std::vector<int64_t> tau;  // tau_i = floor(T*/t_i), capped
+  int64_t max_wait_us = 0;   // max_i mod(T*, t_i): the predicted worst idle time
+  bool feasible = true;      // false: empty feasible set, fallback used
+  int64_t candidates = 0;    // T values evaluated
+};
+
+// t_us: per-worker iteration times in microseconds (each >= 1).
+OscarsSchedule oscars_search(const std::vector<int64_t>& t_us, const OscarsSearchOptions& opt);
+
+}  // namespace dplab

@@ -1,0 +1,253 @@
+#include "dplab/data/shards.h"
+
+#include <fcntl.h>
+#include <glob.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "dplab/data/image_folder.h"
+#include "dplab/data/sampler.h"
+#include "dplab/data/tar.h"
+
+namespace dplab {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// WebDataset naming: key = member path up to the first '.' of its file name; the rest is the
+// extension (lower-cased).
+void split_key(const std::string& name, std::string& key, std::string& ext) {
+  const auto slash = name.rfind('/');
+  const auto dot = name.find('.', slash == std::string::npos ? 0 : slash + 1);
+  key = dot == std::string::npos ? name : name.substr(0, dot);
+  ext = dot == std::string::npos ? "" : name.substr(dot + 1);
+  for (char& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
+}
+
+bool parse_label(const std::vector<uint8_t>& text, int64_t& out) {
+  std::string s(text.begin(), text.end());
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  size_t i = 0;
+  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  if (i == s.size() || s.size() - i > 12) return false;
+  out = 0;
+  for (; i < s.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(s[i]))) return false;
+    out = out * 10 + (s[i] - '0');
+  }
+  return true;
+}
+
+// Class count from an index file (*.json) beside the shards that lists the first shard.
+int classes_from_index(const std::string& first_shard) {
+  const fs::path dir = fs::path(first_shard).parent_path();
+  const std::string name = fs::path(first_shard).filename().string();
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir.empty() ? fs::path(".") : dir, ec)) {
+    if (e.path().extension() != ".json") continue;
+    try {
+      std::ifstream in(e.path());
+      const nlohmann::json j = nlohmann::json::parse(in);
+      if (!j.contains("shards") || !j.contains("classes")) continue;
+      for (const auto& s : j["shards"])
+        if (s.value("name", "") == name) return int(j["classes"].size());
+    } catch (const std::exception&) {
+      // Not an index file: ignore.
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<std::string> expand_glob(const std::string& pattern) {
+  glob_t g{};
+  const int rc = ::glob(pattern.c_str(), 0, nullptr, &g);
+  std::vector<std::string> out;
+  if (rc == 0)
+    for (size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
+  ::globfree(&g);
+  DPLAB_CHECK(!out.empty(), "no shard files match '{}'", pattern);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+ShardDataset::ShardDataset(std::vector<std::string> shards, ImageTransformOptions transform,
+                           OnError on_error, int num_classes)
+    : EncodedImageDataset(transform, on_error), paths_(std::move(shards)) {
+  DPLAB_CHECK(!paths_.empty(), "ShardDataset: no shards");
+  try {
+    int64_t max_label = -1;
+    for (size_t s = 0; s < paths_.size(); ++s) {
+      const std::string& path = paths_[s];
+      shard_begin_.push_back(int64_t(samples_.size()));
+      const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0)
+        throw TarError(fmt::format("cannot open shard {}: {}", path, std::strerror(errno)));
+      fds_.push_back(fd);
+      const TarIndex idx = index_tar(path);
+      if (!idx.error.empty()) report_error(idx.error);
+      // Group members by key, keeping first-appearance order.
+      std::vector<std::string> order;
+      std::map<std::string, std::pair<const TarMember*, const TarMember*>> groups;  // image, cls
+      for (const TarMember& m : idx.members) {
+        std::string key, ext;
+        split_key(m.name, key, ext);
+        auto [it, fresh] = groups.try_emplace(key, nullptr, nullptr);
+        if (fresh) order.push_back(key);
+        if (ext == "cls")
+          it->second.second = &m;
+        else if (is_image_extension(ext))
+          it->second.first = &m;
+      }
+      for (const std::string& key : order) {
+        const auto [img, cls] = groups[key];
+        const std::string what = fmt::format("{}:{}", path, key);
+        if (img == nullptr) {
+          report_error(fmt::format("{}: no image member (.jpg, .jpeg, .png)", what));
+          continue;
+        }
+        if (cls == nullptr) {
+          report_error(fmt::format("{}: no .cls member", what));
+          continue;
+        }
+        int64_t label = 0;
+        if (cls->size > 64 ||
+            !parse_label(read_file_range(fd, cls->offset, cls->size, path), label)) {
+          report_error(fmt::format("{}: .cls is not a class index", what));
+          continue;
+        }
+        if (num_classes > 0 && label >= num_classes) {
+          report_error(fmt::format("{}: label {} >= {} classes", what, label, num_classes));
+          continue;
+        }
+        max_label = std::max(max_label, label);
+        samples_.push_back({int32_t(s), key, img->offset, img->size, label});
+      }
+    }
+    shard_begin_.push_back(int64_t(samples_.size()));
+    DPLAB_CHECK(!samples_.empty(), "shards {} ... hold no readable samples", paths_[0]);
+    num_classes_ = num_classes > 0 ? num_classes : classes_from_index(paths_[0]);
+    if (num_classes_ <= max_label) num_classes_ = int(max_label + 1);
+  } catch (...) {
+    for (int fd : fds_) ::close(fd);
+    throw;
+  }
+}
+
+ShardDataset::~ShardDataset() {
+  for (int fd : fds_) ::close(fd);
+}
+
+std::string ShardDataset::describe() const {
+  return fmt::format("{} shards ({} ... ; {} images, {} classes)", paths_.size(), paths_[0], size(),
+                     num_classes());
+}
+
+std::string ShardDataset::sample_name(int64_t index) const {
+  const ShardSample& s = samples_[size_t(index)];
+  return fmt::format("{}:{}", paths_[size_t(s.shard)], s.key);
+}
+
+std::vector<uint8_t> ShardDataset::read_encoded(int64_t index) const {
+  const ShardSample& s = samples_[size_t(index)];
+  return read_file_range(fds_[size_t(s.shard)], s.offset, s.size, sample_name(index));
+}
+
+int64_t shard_stream_count(const std::vector<int64_t>& shard_begin, int world) {
+  std::vector<int64_t> sizes;
+  for (size_t s = 0; s + 1 < shard_begin.size(); ++s)
+    sizes.push_back(shard_begin[s + 1] - shard_begin[s]);
+  std::sort(sizes.begin(), sizes.end());
+  int64_t n = 0;
+  for (size_t i = 0; i < sizes.size() / size_t(std::max(world, 1)); ++i) n += sizes[i];
+  return n;
+}
+
+std::vector<int64_t> shard_stream_order(const std::vector<int64_t>& shard_begin, int rank,
+                                        int world, uint64_t seed, int64_t epoch, int64_t buffer) {
+  const int64_t nshards = int64_t(shard_begin.size()) - 1;
+  DPLAB_CHECK(world >= 1 && rank >= 0 && rank < world, "shard order: rank {} of world {}", rank,
+              world);
+  DPLAB_CHECK(nshards >= world,
+              "{} shards cannot be split across {} ranks (need at least one shard per rank)",
+              nshards, world);
+  const std::vector<int64_t> perm = philox_permutation(nshards, seed, uint64_t(epoch));
+  const int64_t keep = shard_stream_count(shard_begin, world);
+  // Stream 2^62 + ...: disjoint from the permutation streams (small epoch numbers).
+  PhiloxStream rng(seed, (uint64_t(1) << 62) | (uint64_t(epoch) << 20) | uint64_t(rank));
+  std::vector<int64_t> out, buf;
+  out.reserve(size_t(keep));
+  const size_t cap = size_t(std::max<int64_t>(1, buffer));
+  for (int64_t i = rank; i < nshards; i += world) {
+    const int64_t s = perm[size_t(i)];
+    for (int64_t x = shard_begin[size_t(s)]; x < shard_begin[size_t(s + 1)]; ++x) {
+      if (buf.size() < cap) {
+        buf.push_back(x);
+        continue;
+      }
+      const size_t j = size_t(rng.below(cap));
+      out.push_back(buf[j]);
+      buf[j] = x;
+    }
+  }
+  while (!buf.empty()) {
+    const size_t j = size_t(rng.below(buf.size()));
+    out.push_back(buf[j]);
+    buf[j] = buf.back();
+    buf.pop_back();
+  }
+  out.resize(size_t(keep));
+  return out;
+}
+
+ShardWriteResult write_shards(const std::string& input_dir, const std::string& prefix,
+                              const ShardWriteOptions& opt) {
+  DPLAB_CHECK(opt.per_shard > 0, "shards: --per-shard must be positive, got {}", opt.per_shard);
+  const FolderListing listing = list_image_folder(input_dir);
+  const int64_t n = int64_t(listing.files.size());
+  const std::vector<int64_t> perm = philox_permutation(n, opt.seed, 0);
+  ShardWriteResult r;
+  r.classes = listing.classes;
+  const fs::path parent = fs::path(prefix).parent_path();
+  if (!parent.empty()) fs::create_directories(parent);
+  nlohmann::json shards = nlohmann::json::array();
+  for (int64_t first = 0; first < n; first += opt.per_shard) {
+    const int64_t last = std::min(n, first + opt.per_shard);
+    const std::string path = fmt::format("{}-{:06d}.tar", prefix, first / opt.per_shard);
+    TarWriter w(path);
+    for (int64_t i = first; i < last; ++i) {
+      const ImageFile& f = listing.files[size_t(perm[size_t(i)])];
+      std::string ext = fs::path(f.path).extension().string().substr(1);
+      for (char& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
+      const std::string key = fmt::format("{:08d}", i);
+      w.add(key + "." + ext, read_whole_file(f.path));
+      const std::string cls = std::to_string(f.label);
+      w.add(key + ".cls", reinterpret_cast<const uint8_t*>(cls.data()), cls.size());
+    }
+    w.close();
+    r.shard_paths.push_back(path);
+    r.counts.push_back(last - first);
+    shards.push_back({{"name", fs::path(path).filename().string()}, {"count", last - first}});
+  }
+  r.index_path = prefix + ".json";
+  const nlohmann::json index = {
+      {"format", "webdataset-tar"}, {"shards", shards},           {"total", n},
+      {"classes", r.classes},       {"per_shard", opt.per_shard}, {"seed", opt.seed},
+      {"source", input_dir}};
+  std::ofstream out(r.index_path);
+  out << index.dump(2) << "\n";
+  DPLAB_CHECK(out.good(), "cannot write shard index {}", r.index_path);
+  return r;
+}
+
+}  // namespace dplab

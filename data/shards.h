@@ -1,0 +1,88 @@
+// Tar shards in the WebDataset layout: each sample is `key.jpg` / `.jpeg` / `.png` (the image)
+// plus `key.cls` (the class index as decimal text), in one ustar archive per shard. A shard set
+// is described by an index file (JSON: shard names and counts, class names) written next to
+// the shards by write_shards (`dplab shards`).
+//
+// Samples are numbered shard by shard (shards in the order given, members in archive order).
+// shard_stream_order gives a rank's epoch order the WebDataset way: shards permuted by
+// (seed, epoch), split across ranks round-robin, read in sequence through a shuffle buffer.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dplab/data/image_dataset.h"
+
+namespace dplab {
+
+struct ShardSample {
+  int32_t shard = 0;
+  std::string key;
+  uint64_t offset = 0, size = 0;  // of the image member's data
+  int64_t label = 0;
+};
+
+class ShardDataset : public EncodedImageDataset {
+ public:
+  // Indexes every shard (headers and .cls members only). Damage found here (bad header, truncated
+  // entry, missing or unreadable .cls, no image) is counted and reported with shard and key,
+  // then skipped or thrown per `on_error`. `num_classes` 0: from an index file beside the shards
+  // that lists them, else max label + 1.
+  ShardDataset(std::vector<std::string> shards, ImageTransformOptions transform,
+               OnError on_error = OnError::skip, int num_classes = 0);
+  ~ShardDataset() override;
+  ShardDataset(const ShardDataset&) = delete;
+  ShardDataset& operator=(const ShardDataset&) = delete;
+
+  int64_t size() const override { return int64_t(samples_.size()); }
+  int num_classes() const override { return num_classes_; }
+  std::string describe() const override;
+  std::vector<uint8_t> read_encoded(int64_t index) const override;
+  int64_t label(int64_t index) const override { return samples_[size_t(index)].label; }
+  std::string sample_name(int64_t index) const override;
+
+  const std::vector<std::string>& shards() const { return paths_; }
+  const std::vector<ShardSample>& samples() const { return samples_; }
+  // Sample numbers of shard s: [shard_begin()[s], shard_begin()[s + 1]).
+  const std::vector<int64_t>& shard_begin() const { return shard_begin_; }
+
+ private:
+  std::vector<std::string> paths_;
+  std::vector<int> fds_;
+  std::vector<ShardSample> samples_;
+  std::vector<int64_t> shard_begin_;
+  int num_classes_ = 0;
+};
+
+// Sorted paths matching a glob pattern; throws if none match.
+std::vector<std::string> expand_glob(const std::string& pattern);
+
+// This rank's sample order for `epoch`: shards permuted by Philox (seed, epoch), shard i of the
+// permutation to rank i % world; the rank's samples in shard order pass through a shuffle
+// buffer of `buffer` samples (draws keyed by (seed, epoch, rank)). Every rank gets the same
+// count in every epoch, shard_stream_count (the rest is dropped), so collective steps stay in
+// lock-step. Throws if there are fewer shards than ranks.
+std::vector<int64_t> shard_stream_order(const std::vector<int64_t>& shard_begin, int rank,
+                                        int world, uint64_t seed, int64_t epoch, int64_t buffer);
+// Samples per rank and epoch: what the rank with the fewest shards (floor(shards / world))
+// holds if they are the smallest ones, so it holds for any shard permutation.
+int64_t shard_stream_count(const std::vector<int64_t>& shard_begin, int world);
+
+struct ShardWriteOptions {
+  int64_t per_shard = 1000;
+  uint64_t seed = 0;
+};
+struct ShardWriteResult {
+  std::vector<std::string> shard_paths;
+  std::vector<int64_t> counts;
+  std::vector<std::string> classes;
+  std::string index_path;  // PREFIX.json
+};
+// Packs the image folder `input_dir` (<class>/<file>) into shuffled shards PREFIX-000000.tar,
+// ... of `per_shard` samples (the last may be smaller) and writes the index PREFIX.json.
+// Sample keys are the position in the shuffled order ("%08d"); image bytes are copied as is.
+ShardWriteResult write_shards(const std::string& input_dir, const std::string& prefix,
+                              const ShardWriteOptions& opt);
+
+}  // namespace dplab

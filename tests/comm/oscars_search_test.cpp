@@ -1,0 +1,131 @@
+// The Oscars T* search (comm/algorithms/oscars_search.h) on hand-worked cases
+// (papers/notes/oscars.md §5.1), the degenerate cases and the three readings.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "dplab/comm/algorithms/oscars_search.h"
+#include "dplab/core/error.h"
+
+namespace dplab {
+namespace {
+
+using V = std::vector<int64_t>;
+
+OscarsSearchOptions opts(int64_t M, OscarsSearchMode mode = OscarsSearchMode::exact) {
+  OscarsSearchOptions o;
+  o.M = M;
+  o.mode = mode;
+  return o;
+}
+
+TEST(OscarsSearch, TwoWorkers) {
+  // t = [0.30, 0.45] s, M = 4: candidates 0.45 (wait 0.15), 0.6 (0.15), 0.9 (0, 0): T* = 0.9.
+  for (auto mode : {OscarsSearchMode::exact, OscarsSearchMode::alg1, OscarsSearchMode::text}) {
+    const auto s = oscars_search({300000, 450000}, opts(4, mode));
+    EXPECT_EQ(s.T_us, 900000);
+    EXPECT_EQ(s.tau, (V{3, 2}));
+    EXPECT_EQ(s.max_wait_us, 0);
+    EXPECT_TRUE(s.feasible);
+  }
+}
+
+TEST(OscarsSearch, ThreeWorkersExact) {
+  // t = [0.10, 0.13, 0.25] s, M = 6: at 0.52 the waits are 0.02, 0, 0.02; no admissible
+  // candidate does better (the constraint first breaks at 0.9: floor(9) - floor(3.6) = 6).
+  const auto s = oscars_search({100000, 130000, 250000}, opts(6));
+  EXPECT_EQ(s.T_us, 520000);
+  EXPECT_EQ(s.tau, (V{5, 4, 2}));
+  EXPECT_EQ(s.max_wait_us, 20000);
+  // The exact set below 0.9: 0.25 0.26 0.30 0.39 0.40 0.50 0.52 0.60 0.65 0.70 0.75 0.78 0.80
+  // (0.5 is a multiple of both 0.10 and 0.25 and counted once).
+  EXPECT_EQ(s.candidates, 13);
+}
+
+TEST(OscarsSearch, ThreeWorkersAlgorithm1Literal) {
+  // T = i * t_max: 0.25 (wait 0.12), 0.50 (0.11), 0.75 (0.10); 1.00 breaks the constraint.
+  const auto s = oscars_search({100000, 130000, 250000}, opts(6, OscarsSearchMode::alg1));
+  EXPECT_EQ(s.T_us, 750000);
+  EXPECT_EQ(s.tau, (V{7, 5, 3}));
+  EXPECT_EQ(s.max_wait_us, 100000);
+  EXPECT_EQ(s.candidates, 3);
+}
+
+TEST(OscarsSearch, ThreeWorkersTextReading) {
+  // T++ in 1 ms steps reaches the same optimum as the exact set (it contains it).
+  auto o = opts(6, OscarsSearchMode::text);
+  o.text_step_us = 1000;
+  const auto s = oscars_search({100000, 130000, 250000}, o);
+  EXPECT_EQ(s.T_us, 520000);
+  EXPECT_EQ(s.tau, (V{5, 4, 2}));
+  // A coarse step misses 0.52: with 100 ms steps T in {0.25, 0.35, ..., 0.85} (0.95 breaks).
+  o.text_step_us = 100000;
+  const auto c = oscars_search({100000, 130000, 250000}, o);
+  EXPECT_EQ(c.candidates, 7);
+  EXPECT_NE(c.T_us, 520000);
+}
+
+TEST(OscarsSearch, ExactEqualsBruteForceOverEveryMicrosecond) {
+  // The "text" reading with a 1 us step scans every integer T from t_max until the constraint
+  // first breaks: the exact candidate set must find the same T* (the sawtooth argument).
+  const std::vector<V> cases = {{70000, 110000},
+                                {100000, 130000, 250000},
+                                {33000, 41000, 57000, 60000},
+                                {12345, 23456},
+                                {9000, 9100}};
+  for (const auto& t : cases)
+    for (int64_t M : {2, 4, 6}) {
+      const auto e = oscars_search(t, opts(M));
+      auto b = opts(M, OscarsSearchMode::text);
+      b.text_step_us = 1;
+      const auto r = oscars_search(t, b);
+      EXPECT_EQ(e.T_us, r.T_us) << "M " << M << " t0 " << t[0];
+      EXPECT_EQ(e.max_wait_us, r.max_wait_us);
+      EXPECT_EQ(e.tau, r.tau);
+      if (e.feasible) {  // the constraint holds for the chosen tau
+        const int64_t gap = *std::max_element(e.tau.begin(), e.tau.end()) -
+                            *std::min_element(e.tau.begin(), e.tau.end());
+        EXPECT_LT(gap, M);
+      }
+    }
+}
+
+TEST(OscarsSearch, EmptyFeasibleSet) {
+  // floor(t_max/t_min) - 1 = 5 >= M = 4: fallback T* = t_max, tau = min(floor(t_max/t_i), M).
+  const auto s = oscars_search({100000, 250000, 600000}, opts(4));
+  EXPECT_FALSE(s.feasible);
+  EXPECT_EQ(s.T_us, 600000);
+  EXPECT_EQ(s.tau, (V{4, 2, 1}));
+  EXPECT_EQ(s.max_wait_us, 100000);
+}
+
+TEST(OscarsSearch, HomogeneousWorkers) {
+  // The constraint never breaks (0 < M); the tau cap ends the search; ties (all waits 0) go to
+  // the smallest T: T* = t, tau = 1 (per-step averaging).
+  auto o = opts(4);
+  o.tau_cap = 16;
+  const auto s = oscars_search({200000, 200000, 200000}, o);
+  EXPECT_TRUE(s.feasible);
+  EXPECT_EQ(s.T_us, 200000);
+  EXPECT_EQ(s.tau, (V{1, 1, 1}));
+  EXPECT_EQ(s.candidates, 16);
+  // Nearly homogeneous: the cap bounds tau (without it the constraint allows tau ~ 400).
+  const auto n = oscars_search({100000, 100250}, o);
+  EXPECT_LE(n.tau[0], 16);
+  EXPECT_LE(n.T_us, 16 * 100000);
+  const auto a = oscars_search({200000, 200000}, opts(4, OscarsSearchMode::alg1));
+  EXPECT_EQ(a.T_us, 200000);
+}
+
+TEST(OscarsSearch, SingleWorkerAndErrors) {
+  const auto s = oscars_search({5000}, opts(4));
+  EXPECT_EQ(s.T_us, 5000);
+  EXPECT_EQ(s.tau, (V{1}));
+  EXPECT_THROW(oscars_search({}, opts(4)), Error);
+  EXPECT_THROW(oscars_search({0, 5}, opts(4)), Error);
+  EXPECT_THROW(oscars_search({1, 5}, opts(0)), Error);
+  EXPECT_THROW(parse_oscars_search_mode("fast"), Error);
+}
+
+}  // namespace
+}  // namespace dplab

@@ -1,0 +1,251 @@
+// Oscars on 2 and 4 ranks (comm/algorithms/oscars.h): ranks with different tau run the tick
+// loop of the trainer without deadlock, every round (and epoch) ends in bitwise identical
+// parameters (allgather and compare bytes), and the result equals a serial simulation of the N
+// workers (tau_i local SGD steps each, then the uniform average, Eq. 4). A second test profiles
+// real iteration times with an injected slowdown and re-profiles.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <thread>
+
+#include "dplab/comm/algorithms/oscars.h"
+#include "dplab/comm/mpi_env.h"
+#include "dplab/comm/slowdown.h"
+#include "dplab/core/autograd.h"
+#include "dplab/core/ops/loss.h"
+#include "dplab/models/registry.h"
+#include "dplab/optim/sgd.h"
+
+namespace dplab {
+namespace {
+
+constexpr int kB = 4;
+
+// Worker `rank`'s batch at (epoch, tick): deterministic, different per rank.
+void batch(int rank, int64_t epoch, int64_t tick, Tensor& x, Tensor& y) {
+  std::vector<float> xv(size_t(kB) * 28 * 28);
+  std::vector<int64_t> yv(kB);
+  uint64_t h = 0x9e3779b97f4a7c15ull * uint64_t(1 + rank * 1000 + epoch * 100 + tick);
+  for (auto& v : xv) {
+    h ^= h << 13;
+    h ^= h >> 7;
+    h ^= h << 17;
+    v = float(h % 1000) / 1000.0f;
+  }
+  for (int i = 0; i < kB; ++i) yv[size_t(i)] = (rank * 3 + tick * 7 + i * 5 + epoch) % 10;
+  x = Tensor::from_vector(xv, {kB, 1, 28, 28});
+  y = Tensor::from_vector_i64(yv, {kB});
+}
+
+struct Replica {
+  std::shared_ptr<Module> model;
+  std::unique_ptr<ParamArena> arena;
+  std::unique_ptr<SGD> sgd;
+  explicit Replica(uint64_t seed) {
+    model = make_model("mnist_cnn", seed);
+    arena = std::make_unique<ParamArena>(model->named_parameters());
+    SGDOptions o;
+    o.lr = 0.05;
+    o.momentum = 0.9;  // momentum buffers stay local (not averaged)
+    sgd = std::make_unique<SGD>(*arena, o);
+  }
+  void step(int rank, int64_t epoch, int64_t tick) {
+    Tensor x, y;
+    batch(rank, epoch, tick, x, y);
+    sgd->zero_grad();
+    backward(cross_entropy(model->forward(x), y));
+    sgd->step();
+  }
+};
+
+void average_replicas(std::vector<Replica>& reps) {
+  std::vector<double> sum(size_t(reps[0].arena->numel()), 0.0);
+  for (auto& r : reps) {
+    auto v = r.arena->params().to_vector();
+    for (size_t i = 0; i < v.size(); ++i) sum[i] += v[i];
+  }
+  std::vector<float> avg(sum.size());
+  for (size_t i = 0; i < sum.size(); ++i) avg[i] = float(sum[i] / double(reps.size()));
+  for (auto& r : reps) {
+    Tensor p = r.arena->params();  // a handle on the arena's storage
+    p.copy_(Tensor::from_vector(avg, {int64_t(avg.size())}));
+  }
+}
+
+double rel_diff(const Tensor& a, const Tensor& b) {
+  auto va = a.to_vector(), vb = b.to_vector();
+  double num = 0, den = 0;
+  for (size_t i = 0; i < va.size(); ++i) {
+    num += (double(va[i]) - vb[i]) * (double(va[i]) - vb[i]);
+    den += double(vb[i]) * vb[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+// All ranks hold the same bytes: allgather the parameters and compare every block with ours.
+void expect_identical_bytes(Communicator& world, const Tensor& params, const std::string& when) {
+  const int64_t n = params.numel();
+  Tensor all =
+      Tensor::from_vector(std::vector<float>(size_t(n * world.size()), 0.f), {n * world.size()});
+  world.allgather(params, all);
+  const float* a = all.data<float>();
+  const float* p = params.data<float>();
+  for (int r = 0; r < world.size(); ++r)
+    EXPECT_EQ(std::memcmp(a + r * n, p, size_t(n) * sizeof(float)), 0)
+        << "rank " << world.rank() << " and rank " << r << " differ " << when;
+}
+
+// The trainer's loop (tools/train/trainer.cpp) for `epochs` x `steps` ticks.
+template <typename OnCompute>
+void run_loop(Strategy& s, Replica& rep, int64_t epochs, int64_t steps, OnCompute on_compute,
+              const std::function<void(int64_t, int64_t)>& after_tick = {}) {
+  int64_t global = 0;
+  for (int64_t e = 0; e < epochs; ++e) {
+    s.begin_epoch(e);
+    for (int64_t k = 0; k < steps; ++k, ++global) {
+      StepInfo info;
+      info.epoch = e;
+      info.step_in_epoch = k;
+      info.global_step = global;
+      info.steps_per_epoch = steps;
+      info.total_epochs = epochs;
+      const StepPlan plan = s.plan(info);
+      if (plan.compute) on_compute(e, k);
+      s.after_step(info);
+      if (after_tick) after_tick(e, k);
+    }
+    s.end_epoch(e, 0.0);
+    if (e + 1 == epochs) s.finish_training();
+    s.drain();
+  }
+}
+
+TEST(Oscars, DifferentTauMatchesSerialAndStaysIdentical) {
+  const int N = MpiEnv::get().world_size(), R = MpiEnv::get().world_rank();
+  // Fixed iteration times (no profiling) chosen so that tau differs between ranks.
+  const std::vector<int64_t> pool = {300000, 450000, 130000, 250000};
+  std::vector<int64_t> t(pool.begin(), pool.begin() + N);
+  std::string ts;
+  for (auto v : t) ts += (ts.empty() ? "" : ",") + std::to_string(v);
+  Options opt;
+  opt.set("oscars.t_us", ts);
+  opt.set("oscars.M", "6");
+  opt.set("comm.timeout_s", "20");  // a deadlock fails the test instead of hanging
+  OscarsStrategy s(opt);
+  OscarsSearchOptions so;
+  so.M = 6;
+  const OscarsSchedule expect = oscars_search(t, so);
+  const std::vector<int64_t> tau = expect.tau;
+  if (N > 1) {
+    ASSERT_NE(*std::min_element(tau.begin(), tau.end()), *std::max_element(tau.begin(), tau.end()));
+  }
+  const int64_t Rt = *std::max_element(tau.begin(), tau.end());
+
+  Replica dist(77 + uint64_t(R));  // different seeds: setup() must broadcast rank 0's
+  TrainContext ctx;
+  ctx.model = dist.model.get();
+  ctx.arena = dist.arena.get();
+  ctx.optimizer = dist.sgd.get();
+  ctx.options = &opt;
+  s.setup(ctx);
+  EXPECT_EQ(s.schedule().tau, tau);
+  EXPECT_EQ(s.schedule().T_us, expect.T_us);
+
+  constexpr int64_t kEpochs = 2, kSteps = 8;  // 8 ticks: the last round of an epoch is cut
+  auto world_ptr = mpi_world();
+  Communicator& world = *world_ptr;
+  int64_t computed = 0;
+  run_loop(
+      s, dist, kEpochs, kSteps,
+      [&](int64_t e, int64_t k) {
+        dist.step(R, e, k);
+        ++computed;
+      },
+      [&](int64_t e, int64_t k) {
+        const bool round_end = (k + 1) % Rt == 0 || k + 1 == kSteps;
+        if (round_end)
+          expect_identical_bytes(world, dist.arena->params(),
+                                 "after epoch " + std::to_string(e) + " tick " + std::to_string(k));
+      });
+
+  // Serial simulation of all N workers with the same batches and tau.
+  std::vector<Replica> reps;
+  for (int i = 0; i < N; ++i) reps.emplace_back(77);
+  int64_t rounds = 0;
+  for (int64_t e = 0; e < kEpochs; ++e) {
+    int64_t pos = 0;
+    for (int64_t k = 0; k < kSteps; ++k) {
+      for (int i = 0; i < N; ++i)
+        if (pos < tau[size_t(i)]) reps[size_t(i)].step(i, e, k);
+      if (++pos == Rt || k + 1 == kSteps) {
+        average_replicas(reps);
+        pos = 0;
+        ++rounds;
+      }
+    }
+  }
+  const double d = rel_diff(dist.arena->params(), reps[size_t(R)].arena->params());
+  EXPECT_LT(d, 1e-5) << "rank " << R;
+  // Rank R computed tau_R ticks per full round.
+  int64_t expect_computed = 0;
+  for (int64_t k = 0, pos = 0; k < kSteps; ++k, ++pos) {
+    if (pos == Rt) pos = 0;
+    if (pos < tau[size_t(R)]) ++expect_computed;
+  }
+  EXPECT_EQ(computed, kEpochs * expect_computed);
+  EXPECT_EQ(s.rounds(), rounds);
+  const CommStats st = s.take_stats();
+  EXPECT_EQ(st.allreduces, N > 1 ? rounds : 0);
+  if (R == 0)
+    std::printf("[oscars] %d ranks tau_max %lld rounds %lld rel diff %.3g\n", N, (long long)Rt,
+                (long long)rounds, d);
+}
+
+TEST(Oscars, ProfilesSlowedRankAndReprofilesWithoutDeadlock) {
+  const int N = MpiEnv::get().world_size(), R = MpiEnv::get().world_rank();
+  ASSERT_GE(N, 2) << "registered for 2 and 4 ranks";
+  Options opt;
+  opt.set("oscars.profile_discard", "1");
+  opt.set("oscars.profile_measure", "5");
+  opt.set("oscars.reprofile_rounds", "2");
+  opt.set("oscars.M", "4");
+  opt.set("comm.timeout_s", "20");
+  OscarsStrategy s(opt);
+  Replica dist(5);
+  TrainContext ctx;
+  ctx.model = dist.model.get();
+  ctx.arena = dist.arena.get();
+  ctx.optimizer = dist.sgd.get();
+  ctx.options = &opt;
+  s.setup(ctx);
+  // The last rank is 3x slower; 6 ms of sleep-as-work in every iteration dominates the tiny
+  // model's compute so the ratio survives a busy machine.
+  Slowdown slow(R == N - 1 ? 3.0 : 1.0);
+  run_loop(s, dist, 2, 12, [&](int64_t e, int64_t k) {
+    slow.start();
+    std::this_thread::sleep_for(std::chrono::milliseconds(6));
+    dist.step(R, e, k);
+    slow.pause();
+  });
+  EXPECT_FALSE(s.profiling());
+  EXPECT_GE(s.state().at("searches"), 2.0);  // the first search and at least one re-profile
+  const auto& tau = s.schedule().tau;
+  ASSERT_EQ(int(tau.size()), N);
+  EXPECT_GT(tau[0], tau[size_t(N - 1)]) << "the fast rank must get more local steps";
+  // Every rank computed the same schedule.
+  auto world_ptr = mpi_world();
+  Communicator& world = *world_ptr;
+  Tensor T = Tensor::from_vector({float(s.schedule().T_us)}, {1});
+  Tensor Tmax = T.clone();
+  world.allreduce(Tmax, ReduceOp::max);
+  EXPECT_EQ(T.to_vector()[0], Tmax.to_vector()[0]);
+  expect_identical_bytes(world, dist.arena->params(), "at the end");
+  if (R == 0)
+    std::printf("[oscars] profiled: T* %lld us, tau0 %lld, tau_last %lld\n",
+                (long long)s.schedule().T_us, (long long)tau[0], (long long)tau[size_t(N - 1)]);
+}
+
+}  // namespace
+}  // namespace dplab

@@ -1,0 +1,76 @@
+// dplab bench: the commands run and report what they promise (no timing assertions: the
+// machine is shared, so only the shape and sanity of the numbers are checked).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "data/temp_dir.h"
+#include "run_cli.h"
+
+namespace dplab {
+namespace {
+
+using test::run_dplab;
+using test::ScopedTempDir;
+
+TEST(Bench, TrainJsonHasTheRequiredFields) {
+  ScopedTempDir dir("bench-train");
+  auto r = run_dplab(
+      "bench train --model mnist_cnn --batch 8 --steps 3 --warmup 1 --json --threads 1", dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);  // exactly one JSON object on stdout
+  ASSERT_TRUE(j.is_object());
+  for (const char* k : {"ms_per_step_median", "ms_per_step_min", "ms_per_step_max", "images_per_s",
+                        "peak_rss_mb"}) {
+    ASSERT_TRUE(j.contains(k) && j[k].is_number()) << k << " in " << r.out;
+    EXPECT_GT(j[k].get<double>(), 0) << k;
+  }
+  EXPECT_LE(j["ms_per_step_min"].get<double>(), j["ms_per_step_median"].get<double>());
+  EXPECT_LE(j["ms_per_step_median"].get<double>(), j["ms_per_step_max"].get<double>());
+  // images/s is batch / median step time.
+  EXPECT_NEAR(j["images_per_s"].get<double>(), 8e3 / j["ms_per_step_median"].get<double>(),
+              1e-6 * j["images_per_s"].get<double>());
+  EXPECT_EQ(j["model"], "mnist_cnn");
+  EXPECT_EQ(j["batch"], 8);
+  EXPECT_EQ(j["threads"], 1);
+  EXPECT_EQ(j["steps"], 3);
+  EXPECT_EQ(j["mode"], "train");
+  EXPECT_FALSE(j.contains("ratio"));  // only with --compare-pytorch
+}
+
+TEST(Bench, InferTableAndUsageErrors) {
+  ScopedTempDir dir("bench-infer");
+  auto r = run_dplab("bench infer --model mnist_cnn --batch 4 --steps 2 --warmup 1 --threads 1",
+                     dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("dplab bench infer: mnist_cnn, batch 4, 1 thread, 2 steps"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("images/s"), std::string::npos) << r.out;
+  r = run_dplab("bench train --model no_such_model --steps 1 --warmup 0 --json", dir.path);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("no_such_model"), std::string::npos) << r.err;
+  r = run_dplab("bench", dir.path);  // a bench kind is required
+  EXPECT_EQ(r.status, 2) << r.err;
+  r = run_dplab("bench allreduce --sizes 4,1Q", dir.path);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("unknown unit 'Q'"), std::string::npos) << r.err;
+}
+
+TEST(Bench, AllreduceOnOneRankReportsEverySize) {
+  ScopedTempDir dir("bench-allreduce");
+  auto r = run_dplab("bench allreduce --sizes 4,1K,64K --iters 3 --warmup 1 --json", dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["ranks"], 1);
+  ASSERT_EQ(j["rows"].size(), 3u);
+  const int64_t bytes[] = {4, 1024, 65536};
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(j["rows"][i]["bytes"], bytes[i]);
+    EXPECT_GT(j["rows"][i]["dplab_us"].get<double>(), 0);
+    EXPECT_GT(j["rows"][i]["mpi_us"].get<double>(), 0);
+  }
+}
+
+}  // namespace
+}  // namespace dplab

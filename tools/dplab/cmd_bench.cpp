@@ -1,0 +1,373 @@
+// `dplab bench`: timings of the pieces a training run is made of.
+//   train      forward + backward + SGD step, exactly the calls the trainer makes per step
+//   infer      eval-mode forward under NoGradGuard
+//   allreduce  dplab's Communicator::allreduce against MPI_Allreduce on the same buffer
+// Timings are per step/call after warm-up; we report the median (robust to the other work on
+// a shared machine) and the min/max spread. --compare-pytorch runs tools/bench/
+// torch_train_step.py with the same model, batch and threads in the same invocation.
+#include <omp.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "dplab/comm/communicator.h"
+#include "dplab/comm/mpi_env.h"
+#include "dplab/core/autograd.h"
+#include "dplab/core/error.h"
+#include "dplab/core/ops.h"
+#include "dplab/core/param_arena.h"
+#include "dplab/models/registry.h"
+#include "dplab/optim/sgd.h"
+#include "dplab/tools/dplab/command.h"
+#include "dplab/tools/train/trainer.h"
+
+namespace dplab::cli {
+namespace {
+
+using BenchClock = std::chrono::steady_clock;
+
+double ms_since(BenchClock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(BenchClock::now() - t0).count();
+}
+
+struct Spread {
+  double median = 0, min = 0, max = 0;
+};
+
+Spread spread(std::vector<double> v) {
+  DPLAB_CHECK(!v.empty(), "no timings to summarise");
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  const double med = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  return {med, v.front(), v.back()};
+}
+
+double peak_rss_mb() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return double(ru.ru_maxrss) / 1024.0;  // Linux reports KiB
+}
+
+// ---- train / infer --------------------------------------------------------------------------
+
+struct ModelBenchArgs {
+  std::string model = "mnist_cnn";
+  int64_t batch = 64, steps = 20, warmup = 5, threads = 0;
+  uint64_t seed = 0;
+  bool compare = false, json = false;
+};
+
+// The PyTorch script: $DPLAB_TORCH_BENCH, else next to this source file in the checkout,
+// else <prefix>/share/dplab/bench/ next to an installed dplab.
+std::filesystem::path torch_script() {
+  namespace fs = std::filesystem;
+  if (const char* e = std::getenv("DPLAB_TORCH_BENCH")) return e;
+  const fs::path in_tree =
+      fs::path(__FILE__).parent_path().parent_path() / "bench" / "torch_train_step.py";
+  if (fs::exists(in_tree)) return in_tree;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  const fs::path installed =
+      exe.parent_path().parent_path() / "share/dplab/bench/torch_train_step.py";
+  DPLAB_CHECK(!ec && fs::exists(installed),
+              "--compare-pytorch: torch_train_step.py not found (looked at {} and {}); set "
+              "DPLAB_TORCH_BENCH to its path",
+              in_tree.string(), installed.string());
+  return installed;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string r = "'";
+  for (char c : s) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return r + "'";
+}
+
+nlohmann::json run_pytorch(const ModelBenchArgs& a, int threads, const std::string& mode) {
+  const char* py = std::getenv("DPLAB_PYTHON");
+  const std::string cmd =
+      fmt::format("{} {} --model {} --batch {} --threads {} --warmup {} --steps {} --mode {} 2>&1",
+                  shell_quote(py ? py : "/usr/bin/python3"), shell_quote(torch_script().string()),
+                  shell_quote(a.model), a.batch, threads, a.warmup, a.steps, mode);
+  FILE* f = popen(cmd.c_str(), "r");
+  DPLAB_CHECK(f != nullptr, "--compare-pytorch: cannot run '{}'", cmd);
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (size_t n = fread(buf.data(), 1, buf.size(), f)) out.append(buf.data(), n);
+  const int rc = pclose(f);
+  // The JSON object is the last line; anything before it (warnings) is ignored.
+  std::string last;
+  for (size_t b = 0, e; b < out.size(); b = e + 1) {
+    e = out.find('\n', b);
+    if (e == std::string::npos) e = out.size();
+    if (e > b) last = out.substr(b, e - b);
+  }
+  DPLAB_CHECK(rc == 0 && !last.empty() && last.front() == '{',
+              "--compare-pytorch: '{}' failed (status {}):\n{}", cmd, rc, out);
+  try {
+    return nlohmann::json::parse(last);
+  } catch (const nlohmann::json::exception& e) {
+    DPLAB_FAIL("--compare-pytorch: unreadable output of '{}': {}\n{}", cmd, e.what(), out);
+  }
+}
+
+int run_model_bench(const ModelBenchArgs& a, bool train) {
+  DPLAB_CHECK(a.batch >= 1 && a.steps >= 1 && a.warmup >= 0,
+              "bench: expected --batch >= 1, --steps >= 1, --warmup >= 0 (got {}, {}, {})", a.batch,
+              a.steps, a.warmup);
+  apply_thread_option(a.threads);
+  const int threads = omp_get_max_threads();
+  const ModelInfo info = model_info(a.model);
+  auto model = make_model(a.model, a.seed, info.num_classes);
+  model->train(train);
+  ParamArena arena(model->named_parameters());
+  SGDOptions so;
+  so.lr = 0.01;
+  so.momentum = 0.9;
+  so.nesterov = true;
+  SGD optimizer(arena, so);
+
+  // Random images in [0, 1) and random labels: the timing does not depend on the values.
+  Shape shape{a.batch};
+  for (auto d : info.input_shape) shape.push_back(d);
+  int64_t numel = 1;
+  for (auto d : shape) numel *= d;
+  std::mt19937_64 rng(a.seed);
+  std::uniform_real_distribution<float> uni(0.f, 1.f);
+  std::vector<float> pixels(static_cast<size_t>(numel));
+  for (auto& p : pixels) p = uni(rng);
+  std::vector<int64_t> labels(static_cast<size_t>(a.batch));
+  for (auto& l : labels) l = int64_t(rng() % uint64_t(info.num_classes));
+  const Tensor x = Tensor::from_vector(pixels, shape);
+  const Tensor y = Tensor::from_vector_i64(labels, {a.batch});
+
+  auto step = [&] {
+    if (train) {
+      optimizer.zero_grad();
+      Tensor loss = cross_entropy(model->forward(x), y);
+      backward(loss);
+      optimizer.step();
+    } else {
+      NoGradGuard no_grad;
+      (void)model->forward(x);
+    }
+  };
+  for (int64_t i = 0; i < a.warmup; ++i) step();
+  std::vector<double> ms;
+  for (int64_t i = 0; i < a.steps; ++i) {
+    const auto t0 = BenchClock::now();
+    step();
+    ms.push_back(ms_since(t0));
+  }
+  const Spread s = spread(ms);
+  const double ips = double(a.batch) * 1e3 / s.median;
+  const double rss = peak_rss_mb();  // before the PyTorch child runs (it is not counted anyway)
+  const std::string mode = train ? "train" : "infer";
+
+  nlohmann::json j = {{"mode", mode},
+                      {"model", a.model},
+                      {"batch", a.batch},
+                      {"threads", threads},
+                      {"steps", a.steps},
+                      {"warmup", a.warmup},
+                      {"ms_per_step_median", s.median},
+                      {"ms_per_step_min", s.min},
+                      {"ms_per_step_max", s.max},
+                      {"images_per_s", ips},
+                      {"peak_rss_mb", rss}};
+  nlohmann::json pt;
+  if (a.compare) {
+    pt = run_pytorch(a, threads, mode);
+    for (const char* k : {"ms_per_step_median", "ms_per_step_min", "ms_per_step_max",
+                          "images_per_s", "peak_rss_mb"})
+      j[std::string("pytorch_") + k] = pt.at(k);
+    j["pytorch_framework"] = pt.value("framework", "pytorch");
+    j["ratio"] = ips / pt.at("images_per_s").get<double>();
+  }
+  if (a.json) {
+    std::cout << j.dump() << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("dplab bench {}: {}, batch {}, {} thread{}, {} steps after {} warm-up\n",
+                           mode, a.model, a.batch, threads, threads == 1 ? "" : "s", a.steps,
+                           a.warmup);
+  auto row = [](const std::string& who, double med, double lo, double hi, double ips, double rss) {
+    std::cout << fmt::format(
+        "  {:<14} median {:9.3f} ms/step (min {:.3f}, max {:.3f})  {:9.1f} images/s  peak RSS "
+        "{:.0f} MB\n",
+        who, med, lo, hi, ips, rss);
+  };
+  row("dplab", s.median, s.min, s.max, ips, rss);
+  if (a.compare) {
+    row(pt.value("framework", "pytorch"), pt.at("ms_per_step_median"), pt.at("ms_per_step_min"),
+        pt.at("ms_per_step_max"), pt.at("images_per_s"), pt.at("peak_rss_mb"));
+    std::cout << fmt::format("  ratio (dplab speed / pytorch speed): {:.3f}\n",
+                             j["ratio"].get<double>());
+  }
+  return 0;
+}
+
+void add_model_flags(CLI::App* c, ModelBenchArgs& a) {
+  c->add_option("--model", a.model, "model: " + joined(model_names()))->capture_default_str();
+  c->add_option("--batch", a.batch, "batch size")->capture_default_str();
+  c->add_option("--threads", a.threads, "OpenMP threads (0: the number of cores)")
+      ->capture_default_str();
+  c->add_option("--steps", a.steps, "timed steps")->capture_default_str();
+  c->add_option("--warmup", a.warmup, "untimed steps first")->capture_default_str();
+  c->add_option("--seed", a.seed, "seed of the weights and the random batch")
+      ->capture_default_str();
+  c->add_flag("--compare-pytorch", a.compare,
+              "also time the same network in PyTorch (tools/bench/torch_train_step.py, "
+              "/usr/bin/python3 or $DPLAB_PYTHON) and print the ratio");
+  c->add_flag("--json", a.json, "print one JSON object instead of the table");
+}
+
+// ---- allreduce ------------------------------------------------------------------------------
+
+struct AllreduceArgs {
+  std::string sizes = "4,1K,16K,256K,1M,4M,16M,64M";
+  int64_t iters = 0, warmup = 3;
+  std::string wait = "auto";
+  bool json = false;
+};
+
+// "4", "1K", "16M", "1G": bytes (powers of 1024).
+int64_t parse_size(const std::string& s) {
+  size_t pos = 0;
+  int64_t v = 0;
+  try {
+    v = std::stoll(s, &pos);
+  } catch (const std::exception&) {
+    throw UsageError(fmt::format("--sizes: '{}' is not a size (e.g. 4, 1K, 16M)", s));
+  }
+  const std::string unit = s.substr(pos);
+  int64_t mul = 1;
+  if (unit == "K" || unit == "k")
+    mul = int64_t(1) << 10;
+  else if (unit == "M" || unit == "m")
+    mul = int64_t(1) << 20;
+  else if (unit == "G" || unit == "g")
+    mul = int64_t(1) << 30;
+  else if (!unit.empty() && unit != "B" && unit != "b")
+    throw UsageError(fmt::format("--sizes: '{}': unknown unit '{}' (K, M or G)", s, unit));
+  if (v < 4) throw UsageError(fmt::format("--sizes: '{}' is below one f32 (4 bytes)", s));
+  return v * mul;
+}
+
+std::string size_text(int64_t b) {
+  if (b >= (int64_t(1) << 30) && b % (int64_t(1) << 30) == 0) return fmt::format("{}G", b >> 30);
+  if (b >= (int64_t(1) << 20) && b % (int64_t(1) << 20) == 0) return fmt::format("{}M", b >> 20);
+  if (b >= (int64_t(1) << 10) && b % (int64_t(1) << 10) == 0) return fmt::format("{}K", b >> 10);
+  return fmt::format("{}", b);
+}
+
+int run_allreduce_bench(const AllreduceArgs& a) {
+  std::vector<int64_t> sizes;
+  for (size_t b = 0, e; b <= a.sizes.size(); b = e + 1) {
+    e = a.sizes.find(',', b);
+    if (e == std::string::npos) e = a.sizes.size();
+    if (e > b) sizes.push_back(parse_size(a.sizes.substr(b, e - b)));
+  }
+  if (sizes.empty()) throw UsageError("--sizes: no sizes given");
+  Options o;
+  o.set("comm.wait", a.wait);
+  auto world = mpi_world(CommConfig::from_options(o));
+  const int rank = world->rank(), n = world->size();
+
+  // Each call is timed alone between barriers; a rank's median is its typical call, and the
+  // slowest rank's median is the collective's time.
+  auto time_calls = [&](Tensor& t, int64_t iters, const std::function<void()>& call) {
+    std::vector<double> us;
+    for (int64_t i = 0; i < a.warmup + iters; ++i) {
+      t.fill_(1.0);  // keeps the values finite however many sums are taken
+      DPLAB_MPI(MPI_Barrier, MPI_COMM_WORLD);
+      const auto t0 = BenchClock::now();
+      call();
+      if (i >= a.warmup) us.push_back(ms_since(t0) * 1e3);
+    }
+    double med = spread(us).median, slowest = 0;
+    DPLAB_MPI(MPI_Allreduce, &med, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return slowest;
+  };
+
+  nlohmann::json rows = nlohmann::json::array();
+  if (rank == 0 && !a.json) {
+    std::cout << fmt::format("dplab bench allreduce: {} ranks, f32 sum, wait policy {}\n", n,
+                             a.wait);
+    std::cout << fmt::format("{:>8} {:>6} {:>12} {:>12} {:>12} {:>12}\n", "size", "iters",
+                             "dplab us", "MPI us", "dplab GB/s", "MPI GB/s");
+  }
+  for (int64_t bytes : sizes) {
+    const int64_t elems = bytes / 4;
+    // Enough calls for a stable median, without spending minutes on the large sizes.
+    const int64_t iters =
+        a.iters > 0 ? a.iters : std::clamp<int64_t>((int64_t(256) << 20) / bytes, 5, 200);
+    Tensor t = Tensor::empty({elems});
+    const double dplab_us = time_calls(t, iters, [&] { world->allreduce(t); });
+    const double mpi_us = time_calls(t, iters, [&] {
+      DPLAB_MPI(MPI_Allreduce, MPI_IN_PLACE, t.data<float>(), int(elems), MPI_FLOAT, MPI_SUM,
+                MPI_COMM_WORLD);
+    });
+    const double gbps = double(elems * 4) / (dplab_us * 1e3),
+                 mpi_gbps = double(elems * 4) / (mpi_us * 1e3);
+    rows.push_back({{"bytes", elems * 4},
+                    {"iters", iters},
+                    {"dplab_us", dplab_us},
+                    {"mpi_us", mpi_us},
+                    {"dplab_gb_per_s", gbps},
+                    {"mpi_gb_per_s", mpi_gbps}});
+    if (rank == 0 && !a.json)
+      std::cout << fmt::format("{:>8} {:>6} {:>12.1f} {:>12.1f} {:>12.3f} {:>12.3f}\n",
+                               size_text(elems * 4), iters, dplab_us, mpi_us, gbps, mpi_gbps)
+                << std::flush;
+  }
+  if (rank == 0 && a.json)
+    std::cout << nlohmann::json{{"ranks", n}, {"wait", a.wait}, {"rows", rows}}.dump() << "\n";
+  return 0;
+}
+
+}  // namespace
+
+CommandSpec bench_command() {
+  return {"bench", [](CLI::App& app) -> Action {
+            CLI::App* b =
+                app.add_subcommand("bench", "time training steps, inference or allreduce");
+            b->require_subcommand(1);
+            auto tr = std::make_shared<ModelBenchArgs>();
+            auto inf = std::make_shared<ModelBenchArgs>();
+            auto ar = std::make_shared<AllreduceArgs>();
+            CLI::App* t = b->add_subcommand(
+                "train", "forward + backward + SGD step on a random batch (median over steps)");
+            add_model_flags(t, *tr);
+            CLI::App* i =
+                b->add_subcommand("infer", "eval-mode forward without autograd on a random batch");
+            add_model_flags(i, *inf);
+            CLI::App* r = b->add_subcommand(
+                "allreduce",
+                "dplab Communicator::allreduce vs MPI_Allreduce (run under mpiexec); rank 0 "
+                "prints the table");
+            r->add_option("--sizes", ar->sizes, "message sizes in bytes (K, M, G suffixes)")
+                ->capture_default_str();
+            r->add_option("--iters", ar->iters, "timed calls per size (0: by size, 5..200)")
+                ->capture_default_str();
+            r->add_option("--warmup", ar->warmup, "untimed calls per size first")
+                ->capture_default_str();
+            r->add_option("--wait", ar->wait, "dplab's waiting: auto, spin or backoff")
+                ->capture_default_str();
+            r->add_flag("--json", ar->json, "rank 0 prints one JSON object");
+            return [=]() {
+              if (*t) return run_model_bench(*tr, true);
+              if (*i) return run_model_bench(*inf, false);
+              return run_allreduce_bench(*ar);
+            };
+          }};
+}
+
+}  // namespace dplab::cli
