@@ -14,7 +14,6 @@
 #include "dplab/data/loader.h"
 #include "dplab/data/mnist.h"
 #include "dplab/data/shards.h"
-#include "dplab/layers/adaptive_avgpool2d.h"
 #include "dplab/layers/batchnorm2d.h"
 #include "dplab/layers/conv2d.h"
 #include "dplab/layers/flatten.h"
@@ -63,7 +62,7 @@ TEST(ShardsTrain, SmallConvNetLearnsFashionMnistJpegShards) {
 
   ImageTransformOptions tt;
   tt.size = 32;
-  tt.crop.scale_min = 0.5;  // mild augmentation: few images, few epochs
+  tt.crop.scale_min = 0.7;  // mild augmentation: few images, few epochs
   auto train = std::make_shared<ShardDataset>(expand_glob(dir.file("shards/train-*.tar")), tt,
                                               OnError::fail);
   ImageTransformOptions et = tt;
@@ -80,13 +79,12 @@ TEST(ShardsTrain, SmallConvNetLearnsFashionMnistJpegShards) {
       std::make_shared<Conv2d>(3, 16, 3, pad1), std::make_shared<BatchNorm2d>(16),
       std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(2),
       std::make_shared<Conv2d>(16, 32, 3, pad1), std::make_shared<BatchNorm2d>(32),
-      std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(2),
-      std::make_shared<AdaptiveAvgPool2d>(1), std::make_shared<Flatten>(),
-      std::make_shared<Linear>(32, 10)});
+      std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(2), std::make_shared<Flatten>(),
+      std::make_shared<Linear>(32 * 8 * 8, 10)});
   initialize(*model, 1);
   ParamArena arena(model->named_parameters());
   SGDOptions so;
-  so.lr = 0.05;
+  so.lr = 0.02;
   so.momentum = 0.9;
   SGD opt(arena, so);
 
@@ -123,7 +121,7 @@ TEST(ShardsTrain, SmallConvNetLearnsFashionMnistJpegShards) {
   }
   const double acc = double(correct) / 200.0;
   std::cout << "held-out accuracy after 8 epochs on 600 JPEG shard images: " << acc << "\n";
-  EXPECT_GT(acc, 0.45);
+  EXPECT_GT(acc, 0.6);  // 0.82 measured; chance is 0.1
 }
 
 }  // namespace

@@ -200,7 +200,7 @@ int run_model_bench(const ModelBenchArgs& a, bool train) {
                            a.warmup);
   auto row = [](const std::string& who, double med, double lo, double hi, double ips, double rss) {
     std::cout << fmt::format(
-        "  {:<14} median {:9.3f} ms/step (min {:.3f}, max {:.3f})  {:9.1f} images/s  peak RSS "
+        "  {:<18} median {:9.3f} ms/step (min {:.3f}, max {:.3f})  {:9.1f} images/s  peak RSS "
         "{:.0f} MB\n",
         who, med, lo, hi, ips, rss);
   };
@@ -257,7 +257,7 @@ int64_t parse_size(const std::string& s) {
     mul = int64_t(1) << 30;
   else if (!unit.empty() && unit != "B" && unit != "b")
     throw UsageError(fmt::format("--sizes: '{}': unknown unit '{}' (K, M or G)", s, unit));
-  if (v < 4) throw UsageError(fmt::format("--sizes: '{}' is below one f32 (4 bytes)", s));
+  if (v * mul < 4) throw UsageError(fmt::format("--sizes: '{}' is below one f32 (4 bytes)", s));
   return v * mul;
 }
 

@@ -67,10 +67,16 @@ CommandSpec plot_command() {
           spec.x_label = a->x;
           spec.y_label = a->y;
           const auto labels = a->labels.empty() ? default_labels(a->files) : a->labels;
+          bool any_marker_key = false;
           for (size_t i = 0; i < a->files.size(); ++i) {
-            spec.series.push_back(plot::read_metrics_series(a->files[i], a->x, a->y, a->vline_key));
+            bool found = false;
+            spec.series.push_back(
+                plot::read_metrics_series(a->files[i], a->x, a->y, a->vline_key, &found));
             spec.series.back().label = labels[i];
+            any_marker_key |= found;
           }
+          DPLAB_CHECK(a->vline_key.empty() || any_marker_key,
+                      "--vline-key {}: no record of any file has this numeric key", a->vline_key);
           plot::write_png(plot::render_chart(spec), a->out);
           std::cout << "wrote " << a->out << "\n";
           return 0;

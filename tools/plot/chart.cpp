@@ -154,13 +154,20 @@ Canvas render_chart(const ChartSpec& spec) {
   if (!spec.title.empty())
     c.text((spec.width - Canvas::text_width(spec.title, kFont)) / 2, 10, spec.title, kFont, kBlack);
 
-  // Markers under the curves, then the curves.
+  // Markers under the curves, then the curves. Marker texts go on successive rows (cycling
+  // every 8) so that nearby markers do not print over each other.
+  int text_row = 0;
   for (size_t i = 0; i < spec.series.size(); ++i)
     for (const auto& m : spec.series[i].markers) {
       const double x = L.px(m.x);
       c.dashed_line(x, L.top + 1, x, L.bottom - 1, 1.5, series_color(i));
-      if (!m.text.empty())
-        c.text(int(x) + 4, L.top + 4 + int(i) * (th / 2 + 4), m.text, 1, series_color(i));
+      if (!m.text.empty()) {
+        // Right of the marker, or left of it when the text would leave the plot.
+        const int tw = Canvas::text_width(m.text, 1);
+        const int tx = int(x) + 4 + tw <= L.right - 2 ? int(x) + 4 : int(x) - 4 - tw;
+        c.text(tx, L.top + 4 + (text_row++ % 8) * (Canvas::text_height(1) + 3), m.text, 1,
+               series_color(i));
+      }
     }
   for (size_t i = 0; i < spec.series.size(); ++i) {
     const auto& s = spec.series[i];
