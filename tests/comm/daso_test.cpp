@@ -7,6 +7,8 @@
 // that using the wrong group member would show.
 #include <gtest/gtest.h>
 
+#include "common/harness.h"
+
 #include <array>
 #include <cmath>
 #include <map>
@@ -30,12 +32,7 @@ void rank_batch(int step, int r, Tensor& x, Tensor& y) {
   std::vector<float> xv(static_cast<size_t>(kB) * 28 * 28);
   std::vector<int64_t> yv(kB);
   uint64_t h = 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(step * 131 + r + 1);
-  for (auto& v : xv) {
-    h ^= h << 13;
-    h ^= h >> 7;
-    h ^= h << 17;
-    v = static_cast<float>(h % 1000) / 1000.0f;
-  }
+  test::fill_xorshift(xv, h);
   for (int i = 0; i < kB; ++i) yv[i] = static_cast<int64_t>((step * 7 + r * 5 + i * 3) % 10);
   x = Tensor::from_vector(xv, {kB, 1, 28, 28});
   y = Tensor::from_vector_i64(yv, {kB});

@@ -3,6 +3,8 @@
 // and at the end of every epoch; post-local SGD's first epochs average gradients every step.
 #include <gtest/gtest.h>
 
+#include "common/harness.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -23,12 +25,7 @@ void batch(int rank, int64_t epoch, int64_t tick, Tensor& x, Tensor& y) {
   std::vector<float> xv(size_t(kB) * 28 * 28);
   std::vector<int64_t> yv(kB);
   uint64_t h = 0x9e3779b97f4a7c15ull * uint64_t(1 + rank * 1000 + epoch * 100 + tick);
-  for (auto& v : xv) {
-    h ^= h << 13;
-    h ^= h >> 7;
-    h ^= h << 17;
-    v = float(h % 1000) / 1000.0f;
-  }
+  test::fill_xorshift(xv, h);
   for (int i = 0; i < kB; ++i) yv[size_t(i)] = (rank * 3 + tick * 7 + i * 5 + epoch) % 10;
   x = Tensor::from_vector(xv, {kB, 1, 28, 28});
   y = Tensor::from_vector_i64(yv, {kB});

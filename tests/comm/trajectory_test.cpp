@@ -3,6 +3,8 @@
 // reference itself, so the comparison needs no extra communication.
 #include <gtest/gtest.h>
 
+#include "common/harness.h"
+
 #include <cmath>
 
 #include "dplab/comm/algorithms/allreduce.h"
@@ -24,12 +26,7 @@ void global_batch(int step, int n, Tensor& x, Tensor& y) {
   std::vector<float> xv(static_cast<size_t>(n) * 28 * 28);
   std::vector<int64_t> yv(static_cast<size_t>(n));
   uint64_t h = 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(step + 1);
-  for (auto& v : xv) {
-    h ^= h << 13;
-    h ^= h >> 7;
-    h ^= h << 17;
-    v = static_cast<float>(h % 1000) / 1000.0f;
-  }
+  test::fill_xorshift(xv, h);
   for (int i = 0; i < n; ++i) yv[i] = static_cast<int64_t>((step * 7 + i * 3) % 10);
   x = Tensor::from_vector(xv, {n, 1, 28, 28});
   y = Tensor::from_vector_i64(yv, {n});

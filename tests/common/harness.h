@@ -13,6 +13,18 @@
 
 namespace dplab::test {
 
+// Fills v with deterministic pseudo-random pixel values in [0, 1) from an xorshift64 stream
+// whose state is `h` (advanced in place): multi-rank tests use it to build any rank's batch
+// from a key, so a serial reference can recompute every rank's data.
+inline void fill_xorshift(std::vector<float>& v, uint64_t& h) {
+  for (auto& x : v) {
+    h ^= h << 13;
+    h ^= h >> 7;
+    h ^= h << 17;
+    x = static_cast<float>(h % 1000) / 1000.0f;
+  }
+}
+
 // Random f32 tensor with values uniform in [lo, hi), deterministic in (seed, stream).
 Tensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1.f, float hi = 1.f);
 

@@ -88,6 +88,8 @@ TEST(Cli, TrainMaxStepsWritesMetricsAndCheckpoint) {
   for (const auto& rec : m)
     for (const char* f : {"epoch", "loss", "train_acc", "test_acc", "images_per_s", "time_s"})
       EXPECT_TRUE(rec.contains(f)) << f << " missing in " << rec.dump();
+  for (const char* f : {"bytes_sent", "allreduces", "exposed_wait_s"})
+    EXPECT_TRUE(m[0].contains(f)) << f << " missing in " << m[0].dump();
   EXPECT_EQ(m[0]["step"], 3);
   EXPECT_EQ(m[0]["complete"], false);
   for (const char* f : {"train_acc", "test_acc"}) {

@@ -394,7 +394,11 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
                             {"comm_collectives", comm.collectives},
                             {"comm_allreduces", comm.allreduces},
                             {"comm_in_flight_s", comm.in_flight_s},
-                            {"comm_exposed_wait_s", comm.exposed_wait_s}};
+                            {"comm_exposed_wait_s", comm.exposed_wait_s},
+                            // the same three under the names the metrics format documents
+                            {"bytes_sent", comm.bytes_sent},
+                            {"allreduces", comm.allreduces},
+                            {"exposed_wait_s", comm.exposed_wait_s}};
       for (const auto& [k, v] : strategy->state()) rec["algo." + k] = v;
       if (ev_consensus) {
         rec["test_acc_consensus"] = ev_consensus->accuracy;
