@@ -92,7 +92,11 @@ void DeathWatch::say(char c) {
   fd_ = -1;
 }
 
-void DeathWatch::stop() { say('q'); }
-void DeathWatch::aborting() { say('a'); }
+void DeathWatch::stop() {
+  say('q');
+}
+void DeathWatch::aborting() {
+  say('a');
+}
 
 }  // namespace dplab

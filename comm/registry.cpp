@@ -18,7 +18,9 @@ namespace dplab {
 namespace {
 using Factory = std::unique_ptr<Strategy> (*)(const Options&);
 
-std::unique_ptr<Strategy> make_local(const Options&) { return std::make_unique<LocalStrategy>(); }
+std::unique_ptr<Strategy> make_local(const Options&) {
+  return std::make_unique<LocalStrategy>();
+}
 std::unique_ptr<Strategy> make_allreduce(const Options& o) {
   return std::make_unique<AllReduceStrategy>(o);
 }

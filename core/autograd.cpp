@@ -36,9 +36,15 @@ class AccumulateGrad : public Node {
 
 Node::Node() : sequence_nr(t_next_sequence_nr++) {}
 
-bool grad_enabled() { return t_grad_enabled; }
-NoGradGuard::NoGradGuard() : prev_(t_grad_enabled) { t_grad_enabled = false; }
-NoGradGuard::~NoGradGuard() { t_grad_enabled = prev_; }
+bool grad_enabled() {
+  return t_grad_enabled;
+}
+NoGradGuard::NoGradGuard() : prev_(t_grad_enabled) {
+  t_grad_enabled = false;
+}
+NoGradGuard::~NoGradGuard() {
+  t_grad_enabled = prev_;
+}
 
 bool any_requires_grad(std::initializer_list<const Tensor*> inputs) {
   if (!t_grad_enabled) return false;
@@ -58,7 +64,8 @@ Edge gradient_edge(const Tensor& t) {
   if (!t.defined() || !t.requires_grad()) return {};
   auto& impl = t.impl();
   if (impl.grad_fn) return {impl.grad_fn, impl.output_nr};
-  if (!impl.grad_accumulator) impl.grad_accumulator = std::make_shared<AccumulateGrad>(t.impl_ptr());
+  if (!impl.grad_accumulator)
+    impl.grad_accumulator = std::make_shared<AccumulateGrad>(t.impl_ptr());
   return {impl.grad_accumulator, 0};
 }
 

@@ -42,6 +42,8 @@ const Backend& cuda_backend() {
 #endif
 }
 
-const Backend& backend_for(Device d) { return d.is_cpu() ? cpu_backend() : cuda_backend(); }
+const Backend& backend_for(Device d) {
+  return d.is_cpu() ? cpu_backend() : cuda_backend();
+}
 
 }  // namespace dplab

@@ -3,8 +3,14 @@
 
 namespace dplab {
 
-bool cuda_available() { return false; }
-int cuda_device_count() { return 0; }
-std::string cuda_unavailable_reason() { return "dplab was built without DPLAB_CUDA"; }
+bool cuda_available() {
+  return false;
+}
+int cuda_device_count() {
+  return 0;
+}
+std::string cuda_unavailable_reason() {
+  return "dplab was built without DPLAB_CUDA";
+}
 
 }  // namespace dplab

@@ -14,12 +14,18 @@ enum class DType : uint8_t { f32, bf16, f16, i32, i64, u8 };
 
 constexpr size_t dtype_size(DType t) {
   switch (t) {
-    case DType::f32: return 4;
-    case DType::bf16: return 2;
-    case DType::f16: return 2;
-    case DType::i32: return 4;
-    case DType::i64: return 8;
-    case DType::u8: return 1;
+    case DType::f32:
+      return 4;
+    case DType::bf16:
+      return 2;
+    case DType::f16:
+      return 2;
+    case DType::i32:
+      return 4;
+    case DType::i64:
+      return 8;
+    case DType::u8:
+      return 1;
   }
   return 0;
 }
@@ -52,16 +58,18 @@ DPLAB_HD uint16_t f32_to_bf16(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return static_cast<uint16_t>(u >> 16);
 }
-DPLAB_HD float bf16_to_f32(uint16_t h) { return bits_f32(static_cast<uint32_t>(h) << 16); }
+DPLAB_HD float bf16_to_f32(uint16_t h) {
+  return bits_f32(static_cast<uint32_t>(h) << 16);
+}
 
 // IEEE binary16, round to nearest even, overflow to inf, subnormals kept.
 DPLAB_HD uint16_t f32_to_f16(float f) {
   uint32_t u = f32_bits(f);
   uint32_t sign = (u >> 16) & 0x8000u;
   uint32_t a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
+  if (a > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // NaN
   if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
-  if (a < 0x38800000u) {                                                // subnormal or zero
+  if (a < 0x38800000u) {                                               // subnormal or zero
     // value = a_float; f16 subnormal unit is 2^-24. Round a_float * 2^24 to nearest even.
     if (a < 0x33000000u) return static_cast<uint16_t>(sign);  // < 2^-25: rounds to 0
     uint32_t mant = (a & 0x7fffffu) | 0x800000u;
@@ -130,23 +138,41 @@ struct dtype_of<uint8_t> {
 // Load any element as float / store float into any element (used by casts and reference code).
 DPLAB_HD float load_as_f32(const void* p, DType t, int64_t i) {
   switch (t) {
-    case DType::f32: return static_cast<const float*>(p)[i];
-    case DType::bf16: return bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
-    case DType::f16: return f16_to_f32(static_cast<const uint16_t*>(p)[i]);
-    case DType::i32: return static_cast<float>(static_cast<const int32_t*>(p)[i]);
-    case DType::i64: return static_cast<float>(static_cast<const int64_t*>(p)[i]);
-    case DType::u8: return static_cast<float>(static_cast<const uint8_t*>(p)[i]);
+    case DType::f32:
+      return static_cast<const float*>(p)[i];
+    case DType::bf16:
+      return bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    case DType::f16:
+      return f16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    case DType::i32:
+      return static_cast<float>(static_cast<const int32_t*>(p)[i]);
+    case DType::i64:
+      return static_cast<float>(static_cast<const int64_t*>(p)[i]);
+    case DType::u8:
+      return static_cast<float>(static_cast<const uint8_t*>(p)[i]);
   }
   return 0.f;
 }
 DPLAB_HD void store_from_f32(void* p, DType t, int64_t i, float v) {
   switch (t) {
-    case DType::f32: static_cast<float*>(p)[i] = v; break;
-    case DType::bf16: static_cast<uint16_t*>(p)[i] = f32_to_bf16(v); break;
-    case DType::f16: static_cast<uint16_t*>(p)[i] = f32_to_f16(v); break;
-    case DType::i32: static_cast<int32_t*>(p)[i] = static_cast<int32_t>(v); break;
-    case DType::i64: static_cast<int64_t*>(p)[i] = static_cast<int64_t>(v); break;
-    case DType::u8: static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v); break;
+    case DType::f32:
+      static_cast<float*>(p)[i] = v;
+      break;
+    case DType::bf16:
+      static_cast<uint16_t*>(p)[i] = f32_to_bf16(v);
+      break;
+    case DType::f16:
+      static_cast<uint16_t*>(p)[i] = f32_to_f16(v);
+      break;
+    case DType::i32:
+      static_cast<int32_t*>(p)[i] = static_cast<int32_t>(v);
+      break;
+    case DType::i64:
+      static_cast<int64_t*>(p)[i] = static_cast<int64_t>(v);
+      break;
+    case DType::u8:
+      static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v);
+      break;
   }
 }
 

@@ -56,7 +56,9 @@ int ParamArena::segment_index_of(const Tensor& t) const {
   return -1;
 }
 
-void ParamArena::zero_grad() { grads_.zero_(); }
+void ParamArena::zero_grad() {
+  grads_.zero_();
+}
 
 void ParamArena::set_weight_decay(const std::function<bool(const ArenaSegment&)>& decay) {
   for (auto& s : segments_) s.weight_decay = decay(s);

@@ -17,11 +17,11 @@ struct ArenaSegment {
   Shape shape;
   int64_t offset = 0;  // in elements, into params() and grads()
   int64_t numel = 0;
-  bool weight_decay = true;   // optimizer applies weight decay to this tensor
-  bool lars_excluded = false; // LARS uses the plain lr here (BN and bias by default)
-  bool is_norm = false;       // a normalisation layer's parameter (BatchNorm gamma/beta); set by
-                              // the code that knows the module tree (mark_norm_parameters)
-  Tensor param;               // the parameter (a view of the arena)
+  bool weight_decay = true;    // optimizer applies weight decay to this tensor
+  bool lars_excluded = false;  // LARS uses the plain lr here (BN and bias by default)
+  bool is_norm = false;        // a normalisation layer's parameter (BatchNorm gamma/beta); set by
+                               // the code that knows the module tree (mark_norm_parameters)
+  Tensor param;                // the parameter (a view of the arena)
 };
 
 struct NamedTensor {

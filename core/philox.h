@@ -39,7 +39,9 @@ DPLAB_HD Philox4 philox4x32(uint64_t seed, uint64_t stream, uint64_t counter) {
 }
 
 // Uniform float in [0, 1) with 24 random bits.
-DPLAB_HD float philox_uniform(uint32_t x) { return static_cast<float>(x >> 8) * (1.0f / 16777216.0f); }
+DPLAB_HD float philox_uniform(uint32_t x) {
+  return static_cast<float>(x >> 8) * (1.0f / 16777216.0f);
+}
 
 // A sequential stream of draws for host code (samplers, initialisers, topology draws).
 class PhiloxStream {

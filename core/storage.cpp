@@ -19,10 +19,13 @@ void* host_alloc(size_t nbytes) {
   return p;
 }
 
-void host_free(void* p) { std::free(p); }
+void host_free(void* p) {
+  std::free(p);
+}
 
 std::shared_ptr<Storage> Storage::allocate(size_t nbytes, Device device) {
-  if (device.is_cpu()) return std::make_shared<Storage>(host_alloc(nbytes), nbytes, device, host_free);
+  if (device.is_cpu())
+    return std::make_shared<Storage>(host_alloc(nbytes), nbytes, device, host_free);
 #ifdef DPLAB_WITH_CUDA
   return cuda_allocate_storage(nbytes, device);
 #else

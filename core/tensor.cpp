@@ -36,7 +36,8 @@ static void check_valid_shape(const Shape& shape) {
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   check_valid_shape(shape);
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = Storage::allocate(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype), device);
+  impl->storage =
+      Storage::allocate(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype), device);
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;
@@ -87,8 +88,12 @@ static int wrap_dim(int d, int n, const char* what) {
   return w;
 }
 
-int64_t Tensor::size(int d) const { return shape()[wrap_dim(d, dim(), "size")]; }
-int64_t Tensor::stride(int d) const { return strides()[wrap_dim(d, dim(), "stride")]; }
+int64_t Tensor::size(int d) const {
+  return shape()[wrap_dim(d, dim(), "size")];
+}
+int64_t Tensor::stride(int d) const {
+  return strides()[wrap_dim(d, dim(), "stride")];
+}
 
 bool Tensor::is_contiguous() const {
   int64_t expect = 1;
@@ -172,8 +177,8 @@ Tensor Tensor::select(int d, int64_t index) const {
 
 Tensor Tensor::flat_range(int64_t start, int64_t end) const {
   DPLAB_CHECK(is_contiguous(), "flat_range of non-contiguous {}", str());
-  DPLAB_CHECK(0 <= start && start <= end && end <= numel(), "flat_range [{}, {}) of {}", start,
-              end, str());
+  DPLAB_CHECK(0 <= start && start <= end && end <= numel(), "flat_range [{}, {}) of {}", start, end,
+              str());
   return view_of(storage(), offset() + start, {end - start}, dtype());
 }
 
@@ -186,7 +191,9 @@ Tensor Tensor::transpose(int d0, int d1) const {
   return view_of(storage(), offset(), s, dtype(), st);
 }
 
-Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+Tensor Tensor::contiguous() const {
+  return is_contiguous() ? *this : clone();
+}
 
 Tensor Tensor::clone() const {
   Tensor t = empty(shape(), dtype(), device());
@@ -225,7 +232,9 @@ void Tensor::copy_(const Tensor& src) {
 #endif
 }
 
-void Tensor::fill_(double value) { backend_for(device()).ew.fill(*this, value); }
+void Tensor::fill_(double value) {
+  backend_for(device()).ew.fill(*this, value);
+}
 
 Tensor& Tensor::set_requires_grad(bool r) {
   DPLAB_CHECK(!r || is_floating(dtype()), "requires_grad on non-float tensor {}", str());
@@ -248,7 +257,9 @@ void Tensor::register_grad_ready_hook(GradReadyHook hook) {
   impl().grad_ready_hooks.push_back(std::move(hook));
 }
 
-void Tensor::clear_grad_ready_hooks() { impl().grad_ready_hooks.clear(); }
+void Tensor::clear_grad_ready_hooks() {
+  impl().grad_ready_hooks.clear();
+}
 
 Tensor Tensor::detach() const {
   return view_of(storage(), offset(), shape(), dtype(), strides());

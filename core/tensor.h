@@ -33,9 +33,9 @@ struct TensorImpl {
   DType dtype = DType::f32;
   // autograd
   bool requires_grad = false;
-  std::shared_ptr<TensorImpl> grad;   // leaf gradient (may be a view into a grad arena)
-  std::shared_ptr<Node> grad_fn;      // non-leaf: the node that produced it
-  int output_nr = 0;                  // which output of grad_fn
+  std::shared_ptr<TensorImpl> grad;        // leaf gradient (may be a view into a grad arena)
+  std::shared_ptr<Node> grad_fn;           // non-leaf: the node that produced it
+  int output_nr = 0;                       // which output of grad_fn
   std::shared_ptr<Node> grad_accumulator;  // leaf: created on first use
   std::vector<GradReadyHook> grad_ready_hooks;
   std::string name;  // optional, for error messages (parameter name)
@@ -98,7 +98,8 @@ class Tensor {
   Tensor view(const Shape& shape) const;  // contiguous only; one dim may be -1
   Tensor slice(int dim, int64_t start, int64_t end) const;
   Tensor select(int dim, int64_t index) const;  // removes dim
-  Tensor flat_range(int64_t start, int64_t end) const;  // elements [start,end) of a contiguous 1-D view
+  Tensor flat_range(int64_t start,
+                    int64_t end) const;  // elements [start,end) of a contiguous 1-D view
   Tensor transpose(int d0, int d1) const;
   Tensor contiguous() const;  // self if already contiguous
   Tensor clone() const;       // new contiguous storage, same dtype and device

@@ -57,9 +57,9 @@ void* CachingAllocator::allocate(size_t nbytes) {
       free_.clear();
       e = cudaMalloc(&p, size);
     }
-    DPLAB_CHECK(e == cudaSuccess, "cudaMalloc({} bytes) on cuda:{} failed: {} ({}); {} bytes in use",
-                size, device_, cudaGetErrorName(e), cudaGetErrorString(e),
-                stats_.allocated_bytes);
+    DPLAB_CHECK(e == cudaSuccess,
+                "cudaMalloc({} bytes) on cuda:{} failed: {} ({}); {} bytes in use", size, device_,
+                cudaGetErrorName(e), cudaGetErrorString(e), stats_.allocated_bytes);
     stats_.reserved_bytes += size;
     ++stats_.cuda_malloc_calls;
   }
@@ -107,7 +107,8 @@ CachingAllocator& device_allocator(int index) {
 namespace dplab {
 
 std::shared_ptr<Storage> cuda_allocate_storage(size_t nbytes, Device device) {
-  DPLAB_CHECK(cuda_available(), "cannot allocate on {}: {}", device.str(), cuda_unavailable_reason());
+  DPLAB_CHECK(cuda_available(), "cannot allocate on {}: {}", device.str(),
+              cuda_unavailable_reason());
   DPLAB_CHECK(device.index < cuda_device_count(), "cannot allocate on {}: only {} CUDA device(s)",
               device.str(), cuda_device_count());
   auto& alloc = cuda::device_allocator(device.index);
@@ -116,11 +117,11 @@ std::shared_ptr<Storage> cuda_allocate_storage(size_t nbytes, Device device) {
 }
 
 void cuda_copy_between_devices(const Tensor& src, Tensor& dst) {
-  DPLAB_CHECK(src.dtype() == dst.dtype(),
-              "copy {} -> {}: convert the dtype on one device first", src.str(), dst.str());
+  DPLAB_CHECK(src.dtype() == dst.dtype(), "copy {} -> {}: convert the dtype on one device first",
+              src.str(), dst.str());
   Tensor s = src.contiguous();
   DPLAB_CHECK(dst.is_contiguous(), "copy into non-contiguous {} across devices", dst.str());
-  cudaMemcpyKind kind = src.device().is_cpu() ? cudaMemcpyHostToDevice
+  cudaMemcpyKind kind = src.device().is_cpu()   ? cudaMemcpyHostToDevice
                         : dst.device().is_cpu() ? cudaMemcpyDeviceToHost
                                                 : cudaMemcpyDeviceToDevice;
   DPLAB_CUDA_CHECK(cudaMemcpy(dst.raw_data(), s.raw_data(), s.nbytes(), kind));

@@ -5,14 +5,14 @@
 
 #include "dplab/core/error.h"
 
-#define DPLAB_CUDA_CHECK(call)                                                            \
-  do {                                                                                    \
-    cudaError_t dplab_err_ = (call);                                                      \
-    if (dplab_err_ != cudaSuccess)                                                        \
-      ::dplab::throw_error(__FILE__, __LINE__,                                            \
-                           ::fmt::format("CUDA call {} failed: {} ({})", #call,           \
-                                         cudaGetErrorName(dplab_err_),                    \
-                                         cudaGetErrorString(dplab_err_)));                \
+#define DPLAB_CUDA_CHECK(call)                                                               \
+  do {                                                                                       \
+    cudaError_t dplab_err_ = (call);                                                         \
+    if (dplab_err_ != cudaSuccess)                                                           \
+      ::dplab::throw_error(                                                                  \
+          __FILE__, __LINE__,                                                                \
+          ::fmt::format("CUDA call {} failed: {} ({})", #call, cudaGetErrorName(dplab_err_), \
+                        cudaGetErrorString(dplab_err_)));                                    \
   } while (0)
 
 // After a kernel launch: launch-configuration errors surface here, not at the next sync.

@@ -1,9 +1,9 @@
 // CUDA element-wise kernel family: validation and error context here, kernels in
 // elementwise_kernels.cu. Launches go to the default stream (streams arrive with the CUDA
 // backend issue).
+#include "dplab/core/kernels/elementwise.h"
 #include "dplab/core/cuda/check.h"
 #include "dplab/core/cuda/launch.h"
-#include "dplab/core/kernels/elementwise.h"
 
 namespace dplab {
 namespace {
@@ -15,8 +15,8 @@ void check_contiguous(const Tensor& t, const char* what) {
 void fill(Tensor& y, double value) {
   check_contiguous(y, "fill");
   DPLAB_CHECK(y.dtype() != DType::i64, "CUDA fill: i64 unsupported ({})", y.str());
-  DPLAB_CUDA_CHECK(cuda::launch_fill(y.raw_data(), y.dtype(), y.numel(),
-                                     static_cast<float>(value), nullptr));
+  DPLAB_CUDA_CHECK(
+      cuda::launch_fill(y.raw_data(), y.dtype(), y.numel(), static_cast<float>(value), nullptr));
 }
 
 void copy(const Tensor& src, Tensor& dst) {

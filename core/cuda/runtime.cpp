@@ -31,8 +31,14 @@ const Probe& cached_probe() {
 }
 }  // namespace
 
-bool cuda_available() { return cached_probe().count > 0; }
-int cuda_device_count() { return cached_probe().count; }
-std::string cuda_unavailable_reason() { return cached_probe().reason; }
+bool cuda_available() {
+  return cached_probe().count > 0;
+}
+int cuda_device_count() {
+  return cached_probe().count;
+}
+std::string cuda_unavailable_reason() {
+  return cached_probe().reason;
+}
 
 }  // namespace dplab

@@ -34,7 +34,8 @@ double nmse(const Tensor& a, const Tensor& b);
 double max_abs_diff(const Tensor& a, const Tensor& b);
 
 // Expects nmse(actual, expected) <= tol, with a readable message.
-void expect_close(const Tensor& actual, const Tensor& expected, double tol, const std::string& what);
+void expect_close(const Tensor& actual, const Tensor& expected, double tol,
+                  const std::string& what);
 
 // Checks the analytic gradient of `f` against central finite differences (in double-precision
 // bookkeeping over f32 evaluations). `f` maps the inputs to a tensor; the scalar checked is

@@ -7,7 +7,7 @@
 namespace dplab {
 namespace {
 
-#define DPLAB_REQUIRE_CUDA()                                            \
+#define DPLAB_REQUIRE_CUDA() \
   if (!cuda_available()) GTEST_SKIP() << cuda_unavailable_reason();
 
 TEST(CudaMemory, RoundTripsEveryDtype) {

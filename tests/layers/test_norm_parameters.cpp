@@ -16,8 +16,7 @@ TEST(NormParameters, FoundByModuleTypeAndMarkedInTheArena) {
   ASSERT_EQ(names, (std::vector<std::string>{"1.weight", "1.bias"}));
   ParamArena arena(net->named_parameters());
   arena.mark_norm_parameters(names);
-  for (const auto& s : arena.segments())
-    EXPECT_EQ(s.is_norm, s.name.rfind("1.", 0) == 0) << s.name;
+  for (const auto& s : arena.segments()) EXPECT_EQ(s.is_norm, s.name.rfind("1.", 0) == 0) << s.name;
   EXPECT_THROW(arena.mark_norm_parameters({"nope.weight"}), Error);
 }
 

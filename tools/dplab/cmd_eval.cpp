@@ -15,31 +15,31 @@ struct EvalArgs {
 }  // namespace
 
 CommandSpec eval_command() {
-  return {"eval", [](CLI::App& app) -> Action {
-            const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-            auto a = std::make_shared<EvalArgs>();
-            CLI::App* eval =
-                app.add_subcommand("eval", "evaluate a checkpoint; prints the test accuracy");
-            a->flags.add(*eval, "--model", "model", "model the checkpoint holds");
-            a->flags.add(*eval, "--data", "data", "dataset whose test split is evaluated");
-            a->flags.add(*eval, "--threads", "threads", "OpenMP threads",
-                         fmt::format("{} (the number of cores)", cores));
-            eval->add_option("--checkpoint", a->checkpoint, "model .safetensors file (PyTorch names)")
-                ->required();
-            eval->add_option("--set", a->sets,
-                             "KEY=VALUE option override (data.dir, eval.batch, ...)")
-                ->take_all();
-            return [a]() {
-              Options o;
-              a->flags.apply(o);
-              o.set("checkpoint", a->checkpoint);
-              for (const auto& s : a->sets) apply_set_option(s, o);
-              const auto r = run_evaluation(o);
-              std::cout << fmt::format("test accuracy: {:.4f} ({}/{}), test loss {:.4f}\n",
-                                       r.accuracy, r.correct, r.count, r.loss);
-              return 0;
-            };
-          }};
+  return {
+      "eval", [](CLI::App& app) -> Action {
+        const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+        auto a = std::make_shared<EvalArgs>();
+        CLI::App* eval =
+            app.add_subcommand("eval", "evaluate a checkpoint; prints the test accuracy");
+        a->flags.add(*eval, "--model", "model", "model the checkpoint holds");
+        a->flags.add(*eval, "--data", "data", "dataset whose test split is evaluated");
+        a->flags.add(*eval, "--threads", "threads", "OpenMP threads",
+                     fmt::format("{} (the number of cores)", cores));
+        eval->add_option("--checkpoint", a->checkpoint, "model .safetensors file (PyTorch names)")
+            ->required();
+        eval->add_option("--set", a->sets, "KEY=VALUE option override (data.dir, eval.batch, ...)")
+            ->take_all();
+        return [a]() {
+          Options o;
+          a->flags.apply(o);
+          o.set("checkpoint", a->checkpoint);
+          for (const auto& s : a->sets) apply_set_option(s, o);
+          const auto r = run_evaluation(o);
+          std::cout << fmt::format("test accuracy: {:.4f} ({}/{}), test loss {:.4f}\n", r.accuracy,
+                                   r.correct, r.count, r.loss);
+          return 0;
+        };
+      }};
 }
 
 }  // namespace dplab::cli

@@ -30,61 +30,61 @@ struct TrainArgs {
 }  // namespace
 
 CommandSpec train_command() {
-  return {"train", [](CLI::App& app) -> Action {
-            const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-            auto a = std::make_shared<TrainArgs>();
-            CLI::App* train =
-                app.add_subcommand("train", "train a model; prints a summary line per epoch");
-            FlagSet& tf = a->flags;
-            tf.add(*train, "--model", "model", "model: " + joined(model_names()));
-            tf.add(*train, "--data", "data", "dataset: fashion-mnist or mnist");
-            tf.add(*train, "--epochs", "epochs", "number of epochs");
-            tf.add(*train, "--batch", "batch", "batch size per rank");
-            tf.add(*train, "--lr", "lr", "base learning rate");
-            tf.add(*train, "--momentum", "momentum", "SGD momentum");
-            a->nesterov_flag =
-                train->add_flag("--nesterov,!--no-nesterov", a->nesterov,
-                                "Nesterov momentum on/off (option nesterov) [default: off]");
-            tf.add(*train, "--wd", "wd", "weight decay");
-            tf.add(*train, "--seed", "seed", "seed of weights and data order");
-            tf.add(*train, "--threads", "threads", "OpenMP threads for the ops",
-                   fmt::format("{} (the number of cores)", cores));
-            tf.add(*train, "--max-steps", "max_steps",
-                   "stop after N optimizer steps (0: no limit)");
-            tf.add(*train, "--out", "out",
-                   "output directory: DIR/metrics.jsonl (one JSON object per line), "
-                   "DIR/final.safetensors (+ .state.safetensors for resuming)");
-            tf.add(*train, "--resume", "resume", "continue from a checkpoint written by dplab train");
-            tf.add(*train, "--algo", "algo",
-                   "distributed algorithm (" + joined(strategy_names()) + ")");
-            tf.add(*train, "--slowdown", "slowdown",
-                   "RANK=FACTOR[,...]: slow those ranks down by sleeping (heterogeneous workers)");
-            tf.add(*train, "--ranks-per-node", "ranks_per_node",
-                   "virtual nodes of N ranks (0: nodes are hosts)", "0");
-            tf.add(*train, "--wait", "comm.wait",
-                   "waiting in MPI: spin, backoff or auto (backoff when ranks outnumber cores)",
-                   "auto");
-            train
-                ->add_option("--config", a->config,
-                             "TOML file of option keys (tables flatten with dots: [lr] schedule = ...)")
-                ->check(CLI::ExistingFile);
-            train->add_option("--set", a->sets, "KEY=VALUE option override (repeatable); see below")
-                ->take_all();
-            train->footer(option_table());
-            return [a]() {
-              Options o;
-              if (!a->config.empty()) load_toml_options(a->config, o);
-              a->flags.apply(o);
-              if (a->nesterov_flag->count() > 0) o.set("nesterov", a->nesterov ? "true" : "false");
-              for (const auto& s : a->sets) apply_set_option(s, o);
-              const auto r = run_training(o, std::cout, std::cerr);
-              if (r.is_rank0) {
-                std::cout << fmt::format("test accuracy: {:.4f}\n", r.test_acc);
-                if (!r.final_checkpoint.empty()) std::cout << "wrote " << r.final_checkpoint << "\n";
-              }
-              return 0;
-            };
-          }};
+  return {
+      "train", [](CLI::App& app) -> Action {
+        const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+        auto a = std::make_shared<TrainArgs>();
+        CLI::App* train =
+            app.add_subcommand("train", "train a model; prints a summary line per epoch");
+        FlagSet& tf = a->flags;
+        tf.add(*train, "--model", "model", "model: " + joined(model_names()));
+        tf.add(*train, "--data", "data", "dataset: fashion-mnist or mnist");
+        tf.add(*train, "--epochs", "epochs", "number of epochs");
+        tf.add(*train, "--batch", "batch", "batch size per rank");
+        tf.add(*train, "--lr", "lr", "base learning rate");
+        tf.add(*train, "--momentum", "momentum", "SGD momentum");
+        a->nesterov_flag =
+            train->add_flag("--nesterov,!--no-nesterov", a->nesterov,
+                            "Nesterov momentum on/off (option nesterov) [default: off]");
+        tf.add(*train, "--wd", "wd", "weight decay");
+        tf.add(*train, "--seed", "seed", "seed of weights and data order");
+        tf.add(*train, "--threads", "threads", "OpenMP threads for the ops",
+               fmt::format("{} (the number of cores)", cores));
+        tf.add(*train, "--max-steps", "max_steps", "stop after N optimizer steps (0: no limit)");
+        tf.add(*train, "--out", "out",
+               "output directory: DIR/metrics.jsonl (one JSON object per line), "
+               "DIR/final.safetensors (+ .state.safetensors for resuming)");
+        tf.add(*train, "--resume", "resume", "continue from a checkpoint written by dplab train");
+        tf.add(*train, "--algo", "algo",
+               "distributed algorithm (" + joined(strategy_names()) + ")");
+        tf.add(*train, "--slowdown", "slowdown",
+               "RANK=FACTOR[,...]: slow those ranks down by sleeping (heterogeneous workers)");
+        tf.add(*train, "--ranks-per-node", "ranks_per_node",
+               "virtual nodes of N ranks (0: nodes are hosts)", "0");
+        tf.add(*train, "--wait", "comm.wait",
+               "waiting in MPI: spin, backoff or auto (backoff when ranks outnumber cores)",
+               "auto");
+        train
+            ->add_option("--config", a->config,
+                         "TOML file of option keys (tables flatten with dots: [lr] schedule = ...)")
+            ->check(CLI::ExistingFile);
+        train->add_option("--set", a->sets, "KEY=VALUE option override (repeatable); see below")
+            ->take_all();
+        train->footer(option_table());
+        return [a]() {
+          Options o;
+          if (!a->config.empty()) load_toml_options(a->config, o);
+          a->flags.apply(o);
+          if (a->nesterov_flag->count() > 0) o.set("nesterov", a->nesterov ? "true" : "false");
+          for (const auto& s : a->sets) apply_set_option(s, o);
+          const auto r = run_training(o, std::cout, std::cerr);
+          if (r.is_rank0) {
+            std::cout << fmt::format("test accuracy: {:.4f}\n", r.test_acc);
+            if (!r.final_checkpoint.empty()) std::cout << "wrote " << r.final_checkpoint << "\n";
+          }
+          return 0;
+        };
+      }};
 }
 
 }  // namespace dplab::cli

@@ -15,14 +15,8 @@ CommandSpec bench_command();
 
 std::vector<CommandSpec> commands() {
   return {
-      train_command(),
-      eval_command(),
-      data_command(),
-      shards_command(),
-      predict_command(),
-      init_command(),
-      plot_command(),
-      bench_command(),
+      train_command(),   eval_command(), data_command(), shards_command(),
+      predict_command(), init_command(), plot_command(), bench_command(),
   };
 }
 

@@ -30,8 +30,8 @@ const std::vector<OptionSpec>& train_option_specs();
 std::string option_default(const std::string& key);
 
 // Reads a TOML file into `opt`: nested tables become dotted keys ([lr] schedule = "step" ->
-// "lr.schedule"; `value` in a table is the table's own key: [lr] value = 0.1 -> "lr"), arrays become comma-separated lists, booleans "true"/"false". Errors name the
-// file, line and column.
+// "lr.schedule"; `value` in a table is the table's own key: [lr] value = 0.1 -> "lr"), arrays
+// become comma-separated lists, booleans "true"/"false". Errors name the file, line and column.
 void load_toml_options(const std::string& path, Options& opt);
 // Applies one "KEY=VALUE" (from --set); throws, quoting the argument, if there is no '='.
 void apply_set_option(const std::string& key_value, Options& opt);

@@ -58,7 +58,9 @@ struct Data {
   bool images = false;                   // encoded images (shards or folder), 3 x S x S
 };
 
-bool starts_with(const std::string& s, const std::string& p) { return s.starts_with(p); }
+bool starts_with(const std::string& s, const std::string& p) {
+  return s.starts_with(p);
+}
 
 // "shards:GLOB" or "folder:DIR" with the train (RandomResizedCrop + flip) or eval (Resize +
 // CenterCrop) transform.
@@ -148,9 +150,9 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   const bool shape_ok = data.images ? !info.input_shape.empty() &&
                                           info.input_shape[0] == data.train->sample_shape()[0]
                                     : info.input_shape == data.train->sample_shape();
-  DPLAB_CHECK(shape_ok,
-              "model {} takes inputs of shape {}, dataset {} has samples of shape {}", model_name,
-              shape_str(info.input_shape), get(opt, "data"), shape_str(data.train->sample_shape()));
+  DPLAB_CHECK(shape_ok, "model {} takes inputs of shape {}, dataset {} has samples of shape {}",
+              model_name, shape_str(info.input_shape), get(opt, "data"),
+              shape_str(data.train->sample_shape()));
   auto model = make_model(model_name, seed, data.train->num_classes());
   model->train();
   ParamArena arena(model->named_parameters());
@@ -166,10 +168,10 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   Optimizer& optimizer = *optimizer_owner;
   const GradAccumulation accumulation(get_int(opt, "accumulate_steps"));
   // Summing micro-batch gradients commutes only with averaging algorithms.
-  DPLAB_CHECK(accumulation.steps() == 1 || get(opt, "algo") == "local" ||
-                  get(opt, "algo") == "allreduce",
-              "option accumulate_steps = {} needs algo local or allreduce, got '{}'",
-              accumulation.steps(), get(opt, "algo"));
+  DPLAB_CHECK(
+      accumulation.steps() == 1 || get(opt, "algo") == "local" || get(opt, "algo") == "allreduce",
+      "option accumulate_steps = {} needs algo local or allreduce, got '{}'", accumulation.steps(),
+      get(opt, "algo"));
   opt.get_string("lr.schedule", option_default("lr.schedule"));  // documented default
   std::unique_ptr<LrSchedule> schedule = make_lr_schedule(opt, epochs);
 
@@ -202,8 +204,8 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   // the DistributedSampler.
   auto epoch_indices = [&](int64_t epoch) {
     if (data.shards)
-      return shard_stream_order(data.shards->shard_begin(), sopt.rank, sopt.world_size, seed,
-                                epoch, shuffle_buffer);
+      return shard_stream_order(data.shards->shard_begin(), sopt.rank, sopt.world_size, seed, epoch,
+                                shuffle_buffer);
     sampler.set_epoch(epoch);
     return sampler.indices();
   };
