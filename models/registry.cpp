@@ -12,14 +12,15 @@ namespace {
 
 struct Entry {
   ModelInfo info;
-  std::function<std::shared_ptr<Module>(int num_classes)> make;
+  std::function<std::shared_ptr<Module>(int num_classes, bool zero_init_residual)> make;
 };
 
-std::function<std::shared_ptr<Module>(int)> resnet_maker(int depth, bool cifar) {
-  return [depth, cifar](int c) {
+std::function<std::shared_ptr<Module>(int, bool)> resnet_maker(int depth, bool cifar) {
+  return [depth, cifar](int c, bool zero_init_residual) {
     ResNetOptions o;
     o.depth = depth;
     o.num_classes = c;
+    o.zero_init_residual = zero_init_residual;
     o.cifar_stem = cifar;
     return make_resnet(o);
   };
@@ -30,7 +31,11 @@ std::function<std::shared_ptr<Module>(int)> resnet_maker(int depth, bool cifar) 
 const std::vector<Entry>& table() {
   static const std::vector<Entry> t = [] {
     std::vector<Entry> v = {
-        {{"mnist_cnn", {1, 28, 28}, 10}, [](int c) { return make_mnist_cnn(c); }},
+        {{"mnist_cnn", {1, 28, 28}, 10},
+         [](int c, bool zir) {
+           DPLAB_CHECK(!zir, "zero_init_residual: mnist_cnn has no residual blocks");
+           return make_mnist_cnn(c);
+         }},
     };
     for (int d : {18, 34, 50, 101, 152})
       v.push_back({{"resnet" + std::to_string(d), {3, 224, 224}, 1000}, resnet_maker(d, false)});
@@ -50,12 +55,13 @@ const Entry& find(const std::string& name) {
 
 }  // namespace
 
-std::shared_ptr<Module> make_model(const std::string& name, uint64_t seed, int num_classes) {
+std::shared_ptr<Module> make_model(const std::string& name, uint64_t seed, int num_classes,
+                                   bool zero_init_residual) {
   const Entry& e = find(name);
   DPLAB_CHECK(num_classes == -1 || num_classes >= 1,
               "make_model('{}'): num_classes = {} (use -1 for the default of {})", name,
               num_classes, e.info.num_classes);
-  auto m = e.make(num_classes == -1 ? e.info.num_classes : num_classes);
+  auto m = e.make(num_classes == -1 ? e.info.num_classes : num_classes, zero_init_residual);
   initialize(*m, seed);
   return m;
 }

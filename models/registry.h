@@ -16,7 +16,10 @@ struct ModelInfo {
 
 // Builds the model with its parameters initialised from `seed`. Throws, listing the known
 // names, for an unknown one.
-std::shared_ptr<Module> make_model(const std::string& name, uint64_t seed, int num_classes = -1);
+// zero_init_residual: zero the gamma of each residual block's last BatchNorm (Goyal et al.);
+// resnets only.
+std::shared_ptr<Module> make_model(const std::string& name, uint64_t seed, int num_classes = -1,
+                                   bool zero_init_residual = false);
 std::vector<std::string> model_names();
 ModelInfo model_info(const std::string& name);
 

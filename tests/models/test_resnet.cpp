@@ -151,3 +151,20 @@ TEST(ResNet, ZeroInitResidualZeroesEachBlocksLastGamma) {
 
 }  // namespace
 }  // namespace dplab
+
+namespace dplab {
+namespace {
+
+TEST(ResNetRegistry, ZeroInitResidualReachesTheModelByName) {
+  int zero = 0, one = 0;
+  for (const auto& p : make_model("resnet18", 3, -1, true)->named_parameters()) {
+    if (p.name.find(".bn2.weight") == std::string::npos) continue;
+    for (float v : p.tensor.to_vector()) (v == 0.f ? zero : one) += 1;
+  }
+  EXPECT_EQ(one, 0);
+  EXPECT_GT(zero, 0);
+  EXPECT_THROW(make_model("mnist_cnn", 3, -1, true), Error);
+}
+
+}  // namespace
+}  // namespace dplab

@@ -11,6 +11,8 @@ namespace dplab {
 const std::vector<OptionSpec>& train_option_specs() {
   static const std::vector<OptionSpec> specs = {
       {"model", "mnist_cnn", "model name (models/registry.h)"},
+      {"model.zero_init_residual", "false",
+       "resnets: zero each residual block's last BatchNorm gamma (Goyal et al.)"},
       {"data", "fashion-mnist",
        "dataset: fashion-mnist, mnist, shards:GLOB (WebDataset tar shards) or folder:DIR "
        "(<class>/<file> images; DIR/train + DIR/val if present)"},

@@ -153,7 +153,8 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   DPLAB_CHECK(shape_ok, "model {} takes inputs of shape {}, dataset {} has samples of shape {}",
               model_name, shape_str(info.input_shape), get(opt, "data"),
               shape_str(data.train->sample_shape()));
-  auto model = make_model(model_name, seed, data.train->num_classes());
+  auto model = make_model(model_name, seed, data.train->num_classes(),
+                          get_bool(opt, "model.zero_init_residual"));
   model->train();
   ParamArena arena(model->named_parameters());
   arena.mark_norm_parameters(norm_parameter_names(*model));
