@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "common/harness.h"
+#include "common/mnist_replica.h"
 
 #include <cmath>
 #include <map>
@@ -379,21 +380,11 @@ void rank_batch(int step, int r, Tensor& x, Tensor& y) {
   y = Tensor::from_vector_i64(yv, {kB});
 }
 
-struct Replica {
-  std::shared_ptr<Module> model;
-  std::unique_ptr<ParamArena> arena;
-  std::unique_ptr<SGD> sgd;
+struct Replica : test::MnistReplica {
   std::unique_ptr<Strategy> strategy;
   Options opt;
   Replica(uint64_t seed, std::unique_ptr<Strategy> s, Options o)
-      : strategy(std::move(s)), opt(std::move(o)) {
-    model = make_model("mnist_cnn", seed);
-    arena = std::make_unique<ParamArena>(model->named_parameters());
-    SGDOptions so;
-    so.lr = 0.05;
-    so.momentum = 0.9;
-    so.weight_decay = 1e-4;
-    sgd = std::make_unique<SGD>(*arena, so);
+      : MnistReplica(seed, 0.05, 0.9, 1e-4), strategy(std::move(s)), opt(std::move(o)) {
     TrainContext ctx;
     ctx.model = model.get();
     ctx.arena = arena.get();

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "common/harness.h"
+#include "common/mnist_replica.h"
 
 #include <array>
 #include <cmath>
@@ -38,18 +39,8 @@ void rank_batch(int step, int r, Tensor& x, Tensor& y) {
   y = Tensor::from_vector_i64(yv, {kB});
 }
 
-struct Replica {
-  std::shared_ptr<Module> model;
-  std::unique_ptr<ParamArena> arena;
-  std::unique_ptr<SGD> sgd;
-  explicit Replica(uint64_t seed) {
-    model = make_model("mnist_cnn", seed);
-    arena = std::make_unique<ParamArena>(model->named_parameters());
-    SGDOptions o;
-    o.lr = 0.05;
-    o.momentum = 0.9;
-    sgd = std::make_unique<SGD>(*arena, o);
-  }
+struct Replica : test::MnistReplica {
+  explicit Replica(uint64_t seed) : MnistReplica(seed, 0.05, 0.9) {}
 };
 
 using States = std::vector<std::vector<double>>;  // [world rank][element]

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "common/harness.h"
+#include "common/mnist_replica.h"
 
 #include <cmath>
 #include <cstring>
@@ -49,19 +50,9 @@ void rank_batch(int step, int r, int ranks, Tensor& x, Tensor& y) {
   y = gy.slice(0, r * kB, (r + 1) * kB).contiguous();
 }
 
-struct Replica {
-  std::shared_ptr<Module> model;
-  std::unique_ptr<ParamArena> arena;
-  std::unique_ptr<SGD> sgd;
-  Replica(uint64_t seed, double lr, double momentum, double wd) {
-    model = make_model("mnist_cnn", seed);
-    arena = std::make_unique<ParamArena>(model->named_parameters());
-    SGDOptions o;
-    o.lr = lr;
-    o.momentum = momentum;
-    o.weight_decay = wd;
-    sgd = std::make_unique<SGD>(*arena, o);
-  }
+struct Replica : test::MnistReplica {
+  Replica(uint64_t seed, double lr, double momentum, double wd)
+      : MnistReplica(seed, lr, momentum, wd) {}
   void forward_backward(const Tensor& x, const Tensor& y) {
     arena->zero_grad();
     Tensor loss = cross_entropy(model->forward(x), y);

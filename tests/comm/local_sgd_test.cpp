@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "common/harness.h"
+#include "common/mnist_replica.h"
 
 #include <algorithm>
 #include <cmath>
@@ -31,18 +32,8 @@ void batch(int rank, int64_t epoch, int64_t tick, Tensor& x, Tensor& y) {
   y = Tensor::from_vector_i64(yv, {kB});
 }
 
-struct Replica {
-  std::shared_ptr<Module> model;
-  std::unique_ptr<ParamArena> arena;
-  std::unique_ptr<SGD> sgd;
-  explicit Replica(uint64_t seed) {
-    model = make_model("mnist_cnn", seed);
-    arena = std::make_unique<ParamArena>(model->named_parameters());
-    SGDOptions o;
-    o.lr = 0.05;
-    o.momentum = 0.9;
-    sgd = std::make_unique<SGD>(*arena, o);
-  }
+struct Replica : test::MnistReplica {
+  explicit Replica(uint64_t seed) : MnistReplica(seed, 0.05, 0.9) {}
   void grad(int rank, int64_t epoch, int64_t tick) {
     Tensor x, y;
     batch(rank, epoch, tick, x, y);

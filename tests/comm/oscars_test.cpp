@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "common/harness.h"
+#include "common/mnist_replica.h"
 
 #include <algorithm>
 #include <cmath>
@@ -36,18 +37,9 @@ void batch(int rank, int64_t epoch, int64_t tick, Tensor& x, Tensor& y) {
   y = Tensor::from_vector_i64(yv, {kB});
 }
 
-struct Replica {
-  std::shared_ptr<Module> model;
-  std::unique_ptr<ParamArena> arena;
-  std::unique_ptr<SGD> sgd;
-  explicit Replica(uint64_t seed) {
-    model = make_model("mnist_cnn", seed);
-    arena = std::make_unique<ParamArena>(model->named_parameters());
-    SGDOptions o;
-    o.lr = 0.05;
-    o.momentum = 0.9;  // momentum buffers stay local (not averaged)
-    sgd = std::make_unique<SGD>(*arena, o);
-  }
+struct Replica : test::MnistReplica {
+  // momentum buffers stay local (not averaged)
+  explicit Replica(uint64_t seed) : MnistReplica(seed, 0.05, 0.9) {}
   void step(int rank, int64_t epoch, int64_t tick) {
     Tensor x, y;
     batch(rank, epoch, tick, x, y);

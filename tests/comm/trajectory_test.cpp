@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "common/harness.h"
+#include "common/mnist_replica.h"
 
 #include <cmath>
 
@@ -32,19 +33,8 @@ void global_batch(int step, int n, Tensor& x, Tensor& y) {
   y = Tensor::from_vector_i64(yv, {n});
 }
 
-struct Replica {
-  std::shared_ptr<Module> model;
-  std::unique_ptr<ParamArena> arena;
-  std::unique_ptr<SGD> sgd;
-  explicit Replica(uint64_t seed) {
-    model = make_model("mnist_cnn", seed);
-    arena = std::make_unique<ParamArena>(model->named_parameters());
-    SGDOptions o;
-    o.lr = 0.05;
-    o.momentum = 0.9;
-    o.weight_decay = 1e-4;
-    sgd = std::make_unique<SGD>(*arena, o);
-  }
+struct Replica : test::MnistReplica {
+  explicit Replica(uint64_t seed) : MnistReplica(seed, 0.05, 0.9, 1e-4) {}
   void forward_backward(const Tensor& x, const Tensor& y) {
     Tensor loss = cross_entropy(model->forward(x), y);
     backward(loss);
