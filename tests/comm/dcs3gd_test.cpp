@@ -31,16 +31,7 @@ namespace {
 constexpr int kB = 4;  // per-rank batch
 constexpr uint64_t kSeed = 4321;
 
-// The global batch of step `step`: n images in [0, 1) and labels, identical on every rank.
-void global_batch(int step, int n, Tensor& x, Tensor& y) {
-  std::vector<float> xv(static_cast<size_t>(n) * 28 * 28);
-  std::vector<int64_t> yv(static_cast<size_t>(n));
-  uint64_t h = 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(step + 1);
-  test::fill_xorshift(xv, h);
-  for (int i = 0; i < n; ++i) yv[i] = static_cast<int64_t>((step * 7 + i * 3) % 10);
-  x = Tensor::from_vector(xv, {n, 1, 28, 28});
-  y = Tensor::from_vector_i64(yv, {n});
-}
+using test::global_batch;
 
 // Rank r's slice of step `step`'s batch (ranks = number of slices).
 void rank_batch(int step, int r, int ranks, Tensor& x, Tensor& y) {

@@ -23,13 +23,7 @@ namespace {
 constexpr int kB = 4;
 
 void batch(int rank, int64_t epoch, int64_t tick, Tensor& x, Tensor& y) {
-  std::vector<float> xv(size_t(kB) * 28 * 28);
-  std::vector<int64_t> yv(kB);
-  uint64_t h = 0x9e3779b97f4a7c15ull * uint64_t(1 + rank * 1000 + epoch * 100 + tick);
-  test::fill_xorshift(xv, h);
-  for (int i = 0; i < kB; ++i) yv[size_t(i)] = (rank * 3 + tick * 7 + i * 5 + epoch) % 10;
-  x = Tensor::from_vector(xv, {kB, 1, 28, 28});
-  y = Tensor::from_vector_i64(yv, {kB});
+  test::rank_batch(rank, epoch, tick, kB, x, y);
 }
 
 struct Replica : test::MnistReplica {
