@@ -14,6 +14,10 @@
 // the price is one 16-bit rounding per reduction hop, so the error grows like (hops) * 2^-9
 // (bf16) or 2^-12 (f16) relative, which tests bound by n * eps.
 //
+// Device tensors: the NCCL backend (comm/nccl_communicator.h) implements this interface for
+// CUDA tensors; its requests complete on the device, and Request::order_before_compute() lets
+// the compute stream wait for one without a host synchronisation.
+//
 // Waiting: MPICH busy-polls inside MPI_Wait and blocking collectives, and oversubscribed ranks
 // then starve each other; every wait here is MPI_Test in a loop with a short spin and then a
 // ~20 us nanosleep (WaitPolicy::backoff), or pure spinning (WaitPolicy::spin).
@@ -71,6 +75,10 @@ class Request {
     // passed, and the result converted back into the caller's tensor).
     virtual bool progress() = 0;
     virtual std::string describe() const = 0;
+    // Makes later work on the compute stream of the request's device wait for the operation
+    // (and its conversion back into the caller's tensor) without blocking the host. Backends
+    // whose results are complete once the host sees them (MPI) have nothing to do.
+    virtual void order_before_compute() {}
     std::mutex mu;
     bool done = false;
     WaitOptions wait;
@@ -81,6 +89,14 @@ class Request {
   explicit Request(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
   bool test();  // non-blocking
   void wait();  // polite; throws on timeout naming the operation
+  // Device backends (NCCL): kernels enqueued on the compute stream after this call see the
+  // result, and the host does not wait. The request still has to be waited or tested to
+  // completion (or dropped) before its buffers are released. No-op for MPI and empty requests.
+  void order_before_compute() {
+    if (!impl_) return;
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (!impl_->done) impl_->order_before_compute();
+  }
   bool valid() const { return impl_ != nullptr; }
   // Seconds from posting to completion (0 before completion or for an empty request).
   double seconds_in_flight() const;

@@ -1,7 +1,6 @@
 #include "dplab/comm/grad_sync.h"
 
-#include <cstring>
-
+#include "dplab/core/backend.h"
 #include "dplab/core/error.h"
 
 namespace dplab {
@@ -66,8 +65,8 @@ GradSync::GradSync(ParamArena& arena, std::shared_ptr<Communicator> world,
               dtype_name(opt_.wire));
   DPLAB_CHECK(!opt_.hierarchical || (node_ && cross_),
               "GradSync: hierarchical mode needs node and cross communicators (a Topology)");
-  DPLAB_CHECK(arena_.device().is_cpu(), "GradSync over MPI needs a CPU arena, got {}",
-              arena_.device().str());
+  // Both modes hand arena slices (and, hierarchical, scratch buffers on the arena's device) to
+  // the communicators, which check the device (MPI: CPU, NCCL: this rank's GPU).
   buckets_ = plan_buckets(arena_.segments(), opt_.first_bucket_mb, opt_.bucket_cap_mb);
   bucket_of_segment_.resize(arena_.segments().size());
   pending_.resize(buckets_.size());
@@ -197,22 +196,22 @@ void GradSync::reduce_bucket(int b) {
     s.allreduces = 1;
   } else {
     // reduce-scatter in the node -> allreduce of my shard across nodes -> allgather in the node.
-    // The bucket is padded to a multiple of the node size in a scratch buffer.
+    // The bucket is padded to a multiple of the node size in a scratch buffer on the arena's
+    // device; copies and scaling are backend kernels, so CPU and CUDA arenas take one path.
+    const Backend& be = backend_for(g.device());
     const int G = node_->size();
     const int64_t chunk = (bk.numel() + G - 1) / G;
-    Tensor full = Tensor::zeros({chunk * G});
-    if (bk.numel() > 0) std::memcpy(full.raw_data(), g.raw_data(), g.nbytes());
-    Tensor shard = Tensor::empty({chunk});
+    Tensor full = Tensor::zeros({chunk * G}, DType::f32, g.device());
+    Tensor head = full.flat_range(0, bk.numel());
+    if (bk.numel() > 0) be.ew.copy(g, head);
+    Tensor shard = Tensor::empty({chunk}, DType::f32, g.device());
     node_->ireduce_scatter(full, shard, ReduceOp::sum, opt_.wire).wait();
     // Average over all ranks = (sum over the node, then over nodes) / world size.
     cross_->iallreduce(shard, ReduceOp::sum, opt_.wire).wait();
-    if (opt_.average) {
-      float* p = shard.data<float>();
-      const float inv = 1.0f / static_cast<float>(world_->size());
-      for (int64_t i = 0; i < chunk; ++i) p[i] *= inv;
-    }
+    if (opt_.average)
+      be.ew.unary(UnaryOp::mul_scalar, 1.0f / static_cast<float>(world_->size()), shard, shard);
     node_->iallgather(shard, full, opt_.wire).wait();
-    if (bk.numel() > 0) std::memcpy(g.raw_data(), full.raw_data(), g.nbytes());
+    if (bk.numel() > 0) be.ew.copy(head, g);
     const double ws = dtype_size(opt_.wire);
     s.bytes_sent = static_cast<double>(chunk * G) * ws + 2.0 * static_cast<double>(chunk) * ws;
     s.collectives = 3;

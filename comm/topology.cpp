@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "dplab/comm/world.h"
 #include "dplab/core/error.h"
 
 namespace dplab {
@@ -24,7 +25,8 @@ Topology::Topology(std::shared_ptr<Communicator> world) : world_(std::move(world
 }
 
 Topology Topology::from_options(const Options& opt) {
-  return Topology(mpi_world(CommConfig::from_options(opt)));
+  // Backend by option comm (mpi | nccl | auto): comm/world.h.
+  return Topology(make_world(opt));
 }
 
 }  // namespace dplab

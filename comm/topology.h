@@ -18,8 +18,8 @@ class Topology {
   // Splits `world` into node and cross communicators. Every node must hold the same number of
   // ranks (a clear error otherwise: cross groups would be ragged).
   explicit Topology(std::shared_ptr<Communicator> world);
-  // Initialises MPI if needed and builds the world from options (ranks_per_node, link.*,
-  // comm.wait, comm.timeout_s).
+  // Initialises MPI if needed and builds the world from options (comm = mpi|nccl|auto,
+  // ranks_per_node, link.*, comm.wait, comm.timeout_s).
   static Topology from_options(const Options& opt);
 
   Communicator& world() const { return *world_; }

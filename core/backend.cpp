@@ -1,6 +1,10 @@
 #include "dplab/core/backend.h"
 
 namespace dplab {
+namespace {
+// The CPU backend chosen by the innermost live BackendOverride of this thread (null: cpu).
+thread_local const Backend* t_cpu_override = nullptr;
+}  // namespace
 
 const Backend& ref_backend() {
   static const Backend b{"ref",
@@ -43,7 +47,16 @@ const Backend& cuda_backend() {
 }
 
 const Backend& backend_for(Device d) {
-  return d.is_cpu() ? cpu_backend() : cuda_backend();
+  if (d.is_cpu()) return t_cpu_override ? *t_cpu_override : cpu_backend();
+  return cuda_backend();
+}
+
+BackendOverride::BackendOverride(const Backend& cpu) : prev_(t_cpu_override) {
+  t_cpu_override = &cpu;
+}
+
+BackendOverride::~BackendOverride() {
+  t_cpu_override = prev_;
 }
 
 }  // namespace dplab

@@ -38,7 +38,24 @@ const Backend& ref_backend();
 const Backend& cpu_backend();
 // Throws with cuda_unavailable_reason() when dplab has no CUDA backend.
 const Backend& cuda_backend();
-// The backend that runs kernels for tensors on `d` (cpu -> cpu_backend()).
+// The backend that runs kernels for tensors on `d` (cpu -> cpu_backend(), unless a
+// BackendOverride is alive on this thread).
 const Backend& backend_for(Device d);
+
+// For tests: while alive, backend_for(cpu) on the constructing thread returns `cpu` (e.g.
+// ref_backend(), so the differentiable ops and their backward run on the reference kernels and
+// a whole op can be compared against its specification, ggml test-backend-ops style). Scopes
+// nest and restore the previous choice; other threads and devices are unaffected. Library code
+// never creates one.
+class BackendOverride {
+ public:
+  explicit BackendOverride(const Backend& cpu);
+  ~BackendOverride();
+  BackendOverride(const BackendOverride&) = delete;
+  BackendOverride& operator=(const BackendOverride&) = delete;
+
+ private:
+  const Backend* prev_;
+};
 
 }  // namespace dplab

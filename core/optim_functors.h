@@ -1,7 +1,7 @@
-// Optimizer updates written once for every backend: the ref loop, the OpenMP loop and (later)
-// the CUDA kernel all call these functors per element, so the device path runs exactly the
-// arithmetic the CPU tests proved. Arithmetic is f32 and in PyTorch's operation order, so a
-// dplab step equals torch.optim's bit for bit on the same inputs.
+// Optimizer updates written once for every backend: the ref loop, the OpenMP loop and the CUDA
+// kernels (core/cuda/optim_kernels.cu) all call these functors per element, so the device path runs
+// exactly the arithmetic the CPU tests proved. Arithmetic is f32 and in PyTorch's operation order,
+// so a dplab step equals torch.optim's bit for bit on the same inputs.
 #pragma once
 #include "dplab/core/hostdevice.h"
 
@@ -37,6 +37,90 @@ struct SgdUpdate {
       g = nesterov ? g + momentum * b : b;
     }
     *p = *p + (-lr) * g;
+  }
+};
+
+// ---- LARS (optim/lars.h) ----------------------------------------------------------------------
+// The trust ratio of one tensor from its norms (each the f32 rounding of sqrt of the f64 sum of
+// squares, as the l2_norm op gives them), in double:
+//   trust = eta * ||w|| / (||g|| + wd * ||w|| + eps), 1 when ||w|| == 0 or ||g|| == 0.
+DPLAB_HD double lars_trust(float w_norm, float g_norm, double eta, double wd, double eps) {
+  if (!(w_norm > 0.f && g_norm > 0.f)) return 1.0;
+  const double wn = w_norm, gn = g_norm;
+  return eta * wn / (gn + wd * wn + eps);
+}
+
+// One LARS element: v = mu * v + c * (g + wd * w), w = w - v with c = lr * trust. It is the SGD
+// update run on c * g (rounded to f32 first) with weight decay c * wd, no dampening and lr 1:
+// the same operations, in the same order, as LARS did before the fused kernel existed.
+struct LarsUpdate {
+  float scale;  // f32(lr * trust)
+  SgdUpdate sgd;
+  DPLAB_HD void operator()(float* p, float grad, float* buf) const { sgd(p, grad * scale, buf); }
+};
+
+// lr * trust and the per-element functor of one tensor (every backend builds it this way).
+DPLAB_HD LarsUpdate make_lars_update(double lr, double trust, float momentum, double wd,
+                                     bool first_step) {
+  const double c = lr * trust;
+  return LarsUpdate{static_cast<float>(c),
+                    SgdUpdate{1.f, momentum, 1.f, static_cast<float>(c * wd), false, first_step}};
+}
+
+// ---- DC-S3GD (comm/algorithms/dcs3gd.h; papers/dc-s3gd.txt, Algorithm 1) ----------------------
+// A step is two passes over the arena:
+//   pass 1 (Dcs3gdAverage + Dcs3gdNormTerms): W̄ += R/N, D = W̄ - W, per-tensor sums of g² and
+//          (g⊙g⊙D)² for the dynamic λ (eq. 17);
+//   pass 2 (Dcs3gdUpdate): g̃ = g + λ·g⊙g⊙D (eq. 10), v = μv − η(g̃ + wd·W̄) (U, MXNet form),
+//          W = W̄ + v (eq. 12), S = v.
+// D is not stored: pass 2 recomputes W̄ − W, which gives the same bits as pass 1.
+
+// W̄ += R/N (eq. 8 with the sum R = Σ_j Δw_j from the allreduce); returns D = W̄ − W (eq. 9).
+// Division (not multiplication by 1/N) keeps R/N exact for N a power of two, so identical
+// updates on every rank give D = 0 exactly.
+struct Dcs3gdAverage {
+  float n;  // number of ranks
+  DPLAB_HD float operator()(float& wbar, float r, float w) const {
+    wbar = wbar + r / n;
+    return wbar - w;
+  }
+};
+
+// Per-element terms of the norms in eq. 17: g² and (g⊙g⊙D)², accumulated in double.
+struct Dcs3gdNormTerms {
+  DPLAB_HD void operator()(float g, float d, double& g2, double& c2) const {
+    const double gd = static_cast<double>(g);
+    const double c = static_cast<double>(g * g * d);
+    g2 += gd * gd;
+    c2 += c * c;
+  }
+};
+
+// The corrected momentum step for one element. `wd` is the scheduled weight decay times the
+// tensor's mask (0 for BatchNorm parameters).
+struct Dcs3gdUpdate {
+  float lambda;    // λ of this tensor (eq. 17)
+  float lr;        // η_t
+  float momentum;  // μ
+  float wd;        // wd_t·m_k
+  DPLAB_HD void operator()(float g, float wbar, float& w, float& v, float& s) const {
+    const float d = wbar - w;                   // eq. 9 (same bits as pass 1)
+    const float gc = g + lambda * (g * g * d);  // eq. 10
+    v = momentum * v - lr * (gc + wd * wbar);   // Δw = U(g̃): MXNet momentum SGD
+    w = wbar + v;                               // eq. 12: W = W̄ + Δw
+    s = v;                                      // the next iteration's send buffer
+  }
+};
+
+// ---- dynamic loss scaling (optim/grad_scaler.h) ----------------------------------------------
+// g = g * inv_scale; returns true when g was inf or NaN before (x - x is 0 exactly for finite x
+// and NaN for inf and NaN, without depending on a host or device isfinite).
+struct AmpUnscale {
+  float inv_scale;
+  DPLAB_HD bool operator()(float& g) const {
+    const bool bad = !(g - g == 0.f);
+    g = g * inv_scale;
+    return bad;
   }
 };
 

@@ -43,6 +43,13 @@ DPLAB_HD float philox_uniform(uint32_t x) {
   return static_cast<float>(x >> 8) * (1.0f / 16777216.0f);
 }
 
+// Draw i of (seed, stream) as a uniform float in [0, 1): the one definition every backend uses
+// (the random kernels of core/kernels/random.h; element i takes word i % 4 of block i / 4).
+DPLAB_HD float philox_draw_uniform(uint64_t seed, uint64_t stream, int64_t i) {
+  const uint64_t u = static_cast<uint64_t>(i);
+  return philox_uniform(philox4x32(seed, stream, u / 4).v[u % 4]);
+}
+
 // A sequential stream of draws for host code (samplers, initialisers, topology draws).
 class PhiloxStream {
  public:

@@ -2,8 +2,6 @@
 
 #include "dplab/core/autograd.h"
 #include "dplab/core/backend.h"
-#include "dplab/core/ops/elementwise.h"
-#include "dplab/core/ops/reduce.h"
 
 namespace dplab {
 
@@ -24,31 +22,43 @@ void LARS::step() {
   const Backend& be = backend_for(arena_.device());
   const Tensor& params = arena_.params();
   const Tensor& grads = arena_.grads();
-  trust_.assign(arena_.segments().size(), 1.0);
-  for (size_t i = 0; i < arena_.segments().size(); ++i) {
-    const ArenaSegment& s = arena_.segments()[i];
-    const double wd = s.weight_decay ? weight_decay_ : 0.0;
+  const auto& segs = arena_.segments();
+  // Norms of every segment stay where the arena is: on CUDA the update kernel reads them from
+  // device memory, so a step never waits on the host (last_trust() copies them when asked).
+  if (!norms_.defined() || norms_.numel() != int64_t(2 * segs.size()))
+    norms_ = Tensor::zeros({int64_t(2 * segs.size())}, DType::f32, arena_.device());
+  LarsStepArgs a;
+  a.lr = lr_;
+  a.momentum = static_cast<float>(opt_.momentum);
+  a.eta = opt_.trust_coefficient;
+  a.eps = opt_.eps;
+  a.first_step = steps_ == 0;
+  for (size_t i = 0; i < segs.size(); ++i) {
+    const ArenaSegment& s = segs[i];
     Tensor p = params.flat_range(s.offset, s.offset + s.numel);
     Tensor g = grads.flat_range(s.offset, s.offset + s.numel);
-    double trust = 1.0;
-    if (!s.lars_excluded) {
-      const double wn = l2_norm(p).item(), gn = l2_norm(g).item();
-      if (wn > 0 && gn > 0) trust = opt_.trust_coefficient * wn / (gn + wd * wn + opt_.eps);
-    }
-    trust_[i] = trust;
-    // v = mu * v + c * (g + wd * w) with c = lr * trust is the SGD kernel run on c * g with
-    // weight decay c * wd, no dampening and lr 1 (its first-step copy equals mu * 0 + ...).
-    const double c = lr_ * trust;
-    SgdStepArgs a;
-    a.lr = 1.f;
-    a.momentum = static_cast<float>(opt_.momentum);
-    a.weight_decay = static_cast<float>(c * wd);
-    a.first_step = steps_ == 0;
-    Tensor gs = mul_scalar(g, static_cast<float>(c));
+    Tensor nm = norms_.flat_range(int64_t(2 * i), int64_t(2 * i + 2));
+    a.weight_decay = s.weight_decay ? weight_decay_ : 0.0;
+    a.excluded = s.lars_excluded;
+    if (!a.excluded) be.optim.lars_norms(p, g, nm);
     Tensor b = buf_.defined() ? buf_.flat_range(s.offset, s.offset + s.numel) : Tensor();
-    be.optim.sgd_step(p, gs, b, a);
+    be.optim.lars_step(p, g, b, nm, a);
   }
+  last_weight_decay_ = weight_decay_;
   ++steps_;
+}
+
+std::vector<double> LARS::last_trust() const {
+  const auto& segs = arena_.segments();
+  std::vector<double> trust(segs.size(), 1.0);
+  if (!norms_.defined()) return trust;
+  const std::vector<float> nm = norms_.to_vector();
+  for (size_t i = 0; i < segs.size(); ++i) {
+    if (segs[i].lars_excluded) continue;
+    const double wd = segs[i].weight_decay ? last_weight_decay_ : 0.0;
+    trust[i] = lars_trust(nm[2 * i], nm[2 * i + 1], opt_.trust_coefficient, wd, opt_.eps);
+  }
+  return trust;
 }
 
 std::vector<NamedTensor> LARS::state() const {

@@ -11,7 +11,9 @@
 //
 // So an excluded tensor takes plain momentum SGD with the lr inside the buffer, which equals
 // torch.optim.SGD (buffer, then lr) exactly while the lr is constant. Norms are Euclidean
-// over the whole tensor, computed in f32 by the l2_norm op. eta defaults to 0.001, eps to 0.
+// over the whole tensor, rounded to f32 as the l2_norm op gives them. eta defaults to 0.001,
+// eps to 0. A step is two fused kernels per segment (core/kernels/optim.h: lars_norms, then
+// lars_step reading the norms where they lie), so it runs on CUDA arenas without host syncs.
 #pragma once
 #include "dplab/optim/optimizer.h"
 
@@ -34,13 +36,15 @@ class LARS : public Optimizer {
   void load_state(const std::vector<NamedTensor>& state) override;
   const LARSOptions& options() const { return opt_; }
   const Tensor& momentum_buffer() const { return buf_; }
-  // The trust ratio of each segment at the last step (1 for excluded ones), for logging/tests.
-  const std::vector<double>& last_trust() const { return trust_; }
+  // The trust ratio of each segment at the last step (1 for excluded ones), for logging/tests;
+  // computed on the host from the norms of the last step (a device-to-host copy on CUDA).
+  std::vector<double> last_trust() const;
 
  private:
   LARSOptions opt_;
-  Tensor buf_;  // flat, like the arena (undefined when momentum == 0)
-  std::vector<double> trust_;
+  Tensor buf_;    // flat, like the arena (undefined when momentum == 0)
+  Tensor norms_;  // f32 [2 * segments]: ||w||, ||g|| of each segment at the last step
+  double last_weight_decay_ = 0.0;
 };
 
 }  // namespace dplab

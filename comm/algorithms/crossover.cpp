@@ -5,6 +5,7 @@
 #include <set>
 
 #include "dplab/comm/algorithms/allreduce.h"
+#include "dplab/core/backend.h"
 #include "dplab/core/error.h"
 
 namespace dplab {
@@ -202,8 +203,8 @@ void CrossoverStrategy::after_backward(const StepInfo&) {
   if (micro_ > 1) {
     // Mean over the interval's micro-batches: the gradient of the emulated large batch.
     const float inv = 1.0f / static_cast<float>(micro_);
-    float* g = ctx_.arena->grads().data<float>();
-    for (int64_t i = 0, n = ctx_.arena->numel(); i < n; ++i) g[i] *= inv;
+    Tensor g = ctx_.arena->grads();
+    backend_for(g.device()).ew.unary(UnaryOp::mul_scalar, inv, g, g);
   }
 }
 
@@ -239,14 +240,18 @@ void CrossoverStrategy::gossip(int64_t round) {
     const auto maps = draw_maps(round, n);
     if (opt_.check_maps) {
       // Debug: every rank must have drawn the same maps (the shared stream is the whole
-      // protocol; a disagreement would deadlock or mix wrong segments).
+      // protocol; a disagreement would deadlock or mix wrong segments). The maps are host
+      // values: they travel on the arena's device (the communicator's) and come back to the
+      // host explicitly.
       std::vector<int32_t> flat;
       for (auto& m : maps) flat.insert(flat.end(), m.begin(), m.end());
-      Tensor mine = Tensor::empty({int64_t(flat.size())}, DType::i32);
-      std::copy(flat.begin(), flat.end(), mine.data<int32_t>());
-      Tensor all = Tensor::empty({int64_t(flat.size()) * n}, DType::i32);
+      Tensor mine_host = Tensor::empty({int64_t(flat.size())}, DType::i32);
+      std::copy(flat.begin(), flat.end(), mine_host.data<int32_t>());
+      const Tensor mine = mine_host.to(params.device());
+      Tensor all = Tensor::empty({int64_t(flat.size()) * n}, DType::i32, params.device());
       comm->allgather(mine, all);
-      const int32_t* a = all.data<int32_t>();
+      const Tensor all_host = all.to(Device::cpu());
+      const int32_t* a = all_host.data<int32_t>();
       for (int r = 0; r < n; ++r)
         for (size_t k = 0; k < flat.size(); ++k)
           DPLAB_CHECK(a[size_t(r) * flat.size() + k] == flat[k],
@@ -278,11 +283,15 @@ void CrossoverStrategy::gossip(int64_t round) {
     stats_.exposed_wait_s += seconds_since(tw);
     stats_.in_flight_s += seconds_since(t0);
     // Lines 14-18: x_s <- (x_s + received_s) / 2. (a + b) * 0.5 is symmetric in a and b, so a
-    // 2-cycle leaves both ranks bitwise equal.
-    float* x = params.data<float>();
-    const float* r = recv_.data<float>();
-    for (auto& seg : segments_)
-      for (int64_t i = seg.begin; i < seg.end; ++i) x[i] = (x[i] + r[i]) * 0.5f;
+    // 2-cycle leaves both ranks bitwise equal. Backend kernels on each segment's views: the
+    // same arithmetic on a CPU or a CUDA arena.
+    const ElementwiseKernels& ew = backend_for(params.device()).ew;
+    for (auto& seg : segments_) {
+      Tensor x = params.flat_range(seg.begin, seg.end);
+      const Tensor r = recv_.flat_range(seg.begin, seg.end);
+      ew.binary(BinaryOp::add, x, r, x);
+      ew.unary(UnaryOp::mul_scalar, 0.5f, x, x);
+    }
     peer_sum_ += static_cast<int64_t>(peers.size());
   }
   if (opt_.hierarchical && topo_->node().size() > 1) {

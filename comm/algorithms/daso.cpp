@@ -260,8 +260,9 @@ void DasoStrategy::broadcast_from(int group) {
 
 void DasoStrategy::end_epoch(int64_t epoch, double mean_train_loss) {
   // The plateau test sees the training loss averaged over all ranks, so every rank takes the
-  // same B/S decision.
-  Tensor l = Tensor::full({1}, mean_train_loss);
+  // same B/S decision. The loss is a host scalar: it travels on the arena's device (the
+  // communicators' device) and the average is copied back explicitly by item().
+  Tensor l = Tensor::full({1}, mean_train_loss, DType::f32, ctx_.arena->device());
   const auto t0 = Clock::now();
   topo_->world().allreduce(l, ReduceOp::average);
   const double dt = seconds_since(t0);

@@ -8,6 +8,7 @@
 #include "dplab/comm/algorithms/allreduce.h"
 #include "dplab/comm/algorithms/dcs3gd_functors.h"
 #include "dplab/core/autograd.h"
+#include "dplab/core/backend.h"
 #include "dplab/optim/sgd.h"
 
 namespace dplab {
@@ -22,9 +23,6 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
-
-// Elements with at least this many use OpenMP in the update loops.
-constexpr int64_t kParallelMin = int64_t(1) << 15;
 
 }  // namespace
 
@@ -126,8 +124,6 @@ void Dcs3gdStrategy::setup(TrainContext& ctx) {
   v_ = Tensor::zeros(w.shape(), DType::f32, w.device());
   s_ = Tensor::zeros(w.shape(), DType::f32, w.device());
   r_ = Tensor::zeros(w.shape(), DType::f32, w.device());
-  DPLAB_CHECK(w.device().is_cpu(), "dcs3gd: only the CPU path exists so far, arena is on {}",
-              w.str());
 
   // Weight-decay masks: no decay on BatchNorm (paper Sec. IV-A), optionally none on biases.
   // The arena's is_norm flag comes from whoever built it from the module tree (the trainer).
@@ -220,12 +216,9 @@ void Dcs3gdStrategy::update(const StepInfo& step) {
   NoGradGuard no_grad;
   ParamArena& arena = *ctx_.arena;
   const auto& segs = arena.segments();
-  float* w = arena.params().data<float>();
-  const float* g = arena.grads().data<float>();
-  float* wbar = wbar_.data<float>();
-  float* v = v_.data<float>();
-  float* s = s_.data<float>();
-  const float* r = r_.data<float>();
+  const OptimKernels& k = backend_for(arena.device()).optim;
+  const Tensor& w_all = arena.params();
+  const Tensor& g_all = arena.grads();
   const bool have_r = std::exchange(received_, false);
 
   // Schedule (Sec. IV-A): lr and weight decay share the shape f(t).
@@ -246,31 +239,37 @@ void Dcs3gdStrategy::update(const StepInfo& step) {
   const bool correct =
       opt_.lambda0 > 0 && !(opt_.correct_after_warmup && step.global_step < warmup);
 
-  // Pass 1 (per tensor): W̄ += R/N (eq. 8), D = W̄ − W (eq. 9), Σg² and Σ(g⊙g⊙D)² (eq. 17).
-  const Dcs3gdAverage avg{float(topo_->world().size())};
-  const Dcs3gdNormTerms terms;
-  double g2_all = 0, c2_all = 0;
-  for (size_t k = 0; k < segs.size(); ++k) {
-    const int64_t b = segs[k].offset, e = b + segs[k].numel;
-    double g2 = 0, c2 = 0, d2 = 0;
-#pragma omp parallel for reduction(+ : g2, c2, d2) if (e - b >= kParallelMin)
-    for (int64_t i = b; i < e; ++i) {
-      const float d = have_r ? avg(wbar[i], r[i], w[i]) : wbar[i] - w[i];
-      terms(g[i], d, g2, c2);
-      d2 += double(d) * d;
-    }
-    last_stats_[k].g_norm = std::sqrt(g2);
-    last_stats_[k].ggd_norm = std::sqrt(c2);
-    last_stats_[k].d_norm = std::sqrt(d2);
-    g2_all += g2;
-    c2_all += c2;
+  // Pass 1 (per tensor, the dcs3gd_average kernel): W̄ += R/N (eq. 8), D = W̄ − W (eq. 9),
+  // Σg², Σ(g⊙g⊙D)², ΣD² (eq. 17) into 4 f64 slots per segment on the arena's device.
+  const int64_t nseg = int64_t(segs.size());
+  if (!sums_.defined() || sums_.numel() != 4 * nseg)
+    sums_ = Tensor::zeros({4 * nseg}, DType::i64, arena.device());
+  Dcs3gdAverageArgs avg_args;
+  avg_args.ranks = float(topo_->world().size());
+  avg_args.have_r = have_r;
+  for (int64_t j = 0; j < nseg; ++j) {
+    const int64_t b = segs[j].offset, e = b + segs[j].numel;
+    Tensor wbar = wbar_.flat_range(b, e);
+    Tensor sums = sums_.flat_range(4 * j, 4 * j + 3);
+    k.dcs3gd_average(wbar, have_r ? r_.flat_range(b, e) : Tensor(), w_all.flat_range(b, e),
+                     g_all.flat_range(b, e), avg_args, sums);
   }
   // (Alignment padding between segments is 0 in W, W̄, S and R and stays so.)
+  // λ and the metrics need the sums on the host: one small copy per pass (on CUDA, a sync).
+  std::vector<double> sums = f64_slot_values(sums_);
+  double g2_all = 0, c2_all = 0;
+  for (int64_t j = 0; j < nseg; ++j) {
+    last_stats_[j].g_norm = std::sqrt(sums[4 * j]);
+    last_stats_[j].ggd_norm = std::sqrt(sums[4 * j + 1]);
+    last_stats_[j].d_norm = std::sqrt(sums[4 * j + 2]);
+    g2_all += sums[4 * j];
+    c2_all += sums[4 * j + 1];
+  }
 
   // λ (eq. 17): λ = λ0·‖g‖/‖g⊙g⊙D‖, 0 when the denominator is 0 (D = 0 or g = 0).
   double lambda_mean = 0, d2_all = 0, wbar2 = 0;
-  for (size_t k = 0; k < segs.size(); ++k) {
-    Dcs3gdTensorStats& st = last_stats_[k];
+  for (size_t j = 0; j < segs.size(); ++j) {
+    Dcs3gdTensorStats& st = last_stats_[j];
     double lam = 0;
     if (correct) {
       if (opt_.norm == Dcs3gdOptions::Norm::per_tensor)
@@ -283,18 +282,19 @@ void Dcs3gdStrategy::update(const StepInfo& step) {
     d2_all += st.d_norm * st.d_norm;
   }
 
-  // Pass 2: g̃ (eq. 10), Δw = U(g̃) (MXNet momentum), W = W̄ + Δw (eq. 12), S = Δw.
-  for (size_t k = 0; k < segs.size(); ++k) {
-    const int64_t b = segs[k].offset, e = b + segs[k].numel;
-    const Dcs3gdUpdate up{float(last_stats_[k].lambda), float(lr), float(mu_),
-                          float(wd * wd_mask_[k])};
-    double n2 = 0;
-#pragma omp parallel for reduction(+ : n2) if (e - b >= kParallelMin)
-    for (int64_t i = b; i < e; ++i) {
-      up(g[i], wbar[i], w[i], v[i], s[i]);
-      n2 += double(wbar[i]) * wbar[i];
-    }
-    wbar2 += n2;
+  // Pass 2 (the dcs3gd_update kernel): g̃ (eq. 10), Δw = U(g̃) (MXNet momentum),
+  // W = W̄ + Δw (eq. 12), S = Δw; ΣW̄² into the segment's 4th slot.
+  for (int64_t j = 0; j < nseg; ++j) {
+    const int64_t b = segs[j].offset, e = b + segs[j].numel;
+    const Dcs3gdUpdate up{float(last_stats_[j].lambda), float(lr), float(mu_),
+                          float(wd * wd_mask_[j])};
+    Tensor w = w_all.flat_range(b, e), v = v_.flat_range(b, e), s = s_.flat_range(b, e);
+    Tensor wbar_sq = sums_.flat_range(4 * j + 3, 4 * j + 4);
+    k.dcs3gd_update(g_all.flat_range(b, e), wbar_.flat_range(b, e), w, v, s, up, wbar_sq);
+  }
+  if (have_r) {
+    sums = f64_slot_values(sums_);
+    for (int64_t j = 0; j < nseg; ++j) wbar2 += sums[4 * j + 3];
   }
   pending_ = true;
   last_lr_ = lr;
@@ -315,16 +315,8 @@ void Dcs3gdStrategy::drain() {
     start_allreduce();
     finish_allreduce();
     received_ = false;
-    const Dcs3gdAverage avg{float(topo_->world().size())};
-    float* wbar = wbar_.data<float>();
-    float* w = ctx_.arena->params().data<float>();
-    const float* r = r_.data<float>();
-    const int64_t n = wbar_.numel();
-#pragma omp parallel for if (n >= kParallelMin)
-    for (int64_t i = 0; i < n; ++i) {
-      avg(wbar[i], r[i], w[i]);
-      w[i] = wbar[i];
-    }
+    Tensor w = ctx_.arena->params();
+    backend_for(wbar_.device()).optim.dcs3gd_drain(wbar_, r_, w, float(topo_->world().size()));
     s_.zero_();
   }
   join_progress();

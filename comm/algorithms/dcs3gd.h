@@ -125,6 +125,7 @@ class Dcs3gdStrategy : public Strategy {
   Dcs3gdOptions opt_;
   double peak_lr_ = 0, base_wd_ = 0, mu_ = 0;
   Tensor wbar_, v_, s_, r_;
+  Tensor sums_;  // f64 slots (i64 storage), 4 per segment: Σg², Σ(g⊙g⊙D)², ΣD², ΣW̄²
   std::vector<float> wd_mask_;  // per arena segment: 1 = decayed, 0 = excluded
   bool pending_ = false;        // S holds an update not yet communicated
   bool received_ = false;       // R holds this iteration's sum (set by finish_allreduce)

@@ -88,8 +88,11 @@ void OscarsStrategy::reschedule() {
     t = fixed_t_us_;
   } else {
     t_us_ = my_median_us();
-    Tensor mine = Tensor::from_vector_i64({t_us_}, {1});
-    Tensor all = Tensor::from_vector_i64(std::vector<int64_t>(size_t(N), 0), {N});
+    // Host values: they travel on the arena's device (the communicator's) and come back to
+    // the host explicitly (to_vector_i64).
+    const Device dev = ctx_.arena->device();
+    Tensor mine = Tensor::from_vector_i64({t_us_}, {1}).to(dev);
+    Tensor all = Tensor::empty({N}, DType::i64, dev);  // every element is gathered
     const auto t0 = Clock::now();
     topo_->world().allgather(mine, all);
     const double d = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -113,6 +116,10 @@ void OscarsStrategy::average() {
 
 void OscarsStrategy::after_step(const StepInfo& step) {
   if (computing_) {
+    // On a device the step's kernels are only queued by now: the iteration time counts once
+    // they have run. Copying one parameter back waits for the compute stream (a CPU arena
+    // needs nothing).
+    if (!ctx_.arena->device().is_cpu()) (void)ctx_.arena->params().flat_range(0, 1).item();
     const auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t_plan_);
     samples_us_.push_back(int64_t(us.count()));
     // Keep only what a median can use.

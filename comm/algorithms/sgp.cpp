@@ -1,6 +1,7 @@
 #include "dplab/comm/algorithms/sgp.h"
 
 #include "dplab/comm/algorithms/allreduce.h"
+#include "dplab/core/backend.h"
 #include "dplab/core/error.h"
 
 namespace dplab {
@@ -54,17 +55,21 @@ void SgpStrategy::gossip(int64_t round) {
   const int hop = hops_[size_t(round % int64_t(hops_.size()))];
   const int dst = (me + hop) % n, src = ((me - hop) % n + n) % n;
   const int64_t numel = ctx_.arena->numel();
-  float* z = ctx_.arena->params().data<float>();
-  float* xs = send_.data<float>();
+  // Backend kernels on the arena's device, in the order of the scalar formulas below (float
+  // + and * commute bitwise, and the CPU kernels do not fuse multiply-adds).
+  const ElementwiseKernels& ew = backend_for(send_.device()).ew;
+  Tensor z = ctx_.arena->params();
+  Tensor xs = send_.flat_range(0, numel);
   // x^{k+1/2}: w·z after the step when w = 1 (exact), else w·z^k + (z^{k+1/2} - z^k).
   if (have_before_) {
-    const float* zb = before_.data<float>();
-    for (int64_t i = 0; i < numel; ++i) xs[i] = w_ * zb[i] + (z[i] - zb[i]);
+    ew.binary(BinaryOp::sub, z, before_, xs);  // z - zb
+    ew.axpy(w_, before_, xs);                  // + w·zb
   } else {
-    for (int64_t i = 0; i < numel; ++i) xs[i] = w_ * z[i];
+    ew.unary(UnaryOp::mul_scalar, w_, z, xs);
   }
   have_before_ = false;
-  xs[numel] = w_;
+  Tensor xs_w = send_.flat_range(numel, numel + 1);
+  ew.fill(xs_w, w_);
   const auto t0 = Clock::now();
   std::vector<Request> reqs;
   reqs.push_back(comm.irecv(recv_, src, kTag));
@@ -75,10 +80,15 @@ void SgpStrategy::gossip(int64_t round) {
   stats_.in_flight_s += dt;
   stats_.bytes_sent += static_cast<double>(send_.nbytes());
   ++stats_.collectives;
-  // Uniform mixing 1/2 on x and w, then de-bias.
-  const float* xr = recv_.data<float>();
-  const float w_new = (w_ + xr[numel]) * 0.5f;
-  for (int64_t i = 0; i < numel; ++i) z[i] = ((xs[i] + xr[i]) * 0.5f) / w_new;
+  // Uniform mixing 1/2 on x and w, then de-bias. The peer's weight is the one host value the
+  // rule needs (w is a host scalar): one element copied back explicitly.
+  const Tensor xr = recv_.flat_range(0, numel);
+  const float w_recv = recv_.flat_range(numel, numel + 1).item();
+  const float w_new = (w_ + w_recv) * 0.5f;
+  const Tensor w_new_t = Tensor::full({1}, w_new, DType::f32, z.device());
+  ew.binary(BinaryOp::add, xs, xr, z);
+  ew.unary(UnaryOp::mul_scalar, 0.5f, z, z);
+  ew.binary(BinaryOp::div, z, w_new_t, z);
   w_ = w_new;
   last_hop_ = hop;
   ++rounds_;
@@ -92,14 +102,13 @@ bool SgpStrategy::consensus_eval(const std::function<void()>& evaluate) {
   Tensor saved = params.clone();
   std::vector<Tensor> saved_buffers;
   for (auto& b : ctx_.buffers) saved_buffers.push_back(b.tensor.clone());
-  // Σ x / Σ w with x = w·z.
-  float* z = params.data<float>();
-  for (int64_t i = 0, n = ctx_.arena->numel(); i < n; ++i) z[i] *= w_;
+  // Σ x / Σ w with x = w·z; Σ w stays on the device and divides there.
+  const ElementwiseKernels& ew = backend_for(params.device()).ew;
+  ew.unary(UnaryOp::mul_scalar, w_, params, params);
   world.allreduce(params, ReduceOp::sum);
-  Tensor wsum = Tensor::full({1}, w_);
+  Tensor wsum = Tensor::full({1}, w_, DType::f32, params.device());
   world.allreduce(wsum, ReduceOp::sum);
-  const float ws = wsum.data<float>()[0];
-  for (int64_t i = 0, n = ctx_.arena->numel(); i < n; ++i) z[i] /= ws;
+  ew.binary(BinaryOp::div, params, wsum, params);
   average_buffers(world, ctx_.buffers);
   evaluate();
   params.copy_(saved);

@@ -1,8 +1,15 @@
-// Fast CPU convolution: oneDNN convolution primitives on the plain NCHW / OIHW (GOIHW for
-// groups) layouts, so dplab tensors are passed without copies. Each primitive is created once
-// per (shape, parameters, thread count) and cached. If oneDNN has no implementation for a case,
-// the kernels run the reference loops in parallel (omp_conv_kernels), never something else.
+// Fast CPU convolution: oneDNN convolution primitives. dplab tensors are plain NCHW / OIHW
+// (GOIHW for groups), but oneDNN's direct JIT kernels want blocked layouts (nChw16c, OIhw16i16o
+// on AVX-512): on the plain layouts oneDNN falls back to im2col + GEMM, measured 3-5x slower on
+// mnist_cnn's shapes. So each primitive is created with format `any`, and operands whose plain
+// layout differs from the chosen one are reordered into (inputs) or out of (outputs) per-thread
+// staging buffers: a reorder is one memory pass, far cheaper than the GEMM path. If oneDNN
+// cannot build a blocked-layout primitive we try the plain layouts; if that fails too the
+// kernels run the reference loops in parallel (omp_conv_kernels), never something else.
+// Every primitive and reorder is created once per (shape, parameters, thread count) and cached.
 #include "dplab/core/kernels/conv.h"
+#include <type_traits>
+
 #include "dplab/core/cpu/dnnl_common.h"
 
 namespace dplab {
@@ -54,14 +61,19 @@ struct Descs {
   memory::dims strides, dilates, pad_l, pad_r;
 };
 
-Descs descs(const Shapes& s, const Conv2dParams& p) {
+// The plain layouts of dplab's tensors, or (`any_layout`) the same shapes with format `any`,
+// letting oneDNN choose.
+Descs descs(const Shapes& s, const Conv2dParams& p, bool any_layout) {
   Descs d;
-  d.src = du::f32_desc({s.N, s.C, s.H, s.W}, tag::nchw);
-  d.dst = du::f32_desc({s.N, s.O, s.OH, s.OW}, tag::nchw);
+  auto f = [&](const memory::dims& dims, tag plain) {
+    return du::f32_desc(dims, any_layout ? tag::any : plain);
+  };
+  d.src = f({s.N, s.C, s.H, s.W}, tag::nchw);
+  d.dst = f({s.N, s.O, s.OH, s.OW}, tag::nchw);
   const int64_t G = p.groups;
   // [O, C/G, KH, KW] in memory is exactly goihw's [G, O/G, C/G, KH, KW].
-  d.weights = G == 1 ? du::f32_desc({s.O, s.C, s.KH, s.KW}, tag::oihw)
-                     : du::f32_desc({G, s.O / G, s.C / G, s.KH, s.KW}, tag::goihw);
+  d.weights = G == 1 ? f({s.O, s.C, s.KH, s.KW}, tag::oihw)
+                     : f({G, s.O / G, s.C / G, s.KH, s.KW}, tag::goihw);
   d.bias = du::f32_desc({s.O}, tag::x);
   d.strides = {p.stride_h, p.stride_w};
   d.dilates = {p.dilation_h - 1, p.dilation_w - 1};  // oneDNN counts dilation from 0
@@ -82,25 +94,103 @@ dnnl::convolution_forward::primitive_desc forward_pd(const Descs& d, bool bias) 
   return F::primitive_desc(fd, du::default_attr(), du::cpu_engine());
 }
 
-// A cached primitive, or ok == false when oneDNN has no implementation for the case.
+// One operand of a cached primitive: dplab's plain layout, the layout the primitive chose, and
+// the reorder from the first to the second (inputs) or back (outputs) when they differ.
+struct Stage {
+  memory::desc user, prim;
+  bool differs = false;
+  dnnl::reorder reorder;
+};
+
+Stage make_stage(const memory::desc& user, const memory::desc& prim, bool input) {
+  Stage st;
+  st.user = user;
+  st.prim = prim;
+  st.differs = user != prim;
+  if (st.differs) {
+    const auto& eng = du::cpu_engine();
+    st.reorder = input ? dnnl::reorder(dnnl::reorder::primitive_desc(eng, user, eng, prim))
+                       : dnnl::reorder(dnnl::reorder::primitive_desc(eng, prim, eng, user));
+  }
+  return st;
+}
+
+// The memory the primitive reads for input `t`: t itself, or t reordered into staging `slot`.
+memory stage_in(const Stage& st, const Tensor& t, int slot) {
+  memory user = du::wrap(st.user, t);
+  if (!st.differs) return user;
+  memory staged(st.prim, du::cpu_engine(), du::thread_buffer(slot, st.prim.get_size()));
+  st.reorder.execute(du::thread_stream(), user, staged);
+  return staged;
+}
+
+// The memory the primitive writes for output `t`: t itself, or staging `slot` that
+// stage_out_finish then reorders into t.
+memory stage_out(const Stage& st, const Tensor& t, int slot) {
+  if (!st.differs) return du::wrap(st.user, t);
+  return memory(st.prim, du::cpu_engine(), du::thread_buffer(slot, st.prim.get_size()));
+}
+
+void stage_out_finish(const Stage& st, memory& staged, const Tensor& t) {
+  if (!st.differs) return;
+  memory user = du::wrap(st.user, t);
+  st.reorder.execute(du::thread_stream(), staged, user);
+  du::thread_stream().wait();
+}
+
+// A cached primitive with its three staged operands (in the order the pass names them: src or
+// diff_src, weights or diff_weights, dst or diff_dst), or ok == false when oneDNN has no
+// implementation for the case. The bias is always the plain vector.
 template <typename Prim>
 struct Entry {
   bool ok = false;
-  Descs d;
+  memory::desc bias;
   typename Prim::primitive_desc pd;
   Prim prim;
+  Stage src, weights, dst;
 };
 
+template <typename PD>
+memory::desc chosen_src(const PD& pd) {
+  if constexpr (std::is_same_v<PD, dnnl::convolution_backward_data::primitive_desc>)
+    return pd.diff_src_desc();
+  else
+    return pd.src_desc();
+}
+template <typename PD>
+memory::desc chosen_weights(const PD& pd) {
+  if constexpr (std::is_same_v<PD, dnnl::convolution_backward_weights::primitive_desc>)
+    return pd.diff_weights_desc();
+  else
+    return pd.weights_desc();
+}
+template <typename PD>
+memory::desc chosen_dst(const PD& pd) {
+  if constexpr (std::is_same_v<PD, dnnl::convolution_forward::primitive_desc>)
+    return pd.dst_desc();
+  else
+    return pd.diff_dst_desc();
+}
+
+// `outputs`: which of src / weights / dst this pass writes (the others are read).
 template <typename Prim, typename MakePd>
-Entry<Prim> try_create(const Descs& d, MakePd&& make_pd) {
+Entry<Prim> try_create(const Shapes& s, const Conv2dParams& p, MakePd&& make_pd,
+                       std::array<bool, 3> outputs) {
   Entry<Prim> e;
-  e.d = d;
-  try {
-    e.pd = make_pd(d);
-    e.prim = Prim(e.pd);
-    e.ok = true;
-  } catch (const dnnl::error& err) {
-    if (!du::is_unimplemented(err)) throw;
+  const Descs plain = descs(s, p, false);
+  e.bias = plain.bias;
+  for (bool any_layout : {true, false}) {
+    try {
+      e.pd = make_pd(descs(s, p, any_layout));
+      e.prim = Prim(e.pd);
+      e.src = make_stage(plain.src, chosen_src(e.pd), !outputs[0]);
+      e.weights = make_stage(plain.weights, chosen_weights(e.pd), !outputs[1]);
+      e.dst = make_stage(plain.dst, chosen_dst(e.pd), !outputs[2]);
+      e.ok = true;
+      return e;
+    } catch (const dnnl::error& err) {
+      if (!du::is_unimplemented(err)) throw;
+    }
   }
   return e;
 }
@@ -116,15 +206,17 @@ void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, const
   const Shapes s = shapes(x, w, y);
   const bool bias = b.defined();
   auto e = cache.get(make_key(Pass::forward, s, p, bias), [&] {
-    return try_create<Prim>(descs(s, p), [&](const Descs& d) { return forward_pd(d, bias); });
+    return try_create<Prim>(s, p, [&](const Descs& d) { return forward_pd(d, bias); },
+                            {false, false, true});
   });
   if (!e->ok) return fallback().conv2d_forward(x, w, b, y, p);
-  const Descs& d = e->d;
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, du::wrap(d.src, x)},
-                                       {DNNL_ARG_WEIGHTS, du::wrap(d.weights, w)},
-                                       {DNNL_ARG_DST, du::wrap(d.dst, y)}};
-  if (bias) args.emplace(DNNL_ARG_BIAS, du::wrap(d.bias, b));
+  memory dst = stage_out(e->dst, y, 2);
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, stage_in(e->src, x, 0)},
+                                       {DNNL_ARG_WEIGHTS, stage_in(e->weights, w, 1)},
+                                       {DNNL_ARG_DST, dst}};
+  if (bias) args.emplace(DNNL_ARG_BIAS, du::wrap(e->bias, b));
   du::execute(e->prim, e->pd, args);
+  stage_out_finish(e->dst, dst, y);
 }
 
 void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, const Conv2dParams& p) {
@@ -132,18 +224,22 @@ void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, const Conv2dPa
   static du::PrimitiveCache<20, Entry<Prim>> cache;
   const Shapes s = shapes(dx, w, dy);
   auto e = cache.get(make_key(Pass::backward_data, s, p, false), [&] {
-    return try_create<Prim>(descs(s, p), [&](const Descs& d) {
-      Prim::desc bd(dnnl::algorithm::convolution_direct, d.src, d.weights, d.dst, d.strides,
-                    d.dilates, d.pad_l, d.pad_r);
-      return Prim::primitive_desc(bd, du::default_attr(), du::cpu_engine(), forward_pd(d, false));
-    });
+    return try_create<Prim>(s, p,
+                            [&](const Descs& d) {
+                              Prim::desc bd(dnnl::algorithm::convolution_direct, d.src, d.weights,
+                                            d.dst, d.strides, d.dilates, d.pad_l, d.pad_r);
+                              return Prim::primitive_desc(bd, du::default_attr(), du::cpu_engine(),
+                                                          forward_pd(d, false));
+                            },
+                            {true, false, false});
   });
   if (!e->ok) return fallback().conv2d_backward_data(dy, w, dx, p);
-  const Descs& d = e->d;
-  std::unordered_map<int, memory> args{{DNNL_ARG_DIFF_DST, du::wrap(d.dst, dy)},
-                                       {DNNL_ARG_WEIGHTS, du::wrap(d.weights, w)},
-                                       {DNNL_ARG_DIFF_SRC, du::wrap(d.src, dx)}};
+  memory diff_src = stage_out(e->src, dx, 0);
+  std::unordered_map<int, memory> args{{DNNL_ARG_DIFF_DST, stage_in(e->dst, dy, 2)},
+                                       {DNNL_ARG_WEIGHTS, stage_in(e->weights, w, 1)},
+                                       {DNNL_ARG_DIFF_SRC, diff_src}};
   du::execute(e->prim, e->pd, args);
+  stage_out_finish(e->src, diff_src, dx);
 }
 
 void backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db,
@@ -153,21 +249,26 @@ void backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db,
   const Shapes s = shapes(x, dw, dy);
   const bool bias = db.defined();
   auto e = cache.get(make_key(Pass::backward_weight, s, p, bias), [&] {
-    return try_create<Prim>(descs(s, p), [&](const Descs& d) {
-      Prim::desc bd = bias ? Prim::desc(dnnl::algorithm::convolution_direct, d.src, d.weights,
-                                        d.bias, d.dst, d.strides, d.dilates, d.pad_l, d.pad_r)
-                           : Prim::desc(dnnl::algorithm::convolution_direct, d.src, d.weights,
-                                        d.dst, d.strides, d.dilates, d.pad_l, d.pad_r);
-      return Prim::primitive_desc(bd, du::default_attr(), du::cpu_engine(), forward_pd(d, bias));
-    });
+    return try_create<Prim>(
+        s, p,
+        [&](const Descs& d) {
+          Prim::desc bd = bias ? Prim::desc(dnnl::algorithm::convolution_direct, d.src, d.weights,
+                                            d.bias, d.dst, d.strides, d.dilates, d.pad_l, d.pad_r)
+                               : Prim::desc(dnnl::algorithm::convolution_direct, d.src, d.weights,
+                                            d.dst, d.strides, d.dilates, d.pad_l, d.pad_r);
+          return Prim::primitive_desc(bd, du::default_attr(), du::cpu_engine(),
+                                      forward_pd(d, bias));
+        },
+        {false, true, false});
   });
   if (!e->ok) return fallback().conv2d_backward_weight(x, dy, dw, db, p);
-  const Descs& d = e->d;
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, du::wrap(d.src, x)},
-                                       {DNNL_ARG_DIFF_DST, du::wrap(d.dst, dy)},
-                                       {DNNL_ARG_DIFF_WEIGHTS, du::wrap(d.weights, dw)}};
-  if (bias) args.emplace(DNNL_ARG_DIFF_BIAS, du::wrap(d.bias, db));
+  memory diff_weights = stage_out(e->weights, dw, 1);
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, stage_in(e->src, x, 0)},
+                                       {DNNL_ARG_DIFF_DST, stage_in(e->dst, dy, 2)},
+                                       {DNNL_ARG_DIFF_WEIGHTS, diff_weights}};
+  if (bias) args.emplace(DNNL_ARG_DIFF_BIAS, du::wrap(e->bias, db));
   du::execute(e->prim, e->pd, args);
+  stage_out_finish(e->weights, diff_weights, dw);
 }
 
 }  // namespace

@@ -14,13 +14,14 @@ dnnl::stream& thread_stream() {
   return s;
 }
 
-void* thread_scratchpad(size_t bytes) {
-  struct Buffer {
-    void* p = nullptr;
-    size_t size = 0;
-    ~Buffer() { std::free(p); }
-  };
-  thread_local Buffer buf;
+namespace {
+struct Buffer {
+  void* p = nullptr;
+  size_t size = 0;
+  ~Buffer() { std::free(p); }
+};
+
+void* grow(Buffer& buf, size_t bytes) {
   if (bytes > buf.size) {
     std::free(buf.p);
     const size_t rounded = (bytes + 63) / 64 * 64;
@@ -29,6 +30,19 @@ void* thread_scratchpad(size_t bytes) {
     buf.size = rounded;
   }
   return buf.p;
+}
+}  // namespace
+
+void* thread_scratchpad(size_t bytes) {
+  thread_local Buffer buf;
+  return grow(buf, bytes);
+}
+
+void* thread_buffer(int slot, size_t bytes) {
+  DPLAB_CHECK(slot >= 0 && slot < kThreadBufferSlots, "thread_buffer: slot {} out of [0, {})", slot,
+              kThreadBufferSlots);
+  thread_local Buffer bufs[kThreadBufferSlots];
+  return grow(bufs[slot], bytes);
 }
 
 dnnl::primitive_attr default_attr() {

@@ -24,6 +24,10 @@ const dnnl::engine& cpu_engine();
 dnnl::stream& thread_stream();
 // At least `bytes` of 64-byte aligned memory owned by the calling thread (grow-only).
 void* thread_scratchpad(size_t bytes);
+// Like thread_scratchpad, but one independent buffer per `slot` (0..kThreadBufferSlots-1):
+// kernels stage operands in oneDNN's blocked layouts here, several at once.
+constexpr int kThreadBufferSlots = 4;
+void* thread_buffer(int slot, size_t bytes);
 
 // Attribute for every primitive dplab creates (user-managed scratchpad).
 dnnl::primitive_attr default_attr();

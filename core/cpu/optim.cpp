@@ -1,8 +1,18 @@
-// Fast optimizer kernels: the shared functor in an OpenMP SIMD loop over the flat range.
+// Fast optimizer kernels: the shared functors in OpenMP loops over the flat range. The
+// reductions are OpenMP reductions with a static schedule, deterministic for a given thread
+// count; LARS norms are the cpu reduce family's sum_of_squares itself, so they equal the l2_norm
+// op's bits.
+#include <cmath>
+
 #include "dplab/core/kernels/optim.h"
+#include "dplab/core/kernels/reduce.h"
 
 namespace dplab {
 namespace {
+
+// Ranges with at least this many elements use OpenMP in the DC-S3GD loops (the threshold the
+// algorithm's own loops used, so its results are unchanged).
+constexpr int64_t kDcs3gdParallelMin = int64_t(1) << 15;
 
 void sgd_step(Tensor& param, const Tensor& grad, Tensor& buf, const SgdStepArgs& args) {
   check_sgd_operands(param, grad, buf, args);
@@ -20,11 +30,114 @@ void sgd_step(Tensor& param, const Tensor& grad, Tensor& buf, const SgdStepArgs&
   }
 }
 
+void lars_norms(const Tensor& param, const Tensor& grad, Tensor& norms) {
+  check_lars_norm_operands(param, grad, norms);
+  static const ReduceKernels reduce = cpu_reduce_kernels();
+  float* out = norms.data<float>();
+  out[0] = static_cast<float>(std::sqrt(reduce.sum_of_squares(param)));
+  out[1] = static_cast<float>(std::sqrt(reduce.sum_of_squares(grad)));
+}
+
+void lars_step(Tensor& param, const Tensor& grad, Tensor& buf, const Tensor& norms,
+               const LarsStepArgs& args) {
+  check_lars_operands(param, grad, buf, norms, args);
+  double trust = 1.0;
+  if (!args.excluded) {
+    const float* nm = norms.data<float>();
+    trust = lars_trust(nm[0], nm[1], args.eta, args.weight_decay, args.eps);
+  }
+  const LarsUpdate f =
+      make_lars_update(args.lr, trust, args.momentum, args.weight_decay, args.first_step);
+  float* p = param.data<float>();
+  const float* g = grad.data<float>();
+  const int64_t n = param.numel();
+  if (args.momentum != 0.f) {
+    float* b = buf.data<float>();
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; ++i) f(p + i, g[i], b + i);
+  } else {
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; ++i) f(p + i, g[i], nullptr);
+  }
+}
+
+void dcs3gd_average(Tensor& wbar, const Tensor& r, const Tensor& w, const Tensor& g,
+                    const Dcs3gdAverageArgs& args, Tensor& sums) {
+  check_dcs3gd_average_operands(wbar, r, w, g, args, sums);
+  const Dcs3gdAverage avg{args.ranks};
+  const Dcs3gdNormTerms terms;
+  float* wb = wbar.data<float>();
+  const float* rp = args.have_r ? r.data<float>() : nullptr;
+  const float* wp = w.data<float>();
+  const float* gp = g.data<float>();
+  const bool have_r = args.have_r;
+  double g2 = 0, c2 = 0, d2 = 0;
+  const int64_t n = wbar.numel();
+#pragma omp parallel for reduction(+ : g2, c2, d2) if (n >= kDcs3gdParallelMin)
+  for (int64_t i = 0; i < n; ++i) {
+    const float d = have_r ? avg(wb[i], rp[i], wp[i]) : wb[i] - wp[i];
+    terms(gp[i], d, g2, c2);
+    d2 += double(d) * d;
+  }
+  set_f64_slot(sums, 0, g2);
+  set_f64_slot(sums, 1, c2);
+  set_f64_slot(sums, 2, d2);
+}
+
+void dcs3gd_update(const Tensor& g, const Tensor& wbar, Tensor& w, Tensor& v, Tensor& s,
+                   const Dcs3gdUpdate& up, Tensor& wbar_sq) {
+  check_dcs3gd_update_operands(g, wbar, w, v, s, wbar_sq);
+  const float* gp = g.data<float>();
+  const float* wb = wbar.data<float>();
+  float* wp = w.data<float>();
+  float* vp = v.data<float>();
+  float* sp = s.data<float>();
+  double n2 = 0;
+  const int64_t n = wbar.numel();
+#pragma omp parallel for reduction(+ : n2) if (n >= kDcs3gdParallelMin)
+  for (int64_t i = 0; i < n; ++i) {
+    up(gp[i], wb[i], wp[i], vp[i], sp[i]);
+    n2 += double(wb[i]) * wb[i];
+  }
+  set_f64_slot(wbar_sq, 0, n2);
+}
+
+void dcs3gd_drain(Tensor& wbar, const Tensor& r, Tensor& w, float ranks) {
+  check_dcs3gd_drain_operands(wbar, r, w);
+  const Dcs3gdAverage avg{ranks};
+  float* wb = wbar.data<float>();
+  const float* rp = r.data<float>();
+  float* wp = w.data<float>();
+  const int64_t n = wbar.numel();
+#pragma omp parallel for if (n >= kDcs3gdParallelMin)
+  for (int64_t i = 0; i < n; ++i) {
+    avg(wb[i], rp[i], wp[i]);
+    wp[i] = wb[i];
+  }
+}
+
+void amp_unscale(Tensor& grads, float inv_scale, Tensor& found_inf) {
+  check_amp_unscale_operands(grads, found_inf);
+  const AmpUnscale f{inv_scale};
+  float* g = grads.data<float>();
+  int bad = 0;
+  const int64_t n = grads.numel();
+#pragma omp parallel for simd schedule(static) reduction(| : bad) if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) bad |= f(g[i]) ? 1 : 0;
+  if (bad) found_inf.data<float>()[0] = 1.f;
+}
+
 }  // namespace
 
 OptimKernels cpu_optim_kernels() {
   OptimKernels k{};
   k.sgd_step = sgd_step;
+  k.lars_norms = lars_norms;
+  k.lars_step = lars_step;
+  k.dcs3gd_average = dcs3gd_average;
+  k.dcs3gd_update = dcs3gd_update;
+  k.dcs3gd_drain = dcs3gd_drain;
+  k.amp_unscale = amp_unscale;
   return k;
 }
 

@@ -1,12 +1,20 @@
-// The CUDA backend table. Only the element-wise memory kernels exist so far; every other family
-// is empty (null) until the CUDA backend issue lands, and backend_for() refuses the device
-// before a null kernel could be reached (see cuda_backend_complete()).
+// The CUDA backend table: one kernel family per file pair in core/cuda (validation and error
+// context in <family>.cpp, kernels in <family>_kernels.cu).
 #include "dplab/core/backend.h"
 
 namespace dplab {
 
 const Backend& cuda_backend_impl() {
-  static const Backend b{"cuda", cuda_elementwise_kernels(), {}, {}, {}, {}, {}, {}, {}, {}};
+  static const Backend b{"cuda",
+                         cuda_elementwise_kernels(),
+                         cuda_reduce_kernels(),
+                         cuda_gemm_kernels(),
+                         cuda_conv_kernels(),
+                         cuda_pool_kernels(),
+                         cuda_norm_kernels(),
+                         cuda_loss_kernels(),
+                         cuda_random_kernels(),
+                         cuda_optim_kernels()};
   return b;
 }
 

@@ -1,8 +1,10 @@
 #include "dplab/core/cuda/caching_allocator.h"
 
+#include <algorithm>
 #include <memory>
 
 #include "dplab/core/cuda/check.h"
+#include "dplab/core/cuda/stream.h"
 #include "dplab/core/storage.h"
 #include "dplab/core/tensor.h"
 
@@ -65,6 +67,7 @@ void* CachingAllocator::allocate(size_t nbytes) {
   }
   live_[p] = size;
   stats_.allocated_bytes += size;
+  stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
   return p;
 }
 
@@ -93,6 +96,11 @@ AllocatorStats CachingAllocator::stats() const {
   return stats_;
 }
 
+void CachingAllocator::reset_peak() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.peak_allocated_bytes = stats_.allocated_bytes;
+}
+
 CachingAllocator& device_allocator(int index) {
   static std::mutex mu;
   static std::map<int, std::unique_ptr<CachingAllocator>> allocators;
@@ -116,15 +124,47 @@ std::shared_ptr<Storage> cuda_allocate_storage(size_t nbytes, Device device) {
   return std::make_shared<Storage>(p, nbytes, device, [&alloc](void* q) { alloc.release(q); });
 }
 
+// Copies between the host and a device (or two devices) in the order of the device's compute
+// stream, so a copy sees every kernel issued before it and later kernels see the copy, without
+// synchronising the whole device. The host side stays synchronous, as Tensor::copy_ promises:
+// a device -> host copy waits for its stream before returning (the caller reads the values); a
+// host -> device copy from pageable memory returns once the driver has staged the source, so
+// the caller may free or change it at once.
 void cuda_copy_between_devices(const Tensor& src, Tensor& dst) {
   DPLAB_CHECK(src.dtype() == dst.dtype(), "copy {} -> {}: convert the dtype on one device first",
               src.str(), dst.str());
   Tensor s = src.contiguous();
   DPLAB_CHECK(dst.is_contiguous(), "copy into non-contiguous {} across devices", dst.str());
-  cudaMemcpyKind kind = src.device().is_cpu()   ? cudaMemcpyHostToDevice
-                        : dst.device().is_cpu() ? cudaMemcpyDeviceToHost
-                                                : cudaMemcpyDeviceToDevice;
-  DPLAB_CUDA_CHECK(cudaMemcpy(dst.raw_data(), s.raw_data(), s.nbytes(), kind));
+  if (s.nbytes() == 0) return;
+  if (src.device().is_cpu() || dst.device().is_cpu()) {
+    const bool upload = src.device().is_cpu();
+    const int dev = upload ? dst.device().index : src.device().index;
+    cuda::DeviceGuard guard(dev);
+    cudaStream_t stream = cuda::compute_stream(dev);
+    const cudaMemcpyKind kind = upload ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+    DPLAB_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), s.raw_data(), s.nbytes(), kind, stream));
+    // Pinned host memory would make the upload truly asynchronous: wait for it too, so the
+    // host may reuse its buffer (the batch prefetcher is the asynchronous path).
+    DPLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return;
+  }
+  // Device to device: same device in its compute stream order; across devices the source's
+  // pending work finishes first and the copy completes before returning (rare: moving models).
+  const int sd = src.device().index, dd = dst.device().index;
+  if (sd == dd) {
+    cuda::DeviceGuard guard(dd);
+    DPLAB_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), s.raw_data(), s.nbytes(),
+                                     cudaMemcpyDeviceToDevice, cuda::compute_stream(dd)));
+    return;
+  }
+  {
+    cuda::DeviceGuard guard(sd);
+    DPLAB_CUDA_CHECK(cudaStreamSynchronize(cuda::compute_stream(sd)));
+  }
+  cuda::DeviceGuard guard(dd);
+  cudaStream_t stream = cuda::compute_stream(dd);
+  DPLAB_CUDA_CHECK(cudaMemcpyPeerAsync(dst.raw_data(), dd, s.raw_data(), sd, s.nbytes(), stream));
+  DPLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
 }  // namespace dplab

@@ -16,6 +16,7 @@ struct AllocatorStats {
   size_t reserved_bytes = 0;   // obtained from cudaMalloc in total
   size_t cuda_malloc_calls = 0;
   size_t cache_hits = 0;
+  size_t peak_allocated_bytes = 0;  // most bytes handed out at once since the last reset_peak()
 };
 
 class CachingAllocator {
@@ -27,6 +28,8 @@ class CachingAllocator {
   // Returns every cached (free) block to the driver.
   void empty_cache();
   AllocatorStats stats() const;
+  // Starts a new peak measurement at the bytes handed out now (dplab bench --device cuda).
+  void reset_peak();
   static size_t round_size(size_t nbytes);
 
  private:

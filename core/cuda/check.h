@@ -17,3 +17,29 @@
 
 // After a kernel launch: launch-configuration errors surface here, not at the next sync.
 #define DPLAB_CUDA_CHECK_LAUNCH(name) DPLAB_CUDA_CHECK(cudaPeekAtLastError())
+
+// cuDNN and cuBLAS calls, in the same style. The macros name types and functions of cudnn.h /
+// cublas_v2.h only where they are expanded, so this header stays free of those includes: a file
+// that uses DPLAB_CUDNN_CHECK includes <cudnn.h> itself (likewise <cublas_v2.h>).
+// cudnnGetLastErrorString (cuDNN >= 9) adds the library's own explanation of the failure.
+#define DPLAB_CUDNN_CHECK(call)                                                        \
+  do {                                                                                 \
+    cudnnStatus_t dplab_st_ = (call);                                                  \
+    if (dplab_st_ != CUDNN_STATUS_SUCCESS) {                                           \
+      char dplab_msg_[512] = {0};                                                      \
+      cudnnGetLastErrorString(dplab_msg_, sizeof(dplab_msg_));                         \
+      ::dplab::throw_error(__FILE__, __LINE__,                                         \
+                           ::fmt::format("cuDNN call {} failed: {} ({})", #call,       \
+                                         cudnnGetErrorString(dplab_st_), dplab_msg_)); \
+    }                                                                                  \
+  } while (0)
+
+#define DPLAB_CUBLAS_CHECK(call)                                                                 \
+  do {                                                                                           \
+    cublasStatus_t dplab_st_ = (call);                                                           \
+    if (dplab_st_ != CUBLAS_STATUS_SUCCESS)                                                      \
+      ::dplab::throw_error(                                                                      \
+          __FILE__, __LINE__,                                                                    \
+          ::fmt::format("cuBLAS call {} failed: {} ({})", #call, cublasGetStatusName(dplab_st_), \
+                        cublasGetStatusString(dplab_st_)));                                      \
+  } while (0)

@@ -1,44 +1,94 @@
-// CUDA element-wise kernel family: validation and error context here, kernels in
-// elementwise_kernels.cu. Launches go to the default stream (streams arrive with the CUDA
-// backend issue).
-#include "dplab/core/kernels/elementwise.h"
+// CUDA element-wise kernel family: validation, error context and the strided walk description
+// here, kernels in elementwise_kernels.cu. Every launch goes to the compute stream of the
+// tensors' device (core/cuda/stream.h); nothing here waits for the device.
+#include <cstring>
+
 #include "dplab/core/cuda/check.h"
+#include "dplab/core/cuda/kernel_scope.h"
 #include "dplab/core/cuda/launch.h"
+#include "dplab/core/kernels/elementwise.h"
 
 namespace dplab {
 namespace {
 
-void check_contiguous(const Tensor& t, const char* what) {
-  DPLAB_CHECK(t.is_contiguous(), "CUDA {}: tensor {} must be contiguous", what, t.str());
-}
-
 void fill(Tensor& y, double value) {
-  check_contiguous(y, "fill");
-  DPLAB_CHECK(y.dtype() != DType::i64, "CUDA fill: i64 unsupported ({})", y.str());
-  DPLAB_CUDA_CHECK(
-      cuda::launch_fill(y.raw_data(), y.dtype(), y.numel(), static_cast<float>(value), nullptr));
+  cuda::KernelScope scope(y, "fill");
+  // The element's bytes exactly as ref fill builds them (integers from the double, floats
+  // through store_from_f32), placed at every position by the kernel.
+  alignas(8) unsigned char elem[8] = {};
+  const DType t = y.dtype();
+  if (t == DType::i64) {
+    const int64_t v = static_cast<int64_t>(value);
+    memcpy(elem, &v, 8);
+  } else if (t == DType::i32) {
+    const int32_t v = static_cast<int32_t>(value);
+    memcpy(elem, &v, 4);
+  } else {
+    store_from_f32(elem, t, 0, static_cast<float>(value));
+  }
+  uint64_t bits = 0;
+  memcpy(&bits, elem, 8);
+  const auto ix = cuda::indexer_for<1>(y.shape(), {&y.strides()}, "fill");
+  DPLAB_CUDA_CHECK(cuda::launch_fill(y.raw_data(), static_cast<int>(dtype_size(t)), bits, ix,
+                                     y.numel(), scope.stream()));
 }
 
 void copy(const Tensor& src, Tensor& dst) {
-  check_contiguous(src, "copy");
-  check_contiguous(dst, "copy");
-  DPLAB_CHECK(src.shape() == dst.shape(), "CUDA copy: {} into {}", src.str(), dst.str());
-  if (src.dtype() == dst.dtype()) {
+  DPLAB_CHECK(src.shape() == dst.shape(), "CUDA copy: shape {} into {}", shape_str(src.shape()),
+              shape_str(dst.shape()));
+  check_same_device(src, dst, "CUDA copy");
+  cuda::KernelScope scope(dst, "copy");
+  const int64_t n = src.numel();
+  if (n == 0) return;
+  if (src.dtype() == dst.dtype() && src.is_contiguous() && dst.is_contiguous()) {
     DPLAB_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), src.nbytes(),
-                                     cudaMemcpyDeviceToDevice, nullptr));
+                                     cudaMemcpyDeviceToDevice, scope.stream()));
+    return;
+  }
+  const auto ix = cuda::indexer_for<2>(src.shape(), {&src.strides(), &dst.strides()}, "copy");
+  if (src.dtype() == dst.dtype()) {
+    DPLAB_CUDA_CHECK(cuda::launch_copy_bytes(src.raw_data(), dst.raw_data(),
+                                             static_cast<int>(dtype_size(src.dtype())), ix, n,
+                                             scope.stream()));
     return;
   }
   DPLAB_CUDA_CHECK(cuda::launch_convert(src.raw_data(), src.dtype(), dst.raw_data(), dst.dtype(),
-                                        src.numel(), nullptr));
+                                        ix, n, scope.stream()));
 }
 
 void axpy(float alpha, const Tensor& x, Tensor& y) {
-  check_contiguous(x, "axpy");
-  check_contiguous(y, "axpy");
+  DPLAB_CHECK(x.shape() == y.shape(), "CUDA axpy: x {} and y {} differ in shape",
+              shape_str(x.shape()), shape_str(y.shape()));
   check_dtype(y, DType::f32, "CUDA axpy output");
-  DPLAB_CHECK(x.shape() == y.shape(), "CUDA axpy: {} and {}", x.str(), y.str());
-  DPLAB_CUDA_CHECK(
-      cuda::launch_axpy(alpha, x.raw_data(), x.dtype(), y.data<float>(), x.numel(), nullptr));
+  check_same_device(x, y, "CUDA axpy");
+  cuda::KernelScope scope(y, "axpy");
+  const auto ix = cuda::indexer_for<2>(x.shape(), {&x.strides(), &y.strides()}, "axpy");
+  DPLAB_CUDA_CHECK(cuda::launch_axpy(alpha, x.raw_data(), x.dtype(), y.data<float>(), ix, x.numel(),
+                                     scope.stream()));
+}
+
+void unary(UnaryOp op, float s, const Tensor& x, Tensor& y) {
+  DPLAB_CHECK(x.shape() == y.shape(), "CUDA unary: x {} and y {} differ in shape",
+              shape_str(x.shape()), shape_str(y.shape()));
+  check_dtype(y, DType::f32, "CUDA unary output");
+  check_same_device(x, y, "CUDA unary");
+  cuda::KernelScope scope(y, "unary");
+  const auto ix = cuda::indexer_for<2>(x.shape(), {&x.strides(), &y.strides()}, "unary");
+  DPLAB_CUDA_CHECK(cuda::launch_unary(op, s, x.raw_data(), x.dtype(), y.data<float>(), ix,
+                                      x.numel(), scope.stream()));
+}
+
+void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y) {
+  check_shape(y, broadcast_shapes(a.shape(), b.shape(), "CUDA binary"), "CUDA binary output");
+  check_dtype(y, DType::f32, "CUDA binary output");
+  check_same_device(a, y, "CUDA binary");
+  check_same_device(b, y, "CUDA binary");
+  cuda::KernelScope scope(y, "binary");
+  // a and b read through broadcast strides (stride 0 along the dims they are broadcast over).
+  const Shape sa = broadcast_strides(a, y.shape()), sb = broadcast_strides(b, y.shape());
+  const auto ix = cuda::indexer_for<3>(y.shape(), {&sa, &sb, &y.strides()}, "binary");
+  DPLAB_CUDA_CHECK(cuda::launch_binary(op, a.raw_data(), a.dtype(), b.raw_data(), b.dtype(),
+                                       y.data<float>(), ix, y.numel(), scope.stream()));
 }
 
 }  // namespace
@@ -48,6 +98,8 @@ ElementwiseKernels cuda_elementwise_kernels() {
   k.fill = fill;
   k.copy = copy;
   k.axpy = axpy;
+  k.unary = unary;
+  k.binary = binary;
   return k;
 }
 

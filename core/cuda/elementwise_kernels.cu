@@ -1,54 +1,163 @@
-// CUDA element-wise kernels: fill, dtype conversion, axpy. They call the same conversion
-// functions (core/dtype.h, DPLAB_HD) as the CPU kernels, so a cast gives the same bits on both.
+// CUDA element-wise kernels: fill, strided copy and conversion, axpy, unary and binary math.
+// Each thread takes element numbers k of the row-major walk (grid-stride, so any n runs on a
+// bounded grid), asks the Indexer for the element offsets and applies the same DPLAB_HD code the
+// reference loops apply (core/dtype.h conversions, core/functors.h functors), so a result has
+// the CPU's bits wherever the device's float math does.
 #include "dplab/core/cuda/launch.h"
 
 namespace dplab::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-inline int blocks_for(int64_t n) {
-  int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(b > 65535 * 32 ? 65535 * 32 : b);
+template <typename T>
+__global__ void fill_kernel(T* y, T v, Indexer<1> ix, int64_t n) {
+  for (int64_t k = first_index(); k < n; k += grid_stride()) {
+    int64_t off[1];
+    ix.offsets(k, off);
+    y[off[0]] = v;
+  }
 }
 
-// Grid-stride loops: correct for any n with a bounded grid.
-__global__ void fill_kernel(void* y, DType t, int64_t n, float v) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    store_from_f32(y, t, i, v);
+template <typename T>
+__global__ void copy_kernel(const T* x, T* y, Indexer<2> ix, int64_t n) {
+  for (int64_t k = first_index(); k < n; k += grid_stride()) {
+    int64_t off[2];
+    ix.offsets(k, off);
+    y[off[1]] = x[off[0]];
+  }
 }
 
-__global__ void convert_kernel(const void* x, DType xt, void* y, DType yt, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    store_from_f32(y, yt, i, load_as_f32(x, xt, i));
+// ref copy's conversion rules for one element.
+__device__ __forceinline__ void convert_element(const void* s, DType st, int64_t so, void* d,
+                                                DType dt, int64_t dof) {
+  if (st == DType::i64 && dt == DType::i32) {
+    static_cast<int32_t*>(d)[dof] = static_cast<int32_t>(static_cast<const int64_t*>(s)[so]);
+  } else if (st == DType::i32 && dt == DType::i64) {
+    static_cast<int64_t*>(d)[dof] = static_cast<const int32_t*>(s)[so];
+  } else {
+    store_from_f32(d, dt, dof, load_as_f32(s, st, so));
+  }
 }
 
-__global__ void axpy_kernel(float alpha, const void* x, DType xt, float* y, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    y[i] += alpha * load_as_f32(x, xt, i);
+__global__ void convert_kernel(const void* x, DType xt, void* y, DType yt, Indexer<2> ix,
+                               int64_t n) {
+  for (int64_t k = first_index(); k < n; k += grid_stride()) {
+    int64_t off[2];
+    ix.offsets(k, off);
+    convert_element(x, xt, off[0], y, yt, off[1]);
+  }
+}
+
+__global__ void axpy_kernel(float alpha, const void* x, DType xt, float* y, Indexer<2> ix,
+                            int64_t n) {
+  for (int64_t k = first_index(); k < n; k += grid_stride()) {
+    int64_t off[2];
+    ix.offsets(k, off);
+    y[off[1]] += alpha * load_as_f32(x, xt, off[0]);
+  }
+}
+
+template <typename F>
+__global__ void unary_kernel(F f, const void* x, DType xt, float* y, Indexer<2> ix, int64_t n) {
+  for (int64_t k = first_index(); k < n; k += grid_stride()) {
+    int64_t off[2];
+    ix.offsets(k, off);
+    y[off[1]] = f(load_as_f32(x, xt, off[0]));
+  }
+}
+
+template <typename F>
+__global__ void binary_kernel(F f, const void* a, DType at, const void* b, DType bt, float* y,
+                              Indexer<3> ix, int64_t n) {
+  for (int64_t k = first_index(); k < n; k += grid_stride()) {
+    int64_t off[3];
+    ix.offsets(k, off);
+    y[off[2]] = f(load_as_f32(a, at, off[0]), load_as_f32(b, bt, off[1]));
+  }
 }
 
 }  // namespace
 
-cudaError_t launch_fill(void* y, DType t, int64_t n, float value, cudaStream_t stream) {
-  if (n == 0) return cudaSuccess;
-  fill_kernel<<<blocks_for(n), kThreads, 0, stream>>>(y, t, n, value);
-  return cudaPeekAtLastError();
-}
-
-cudaError_t launch_convert(const void* x, DType xt, void* y, DType yt, int64_t n,
-                           cudaStream_t stream) {
-  if (n == 0) return cudaSuccess;
-  convert_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, xt, y, yt, n);
-  return cudaPeekAtLastError();
-}
-
-cudaError_t launch_axpy(float alpha, const void* x, DType xt, float* y, int64_t n,
+cudaError_t launch_fill(void* y, int elem_size, uint64_t bits, const Indexer<1>& ix, int64_t n,
                         cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  axpy_kernel<<<blocks_for(n), kThreads, 0, stream>>>(alpha, x, xt, y, n);
+  // static_cast to the narrower type keeps the low bytes: the element's bytes on little-endian.
+  switch (elem_size) {
+    case 1:
+      fill_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<uint8_t*>(y),
+                                                          static_cast<uint8_t>(bits), ix, n);
+      break;
+    case 2:
+      fill_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<uint16_t*>(y),
+                                                          static_cast<uint16_t>(bits), ix, n);
+      break;
+    case 4:
+      fill_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<uint32_t*>(y),
+                                                          static_cast<uint32_t>(bits), ix, n);
+      break;
+    case 8:
+      fill_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<uint64_t*>(y), bits, ix, n);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaPeekAtLastError();
+}
+
+cudaError_t launch_copy_bytes(const void* src, void* dst, int elem_size, const Indexer<2>& ix,
+                              int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  switch (elem_size) {
+    case 1:
+      copy_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const uint8_t*>(src),
+                                                          static_cast<uint8_t*>(dst), ix, n);
+      break;
+    case 2:
+      copy_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const uint16_t*>(src),
+                                                          static_cast<uint16_t*>(dst), ix, n);
+      break;
+    case 4:
+      copy_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const uint32_t*>(src),
+                                                          static_cast<uint32_t*>(dst), ix, n);
+      break;
+    case 8:
+      copy_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const uint64_t*>(src),
+                                                          static_cast<uint64_t*>(dst), ix, n);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaPeekAtLastError();
+}
+
+cudaError_t launch_convert(const void* src, DType st, void* dst, DType dt, const Indexer<2>& ix,
+                           int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  convert_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, st, dst, dt, ix, n);
+  return cudaPeekAtLastError();
+}
+
+cudaError_t launch_axpy(float alpha, const void* x, DType xt, float* y, const Indexer<2>& ix,
+                        int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  axpy_kernel<<<blocks_for(n), kThreads, 0, stream>>>(alpha, x, xt, y, ix, n);
+  return cudaPeekAtLastError();
+}
+
+cudaError_t launch_unary(UnaryOp op, float s, const void* x, DType xt, float* y,
+                         const Indexer<2>& ix, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  dispatch_unary(op, s, [&](auto f) {
+    unary_kernel<<<blocks_for(n), kThreads, 0, stream>>>(f, x, xt, y, ix, n);
+  });
+  return cudaPeekAtLastError();
+}
+
+cudaError_t launch_binary(BinaryOp op, const void* a, DType at, const void* b, DType bt, float* y,
+                          const Indexer<3>& ix, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  dispatch_binary(op, [&](auto f) {
+    binary_kernel<<<blocks_for(n), kThreads, 0, stream>>>(f, a, at, b, bt, y, ix, n);
+  });
   return cudaPeekAtLastError();
 }
 

@@ -5,6 +5,14 @@
 // Conventions: every tensor is f32 and contiguous; outputs are preallocated by the caller with
 // the right shape and are overwritten (not accumulated into). Output size per spatial dim:
 // out = (in + 2*pad - dilation*(k-1) - 1) / stride + 1 (floor).
+//
+// Dtypes per backend (any other combination throws, naming it):
+// - ref, cpu: f32 only.
+// - cuda (cuDNN, core/cuda/conv.cpp): the data operands of one call — x, w, y (forward); dy,
+//   w, dx (backward data); x, dy, dw (backward weight) — all f32, all bf16 or all f16, with f32
+//   accumulation in every case (f32 without TF32). The bias b / its gradient db is the dtype of
+//   those operands or f32. This is what autocast builds on: bf16/f16 convolutions with f32
+//   master weights cast to the 16-bit dtype before the call.
 #pragma once
 #include <cstdint>
 

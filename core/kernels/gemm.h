@@ -3,6 +3,13 @@
 //
 // Conventions: every tensor is a 2-D (or 1-D for biases) f32 tensor whose last dim has unit
 // stride (rows may be padded: the leading dimension is stride(0)); outputs are preallocated.
+//
+// Dtypes per backend (any other combination throws, naming it):
+// - ref, cpu: f32 only.
+// - cuda (cuBLAS, core/cuda/gemm.cpp), gemm (a, b, c): f32/f32/f32; bf16/bf16 with c bf16 or
+//   f32; f16/f16 with c f16 or f32. Accumulation and alpha/beta are f32
+//   (CUBLAS_COMPUTE_32F; f32 products never use TF32). add_row_bias: y f32/bf16/f16 with b of
+//   y's dtype or f32; sum_rows: dy f32/bf16/f16 with db of dy's dtype or f32.
 #pragma once
 #include "dplab/core/tensor.h"
 

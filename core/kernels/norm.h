@@ -10,7 +10,8 @@ struct NormKernels {
   // Training: normalise by batch mean and biased variance; save mean [C] and
   // invstd = 1/sqrt(var + eps) [C] for backward; update the running stats in place:
   // running_mean = (1-m)·running_mean + m·mean, running_var = (1-m)·running_var + m·var·M/(M-1)
-  // with M = N·H·W.
+  // with M = N·H·W. (M = 1: the biased variance, 0, stands in for the undefined unbiased one.)
+  // The cuda backend maps this onto cuDNN; core/cuda/norm.cpp says how each term corresponds.
   void (*batch_norm_forward_train)(const Tensor& x, const Tensor& weight, const Tensor& bias,
                                    Tensor& running_mean, Tensor& running_var, float momentum,
                                    float eps, Tensor& y, Tensor& save_mean, Tensor& save_invstd);

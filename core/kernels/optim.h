@@ -1,8 +1,16 @@
 // Optimizer kernels: fused element-wise updates over a contiguous flat range of a ParamArena
 // (one call per arena segment, so per-tensor flags such as the weight-decay mask are honoured
 // without masks in memory). Every implementation calls the functors of core/optim_functors.h.
+//
+// Per-tensor reductions (LARS norms, the DC-S3GD sums) write into small tensors on the operands'
+// device, so on CUDA they stay on the device: the LARS update kernel reads its norms there and
+// the host never waits. The reductions are deterministic on every backend (a fixed order for a
+// given size and thread count). dplab has no f64 dtype: f64 results are stored bitwise in i64
+// tensors ("f64 slots"; f64_slot_values reads them on the host).
 #pragma once
+#include <vector>
 #include "dplab/core/optim_functors.h"
+
 #include "dplab/core/tensor.h"
 
 namespace dplab {
@@ -16,11 +24,55 @@ struct SgdStepArgs {
   bool first_step = false;  // momentum buffer is set to g rather than updated (PyTorch)
 };
 
+// LARS on one tensor (optim/lars.h). The trust ratio comes from the norms written by lars_norms.
+struct LarsStepArgs {
+  double lr = 0.1;
+  float momentum = 0.f;
+  double weight_decay = 0.0;  // already masked: 0 for segments excluded from weight decay
+  double eta = 0.001;         // trust coefficient
+  double eps = 0.0;
+  bool excluded = false;    // trust = 1 (lars_excluded segments); norms are then not read
+  bool first_step = false;  // momentum buffer is set to the first update (equal to mu * 0 + u)
+};
+
+// DC-S3GD pass 1 on one tensor (comm/algorithms/dcs3gd.h).
+struct Dcs3gdAverageArgs {
+  float ranks = 1.f;    // N
+  bool have_r = false;  // R holds this iteration's sum: W̄ += R/N first
+};
+
 struct OptimKernels {
   // One SGD step in place on param (and buf when momentum != 0). param, grad and buf are
   // contiguous f32 tensors with the same number of elements on the same device; buf may be
   // undefined when momentum == 0.
   void (*sgd_step)(Tensor& param, const Tensor& grad, Tensor& buf, const SgdStepArgs& args);
+
+  // norms[0] = ||param||, norms[1] = ||grad||: each sqrt of the sum of squares accumulated in
+  // f64, rounded to f32 (exactly what the l2_norm op returns on the same backend). param and grad
+  // contiguous f32 with the same numel; norms a contiguous f32 tensor of 2 elements, all on one
+  // device.
+  void (*lars_norms)(const Tensor& param, const Tensor& grad, Tensor& norms);
+  // One LARS step in place: trust = lars_trust(norms[0], norms[1], ...) (1 when args.excluded),
+  // then LarsUpdate per element. buf as for sgd_step (undefined when momentum == 0).
+  void (*lars_step)(Tensor& param, const Tensor& grad, Tensor& buf, const Tensor& norms,
+                    const LarsStepArgs& args);
+
+  // DC-S3GD pass 1 over one tensor: W̄ += R/N when args.have_r (r ignored otherwise), D = W̄ − W,
+  // and into the f64 slots sums[0..2]: Σg², Σ(g⊙g⊙D)², ΣD² (f64 accumulation). wbar, r, w, g
+  // contiguous f32 of equal numel; sums a contiguous i64 tensor of 3 elements; one device.
+  void (*dcs3gd_average)(Tensor& wbar, const Tensor& r, const Tensor& w, const Tensor& g,
+                         const Dcs3gdAverageArgs& args, Tensor& sums);
+  // DC-S3GD pass 2 over one tensor: Dcs3gdUpdate per element (w, v, s in place), and ΣW̄² into
+  // the f64 slot wbar_sq[0] (i64 tensor of 1 element).
+  void (*dcs3gd_update)(const Tensor& g, const Tensor& wbar, Tensor& w, Tensor& v, Tensor& s,
+                        const Dcs3gdUpdate& up, Tensor& wbar_sq);
+  // DC-S3GD drain over a whole range: W̄ += R/N, W = W̄.
+  void (*dcs3gd_drain)(Tensor& wbar, const Tensor& r, Tensor& w, float ranks);
+
+  // Dynamic loss scaling: grads *= inv_scale (AmpUnscale) and found_inf[0] = 1 when any element
+  // was inf or NaN (left as it was otherwise: the caller zeroes it). grads contiguous f32;
+  // found_inf a contiguous f32 tensor of 1 element on the same device.
+  void (*amp_unscale)(Tensor& grads, float inv_scale, Tensor& found_inf);
 };
 
 OptimKernels ref_optim_kernels();
@@ -30,6 +82,23 @@ OptimKernels cuda_optim_kernels();
 // Validates the operands of sgd_step (every backend calls it first; core/cpu/ref/optim.cpp).
 void check_sgd_operands(const Tensor& param, const Tensor& grad, const Tensor& buf,
                         const SgdStepArgs& args);
+
+// Validation shared by every backend of the kernels above (core/cpu/ref/optim.cpp).
+void check_lars_operands(const Tensor& param, const Tensor& grad, const Tensor& buf,
+                         const Tensor& norms, const LarsStepArgs& args);
+void check_lars_norm_operands(const Tensor& param, const Tensor& grad, const Tensor& norms);
+void check_dcs3gd_average_operands(const Tensor& wbar, const Tensor& r, const Tensor& w,
+                                   const Tensor& g, const Dcs3gdAverageArgs& args,
+                                   const Tensor& sums);
+void check_dcs3gd_update_operands(const Tensor& g, const Tensor& wbar, const Tensor& w,
+                                  const Tensor& v, const Tensor& s, const Tensor& wbar_sq);
+void check_dcs3gd_drain_operands(const Tensor& wbar, const Tensor& r, const Tensor& w);
+void check_amp_unscale_operands(const Tensor& grads, const Tensor& found_inf);
+
+// The f64 values held bitwise in an i64 tensor of f64 slots (copied to the host if needed).
+std::vector<double> f64_slot_values(const Tensor& slots);
+// Writes a host f64 value into slot i of a host (cpu) i64 tensor.
+void set_f64_slot(Tensor& slots, int64_t i, double v);
 
 inline SgdUpdate make_sgd_update(const SgdStepArgs& a) {
   return SgdUpdate{a.lr, a.momentum, 1.f - a.dampening, a.weight_decay, a.nesterov, a.first_step};

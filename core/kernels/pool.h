@@ -25,7 +25,8 @@ struct PoolKernels {
   // `workspace` receives what backward needs to route gradients to the argmax: its format is
   // private to the backend (the kernel allocates it; pass it back unchanged to the same
   // backend's max_pool2d_backward). The ref backend stores PyTorch's argmax indices: i64
-  // [N, C, OH, OW] holding h * W + w within the input plane. If `workspace` is null the
+  // [N, C, OH, OW] holding h * W + w within the input plane; the cuda backend the same
+  // indices as i32 (core/cuda/pool.cpp). If `workspace` is null the
   // kernel may skip producing it (inference).
   void (*max_pool2d_forward)(const Tensor& x, Tensor& y, Tensor* workspace, const Pool2dParams& p);
   // dx = gradient of max pooling: dy scattered (summed) onto the argmax of each window.

@@ -21,10 +21,7 @@ RandomKernels ref_random_kernels();
 RandomKernels cpu_random_kernels();
 RandomKernels cuda_random_kernels();
 
-// Draw i of (seed, stream) as a uniform float in [0, 1): the one definition every backend uses.
-DPLAB_HD float philox_draw_uniform(uint64_t seed, uint64_t stream, int64_t i) {
-  const uint64_t u = static_cast<uint64_t>(i);
-  return philox_uniform(philox4x32(seed, stream, u / 4).v[u % 4]);
-}
+// philox_draw_uniform(seed, stream, i), the draw every backend uses, is in core/philox.h (the
+// CUDA kernels include that header without the tensor headers).
 
 }  // namespace dplab

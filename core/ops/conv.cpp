@@ -1,5 +1,6 @@
 #include "dplab/core/ops/conv.h"
 
+#include "dplab/core/autocast.h"
 #include "dplab/core/autograd.h"
 #include "dplab/core/backend.h"
 
@@ -72,6 +73,11 @@ void check_input(const Tensor& t, const char* what, int dims) {
 }  // namespace
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& opt) {
+  if (autocast_enabled()) {  // mixed precision (core/autocast.h): rounded operands, f32 math
+    const Tensor xa = autocast_operand(x), wa = autocast_operand(weight);
+    AutocastGuard off(DType::f32);
+    return conv2d(xa, wa, bias, opt);
+  }
   check_input(x, "input [N, C, H, W]", 4);
   check_input(weight, "weight [out, in/groups, kh, kw]", 4);
   check_same_device(x, weight, "conv2d input and weight");

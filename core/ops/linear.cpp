@@ -1,5 +1,6 @@
 #include "dplab/core/ops/linear.h"
 
+#include "dplab/core/autocast.h"
 #include "dplab/core/autograd.h"
 #include "dplab/core/backend.h"
 
@@ -94,6 +95,11 @@ class MatmulBackward : public Node {
 }  // namespace
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (autocast_enabled()) {  // mixed precision (core/autocast.h): rounded operands, f32 math
+    const Tensor xa = autocast_operand(x), wa = autocast_operand(weight);
+    AutocastGuard off(DType::f32);
+    return linear(xa, wa, bias);
+  }
   check_matrix(x, "linear", "input [N, in]");
   check_matrix(weight, "linear", "weight [out, in]");
   check_same_device(x, weight, "linear input and weight");

@@ -19,14 +19,16 @@ K1_ALGOS=${K1_ALGOS:-"each_iter hybrid_8_12"}
 RUNS=${RUNS:-$HERE/runs}
 NICE=${NICE:-10}
 
-for data in $DATASETS; do
-  for seed in $SEEDS; do            # seed-major: a partial study still covers every K and algo
+PAUSE=$RUNS/PAUSE                   # while this file exists no new run starts (quiet benchmarks)
+for seed in $SEEDS; do                # seed-major: a partial study still covers every dataset, K, algo
+  for data in $DATASETS; do
     for K in $KS; do
       algos=$ALGOS
       [ "$K" = 1 ] && algos=$K1_ALGOS
       for algo in $algos; do
         dir=$RUNS/$data/$algo/K$K/seed$seed
         [ -f "$dir/done" ] && continue
+        while [ -e "$PAUSE" ]; do sleep 5; done
         rm -rf "$dir"
         mkdir -p "$dir"
         cmd=(mpiexec -n "$K" nice -n "$NICE" "$DPLAB" train --config "$HERE/configs/$algo.toml"
@@ -42,3 +44,20 @@ for data in $DATASETS; do
   done
 done
 /usr/bin/python3 "$HERE/summarize.py" "$RUNS" "$HERE"
+
+# Figures: `dplab plot`, one PNG per dataset and K, test accuracy per epoch of seed 0's runs
+# (rank 0's model; the last point is after the final average), stage changes dashed.
+for data in $DATASETS; do
+  for K in $KS; do
+    files=() labels=()
+    for algo in $ALGOS; do
+      m=$RUNS/$data/$algo/K$K/seed0/metrics.jsonl
+      [ -f "$RUNS/$data/$algo/K$K/seed0/done" ] || continue
+      files+=("$m") labels+=("$algo")
+    done
+    [ ${#files[@]} -gt 0 ] || continue
+    "$DPLAB" plot "${files[@]}" --label "${labels[@]}" --vline-key algo.stage \
+      --title "mnist_cnn on $data, K = $K, seed 0 (dashed: stage changes)" \
+      --out "$HERE/accuracy_${data}_K$K.png"
+  done
+done

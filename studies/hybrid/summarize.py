@@ -1,5 +1,7 @@
 #!/usr/bin/python3
-"""Hybrid-SGD study: results table (results_table.md) and figures from the runs' metrics.
+"""Hybrid-SGD study: results table (results_table.md) from the runs' metrics.
+
+The figures are drawn by `dplab plot` (run.sh), one per dataset and K.
 
 usage: summarize.py RUNS_DIR OUT_DIR
 
@@ -15,11 +17,6 @@ import json
 import statistics
 import sys
 from pathlib import Path
-
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 
 ALGOS = ["each_iter", "hybrid_8_12", "hybrid_8_16", "only_end"]
 LABELS = {"each_iter": "EachIter (P-SGD)", "hybrid_8_12": "hybrid (8,12)",
@@ -124,44 +121,6 @@ def table(res, data):
     return "\n".join(lines) + "\n"
 
 
-def figure(res, data, out):
-    Ks = sorted({k for (d, _, k) in res if d == data})
-    if not Ks:
-        return None
-    fig, axes = plt.subplots(1, len(Ks), figsize=(4.2 * len(Ks), 3.6), sharey=True, squeeze=False)
-    for ax, K in zip(axes[0], Ks):
-        changes = []
-        for algo in ALGOS:
-            rs = res.get((data, algo, K))
-            if not rs:
-                continue
-            n = min(len(r["curve"]) for r in rs)
-            curve = [mean([r["curve"][i] for r in rs]) for i in range(n)]
-            ax.plot(range(1, n + 1), curve, marker=".", label=f"{LABELS[algo]} ({len(rs)})")
-            if algo.startswith("hybrid") and not changes:
-                st = rs[0]["stages"]
-                changes = [i + 0.5 for i in range(1, len(st)) if st[i] != st[i - 1]]
-        for x in changes:
-            ax.axvline(x, color="grey", linestyle="--", linewidth=0.8)
-        for x, name in zip([1] + changes, ["stage 1", "stage 2", "stage 3"]):
-            ax.text(x + 0.2, 0.02, name, transform=ax.get_xaxis_transform(), fontsize=7,
-                    color="grey")
-        ax.set_title(f"K = {K}")
-        ax.set_xlabel("epoch (last: after the final average)")
-        ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("test accuracy % (rank 0)")
-    lo = min(min(r["curve"]) for (d, _, k), rs in res.items() if d == data for r in rs)
-    axes[0][0].set_ylim(max(lo - 1, 0), 100)
-    axes[0][-1].legend(fontsize=7, loc="lower right")
-    fig.suptitle(f"mnist_cnn, {DATA_NAMES.get(data, data)}: mean over seeds "
-                 "(legend: number of seeds)", fontsize=9)
-    fig.tight_layout()
-    path = out / f"accuracy_{data}.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
-
 def main():
     runs_dir, out = Path(sys.argv[1]), Path(sys.argv[2])
     res = collect(runs_dir)
@@ -169,9 +128,9 @@ def main():
     for data in ["mnist", "fashion-mnist"]:
         if any(d == data for (d, _, _) in res):
             parts.append(table(res, data))
-            p = figure(res, data, out)
-            if p:
-                parts.append(f"![{data}]({p.name})\n")
+            for K in sorted({k for (d, _, k) in res if d == data}):
+                png = f"accuracy_{data}_K{K}.png"
+                parts.append(f"![{data}, K = {K}]({png})\n")
     (out / "results_table.md").write_text("\n".join(parts))
     print("\n".join(parts))
 

@@ -50,4 +50,18 @@ struct GradCheckOptions {
 void expect_gradients_match(const std::function<Tensor(const std::vector<Tensor>&)>& f,
                             std::vector<Tensor> inputs, const GradCheckOptions& opt = {});
 
+// The same check with `f` evaluated on `device`: `host_inputs` are CPU tensors (contiguous where
+// they require grad; undefined allowed) that stay on the host. Every evaluation copies them to
+// the device as fresh leaves (requires_grad as on the host) and brings the output back, and each
+// finite-difference perturbation is made on the host copy, so the device kernels compute both
+// the analytic gradient and every objective value. Inputs are never modified (in-place updates
+// an op makes, such as batch-norm running statistics, land on the per-evaluation copies).
+void expect_gradients_match_on(Device device,
+                               const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                               std::vector<Tensor> host_inputs, const GradCheckOptions& opt = {});
+
+// Copies a CPU tensor to `device` as a new leaf (a clone even for the CPU, so the copy shares no
+// storage or history with `t`) that requires grad when `t` does. Undefined stays undefined.
+Tensor leaf_on(const Tensor& t, Device device);
+
 }  // namespace dplab::test

@@ -29,6 +29,13 @@
 #include "dplab/tools/dplab/command.h"
 #include "dplab/tools/train/trainer.h"
 
+#ifdef DPLAB_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include "dplab/core/cuda/caching_allocator.h"
+#include "dplab/core/cuda/check.h"
+#endif
+
 namespace dplab::cli {
 namespace {
 
@@ -63,7 +70,38 @@ struct ModelBenchArgs {
   int64_t batch = 64, steps = 20, warmup = 5, threads = 0;
   uint64_t seed = 0;
   bool compare = false, json = false;
+  std::string device = "cpu";
 };
+
+// Device-side timing boundaries and memory (--device cuda). Kernels run asynchronously: a
+// step's time is only known once the device has finished it, so the clock is read after a
+// full device synchronisation, and only there. Device memory is the caching allocator's peak
+// of bytes handed out (what the step needed), not the process RSS.
+void device_sync(Device d) {
+#ifdef DPLAB_WITH_CUDA
+  if (d.is_cuda()) DPLAB_CUDA_CHECK(cudaDeviceSynchronize());
+#else
+  (void)d;
+#endif
+}
+
+double device_peak_mb(Device d) {
+#ifdef DPLAB_WITH_CUDA
+  if (d.is_cuda())
+    return double(cuda::device_allocator(d.index).stats().peak_allocated_bytes) / (1024.0 * 1024.0);
+#else
+  (void)d;
+#endif
+  return 0;
+}
+
+void device_reset_peak(Device d) {
+#ifdef DPLAB_WITH_CUDA
+  if (d.is_cuda()) cuda::device_allocator(d.index).reset_peak();
+#else
+  (void)d;
+#endif
+}
 
 // The PyTorch script: $DPLAB_TORCH_BENCH, else next to this source file in the checkout,
 // else <prefix>/share/dplab/bench/ next to an installed dplab.
@@ -122,11 +160,23 @@ int run_model_bench(const ModelBenchArgs& a, bool train) {
   DPLAB_CHECK(a.batch >= 1 && a.steps >= 1 && a.warmup >= 0,
               "bench: expected --batch >= 1, --steps >= 1, --warmup >= 0 (got {}, {}, {})", a.batch,
               a.steps, a.warmup);
+  const Device device = Device::parse(a.device);
+  if (device.is_cuda()) {
+    DPLAB_CHECK(cuda_available(), "bench --device {}: {}", device.str(), cuda_unavailable_reason());
+    DPLAB_CHECK(device.index < cuda_device_count(), "bench --device {}: only {} CUDA device(s)",
+                device.str(), cuda_device_count());
+    DPLAB_CHECK(!a.compare,
+                "bench --device {}: --compare-pytorch times PyTorch on the CPU only; drop one "
+                "of the two flags",
+                device.str());
+  }
   apply_thread_option(a.threads);
   const int threads = omp_get_max_threads();
   const ModelInfo info = model_info(a.model);
   auto model = make_model(a.model, a.seed, info.num_classes);
   model->train(train);
+  model->to(device);
+  device_reset_peak(device);  // the peak counts the model and the steps, nothing earlier
   ParamArena arena(model->named_parameters());
   SGDOptions so;
   so.lr = 0.01;
@@ -145,8 +195,8 @@ int run_model_bench(const ModelBenchArgs& a, bool train) {
   for (auto& p : pixels) p = uni(rng);
   std::vector<int64_t> labels(static_cast<size_t>(a.batch));
   for (auto& l : labels) l = int64_t(rng() % uint64_t(info.num_classes));
-  const Tensor x = Tensor::from_vector(pixels, shape);
-  const Tensor y = Tensor::from_vector_i64(labels, {a.batch});
+  const Tensor x = Tensor::from_vector(pixels, shape).to(device);
+  const Tensor y = Tensor::from_vector_i64(labels, {a.batch}).to(device);
 
   auto step = [&] {
     if (train) {
@@ -160,10 +210,12 @@ int run_model_bench(const ModelBenchArgs& a, bool train) {
     }
   };
   for (int64_t i = 0; i < a.warmup; ++i) step();
+  device_sync(device);
   std::vector<double> ms;
   for (int64_t i = 0; i < a.steps; ++i) {
     const auto t0 = BenchClock::now();
     step();
+    device_sync(device);
     ms.push_back(ms_since(t0));
   }
   const Spread s = spread(ms);
@@ -181,7 +233,9 @@ int run_model_bench(const ModelBenchArgs& a, bool train) {
                       {"ms_per_step_min", s.min},
                       {"ms_per_step_max", s.max},
                       {"images_per_s", ips},
-                      {"peak_rss_mb", rss}};
+                      {"peak_rss_mb", rss},
+                      {"device", device.str()}};
+  if (device.is_cuda()) j["peak_device_mb"] = device_peak_mb(device);
   nlohmann::json pt;
   if (a.compare) {
     pt = run_pytorch(a, threads, mode);
@@ -195,9 +249,10 @@ int run_model_bench(const ModelBenchArgs& a, bool train) {
     std::cout << j.dump() << "\n";
     return 0;
   }
-  std::cout << fmt::format("dplab bench {}: {}, batch {}, {} thread{}, {} steps after {} warm-up\n",
-                           mode, a.model, a.batch, threads, threads == 1 ? "" : "s", a.steps,
-                           a.warmup);
+  std::cout << fmt::format(
+      "dplab bench {}: {}, batch {}, {} thread{}, {} steps after {} warm-up{}\n", mode, a.model,
+      a.batch, threads, threads == 1 ? "" : "s", a.steps, a.warmup,
+      device.is_cuda() ? " on " + device.str() : "");
   auto row = [](const std::string& who, double med, double lo, double hi, double ips, double rss) {
     std::cout << fmt::format(
         "  {:<18} median {:9.3f} ms/step (min {:.3f}, max {:.3f})  {:9.1f} images/s  peak RSS "
@@ -205,6 +260,9 @@ int run_model_bench(const ModelBenchArgs& a, bool train) {
         who, med, lo, hi, ips, rss);
   };
   row("dplab", s.median, s.min, s.max, ips, rss);
+  if (device.is_cuda())
+    std::cout << fmt::format("  device memory peak {:.1f} MB (caching allocator, bytes in use)\n",
+                             device_peak_mb(device));
   if (a.compare) {
     row(pt.value("framework", "pytorch"), pt.at("ms_per_step_median"), pt.at("ms_per_step_min"),
         pt.at("ms_per_step_max"), pt.at("images_per_s"), pt.at("peak_rss_mb"));
@@ -227,6 +285,10 @@ void add_model_flags(CLI::App* c, ModelBenchArgs& a) {
               "also time the same network in PyTorch (tools/bench/torch_train_step.py, "
               "/usr/bin/python3 or $DPLAB_PYTHON) and print the ratio");
   c->add_flag("--json", a.json, "print one JSON object instead of the table");
+  c->add_option("--device", a.device,
+                "cpu, cuda or cuda:N (on a device: timed between device synchronisations, memory "
+                "as the caching allocator's peak)")
+      ->capture_default_str();
 }
 
 // ---- allreduce ------------------------------------------------------------------------------

@@ -51,6 +51,9 @@ CommandSpec train_command() {
         tf.add(*train, "--threads", "threads", "OpenMP threads for the ops",
                fmt::format("{} (the number of cores)", cores));
         tf.add(*train, "--max-steps", "max_steps", "stop after N optimizer steps (0: no limit)");
+        tf.add(*train, "--device", "device",
+               "where to train: cpu, cuda or cuda:N (fails at once, saying why, without a "
+               "usable CUDA device)");
         tf.add(*train, "--out", "out",
                "output directory: DIR/metrics.jsonl (one JSON object per line), "
                "DIR/final.safetensors (+ .state.safetensors for resuming)");

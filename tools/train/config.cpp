@@ -40,10 +40,21 @@ const std::vector<OptionSpec>& train_option_specs() {
       {"accumulate_steps", "1",
        "sum the gradients of this many batches before each optimizer step (loss / k)"},
       {"label_smoothing", "0", "cross-entropy label smoothing"},
+      {"amp", "off",
+       "mixed precision: off, bf16 (conv/linear on bf16-rounded operands, f32 weights and "
+       "accumulation; core/autocast.h) or f16 (the same in f16 plus dynamic loss scaling; "
+       "optim/grad_scaler.h)"},
       {"seed", "0", "seed of weights and data order (a run is a pure function of its config)"},
       {"threads", "0", "OpenMP threads for the ops (0: all cores)"},
+      {"device", "cpu",
+       "where the model trains: cpu, cuda or cuda:N (parameters, optimizer state, batches and "
+       "evaluation on that device)"},
       {"max_steps", "0", "stop after this many optimizer steps (0: no limit)"},
       {"algo", "local", "distributed algorithm (comm/registry.h)"},
+      {"comm", "auto",
+       "communicator backend of distributed algorithms: mpi, nccl (CUDA tensors, one GPU per "
+       "rank; with device = cuda each rank takes its own GPU) or auto (nccl when device is "
+       "cuda, else mpi); comm/world.h"},
       {"slowdown", "",
        "RANK=FACTOR[,RANK=FACTOR...]: that rank sleeps so its iterations last FACTOR times "
        "their compute time (comm/slowdown.h)"},

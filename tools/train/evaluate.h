@@ -15,8 +15,12 @@ struct EvalResult {
   int64_t count = 0;
 };
 
-// Restores the module's train/eval mode afterwards.
+// Runs on the device of the model's parameters (batches are uploaded ahead of each step, see
+// tools/train/device_prefetch.h). Restores the module's train/eval mode afterwards.
 EvalResult evaluate(Module& model, std::shared_ptr<const Dataset> data, int64_t batch_size);
+
+// The device of the model's parameters (cpu for a model without any).
+Device model_device(const Module& model);
 
 // Number of rows of `logits` [N, C] whose argmax equals `labels` [N] (i64).
 int64_t count_correct(const Tensor& logits, const Tensor& labels);

@@ -52,6 +52,13 @@ void Progress::update(int64_t done, double mean_loss, double images_per_s) {
   out_.flush();
 }
 
+bool Progress::will_draw(int64_t done) const {
+  if (mode_ == Mode::off || steps_ == 0) return false;
+  if (mode_ == Mode::lines) return int(100 * done / steps_) >= next_percent_;
+  return !drawn_ || done == steps_ ||
+         std::chrono::steady_clock::now() - last_draw_ >= std::chrono::milliseconds(100);
+}
+
 void Progress::end_epoch() {
   if (mode_ == Mode::bar && drawn_) out_ << "\n";
   out_.flush();

@@ -17,6 +17,9 @@ class Progress {
   void begin_epoch(int64_t epoch, int64_t total_epochs, int64_t steps, int64_t first_step);
   // After step `done` (1-based count within the epoch) with the running mean loss.
   void update(int64_t done, double mean_loss, double images_per_s);
+  // Whether update(done, ...) would print now: the trainer reads device-side metrics back only
+  // then.
+  bool will_draw(int64_t done) const;
   void end_epoch();
 
  private:

@@ -13,6 +13,8 @@
 #include "dplab/comm/mpi_env.h"
 #include "dplab/comm/registry.h"
 #include "dplab/comm/slowdown.h"
+#include "dplab/comm/world.h"
+#include "dplab/core/autocast.h"
 #include "dplab/core/autograd.h"
 #include "dplab/core/ops.h"
 #include "dplab/data/image_folder.h"
@@ -21,15 +23,18 @@
 #include "dplab/data/sampler.h"
 #include "dplab/data/shards.h"
 #include "dplab/models/registry.h"
+#include "dplab/optim/grad_scaler.h"
 #include "dplab/optim/schedule.h"
 #include "dplab/optim/sgd.h"
 #include "dplab/tools/train/accumulation.h"
 #include "dplab/tools/train/checkpoint.h"
 #include "dplab/tools/train/config.h"
+#include "dplab/tools/train/device_prefetch.h"
 #include "dplab/tools/train/evaluate.h"
 #include "dplab/tools/train/metrics.h"
 #include "dplab/tools/train/optimizer_factory.h"
 #include "dplab/tools/train/progress.h"
+#include "dplab/tools/train/step_metrics.h"
 
 namespace dplab {
 namespace {
@@ -136,6 +141,11 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   const int64_t eval_batch = get_int(opt, "eval.batch");
   const int64_t ckpt_every = get_int(opt, "checkpoint.every_epochs");
   const float label_smoothing = float(get_double(opt, "label_smoothing"));
+  // amp = off | bf16 | f16 (mixed precision; core/autocast.h, optim/grad_scaler.h).
+  const std::string amp = get(opt, "amp");
+  DPLAB_CHECK(amp == "off" || amp == "bf16" || amp == "f16",
+              "option amp: expected off, bf16 or f16, got '{}'", amp);
+  const DType amp_dtype = amp == "bf16" ? DType::bf16 : amp == "f16" ? DType::f16 : DType::f32;
   const std::string out_dir = get(opt, "out");
   const std::string resume = get(opt, "resume");
   DPLAB_CHECK(epochs >= 1, "option epochs: expected >= 1, got {}", epochs);
@@ -143,6 +153,19 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   DPLAB_CHECK(max_steps >= 0, "option max_steps: expected >= 0, got {}", max_steps);
   const Progress::Mode progress_mode = Progress::parse_mode(get(opt, "progress"));
   const int every_percent = int(get_int(opt, "progress.every_percent"));
+  // comm = mpi | nccl | auto (comm/world.h), validated for every algorithm. NCCL needs a GPU per
+  // rank: a bare "cuda" then means this rank's (local rank mod device count).
+  const bool nccl = comm_backend(opt) == "nccl" && get(opt, "algo") != "local";
+  const Device device = nccl && get(opt, "device") == "cuda" ? Device::cuda(nccl_rank_device())
+                                                             : Device::parse(get(opt, "device"));
+  // device = cpu | cuda[:N]: checked before any data is read, so a run on a machine without
+  // the device fails at once and says why.
+  if (device.is_cuda()) {
+    DPLAB_CHECK(cuda_available(), "option device = {}: {}", device.str(),
+                cuda_unavailable_reason());
+    DPLAB_CHECK(device.index < cuda_device_count(), "option device = {}: only {} CUDA device(s)",
+                device.str(), cuda_device_count());
+  }
 
   Data data = load_data(opt);
   const ModelInfo info = model_info(model_name);
@@ -156,6 +179,9 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   auto model = make_model(model_name, seed, data.train->num_classes(),
                           get_bool(opt, "model.zero_init_residual"));
   model->train();
+  // Parameters and buffers move first, so the arena, the optimizer state and every
+  // activation live on the device.
+  model->to(device);
   ParamArena arena(model->named_parameters());
   arena.mark_norm_parameters(norm_parameter_names(*model));
   SGDOptions so;
@@ -167,6 +193,9 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   // optim = sgd | lars (tools/train/optimizer_factory.h).
   std::unique_ptr<Optimizer> optimizer_owner = make_train_optimizer(opt, arena, so);
   Optimizer& optimizer = *optimizer_owner;
+  // f16 gradients need dynamic loss scaling; bf16 has f32's exponent range and needs none.
+  std::optional<GradScaler> scaler;
+  if (amp == "f16") scaler.emplace(optimizer.arena());
   const GradAccumulation accumulation(get_int(opt, "accumulate_steps"));
   // Summing micro-batch gradients commutes only with averaging algorithms.
   DPLAB_CHECK(
@@ -200,6 +229,9 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   lopt.prefetch = int(get_int(opt, "data.prefetch"));
   lopt.seed = seed;
   BatchLoader loader(data.train, lopt);
+  // Batches on the training device, uploaded one step ahead (tools/train/device_prefetch.h).
+  DeviceBatches batches(loader, device);
+  StepMetrics step_metrics(device);  // loss and accuracy sums, read back once per log line
   const int64_t shuffle_buffer = get_int(opt, "data.shuffle_buffer");
   // Tar shards: shards split across ranks, then a shuffle buffer (data/shards.h); otherwise
   // the DistributedSampler.
@@ -271,6 +303,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   while (loop.epoch < epochs && !stop) {
     const int64_t epoch = loop.epoch;
     loader.start_epoch(epoch_indices(epoch), epoch, loop.step_in_epoch);
+    batches.reset();
     strategy->begin_epoch(epoch);
     progress.begin_epoch(epoch, epochs, steps_per_epoch, loop.step_in_epoch);
     const auto t_epoch = Clock::now();
@@ -278,7 +311,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
     int64_t epoch_computed = 0;
     const double slept_before = slowdown.total_slept_s();
     Batch b;
-    while (loader.next(b)) {
+    while (batches.next(b)) {
       StepInfo step;
       step.epoch = epoch;
       step.step_in_epoch = loop.step_in_epoch;
@@ -302,16 +335,29 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
       if (plan.zero_grad && accumulation.first(loop.global_step)) optimizer.zero_grad();
       strategy->before_forward(step);
       slowdown.start();
-      Tensor logits = model->forward(b.images);
+      Tensor logits;
+      {
+        AutocastGuard autocast(amp_dtype);  // f32 (off) unless amp is set
+        logits = model->forward(b.images);
+      }
       Tensor loss = cross_entropy(logits, b.labels, label_smoothing);
-      backward(accumulation.scale(loss));
+      backward(scaler ? scaler->scale_loss(accumulation.scale(loss)) : accumulation.scale(loss));
       slowdown.stop();
       strategy->after_backward(step);
       slowdown.start();
       if (plan.optimizer_step && accumulation.last(loop.global_step)) {
-        optimizer.step();
+        if (scaler) {  // skips the step when a gradient is inf/NaN, then adjusts the scale
+          scaler->step(optimizer);
+          scaler->update();
+        } else {
+          optimizer.step();
+        }
         ++loop.optimizer_steps;
       } else if (plan.strategy_update) {
+        DPLAB_CHECK(!scaler,
+                    "amp = f16: algorithm '{}' applies its own update, which does not unscale "
+                    "gradients; use amp = bf16 or off",
+                    strategy->name());
         ++loop.optimizer_steps;
       }
       slowdown.pause();  // sleeps (FACTOR-1) x this iteration's compute
@@ -319,13 +365,14 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
       ++epoch_computed;
 
       const int64_t n = b.labels.numel();
-      loop.epoch_loss_sum += double(loss.item()) * double(n);
-      loop.epoch_correct += count_correct(logits, b.labels);
+      step_metrics.add(loss, logits, b.labels, loop.epoch_loss_sum, loop.epoch_correct);
       loop.epoch_seen += n;
       ++loop.step_in_epoch;
       ++loop.global_step;
       epoch_images += n;
       const double elapsed = seconds_since(t_epoch);
+      if (step_metrics.pending() && progress.will_draw(loop.step_in_epoch))
+        step_metrics.flush(loop.epoch_loss_sum, loop.epoch_correct);
       progress.update(loop.step_in_epoch, loop.epoch_loss_sum / double(loop.epoch_seen),
                       elapsed > 0 ? double(epoch_images) / elapsed : 0.0);
       if (max_steps > 0 && loop.optimizer_steps + skipped_steps >= max_steps) {
@@ -333,6 +380,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
         break;
       }
     }
+    step_metrics.flush(loop.epoch_loss_sum, loop.epoch_correct);
     const double epoch_time = seconds_since(t_epoch);
     train_time += epoch_time;
     train_images += epoch_images;

@@ -1,5 +1,8 @@
 // Reference optimizer kernels: one plain loop per update, each element through the shared
-// functor of core/optim_functors.h.
+// functor of core/optim_functors.h; reductions accumulate in f64 in index order.
+#include <bit>
+#include <cmath>
+
 #include "dplab/core/kernels/optim.h"
 
 namespace dplab {
@@ -24,6 +27,98 @@ void check_sgd_operands(const Tensor& param, const Tensor& grad, const Tensor& b
 
 namespace {
 
+// Every operand of a flat optimizer kernel: contiguous f32 with `numel` elements on `device`.
+void check_flat_f32(const Tensor& t, int64_t numel, Device device, const char* what) {
+  DPLAB_CHECK(t.defined(), "{}: operand is undefined", what);
+  check_dtype(t, DType::f32, what);
+  DPLAB_CHECK(t.device() == device, "{}: {} is not on {}", what, t.str(), device.str());
+  DPLAB_CHECK(t.is_contiguous() && t.numel() == numel,
+              "{}: expected a contiguous tensor of {} elements, got {}", what, numel, t.str());
+}
+
+void check_slots(const Tensor& t, int64_t n, DType dtype, Device device, const char* what) {
+  DPLAB_CHECK(t.defined(), "{}: output is undefined", what);
+  check_dtype(t, dtype, what);
+  DPLAB_CHECK(t.device() == device, "{}: {} is not on {}", what, t.str(), device.str());
+  DPLAB_CHECK(t.is_contiguous() && t.numel() == n,
+              "{}: expected a contiguous tensor of {} elements, got {}", what, n, t.str());
+}
+
+}  // namespace
+
+void check_lars_norm_operands(const Tensor& param, const Tensor& grad, const Tensor& norms) {
+  DPLAB_CHECK(param.defined(), "lars_norms: param is undefined");
+  check_flat_f32(param, param.numel(), param.device(), "lars_norms param");
+  check_flat_f32(grad, param.numel(), param.device(), "lars_norms grad");
+  check_slots(norms, 2, DType::f32, param.device(), "lars_norms norms");
+}
+
+void check_lars_operands(const Tensor& param, const Tensor& grad, const Tensor& buf,
+                         const Tensor& norms, const LarsStepArgs& args) {
+  SgdStepArgs s;
+  s.momentum = args.momentum;
+  check_sgd_operands(param, grad, buf, s);
+  if (!args.excluded) check_slots(norms, 2, DType::f32, param.device(), "lars_step norms");
+}
+
+void check_dcs3gd_average_operands(const Tensor& wbar, const Tensor& r, const Tensor& w,
+                                   const Tensor& g, const Dcs3gdAverageArgs& args,
+                                   const Tensor& sums) {
+  DPLAB_CHECK(wbar.defined(), "dcs3gd_average: W̄ is undefined");
+  const int64_t n = wbar.numel();
+  const Device d = wbar.device();
+  check_flat_f32(wbar, n, d, "dcs3gd_average W̄");
+  if (args.have_r) check_flat_f32(r, n, d, "dcs3gd_average R");
+  check_flat_f32(w, n, d, "dcs3gd_average W");
+  check_flat_f32(g, n, d, "dcs3gd_average g");
+  check_slots(sums, 3, DType::i64, d, "dcs3gd_average sums");
+  DPLAB_CHECK(args.ranks >= 1.f, "dcs3gd_average: {} ranks", args.ranks);
+}
+
+void check_dcs3gd_update_operands(const Tensor& g, const Tensor& wbar, const Tensor& w,
+                                  const Tensor& v, const Tensor& s, const Tensor& wbar_sq) {
+  DPLAB_CHECK(wbar.defined(), "dcs3gd_update: W̄ is undefined");
+  const int64_t n = wbar.numel();
+  const Device d = wbar.device();
+  check_flat_f32(g, n, d, "dcs3gd_update g");
+  check_flat_f32(wbar, n, d, "dcs3gd_update W̄");
+  check_flat_f32(w, n, d, "dcs3gd_update W");
+  check_flat_f32(v, n, d, "dcs3gd_update V");
+  check_flat_f32(s, n, d, "dcs3gd_update S");
+  check_slots(wbar_sq, 1, DType::i64, d, "dcs3gd_update ΣW̄²");
+}
+
+void check_dcs3gd_drain_operands(const Tensor& wbar, const Tensor& r, const Tensor& w) {
+  DPLAB_CHECK(wbar.defined(), "dcs3gd_drain: W̄ is undefined");
+  check_flat_f32(wbar, wbar.numel(), wbar.device(), "dcs3gd_drain W̄");
+  check_flat_f32(r, wbar.numel(), wbar.device(), "dcs3gd_drain R");
+  check_flat_f32(w, wbar.numel(), wbar.device(), "dcs3gd_drain W");
+}
+
+void check_amp_unscale_operands(const Tensor& grads, const Tensor& found_inf) {
+  DPLAB_CHECK(grads.defined(), "amp_unscale: grads are undefined");
+  check_flat_f32(grads, grads.numel(), grads.device(), "amp_unscale grads");
+  check_slots(found_inf, 1, DType::f32, grads.device(), "amp_unscale found_inf");
+}
+
+std::vector<double> f64_slot_values(const Tensor& slots) {
+  DPLAB_CHECK(slots.defined() && slots.dtype() == DType::i64,
+              "f64_slot_values: expected an i64 tensor of f64 slots, got {}",
+              slots.defined() ? slots.str() : std::string("undefined"));
+  const std::vector<int64_t> bits = slots.to_vector_i64();
+  std::vector<double> out(bits.size());
+  for (size_t i = 0; i < bits.size(); ++i) out[i] = std::bit_cast<double>(bits[i]);
+  return out;
+}
+
+void set_f64_slot(Tensor& slots, int64_t i, double v) {
+  check_slots(slots, slots.numel(), DType::i64, Device::cpu(), "set_f64_slot");
+  DPLAB_CHECK(i >= 0 && i < slots.numel(), "set_f64_slot: slot {} of {}", i, slots.numel());
+  slots.data<int64_t>()[i] = std::bit_cast<int64_t>(v);
+}
+
+namespace {
+
 void sgd_step(Tensor& param, const Tensor& grad, Tensor& buf, const SgdStepArgs& args) {
   check_sgd_operands(param, grad, buf, args);
   const SgdUpdate f = make_sgd_update(args);
@@ -34,11 +129,108 @@ void sgd_step(Tensor& param, const Tensor& grad, Tensor& buf, const SgdStepArgs&
   for (int64_t i = 0; i < n; ++i) f(p + i, g[i], b ? b + i : nullptr);
 }
 
+double sum_sq(const float* x, int64_t n) {
+  double acc = 0;
+  for (int64_t i = 0; i < n; ++i) acc += static_cast<double>(x[i]) * x[i];
+  return acc;
+}
+
+void lars_norms(const Tensor& param, const Tensor& grad, Tensor& norms) {
+  check_lars_norm_operands(param, grad, norms);
+  float* out = norms.data<float>();
+  out[0] = static_cast<float>(std::sqrt(sum_sq(param.data<float>(), param.numel())));
+  out[1] = static_cast<float>(std::sqrt(sum_sq(grad.data<float>(), grad.numel())));
+}
+
+void lars_step(Tensor& param, const Tensor& grad, Tensor& buf, const Tensor& norms,
+               const LarsStepArgs& args) {
+  check_lars_operands(param, grad, buf, norms, args);
+  double trust = 1.0;
+  if (!args.excluded) {
+    const float* nm = norms.data<float>();
+    trust = lars_trust(nm[0], nm[1], args.eta, args.weight_decay, args.eps);
+  }
+  const LarsUpdate f =
+      make_lars_update(args.lr, trust, args.momentum, args.weight_decay, args.first_step);
+  float* p = param.data<float>();
+  const float* g = grad.data<float>();
+  float* b = args.momentum != 0.f ? buf.data<float>() : nullptr;
+  const int64_t n = param.numel();
+  for (int64_t i = 0; i < n; ++i) f(p + i, g[i], b ? b + i : nullptr);
+}
+
+void dcs3gd_average(Tensor& wbar, const Tensor& r, const Tensor& w, const Tensor& g,
+                    const Dcs3gdAverageArgs& args, Tensor& sums) {
+  check_dcs3gd_average_operands(wbar, r, w, g, args, sums);
+  const Dcs3gdAverage avg{args.ranks};
+  const Dcs3gdNormTerms terms;
+  float* wb = wbar.data<float>();
+  const float* rp = args.have_r ? r.data<float>() : nullptr;
+  const float* wp = w.data<float>();
+  const float* gp = g.data<float>();
+  double g2 = 0, c2 = 0, d2 = 0;
+  const int64_t n = wbar.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    const float d = rp ? avg(wb[i], rp[i], wp[i]) : wb[i] - wp[i];
+    terms(gp[i], d, g2, c2);
+    d2 += double(d) * d;
+  }
+  set_f64_slot(sums, 0, g2);
+  set_f64_slot(sums, 1, c2);
+  set_f64_slot(sums, 2, d2);
+}
+
+void dcs3gd_update(const Tensor& g, const Tensor& wbar, Tensor& w, Tensor& v, Tensor& s,
+                   const Dcs3gdUpdate& up, Tensor& wbar_sq) {
+  check_dcs3gd_update_operands(g, wbar, w, v, s, wbar_sq);
+  const float* gp = g.data<float>();
+  const float* wb = wbar.data<float>();
+  float* wp = w.data<float>();
+  float* vp = v.data<float>();
+  float* sp = s.data<float>();
+  double n2 = 0;
+  const int64_t n = wbar.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    up(gp[i], wb[i], wp[i], vp[i], sp[i]);
+    n2 += double(wb[i]) * wb[i];
+  }
+  set_f64_slot(wbar_sq, 0, n2);
+}
+
+void dcs3gd_drain(Tensor& wbar, const Tensor& r, Tensor& w, float ranks) {
+  check_dcs3gd_drain_operands(wbar, r, w);
+  const Dcs3gdAverage avg{ranks};
+  float* wb = wbar.data<float>();
+  const float* rp = r.data<float>();
+  float* wp = w.data<float>();
+  const int64_t n = wbar.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    avg(wb[i], rp[i], wp[i]);
+    wp[i] = wb[i];
+  }
+}
+
+void amp_unscale(Tensor& grads, float inv_scale, Tensor& found_inf) {
+  check_amp_unscale_operands(grads, found_inf);
+  const AmpUnscale f{inv_scale};
+  float* g = grads.data<float>();
+  bool bad = false;
+  const int64_t n = grads.numel();
+  for (int64_t i = 0; i < n; ++i) bad = f(g[i]) || bad;
+  if (bad) found_inf.data<float>()[0] = 1.f;
+}
+
 }  // namespace
 
 OptimKernels ref_optim_kernels() {
   OptimKernels k{};
   k.sgd_step = sgd_step;
+  k.lars_norms = lars_norms;
+  k.lars_step = lars_step;
+  k.dcs3gd_average = dcs3gd_average;
+  k.dcs3gd_update = dcs3gd_update;
+  k.dcs3gd_drain = dcs3gd_drain;
+  k.amp_unscale = amp_unscale;
   return k;
 }
 

@@ -1,0 +1,524 @@
+// The NCCL backend of Communicator (see nccl_communicator.h for the design).
+#include "dplab/comm/nccl_communicator.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <optional>
+
+#include "dplab/comm/mpi_env.h"
+#include "dplab/comm/nccl_check.h"
+#include "dplab/core/backend.h"
+#include "dplab/core/cuda/check.h"
+#include "dplab/core/cuda/device_guard.h"
+#include "dplab/core/cuda/event.h"
+#include "dplab/core/cuda/stream.h"
+#include "dplab/core/device.h"
+#include "dplab/core/error.h"
+
+namespace dplab {
+namespace {
+
+ncclDataType_t nccl_type(DType t) {
+  switch (t) {
+    case DType::f32:
+      return ncclFloat32;
+    case DType::bf16:
+      return ncclBfloat16;
+    case DType::f16:
+      return ncclFloat16;
+    case DType::i32:
+      return ncclInt32;
+    case DType::i64:
+      return ncclInt64;
+    case DType::u8:
+      return ncclUint8;
+  }
+  DPLAB_FAIL("no NCCL type for dtype {}", dtype_name(t));
+}
+
+// The NCCL reduction for `op` on wire dtype `wire` (the MPI backend's rules: no reduction of
+// u8, no average of integers).
+ncclRedOp_t nccl_op(ReduceOp op, DType wire) {
+  DPLAB_CHECK(wire != DType::u8, "no reduction for wire dtype {}", dtype_name(wire));
+  switch (op) {
+    case ReduceOp::sum:
+      return ncclSum;
+    case ReduceOp::max:
+      return ncclMax;
+    case ReduceOp::average:
+      DPLAB_CHECK(is_floating(wire), "average reduction of integer dtype {}", dtype_name(wire));
+      return ncclAvg;
+  }
+  DPLAB_FAIL("unknown reduce op");
+}
+
+// A local-rank view of this host: (rank among the world ranks on this host, their number).
+std::pair<int, int> host_placement() {
+  MpiEnv& env = MpiEnv::get();
+  MPI_Comm shm = MPI_COMM_NULL;
+  DPLAB_MPI(MPI_Comm_split_type, MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, env.world_rank(),
+            MPI_INFO_NULL, &shm);
+  int local_rank = 0, local_size = 1;
+  DPLAB_MPI(MPI_Comm_rank, shm, &local_rank);
+  DPLAB_MPI(MPI_Comm_size, shm, &local_size);
+  DPLAB_MPI(MPI_Comm_free, &shm);
+  return {local_rank, local_size};
+}
+
+// What one communicator shares with its in-flight requests: they may outlive the Communicator
+// object (a dropped communicator with a pending request), so the NCCL handle lives here.
+struct NcclState;
+
+struct NcclRequest : Request::Impl {
+  std::shared_ptr<NcclState> state;
+  std::string desc;
+  // Set when the operation has been enqueued on the comm stream (point-to-point requests are
+  // queued first and issued with their group; the flag is set after `comm_done`).
+  std::atomic<bool> issued{false};
+  std::shared_ptr<cuda::Event> comm_done;  // recorded on the comm stream after the NCCL call(s)
+  // Conversion of the wire buffer back into the caller's tensor, enqueued on the compute stream
+  // once `comm_done` is seen (or by order_before_compute); `finished` is recorded after it.
+  std::function<void()> post;
+  bool post_enqueued = false;
+  std::optional<cuda::Event> finished;
+  std::vector<Tensor> keep_alive;  // buffers the device reads or writes until completion
+
+  bool progress() override;
+  void order_before_compute() override;
+  std::string describe() const override { return desc; }
+  ~NcclRequest() override;
+
+ private:
+  void ensure_issued();
+  void check_async_error() const;
+  void enqueue_post();
+};
+
+struct P2pOp {
+  bool is_send = false;
+  Tensor t;
+  int peer = 0, tag = 0;
+  std::shared_ptr<NcclRequest> req;
+};
+
+struct NcclState {
+  ncclComm_t comm = nullptr;
+  int device = 0;
+  cudaStream_t stream = nullptr;  // cuda::comm_stream(device)
+  std::string name;
+  // NCCL communicators are not thread-safe: one thread at a time posts (GradSync's
+  // communication thread and the training thread may share a communicator).
+  std::mutex mu;
+  std::vector<P2pOp> pending;  // queued point-to-point operations, issued as one group
+
+  ~NcclState() {
+    // Every request holds this state, so no operation of ours is in flight. Destructors
+    // cannot throw: a failure here is left to the driver's teardown.
+    if (comm) ncclCommDestroy(comm);
+  }
+
+  // Makes the comm stream wait for the work enqueued on the compute stream so far.
+  void order_after_compute() {
+    cuda::Event ready(device);
+    ready.record(cuda::compute_stream(device));
+    ready.make_wait(stream);
+  }
+
+  // Issues the queued point-to-point operations as one NCCL group. Caller holds `mu` and has
+  // made `device` current.
+  void flush_p2p_locked() {
+    if (pending.empty()) return;
+    std::vector<P2pOp> ops = std::move(pending);
+    pending.clear();
+    // NCCL pairs a rank's sends to a peer with the peer's receives in call order; ordering both
+    // sides by tag makes the pairing the one MPI's tag matching would give.
+    std::stable_sort(ops.begin(), ops.end(), [](const P2pOp& a, const P2pOp& b) {
+      return a.peer != b.peer ? a.peer < b.peer : a.tag < b.tag;
+    });
+    order_after_compute();
+    const std::string ctx =
+        fmt::format("group of {} send/recv on NCCL communicator '{}'", ops.size(), name);
+    DPLAB_NCCL_CHECK_CTX(ncclGroupStart(), ctx);
+    try {
+      for (const P2pOp& op : ops) {
+        const size_t n = static_cast<size_t>(op.t.numel());
+        if (n == 0) continue;
+        if (op.is_send)
+          DPLAB_NCCL_CHECK_CTX(
+              ncclSend(op.t.raw_data(), n, nccl_type(op.t.dtype()), op.peer, comm, stream),
+              op.req->desc);
+        else
+          DPLAB_NCCL_CHECK_CTX(
+              ncclRecv(op.t.raw_data(), n, nccl_type(op.t.dtype()), op.peer, comm, stream),
+              op.req->desc);
+      }
+    } catch (...) {
+      ncclGroupEnd();  // close the group so the communicator stays usable for the report
+      throw;
+    }
+    DPLAB_NCCL_CHECK_CTX(ncclGroupEnd(), ctx);
+    auto done = std::make_shared<cuda::Event>(device);
+    done->record(stream);
+    for (P2pOp& op : ops) {
+      op.req->comm_done = done;
+      op.req->issued.store(true, std::memory_order_release);
+    }
+  }
+};
+
+void NcclRequest::ensure_issued() {
+  if (issued.load(std::memory_order_acquire)) return;
+  cuda::ScopedDevice on(state->device);
+  std::lock_guard<std::mutex> lock(state->mu);
+  state->flush_p2p_locked();
+  DPLAB_CHECK(issued.load(std::memory_order_acquire), "{}: queued but not issued by its group",
+              desc);
+}
+
+void NcclRequest::check_async_error() const {
+  ncclResult_t async = ncclSuccess;
+  DPLAB_NCCL_CHECK_CTX(ncclCommGetAsyncError(state->comm, &async), desc);
+  if (async != ncclSuccess && async != ncclInProgress)
+    DPLAB_FAIL("{}: NCCL reports an asynchronous error on communicator '{}': {} (last error: {})",
+               desc, state->name, ncclGetErrorString(async), ncclGetLastError(state->comm));
+}
+
+void NcclRequest::enqueue_post() {
+  cuda::ScopedDevice on(state->device);
+  post();
+  finished.emplace(state->device);
+  finished->record(cuda::compute_stream(state->device));
+  post_enqueued = true;
+}
+
+bool NcclRequest::progress() {
+  ensure_issued();
+  if (!post_enqueued) {
+    if (!comm_done->query()) {
+      check_async_error();
+      return false;
+    }
+    if (!post) {
+      keep_alive.clear();
+      return true;
+    }
+    enqueue_post();
+  }
+  if (!finished->query()) return false;
+  keep_alive.clear();
+  return true;
+}
+
+void NcclRequest::order_before_compute() {
+  ensure_issued();
+  if (post_enqueued) return;  // the conversion is on the compute stream already
+  comm_done->make_wait(cuda::compute_stream(state->device));
+  if (post) enqueue_post();
+}
+
+NcclRequest::~NcclRequest() {
+  // Dropped before its completion was seen: later compute-stream work (which may reuse the
+  // freed buffers through the caching allocator) must not overtake the communication.
+  if (state && comm_done && !post_enqueued && !done)
+    cudaStreamWaitEvent(cuda::compute_stream(state->device), comm_done->get(), 0);
+}
+
+class NcclCommunicator : public Communicator {
+ public:
+  NcclCommunicator(std::shared_ptr<Communicator> mpi, int device) : mpi_(std::move(mpi)) {
+    DPLAB_CHECK(mpi_ != nullptr, "NCCL communicator: no MPI communicator to bootstrap from");
+    DPLAB_CHECK(cuda_available(), "NCCL communicator '{}': {}", mpi_->name(),
+                cuda_unavailable_reason());
+    DPLAB_CHECK(device >= 0 && device < cuda_device_count(),
+                "NCCL communicator '{}': CUDA device {} out of range [0, {})", mpi_->name(), device,
+                cuda_device_count());
+    st_ = std::make_shared<NcclState>();
+    st_->device = device;
+    st_->name = mpi_->name();
+    st_->stream = cuda::comm_stream(device);
+    // Rank 0 makes the unique id; MPI carries it to the others as 128 raw bytes.
+    ncclUniqueId id;
+    std::memset(&id, 0, sizeof(id));
+    if (mpi_->rank() == 0)
+      DPLAB_NCCL_CHECK_CTX(ncclGetUniqueId(&id), fmt::format("communicator '{}'", st_->name));
+    Tensor bytes = Tensor::empty({static_cast<int64_t>(sizeof(id))}, DType::u8);
+    std::memcpy(bytes.raw_data(), &id, sizeof(id));
+    mpi_->broadcast(bytes, 0);
+    std::memcpy(&id, bytes.raw_data(), sizeof(id));
+    cuda::ScopedDevice on(device);
+    DPLAB_NCCL_CHECK_CTX(ncclCommInitRank(&st_->comm, mpi_->size(), id, mpi_->rank()),
+                         fmt::format("communicator '{}', rank {} of {}, CUDA device {}", st_->name,
+                                     mpi_->rank(), mpi_->size(), device));
+  }
+
+  int rank() const override { return mpi_->rank(); }
+  int size() const override { return mpi_->size(); }
+  std::string name() const override { return mpi_->name(); }
+  const WaitOptions& wait_options() const override { return mpi_->wait_options(); }
+  int node_of(int r) const override { return mpi_->node_of(r); }
+
+  Request iallreduce(const Tensor& t, ReduceOp op, std::optional<DType> wire) override {
+    check_tensor(t, "allreduce");
+    const DType w = wire.value_or(t.dtype());
+    auto r = make("allreduce", t, op, w);
+    const bool scale_after = needs_scale_after(t, w, op);
+    const ncclRedOp_t nop = nccl_op(scale_after ? ReduceOp::sum : op, w);
+    Tensor buf = to_wire(t, w);
+    const size_t n = static_cast<size_t>(t.numel());
+    post(r, [&](cudaStream_t s) {
+      if (n > 0)
+        DPLAB_NCCL_CHECK_CTX(
+            ncclAllReduce(buf.raw_data(), buf.raw_data(), n, nccl_type(w), nop, st_->comm, s),
+            r->desc);
+    });
+    finish_into(r, t, buf, scale_after ? 1.0 / size() : 1.0);
+    return Request(r);
+  }
+
+  Request ireduce(const Tensor& t, int root, ReduceOp op, std::optional<DType> wire) override {
+    check_tensor(t, "reduce");
+    check_rank(root, "reduce root");
+    const DType w = wire.value_or(t.dtype());
+    auto r = make(fmt::format("reduce(root {})", root), t, op, w);
+    const bool scale_after = needs_scale_after(t, w, op);
+    const ncclRedOp_t nop = nccl_op(scale_after ? ReduceOp::sum : op, w);
+    const bool is_root = rank() == root;
+    // Non-roots send from a wire copy so their own tensor stays unchanged.
+    Tensor buf = to_wire(t, w);
+    const size_t n = static_cast<size_t>(t.numel());
+    post(r, [&](cudaStream_t s) {
+      if (n > 0)
+        DPLAB_NCCL_CHECK_CTX(
+            ncclReduce(buf.raw_data(), buf.raw_data(), n, nccl_type(w), nop, root, st_->comm, s),
+            r->desc);
+    });
+    if (is_root)
+      finish_into(r, t, buf, scale_after ? 1.0 / size() : 1.0);
+    else
+      r->keep_alive.push_back(buf);
+    return Request(r);
+  }
+
+  Request ibroadcast(const Tensor& t, int root, std::optional<DType> wire) override {
+    check_tensor(t, "broadcast");
+    check_rank(root, "broadcast root");
+    const DType w = wire.value_or(t.dtype());
+    auto r = make(fmt::format("broadcast(root {})", root), t, std::nullopt, w);
+    Tensor buf = to_wire(t, w);
+    const size_t n = static_cast<size_t>(t.numel());
+    post(r, [&](cudaStream_t s) {
+      if (n > 0)
+        DPLAB_NCCL_CHECK_CTX(
+            ncclBroadcast(buf.raw_data(), buf.raw_data(), n, nccl_type(w), root, st_->comm, s),
+            r->desc);
+    });
+    // The root also takes the wire-rounded values, so every rank ends with identical data.
+    finish_into(r, t, buf, 1.0);
+    return Request(r);
+  }
+
+  Request iallgather(const Tensor& send, const Tensor& recv, std::optional<DType> wire) override {
+    check_tensor(send, "allgather send");
+    check_tensor(recv, "allgather recv");
+    DPLAB_CHECK(recv.numel() == send.numel() * size(),
+                "allgather on {}: recv has {} elements, expected size {} x send {} = {}", name(),
+                recv.numel(), size(), send.numel(), send.numel() * size());
+    DPLAB_CHECK(recv.dtype() == send.dtype(), "allgather: send {} and recv {} dtypes differ",
+                send.str(), recv.str());
+    const DType w = wire.value_or(send.dtype());
+    auto r = make("allgather", send, std::nullopt, w);
+    Tensor sbuf = to_wire(send, w);
+    Tensor rbuf = w == recv.dtype() ? recv : Tensor::empty({recv.numel()}, w, recv.device());
+    r->keep_alive.push_back(sbuf);
+    const size_t n = static_cast<size_t>(send.numel());
+    post(r, [&](cudaStream_t s) {
+      if (n > 0)
+        DPLAB_NCCL_CHECK_CTX(
+            ncclAllGather(sbuf.raw_data(), rbuf.raw_data(), n, nccl_type(w), st_->comm, s),
+            r->desc);
+    });
+    finish_into(r, recv, rbuf, 1.0);
+    return Request(r);
+  }
+
+  Request ireduce_scatter(const Tensor& send, const Tensor& recv, ReduceOp op,
+                          std::optional<DType> wire) override {
+    check_tensor(send, "reduce_scatter send");
+    check_tensor(recv, "reduce_scatter recv");
+    DPLAB_CHECK(send.numel() == recv.numel() * size(),
+                "reduce_scatter on {}: send has {} elements, expected size {} x recv {} = {}",
+                name(), send.numel(), size(), recv.numel(), recv.numel() * size());
+    DPLAB_CHECK(recv.dtype() == send.dtype(), "reduce_scatter: send {} and recv {} dtypes differ",
+                send.str(), recv.str());
+    const DType w = wire.value_or(send.dtype());
+    auto r = make("reduce_scatter", send, op, w);
+    const bool scale_after = needs_scale_after(recv, w, op);
+    const ncclRedOp_t nop = nccl_op(scale_after ? ReduceOp::sum : op, w);
+    Tensor sbuf = to_wire(send, w);
+    Tensor rbuf = w == recv.dtype() ? recv : Tensor::empty({recv.numel()}, w, recv.device());
+    r->keep_alive.push_back(sbuf);
+    const size_t n = static_cast<size_t>(recv.numel());
+    post(r, [&](cudaStream_t s) {
+      if (n > 0)
+        DPLAB_NCCL_CHECK_CTX(
+            ncclReduceScatter(sbuf.raw_data(), rbuf.raw_data(), n, nccl_type(w), nop, st_->comm, s),
+            r->desc);
+    });
+    finish_into(r, recv, rbuf, scale_after ? 1.0 / size() : 1.0);
+    return Request(r);
+  }
+
+  // A one-byte max-allreduce: complete on a rank only once every rank has posted it.
+  Request ibarrier() override {
+    auto r = std::make_shared<NcclRequest>();
+    init(*r, fmt::format("barrier on NCCL communicator '{}' ({} ranks)", name(), size()));
+    Tensor token = Tensor::empty({1}, DType::u8, Device::cuda(st_->device));
+    r->keep_alive.push_back(token);
+    post(r, [&](cudaStream_t s) {
+      DPLAB_NCCL_CHECK_CTX(
+          ncclAllReduce(token.raw_data(), token.raw_data(), 1, ncclUint8, ncclMax, st_->comm, s),
+          r->desc);
+    });
+    return Request(r);
+  }
+
+  Request isend(const Tensor& t, int dst, int tag) override { return p2p(t, dst, tag, true); }
+  Request irecv(const Tensor& t, int src, int tag) override { return p2p(t, src, tag, false); }
+
+  std::shared_ptr<Communicator> split(int color, int key, const std::string& name) override {
+    {
+      // Anything queued goes out before the (collective) split, as it would before a collective.
+      cuda::ScopedDevice on(st_->device);
+      std::lock_guard<std::mutex> lock(st_->mu);
+      st_->flush_p2p_locked();
+    }
+    auto sub = mpi_->split(color, key, name);
+    if (!sub) return nullptr;
+    return std::make_shared<NcclCommunicator>(std::move(sub), st_->device);
+  }
+
+ private:
+  void check_tensor(const Tensor& t, const char* what) const {
+    DPLAB_CHECK(t.defined(), "{}: undefined tensor", what);
+    DPLAB_CHECK(t.device() == Device::cuda(st_->device),
+                "{}: the NCCL communicator '{}' takes tensors on this rank's device cuda:{}, got "
+                "{} on {}",
+                what, name(), st_->device, t.str(), t.device().str());
+    DPLAB_CHECK(t.is_contiguous(), "{}: tensor {} must be contiguous", what, t.str());
+  }
+  void check_rank(int r, const char* what) const {
+    DPLAB_CHECK(r >= 0 && r < size(), "{} {} out of range for communicator '{}' of {} ranks", what,
+                r, name(), size());
+  }
+  // Average with a conversion into an f32 tensor: sum in the wire type, 1/n in f32 on the way
+  // back (the MPI backend's arithmetic). Otherwise NCCL averages itself (ncclAvg).
+  static bool needs_scale_after(const Tensor& dst, DType wire, ReduceOp op) {
+    return op == ReduceOp::average && wire != dst.dtype() && dst.dtype() == DType::f32;
+  }
+  void init(NcclRequest& r, std::string desc) const {
+    r.state = st_;
+    r.wait = wait_options();
+    r.desc = std::move(desc);
+  }
+  std::shared_ptr<NcclRequest> make(const std::string& what, const Tensor& t,
+                                    std::optional<ReduceOp> op, DType wire) const {
+    auto r = std::make_shared<NcclRequest>();
+    init(*r, fmt::format("{}{} of {} as {} on NCCL communicator '{}' ({} ranks, cuda:{})", what,
+                         op ? "(" + reduce_op_name(*op) + ")" : std::string(), t.str(),
+                         dtype_name(wire), name(), size(), st_->device));
+    return r;
+  }
+  // The tensor itself (flat) when it already has the wire dtype, else a converted copy made on
+  // the compute stream (so it is ordered before the collective by post()).
+  Tensor to_wire(const Tensor& t, DType wire) const {
+    Tensor flat = t.view({t.numel()});
+    if (t.dtype() == wire) return flat;
+    cuda::ScopedDevice on(st_->device);
+    Tensor b = Tensor::empty({t.numel()}, wire, t.device());
+    backend_for(t.device()).ew.copy(flat, b);
+    return b;
+  }
+  // After the collective: `buf` back into `dst` (times `factor`), on the compute stream.
+  void finish_into(const std::shared_ptr<NcclRequest>& r, const Tensor& dst, const Tensor& buf,
+                   double factor) const {
+    r->keep_alive.push_back(buf);
+    r->keep_alive.push_back(dst);
+    if (dst.raw_data() == buf.raw_data() && factor == 1.0) return;
+    const Backend& be = backend_for(dst.device());
+    if (factor != 1.0)
+      DPLAB_CHECK(be.ew.unary != nullptr && dst.dtype() == DType::f32,
+                  "NCCL average of {}: scaling needs the CUDA unary kernel and an f32 tensor",
+                  dst.str());
+    Tensor flat = dst.view({dst.numel()});
+    r->post = [flat, buf, factor, &be]() mutable {
+      if (factor != 1.0)
+        be.ew.unary(UnaryOp::mul_scalar, static_cast<float>(factor), buf, flat);
+      else
+        be.ew.copy(buf, flat);
+    };
+  }
+  // Enqueues `nccl` on the comm stream after the compute stream's work so far, then the
+  // completion event. Queued point-to-point operations go first.
+  template <typename F>
+  void post(const std::shared_ptr<NcclRequest>& r, F&& nccl) {
+    cuda::ScopedDevice on(st_->device);
+    std::lock_guard<std::mutex> lock(st_->mu);
+    st_->flush_p2p_locked();
+    st_->order_after_compute();
+    nccl(st_->stream);
+    r->comm_done = std::make_shared<cuda::Event>(st_->device);
+    r->comm_done->record(st_->stream);
+    r->issued.store(true, std::memory_order_release);
+  }
+  Request p2p(const Tensor& t, int peer, int tag, bool is_send) {
+    const char* what = is_send ? "send" : "recv";
+    check_tensor(t, what);
+    check_rank(peer, is_send ? "send destination" : "recv source");
+    DPLAB_CHECK(tag >= 0 && tag <= 32767, "{}: tag {} outside [0, 32767]", what, tag);
+    DPLAB_CHECK(peer != rank(), "{}: NCCL point-to-point to oneself (rank {}) is not supported",
+                what, peer);
+    auto r = std::make_shared<NcclRequest>();
+    init(*r, fmt::format("{} of {} {} rank {} (tag {}) on NCCL communicator '{}'", what, t.str(),
+                         is_send ? "to" : "from", peer, tag, name()));
+    r->keep_alive.push_back(t);
+    std::lock_guard<std::mutex> lock(st_->mu);
+    st_->pending.push_back(P2pOp{is_send, t, peer, tag, r});
+    return Request(r);
+  }
+
+  std::shared_ptr<Communicator> mpi_;
+  std::shared_ptr<NcclState> st_;
+};
+
+}  // namespace
+
+int nccl_local_device() {
+  DPLAB_CHECK(cuda_available(), "NCCL: {}", cuda_unavailable_reason());
+  return host_placement().first % cuda_device_count();
+}
+
+std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicator> mpi,
+                                                     int device) {
+  return std::make_shared<NcclCommunicator>(std::move(mpi), device);
+}
+
+std::shared_ptr<Communicator> nccl_world(const CommConfig& cfg) {
+  DPLAB_CHECK(!cfg.link_intra && !cfg.link_inter,
+              "link emulation (link.intra / link.inter) is implemented by the MPI backend only; "
+              "use comm = mpi to emulate links");
+  auto mpi = mpi_world(cfg);
+  DPLAB_CHECK(cuda_available(), "comm = nccl: {}", cuda_unavailable_reason());
+  const auto [local_rank, local_size] = host_placement();
+  const int devices = cuda_device_count();
+  DPLAB_CHECK(local_size <= devices,
+              "comm = nccl needs one CUDA device per rank: {} ranks run on this host, which has "
+              "{} device(s) (NCCL rejects two ranks on one GPU); start fewer ranks per host or "
+              "use comm = mpi",
+              local_size, devices);
+  return make_nccl_communicator(std::move(mpi), local_rank % devices);
+}
+
+}  // namespace dplab

@@ -1,0 +1,63 @@
+// The NCCL backend of Communicator, for CUDA tensors (built only with DPLAB_CUDA).
+//
+// Bootstrap: each NCCL communicator wraps an MPI communicator over the same ranks. Rank 0 calls
+// ncclGetUniqueId and broadcasts it over MPI, then every rank calls ncclCommInitRank. split()
+// splits the MPI communicator and creates a new NCCL communicator for the new group, so a
+// Topology built on an NCCL world has one NCCL communicator per group (world, node, cross).
+// node_of(), wait options and names come from the MPI communicator.
+//
+// Device: rank r uses CUDA device (local rank on its host) mod (device count), the local rank
+// coming from MPI_Comm_split_type(SHARED). NCCL refuses two ranks on one GPU, so nccl_world()
+// throws when a host runs more ranks than it has devices. Tensors must be contiguous CUDA
+// tensors on that device (an error names the tensor otherwise).
+//
+// Streams and ordering: every operation runs on dplab::cuda::comm_stream(device). Posting one
+// records an event on the compute stream and makes the comm stream wait on it (device-side,
+// no host synchronisation), so the collective sees everything compute enqueued before the call;
+// a completion event is recorded after it. Request::test() queries that event (and NCCL's
+// asynchronous error state), never blocking; Request::wait() is the polite MPI wait over it, with
+// the same timeout naming the operation. Request::order_before_compute() makes the compute
+// stream wait for the completion event instead.
+// All communicators of a device share one comm stream, so their operations run in posting order
+// per rank: programs must post collectives in the same order on every rank (as MPI requires per
+// communicator), including across communicators that share ranks.
+//
+// Wire types: f32/bf16/f16 (and i32/i64/u8 where reductions allow) map to NCCL's types. A wire
+// type that differs from the tensor's is handled like the MPI backend: the tensor is converted
+// into a wire buffer by the element-wise copy kernel on the compute stream before the
+// collective, and converted back after it (the average's 1/n is applied in f32 during that
+// conversion, as in the MPI backend). The back conversion is enqueued on the compute stream
+// once the collective is seen complete (test/wait) or by order_before_compute(), so it never
+// stalls compute that was enqueued in between. NCCL reduces 16-bit wire data with its own
+// kernels: each hop adds two wire-type values and rounds to the wire type (the MPI backend's
+// user op does the same, widening to f32 per hop), so the error bound is the same
+// (hops * 2^-9 for bf16, 2^-12 for f16, relative); bit patterns can differ from MPI's because
+// NCCL's ring/tree order of additions differs. Without a conversion, average is ncclAvg.
+//
+// Point-to-point: NCCL has no tags and a lone send can deadlock against the peer's lone send.
+// isend/irecv therefore queue; the queue is issued as one ncclGroupStart/End group at the first
+// test/wait/order_before_compute of any queued request or before the next collective, sorted by
+// (peer, tag) with posting order kept for equal tags. Both ranks must post the matching messages
+// before either waits (the "post all, then wait all" pattern of Crossover and SGP); a receive
+// that waits while its matching send is still queued on a later group is a usage error NCCL
+// cannot detect (counts would be paired in the wrong order).
+//
+// Link emulation (link.intra / link.inter) is an MPI backend feature: nccl_world() rejects it.
+#pragma once
+#include <memory>
+
+#include "dplab/comm/communicator.h"
+
+namespace dplab {
+
+// The CUDA device this rank uses with NCCL (local rank mod device count). Throws naming the
+// reason when no device is visible.
+int nccl_local_device();
+
+// The NCCL world communicator (initialising MPI if needed), configured by `cfg`.
+std::shared_ptr<Communicator> nccl_world(const CommConfig& cfg = {});
+
+// An NCCL communicator over the ranks of `mpi` (collective over them), on CUDA device `device`.
+std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicator> mpi, int device);
+
+}  // namespace dplab

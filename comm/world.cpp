@@ -1,0 +1,42 @@
+#include "dplab/comm/world.h"
+
+#include "dplab/core/device.h"
+#include "dplab/core/error.h"
+#ifdef DPLAB_WITH_CUDA
+#include "dplab/comm/nccl_communicator.h"
+#endif
+
+namespace dplab {
+
+std::string comm_backend(const Options& opt) {
+  const std::string comm = opt.get_string("comm", "auto");
+  const std::string device = opt.get_string("device", "cpu");
+  DPLAB_CHECK(comm == "auto" || comm == "mpi" || comm == "nccl",
+              "option comm: expected auto, mpi or nccl, got '{}'", comm);
+  if (comm != "auto") return comm;
+  return Device::parse(device).is_cuda() ? "nccl" : "mpi";
+}
+
+std::shared_ptr<Communicator> make_world(const Options& opt) {
+  const std::string backend = comm_backend(opt);
+  const CommConfig cfg = CommConfig::from_options(opt);
+  if (backend == "mpi") return mpi_world(cfg);
+#ifdef DPLAB_WITH_CUDA
+  return nccl_world(cfg);
+#else
+  DPLAB_FAIL(
+      "option comm resolves to nccl (comm = '{}', device = '{}'), but dplab was built "
+      "without DPLAB_CUDA",
+      opt.get_string("comm", "auto"), opt.get_string("device", "cpu"));
+#endif
+}
+
+int nccl_rank_device() {
+#ifdef DPLAB_WITH_CUDA
+  return nccl_local_device();
+#else
+  DPLAB_FAIL("NCCL device placement: dplab was built without DPLAB_CUDA");
+#endif
+}
+
+}  // namespace dplab

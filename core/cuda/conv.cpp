@@ -1,0 +1,470 @@
+// CUDA conv family through cuDNN 9 (legacy convolution API): forward, backward data, backward
+// filter, with dplab's own kernels (conv_kernels.cu) for the bias and its gradient.
+//
+// Algorithm choice: per key (direction, device, dtype, every dim, every parameter, whether the
+// operands are 16-byte aligned, the workspace limit) the first call runs cudnnFind*AlgorithmEx
+// once on the call's own tensors (Find overwrites only the output, which the call then
+// computes anyway) and caches the choice for the life of the process. The
+// choice is the fastest algorithm that (1) succeeded, (2) needs at most conv_workspace_limit()
+// bytes of workspace (256 MiB unless DPLAB_CUDNN_WORKSPACE_MIB says otherwise), (3) is
+// deterministic, so a rerun gives the same bits, and (4) for f32 does not use tensor cores
+// (TF32 would round operands to 10 mantissa bits; the descriptor is set to CUDNN_FMA_MATH).
+// Workspaces (the Find scratch of the limit's size and each call's own) are tensors from the
+// caching allocator, never cudaMalloc in the loop; they are released right after the call is
+// enqueued, which is safe because every user of the allocator's compute-stream blocks is
+// ordered on that same stream.
+//
+// Accepted dtypes: x, w, y (forward), dy, w, dx (backward data), x, dy, dw (backward filter)
+// all f32, all bf16 or all f16; accumulation is f32 (computeType CUDNN_DATA_FLOAT) in every
+// case; bf16/f16 use tensor-op math. The bias b and its gradient db are the dtype of the
+// other operands or f32. Anything else throws naming the combination.
+#include <cudnn.h>
+
+#include <array>
+#include <climits>
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "dplab/core/cuda/check.h"
+#include "dplab/core/cuda/cudnn_handle.h"
+#include "dplab/core/cuda/device_guard.h"
+#include "dplab/core/cuda/launch_conv.h"
+#include "dplab/core/cuda/stream.h"
+#include "dplab/core/kernels/conv.h"
+
+namespace dplab {
+namespace {
+
+enum class Dir : int64_t { forward = 0, backward_data = 1, backward_filter = 2 };
+
+const char* dir_name(Dir d) {
+  switch (d) {
+    case Dir::forward:
+      return "conv2d_forward";
+    case Dir::backward_data:
+      return "conv2d_backward_data";
+    case Dir::backward_filter:
+      return "conv2d_backward_weight";
+  }
+  return "conv2d";
+}
+
+struct Geometry {
+  int64_t N, C, H, W;  // input
+  int64_t O, KH, KW;   // filter [O, C/groups, KH, KW]
+  int64_t OH, OW;      // output
+};
+
+// x-like [N, C, H, W], w-like [O, C/groups, KH, KW], y-like [N, O, OH, OW]: shapes agree with
+// each other and with PyTorch's output-size rule; all on one CUDA device, contiguous, one
+// floating dtype (f32, bf16 or f16).
+Geometry check_conv(Dir dir, const Tensor& x, const Tensor& w, const Tensor& y,
+                    const Conv2dParams& p, const char* xn, const char* wn, const char* yn) {
+  const char* k = dir_name(dir);
+  const std::array<std::pair<const Tensor*, const char*>, 3> ts{{{&x, xn}, {&w, wn}, {&y, yn}}};
+  for (const auto& [t, name] : ts) {
+    DPLAB_CHECK(t->defined() && t->dim() == 4, "CUDA {}: {} must be a 4-D tensor, got {}", k, name,
+                t->defined() ? t->str() : "undefined");
+    DPLAB_CHECK(t->is_contiguous(), "CUDA {}: {} {} must be contiguous", k, name, t->str());
+    DPLAB_CHECK(t->device().is_cuda() && t->device() == x.device(),
+                "CUDA {}: {} {} is not on the CUDA device of {} {}", k, name, t->str(), xn,
+                x.str());
+  }
+  const DType dt = x.dtype();
+  DPLAB_CHECK((dt == DType::f32 || dt == DType::bf16 || dt == DType::f16) && w.dtype() == dt &&
+                  y.dtype() == dt,
+              "CUDA {}: unsupported dtype combination {} {}, {} {}, {} {} (accepted: all f32, "
+              "all bf16 or all f16)",
+              k, xn, dtype_name(x.dtype()), wn, dtype_name(w.dtype()), yn, dtype_name(y.dtype()));
+  DPLAB_CHECK(p.groups >= 1 && p.stride_h >= 1 && p.stride_w >= 1 && p.dilation_h >= 1 &&
+                  p.dilation_w >= 1 && p.pad_h >= 0 && p.pad_w >= 0,
+              "CUDA {}: invalid parameters stride {}x{} pad {}x{} dilation {}x{} groups {}", k,
+              p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.dilation_h, p.dilation_w, p.groups);
+  Geometry g{x.size(0), x.size(1), x.size(2), x.size(3), w.size(0),
+             w.size(2), w.size(3), y.size(2), y.size(3)};
+  DPLAB_CHECK(g.C % p.groups == 0 && g.O % p.groups == 0 && w.size(1) * p.groups == g.C &&
+                  y.size(0) == g.N && y.size(1) == g.O &&
+                  g.OH == conv_out_size(g.H, g.KH, p.stride_h, p.pad_h, p.dilation_h) &&
+                  g.OW == conv_out_size(g.W, g.KW, p.stride_w, p.pad_w, p.dilation_w),
+              "CUDA {}: {} {}, {} {} and {} {} do not fit stride {}x{} pad {}x{} dilation {}x{} "
+              "groups {}",
+              k, xn, shape_str(x.shape()), wn, shape_str(w.shape()), yn, shape_str(y.shape()),
+              p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.dilation_h, p.dilation_w, p.groups);
+  return g;
+}
+
+void check_bias(const Tensor& b, int64_t O, const Tensor& x, const char* name, const char* k) {
+  DPLAB_CHECK(b.dim() == 1 && b.size(0) == O && b.is_contiguous() && b.device() == x.device(),
+              "CUDA {}: {} {} must be a contiguous [{}] on {}", k, name, b.str(), O,
+              x.device().str());
+  DPLAB_CHECK(b.dtype() == x.dtype() || b.dtype() == DType::f32,
+              "CUDA {}: unsupported dtype combination {} {} with operands {} (the bias is the "
+              "operands' dtype or f32)",
+              k, name, dtype_name(b.dtype()), dtype_name(x.dtype()));
+}
+
+int to_int(int64_t v, const char* what) {
+  DPLAB_CHECK(v >= 0 && v <= INT_MAX, "CUDA conv: {} = {} exceeds cuDNN's int range", what, v);
+  return static_cast<int>(v);
+}
+
+cudnnDataType_t cudnn_type(DType t) {
+  switch (t) {
+    case DType::f32:
+      return CUDNN_DATA_FLOAT;
+    case DType::bf16:
+      return CUDNN_DATA_BFLOAT16;
+    case DType::f16:
+      return CUDNN_DATA_HALF;
+    default:
+      break;
+  }
+  DPLAB_FAIL("CUDA conv: dtype {} has no cuDNN type here", dtype_name(t));
+}
+
+// RAII owners of the cuDNN descriptors of one call.
+class TensorDesc {
+ public:
+  TensorDesc() { DPLAB_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d_)); }
+  ~TensorDesc() { cudnnDestroyTensorDescriptor(d_); }
+  TensorDesc(const TensorDesc&) = delete;
+  TensorDesc& operator=(const TensorDesc&) = delete;
+  cudnnTensorDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnTensorDescriptor_t d_ = nullptr;
+};
+
+class FilterDesc {
+ public:
+  FilterDesc() { DPLAB_CUDNN_CHECK(cudnnCreateFilterDescriptor(&d_)); }
+  ~FilterDesc() { cudnnDestroyFilterDescriptor(d_); }
+  FilterDesc(const FilterDesc&) = delete;
+  FilterDesc& operator=(const FilterDesc&) = delete;
+  cudnnFilterDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnFilterDescriptor_t d_ = nullptr;
+};
+
+class ConvDesc {
+ public:
+  ConvDesc() { DPLAB_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d_)); }
+  ~ConvDesc() { cudnnDestroyConvolutionDescriptor(d_); }
+  ConvDesc(const ConvDesc&) = delete;
+  ConvDesc& operator=(const ConvDesc&) = delete;
+  cudnnConvolutionDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnConvolutionDescriptor_t d_ = nullptr;
+};
+
+// The descriptors of one convolution: x [N, C, H, W], w [O, C/groups, KH, KW], y [N, O, OH, OW].
+struct Setup {
+  TensorDesc x, y;
+  FilterDesc w;
+  ConvDesc conv;
+};
+
+void describe(Setup& s, const Geometry& g, const Conv2dParams& p, DType dt, const char* k) {
+  const cudnnDataType_t t = cudnn_type(dt);
+  DPLAB_CUDNN_CHECK(cudnnSetTensor4dDescriptor(s.x.get(), CUDNN_TENSOR_NCHW, t, to_int(g.N, "N"),
+                                               to_int(g.C, "C"), to_int(g.H, "H"),
+                                               to_int(g.W, "W")));
+  DPLAB_CUDNN_CHECK(cudnnSetTensor4dDescriptor(s.y.get(), CUDNN_TENSOR_NCHW, t, to_int(g.N, "N"),
+                                               to_int(g.O, "O"), to_int(g.OH, "OH"),
+                                               to_int(g.OW, "OW")));
+  DPLAB_CUDNN_CHECK(cudnnSetFilter4dDescriptor(s.w.get(), t, CUDNN_TENSOR_NCHW, to_int(g.O, "O"),
+                                               to_int(g.C / p.groups, "C/groups"),
+                                               to_int(g.KH, "KH"), to_int(g.KW, "KW")));
+  // Cross-correlation (what deep-learning frameworks call convolution), f32 accumulation.
+  DPLAB_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
+      s.conv.get(), to_int(p.pad_h, "pad_h"), to_int(p.pad_w, "pad_w"),
+      to_int(p.stride_h, "stride_h"), to_int(p.stride_w, "stride_w"),
+      to_int(p.dilation_h, "dilation_h"), to_int(p.dilation_w, "dilation_w"),
+      CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  DPLAB_CUDNN_CHECK(cudnnSetConvolutionGroupCount(s.conv.get(), to_int(p.groups, "groups")));
+  // f32: FMA kernels only (no TF32). bf16/f16: tensor cores allowed.
+  DPLAB_CUDNN_CHECK(cudnnSetConvolutionMathType(
+      s.conv.get(), dt == DType::f32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
+  // cuDNN's own output-size rule must agree with the contract's (checked against y already).
+  int n = 0, c = 0, h = 0, w = 0;
+  DPLAB_CUDNN_CHECK(
+      cudnnGetConvolution2dForwardOutputDim(s.conv.get(), s.x.get(), s.w.get(), &n, &c, &h, &w));
+  DPLAB_CHECK(n == g.N && c == g.O && h == g.OH && w == g.OW,
+              "CUDA {}: cuDNN computes output [{}, {}, {}, {}], the contract [{}, {}, {}, {}]", k,
+              n, c, h, w, g.N, g.O, g.OH, g.OW);
+}
+
+// ---- the per-shape algorithm cache ----
+
+using Key = std::array<int64_t, 19>;
+
+// Some algorithms (vectorised and tensor-op kernels) need 16-byte aligned operands, so a choice
+// made for aligned buffers is not reused for a view at an odd offset, and vice versa.
+int64_t aligned16(std::initializer_list<const Tensor*> ts) {
+  for (const Tensor* t : ts)
+    if (reinterpret_cast<uintptr_t>(t->raw_data()) % 16 != 0) return 0;
+  return 1;
+}
+
+Key make_key(Dir dir, int device, DType dt, const Geometry& g, const Conv2dParams& p,
+             int64_t aligned) {
+  return {static_cast<int64_t>(dir),
+          aligned,
+          device,
+          static_cast<int64_t>(dt),
+          g.N,
+          g.C,
+          g.H,
+          g.W,
+          g.O,
+          g.KH,
+          g.KW,
+          p.stride_h,
+          p.stride_w,
+          p.pad_h,
+          p.pad_w,
+          p.dilation_h,
+          p.dilation_w,
+          p.groups,
+          static_cast<int64_t>(cuda::conv_workspace_limit())};
+}
+
+struct Choice {
+  int algo = 0;
+  size_t workspace = 0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+};
+
+class AlgoCache {
+ public:
+  bool lookup(const Key& k, Choice* c) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = map_.find(k);
+    if (it == map_.end()) return false;
+    *c = it->second;
+    ++stats_.hits;
+    return true;
+  }
+  void insert(const Key& k, const Choice& c) {
+    std::lock_guard<std::mutex> lock(mu_);
+    map_.emplace(k, c);
+    ++stats_.finds;
+    stats_.entries = map_.size();
+  }
+  cuda::ConvAlgoCacheStats stats() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<Key, Choice> map_;
+  cuda::ConvAlgoCacheStats stats_;
+};
+
+AlgoCache& algo_cache() {
+  static AlgoCache cache;
+  return cache;
+}
+
+const char* math_name(cudnnMathType_t m) {
+  switch (m) {
+    case CUDNN_DEFAULT_MATH:
+      return "default";
+    case CUDNN_TENSOR_OP_MATH:
+      return "tensor_op";
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION:
+      return "tensor_op_allow_conversion";
+    case CUDNN_FMA_MATH:
+      return "fma";
+  }
+  return "?";
+}
+
+// The rule of the file header over Find's results (sorted fastest first).
+template <class Perf>
+Choice pick(const Perf* results, int n, DType dt, const Geometry& g, const Conv2dParams& p,
+            Dir dir) {
+  const size_t limit = cuda::conv_workspace_limit();
+  for (int i = 0; i < n; ++i) {
+    const Perf& r = results[i];
+    if (r.status != CUDNN_STATUS_SUCCESS || r.memory > limit ||
+        r.determinism != CUDNN_DETERMINISTIC)
+      continue;
+    if (dt == DType::f32 &&
+        (r.mathType == CUDNN_TENSOR_OP_MATH || r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION))
+      continue;
+    return {static_cast<int>(r.algo), r.memory, r.mathType};
+  }
+  std::string tried;
+  for (int i = 0; i < n; ++i)
+    tried += fmt::format(
+        " [algo {} {} {} B {} math {}]", static_cast<int>(results[i].algo),
+        cudnnGetErrorString(results[i].status), results[i].memory,
+        results[i].determinism == CUDNN_DETERMINISTIC ? "deterministic" : "non-deterministic",
+        math_name(results[i].mathType));
+  DPLAB_FAIL(
+      "CUDA {}: no cuDNN algorithm is usable for {} x [{}, {}, {}, {}], w [{}, {}, {}, {}], "
+      "stride {}x{} pad {}x{} dilation {}x{} groups {} (need: success, workspace <= {} B, "
+      "deterministic{}); Find returned:{}",
+      dir_name(dir), dtype_name(dt), g.N, g.C, g.H, g.W, g.O, g.C / p.groups, g.KH, g.KW,
+      p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.dilation_h, p.dilation_w, p.groups, limit,
+      dt == DType::f32 ? ", no tensor-op math" : "", tried.empty() ? " nothing" : tried);
+}
+
+// A device buffer of `bytes` from the caching allocator (undefined when bytes == 0).
+Tensor workspace(size_t bytes, Device d) {
+  if (bytes == 0) return Tensor();
+  return Tensor::empty({static_cast<int64_t>(bytes)}, DType::u8, d);
+}
+void* ptr(const Tensor& t) {
+  return t.defined() ? t.raw_data() : nullptr;
+}
+
+// Cached choice for this call, running Find (with the call's own buffers) on a miss.
+template <class FindFn>
+Choice choose(Dir dir, std::initializer_list<const Tensor*> operands, const Geometry& g,
+              const Conv2dParams& p, FindFn find) {
+  const Tensor& anchor = **operands.begin();
+  const Key key = make_key(dir, anchor.device().index, anchor.dtype(), g, p, aligned16(operands));
+  Choice c;
+  if (algo_cache().lookup(key, &c)) return c;
+  const size_t limit = cuda::conv_workspace_limit();
+  Tensor scratch = workspace(limit, anchor.device());
+  c = find(ptr(scratch), scratch.defined() ? limit : size_t{0});
+  algo_cache().insert(key, c);
+  return c;
+}
+
+// The math type the call runs with: f32 stays FMA-only; 16-bit follows Find's choice, as the
+// cuDNN documentation asks for algorithms returned by Find.
+void apply_math(const Setup& s, DType dt, const Choice& c) {
+  if (dt != DType::f32) DPLAB_CUDNN_CHECK(cudnnSetConvolutionMathType(s.conv.get(), c.math));
+}
+
+// Zero bits are 0.0 in f32, bf16 and f16 alike.
+void fill_zero(Tensor& t, int dev) {
+  DPLAB_CUDA_CHECK(cudaMemsetAsync(t.raw_data(), 0, t.nbytes(), cuda::compute_stream(dev)));
+}
+
+void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, const Conv2dParams& p) {
+  const Geometry g = check_conv(Dir::forward, x, w, y, p, "x", "w", "y");
+  if (b.defined()) check_bias(b, g.O, x, "bias", "conv2d_forward");
+  if (y.numel() == 0) return;
+  const int dev = x.device().index;
+  cuda::ScopedDevice guard(dev);
+  cudnnHandle_t h = cuda::cudnn_handle(dev);
+  if (x.numel() == 0 || w.numel() == 0) {
+    fill_zero(y, dev);  // an empty sum (C == 0 or an empty filter), plus the bias below
+  } else {
+    Setup s;
+    describe(s, g, p, x.dtype(), "conv2d_forward");
+    const Choice c = choose(Dir::forward, {&x, &w, &y}, g, p, [&](void* ws, size_t ws_bytes) {
+      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      int n = 0;
+      DPLAB_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
+          h, s.x.get(), x.raw_data(), s.w.get(), w.raw_data(), s.conv.get(), s.y.get(),
+          y.raw_data(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, ws, ws_bytes));
+      return pick(perf, n, x.dtype(), g, p, Dir::forward);
+    });
+    apply_math(s, x.dtype(), c);
+    Tensor ws = workspace(c.workspace, x.device());
+    const float alpha = 1.0f, beta = 0.0f;  // float scaling factors for f32/bf16/f16 data
+    DPLAB_CUDNN_CHECK(
+        cudnnConvolutionForward(h, &alpha, s.x.get(), x.raw_data(), s.w.get(), w.raw_data(),
+                                s.conv.get(), static_cast<cudnnConvolutionFwdAlgo_t>(c.algo),
+                                ptr(ws), c.workspace, &beta, s.y.get(), y.raw_data()));
+  }
+  if (b.defined())
+    DPLAB_CUDA_CHECK(cuda::launch_add_channel_bias(y.raw_data(), y.dtype(), g.N, g.O, g.OH * g.OW,
+                                                   b.raw_data(), b.dtype(),
+                                                   cuda::compute_stream(dev)));
+}
+
+void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, const Conv2dParams& p) {
+  const Geometry g = check_conv(Dir::backward_data, dx, w, dy, p, "dx", "w", "dy");
+  if (dx.numel() == 0) return;
+  const int dev = dx.device().index;
+  cuda::ScopedDevice guard(dev);
+  if (dy.numel() == 0 || w.numel() == 0) {
+    fill_zero(dx, dev);  // no output depends on x
+    return;
+  }
+  cudnnHandle_t h = cuda::cudnn_handle(dev);
+  Setup s;
+  describe(s, g, p, dx.dtype(), "conv2d_backward_data");
+  const Choice c = choose(Dir::backward_data, {&dx, &w, &dy}, g, p, [&](void* ws, size_t ws_bytes) {
+    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    int n = 0;
+    DPLAB_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
+        h, s.w.get(), w.raw_data(), s.y.get(), dy.raw_data(), s.conv.get(), s.x.get(),
+        dx.raw_data(), CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, ws, ws_bytes));
+    return pick(perf, n, dx.dtype(), g, p, Dir::backward_data);
+  });
+  apply_math(s, dx.dtype(), c);
+  Tensor ws = workspace(c.workspace, dx.device());
+  const float alpha = 1.0f, beta = 0.0f;  // overwrite dx
+  DPLAB_CUDNN_CHECK(
+      cudnnConvolutionBackwardData(h, &alpha, s.w.get(), w.raw_data(), s.y.get(), dy.raw_data(),
+                                   s.conv.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo),
+                                   ptr(ws), c.workspace, &beta, s.x.get(), dx.raw_data()));
+}
+
+void backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db,
+                     const Conv2dParams& p) {
+  const Geometry g = check_conv(Dir::backward_filter, x, dw, dy, p, "x", "dw", "dy");
+  if (db.defined()) check_bias(db, g.O, x, "db", "conv2d_backward_weight");
+  const int dev = x.device().index;
+  cuda::ScopedDevice guard(dev);
+  if (db.defined())
+    DPLAB_CUDA_CHECK(cuda::launch_channel_sum(dy.raw_data(), dy.dtype(), g.N, g.O, g.OH * g.OW,
+                                              db.raw_data(), db.dtype(),
+                                              cuda::compute_stream(dev)));
+  if (dw.numel() == 0) return;
+  if (x.numel() == 0 || dy.numel() == 0) {
+    fill_zero(dw, dev);  // an empty batch (or empty output): the gradient is an empty sum
+    return;
+  }
+  cudnnHandle_t h = cuda::cudnn_handle(dev);
+  Setup s;
+  describe(s, g, p, x.dtype(), "conv2d_backward_weight");
+  const Choice c =
+      choose(Dir::backward_filter, {&x, &dy, &dw}, g, p, [&](void* ws, size_t ws_bytes) {
+        cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+        int n = 0;
+        DPLAB_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+            h, s.x.get(), x.raw_data(), s.y.get(), dy.raw_data(), s.conv.get(), s.w.get(),
+            dw.raw_data(), CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, ws, ws_bytes));
+        return pick(perf, n, x.dtype(), g, p, Dir::backward_filter);
+      });
+  apply_math(s, x.dtype(), c);
+  Tensor ws = workspace(c.workspace, x.device());
+  const float alpha = 1.0f, beta = 0.0f;  // overwrite dw
+  DPLAB_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+      h, &alpha, s.x.get(), x.raw_data(), s.y.get(), dy.raw_data(), s.conv.get(),
+      static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo), ptr(ws), c.workspace, &beta, s.w.get(),
+      dw.raw_data()));
+}
+
+}  // namespace
+
+namespace cuda {
+ConvAlgoCacheStats conv_algo_cache_stats() {
+  return algo_cache().stats();
+}
+}  // namespace cuda
+
+ConvKernels cuda_conv_kernels() {
+  ConvKernels k{};
+  k.conv2d_forward = forward;
+  k.conv2d_backward_data = backward_data;
+  k.conv2d_backward_weight = backward_weight;
+  return k;
+}
+
+}  // namespace dplab

@@ -1,0 +1,52 @@
+// Launchers of the CUDA optimizer kernels (core/cuda/optim_kernels.cu); the wrapper
+// core/cuda/optim.cpp validates tensors, picks the stream and checks every returned error.
+// Reductions are two launches: a fixed grid (optim_reduce_blocks(n) blocks, a function of n
+// only) writes one f64 partial per block and quantity into `partials`, then one block sums the
+// partials in a fixed tree order. So a result depends on n alone, never on scheduling:
+// deterministic from run to run, and it never leaves the device.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "dplab/core/optim_functors.h"
+
+namespace dplab::cuda {
+
+constexpr int kOptimThreads = 256;
+constexpr int kOptimMaxReduceBlocks = 1024;
+
+// Blocks of the first reduction launch for n elements (size `partials` as blocks * quantities).
+inline int optim_reduce_blocks(int64_t n) {
+  const int64_t b = (n + kOptimThreads - 1) / kOptimThreads;
+  return static_cast<int>(b < 1 ? 1 : (b > kOptimMaxReduceBlocks ? kOptimMaxReduceBlocks : b));
+}
+
+cudaError_t launch_sgd_step(float* p, const float* g, float* buf, int64_t n, SgdUpdate f,
+                            cudaStream_t stream);
+
+// norms[0] = f32(sqrt(Σp²)), norms[1] = f32(sqrt(Σg²)); partials: 2 * optim_reduce_blocks(n).
+cudaError_t launch_lars_norms(const float* p, const float* g, int64_t n, double* partials,
+                              float* norms, cudaStream_t stream);
+// norms may be null when excluded (trust 1). buf null when momentum == 0.
+cudaError_t launch_lars_step(float* p, const float* g, float* buf, const float* norms, int64_t n,
+                             double lr, float momentum, double weight_decay, double eta, double eps,
+                             bool excluded, bool first_step, cudaStream_t stream);
+
+// r may be null when !have_r. sums[0..2] = Σg², Σ(g⊙g⊙D)², ΣD²; partials: 3 * blocks.
+cudaError_t launch_dcs3gd_average(float* wbar, const float* r, const float* w, const float* g,
+                                  int64_t n, float ranks, bool have_r, double* partials,
+                                  double* sums, cudaStream_t stream);
+// wbar_sq[0] = ΣW̄²; partials: optim_reduce_blocks(n).
+cudaError_t launch_dcs3gd_update(const float* g, const float* wbar, float* w, float* v, float* s,
+                                 int64_t n, Dcs3gdUpdate up, double* partials, double* wbar_sq,
+                                 cudaStream_t stream);
+cudaError_t launch_dcs3gd_drain(float* wbar, const float* r, float* w, int64_t n, float ranks,
+                                cudaStream_t stream);
+
+// g *= inv_scale; found_inf[0] = 1 when any g was inf/NaN (every such thread stores the same
+// 1.0f, so the outcome does not depend on which one wins).
+cudaError_t launch_amp_unscale(float* g, int64_t n, float inv_scale, float* found_inf,
+                               cudaStream_t stream);
+
+}  // namespace dplab::cuda

@@ -1,0 +1,140 @@
+// CUDA softmax / cross-entropy family: validation here (ref's checks and messages), kernels in
+// loss_kernels.cu, all on the device's compute stream.
+//
+// Host synchronisation: cross_entropy_forward and _backward check the targets the way ref does
+// (core/kernels/loss.h: "throws naming the bad index"), but on the device: a kernel writes the
+// first out-of-range index to a device word, which is copied back on the compute stream, and the
+// host waits for it. That wait (one per loss call, on a tiny copy at the end of the forward pass
+// or the start of the backward pass) is the price of a readable error instead of an
+// out-of-bounds read; no other kernel of this family blocks the host.
+#include <cstdint>
+
+#include "dplab/core/cuda/check.h"
+#include "dplab/core/cuda/kernel_scope.h"
+#include "dplab/core/cuda/launch_loss.h"
+#include "dplab/core/kernels/loss.h"
+
+namespace dplab {
+namespace {
+
+struct Rows {
+  int64_t outer, c, inner;
+};
+
+Rows rows_of(const Tensor& x, int dim, const char* what) {
+  DPLAB_CHECK(dim >= 0 && dim < x.dim(), "{}: dim {} of a {}-d tensor", what, dim, x.dim());
+  check_dtype(x, DType::f32, what);
+  DPLAB_CHECK(x.is_contiguous(), "{}: {} must be contiguous", what, x.str());
+  Rows r{1, x.shape()[dim], 1};
+  for (int d = 0; d < dim; ++d) r.outer *= x.shape()[d];
+  for (int d = dim + 1; d < x.dim(); ++d) r.inner *= x.shape()[d];
+  return r;
+}
+
+// out must be f32, contiguous, shaped like `like`, on its device.
+void check_like(const Tensor& out, const Tensor& like, const char* what) {
+  check_shape(out, like.shape(), what);
+  check_dtype(out, DType::f32, what);
+  DPLAB_CHECK(out.is_contiguous(), "{}: {} must be contiguous", what, out.str());
+  check_same_device(out, like, what);
+}
+
+void softmax_forward(const Tensor& x, int dim, bool log, Tensor& y) {
+  const Rows r = rows_of(x, dim, "CUDA softmax");
+  check_like(y, x, "CUDA softmax output");
+  cuda::KernelScope scope(x, "softmax");
+  DPLAB_CUDA_CHECK(cuda::launch_softmax_forward(x.data<float>(), y.data<float>(), r.outer, r.c,
+                                                r.inner, log, scope.stream()));
+}
+
+void softmax_backward(const Tensor& y, const Tensor& dy, int dim, bool log, Tensor& dx) {
+  const Rows r = rows_of(y, dim, "CUDA softmax backward");
+  check_like(dy, y, "CUDA softmax backward dy");
+  check_like(dx, y, "CUDA softmax backward dx");
+  cuda::KernelScope scope(y, "softmax backward");
+  DPLAB_CUDA_CHECK(cuda::launch_softmax_backward(y.data<float>(), dy.data<float>(),
+                                                 dx.data<float>(), r.outer, r.c, r.inner, log,
+                                                 scope.stream()));
+}
+
+// check_class_targets's contract for a device tensor: throws "<what>: target[i] = v is outside
+// the class range [0, C)" for the first bad target. Waits for the compute stream (see the top).
+void check_class_targets_on_device(const Tensor& target, int64_t num_classes, const char* what,
+                                   cudaStream_t stream) {
+  const int64_t n = target.numel();
+  const Tensor flag = Tensor::empty({1}, DType::i64, target.device());
+  auto* bad_dev = static_cast<unsigned long long*>(flag.raw_data());
+  DPLAB_CUDA_CHECK(
+      cuda::launch_check_targets(target.data<int64_t>(), n, num_classes, bad_dev, stream));
+  unsigned long long bad = 0;
+  DPLAB_CUDA_CHECK(cudaMemcpyAsync(&bad, bad_dev, sizeof(bad), cudaMemcpyDeviceToHost, stream));
+  DPLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (bad == UINT64_MAX) return;
+  // The error path: fetch the offending value for the message.
+  int64_t value = 0;
+  DPLAB_CUDA_CHECK(cudaMemcpyAsync(&value, target.data<int64_t>() + bad, sizeof(value),
+                                   cudaMemcpyDeviceToHost, stream));
+  DPLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+  DPLAB_FAIL("{}: target[{}] = {} is outside the class range [0, {})", what, bad, value,
+             num_classes);
+}
+
+// ref's check_ce, with the target range checked on the device. Returns the contiguous targets.
+Tensor check_ce(const Tensor& logits, const Tensor& target, cudaStream_t stream) {
+  DPLAB_CHECK(logits.dim() == 2, "cross_entropy: logits {} must be [N, C]", logits.str());
+  check_dtype(logits, DType::f32, "cross_entropy logits");
+  DPLAB_CHECK(logits.is_contiguous(), "cross_entropy: logits {} must be contiguous", logits.str());
+  check_shape(target, {logits.shape()[0]}, "cross_entropy target");
+  check_dtype(target, DType::i64, "cross_entropy");
+  check_same_device(logits, target, "cross_entropy");
+  Tensor t = target.contiguous();
+  check_class_targets_on_device(t, logits.shape()[1], "cross_entropy", stream);
+  return t;
+}
+
+void cross_entropy_forward(const Tensor& logits, const Tensor& target, float smoothing,
+                           Tensor& loss, Tensor& lse) {
+  cuda::KernelScope scope(logits, "cross_entropy");
+  const Tensor t = check_ce(logits, target, scope.stream());
+  const int64_t n = logits.shape()[0], nc = logits.shape()[1];
+  check_shape(loss, {}, "cross_entropy loss");
+  check_dtype(loss, DType::f32, "cross_entropy loss");
+  check_shape(lse, {n}, "cross_entropy lse");
+  check_dtype(lse, DType::f32, "cross_entropy lse");
+  DPLAB_CHECK(lse.is_contiguous(), "cross_entropy: lse {} must be contiguous", lse.str());
+  check_same_device(loss, logits, "cross_entropy loss");
+  check_same_device(lse, logits, "cross_entropy lse");
+  // Per-row losses in double (i64 storage: 8-byte elements), summed in a fixed order after.
+  const Tensor row_loss = Tensor::empty({n > 0 ? n : 1}, DType::i64, logits.device());
+  DPLAB_CUDA_CHECK(cuda::launch_cross_entropy_forward(
+      logits.data<float>(), t.data<int64_t>(), n, nc, smoothing, loss.data<float>(),
+      lse.data<float>(), static_cast<double*>(row_loss.raw_data()), scope.stream()));
+}
+
+void cross_entropy_backward(const Tensor& logits, const Tensor& target, const Tensor& lse,
+                            float smoothing, float grad_scale, Tensor& dlogits) {
+  cuda::KernelScope scope(logits, "cross_entropy backward");
+  const Tensor t = check_ce(logits, target, scope.stream());
+  const int64_t n = logits.shape()[0], nc = logits.shape()[1];
+  check_shape(lse, {n}, "cross_entropy lse");
+  check_dtype(lse, DType::f32, "cross_entropy lse");
+  DPLAB_CHECK(lse.is_contiguous(), "cross_entropy: lse {} must be contiguous", lse.str());
+  check_like(dlogits, logits, "cross_entropy dlogits");
+  check_same_device(lse, logits, "cross_entropy lse");
+  DPLAB_CUDA_CHECK(cuda::launch_cross_entropy_backward(
+      logits.data<float>(), t.data<int64_t>(), lse.data<float>(), n, nc, smoothing, grad_scale,
+      dlogits.data<float>(), scope.stream()));
+}
+
+}  // namespace
+
+LossKernels cuda_loss_kernels() {
+  LossKernels k{};
+  k.softmax_forward = softmax_forward;
+  k.softmax_backward = softmax_backward;
+  k.cross_entropy_forward = cross_entropy_forward;
+  k.cross_entropy_backward = cross_entropy_backward;
+  return k;
+}
+
+}  // namespace dplab

@@ -1,0 +1,226 @@
+// CUDA batch normalisation: cuDNN 9 (CUDNN_BATCHNORM_SPATIAL) where it computes the contract of
+// core/kernels/norm.h, dplab's own kernels (norm_kernels.cu) where it does not.
+//
+// How cuDNN's quantities relate to the contract:
+// - exponentialAverageFactor is the contract's momentum m: cuDNN updates
+//   running = (1 - factor)·running + factor·batch_stat, PyTorch's convention.
+// - cuDNN's running-variance update uses the unbiased batch variance var·M/(M−1) (its header
+//   says only "moving average of variance"; the Bessel correction is observed behaviour that
+//   PyTorch's cuDNN path, which passes momentum and running_var straight through, relies on to
+//   match its native kernels). That is the contract's rule for M > 1.
+// - resultSaveInvVariance is, despite its name, 1/sqrt(biased var + eps): the contract's
+//   save_invstd. cudnnBatchNormalizationBackward consumes (savedMean, savedInvVariance) as the
+//   contract's (mean, invstd); epsilon is then unused by it.
+// Where cuDNN does not match, dplab's kernels run instead:
+// - M = N·H·W == 1: M/(M−1) is undefined (cuDNN would divide by zero); the contract uses the
+//   biased variance (0) there -> launch_bn_train_single.
+// - backward with training == false: cuDNN's backward always includes the batch-statistics
+//   terms; the contract's eval backward is dx = w·invstd·dy -> launch_bn_backward. The same
+//   kernel serves M == 1 in training mode.
+// Tensors are f32 and contiguous; an input [N, C, d2, d3, ...] is described to cuDNN as
+// [N, C, d2·d3·..., 1]. Missing weight/bias become ones/zeros, and a wanted-but-absent output of
+// cuDNN (a running stat when only the other is tracked, dx/dweight/dbias when not all are
+// wanted) goes to a scratch tensor from the caching allocator.
+#include <cudnn.h>
+
+#include <climits>
+
+#include "dplab/core/cuda/check.h"
+#include "dplab/core/cuda/cudnn_handle.h"
+#include "dplab/core/cuda/device_guard.h"
+#include "dplab/core/cuda/launch_norm.h"
+#include "dplab/core/cuda/stream.h"
+#include "dplab/core/kernels/norm.h"
+
+namespace dplab {
+namespace {
+
+struct Dims {
+  int64_t n, c, hw;
+};
+
+Dims bn_dims(const Tensor& x, const char* what) {
+  DPLAB_CHECK(x.defined() && x.dim() >= 2, "CUDA {}: input {} needs at least [N, C]", what,
+              x.defined() ? x.str() : "undefined");
+  check_dtype(x, DType::f32, what);
+  DPLAB_CHECK(x.is_contiguous(), "CUDA {}: input {} must be contiguous", what, x.str());
+  DPLAB_CHECK(x.device().is_cuda(), "CUDA {}: input {} is not on a CUDA device", what, x.str());
+  int64_t hw = 1;
+  for (int d = 2; d < x.dim(); ++d) hw *= x.shape()[d];
+  return {x.shape()[0], x.shape()[1], hw};
+}
+
+// A defined per-channel tensor: f32 [C], contiguous, on x's device.
+void check_channel(const Tensor& t, int64_t C, const Tensor& x, const char* name,
+                   const char* what) {
+  DPLAB_CHECK(t.dim() == 1 && t.size(0) == C && t.dtype() == DType::f32 && t.is_contiguous() &&
+                  t.device() == x.device(),
+              "CUDA {}: {} {} must be a contiguous f32 [{}] on {}", what, name, t.str(), C,
+              x.device().str());
+}
+void check_like(const Tensor& t, const Tensor& x, const char* name, const char* what) {
+  DPLAB_CHECK(t.shape() == x.shape() && t.dtype() == DType::f32 && t.is_contiguous() &&
+                  t.device() == x.device(),
+              "CUDA {}: {} {} must be a contiguous f32 tensor shaped like {}", what, name, t.str(),
+              x.str());
+}
+
+float* opt(const Tensor& t) {
+  return t.defined() ? t.data<float>() : nullptr;
+}
+
+int to_int(int64_t v, const char* what) {
+  DPLAB_CHECK(v >= 0 && v <= INT_MAX, "CUDA batch_norm: {} = {} exceeds cuDNN's int range", what,
+              v);
+  return static_cast<int>(v);
+}
+
+Tensor filled(int64_t C, float value, const Tensor& x, int dev) {
+  Tensor t = Tensor::empty({C}, DType::f32, x.device());
+  DPLAB_CUDA_CHECK(cuda::launch_bn_fill(t.data<float>(), C, value, cuda::compute_stream(dev)));
+  return t;
+}
+
+class TensorDesc {
+ public:
+  TensorDesc() { DPLAB_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d_)); }
+  ~TensorDesc() { cudnnDestroyTensorDescriptor(d_); }
+  TensorDesc(const TensorDesc&) = delete;
+  TensorDesc& operator=(const TensorDesc&) = delete;
+  cudnnTensorDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnTensorDescriptor_t d_ = nullptr;
+};
+
+// x as [N, C, HW, 1] and the per-channel tensors as [1, C, 1, 1], all f32.
+struct BnDescs {
+  TensorDesc x, param;
+  explicit BnDescs(const Dims& d) {
+    DPLAB_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                                                 to_int(d.n, "N"), to_int(d.c, "C"),
+                                                 to_int(d.hw, "H*W"), 1));
+    DPLAB_CUDNN_CHECK(cudnnSetTensor4dDescriptor(param.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                                                 1, to_int(d.c, "C"), 1, 1));
+  }
+};
+
+void forward_train(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& running_mean,
+                   Tensor& running_var, float momentum, float eps, Tensor& y, Tensor& save_mean,
+                   Tensor& save_invstd) {
+  const char* what = "batch_norm_forward_train";
+  const Dims d = bn_dims(x, what);
+  const int64_t m = d.n * d.hw;
+  DPLAB_CHECK(m > 0, "CUDA {}: empty batch {}", what, x.str());
+  check_like(y, x, "y", what);
+  check_channel(save_mean, d.c, x, "save_mean", what);
+  check_channel(save_invstd, d.c, x, "save_invstd", what);
+  if (weight.defined()) check_channel(weight, d.c, x, "weight", what);
+  if (bias.defined()) check_channel(bias, d.c, x, "bias", what);
+  if (running_mean.defined()) check_channel(running_mean, d.c, x, "running_mean", what);
+  if (running_var.defined()) check_channel(running_var, d.c, x, "running_var", what);
+  DPLAB_CHECK(eps >= CUDNN_BN_MIN_EPSILON, "CUDA {}: eps {} is below cuDNN's minimum {}", what, eps,
+              CUDNN_BN_MIN_EPSILON);
+  if (d.c == 0) return;
+  const int dev = x.device().index;
+  cuda::ScopedDevice guard(dev);
+  const cudaStream_t stream = cuda::compute_stream(dev);
+  if (m == 1) {
+    DPLAB_CUDA_CHECK(cuda::launch_bn_train_single(
+        x.data<float>(), opt(weight), opt(bias), opt(running_mean), opt(running_var), momentum, eps,
+        y.data<float>(), save_mean.data<float>(), save_invstd.data<float>(), d.c, stream));
+    return;
+  }
+  const Tensor w = weight.defined() ? weight : filled(d.c, 1.0f, x, dev);
+  const Tensor b = bias.defined() ? bias : filled(d.c, 0.0f, x, dev);
+  // cuDNN takes both running stats or neither; a lone one gets a scratch partner.
+  Tensor rm = running_mean, rv = running_var;
+  if (rm.defined() != rv.defined()) {
+    if (!rm.defined()) rm = filled(d.c, 0.0f, x, dev);
+    if (!rv.defined()) rv = filled(d.c, 1.0f, x, dev);
+  }
+  BnDescs desc(d);
+  const float alpha = 1.0f, beta = 0.0f;  // y = normalised x (overwritten)
+  DPLAB_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
+      cuda::cudnn_handle(dev), CUDNN_BATCHNORM_SPATIAL, &alpha, &beta, desc.x.get(), x.raw_data(),
+      desc.x.get(), y.raw_data(), desc.param.get(), w.raw_data(), b.raw_data(),
+      static_cast<double>(momentum), opt(rm), opt(rv), static_cast<double>(eps),
+      save_mean.raw_data(), save_invstd.raw_data()));
+}
+
+void forward_eval(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                  const Tensor& running_mean, const Tensor& running_var, float eps, Tensor& y) {
+  const char* what = "batch_norm_forward_eval";
+  const Dims d = bn_dims(x, what);
+  check_like(y, x, "y", what);
+  DPLAB_CHECK(running_mean.defined() && running_var.defined(),
+              "CUDA {}: eval mode needs running_mean and running_var", what);
+  check_channel(running_mean, d.c, x, "running_mean", what);
+  check_channel(running_var, d.c, x, "running_var", what);
+  if (weight.defined()) check_channel(weight, d.c, x, "weight", what);
+  if (bias.defined()) check_channel(bias, d.c, x, "bias", what);
+  DPLAB_CHECK(eps >= CUDNN_BN_MIN_EPSILON, "CUDA {}: eps {} is below cuDNN's minimum {}", what, eps,
+              CUDNN_BN_MIN_EPSILON);
+  if (x.numel() == 0) return;
+  const int dev = x.device().index;
+  cuda::ScopedDevice guard(dev);
+  const Tensor w = weight.defined() ? weight : filled(d.c, 1.0f, x, dev);
+  const Tensor b = bias.defined() ? bias : filled(d.c, 0.0f, x, dev);
+  BnDescs desc(d);
+  const float alpha = 1.0f, beta = 0.0f;
+  // y = w·(x − running_mean)/sqrt(running_var + eps) + b: the contract's eval formula.
+  DPLAB_CUDNN_CHECK(cudnnBatchNormalizationForwardInference(
+      cuda::cudnn_handle(dev), CUDNN_BATCHNORM_SPATIAL, &alpha, &beta, desc.x.get(), x.raw_data(),
+      desc.x.get(), y.raw_data(), desc.param.get(), w.raw_data(), b.raw_data(),
+      running_mean.raw_data(), running_var.raw_data(), static_cast<double>(eps)));
+}
+
+void backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& mean,
+              const Tensor& invstd, bool training, Tensor& dx, Tensor& dweight, Tensor& dbias) {
+  const char* what = "batch_norm_backward";
+  const Dims d = bn_dims(x, what);
+  check_like(dy, x, "dy", what);
+  check_channel(mean, d.c, x, "mean", what);
+  check_channel(invstd, d.c, x, "invstd", what);
+  if (weight.defined()) check_channel(weight, d.c, x, "weight", what);
+  if (dx.defined()) check_like(dx, x, "dx", what);
+  if (dweight.defined()) check_channel(dweight, d.c, x, "dweight", what);
+  if (dbias.defined()) check_channel(dbias, d.c, x, "dbias", what);
+  if (!dx.defined() && !dweight.defined() && !dbias.defined()) return;
+  if (d.c == 0) return;
+  const int64_t m = d.n * d.hw;
+  const int dev = x.device().index;
+  cuda::ScopedDevice guard(dev);
+  const cudaStream_t stream = cuda::compute_stream(dev);
+  if (!training || m <= 1) {
+    DPLAB_CUDA_CHECK(cuda::launch_bn_backward(
+        dy.data<float>(), x.data<float>(), opt(weight), mean.data<float>(), invstd.data<float>(),
+        training, d.n, d.c, d.hw, opt(dx), opt(dweight), opt(dbias), stream));
+    return;
+  }
+  const Tensor w = weight.defined() ? weight : filled(d.c, 1.0f, x, dev);
+  Tensor gx = dx.defined() ? dx : Tensor::empty(x.shape(), DType::f32, x.device());
+  Tensor gw = dweight.defined() ? dweight : Tensor::empty({d.c}, DType::f32, x.device());
+  Tensor gb = dbias.defined() ? dbias : Tensor::empty({d.c}, DType::f32, x.device());
+  BnDescs desc(d);
+  const float one = 1.0f, zero = 0.0f;  // overwrite dx, dweight and dbias
+  // With savedMean/savedInvVariance given, cuDNN does not use epsilon; it must still be at
+  // least CUDNN_BN_MIN_EPSILON, and the contract does not pass the forward's value.
+  const double unused_eps = 1e-5;
+  DPLAB_CUDNN_CHECK(cudnnBatchNormalizationBackward(
+      cuda::cudnn_handle(dev), CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, desc.x.get(),
+      x.raw_data(), desc.x.get(), dy.raw_data(), desc.x.get(), gx.raw_data(), desc.param.get(),
+      w.raw_data(), gw.raw_data(), gb.raw_data(), unused_eps, mean.raw_data(), invstd.raw_data()));
+}
+
+}  // namespace
+
+NormKernels cuda_norm_kernels() {
+  NormKernels k{};
+  k.batch_norm_forward_train = forward_train;
+  k.batch_norm_forward_eval = forward_eval;
+  k.batch_norm_backward = backward;
+  return k;
+}
+
+}  // namespace dplab

@@ -1,0 +1,130 @@
+// CUDA optimizer kernel family: validation, stream choice and error context here; kernels in
+// optim_kernels.cu. Everything is issued on the device's compute stream, after the backward
+// pass that produced the gradients, and nothing waits on the host: the per-tensor reductions
+// write into device tensors that the next kernel reads. Reduction scratch comes from the caching
+// allocator, released in stream order (the next user of the block runs on the same stream).
+#include "dplab/core/kernels/optim.h"
+#include "dplab/core/cuda/check.h"
+#include "dplab/core/cuda/launch_optim.h"
+#include "dplab/core/cuda/stream.h"
+
+namespace dplab {
+namespace {
+
+void check_on_cuda(const Tensor& t, const char* what) {
+  DPLAB_CHECK(t.device().is_cuda(), "CUDA {}: {} is not a CUDA tensor", what, t.str());
+}
+
+// Makes t's device current for the launches of one kernel call (restored after).
+class CurrentDevice {
+ public:
+  explicit CurrentDevice(const Tensor& t) {
+    DPLAB_CUDA_CHECK(cudaGetDevice(&prev_));
+    dev_ = t.device().index;
+    if (dev_ != prev_) DPLAB_CUDA_CHECK(cudaSetDevice(dev_));
+  }
+  ~CurrentDevice() {
+    if (dev_ != prev_) cudaSetDevice(prev_);
+  }
+  CurrentDevice(const CurrentDevice&) = delete;
+  CurrentDevice& operator=(const CurrentDevice&) = delete;
+  cudaStream_t stream() const { return cuda::compute_stream(dev_); }
+
+ private:
+  int prev_ = 0, dev_ = 0;
+};
+
+// f64 scratch for `count` partial sums on t's device (doubles held in an i64 tensor).
+Tensor partials_for(const Tensor& t, int64_t count) {
+  return Tensor::empty({count}, DType::i64, t.device());
+}
+double* f64_ptr(const Tensor& slots) {
+  return static_cast<double*>(slots.raw_data());
+}
+
+void sgd_step(Tensor& param, const Tensor& grad, Tensor& buf, const SgdStepArgs& args) {
+  check_sgd_operands(param, grad, buf, args);
+  check_on_cuda(param, "sgd_step");
+  CurrentDevice cur(param);
+  float* b = args.momentum != 0.f ? buf.data<float>() : nullptr;
+  DPLAB_CUDA_CHECK(cuda::launch_sgd_step(param.data<float>(), grad.data<float>(), b, param.numel(),
+                                         make_sgd_update(args), cur.stream()));
+}
+
+void lars_norms(const Tensor& param, const Tensor& grad, Tensor& norms) {
+  check_lars_norm_operands(param, grad, norms);
+  check_on_cuda(param, "lars_norms");
+  CurrentDevice cur(param);
+  const int64_t n = param.numel();
+  Tensor partials = partials_for(param, 2 * int64_t(cuda::optim_reduce_blocks(n)));
+  DPLAB_CUDA_CHECK(cuda::launch_lars_norms(param.data<float>(), grad.data<float>(), n,
+                                           f64_ptr(partials), norms.data<float>(), cur.stream()));
+}
+
+void lars_step(Tensor& param, const Tensor& grad, Tensor& buf, const Tensor& norms,
+               const LarsStepArgs& args) {
+  check_lars_operands(param, grad, buf, norms, args);
+  check_on_cuda(param, "lars_step");
+  CurrentDevice cur(param);
+  float* b = args.momentum != 0.f ? buf.data<float>() : nullptr;
+  const float* nm = args.excluded ? nullptr : norms.data<float>();
+  DPLAB_CUDA_CHECK(cuda::launch_lars_step(
+      param.data<float>(), grad.data<float>(), b, nm, param.numel(), args.lr, args.momentum,
+      args.weight_decay, args.eta, args.eps, args.excluded, args.first_step, cur.stream()));
+}
+
+void dcs3gd_average(Tensor& wbar, const Tensor& r, const Tensor& w, const Tensor& g,
+                    const Dcs3gdAverageArgs& args, Tensor& sums) {
+  check_dcs3gd_average_operands(wbar, r, w, g, args, sums);
+  check_on_cuda(wbar, "dcs3gd_average");
+  CurrentDevice cur(wbar);
+  const int64_t n = wbar.numel();
+  Tensor partials = partials_for(wbar, 3 * int64_t(cuda::optim_reduce_blocks(n)));
+  DPLAB_CUDA_CHECK(cuda::launch_dcs3gd_average(
+      wbar.data<float>(), args.have_r ? r.data<float>() : nullptr, w.data<float>(), g.data<float>(),
+      n, args.ranks, args.have_r, f64_ptr(partials), f64_ptr(sums), cur.stream()));
+}
+
+void dcs3gd_update(const Tensor& g, const Tensor& wbar, Tensor& w, Tensor& v, Tensor& s,
+                   const Dcs3gdUpdate& up, Tensor& wbar_sq) {
+  check_dcs3gd_update_operands(g, wbar, w, v, s, wbar_sq);
+  check_on_cuda(wbar, "dcs3gd_update");
+  CurrentDevice cur(wbar);
+  const int64_t n = wbar.numel();
+  Tensor partials = partials_for(wbar, int64_t(cuda::optim_reduce_blocks(n)));
+  DPLAB_CUDA_CHECK(cuda::launch_dcs3gd_update(g.data<float>(), wbar.data<float>(), w.data<float>(),
+                                              v.data<float>(), s.data<float>(), n, up,
+                                              f64_ptr(partials), f64_ptr(wbar_sq), cur.stream()));
+}
+
+void dcs3gd_drain(Tensor& wbar, const Tensor& r, Tensor& w, float ranks) {
+  check_dcs3gd_drain_operands(wbar, r, w);
+  check_on_cuda(wbar, "dcs3gd_drain");
+  CurrentDevice cur(wbar);
+  DPLAB_CUDA_CHECK(cuda::launch_dcs3gd_drain(wbar.data<float>(), r.data<float>(), w.data<float>(),
+                                             wbar.numel(), ranks, cur.stream()));
+}
+
+void amp_unscale(Tensor& grads, float inv_scale, Tensor& found_inf) {
+  check_amp_unscale_operands(grads, found_inf);
+  check_on_cuda(grads, "amp_unscale");
+  CurrentDevice cur(grads);
+  DPLAB_CUDA_CHECK(cuda::launch_amp_unscale(grads.data<float>(), grads.numel(), inv_scale,
+                                            found_inf.data<float>(), cur.stream()));
+}
+
+}  // namespace
+
+OptimKernels cuda_optim_kernels() {
+  OptimKernels k{};
+  k.sgd_step = sgd_step;
+  k.lars_norms = lars_norms;
+  k.lars_step = lars_step;
+  k.dcs3gd_average = dcs3gd_average;
+  k.dcs3gd_update = dcs3gd_update;
+  k.dcs3gd_drain = dcs3gd_drain;
+  k.amp_unscale = amp_unscale;
+  return k;
+}
+
+}  // namespace dplab

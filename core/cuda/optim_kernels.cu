@@ -1,0 +1,210 @@
+// CUDA optimizer kernels. Every element goes through the functors of core/optim_functors.h, the
+// same ones the ref and OpenMP loops call, so a step does the CPU path's f32 arithmetic. The
+// per-tensor reductions (LARS norms, DC-S3GD sums) accumulate in f64 and are deterministic: see
+// launch_optim.h. Their results stay in device memory.
+#include "dplab/core/cuda/launch_optim.h"
+
+namespace dplab::cuda {
+namespace {
+
+constexpr int kThreads = kOptimThreads;
+static_assert((kThreads & (kThreads - 1)) == 0, "the tree reductions need a power of two");
+
+inline int blocks_for(int64_t n) {
+  const int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<int>(b > 65535 * 32 ? 65535 * 32 : (b < 1 ? 1 : b));
+}
+
+// Sums acc[k] over the block in a fixed tree order; thread 0 writes the K totals to out[0..K).
+template <int K>
+__device__ void block_sum(double (&acc)[K], double* out) {
+  __shared__ double sh[K][kThreads];
+  const int t = threadIdx.x;
+#pragma unroll
+  for (int k = 0; k < K; ++k) sh[k][t] = acc[k];
+  __syncthreads();
+  for (int s = kThreads / 2; s > 0; s >>= 1) {
+    if (t < s) {
+#pragma unroll
+      for (int k = 0; k < K; ++k) sh[k][t] += sh[k][t + s];
+    }
+    __syncthreads();
+  }
+  if (t == 0) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) out[k] = sh[k][0];
+  }
+}
+
+// Second reduction launch (one block): out[k] = Σ_b partials[b * K + k], in a fixed order.
+// With sqrt_to_f32, writes f32(sqrt(total)) to out_f32 instead (the LARS norms).
+template <int K>
+__global__ void finish_sum_kernel(const double* partials, int blocks, double* out, float* out_f32) {
+  double acc[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) acc[k] = 0.0;
+  for (int b = threadIdx.x; b < blocks; b += kThreads) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) acc[k] += partials[b * K + k];
+  }
+  __shared__ double total[K];
+  block_sum<K>(acc, total);
+  __syncthreads();
+  if (threadIdx.x < K) {
+    const double v = total[threadIdx.x];
+    if (out_f32 != nullptr)
+      out_f32[threadIdx.x] = static_cast<float>(sqrt(v));
+    else
+      out[threadIdx.x] = v;
+  }
+}
+
+template <int K>
+cudaError_t finish_sum(const double* partials, int blocks, double* out, float* out_f32,
+                       cudaStream_t stream) {
+  finish_sum_kernel<K><<<1, kThreads, 0, stream>>>(partials, blocks, out, out_f32);
+  return cudaPeekAtLastError();
+}
+
+__global__ void sgd_kernel(float* p, const float* g, float* buf, int64_t n, SgdUpdate f) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    f(p + i, g[i], buf != nullptr ? buf + i : nullptr);
+}
+
+__global__ void lars_norms_kernel(const float* p, const float* g, int64_t n, double* partials) {
+  double acc[2] = {0.0, 0.0};
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const double pv = p[i], gv = g[i];
+    acc[0] += pv * pv;
+    acc[1] += gv * gv;
+  }
+  block_sum<2>(acc, partials + 2 * blockIdx.x);
+}
+
+__global__ void lars_step_kernel(float* p, const float* g, float* buf, const float* norms,
+                                 int64_t n, double lr, float momentum, double wd, double eta,
+                                 double eps, bool excluded, bool first_step) {
+  // Every thread derives the same trust from the two device-resident norms (no host round trip).
+  const double trust = excluded ? 1.0 : lars_trust(norms[0], norms[1], eta, wd, eps);
+  const LarsUpdate f = make_lars_update(lr, trust, momentum, wd, first_step);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    f(p + i, g[i], buf != nullptr ? buf + i : nullptr);
+}
+
+__global__ void dcs3gd_average_kernel(float* wbar, const float* r, const float* w, const float* g,
+                                      int64_t n, Dcs3gdAverage avg, bool have_r, double* partials) {
+  const Dcs3gdNormTerms terms;
+  double acc[3] = {0.0, 0.0, 0.0};
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    float wb = wbar[i];
+    const float d = have_r ? avg(wb, r[i], w[i]) : wb - w[i];
+    if (have_r) wbar[i] = wb;
+    terms(g[i], d, acc[0], acc[1]);
+    acc[2] += double(d) * d;
+  }
+  block_sum<3>(acc, partials + 3 * blockIdx.x);
+}
+
+__global__ void dcs3gd_update_kernel(const float* g, const float* wbar, float* w, float* v,
+                                     float* s, int64_t n, Dcs3gdUpdate up, double* partials) {
+  double acc[1] = {0.0};
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const float wb = wbar[i];
+    float wi = w[i], vi = v[i], si = s[i];
+    up(g[i], wb, wi, vi, si);
+    w[i] = wi;
+    v[i] = vi;
+    s[i] = si;
+    acc[0] += double(wb) * wb;
+  }
+  block_sum<1>(acc, partials + blockIdx.x);
+}
+
+__global__ void dcs3gd_drain_kernel(float* wbar, const float* r, float* w, int64_t n,
+                                    Dcs3gdAverage avg) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    float wb = wbar[i];
+    avg(wb, r[i], w[i]);
+    wbar[i] = wb;
+    w[i] = wb;
+  }
+}
+
+__global__ void amp_unscale_kernel(float* g, int64_t n, AmpUnscale f, float* found_inf) {
+  bool bad = false;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    bad = f(g[i]) || bad;
+  if (bad) *found_inf = 1.f;
+}
+
+}  // namespace
+
+cudaError_t launch_amp_unscale(float* g, int64_t n, float inv_scale, float* found_inf,
+                               cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  amp_unscale_kernel<<<blocks_for(n), kThreads, 0, stream>>>(g, n, AmpUnscale{inv_scale},
+                                                             found_inf);
+  return cudaPeekAtLastError();
+}
+
+cudaError_t launch_sgd_step(float* p, const float* g, float* buf, int64_t n, SgdUpdate f,
+                            cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  sgd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(p, g, buf, n, f);
+  return cudaPeekAtLastError();
+}
+
+cudaError_t launch_lars_norms(const float* p, const float* g, int64_t n, double* partials,
+                              float* norms, cudaStream_t stream) {
+  const int blocks = optim_reduce_blocks(n);
+  lars_norms_kernel<<<blocks, kThreads, 0, stream>>>(p, g, n, partials);
+  const cudaError_t e = cudaPeekAtLastError();
+  if (e != cudaSuccess) return e;
+  return finish_sum<2>(partials, blocks, nullptr, norms, stream);
+}
+
+cudaError_t launch_lars_step(float* p, const float* g, float* buf, const float* norms, int64_t n,
+                             double lr, float momentum, double weight_decay, double eta, double eps,
+                             bool excluded, bool first_step, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  lars_step_kernel<<<blocks_for(n), kThreads, 0, stream>>>(
+      p, g, buf, norms, n, lr, momentum, weight_decay, eta, eps, excluded, first_step);
+  return cudaPeekAtLastError();
+}
+
+cudaError_t launch_dcs3gd_average(float* wbar, const float* r, const float* w, const float* g,
+                                  int64_t n, float ranks, bool have_r, double* partials,
+                                  double* sums, cudaStream_t stream) {
+  const int blocks = optim_reduce_blocks(n);
+  dcs3gd_average_kernel<<<blocks, kThreads, 0, stream>>>(wbar, r, w, g, n, Dcs3gdAverage{ranks},
+                                                         have_r, partials);
+  const cudaError_t e = cudaPeekAtLastError();
+  if (e != cudaSuccess) return e;
+  return finish_sum<3>(partials, blocks, sums, nullptr, stream);
+}
+
+cudaError_t launch_dcs3gd_update(const float* g, const float* wbar, float* w, float* v, float* s,
+                                 int64_t n, Dcs3gdUpdate up, double* partials, double* wbar_sq,
+                                 cudaStream_t stream) {
+  const int blocks = optim_reduce_blocks(n);
+  dcs3gd_update_kernel<<<blocks, kThreads, 0, stream>>>(g, wbar, w, v, s, n, up, partials);
+  const cudaError_t e = cudaPeekAtLastError();
+  if (e != cudaSuccess) return e;
+  return finish_sum<1>(partials, blocks, wbar_sq, nullptr, stream);
+}
+
+cudaError_t launch_dcs3gd_drain(float* wbar, const float* r, float* w, int64_t n, float ranks,
+                                cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  dcs3gd_drain_kernel<<<blocks_for(n), kThreads, 0, stream>>>(wbar, r, w, n, Dcs3gdAverage{ranks});
+  return cudaPeekAtLastError();
+}
+
+}  // namespace dplab::cuda

@@ -1,0 +1,207 @@
+// GradSync on NCCL with a CUDA arena: bucketed averages (f32 and 16-bit wires) against serial
+// sums, and K ranks x batch B following the same least-squares SGD trajectory as 1 rank x
+// batch K*B. Gradients are computed on the host and copied into the device arena, then the
+// grad-ready hooks fire in arena order, exactly as AccumulateGrad does; so this needs no CUDA
+// op kernels beyond copies. Every rank skips (together) without a CUDA device per rank.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+
+#include "dplab/comm/grad_sync.h"
+#include "dplab/comm/mpi_env.h"
+#include "dplab/comm/nccl_communicator.h"
+#include "dplab/core/device.h"
+#include "dplab/core/philox.h"
+
+namespace dplab {
+namespace {
+
+std::string skip_reason() {
+  std::string why;
+  if (!cuda_available()) {
+    why = cuda_unavailable_reason();
+  } else {
+    MPI_Comm shm;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shm);
+    int local = 1;
+    MPI_Comm_size(shm, &local);
+    MPI_Comm_free(&shm);
+    if (local > cuda_device_count())
+      why = fmt::format("no CUDA device for every rank: {} ranks on this host, {} device(s)", local,
+                        cuda_device_count());
+  }
+  int skip = why.empty() ? 0 : 1;
+  MPI_Allreduce(MPI_IN_PLACE, &skip, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (skip && why.empty()) why = "another rank has no CUDA device";
+  return why;
+}
+
+struct NcclWorld : testing::Environment {
+  std::shared_ptr<Communicator> world;
+  void TearDown() override { world.reset(); }
+};
+NcclWorld* const g_env = static_cast<NcclWorld*>(testing::AddGlobalTestEnvironment(new NcclWorld));
+
+std::shared_ptr<Communicator> world() {
+  if (!g_env->world) g_env->world = nccl_world();
+  return g_env->world;
+}
+
+Device dev() {
+  return Device::cuda(nccl_local_device());
+}
+
+// Host values into a device tensor (the sync makes the copy land before the comm stream reads).
+void write(const Tensor& dst, const std::vector<float>& v) {
+  Tensor d = dst;
+  d.copy_(Tensor::from_vector(v, dst.shape()));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+std::unique_ptr<ParamArena> make_arena(const std::vector<int64_t>& numels) {
+  std::vector<NamedTensor> ps;
+  for (size_t i = 0; i < numels.size(); ++i)
+    ps.push_back({fmt::format("p{}", i), Tensor::zeros({numels[i]}, DType::f32, dev())});
+  return std::make_unique<ParamArena>(ps, ParamArena::Layout::given_order);
+}
+
+// Writes each segment's gradient (host values from grad_of) into the device arena and fires its
+// hooks, in arena order.
+template <typename F>
+void backward(ParamArena& arena, F grad_of) {
+  for (size_t s = 0; s < arena.segments().size(); ++s) {
+    const auto& seg = arena.segments()[s];
+    write(seg.param.grad(), grad_of(int(s), seg.numel));
+    for (auto& h : seg.param.impl().grad_ready_hooks) h(seg.param);
+  }
+}
+
+float grad_value(int r, int s, int64_t j) {  // exact in bf16: multiples of 1/8 below 32
+  return static_cast<float>((r * 5 + s * 3 + j) % 29) / 8.0f;
+}
+
+TEST(NcclGradSync, AveragesFlatBucketsOnTheDevice) {
+  const std::string why = skip_reason();
+  if (!why.empty()) GTEST_SKIP() << why;
+  auto c = world();
+  const int W = c->size(), R = c->rank();
+  for (DType wire : {DType::f32, DType::bf16, DType::f16})
+    for (double cap : {0.0, 0.002}) {
+      auto arena = make_arena({7, 300, 1, 1000, 33});
+      GradSyncOptions o;
+      o.first_bucket_mb = 0.001;
+      o.bucket_cap_mb = cap;
+      o.wire = wire;
+      GradSync sync(*arena, c, o);
+      for (int step = 0; step < 2; ++step) {
+        backward(*arena, [&](int s, int64_t n) {
+          std::vector<float> g(n);
+          for (int64_t j = 0; j < n; ++j) g[j] = grad_value(R, s, j) * float(step + 1);
+          return g;
+        });
+        sync.finish();
+        const double tol = wire == DType::f32 ? 1e-6 : (W + 2) * std::ldexp(1.0, -8);
+        int64_t bad = 0;
+        for (size_t s = 0; s < arena->segments().size(); ++s) {
+          auto v = arena->segments()[s].param.grad().to_vector();
+          for (size_t j = 0; j < v.size(); ++j) {
+            double e = 0;
+            for (int r = 0; r < W; ++r) e += grad_value(r, int(s), int64_t(j));
+            e *= double(step + 1) / W;
+            if (std::abs(v[j] - e) > tol * std::abs(e) + 1e-6) ++bad;
+          }
+        }
+        EXPECT_EQ(bad, 0) << "wire " << dtype_name(wire) << " cap " << cap << " step " << step;
+      }
+      EXPECT_GT(sync.take_stats().allreduces, 0);
+    }
+}
+
+// Least squares, loss = mean over the batch of (x.w - y)^2 / 2 over D = 40 + 1 weights held in
+// two parameters; the gradient of a batch is X^T (X w - y) / |batch|.
+constexpr int kD = 40;
+constexpr int kB = 4;
+constexpr int kSteps = 8;
+constexpr float kLr = 0.05f;
+
+struct Sample {
+  std::vector<float> x;
+  float y;
+};
+
+Sample sample(int64_t index, int step) {
+  PhiloxStream gen(7, uint64_t(step) * 100003 + uint64_t(index));
+  Sample s;
+  s.x.resize(kD + 1);
+  float y = 0;
+  for (int d = 0; d < kD; ++d) {
+    s.x[d] = gen.uniform() * 2 - 1;
+    y += s.x[d] * float(d % 5 - 2) * 0.3f;
+  }
+  s.x[kD] = 1;  // bias
+  s.y = y + 0.5f;
+  return s;
+}
+
+// Gradient over samples [begin, end) of step `step` at weights w.
+std::vector<float> batch_grad(const std::vector<float>& w, int64_t begin, int64_t end, int step) {
+  std::vector<double> g(w.size(), 0.0);
+  for (int64_t i = begin; i < end; ++i) {
+    const Sample s = sample(i, step);
+    double pred = 0;
+    for (size_t d = 0; d < w.size(); ++d) pred += double(s.x[d]) * w[d];
+    const double err = pred - s.y;
+    for (size_t d = 0; d < w.size(); ++d) g[d] += err * s.x[d];
+  }
+  std::vector<float> out(w.size());
+  for (size_t d = 0; d < w.size(); ++d) out[d] = float(g[d] / double(end - begin));
+  return out;
+}
+
+TEST(NcclGradSync, KRanksBatchBEqualsOneRankBatchKB) {
+  const std::string why = skip_reason();
+  if (!why.empty()) GTEST_SKIP() << why;
+  auto c = world();
+  const int K = c->size(), R = c->rank();
+  // Two parameters (weights, bias) in the device arena, one bucket each.
+  auto arena = make_arena({kD, 1});
+  GradSyncOptions o;
+  o.bucket_cap_mb = 0;
+  GradSync sync(*arena, c, o);
+  std::vector<float> serial(kD + 1, 0.0f);
+  for (int step = 0; step < kSteps; ++step) {
+    // Distributed: this rank's B samples, averaged over ranks by GradSync on the device.
+    std::vector<float> w = arena->segments()[0].param.to_vector();
+    w.push_back(arena->segments()[1].param.to_vector()[0]);
+    const std::vector<float> mine = batch_grad(w, int64_t(R) * kB, int64_t(R + 1) * kB, step);
+    backward(*arena, [&](int s, int64_t) {
+      return s == 0 ? std::vector<float>(mine.begin(), mine.begin() + kD)
+                    : std::vector<float>{mine[kD]};
+    });
+    sync.finish();
+    for (int s = 0; s < 2; ++s) {
+      const auto& seg = arena->segments()[s];
+      auto p = seg.param.to_vector();
+      auto g = seg.param.grad().to_vector();
+      for (size_t j = 0; j < p.size(); ++j) p[j] -= kLr * g[j];
+      write(seg.param, p);
+    }
+    // Serial: one rank, all K*B samples.
+    const std::vector<float> all = batch_grad(serial, 0, int64_t(K) * kB, step);
+    for (size_t d = 0; d < serial.size(); ++d) serial[d] -= kLr * all[d];
+  }
+  std::vector<float> got = arena->segments()[0].param.to_vector();
+  got.push_back(arena->segments()[1].param.to_vector()[0]);
+  double num = 0, den = 0;
+  for (size_t d = 0; d < serial.size(); ++d) {
+    num += (double(got[d]) - serial[d]) * (double(got[d]) - serial[d]);
+    den += double(serial[d]) * serial[d];
+  }
+  ASSERT_GT(den, 0.0);
+  EXPECT_LT(std::sqrt(num / den), 1e-5) << "K = " << K;
+}
+
+}  // namespace
+}  // namespace dplab

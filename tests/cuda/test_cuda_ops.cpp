@@ -1,0 +1,49 @@
+// Every case of the shared op table (tests/common/op_cases.h) on cuda:0: the same assertions as
+// tests/core/test_op_cases.cpp (parity of outputs and input gradients against the reference
+// kernels by normalised error, finite-difference gradients evaluated on the device), one gtest
+// per case. Each reports itself skipped, with the reason, when no CUDA device is visible.
+#include <gtest/gtest.h>
+
+#include "common/op_cases.h"
+
+namespace dplab {
+namespace {
+
+using test::OpCase;
+
+class CudaOps : public testing::TestWithParam<OpCase> {};
+
+TEST_P(CudaOps, MatchesRefAndFiniteDifferences) {
+  if (!cuda_available()) GTEST_SKIP() << cuda_unavailable_reason();
+  const OpCase& c = GetParam();
+  {
+    SCOPED_TRACE("parity with ref");
+    test::expect_op_case_matches_ref(c, Device::cuda(0));
+  }
+  {
+    SCOPED_TRACE("finite differences");
+    test::expect_op_case_gradients(c, Device::cuda(0));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(OpCases, CudaOps, testing::ValuesIn(test::op_cases()),
+                         [](const testing::TestParamInfo<OpCase>& i) { return i.param.name; });
+
+// Outputs and gradients of a case stay on the device: nothing silently falls back to the host.
+TEST(CudaOps, OutputsAndGradientsLiveOnTheDevice) {
+  if (!cuda_available()) GTEST_SKIP() << cuda_unavailable_reason();
+  const Device d = Device::cuda(0);
+  Tensor x = test::leaf_on(test::random_tensor({2, 3, 6, 6}, 1), d).set_requires_grad(true);
+  Tensor w = test::leaf_on(test::random_tensor({4, 3, 3, 3}, 2), d).set_requires_grad(true);
+  Conv2dOptions o;
+  o.padding = {1, 1};
+  Tensor y = sum(relu(conv2d(x, w, Tensor(), o)));
+  EXPECT_EQ(y.device(), d);
+  backward(y);
+  ASSERT_TRUE(x.grad().defined() && w.grad().defined());
+  EXPECT_EQ(x.grad().device(), d);
+  EXPECT_EQ(w.grad().device(), d);
+}
+
+}  // namespace
+}  // namespace dplab

@@ -1,0 +1,205 @@
+// The fused optimizer kernels on cuda:0 against the reference loops: SGD (momentum, dampening,
+// Nesterov, masked weight decay) kernel by kernel and through the SGD optimizer over a
+// ParamArena; LARS through its optimizer (device norms feed the device update); the DC-S3GD
+// passes. Element updates run the same core/optim_functors.h functors (CUDA compiled without FMA
+// contraction), so they must agree bit for bit; reductions (norms, DC-S3GD sums) sum in a
+// different order and agree to rounding. Skipped, with the reason, when no device is visible.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "common/harness.h"
+#include "dplab/optim/lars.h"
+#include "dplab/optim/sgd.h"
+
+namespace dplab {
+namespace {
+
+#define DPLAB_REQUIRE_CUDA() \
+  if (!cuda_available()) GTEST_SKIP() << cuda_unavailable_reason();
+
+bool bitwise_equal(const Tensor& a, const Tensor& b) {
+  const Tensor ha = a.to(Device::cpu()).contiguous(), hb = b.to(Device::cpu()).contiguous();
+  return ha.dtype() == hb.dtype() && ha.nbytes() == hb.nbytes() &&
+         std::memcmp(ha.raw_data(), hb.raw_data(), ha.nbytes()) == 0;
+}
+
+// Odd sizes and sizes spanning many blocks.
+const std::vector<int64_t> kSizes = {1, 17, 1000, 70001};
+
+TEST(CudaOptim, SgdStepMatchesRefBitwise) {
+  DPLAB_REQUIRE_CUDA();
+  const Device dev = Device::cuda(0);
+  const std::vector<SgdStepArgs> cases = {
+      {.lr = 0.1f},
+      {.lr = 0.1f, .weight_decay = 1e-4f},
+      {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 5e-4f, .first_step = true},
+      {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 5e-4f},
+      {.lr = 0.05f, .momentum = 0.9f, .dampening = 0.3f},
+      {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 1e-4f, .nesterov = true},
+      {.lr = 0.05f, .momentum = 0.9f, .nesterov = true, .first_step = true},
+  };
+  for (int64_t n : kSizes) {
+    for (size_t c = 0; c < cases.size(); ++c) {
+      const SgdStepArgs& a = cases[c];
+      const Tensor p0 = test::random_tensor({n}, 10 + n), g = test::random_tensor({n}, 20 + n);
+      const Tensor b0 = test::random_tensor({n}, 30 + n);
+      Tensor p_ref = p0.clone(), b_ref = b0.clone();
+      Tensor p_dev = p0.to(dev), b_dev = b0.to(dev);
+      ref_backend().optim.sgd_step(p_ref, g, b_ref, a);
+      cuda_backend().optim.sgd_step(p_dev, g.to(dev), b_dev, a);
+      EXPECT_TRUE(bitwise_equal(p_dev, p_ref)) << "params, n=" << n << " case " << c;
+      EXPECT_TRUE(bitwise_equal(b_dev, b_ref)) << "buffer, n=" << n << " case " << c;
+      EXPECT_FALSE(bitwise_equal(p_dev, p0)) << "the step changed nothing, case " << c;
+    }
+  }
+  // Without momentum the buffer may be undefined.
+  Tensor p = test::random_tensor({33}, 1).to(dev), none;
+  EXPECT_NO_THROW(
+      cuda_backend().optim.sgd_step(p, test::random_tensor({33}, 2).to(dev), none, {.lr = 0.1f}));
+}
+
+TEST(CudaOptim, SgdRejectsOperandsOnTheWrongDevice) {
+  DPLAB_REQUIRE_CUDA();
+  Tensor p = Tensor::zeros({4}, DType::f32, Device::cuda(0)), b = Tensor::zeros({4});
+  EXPECT_THROW(
+      cuda_backend().optim.sgd_step(p, Tensor::zeros({4}), b, {.lr = 0.1f, .momentum = 0.9f}),
+      Error);
+}
+
+// Parameters of a small network (a 4-d conv weight, its bias, a linear weight and bias) as
+// leaves on `d`, the same values on every call.
+std::vector<NamedTensor> parameters_on(Device d) {
+  const std::vector<std::pair<std::string, Shape>> shapes = {{"conv.weight", {16, 8, 3, 3}},
+                                                             {"conv.bias", {16}},
+                                                             {"fc.weight", {10, 7001}},
+                                                             {"fc.bias", {10}}};
+  std::vector<NamedTensor> ps;
+  uint64_t seed = 40;
+  for (const auto& [name, shape] : shapes)
+    ps.push_back({name, test::random_tensor(shape, seed++).to(d).detach()});
+  return ps;
+}
+
+// Runs `steps` optimizer steps with fixed gradients on an arena on `d`; returns the final
+// parameters and momentum buffer on the host. make_opt builds the optimizer over the arena.
+template <typename MakeOpt>
+std::pair<Tensor, Tensor> run_steps(Device d, int steps, MakeOpt make_opt) {
+  ParamArena arena(parameters_on(d), ParamArena::Layout::given_order);
+  arena.set_weight_decay([](const ArenaSegment& s) { return s.shape.size() > 1; });
+  auto opt = make_opt(arena);
+  for (int k = 0; k < steps; ++k) {
+    Tensor grads = arena.grads();  // a handle on the arena's gradient storage
+    grads.copy_(test::random_tensor({arena.numel()}, 100 + k, -0.1f, 0.1f));
+    opt.step();
+  }
+  return {arena.params().to(Device::cpu()), opt.momentum_buffer().to(Device::cpu())};
+}
+
+TEST(CudaOptim, SgdOptimizerOnADeviceArenaMatchesRefBitwise) {
+  DPLAB_REQUIRE_CUDA();
+  for (bool nesterov : {false, true}) {
+    auto make = [&](ParamArena& a) {
+      return SGD(a, {.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-3, .nesterov = nesterov});
+    };
+    std::pair<Tensor, Tensor> want;
+    {
+      BackendOverride ref(ref_backend());
+      want = run_steps(Device::cpu(), 3, make);
+    }
+    const auto got = run_steps(Device::cuda(0), 3, make);
+    EXPECT_TRUE(bitwise_equal(got.first, want.first)) << "params, nesterov=" << nesterov;
+    EXPECT_TRUE(bitwise_equal(got.second, want.second)) << "buffer, nesterov=" << nesterov;
+  }
+}
+
+TEST(CudaOptim, LarsOptimizerOnADeviceArenaMatchesRef) {
+  DPLAB_REQUIRE_CUDA();
+  LARSOptions o;
+  o.lr = 0.8;
+  o.momentum = 0.9;
+  o.weight_decay = 1e-3;
+  o.trust_coefficient = 0.01;
+  o.eps = 1e-9;
+  auto make = [&](ParamArena& a) { return LARS(a, o); };
+  std::pair<Tensor, Tensor> want;
+  {
+    BackendOverride ref(ref_backend());
+    want = run_steps(Device::cpu(), 3, make);
+  }
+  const auto got = run_steps(Device::cuda(0), 3, make);
+  // The norms are sums in another order: the trust ratios, and so the steps, agree to rounding.
+  test::expect_close(got.first, want.first, 1e-12, "LARS params after 3 steps");
+  test::expect_close(got.second, want.second, 1e-10, "LARS momentum after 3 steps");
+}
+
+TEST(CudaOptim, LarsKernelsMatchRef) {
+  DPLAB_REQUIRE_CUDA();
+  const Device dev = Device::cuda(0);
+  for (int64_t n : kSizes) {
+    const Tensor p0 = test::random_tensor({n}, 3 + n), g = test::random_tensor({n}, 4 + n);
+    const Tensor b0 = test::random_tensor({n}, 5 + n);
+    Tensor nr = Tensor::zeros({2}), nd = Tensor::zeros({2}, DType::f32, dev);
+    ref_backend().optim.lars_norms(p0, g, nr);
+    cuda_backend().optim.lars_norms(p0.to(dev), g.to(dev), nd);
+    test::expect_close(nd.to(Device::cpu()), nr, 1e-12, "lars norms n=" + std::to_string(n));
+    for (bool first : {true, false}) {
+      LarsStepArgs a;
+      a.lr = 0.4;
+      a.momentum = 0.9f;
+      a.weight_decay = 5e-4;
+      a.eta = 0.02;
+      a.first_step = first;
+      // The same norms on both sides: the element update must agree bit for bit.
+      Tensor p_ref = p0.clone(), b_ref = b0.clone(), p_dev = p0.to(dev), b_dev = b0.to(dev);
+      ref_backend().optim.lars_step(p_ref, g, b_ref, nr, a);
+      cuda_backend().optim.lars_step(p_dev, g.to(dev), b_dev, nr.to(dev), a);
+      EXPECT_TRUE(bitwise_equal(p_dev, p_ref)) << "params n=" << n << " first=" << first;
+      EXPECT_TRUE(bitwise_equal(b_dev, b_ref)) << "buffer n=" << n << " first=" << first;
+    }
+  }
+}
+
+TEST(CudaOptim, Dcs3gdKernelsMatchRef) {
+  DPLAB_REQUIRE_CUDA();
+  const Device dev = Device::cuda(0);
+  const Dcs3gdUpdate up{0.3f, 0.05f, 0.9f, 1e-4f};
+  for (int64_t n : kSizes) {
+    for (bool have_r : {false, true}) {
+      const Tensor wbar0 = test::random_tensor({n}, 11 + n);
+      const Tensor r = test::random_tensor({n}, 12 + n, -0.05f, 0.05f);
+      const Tensor w0 = test::random_tensor({n}, 13 + n);
+      const Tensor g = test::random_tensor({n}, 14 + n, -0.5f, 0.5f);
+      const Tensor v0 = test::random_tensor({n}, 15 + n, -0.01f, 0.01f);
+      // The two passes of one step on backend `be`, operands on `d`.
+      auto step = [&](const Backend& be, Device d) {
+        Tensor wbar = wbar0.to(d).clone(), w = w0.to(d).clone(), v = v0.to(d).clone();
+        Tensor s = Tensor::zeros({n}, DType::f32, d);
+        Tensor sums = Tensor::zeros({3}, DType::i64, d), sq = Tensor::zeros({1}, DType::i64, d);
+        be.optim.dcs3gd_average(wbar, have_r ? r.to(d) : Tensor(), w, g.to(d), {4.f, have_r}, sums);
+        be.optim.dcs3gd_update(g.to(d), wbar, w, v, s, up, sq);
+        return std::tuple{wbar, w, v, s, f64_slot_values(sums), f64_slot_values(sq)};
+      };
+      const auto [wbar_r, w_r, v_r, s_r, sums_r, sq_r] = step(ref_backend(), Device::cpu());
+      const auto [wbar_d, w_d, v_d, s_d, sums_d, sq_d] = step(cuda_backend(), dev);
+      const std::string tag = "n=" + std::to_string(n) + " have_r=" + std::to_string(have_r);
+      EXPECT_TRUE(bitwise_equal(wbar_d, wbar_r)) << "W̄ " << tag;
+      EXPECT_TRUE(bitwise_equal(w_d, w_r)) << "W " << tag;
+      EXPECT_TRUE(bitwise_equal(v_d, v_r)) << "V " << tag;
+      EXPECT_TRUE(bitwise_equal(s_d, s_r)) << "S " << tag;
+      for (size_t k = 0; k < 3; ++k)
+        EXPECT_NEAR(sums_d[k], sums_r[k], 1e-12 * std::abs(sums_r[k])) << "sum " << k << " " << tag;
+      EXPECT_NEAR(sq_d[0], sq_r[0], 1e-12 * std::abs(sq_r[0])) << "ΣW̄² " << tag;
+
+      Tensor wbar_a = wbar0.clone(), w_a = w0.clone();
+      Tensor wbar_b = wbar0.to(dev), w_b = w0.to(dev);
+      ref_backend().optim.dcs3gd_drain(wbar_a, r, w_a, 4.f);
+      cuda_backend().optim.dcs3gd_drain(wbar_b, r.to(dev), w_b, 4.f);
+      EXPECT_TRUE(bitwise_equal(wbar_b, wbar_a) && bitwise_equal(w_b, w_a)) << "drain " << tag;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dplab

@@ -1,0 +1,40 @@
+// DeviceBatches: the loader's batches on the training device, uploaded one batch ahead.
+//
+// On the CPU it hands out the loader's batches unchanged. On cuda:N each host batch is copied
+// into a pinned buffer (core/cuda/pinned.h) and sent with cudaMemcpyAsync on a copy stream of
+// its own while the current step computes; the compute stream waits for the copy's event
+// (cudaStreamWaitEvent), so no step synchronises the host with the device. Two slots
+// alternate: while step t reads slot t%2, batch t+1 travels into the other slot, whose device
+// buffers are reused only after the compute stream has passed the end of step t-1 (an event
+// recorded when step t asks for its batch). A handed-out batch is valid until the second
+// next() after it.
+#pragma once
+#include <memory>
+
+#include "dplab/core/device.h"
+#include "dplab/data/loader.h"
+
+namespace dplab {
+
+class DeviceBatches {
+ public:
+  // Throws with cuda_unavailable_reason() for a CUDA device when there is none.
+  DeviceBatches(BatchLoader& loader, Device device);
+  ~DeviceBatches();
+  DeviceBatches(const DeviceBatches&) = delete;
+  DeviceBatches& operator=(const DeviceBatches&) = delete;
+
+  // The next batch of the loader's epoch, on the device; false when the epoch is done.
+  bool next(Batch& out);
+  // Drops a batch fetched ahead (call after BatchLoader::start_epoch).
+  void reset();
+  Device device() const { return device_; }
+
+ private:
+  struct Impl;  // CUDA state (streams, events, pinned and device buffers)
+  BatchLoader& loader_;
+  Device device_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dplab
