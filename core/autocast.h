@@ -4,11 +4,18 @@
 // flow back through the casts to the f32 weights, and the product accumulates in f32. The bias
 // is added in f32 and the output is f32.
 //
+// On CUDA the kernels run on the 16-bit tensors themselves (tensor cores), forward and both
+// backward passes: cast(x), cast(w) -> 16-bit conv/GEMM -> f32 output (linear: cuBLAS writes the
+// f32 accumulator; conv: cuDNN writes a 16-bit y, cast to f32 at once). Backward, dy is cast to
+// the 16-bit dtype for the kernels, dx and dw come out 16-bit and the casts turn them into f32
+// gradients. Activations stay f32 so everything between these layers (batch norm, activations,
+// the loss, the bias add) is unchanged f32 math.
+//
 // On CPU the kernels are f32-only, so the operands are rounded to bf16 and cast back to f32
 // before the f32 kernel runs. That is the same arithmetic as bf16 tensor cores: a product of two
 // bf16 values (8-bit significands) is exact in f32 (24-bit significand), so only the f32
-// accumulation rounds, as it does on the GPU (up to summation order). On CUDA the same rounded
-// operands go to cuDNN/cuBLAS.
+// accumulation rounds, as it does on the GPU (up to summation order, and except that the CUDA
+// conv rounds its output and the CUDA backward rounds dy to the 16-bit dtype).
 //
 // The mode is thread-local state, deliberately: like NoGradGuard it is a scoped mode of the
 // thread that runs the forward pass (set and restored by a guard object), not shared state that
@@ -39,7 +46,7 @@ inline bool autocast_enabled() {
 
 // An f32 operand rounded to the autocast dtype and back to f32 through differentiable casts
 // (the identity outside autocast or for non-f32 tensors). conv2d and linear apply it to their
-// input and weight.
+// input and weight on CPU.
 Tensor autocast_operand(const Tensor& t);
 
 }  // namespace dplab

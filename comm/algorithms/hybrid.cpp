@@ -1,6 +1,7 @@
 #include "dplab/comm/algorithms/hybrid.h"
 
 #include "dplab/comm/algorithms/allreduce.h"
+#include "dplab/core/ops.h"
 
 namespace dplab {
 
@@ -81,6 +82,10 @@ HybridConfig HybridConfig::from_options(const Options& opt) {
   c.counter = parse_counter(opt.get_string("hybrid.counter", "global"));
   c.carry_grad = opt.get_bool("hybrid.carry_grad", c.carry_grad);
   c.final_average = opt.get_bool("hybrid.final_average", c.final_average);
+  const std::string acc = opt.get_string("hybrid.accumulate", "sum");
+  DPLAB_CHECK(acc == "sum" || acc == "mean",
+              "option hybrid.accumulate: expected sum or mean, got '{}'", acc);
+  c.accumulate_mean = acc == "mean";
   DPLAB_CHECK(c.W >= 1, "option hybrid.W: expected >= 1, got {}", c.W);
   DPLAB_CHECK(c.R >= 1, "option hybrid.R: expected >= 1, got {}", c.R);
   return c;
@@ -165,6 +170,11 @@ void HybridStrategy::after_backward(const StepInfo&) {
   // grad_sync = (1/K) sum_k grad_node_k  (Algorithm 4 lines 6, 12, 20).
   sync_->finish();
   ++syncs_;
+  // accumulate = mean: the step uses the mean of the W mini-batch gradients instead of their sum.
+  if (current_.stage == 2 && cfg_.accumulate_mean && cfg_.mode == HybridMode::hybrid) {
+    Tensor grads = ctx_.arena->grads();
+    mul_(grads, 1.0f / static_cast<float>(cfg_.W));
+  }
 }
 
 void HybridStrategy::drain() {

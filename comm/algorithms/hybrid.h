@@ -42,6 +42,9 @@
 //   counter        global   global | epoch
 //   carry_grad     true     stage 2 starts on top of the last stage-1 gradient (thesis code)
 //   final_average  true     average the parameters once at the end (ignored by each_iter)
+//   accumulate     sum      sum | mean: stage 2 steps on the sum of the W accumulated mean
+//                           gradients (thesis code) or on that sum divided by W (the big-batch
+//                           mean; not in the thesis, a study variant: studies/hybrid/README.md)
 //   bucket_cap_mb, first_bucket_mb, wire, hierarchical: GradSync (see comm/grad_sync.h)
 // plus the communicator options (ranks_per_node, link.*, comm.*; comm/communicator.h).
 // state(): stage, mode (0 hybrid, 1 each_iter, 2 only_end), W, R, syncs (gradient allreduce
@@ -67,6 +70,7 @@ struct HybridConfig {
   HybridCounter counter = HybridCounter::global;
   bool carry_grad = true;
   bool final_average = true;
+  bool accumulate_mean = false;  // accumulate = mean
   // Reads the "hybrid.*" keys above (every key is read, so typos are reported by the driver).
   static HybridConfig from_options(const Options& opt);
 };

@@ -1,12 +1,12 @@
 // CUDA softmax / cross-entropy family: validation here (ref's checks and messages), kernels in
 // loss_kernels.cu, all on the device's compute stream.
 //
-// Host synchronisation: cross_entropy_forward and _backward check the targets the way ref does
+// Host synchronisation: cross_entropy_forward checks the targets the way ref does
 // (core/kernels/loss.h: "throws naming the bad index"), but on the device: a kernel writes the
 // first out-of-range index to a device word, which is copied back on the compute stream, and the
-// host waits for it. That wait (one per loss call, on a tiny copy at the end of the forward pass
-// or the start of the backward pass) is the price of a readable error instead of an
-// out-of-bounds read; no other kernel of this family blocks the host.
+// host waits for it. That wait (one per forward, on a tiny copy at the end of the forward pass)
+// is the price of a readable error instead of an out-of-bounds read; no other kernel of this
+// family blocks the host. cross_entropy_backward does not check the range again (see there).
 #include <cstdint>
 
 #include "dplab/core/cuda/check.h"
@@ -79,8 +79,9 @@ void check_class_targets_on_device(const Tensor& target, int64_t num_classes, co
              num_classes);
 }
 
-// ref's check_ce, with the target range checked on the device. Returns the contiguous targets.
-Tensor check_ce(const Tensor& logits, const Tensor& target, cudaStream_t stream) {
+// ref's check_ce, with the target range checked on the device when `check_range`. Returns the
+// contiguous targets.
+Tensor check_ce(const Tensor& logits, const Tensor& target, cudaStream_t stream, bool check_range) {
   DPLAB_CHECK(logits.dim() == 2, "cross_entropy: logits {} must be [N, C]", logits.str());
   check_dtype(logits, DType::f32, "cross_entropy logits");
   DPLAB_CHECK(logits.is_contiguous(), "cross_entropy: logits {} must be contiguous", logits.str());
@@ -88,14 +89,14 @@ Tensor check_ce(const Tensor& logits, const Tensor& target, cudaStream_t stream)
   check_dtype(target, DType::i64, "cross_entropy");
   check_same_device(logits, target, "cross_entropy");
   Tensor t = target.contiguous();
-  check_class_targets_on_device(t, logits.shape()[1], "cross_entropy", stream);
+  if (check_range) check_class_targets_on_device(t, logits.shape()[1], "cross_entropy", stream);
   return t;
 }
 
 void cross_entropy_forward(const Tensor& logits, const Tensor& target, float smoothing,
                            Tensor& loss, Tensor& lse) {
   cuda::KernelScope scope(logits, "cross_entropy");
-  const Tensor t = check_ce(logits, target, scope.stream());
+  const Tensor t = check_ce(logits, target, scope.stream(), /*check_range=*/true);
   const int64_t n = logits.shape()[0], nc = logits.shape()[1];
   check_shape(loss, {}, "cross_entropy loss");
   check_dtype(loss, DType::f32, "cross_entropy loss");
@@ -114,7 +115,11 @@ void cross_entropy_forward(const Tensor& logits, const Tensor& target, float smo
 void cross_entropy_backward(const Tensor& logits, const Tensor& target, const Tensor& lse,
                             float smoothing, float grad_scale, Tensor& dlogits) {
   cuda::KernelScope scope(logits, "cross_entropy backward");
-  const Tensor t = check_ce(logits, target, scope.stream());
+  // No range check (and no host sync) here: the backward follows a forward on the same target
+  // tensor (the cross_entropy op saves it), which has checked it already, and the gradient
+  // kernel only compares each class index with target[i], so even a bad target reads nothing
+  // out of bounds.
+  const Tensor t = check_ce(logits, target, scope.stream(), /*check_range=*/false);
   const int64_t n = logits.shape()[0], nc = logits.shape()[1];
   check_shape(lse, {n}, "cross_entropy lse");
   check_dtype(lse, DType::f32, "cross_entropy lse");

@@ -3,6 +3,8 @@
 #include "dplab/core/autocast.h"
 #include "dplab/core/autograd.h"
 #include "dplab/core/backend.h"
+#include "dplab/core/ops/elementwise.h"
+#include "dplab/core/ops/shape.h"
 
 namespace dplab {
 namespace {
@@ -17,34 +19,36 @@ Conv2dParams to_params(const Conv2dOptions& o) {
 }
 
 // Saves the (contiguous) input and weight; computes only the gradients whose inputs need one.
-// Grad slots: 0 input, 1 weight, 2 bias.
+// Grad slots: 0 input, 1 weight, 2 bias. `dt` is the operand dtype: f32, or bf16/f16 under CUDA
+// autocast, where dy, dx and dw are 16-bit too (the kernel takes one dtype for all three).
 class Conv2dBackward : public Node {
  public:
   // x / w may be undefined when the other gradient is not wanted.
   Conv2dBackward(Tensor x, Tensor w, Shape x_shape, Shape w_shape, bool has_bias,
-                 const Conv2dParams& p)
+                 const Conv2dParams& p, DType dt)
       : x_(std::move(x)),
         w_(std::move(w)),
         x_shape_(std::move(x_shape)),
         w_shape_(std::move(w_shape)),
         has_bias_(has_bias),
-        p_(p) {}
+        p_(p),
+        dt_(dt) {}
 
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor(), Tensor(), Tensor()};
-    const Tensor dy = grads[0].to(DType::f32).contiguous();
+    const Tensor dy = grads[0].to(dt_).contiguous();
     const Backend& be = backend_for(dy.device());
     const bool want_x = next_edges[0].fn != nullptr;
     const bool want_w = next_edges[1].fn != nullptr;
     const bool want_b = has_bias_ && next_edges[2].fn != nullptr;
     Tensor dx, dw, db;
     if (want_x) {
-      dx = Tensor::empty(x_shape_, DType::f32, dy.device());
+      dx = Tensor::empty(x_shape_, dt_, dy.device());
       be.conv.conv2d_backward_data(dy, w_, dx, p_);
     }
     if (want_w || want_b) {
       // One pass computes both; a bias-only request still needs somewhere to put dw.
-      dw = Tensor::empty(w_shape_, DType::f32, dy.device());
+      dw = Tensor::empty(w_shape_, dt_, dy.device());
       if (want_b) db = Tensor::empty({w_shape_[0]}, DType::f32, dy.device());
       be.conv.conv2d_backward_weight(x_, dy, dw, db, p_);
       if (!want_w) dw = Tensor();
@@ -62,24 +66,29 @@ class Conv2dBackward : public Node {
   Shape x_shape_, w_shape_;
   bool has_bias_;
   Conv2dParams p_;
+  DType dt_;
 };
 
-void check_input(const Tensor& t, const char* what, int dims) {
+void check_input(const Tensor& t, const char* what, int dims, DType dt = DType::f32) {
   DPLAB_CHECK(t.defined(), "conv2d: {} is undefined", what);
-  DPLAB_CHECK(t.dtype() == DType::f32, "conv2d: {} must be f32, got {}", what, t.str());
+  DPLAB_CHECK(t.dtype() == dt, "conv2d: {} must be {}, got {}", what, dtype_name(dt), t.str());
   DPLAB_CHECK(t.dim() == dims, "conv2d: {} must be {}-D, got {}", what, dims, t.str());
 }
 
-}  // namespace
+void check_bias(const Tensor& bias, const Tensor& x, int64_t out_channels) {
+  check_input(bias, "bias [out]", 1);
+  check_same_device(x, bias, "conv2d input and bias");
+  DPLAB_CHECK(bias.size(0) == out_channels,
+              "conv2d: bias has {} elements, weight has {} out_channels", bias.size(0),
+              out_channels);
+}
 
-Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& opt) {
-  if (autocast_enabled()) {  // mixed precision (core/autocast.h): rounded operands, f32 math
-    const Tensor xa = autocast_operand(x), wa = autocast_operand(weight);
-    AutocastGuard off(DType::f32);
-    return conv2d(xa, wa, bias, opt);
-  }
-  check_input(x, "input [N, C, H, W]", 4);
-  check_input(weight, "weight [out, in/groups, kh, kw]", 4);
+// The convolution proper on x and weight of dtype `dt` (f32; bf16/f16 only from
+// conv2d_autocast_cuda, without a bias): y, dx and dw are of that dtype too.
+Tensor conv2d_impl(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                   const Conv2dOptions& opt, DType dt) {
+  check_input(x, "input [N, C, H, W]", 4, dt);
+  check_input(weight, "weight [out, in/groups, kh, kw]", 4, dt);
   check_same_device(x, weight, "conv2d input and weight");
   const int64_t G = opt.groups;
   DPLAB_CHECK(G >= 1, "conv2d: groups must be >= 1, got {}", G);
@@ -97,12 +106,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
   DPLAB_CHECK(O % G == 0, "conv2d: out_channels {} is not divisible by groups {}", O, G);
   DPLAB_CHECK(x.numel() > 0 && weight.numel() > 0, "conv2d: empty input {} or weight {}", x.str(),
               weight.str());
-  if (bias.defined()) {
-    check_input(bias, "bias [out]", 1);
-    check_same_device(x, bias, "conv2d input and bias");
-    DPLAB_CHECK(bias.size(0) == O, "conv2d: bias has {} elements, weight has {} out_channels",
-                bias.size(0), O);
-  }
+  if (bias.defined()) check_bias(bias, x, O);
   const Conv2dParams p = to_params(opt);
   const int64_t OH = conv_out_size(x.size(2), weight.size(2), p.stride_h, p.pad_h, p.dilation_h);
   const int64_t OW = conv_out_size(x.size(3), weight.size(3), p.stride_w, p.pad_w, p.dilation_w);
@@ -114,17 +118,47 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
 
   const Tensor xc = x.contiguous(), wc = weight.contiguous();
   const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
-  Tensor y = Tensor::empty({x.size(0), O, OH, OW}, DType::f32, x.device());
+  Tensor y = Tensor::empty({x.size(0), O, OH, OW}, dt, x.device());
   backend_for(x.device()).conv.conv2d_forward(xc, wc, bc, y, p);
   if (any_requires_grad({&x, &weight, &bias})) {
     // dx needs only the weight, dw and db only the input: keep just what will be used.
     const bool want_wb = weight.requires_grad() || (bias.defined() && bias.requires_grad());
     auto node =
         std::make_shared<Conv2dBackward>(want_wb ? xc : Tensor(), x.requires_grad() ? wc : Tensor(),
-                                         x.shape(), weight.shape(), bias.defined(), p);
+                                         x.shape(), weight.shape(), bias.defined(), p, dt);
     set_history(node, {&x, &weight, bias.defined() ? &bias : nullptr}, {&y});
   }
   return y;
+}
+
+// Autocast on a CUDA device: the convolution really runs on 16-bit operands (tensor cores).
+// cast(x), cast(w) -> 16-bit conv -> cast(y) to f32 -> + bias in f32. cuDNN's legacy API takes
+// one dtype for x, w and y, so y is 16-bit (f32-accumulated, then rounded once) and is cast to
+// f32 at once: the layers after it (batch norm, activations, the loss) and the bias stay f32.
+// Backward runs through the same nodes: the cast of y hands the conv a 16-bit dy, the conv
+// computes 16-bit dx/dw, and the casts of x and w convert them to f32 for the master weights.
+Tensor conv2d_autocast_cuda(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                            const Conv2dOptions& opt) {
+  check_input(x, "input [N, C, H, W]", 4);
+  check_input(weight, "weight [out, in/groups, kh, kw]", 4);
+  if (bias.defined()) check_bias(bias, x, weight.size(0));
+  const DType d = autocast_dtype();
+  Tensor y = cast(conv2d_impl(cast(x, d), cast(weight, d), Tensor(), opt, d), DType::f32);
+  if (bias.defined()) y = add(y, reshape(bias, {1, bias.size(0), 1, 1}));
+  return y;
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& opt) {
+  if (autocast_enabled()) {
+    // Mixed precision (core/autocast.h). CPU kernels are f32-only: rounded operands, f32 math.
+    if (x.defined() && x.device().is_cuda()) return conv2d_autocast_cuda(x, weight, bias, opt);
+    const Tensor xa = autocast_operand(x), wa = autocast_operand(weight);
+    AutocastGuard off(DType::f32);
+    return conv2d(xa, wa, bias, opt);
+  }
+  return conv2d_impl(x, weight, bias, opt, DType::f32);
 }
 
 }  // namespace dplab

@@ -16,6 +16,9 @@ ALGOS=${ALGOS:-"each_iter hybrid_8_12 hybrid_8_16 only_end"}
 # rank is the identity) and hybrid (8,16) is hybrid (8,12) (stage-3 syncs average one rank):
 # the same trajectories, so only these run; summarize.py reports them for both rows.
 K1_ALGOS=${K1_ALGOS:-"each_iter hybrid_8_12"}
+# The variant hybrid_8_12_mean (stage 2 on the mean of the W gradients, not in the thesis) runs
+# only when asked: ALGOS=hybrid_8_12_mean KS="2 4 8" studies/hybrid/run.sh
+PLOT_ALGOS="each_iter hybrid_8_12 hybrid_8_16 only_end hybrid_8_12_mean"
 RUNS=${RUNS:-$HERE/runs}
 NICE=${NICE:-10}
 
@@ -50,7 +53,7 @@ done
 for data in $DATASETS; do
   for K in $KS; do
     files=() labels=()
-    for algo in $ALGOS; do
+    for algo in $PLOT_ALGOS; do
       m=$RUNS/$data/$algo/K$K/seed0/metrics.jsonl
       [ -f "$RUNS/$data/$algo/K$K/seed0/done" ] || continue
       files+=("$m") labels+=("$algo")

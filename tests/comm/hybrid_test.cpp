@@ -226,7 +226,8 @@ struct Net {
   void fwd_bwd(const Tensor& x, const Tensor& y) { backward(cross_entropy(model->forward(x), y)); }
 };
 
-TEST(HybridStage2, WAccumulatedMicroStepsEqualOneBigBatchStep) {
+// accumulate_mean = false: the thesis code's sum; true: hybrid.accumulate = mean.
+void check_stage2_against_big_batch(bool accumulate_mean) {
   // E = 3, ceil split: S = 1, epoch 0 = stage 1 (it 0..7), epochs 1-2 = stage 2. W = 4, n = 8,
   // global counter: syncs at it 8, 12, 16. Plain SGD (no momentum), lr 0.05.
   // What is equal: each stage-2 step uses (1/K) sum_k sum_{w=1..W} grad(mean loss of rank k's
@@ -238,6 +239,10 @@ TEST(HybridStage2, WAccumulatedMicroStepsEqualOneBigBatchStep) {
   constexpr double lr = 0.05;
   Options opt;
   opt.set("hybrid.W", std::to_string(W));
+  opt.set("hybrid.accumulate", accumulate_mean ? "mean" : "sum");
+  // With accumulate = mean every synced stage-2 step is divided by W: the big-batch step then
+  // uses lr itself, and the carried step at it = 8 uses lr / W.
+  const double big_lr = accumulate_mean ? lr : lr * W;
   HybridStrategy strategy(opt);
   SGDOptions so;
   so.lr = lr;
@@ -274,7 +279,9 @@ TEST(HybridStage2, WAccumulatedMicroStepsEqualOneBigBatchStep) {
       if (it != 8) serial.sgd->zero_grad();
       make_batch({it}, 0, int64_t(K) * kB, x, y);
       serial.fwd_bwd(x, y);
+      if (it == 8 && accumulate_mean) serial.sgd->set_lr(lr / W);
       serial.sgd->step();
+      serial.sgd->set_lr(lr);
     } else {
       // One step with lr*W on the W*K*B batch of iterations it-W+1 .. it.
       std::vector<int64_t> window;
@@ -282,7 +289,7 @@ TEST(HybridStage2, WAccumulatedMicroStepsEqualOneBigBatchStep) {
       serial.sgd->zero_grad();
       make_batch(window, 0, int64_t(K) * kB, x, y);
       serial.fwd_bwd(x, y);
-      serial.sgd->set_lr(lr * W);
+      serial.sgd->set_lr(big_lr);
       serial.sgd->step();
       serial.sgd->set_lr(lr);
     }
@@ -290,11 +297,20 @@ TEST(HybridStage2, WAccumulatedMicroStepsEqualOneBigBatchStep) {
     EXPECT_LT(d, 2e-5) << "it " << it << " rank " << R;
     if (R == 0 && it >= 12)
       std::printf(
-          "[hybrid stage 2] K=%d it %lld: %lld accumulated micro-steps vs one %lld-sample "
-          "step with lr*W: rel diff %.3g\n",
-          K, (long long)it, (long long)W, (long long)(W * K * kB), d);
+          "[hybrid stage 2, %s] K=%d it %lld: %lld accumulated micro-steps vs one %lld-sample "
+          "step: rel diff %.3g\n",
+          accumulate_mean ? "mean" : "sum", K, (long long)it, (long long)W, (long long)(W * K * kB),
+          d);
   }
   EXPECT_TRUE(same_on_all_ranks(strategy.topology().world(), dist.arena->params()));
+}
+
+TEST(HybridStage2, WAccumulatedMicroStepsEqualOneBigBatchStep) {
+  check_stage2_against_big_batch(false);
+}
+
+TEST(HybridStage2, AccumulateMeanEqualsOneBigBatchStepWithTheSameLr) {
+  check_stage2_against_big_batch(true);
 }
 
 TEST(HybridStage3, ModelsDivergeAndTheFinalAverageIsTheirMean) {
