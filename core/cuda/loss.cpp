@@ -17,20 +17,6 @@
 namespace dplab {
 namespace {
 
-struct Rows {
-  int64_t outer, c, inner;
-};
-
-Rows rows_of(const Tensor& x, int dim, const char* what) {
-  DPLAB_CHECK(dim >= 0 && dim < x.dim(), "{}: dim {} of a {}-d tensor", what, dim, x.dim());
-  check_dtype(x, DType::f32, what);
-  DPLAB_CHECK(x.is_contiguous(), "{}: {} must be contiguous", what, x.str());
-  Rows r{1, x.shape()[dim], 1};
-  for (int d = 0; d < dim; ++d) r.outer *= x.shape()[d];
-  for (int d = dim + 1; d < x.dim(); ++d) r.inner *= x.shape()[d];
-  return r;
-}
-
 // out must be f32, contiguous, shaped like `like`, on its device.
 void check_like(const Tensor& out, const Tensor& like, const char* what) {
   check_shape(out, like.shape(), what);
@@ -40,7 +26,7 @@ void check_like(const Tensor& out, const Tensor& like, const char* what) {
 }
 
 void softmax_forward(const Tensor& x, int dim, bool log, Tensor& y) {
-  const Rows r = rows_of(x, dim, "CUDA softmax");
+  const SoftmaxRows r = softmax_rows(x, dim, "CUDA softmax");
   check_like(y, x, "CUDA softmax output");
   cuda::KernelScope scope(x, "softmax");
   DPLAB_CUDA_CHECK(cuda::launch_softmax_forward(x.data<float>(), y.data<float>(), r.outer, r.c,
@@ -48,7 +34,7 @@ void softmax_forward(const Tensor& x, int dim, bool log, Tensor& y) {
 }
 
 void softmax_backward(const Tensor& y, const Tensor& dy, int dim, bool log, Tensor& dx) {
-  const Rows r = rows_of(y, dim, "CUDA softmax backward");
+  const SoftmaxRows r = softmax_rows(y, dim, "CUDA softmax backward");
   check_like(dy, y, "CUDA softmax backward dy");
   check_like(dx, y, "CUDA softmax backward dx");
   cuda::KernelScope scope(y, "softmax backward");

@@ -1,36 +1,26 @@
 #include "dplab/core/cuda/stream.h"
 
-#include <array>
-#include <mutex>
-
 #include "dplab/core/cuda/check.h"
+#include "dplab/core/cuda/device_guard.h"
+#include "dplab/core/cuda/per_device.h"
 
 namespace dplab::cuda {
 namespace {
 
-constexpr int kMaxDevices = 64;
-
 struct DeviceStreams {
-  std::once_flag once;
   cudaStream_t compute = nullptr;
   cudaStream_t comm = nullptr;
 };
 
-DeviceStreams& streams_of(int device) {
-  DPLAB_CHECK(device >= 0 && device < kMaxDevices, "CUDA device index {} out of range [0, {})",
-              device, kMaxDevices);
-  // One slot per device, created on first use; the streams themselves never change after.
-  static std::array<DeviceStreams, kMaxDevices> all;
-  DeviceStreams& s = all[device];
-  std::call_once(s.once, [&] {
-    int prev = 0;
-    DPLAB_CUDA_CHECK(cudaGetDevice(&prev));
-    DPLAB_CUDA_CHECK(cudaSetDevice(device));
+const DeviceStreams& streams_of(int device) {
+  static PerDevice<DeviceStreams> all;
+  return all.get(device, "CUDA streams", [&] {
+    ScopedDevice guard(device);
+    DeviceStreams s;
     DPLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&s.compute, cudaStreamNonBlocking));
     DPLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&s.comm, cudaStreamNonBlocking));
-    DPLAB_CUDA_CHECK(cudaSetDevice(prev));
+    return s;
   });
-  return s;
 }
 
 }  // namespace

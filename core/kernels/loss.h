@@ -27,4 +27,11 @@ LossKernels cuda_loss_kernels();
 // Throws "<what>: target[i] = v is outside [0, C)" for the first bad target (CPU tensors).
 void check_class_targets(const Tensor& target, int64_t num_classes, const char* what);
 
+// A softmax operand viewed as [outer, C, inner] along `dim`; checks that x is a contiguous f32
+// tensor and dim is in range (every backend's softmax kernels use it; core/cpu/ref/loss.cpp).
+struct SoftmaxRows {
+  int64_t outer, c, inner;
+};
+SoftmaxRows softmax_rows(const Tensor& x, int dim, const char* what);
+
 }  // namespace dplab

@@ -14,47 +14,20 @@
 #include "dplab/comm/world.h"
 #include "dplab/core/cuda/stream.h"
 #include "dplab/core/device.h"
+#include "nccl_test_world.h"
 
 namespace dplab {
 namespace {
 
-// Why this job cannot run NCCL ("" when it can); the same answer on every rank.
-std::string skip_reason() {
-  std::string why;
-  if (!cuda_available()) {
-    why = cuda_unavailable_reason();
-  } else {
-    MPI_Comm shm;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shm);
-    int local = 1;
-    MPI_Comm_size(shm, &local);
-    MPI_Comm_free(&shm);
-    if (local > cuda_device_count())
-      why = fmt::format("no CUDA device for every rank: {} ranks on this host, {} device(s)", local,
-                        cuda_device_count());
-  }
-  int skip = why.empty() ? 0 : 1;
-  MPI_Allreduce(MPI_IN_PLACE, &skip, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (skip && why.empty()) why = "another rank has no CUDA device";
-  return why;
-}
-
-// The NCCL world, created by the first test that needs it and destroyed before MPI finalises.
-struct NcclWorld : testing::Environment {
-  std::shared_ptr<Communicator> world;
-  void TearDown() override { world.reset(); }
-};
-NcclWorld* const g_env = static_cast<NcclWorld*>(testing::AddGlobalTestEnvironment(new NcclWorld));
-
+using test::nccl_skip_reason;
 std::shared_ptr<Communicator> world() {
-  if (!g_env->world) g_env->world = nccl_world();
-  return g_env->world;
+  return test::nccl_test_world();
 }
 
-#define SKIP_WITHOUT_DEVICES()               \
-  do {                                       \
-    const std::string why_ = skip_reason();  \
-    if (!why_.empty()) GTEST_SKIP() << why_; \
+#define SKIP_WITHOUT_DEVICES()                   \
+  do {                                           \
+    const std::string why_ = nccl_skip_reason(); \
+    if (!why_.empty()) GTEST_SKIP() << why_;     \
   } while (0)
 
 Device dev() {

@@ -14,39 +14,14 @@
 #include "dplab/comm/nccl_communicator.h"
 #include "dplab/core/device.h"
 #include "dplab/core/philox.h"
+#include "nccl_test_world.h"
 
 namespace dplab {
 namespace {
 
-std::string skip_reason() {
-  std::string why;
-  if (!cuda_available()) {
-    why = cuda_unavailable_reason();
-  } else {
-    MPI_Comm shm;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shm);
-    int local = 1;
-    MPI_Comm_size(shm, &local);
-    MPI_Comm_free(&shm);
-    if (local > cuda_device_count())
-      why = fmt::format("no CUDA device for every rank: {} ranks on this host, {} device(s)", local,
-                        cuda_device_count());
-  }
-  int skip = why.empty() ? 0 : 1;
-  MPI_Allreduce(MPI_IN_PLACE, &skip, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (skip && why.empty()) why = "another rank has no CUDA device";
-  return why;
-}
-
-struct NcclWorld : testing::Environment {
-  std::shared_ptr<Communicator> world;
-  void TearDown() override { world.reset(); }
-};
-NcclWorld* const g_env = static_cast<NcclWorld*>(testing::AddGlobalTestEnvironment(new NcclWorld));
-
+using test::nccl_skip_reason;
 std::shared_ptr<Communicator> world() {
-  if (!g_env->world) g_env->world = nccl_world();
-  return g_env->world;
+  return test::nccl_test_world();
 }
 
 Device dev() {
@@ -83,7 +58,7 @@ float grad_value(int r, int s, int64_t j) {  // exact in bf16: multiples of 1/8 
 }
 
 TEST(NcclGradSync, AveragesFlatBucketsOnTheDevice) {
-  const std::string why = skip_reason();
+  const std::string why = nccl_skip_reason();
   if (!why.empty()) GTEST_SKIP() << why;
   auto c = world();
   const int W = c->size(), R = c->rank();
@@ -161,7 +136,7 @@ std::vector<float> batch_grad(const std::vector<float>& w, int64_t begin, int64_
 }
 
 TEST(NcclGradSync, KRanksBatchBEqualsOneRankBatchKB) {
-  const std::string why = skip_reason();
+  const std::string why = nccl_skip_reason();
   if (!why.empty()) GTEST_SKIP() << why;
   auto c = world();
   const int K = c->size(), R = c->rank();

@@ -20,24 +20,20 @@ void check_class_targets(const Tensor& target, int64_t num_classes, const char* 
                 num_classes);
 }
 
-namespace {
-
-struct Rows {
-  int64_t outer, c, inner;
-};
-
-Rows rows_of(const Tensor& x, int dim, const char* what) {
+SoftmaxRows softmax_rows(const Tensor& x, int dim, const char* what) {
   DPLAB_CHECK(dim >= 0 && dim < x.dim(), "{}: dim {} of a {}-d tensor", what, dim, x.dim());
   check_dtype(x, DType::f32, what);
   DPLAB_CHECK(x.is_contiguous(), "{}: {} must be contiguous", what, x.str());
-  Rows r{1, x.shape()[dim], 1};
+  SoftmaxRows r{1, x.shape()[dim], 1};
   for (int d = 0; d < dim; ++d) r.outer *= x.shape()[d];
   for (int d = dim + 1; d < x.dim(); ++d) r.inner *= x.shape()[d];
   return r;
 }
 
+namespace {
+
 void softmax_forward(const Tensor& x, int dim, bool log, Tensor& y) {
-  const Rows r = rows_of(x, dim, "softmax");
+  const SoftmaxRows r = softmax_rows(x, dim, "softmax");
   const float* xp = x.data<float>();
   float* yp = y.data<float>();
   for (int64_t o = 0; o < r.outer; ++o)
@@ -57,7 +53,7 @@ void softmax_forward(const Tensor& x, int dim, bool log, Tensor& y) {
 }
 
 void softmax_backward(const Tensor& y, const Tensor& dy, int dim, bool log, Tensor& dx) {
-  const Rows r = rows_of(y, dim, "softmax backward");
+  const SoftmaxRows r = softmax_rows(y, dim, "softmax backward");
   const float* yp = y.data<float>();
   const float* g = dy.data<float>();
   float* dxp = dx.data<float>();
