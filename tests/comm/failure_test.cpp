@@ -35,6 +35,8 @@ TEST(Failure, ThrowingRankAbortsAllWithItsName) {
   EXPECT_TRUE(WIFEXITED(o.status) && WEXITSTATUS(o.status) != 0) << o.output;
   EXPECT_NE(o.output.find("rank 2 of 4 failed"), std::string::npos) << o.output;
   EXPECT_NE(o.output.find("injected failure"), std::string::npos) << o.output;
+  // The rank named itself; the ranks the launcher then kills are not named by their watchers.
+  EXPECT_EQ(o.output.find("died without reporting"), std::string::npos) << o.output;
   EXPECT_LT(o.seconds, 60);
 }
 
@@ -57,6 +59,8 @@ TEST(Failure, SilentRankMakesOthersTimeOutNamingTheCollective) {
   EXPECT_TRUE(WIFEXITED(o.status) && WEXITSTATUS(o.status) != 0) << o.output;
   EXPECT_NE(o.output.find("did not complete within 5 s"), std::string::npos) << o.output;
   EXPECT_NE(o.output.find("allreduce(average)"), std::string::npos) << o.output;
+  // The silent rank is killed by the launcher after the others reported: its watcher is quiet.
+  EXPECT_EQ(o.output.find("died without reporting"), std::string::npos) << o.output;
   EXPECT_LT(o.seconds, 60);
 }
 
