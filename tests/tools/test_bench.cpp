@@ -38,6 +38,26 @@ TEST(Bench, TrainJsonHasTheRequiredFields) {
   EXPECT_FALSE(j.contains("ratio"));  // only with --compare-pytorch
 }
 
+// The side-by-side run finds its PyTorch script and reports both frameworks and their ratio.
+TEST(Bench, ComparePytorchReportsBothAndTheRatio) {
+  ScopedTempDir dir("bench-torch");
+  auto r = run_dplab(
+      "bench train --model mnist_cnn --batch 8 --steps 3 --warmup 1 --json --threads 1 "
+      "--compare-pytorch",
+      dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("ratio") && j["ratio"].is_number()) << r.out;
+  for (const char* k :
+       {"pytorch_ms_per_step_median", "pytorch_images_per_s", "pytorch_peak_rss_mb"})
+    ASSERT_TRUE(j.contains(k) && j[k].get<double>() > 0) << k << " in " << r.out;
+  EXPECT_NE(j["pytorch_framework"].get<std::string>().find("pytorch"), std::string::npos);
+  // ratio = dplab's images/s over PyTorch's (> 1: dplab is faster).
+  EXPECT_NEAR(j["ratio"].get<double>(),
+              j["images_per_s"].get<double>() / j["pytorch_images_per_s"].get<double>(),
+              1e-9 * j["ratio"].get<double>());
+}
+
 TEST(Bench, InferTableAndUsageErrors) {
   ScopedTempDir dir("bench-infer");
   auto r = run_dplab("bench infer --model mnist_cnn --batch 4 --steps 2 --warmup 1 --threads 1",

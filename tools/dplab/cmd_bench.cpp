@@ -103,13 +103,12 @@ void device_reset_peak(Device d) {
 #endif
 }
 
-// The PyTorch script: $DPLAB_TORCH_BENCH, else next to this source file in the checkout,
-// else <prefix>/share/dplab/bench/ next to an installed dplab.
+// The PyTorch script: $DPLAB_TORCH_BENCH, else the checkout this binary was built from, else
+// <prefix>/share/dplab/bench/ next to an installed dplab.
 std::filesystem::path torch_script() {
   namespace fs = std::filesystem;
   if (const char* e = std::getenv("DPLAB_TORCH_BENCH")) return e;
-  const fs::path in_tree =
-      fs::path(__FILE__).parent_path().parent_path() / "bench" / "torch_train_step.py";
+  const fs::path in_tree = DPLAB_TORCH_BENCH_IN_TREE;
   if (fs::exists(in_tree)) return in_tree;
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
