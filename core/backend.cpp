@@ -8,6 +8,7 @@ thread_local const Backend* t_cpu_override = nullptr;
 
 const Backend& ref_backend() {
   static const Backend b{"ref",
+                         false,
                          ref_elementwise_kernels(),
                          ref_reduce_kernels(),
                          ref_gemm_kernels(),
@@ -22,6 +23,7 @@ const Backend& ref_backend() {
 
 const Backend& cpu_backend() {
   static const Backend b{"cpu",
+                         true,
                          cpu_elementwise_kernels(),
                          cpu_reduce_kernels(),
                          cpu_gemm_kernels(),

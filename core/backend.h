@@ -23,6 +23,10 @@ namespace dplab {
 
 struct Backend {
   std::string name;
+  // The conv, batch-norm, pooling and element-wise kernels also read and write activations in
+  // the blocked nChw16c layout (core/tensor.h), and the ops keep them blocked between layers.
+  // Other backends only ever see strided tensors: the ops convert for them.
+  bool blocked_activations = false;
   ElementwiseKernels ew;
   ReduceKernels reduce;
   GemmKernels gemm;

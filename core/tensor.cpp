@@ -29,6 +29,19 @@ Shape contiguous_strides(const Shape& s) {
   return st;
 }
 
+const char* layout_name(Layout l) {
+  return l == Layout::nChw16c ? "nChw16c" : "strided";
+}
+
+bool blockable(const Shape& shape, DType dtype, Device device) {
+  return dtype == DType::f32 && device.is_cpu() && shape.size() == 4 && shape[1] > 0 &&
+         shape[1] % kBlock16c == 0;
+}
+
+bool blockable(const Tensor& t) {
+  return blockable(t.shape(), t.dtype(), t.device());
+}
+
 static void check_valid_shape(const Shape& shape) {
   for (int64_t d : shape) DPLAB_CHECK(d >= 0, "invalid shape {}: negative size", shape_str(shape));
 }
@@ -42,6 +55,20 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;
   return Tensor(impl);
+}
+
+Tensor Tensor::empty(const Shape& shape, Layout layout) {
+  Tensor t = empty(shape, DType::f32, Device::cpu());
+  if (layout == Layout::strided) return t;
+  DPLAB_CHECK(blockable(shape, DType::f32, Device::cpu()),
+              "a tensor in the {} layout must be f32 [N, C, H, W] with C a multiple of {}; got {}",
+              layout_name(layout), kBlock16c, shape_str(shape));
+  t.impl().layout = layout;
+  return t;
+}
+
+Tensor Tensor::empty_like(const Tensor& t) {
+  return t.is_blocked() ? empty(t.shape(), t.layout()) : empty(t.shape(), DType::f32, t.device());
 }
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
@@ -82,6 +109,14 @@ Tensor Tensor::view_of(std::shared_ptr<Storage> storage, int64_t offset, const S
   return Tensor(impl);
 }
 
+// Views re-interpret strides, which a blocked layout does not have.
+static void check_strided(const Tensor& t, const char* what) {
+  DPLAB_CHECK(!t.is_blocked(),
+              "{} of {}: views need a strided tensor; convert the {} layout first "
+              "(.contiguous())",
+              what, t.str(), layout_name(t.layout()));
+}
+
 static int wrap_dim(int d, int n, const char* what) {
   int w = d < 0 ? d + n : d;
   DPLAB_CHECK(w >= 0 && w < n, "{}: dimension {} out of range for a {}-d tensor", what, d, n);
@@ -96,6 +131,7 @@ int64_t Tensor::stride(int d) const {
 }
 
 bool Tensor::is_contiguous() const {
+  if (is_blocked()) return false;
   int64_t expect = 1;
   for (int i = dim() - 1; i >= 0; --i) {
     if (shape()[i] != 1 && strides()[i] != expect) return false;
@@ -106,10 +142,19 @@ bool Tensor::is_contiguous() const {
 
 std::string Tensor::str() const {
   if (!defined()) return "undefined";
-  return fmt::format("{}{} {}", dtype_name(dtype()), shape_str(shape()), device().str());
+  return fmt::format("{}{} {}{}", dtype_name(dtype()), shape_str(shape()), device().str(),
+                     is_blocked() ? std::string(" ") + layout_name(layout()) : "");
 }
 
 void* Tensor::raw_data() const {
+  DPLAB_CHECK(!is_blocked(),
+              "{} is in the blocked {} layout, which this code does not read (it reads strided "
+              "tensors): convert it with .contiguous() first",
+              str(), layout_name(layout()));
+  return raw_data_any_layout();
+}
+
+void* Tensor::raw_data_any_layout() const {
   return static_cast<char*>(impl().storage->data()) + impl().offset * dtype_size(dtype());
 }
 
@@ -133,6 +178,7 @@ float Tensor::item() const {
 }
 
 Tensor Tensor::view(const Shape& new_shape) const {
+  check_strided(*this, "view");
   DPLAB_CHECK(is_contiguous(), "view {} -> {}: tensor is not contiguous", str(),
               shape_str(new_shape));
   Shape s = new_shape;
@@ -157,6 +203,7 @@ Tensor Tensor::view(const Shape& new_shape) const {
 }
 
 Tensor Tensor::slice(int d, int64_t start, int64_t end) const {
+  check_strided(*this, "slice");
   d = wrap_dim(d, dim(), "slice");
   DPLAB_CHECK(0 <= start && start <= end && end <= shape()[d], "slice [{}, {}) of dim {} of {}",
               start, end, d, str());
@@ -166,6 +213,7 @@ Tensor Tensor::slice(int d, int64_t start, int64_t end) const {
 }
 
 Tensor Tensor::select(int d, int64_t index) const {
+  check_strided(*this, "select");
   d = wrap_dim(d, dim(), "select");
   DPLAB_CHECK(0 <= index && index < shape()[d], "select index {} of dim {} of {}", index, d, str());
   Shape s = shape(), st = strides();
@@ -183,6 +231,7 @@ Tensor Tensor::flat_range(int64_t start, int64_t end) const {
 }
 
 Tensor Tensor::transpose(int d0, int d1) const {
+  check_strided(*this, "transpose");
   d0 = wrap_dim(d0, dim(), "transpose");
   d1 = wrap_dim(d1, dim(), "transpose");
   Shape s = shape(), st = strides();
@@ -201,8 +250,22 @@ Tensor Tensor::clone() const {
   return t;
 }
 
+Tensor Tensor::to(Layout l) const {
+  if (l == layout()) return *this;
+  if (l == Layout::strided) return clone();
+  DPLAB_CHECK(blockable(*this),
+              "{} cannot take the {} layout (needs f32 [N, C, H, W] on the CPU "
+              "with C a multiple of {})",
+              str(), layout_name(l), kBlock16c);
+  Tensor t = empty(shape(), l);
+  t.copy_(*this);
+  return t;
+}
+
 Tensor Tensor::to(DType t) const {
   if (t == dtype()) return *this;
+  DPLAB_CHECK(!is_blocked(), "to({}) of {}: convert the blocked layout first (.contiguous())",
+              dtype_name(t), str());
   Tensor r = empty(shape(), t, device());
   r.copy_(*this);
   return r;
@@ -262,7 +325,9 @@ void Tensor::clear_grad_ready_hooks() {
 }
 
 Tensor Tensor::detach() const {
-  return view_of(storage(), offset(), shape(), dtype(), strides());
+  Tensor t = view_of(storage(), offset(), shape(), dtype(), strides());
+  t.impl().layout = layout();
+  return t;
 }
 
 void Tensor::rebind_storage(std::shared_ptr<Storage> s, int64_t off) {

@@ -25,12 +25,27 @@ class Node;
 class Tensor;
 using GradReadyHook = std::function<void(const Tensor&)>;
 
+// How a tensor's elements are laid out in its storage.
+// - strided: element (i0, i1, ...) lives at offset + Σ i_k·stride_k (every view, NCHW by default).
+// - nChw16c: oneDNN's blocked activation layout on AVX-512 CPUs, for 4-D f32 CPU tensors
+//   [N, C, H, W] with C % 16 == 0: memory order [N][C/16][H][W][16], no offset. Its convolutions
+//   read and write it natively, so the fast CPU kernels keep a network's activations in it from
+//   one layer to the next (conv -> batch norm -> ReLU -> add -> conv) instead of reordering to
+//   NCHW and back around every convolution. Strides mean nothing for such a tensor: raw_data()
+//   and data<T>() refuse it, naming the layout, so code that reads strided tensors can never
+//   misread one; kernels that understand it use data_any_layout<T>(). contiguous() (and
+//   clone(), to_vector()) return the NCHW tensor.
+enum class Layout : uint8_t { strided, nChw16c };
+constexpr int64_t kBlock16c = 16;
+const char* layout_name(Layout l);
+
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
   int64_t offset = 0;  // in elements
   Shape shape;
   Shape strides;  // in elements
   DType dtype = DType::f32;
+  Layout layout = Layout::strided;
   // autograd
   bool requires_grad = false;
   std::shared_ptr<TensorImpl> grad;        // leaf gradient (may be a view into a grad arena)
@@ -48,6 +63,11 @@ class Tensor {
 
   // ---- factories ---------------------------------------------------------------------------
   static Tensor empty(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
+  // An uninitialised f32 CPU tensor [N, C, H, W] in `layout` (strided: NCHW-contiguous;
+  // nChw16c: needs C % 16 == 0).
+  static Tensor empty(const Shape& shape, Layout layout);
+  // An uninitialised f32 tensor shaped and laid out like `t` (same device).
+  static Tensor empty_like(const Tensor& t);
   static Tensor zeros(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
   static Tensor full(const Shape& shape, double value, DType dtype = DType::f32,
                      Device device = Device::cpu());
@@ -75,19 +95,30 @@ class Tensor {
   Device device() const { return impl().storage->device(); }
   int64_t offset() const { return impl().offset; }
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype()); }
-  bool is_contiguous() const;
+  bool is_contiguous() const;  // false for a blocked layout
+  Layout layout() const { return impl().layout; }
+  bool is_blocked() const { return impl().layout != Layout::strided; }
   const std::shared_ptr<Storage>& storage() const { return impl().storage; }
   std::string str() const;  // "f32[2, 3] cpu"
   const std::string& name() const { return impl().name; }
   void set_name(std::string n) { impl().name = std::move(n); }
 
-  // ---- data access (CPU or device pointer; checks dtype) -----------------------------------
+  // ---- data access (CPU or device pointer; checks dtype; strided layout only) ----------------
   void* raw_data() const;
   template <typename T>
   T* data() const {
     DPLAB_CHECK(dtype_of<T>::value == dtype(), "tensor {} accessed as {}", str(),
                 dtype_name(dtype_of<T>::value));
     return static_cast<T*>(raw_data());
+  }
+  // The first element of the storage block whatever the layout: for kernels that check
+  // layout() themselves.
+  void* raw_data_any_layout() const;
+  template <typename T>
+  T* data_any_layout() const {
+    DPLAB_CHECK(dtype_of<T>::value == dtype(), "tensor {} accessed as {}", str(),
+                dtype_name(dtype_of<T>::value));
+    return static_cast<T*>(raw_data_any_layout());
   }
   // Host copy of all elements as float (any dtype, any device, any strides). For tests and I/O.
   std::vector<float> to_vector() const;
@@ -101,8 +132,11 @@ class Tensor {
   Tensor flat_range(int64_t start,
                     int64_t end) const;  // elements [start,end) of a contiguous 1-D view
   Tensor transpose(int d0, int d1) const;
-  Tensor contiguous() const;  // self if already contiguous
-  Tensor clone() const;       // new contiguous storage, same dtype and device
+  Tensor contiguous() const;       // self if already contiguous; a blocked tensor's NCHW copy
+  Tensor clone() const;            // new contiguous (strided) storage, same dtype and device
+  Tensor to(Layout layout) const;  // self if already in `layout`
+  // Self if strided (any strides), else the NCHW copy: for code that reads strided tensors.
+  Tensor contiguous_if_blocked() const { return is_blocked() ? contiguous() : *this; }
   Tensor to(DType dtype) const;
   Tensor to(Device device) const;
   void copy_(const Tensor& src);  // shapes must match; converts dtype; any device pair
@@ -141,5 +175,8 @@ class Tensor {
 void check_shape(const Tensor& t, const Shape& expected, const char* what);
 void check_dtype(const Tensor& t, DType expected, const char* what);
 void check_same_device(const Tensor& a, const Tensor& b, const char* what);
+// True when `t` may be given the nChw16c layout: f32, CPU, 4-D, C a multiple of 16.
+bool blockable(const Tensor& t);
+bool blockable(const Shape& shape, DType dtype, Device device);
 
 }  // namespace dplab

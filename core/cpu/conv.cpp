@@ -7,6 +7,12 @@
 // cannot build a blocked-layout primitive we try the plain layouts; if that fails too the
 // kernels run the reference loops in parallel (omp_conv_kernels), never something else.
 // Every primitive and reorder is created once per (shape, parameters, thread count) and cached.
+//
+// Activations may also arrive in, and leave in, oneDNN's blocked nChw16c layout itself
+// (Layout::nChw16c, core/tensor.h): when the primitive chose that layout for its output,
+// conv2d_output_layout says so, the op allocates y blocked, and batch norm, ReLU and the
+// residual add keep it blocked until the next convolution reads it as it is. Then the staging
+// reorders vanish from a ResNet's step (they cost ~15% of it).
 #include "dplab/core/kernels/conv.h"
 #include <type_traits>
 
@@ -94,12 +100,24 @@ dnnl::convolution_forward::primitive_desc forward_pd(const Descs& d, bool bias) 
   return F::primitive_desc(fd, du::default_attr(), du::cpu_engine());
 }
 
-// One operand of a cached primitive: dplab's plain layout, the layout the primitive chose, and
-// the reorder from the first to the second (inputs) or back (outputs) when they differ.
+// One operand of a cached primitive as one dplab layout holds it: the user layout, the layout
+// the primitive chose, and the reorder from the first to the second (inputs) or back (outputs)
+// when they differ.
 struct Stage {
   memory::desc user, prim;
   bool differs = false;
   dnnl::reorder reorder;
+};
+
+// An activation operand (src/dst) in each dplab layout it may come in: [0] NCHW, [1] nChw16c
+// (only when its channel count allows it). Weights are always plain.
+struct ActStage {
+  Stage by_layout[2];
+  bool blockable = false;
+  const Stage& of(const Tensor& t) const {
+    DPLAB_CHECK(!t.is_blocked() || blockable, "conv2d: {} cannot be in a blocked layout", t.str());
+    return by_layout[t.is_blocked() ? 1 : 0];
+  }
 };
 
 Stage make_stage(const memory::desc& user, const memory::desc& prim, bool input) {
@@ -115,9 +133,14 @@ Stage make_stage(const memory::desc& user, const memory::desc& prim, bool input)
   return st;
 }
 
+// A oneDNN memory over t's own buffer, in t's own layout (which `md` describes).
+memory wrap_as(const memory::desc& md, const Tensor& t) {
+  return memory(md, du::cpu_engine(), t.raw_data_any_layout());
+}
+
 // The memory the primitive reads for input `t`: t itself, or t reordered into staging `slot`.
 memory stage_in(const Stage& st, const Tensor& t, int slot) {
-  memory user = du::wrap(st.user, t);
+  memory user = wrap_as(st.user, t);
   if (!st.differs) return user;
   memory staged(st.prim, du::cpu_engine(), du::thread_buffer(slot, st.prim.get_size()));
   st.reorder.execute(du::thread_stream(), user, staged);
@@ -127,13 +150,13 @@ memory stage_in(const Stage& st, const Tensor& t, int slot) {
 // The memory the primitive writes for output `t`: t itself, or staging `slot` that
 // stage_out_finish then reorders into t.
 memory stage_out(const Stage& st, const Tensor& t, int slot) {
-  if (!st.differs) return du::wrap(st.user, t);
+  if (!st.differs) return wrap_as(st.user, t);
   return memory(st.prim, du::cpu_engine(), du::thread_buffer(slot, st.prim.get_size()));
 }
 
 void stage_out_finish(const Stage& st, memory& staged, const Tensor& t) {
   if (!st.differs) return;
-  memory user = du::wrap(st.user, t);
+  memory user = wrap_as(st.user, t);
   st.reorder.execute(du::thread_stream(), staged, user);
   du::thread_stream().wait();
 }
@@ -147,8 +170,18 @@ struct Entry {
   memory::desc bias;
   typename Prim::primitive_desc pd;
   Prim prim;
-  Stage src, weights, dst;
+  ActStage src, dst;
+  Stage weights;
 };
+
+// Both layouts of an activation operand [n, c, h, w] as stages towards `prim`.
+ActStage make_act_stage(const memory::dims& dims, const memory::desc& prim, bool input) {
+  ActStage a;
+  a.by_layout[0] = make_stage(du::f32_desc(dims, tag::nchw), prim, input);
+  a.blockable = dims[1] % kBlock16c == 0;
+  if (a.blockable) a.by_layout[1] = make_stage(du::f32_desc(dims, tag::nChw16c), prim, input);
+  return a;
+}
 
 template <typename PD>
 memory::desc chosen_src(const PD& pd) {
@@ -183,9 +216,9 @@ Entry<Prim> try_create(const Shapes& s, const Conv2dParams& p, MakePd&& make_pd,
     try {
       e.pd = make_pd(descs(s, p, any_layout));
       e.prim = Prim(e.pd);
-      e.src = make_stage(plain.src, chosen_src(e.pd), !outputs[0]);
+      e.src = make_act_stage({s.N, s.C, s.H, s.W}, chosen_src(e.pd), !outputs[0]);
       e.weights = make_stage(plain.weights, chosen_weights(e.pd), !outputs[1]);
-      e.dst = make_stage(plain.dst, chosen_dst(e.pd), !outputs[2]);
+      e.dst = make_act_stage({s.N, s.O, s.OH, s.OW}, chosen_dst(e.pd), !outputs[2]);
       e.ok = true;
       return e;
     } catch (const dnnl::error& err) {
@@ -200,23 +233,48 @@ Shapes shapes(const Tensor& x, const Tensor& w, const Tensor& y) {
           w.size(2), w.size(3), y.size(2), y.size(3)};
 }
 
-void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, const Conv2dParams& p) {
+std::shared_ptr<const Entry<dnnl::convolution_forward>> forward_entry(const Shapes& s,
+                                                                      const Conv2dParams& p,
+                                                                      bool bias) {
   using Prim = dnnl::convolution_forward;
   static du::PrimitiveCache<20, Entry<Prim>> cache;
-  const Shapes s = shapes(x, w, y);
-  const bool bias = b.defined();
-  auto e = cache.get(make_key(Pass::forward, s, p, bias), [&] {
+  return cache.get(make_key(Pass::forward, s, p, bias), [&] {
     return try_create<Prim>(s, p, [&](const Descs& d) { return forward_pd(d, bias); },
                             {false, false, true});
   });
-  if (!e->ok) return fallback().conv2d_forward(x, w, b, y, p);
-  memory dst = stage_out(e->dst, y, 2);
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, stage_in(e->src, x, 0)},
+}
+
+// nChw16c when the forward primitive writes that layout itself (then y is allocated in it and
+// no reorder follows the convolution), else NCHW.
+Layout output_layout(const Tensor& x, const Tensor& w, const Conv2dParams& p, bool bias) {
+  if (x.dtype() != DType::f32 || w.dtype() != DType::f32) return Layout::strided;
+  const int64_t OH = conv_out_size(x.size(2), w.size(2), p.stride_h, p.pad_h, p.dilation_h);
+  const int64_t OW = conv_out_size(x.size(3), w.size(3), p.stride_w, p.pad_w, p.dilation_w);
+  const Shapes s{x.size(0), x.size(1), x.size(2), x.size(3), w.size(0),
+                 w.size(2), w.size(3), OH,        OW};
+  const auto e = forward_entry(s, p, bias);
+  if (!e->ok || !e->dst.blockable) return Layout::strided;
+  return e->dst.by_layout[1].differs ? Layout::strided : Layout::nChw16c;
+}
+
+void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, const Conv2dParams& p) {
+  const Shapes s = shapes(x, w, y);
+  const bool bias = b.defined();
+  auto e = forward_entry(s, p, bias);
+  if (!e->ok) {  // the parallel reference loops read NCHW
+    Tensor yp = y.is_blocked() ? Tensor::empty(y.shape()) : y;
+    fallback().conv2d_forward(x.contiguous_if_blocked(), w, b, yp, p);
+    if (y.is_blocked()) y.copy_(yp);
+    return;
+  }
+  const Stage &src_st = e->src.of(x), &dst_st = e->dst.of(y);
+  memory dst = stage_out(dst_st, y, 2);
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, stage_in(src_st, x, 0)},
                                        {DNNL_ARG_WEIGHTS, stage_in(e->weights, w, 1)},
                                        {DNNL_ARG_DST, dst}};
   if (bias) args.emplace(DNNL_ARG_BIAS, du::wrap(e->bias, b));
   du::execute(e->prim, e->pd, args);
-  stage_out_finish(e->dst, dst, y);
+  stage_out_finish(dst_st, dst, y);
 }
 
 void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, const Conv2dParams& p) {
@@ -233,13 +291,19 @@ void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, const Conv2dPa
                             },
                             {true, false, false});
   });
-  if (!e->ok) return fallback().conv2d_backward_data(dy, w, dx, p);
-  memory diff_src = stage_out(e->src, dx, 0);
-  std::unordered_map<int, memory> args{{DNNL_ARG_DIFF_DST, stage_in(e->dst, dy, 2)},
+  if (!e->ok) {
+    Tensor dxp = dx.is_blocked() ? Tensor::empty(dx.shape()) : dx;
+    fallback().conv2d_backward_data(dy.contiguous_if_blocked(), w, dxp, p);
+    if (dx.is_blocked()) dx.copy_(dxp);
+    return;
+  }
+  const Stage &src_st = e->src.of(dx), &dst_st = e->dst.of(dy);
+  memory diff_src = stage_out(src_st, dx, 0);
+  std::unordered_map<int, memory> args{{DNNL_ARG_DIFF_DST, stage_in(dst_st, dy, 2)},
                                        {DNNL_ARG_WEIGHTS, stage_in(e->weights, w, 1)},
                                        {DNNL_ARG_DIFF_SRC, diff_src}};
   du::execute(e->prim, e->pd, args);
-  stage_out_finish(e->src, diff_src, dx);
+  stage_out_finish(src_st, diff_src, dx);
 }
 
 void backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db,
@@ -261,10 +325,12 @@ void backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db,
         },
         {false, true, false});
   });
-  if (!e->ok) return fallback().conv2d_backward_weight(x, dy, dw, db, p);
+  if (!e->ok)
+    return fallback().conv2d_backward_weight(x.contiguous_if_blocked(), dy.contiguous_if_blocked(),
+                                             dw, db, p);
   memory diff_weights = stage_out(e->weights, dw, 1);
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, stage_in(e->src, x, 0)},
-                                       {DNNL_ARG_DIFF_DST, stage_in(e->dst, dy, 2)},
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, stage_in(e->src.of(x), x, 0)},
+                                       {DNNL_ARG_DIFF_DST, stage_in(e->dst.of(dy), dy, 2)},
                                        {DNNL_ARG_DIFF_WEIGHTS, diff_weights}};
   if (bias) args.emplace(DNNL_ARG_DIFF_BIAS, du::wrap(e->bias, db));
   du::execute(e->prim, e->pd, args);
@@ -278,6 +344,7 @@ ConvKernels cpu_conv_kernels() {
   k.conv2d_forward = forward;
   k.conv2d_backward_data = backward_data;
   k.conv2d_backward_weight = backward_weight;
+  k.conv2d_output_layout = output_layout;
   return k;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "dplab/core/kernels/elementwise.h"
+#include "dplab/core/layout.h"
 
 namespace dplab {
 namespace {
@@ -50,7 +51,40 @@ void cast_from(const void* s, DType dt, void* d, int64_t n) {
   }
 }
 
+// NCHW <-> nChw16c, f32: one task per (n, channel block); within it 16 channel rows of H·W
+// floats on one side, H·W rows of 16 on the other.
+void convert_layout(const Tensor& src, Tensor& dst) {
+  const int64_t N = src.size(0), C = src.size(1), HW = src.size(2) * src.size(3);
+  const int64_t CB = C / kBlock16c;
+  const bool to_blocked = dst.is_blocked();
+  const float* s = src.data_any_layout<float>();
+  float* d = dst.data_any_layout<float>();
+#pragma omp parallel for schedule(static) if (N * C * HW > 65536)
+  for (int64_t t = 0; t < N * CB; ++t) {
+    const int64_t plain0 = t * kBlock16c * HW;    // (n, cb·16, 0) in NCHW
+    const int64_t blocked0 = t * HW * kBlock16c;  // (n, cb, 0, 0) in nChw16c
+    for (int64_t i = 0; i < HW; ++i)
+#pragma omp simd
+      for (int64_t j = 0; j < kBlock16c; ++j) {
+        if (to_blocked)
+          d[blocked0 + i * kBlock16c + j] = s[plain0 + j * HW + i];
+        else
+          d[plain0 + j * HW + i] = s[blocked0 + i * kBlock16c + j];
+      }
+  }
+}
+
 void copy(const Tensor& src, Tensor& dst) {
+  if (src.is_blocked() || dst.is_blocked()) {
+    const bool f32 = src.dtype() == DType::f32 && dst.dtype() == DType::f32;
+    if (f32 && src.layout() == dst.layout() && src.shape() == dst.shape()) {
+      memcpy(dst.raw_data_any_layout(), src.raw_data_any_layout(), src.nbytes());
+      return;
+    }
+    if (f32 && src.shape() == dst.shape() && (src.is_contiguous() || dst.is_contiguous()))
+      return convert_layout(src, dst);
+    return spec().copy(src, dst);
+  }
   if (!(src.is_contiguous() && dst.is_contiguous() && src.shape() == dst.shape()))
     return spec().copy(src, dst);
   const int64_t n = src.numel();
@@ -73,12 +107,19 @@ void copy(const Tensor& src, Tensor& dst) {
   }
 }
 
+// a and b hold the same elements in the same memory order: both NCHW-contiguous, or both in
+// one blocked layout. Element-wise math over such a pair is one flat loop over the buffers.
+bool same_dense_order(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape()) return false;
+  if (a.is_blocked() || b.is_blocked()) return a.layout() == b.layout();
+  return a.is_contiguous() && b.is_contiguous();
+}
+
 void axpy(float alpha, const Tensor& x, Tensor& y) {
-  if (!(x.is_contiguous() && y.is_contiguous() && x.dtype() == DType::f32 &&
-        y.dtype() == DType::f32 && x.shape() == y.shape()))
+  if (!(same_dense_order(x, y) && x.dtype() == DType::f32 && y.dtype() == DType::f32))
     return spec().axpy(alpha, x, y);
-  const float* xs = x.data<float>();
-  float* yd = y.data<float>();
+  const float* xs = x.data_any_layout<float>();
+  float* yd = y.data_any_layout<float>();
   const int64_t n = x.numel();
 #pragma omp parallel for simd schedule(static) if (n > 65536)
   for (int64_t i = 0; i < n; ++i) yd[i] += alpha * xs[i];
@@ -94,11 +135,10 @@ void unary_loop(F f, const float* x, float* y, int64_t n) {
 }
 
 void unary(UnaryOp op, float s, const Tensor& x, Tensor& y) {
-  if (!(x.is_contiguous() && y.is_contiguous() && x.dtype() == DType::f32 &&
-        y.dtype() == DType::f32 && x.shape() == y.shape()))
+  if (!(same_dense_order(x, y) && x.dtype() == DType::f32 && y.dtype() == DType::f32))
     return spec().unary(op, s, x, y);
-  const float* xs = x.data<float>();
-  float* yd = y.data<float>();
+  const float* xs = x.data_any_layout<float>();
+  float* yd = y.data_any_layout<float>();
   const int64_t n = x.numel();
   dispatch_unary(op, s, [=](auto f) { unary_loop(f, xs, yd, n); });
 }
@@ -124,7 +164,25 @@ inline void binary_row(F f, const float* a, int64_t sa, const float* b, int64_t 
   }
 }
 
+// y = f(a, b) over three tensors of one shape in one blocked layout.
+template <typename F>
+void blocked_binary_loop(F f, const float* a, const float* b, float* y, int64_t n) {
+#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
+  for (int64_t i = 0; i < n; ++i) y[i] = f(a[i], b[i]);
+}
+
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y) {
+  if (a.is_blocked() || b.is_blocked() || y.is_blocked()) {
+    if (!(same_dense_order(a, b) && same_dense_order(a, y) && a.dtype() == DType::f32 &&
+          b.dtype() == DType::f32 && y.dtype() == DType::f32))
+      return spec().binary(op, a, b, y);  // refuses the blocked operand, naming it
+    const float* ap = a.data_any_layout<float>();
+    const float* bp = b.data_any_layout<float>();
+    float* yp = y.data_any_layout<float>();
+    const int64_t n = y.numel();
+    dispatch_binary(op, [&](auto f) { blocked_binary_loop(f, ap, bp, yp, n); });
+    return;
+  }
   const Shape out = broadcast_shapes(a.shape(), b.shape(), "binary");
   if (!(y.shape() == out && y.is_contiguous() && y.dtype() == DType::f32 &&
         a.dtype() == DType::f32 && b.dtype() == DType::f32))

@@ -1,8 +1,11 @@
 // Fast batch normalisation for contiguous f32 NCHW: one OpenMP task per channel, contiguous
 // H·W inner loops (vectorised), statistics in double (two passes: mean, then squared
-// deviations, which stays accurate when |mean| >> std).
+// deviations, which stays accurate when |mean| >> std). For the blocked nChw16c layout the
+// same arithmetic runs per block of 16 channels, one vector lane per channel
+// (core/cpu/norm_blocked.cpp).
 #include <cmath>
 
+#include "dplab/core/cpu/norm_blocked.h"
 #include "dplab/core/kernels/norm.h"
 
 namespace dplab {
@@ -34,6 +37,9 @@ const float* opt_data(const Tensor& t) {
 void forward_train(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& running_mean,
                    Tensor& running_var, float momentum, float eps, Tensor& y, Tensor& save_mean,
                    Tensor& save_invstd) {
+  if (x.is_blocked())
+    return blocked_bn_forward_train(x, weight, bias, running_mean, running_var, momentum, eps, y,
+                                    save_mean, save_invstd);
   if (!fast_ok(x) || !y.is_contiguous())
     return spec().batch_norm_forward_train(x, weight, bias, running_mean, running_var, momentum,
                                            eps, y, save_mean, save_invstd);
@@ -89,6 +95,8 @@ void forward_train(const Tensor& x, const Tensor& weight, const Tensor& bias, Te
 
 void forward_eval(const Tensor& x, const Tensor& weight, const Tensor& bias,
                   const Tensor& running_mean, const Tensor& running_var, float eps, Tensor& y) {
+  if (x.is_blocked())
+    return blocked_bn_forward_eval(x, weight, bias, running_mean, running_var, eps, y);
   if (!fast_ok(x) || !y.is_contiguous())
     return spec().batch_norm_forward_eval(x, weight, bias, running_mean, running_var, eps, y);
   const Dims d = dims(x);
@@ -113,6 +121,8 @@ void forward_eval(const Tensor& x, const Tensor& weight, const Tensor& bias,
 
 void backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& mean,
               const Tensor& invstd, bool training, Tensor& dx, Tensor& dweight, Tensor& dbias) {
+  if (x.is_blocked())
+    return blocked_bn_backward(dy, x, weight, mean, invstd, training, dx, dweight, dbias);
   if (!fast_ok(x) || !fast_ok(dy) || (dx.defined() && !dx.is_contiguous()))
     return spec().batch_norm_backward(dy, x, weight, mean, invstd, training, dx, dweight, dbias);
   const Dims d = dims(x);

@@ -5,7 +5,8 @@
 // right padding with count_include_pad), run the reference loops in parallel
 // (omp_pool_kernels); their max-pool workspace is then the reference i64 argmax tensor, which
 // backward recognises by dtype. Adaptive average pooling is an OpenMP loop (omp_pool_kernels):
-// its variable windows have no oneDNN primitive.
+// its variable windows have no oneDNN primitive. Max and average pooling also run on blocked
+// nChw16c activations (x, y, dx, dy all in that layout), natively in oneDNN.
 #include "dplab/core/kernels/pool.h"
 #include "dplab/core/cpu/dnnl_common.h"
 
@@ -43,8 +44,11 @@ Geometry geometry(const Tensor& x, const Tensor& y, const Pool2dParams& p, Kind 
   const int64_t H = x.size(2), W = x.size(3), OH = y.size(2), OW = y.size(3);
   const int64_t dh = kind == Kind::max ? p.dilation_h : 1;
   const int64_t dw = kind == Kind::max ? p.dilation_w : 1;
-  g.src = du::f32_desc({x.size(0), x.size(1), H, W}, tag::nchw);
-  g.dst = du::f32_desc({y.size(0), y.size(1), OH, OW}, tag::nchw);
+  DPLAB_CHECK(x.layout() == y.layout(), "pooling: {} and {} must share one layout", x.str(),
+              y.str());
+  const tag t = x.is_blocked() ? tag::nChw16c : tag::nchw;
+  g.src = du::f32_desc({x.size(0), x.size(1), H, W}, t);
+  g.dst = du::f32_desc({y.size(0), y.size(1), OH, OW}, t);
   g.strides = {p.stride_h, p.stride_w};
   g.kernel = {p.kernel_h, p.kernel_w};
   g.dilation = {dh - 1, dw - 1};  // oneDNN counts dilation from 0
@@ -127,7 +131,7 @@ std::shared_ptr<const Entry> lookup(const Tensor& x, const Tensor& y, const Pool
                                                max ? p.dilation_h : 1,
                                                max ? p.dilation_w : 1,
                                                du::num_threads(),
-                                               0,
+                                               static_cast<int64_t>(x.layout()),
                                                0};
   return cache.get(key, [&] { return create(x, y, p, kind); });
 }
@@ -145,11 +149,29 @@ Kind avg_kind(const Tensor& x, const Tensor& y, const Pool2dParams& p, bool* use
   return Kind::avg_include_pad;
 }
 
+// A oneDNN memory over an activation's buffer, in its own layout (which `md` describes).
+memory act(const memory::desc& md, const Tensor& t) {
+  return memory(md, du::cpu_engine(), t.raw_data_any_layout());
+}
+
+// The fallback loops read and write NCHW: run one on NCHW copies of blocked operands and copy
+// the result back into `out`'s layout.
+template <typename Run>
+void on_plain(Tensor& out, Run&& run) {
+  if (!out.is_blocked()) return run(out);
+  Tensor plain = Tensor::empty(out.shape());
+  run(plain);
+  out.copy_(plain);
+}
+
 void max_forward(const Tensor& x, Tensor& y, Tensor* workspace, const Pool2dParams& p) {
   auto e = lookup(x, y, p, Kind::max);
-  if (!e->ok) return fallback().max_pool2d_forward(x, y, workspace, p);
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, du::wrap(e->g.src, x)},
-                                       {DNNL_ARG_DST, du::wrap(e->g.dst, y)}};
+  if (!e->ok)
+    return on_plain(y, [&](Tensor& out) {
+      fallback().max_pool2d_forward(x.contiguous_if_blocked(), out, workspace, p);
+    });
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, act(e->g.src, x)},
+                                       {DNNL_ARG_DST, act(e->g.dst, y)}};
   if (!workspace) return du::execute(e->infer, e->infer_pd, args);
   const memory::desc wd = e->train_pd.workspace_desc();
   *workspace = Tensor::empty({static_cast<int64_t>(wd.get_size())}, DType::u8);
@@ -158,15 +180,18 @@ void max_forward(const Tensor& x, Tensor& y, Tensor* workspace, const Pool2dPara
 }
 
 void max_backward(const Tensor& dy, const Tensor& workspace, Tensor& dx, const Pool2dParams& p) {
-  if (workspace.dtype() == DType::i64) return fallback().max_pool2d_backward(dy, workspace, dx, p);
+  if (workspace.dtype() == DType::i64)
+    return on_plain(dx, [&](Tensor& out) {
+      fallback().max_pool2d_backward(dy.contiguous_if_blocked(), workspace, out, p);
+    });
   auto e = lookup(dx, dy, p, Kind::max);
   const memory::desc wd = e->bwd_pd ? e->bwd_pd.workspace_desc() : memory::desc();
   DPLAB_CHECK(e->ok && workspace.dtype() == DType::u8 && workspace.nbytes() == wd.get_size(),
               "max_pool2d_backward: workspace {} was not produced by the cpu backend's "
               "max_pool2d_forward for dx {} dy {}",
               workspace.str(), dx.str(), dy.str());
-  std::unordered_map<int, memory> args{{DNNL_ARG_DIFF_DST, du::wrap(e->g.dst, dy)},
-                                       {DNNL_ARG_DIFF_SRC, du::wrap(e->g.src, dx)},
+  std::unordered_map<int, memory> args{{DNNL_ARG_DIFF_DST, act(e->g.dst, dy)},
+                                       {DNNL_ARG_DIFF_SRC, act(e->g.src, dx)},
                                        {DNNL_ARG_WORKSPACE, du::wrap(wd, workspace)}};
   du::execute(e->bwd, e->bwd_pd, args);
 }
@@ -174,22 +199,25 @@ void max_backward(const Tensor& dy, const Tensor& workspace, Tensor& dx, const P
 void avg_forward(const Tensor& x, Tensor& y, const Pool2dParams& p) {
   bool use_fallback = false;
   const Kind kind = avg_kind(x, y, p, &use_fallback);
-  if (use_fallback) return fallback().avg_pool2d_forward(x, y, p);
-  auto e = lookup(x, y, p, kind);
-  if (!e->ok) return fallback().avg_pool2d_forward(x, y, p);
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, du::wrap(e->g.src, x)},
-                                       {DNNL_ARG_DST, du::wrap(e->g.dst, y)}};
+  auto e = use_fallback ? nullptr : lookup(x, y, p, kind);
+  if (!e || !e->ok)
+    return on_plain(
+        y, [&](Tensor& out) { fallback().avg_pool2d_forward(x.contiguous_if_blocked(), out, p); });
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, act(e->g.src, x)},
+                                       {DNNL_ARG_DST, act(e->g.dst, y)}};
   du::execute(e->infer, e->infer_pd, args);
 }
 
 void avg_backward(const Tensor& dy, Tensor& dx, const Pool2dParams& p) {
   bool use_fallback = false;
   const Kind kind = avg_kind(dx, dy, p, &use_fallback);
-  if (use_fallback) return fallback().avg_pool2d_backward(dy, dx, p);
-  auto e = lookup(dx, dy, p, kind);
-  if (!e->ok) return fallback().avg_pool2d_backward(dy, dx, p);
-  std::unordered_map<int, memory> args{{DNNL_ARG_DIFF_DST, du::wrap(e->g.dst, dy)},
-                                       {DNNL_ARG_DIFF_SRC, du::wrap(e->g.src, dx)}};
+  auto e = use_fallback ? nullptr : lookup(dx, dy, p, kind);
+  if (!e || !e->ok)
+    return on_plain(dx, [&](Tensor& out) {
+      fallback().avg_pool2d_backward(dy.contiguous_if_blocked(), out, p);
+    });
+  std::unordered_map<int, memory> args{{DNNL_ARG_DIFF_DST, act(e->g.dst, dy)},
+                                       {DNNL_ARG_DIFF_SRC, act(e->g.src, dx)}};
   du::execute(e->bwd, e->bwd_pd, args);
 }
 

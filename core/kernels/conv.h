@@ -2,7 +2,8 @@
 // semantics: stride, symmetric zero padding, dilation, groups), its gradient w.r.t. the input
 // and its gradient w.r.t. the weight and bias.
 //
-// Conventions: every tensor is f32 and contiguous; outputs are preallocated by the caller with
+// Conventions: every tensor is f32 and contiguous (or, on the cpu backend, an activation in the
+// blocked nChw16c layout: see conv2d_output_layout); outputs are preallocated by the caller with
 // the right shape and are overwritten (not accumulated into). Output size per spatial dim:
 // out = (in + 2*pad - dilation*(k-1) - 1) / stride + 1 (floor).
 //
@@ -39,6 +40,11 @@ struct ConvKernels {
   // db may be undefined (no bias gradient wanted).
   void (*conv2d_backward_weight)(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db,
                                  const Conv2dParams& p);
+  // The layout conv2d_forward writes y in best (the op allocates y so). Null: always strided.
+  // Backends that answer nChw16c (cpu) also take x, y, dy and dx in that layout in every pass;
+  // the others see only strided tensors.
+  Layout (*conv2d_output_layout)(const Tensor& x, const Tensor& w, const Conv2dParams& p,
+                                 bool bias) = nullptr;
 };
 
 ConvKernels ref_conv_kernels();

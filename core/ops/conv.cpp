@@ -18,32 +18,41 @@ Conv2dParams to_params(const Conv2dOptions& o) {
   return p;
 }
 
+// What a kernel of `be` is given for activation t: t itself when it is blocked and the backend
+// reads blocked activations, else contiguous.
+Tensor operand(const Backend& be, const Tensor& t) {
+  return t.is_blocked() && be.blocked_activations ? t : t.contiguous();
+}
+
 // Saves the (contiguous) input and weight; computes only the gradients whose inputs need one.
 // Grad slots: 0 input, 1 weight, 2 bias. `dt` is the operand dtype: f32, or bf16/f16 under CUDA
 // autocast, where dy, dx and dw are 16-bit too (the kernel takes one dtype for all three).
 class Conv2dBackward : public Node {
  public:
   // x / w may be undefined when the other gradient is not wanted.
+  // x_layout: dx is made in the layout x came in (the op before reads its gradient so).
   Conv2dBackward(Tensor x, Tensor w, Shape x_shape, Shape w_shape, bool has_bias,
-                 const Conv2dParams& p, DType dt)
+                 const Conv2dParams& p, DType dt, Layout x_layout)
       : x_(std::move(x)),
         w_(std::move(w)),
         x_shape_(std::move(x_shape)),
         w_shape_(std::move(w_shape)),
         has_bias_(has_bias),
         p_(p),
-        dt_(dt) {}
+        dt_(dt),
+        x_layout_(x_layout) {}
 
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor(), Tensor(), Tensor()};
-    const Tensor dy = grads[0].to(dt_).contiguous();
-    const Backend& be = backend_for(dy.device());
+    const Backend& be = backend_for(grads[0].device());
+    const Tensor dy = operand(be, grads[0].to(dt_));
     const bool want_x = next_edges[0].fn != nullptr;
     const bool want_w = next_edges[1].fn != nullptr;
     const bool want_b = has_bias_ && next_edges[2].fn != nullptr;
     Tensor dx, dw, db;
     if (want_x) {
-      dx = Tensor::empty(x_shape_, dt_, dy.device());
+      dx = x_layout_ != Layout::strided ? Tensor::empty(x_shape_, x_layout_)
+                                        : Tensor::empty(x_shape_, dt_, dy.device());
       be.conv.conv2d_backward_data(dy, w_, dx, p_);
     }
     if (want_w || want_b) {
@@ -67,6 +76,7 @@ class Conv2dBackward : public Node {
   bool has_bias_;
   Conv2dParams p_;
   DType dt_;
+  Layout x_layout_;
 };
 
 void check_input(const Tensor& t, const char* what, int dims, DType dt = DType::f32) {
@@ -116,16 +126,21 @@ Tensor conv2d_impl(const Tensor& x, const Tensor& weight, const Tensor& bias,
               x.size(2), x.size(3), p.pad_h, p.pad_w, weight.size(2), weight.size(3), p.dilation_h,
               p.dilation_w);
 
-  const Tensor xc = x.contiguous(), wc = weight.contiguous();
+  const Backend& be = backend_for(x.device());
+  const Tensor xc = operand(be, x), wc = weight.contiguous();
   const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
-  Tensor y = Tensor::empty({x.size(0), O, OH, OW}, dt, x.device());
-  backend_for(x.device()).conv.conv2d_forward(xc, wc, bc, y, p);
+  const Layout yl = be.conv.conv2d_output_layout
+                        ? be.conv.conv2d_output_layout(xc, wc, p, bc.defined())
+                        : Layout::strided;
+  Tensor y = yl != Layout::strided ? Tensor::empty({x.size(0), O, OH, OW}, yl)
+                                   : Tensor::empty({x.size(0), O, OH, OW}, dt, x.device());
+  be.conv.conv2d_forward(xc, wc, bc, y, p);
   if (any_requires_grad({&x, &weight, &bias})) {
     // dx needs only the weight, dw and db only the input: keep just what will be used.
     const bool want_wb = weight.requires_grad() || (bias.defined() && bias.requires_grad());
-    auto node =
-        std::make_shared<Conv2dBackward>(want_wb ? xc : Tensor(), x.requires_grad() ? wc : Tensor(),
-                                         x.shape(), weight.shape(), bias.defined(), p, dt);
+    auto node = std::make_shared<Conv2dBackward>(
+        want_wb ? xc : Tensor(), x.requires_grad() ? wc : Tensor(), x.shape(), weight.shape(),
+        bias.defined(), p, dt, xc.layout());
     set_history(node, {&x, &weight, bias.defined() ? &bias : nullptr}, {&y});
   }
   return y;

@@ -15,15 +15,29 @@ void check_float(const Tensor& t, const char* what) {
   DPLAB_CHECK(is_floating(t.dtype()), "{}: input {} must be a float tensor", what, t.str());
 }
 
-Tensor run_unary(UnaryOp op, float s, const Tensor& x) {
-  Tensor y = Tensor::empty(x.shape(), DType::f32, x.device());
-  backend_for(x.device()).ew.unary(op, s, x, y);
+// The output keeps the input's layout (a blocked activation stays blocked through ReLU) where
+// the backend computes on blocked activations; others get NCHW.
+Tensor run_unary(UnaryOp op, float s, const Tensor& x_in) {
+  const Backend& be = backend_for(x_in.device());
+  const Tensor x = be.blocked_activations ? x_in : x_in.contiguous_if_blocked();
+  Tensor y = Tensor::empty_like(x);
+  be.ew.unary(op, s, x, y);
   return y;
 }
 
-Tensor run_binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* what) {
+// Two operands in one blocked layout give a blocked output; a blocked operand beside a strided
+// one (a broadcast, or a gradient that arrived in NCHW) is read in NCHW.
+Tensor run_binary(BinaryOp op, const Tensor& a_in, const Tensor& b_in, const char* what) {
+  const Backend& be = backend_for(a_in.device());
+  if (be.blocked_activations && a_in.is_blocked() && b_in.layout() == a_in.layout() &&
+      a_in.shape() == b_in.shape()) {
+    Tensor y = Tensor::empty_like(a_in);
+    be.ew.binary(op, a_in, b_in, y);
+    return y;
+  }
+  const Tensor a = a_in.contiguous_if_blocked(), b = b_in.contiguous_if_blocked();
   Tensor y = Tensor::empty(broadcast_shapes(a.shape(), b.shape(), what), DType::f32, a.device());
-  backend_for(a.device()).ew.binary(op, a, b, y);
+  be.ew.binary(op, a, b, y);
   return y;
 }
 
@@ -230,7 +244,7 @@ Tensor cast(const Tensor& x, DType dtype) {
   DPLAB_CHECK(is_floating(dtype), "cast: target dtype {} is not a float dtype (from {})",
               dtype_name(dtype), x.str());
   if (dtype == x.dtype()) return x;
-  Tensor y = x.to(dtype);
+  Tensor y = x.contiguous_if_blocked().to(dtype);
   if (any_requires_grad({&x})) set_history(std::make_shared<CastBackward>(x.dtype()), {&x}, {&y});
   return y;
 }
@@ -241,7 +255,14 @@ void add_(Tensor& acc, const Tensor& g, float alpha) {
               acc.str(), g.str());
   check_dtype(acc, DType::f32, "add_ accumulator");
   DPLAB_CHECK(is_floating(g.dtype()), "add_: addend {} must be a float tensor", g.str());
-  backend_for(acc.device()).ew.axpy(alpha, g, acc);
+  if (acc.is_blocked() && g.layout() == acc.layout() &&
+      backend_for(acc.device()).blocked_activations) {  // a flat axpy over both buffers
+    backend_for(acc.device()).ew.axpy(alpha, g, acc);
+    return;
+  }
+  DPLAB_CHECK(!acc.is_blocked(), "add_: accumulator {} is blocked, addend {} is not", acc.str(),
+              g.str());
+  backend_for(acc.device()).ew.axpy(alpha, g.contiguous_if_blocked(), acc);
 }
 
 void mul_(Tensor& x, float s) {

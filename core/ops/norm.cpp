@@ -15,6 +15,11 @@ void check_channel_vector(const Tensor& t, int64_t c, const char* what) {
   DPLAB_CHECK(t.is_contiguous(), "{}: {} must be contiguous", what, t.str());
 }
 
+// t converted to ref's layout (strided: NCHW-contiguous).
+Tensor in_layout_of(const Tensor& ref, const Tensor& t) {
+  return ref.is_blocked() ? t.to(ref.layout()) : t.contiguous();
+}
+
 class BatchNormBackward : public Node {
  public:
   BatchNormBackward(const Tensor& x, const Tensor& weight, Tensor mean, Tensor invstd,
@@ -26,10 +31,11 @@ class BatchNormBackward : public Node {
         training_(training) {}
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor(), Tensor(), Tensor()};
-    const Tensor g = grads[0].to(DType::f32).contiguous();
+    // dy in x's layout (a blocked x gets dx blocked too: the convolution before wants it so).
+    const Tensor g = in_layout_of(x_, grads[0].to(DType::f32));
     const int64_t c = x_.shape()[1];
     Tensor dx, dw, db;
-    if (next_edges[0].fn) dx = Tensor::empty(x_.shape(), DType::f32, x_.device());
+    if (next_edges[0].fn) dx = Tensor::empty_like(x_);
     if (next_edges[1].fn) dw = Tensor::empty({c}, DType::f32, x_.device());
     if (next_edges[2].fn) db = Tensor::empty({c}, DType::f32, x_.device());
     backend_for(x_.device())
@@ -62,9 +68,10 @@ Tensor batch_norm2d(const Tensor& x_in, const Tensor& weight, const Tensor& bias
   DPLAB_CHECK(eps > 0.f, "batch_norm2d: eps = {} must be positive", eps);
   for (const Tensor* t : {&weight, &bias, &running_mean, &running_var})
     if (t->defined()) check_same_device(x_in, *t, "batch_norm2d");
-  const Tensor x = x_in.contiguous();
-  const Backend& be = backend_for(x.device());
-  Tensor y = Tensor::empty(x.shape(), DType::f32, x.device());
+  const Backend& be = backend_for(x_in.device());
+  // A blocked activation stays blocked (y too) where the backend has blocked kernels.
+  const Tensor x = x_in.is_blocked() && be.blocked_activations ? x_in : x_in.contiguous();
+  Tensor y = Tensor::empty_like(x);
   Tensor mean, invstd;
   if (training) {
     DPLAB_CHECK(x.numel() / c > 1 || x.numel() == 0,

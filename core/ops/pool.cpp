@@ -55,14 +55,29 @@ Shape out_shape(const Tensor& x, const Pool2dParams& p, const char* op) {
   return {x.size(0), x.size(1), OH, OW};
 }
 
+// Activations stay in a blocked layout where the backend pools them natively.
+Tensor operand(const Backend& be, const Tensor& t) {
+  return t.is_blocked() && be.blocked_activations ? t : t.contiguous();
+}
+
+// dy brought to the layout of the pooling's input (dx is made in it too).
+Tensor grad_in_layout(const Tensor& g, Layout x_layout) {
+  const Tensor f = g.to(DType::f32);
+  return x_layout == Layout::strided ? f.contiguous() : f.to(x_layout);
+}
+
+Tensor alloc(const Shape& shape, Layout l, Device d) {
+  return l == Layout::strided ? Tensor::empty(shape, DType::f32, d) : Tensor::empty(shape, l);
+}
+
 class MaxPool2dBackward : public Node {
  public:
-  MaxPool2dBackward(Tensor workspace, Shape x_shape, const Pool2dParams& p)
-      : ws_(std::move(workspace)), x_shape_(std::move(x_shape)), p_(p) {}
+  MaxPool2dBackward(Tensor workspace, Shape x_shape, Layout x_layout, const Pool2dParams& p)
+      : ws_(std::move(workspace)), x_shape_(std::move(x_shape)), x_layout_(x_layout), p_(p) {}
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor()};
-    const Tensor dy = grads[0].to(DType::f32).contiguous();
-    Tensor dx = Tensor::empty(x_shape_, DType::f32, dy.device());
+    const Tensor dy = grad_in_layout(grads[0], x_layout_);
+    Tensor dx = alloc(x_shape_, x_layout_, dy.device());
     backend_for(dy.device()).pool.max_pool2d_backward(dy, ws_, dx, p_);
     return {dx};
   }
@@ -72,16 +87,18 @@ class MaxPool2dBackward : public Node {
  private:
   Tensor ws_;
   Shape x_shape_;
+  Layout x_layout_;
   Pool2dParams p_;
 };
 
 class AvgPool2dBackward : public Node {
  public:
-  AvgPool2dBackward(Shape x_shape, const Pool2dParams& p) : x_shape_(std::move(x_shape)), p_(p) {}
+  AvgPool2dBackward(Shape x_shape, Layout x_layout, const Pool2dParams& p)
+      : x_shape_(std::move(x_shape)), x_layout_(x_layout), p_(p) {}
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor()};
-    const Tensor dy = grads[0].to(DType::f32).contiguous();
-    Tensor dx = Tensor::empty(x_shape_, DType::f32, dy.device());
+    const Tensor dy = grad_in_layout(grads[0], x_layout_);
+    Tensor dx = alloc(x_shape_, x_layout_, dy.device());
     backend_for(dy.device()).pool.avg_pool2d_backward(dy, dx, p_);
     return {dx};
   }
@@ -89,6 +106,7 @@ class AvgPool2dBackward : public Node {
 
  private:
   Shape x_shape_;
+  Layout x_layout_;
   Pool2dParams p_;
 };
 
@@ -113,22 +131,27 @@ class AdaptiveAvgPool2dBackward : public Node {
 Tensor max_pool2d(const Tensor& x, const Pool2dOptions& opt) {
   check_input(x, "max_pool2d");
   const Pool2dParams p = to_params(opt, "max_pool2d", true);
-  Tensor y = Tensor::empty(out_shape(x, p, "max_pool2d"), DType::f32, x.device());
-  const Tensor xc = x.contiguous();
+  const Backend& be = backend_for(x.device());
+  const Tensor xc = operand(be, x);
+  Tensor y = alloc(out_shape(x, p, "max_pool2d"), xc.layout(), x.device());
   const bool record = any_requires_grad({&x});
   Tensor workspace;
-  backend_for(x.device()).pool.max_pool2d_forward(xc, y, record ? &workspace : nullptr, p);
-  if (record) set_history(std::make_shared<MaxPool2dBackward>(workspace, x.shape(), p), {&x}, {&y});
+  be.pool.max_pool2d_forward(xc, y, record ? &workspace : nullptr, p);
+  if (record)
+    set_history(std::make_shared<MaxPool2dBackward>(workspace, x.shape(), xc.layout(), p), {&x},
+                {&y});
   return y;
 }
 
 Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& opt) {
   check_input(x, "avg_pool2d");
   const Pool2dParams p = to_params(opt, "avg_pool2d", false);
-  Tensor y = Tensor::empty(out_shape(x, p, "avg_pool2d"), DType::f32, x.device());
-  backend_for(x.device()).pool.avg_pool2d_forward(x.contiguous(), y, p);
+  const Backend& be = backend_for(x.device());
+  const Tensor xc = operand(be, x);
+  Tensor y = alloc(out_shape(x, p, "avg_pool2d"), xc.layout(), x.device());
+  be.pool.avg_pool2d_forward(xc, y, p);
   if (any_requires_grad({&x}))
-    set_history(std::make_shared<AvgPool2dBackward>(x.shape(), p), {&x}, {&y});
+    set_history(std::make_shared<AvgPool2dBackward>(x.shape(), xc.layout(), p), {&x}, {&y});
   return y;
 }
 

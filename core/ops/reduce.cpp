@@ -71,7 +71,7 @@ Tensor reduce_sum(const Tensor& x, const std::vector<int>& dims_in, bool keepdim
     if (keepdim || !std::binary_search(dims.begin(), dims.end(), d)) out.push_back(keep[d]);
   const float scale = mean ? (count > 0 ? 1.f / static_cast<float>(count) : NAN) : 1.f;
   Tensor y = Tensor::empty(keep, DType::f32, x.device());
-  backend_for(x.device()).reduce.sum(x, y, scale);
+  backend_for(x.device()).reduce.sum(x.contiguous_if_blocked(), y, scale);
   y = y.view(out);
   if (any_requires_grad({&x}))
     set_history(std::make_shared<SumBackward>(keep, x.shape(), scale), {&x}, {&y});
@@ -149,10 +149,11 @@ Tensor max(const Tensor& x) {
 
 Tensor l2_norm(const Tensor& x) {
   check_float(x, "l2_norm");
+  const Tensor xs = x.contiguous_if_blocked();
   const float norm =
-      static_cast<float>(std::sqrt(backend_for(x.device()).reduce.sum_of_squares(x)));
+      static_cast<float>(std::sqrt(backend_for(x.device()).reduce.sum_of_squares(xs)));
   Tensor y = Tensor::full({}, norm, DType::f32, x.device());
-  if (any_requires_grad({&x})) set_history(std::make_shared<L2NormBackward>(x, norm), {&x}, {&y});
+  if (any_requires_grad({&x})) set_history(std::make_shared<L2NormBackward>(xs, norm), {&x}, {&y});
   return y;
 }
 
@@ -165,13 +166,13 @@ Tensor argmax(const Tensor& x, int dim) {
   keep[d] = 1;
   out.erase(out.begin() + d);
   Tensor idx = Tensor::empty(keep, DType::i64, x.device());
-  backend_for(x.device()).reduce.argmax(x, d, idx);
+  backend_for(x.device()).reduce.argmax(x.contiguous_if_blocked(), d, idx);
   return idx.view(out);
 }
 
 double sum_of_squares(const Tensor& x) {
   check_float(x, "sum_of_squares");
-  return backend_for(x.device()).reduce.sum_of_squares(x);
+  return backend_for(x.device()).reduce.sum_of_squares(x.contiguous_if_blocked());
 }
 
 Tensor sum_to(const Tensor& x, const Shape& shape) {
@@ -186,7 +187,7 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
     keep[lead + d] = shape[d];
   }
   Tensor y = Tensor::empty(keep, DType::f32, x.device());
-  backend_for(x.device()).reduce.sum(x, y, 1.f);
+  backend_for(x.device()).reduce.sum(x.contiguous_if_blocked(), y, 1.f);
   return y.view(shape);
 }
 

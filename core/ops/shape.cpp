@@ -25,7 +25,7 @@ class TransposeBackward : public Node {
   TransposeBackward(int d0, int d1) : d0_(d0), d1_(d1) {}
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor()};
-    return {grads[0].transpose(d0_, d1_)};
+    return {grads[0].contiguous_if_blocked().transpose(d0_, d1_)};
   }
   std::string name() const override { return "TransposeBackward"; }
 
@@ -75,8 +75,19 @@ Tensor flatten(const Tensor& x, int start_dim, int end_dim) {
 Tensor transpose(const Tensor& x, int d0, int d1) {
   DPLAB_CHECK(x.defined(), "transpose of an undefined tensor");
   const int a = wrap(d0, x.dim(), "transpose", x), b = wrap(d1, x.dim(), "transpose", x);
-  Tensor y = x.transpose(a, b);
+  Tensor y = x.contiguous_if_blocked().transpose(a, b);
   if (any_requires_grad({&x})) set_history(std::make_shared<TransposeBackward>(a, b), {&x}, {&y});
+  return y;
+}
+
+Tensor to_layout(const Tensor& x, Layout layout) {
+  DPLAB_CHECK(x.defined(), "to_layout of an undefined tensor");
+  if (layout == Layout::strided) return contiguous(x);
+  if (x.layout() == layout) return x;
+  // A CPU memory format: a device tensor keeps its (strided) layout, as channels-last hints do.
+  if (!x.device().is_cpu()) return contiguous(x);
+  Tensor y = x.to(layout);
+  if (any_requires_grad({&x})) set_history(std::make_shared<IdentityBackward>(), {&x}, {&y});
   return y;
 }
 

@@ -28,6 +28,7 @@ std::vector<OpCase> make_cases() {
   add_batch_norm(cs);
   add_losses(cs);
   add_dropout(cs);
+  add_blocked_layout(cs);
   return cs;
 }
 

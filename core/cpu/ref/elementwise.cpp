@@ -3,6 +3,7 @@
 
 #include "dplab/core/cpu/ref/strided.h"
 #include "dplab/core/kernels/elementwise.h"
+#include "dplab/core/layout.h"
 
 namespace dplab {
 namespace {
@@ -27,9 +28,28 @@ void fill(Tensor& y, double value) {
   });
 }
 
+// A copy between layouts: element (n, c, h, w) of one goes to (n, c, h, w) of the other, each
+// placed by its own layout (f32, same shape).
+void copy_between_layouts(const Tensor& src, Tensor& dst) {
+  DPLAB_CHECK(src.dtype() == DType::f32 && dst.dtype() == DType::f32 && src.dim() == 4,
+              "copy between layouts: {} into {} (f32 [N, C, H, W] only)", src.str(), dst.str());
+  const int64_t N = src.size(0), C = src.size(1), H = src.size(2), W = src.size(3);
+  auto offset = [&](const Tensor& t, int64_t n, int64_t c, int64_t h, int64_t w) {
+    if (t.is_blocked()) return nChw16c_offset(n, c, h * W + w, C, H * W);
+    return n * t.stride(0) + c * t.stride(1) + h * t.stride(2) + w * t.stride(3);
+  };
+  const float* s = src.data_any_layout<float>();
+  float* d = dst.data_any_layout<float>();
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t w = 0; w < W; ++w) d[offset(dst, n, c, h, w)] = s[offset(src, n, c, h, w)];
+}
+
 void copy(const Tensor& src, Tensor& dst) {
   DPLAB_CHECK(src.shape() == dst.shape(), "copy: shape {} into {}", shape_str(src.shape()),
               shape_str(dst.shape()));
+  if (src.is_blocked() || dst.is_blocked()) return copy_between_layouts(src, dst);
   const void* s = src.raw_data();
   void* d = dst.raw_data();
   const DType st = src.dtype(), dt = dst.dtype();

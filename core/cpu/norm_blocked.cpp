@@ -1,0 +1,182 @@
+// Batch normalisation in nChw16c: the arithmetic of core/cpu/norm.cpp (statistics in double,
+// two passes, y = x·a + k), with the channel loop split into blocks of 16 channels that sit
+// side by side in memory. One OpenMP task per block; the 16 channels of a block are the 16
+// lanes of every inner loop, so a block's H·W·N pixels stream through once per pass.
+#include <cmath>
+
+#include "dplab/core/cpu/norm_blocked.h"
+
+namespace dplab {
+namespace {
+
+constexpr int64_t B = kBlock16c;
+
+struct Geometry {
+  int64_t n, cb, hw;                               // batch, channel blocks, pixels per image
+  int64_t block_stride() const { return hw * B; }  // floats between (n, cb) and (n, cb + 1)
+};
+
+Geometry geometry(const Tensor& x, const Tensor& other, const char* what) {
+  DPLAB_CHECK(x.is_blocked() && other.layout() == x.layout() && other.shape() == x.shape(),
+              "{}: {} and {} must share the nChw16c layout and shape", what, x.str(), other.str());
+  return {x.size(0), x.size(1) / B, x.size(2) * x.size(3)};
+}
+
+float at(const float* p, int64_t c, float dflt) {
+  return p ? p[c] : dflt;
+}
+
+const float* opt(const Tensor& t) {
+  return t.defined() ? t.data<float>() : nullptr;
+}
+
+// Σx and Σ(x − mean)² per lane of block cb, over every image and pixel.
+void block_stats(const float* x, const Geometry& g, int64_t cb, double (&mean)[B],
+                 double (&ssd)[B]) {
+  double s[B] = {};
+  for (int64_t n = 0; n < g.n; ++n) {
+    const float* p = x + (n * g.cb + cb) * g.block_stride();
+    for (int64_t i = 0; i < g.hw; ++i)
+#pragma omp simd
+      for (int64_t j = 0; j < B; ++j) s[j] += p[i * B + j];
+  }
+  const double m = static_cast<double>(g.n * g.hw);
+  for (int64_t j = 0; j < B; ++j) mean[j] = s[j] / m, ssd[j] = 0;
+  for (int64_t n = 0; n < g.n; ++n) {
+    const float* p = x + (n * g.cb + cb) * g.block_stride();
+    for (int64_t i = 0; i < g.hw; ++i)
+#pragma omp simd
+      for (int64_t j = 0; j < B; ++j) {
+        const double d = p[i * B + j] - mean[j];
+        ssd[j] += d * d;
+      }
+  }
+}
+
+// y = x·a + k per lane over block cb.
+void block_affine(const float* x, float* y, const Geometry& g, int64_t cb, const float (&a)[B],
+                  const float (&k)[B]) {
+  for (int64_t n = 0; n < g.n; ++n) {
+    const int64_t base = (n * g.cb + cb) * g.block_stride();
+    for (int64_t i = 0; i < g.hw; ++i)
+#pragma omp simd
+      for (int64_t j = 0; j < B; ++j) y[base + i * B + j] = x[base + i * B + j] * a[j] + k[j];
+  }
+}
+
+}  // namespace
+
+void blocked_bn_forward_train(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                              Tensor& running_mean, Tensor& running_var, float momentum, float eps,
+                              Tensor& y, Tensor& save_mean, Tensor& save_invstd) {
+  const Geometry g = geometry(x, y, "batch_norm (nChw16c)");
+  const int64_t m = g.n * g.hw;
+  DPLAB_CHECK(m > 0, "batch_norm: empty batch {}", x.str());
+  const float* xp = x.data_any_layout<float>();
+  float* yp = y.data_any_layout<float>();
+  const float* w = opt(weight);
+  const float* b = opt(bias);
+  float* rm = running_mean.defined() ? running_mean.data<float>() : nullptr;
+  float* rv = running_var.defined() ? running_var.data<float>() : nullptr;
+  float* sm = save_mean.data<float>();
+  float* si = save_invstd.data<float>();
+#pragma omp parallel for schedule(static) if (x.numel() > 16384)
+  for (int64_t cb = 0; cb < g.cb; ++cb) {
+    double mean[B], ssd[B];
+    block_stats(xp, g, cb, mean, ssd);
+    float a[B], k[B];
+    for (int64_t j = 0; j < B; ++j) {
+      const int64_t c = cb * B + j;
+      const double var = ssd[j] / m;
+      const double invstd = 1.0 / std::sqrt(var + eps);
+      sm[c] = static_cast<float>(mean[j]);
+      si[c] = static_cast<float>(invstd);
+      a[j] = static_cast<float>(at(w, c, 1.f) * invstd);
+      k[j] = static_cast<float>(at(b, c, 0.f) - mean[j] * at(w, c, 1.f) * invstd);
+      if (rm) rm[c] = static_cast<float>((1.0 - momentum) * rm[c] + momentum * mean[j]);
+      if (rv) {
+        const double unbiased = m > 1 ? ssd[j] / (m - 1) : var;
+        rv[c] = static_cast<float>((1.0 - momentum) * rv[c] + momentum * unbiased);
+      }
+    }
+    block_affine(xp, yp, g, cb, a, k);
+  }
+}
+
+void blocked_bn_forward_eval(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                             const Tensor& running_mean, const Tensor& running_var, float eps,
+                             Tensor& y) {
+  const Geometry g = geometry(x, y, "batch_norm (nChw16c)");
+  const float* xp = x.data_any_layout<float>();
+  float* yp = y.data_any_layout<float>();
+  const float* w = opt(weight);
+  const float* b = opt(bias);
+  const float* rm = running_mean.data<float>();
+  const float* rv = running_var.data<float>();
+#pragma omp parallel for schedule(static) if (x.numel() > 16384)
+  for (int64_t cb = 0; cb < g.cb; ++cb) {
+    float a[B], k[B];
+    for (int64_t j = 0; j < B; ++j) {
+      const int64_t c = cb * B + j;
+      const double invstd = 1.0 / std::sqrt(static_cast<double>(rv[c]) + eps);
+      a[j] = static_cast<float>(at(w, c, 1.f) * invstd);
+      k[j] = static_cast<float>(at(b, c, 0.f) - rm[c] * at(w, c, 1.f) * invstd);
+    }
+    block_affine(xp, yp, g, cb, a, k);
+  }
+}
+
+void blocked_bn_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                         const Tensor& mean, const Tensor& invstd, bool training, Tensor& dx,
+                         Tensor& dweight, Tensor& dbias) {
+  const Geometry g = geometry(x, dy, "batch_norm backward (nChw16c)");
+  if (dx.defined()) geometry(x, dx, "batch_norm backward (nChw16c)");
+  const int64_t m = g.n * g.hw;
+  const float* xp = x.data_any_layout<float>();
+  const float* gp = dy.data_any_layout<float>();
+  const float* w = opt(weight);
+  const float* mu = mean.data<float>();
+  const float* is = invstd.data<float>();
+  float* dxp = dx.defined() ? dx.data_any_layout<float>() : nullptr;
+  float* dwp = dweight.defined() ? dweight.data<float>() : nullptr;
+  float* dbp = dbias.defined() ? dbias.data<float>() : nullptr;
+#pragma omp parallel for schedule(static) if (x.numel() > 16384)
+  for (int64_t cb = 0; cb < g.cb; ++cb) {
+    float mc[B];
+    for (int64_t j = 0; j < B; ++j) mc[j] = mu[cb * B + j];
+    double sum_dy[B] = {}, sum_dy_xc[B] = {};  // Σdy and Σdy·(x − mean)
+    for (int64_t n = 0; n < g.n; ++n) {
+      const int64_t base = (n * g.cb + cb) * g.block_stride();
+      for (int64_t i = 0; i < g.hw; ++i)
+#pragma omp simd
+        for (int64_t j = 0; j < B; ++j) {
+          const float d = gp[base + i * B + j];
+          sum_dy[j] += d;
+          sum_dy_xc[j] += static_cast<double>(d) * (xp[base + i * B + j] - mc[j]);
+        }
+    }
+    // training: dx = scale·(dy − Σdy/M − x̂·Σ(dy·x̂)/M) = a·dy + k1·x + k0 per channel
+    float a[B], k1[B], k0[B];
+    for (int64_t j = 0; j < B; ++j) {
+      const int64_t c = cb * B + j;
+      const double sum_dy_xhat = sum_dy_xc[j] * is[c];
+      if (dwp) dwp[c] = static_cast<float>(sum_dy_xhat);
+      if (dbp) dbp[c] = static_cast<float>(sum_dy[j]);
+      const double scale = at(w, c, 1.f) * static_cast<double>(is[c]);
+      a[j] = static_cast<float>(scale);
+      k1[j] = training ? static_cast<float>(-scale * is[c] * sum_dy_xhat / m) : 0.f;
+      k0[j] = training ? static_cast<float>(-scale * sum_dy[j] / m - k1[j] * mc[j]) : 0.f;
+    }
+    if (!dxp) continue;
+    for (int64_t n = 0; n < g.n; ++n) {
+      const int64_t base = (n * g.cb + cb) * g.block_stride();
+      for (int64_t i = 0; i < g.hw; ++i)
+#pragma omp simd
+        for (int64_t j = 0; j < B; ++j)
+          dxp[base + i * B + j] =
+              a[j] * gp[base + i * B + j] + k1[j] * xp[base + i * B + j] + k0[j];
+    }
+  }
+}
+
+}  // namespace dplab

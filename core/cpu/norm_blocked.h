@@ -1,0 +1,19 @@
+// Batch normalisation over the blocked nChw16c layout (Layout::nChw16c): the cpu backend's
+// norm kernels hand blocked inputs here. Same contract as NormKernels (core/kernels/norm.h);
+// x, y, dy and dx are all nChw16c, the per-channel vectors are plain [C].
+#pragma once
+#include "dplab/core/tensor.h"
+
+namespace dplab {
+
+void blocked_bn_forward_train(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                              Tensor& running_mean, Tensor& running_var, float momentum, float eps,
+                              Tensor& y, Tensor& save_mean, Tensor& save_invstd);
+void blocked_bn_forward_eval(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                             const Tensor& running_mean, const Tensor& running_var, float eps,
+                             Tensor& y);
+void blocked_bn_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                         const Tensor& mean, const Tensor& invstd, bool training, Tensor& dx,
+                         Tensor& dweight, Tensor& dbias);
+
+}  // namespace dplab

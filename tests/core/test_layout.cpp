@@ -1,0 +1,106 @@
+// The blocked nChw16c activation layout (core/tensor.h): where each element lives, the guards
+// that keep strided code from misreading it, and that the CPU backend really keeps a ResNet
+// unit's activations blocked (the op cases in tests/common/op_cases_blocked.cpp check the
+// values against the reference kernels).
+#include <gtest/gtest.h>
+
+#include "common/harness.h"
+#include "dplab/core/layout.h"
+#include "dplab/core/ops.h"
+
+namespace dplab {
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Layout, BlockedPlacesEveryElementByTheFormulaAndRoundTrips) {
+  const Tensor x = test::random_tensor({2, 32, 3, 4}, 7);
+  for (const Backend* be : {&ref_backend(), &cpu_backend()}) {
+    BackendOverride o(*be);
+    const Tensor b = x.to(Layout::nChw16c);
+    ASSERT_TRUE(b.is_blocked());
+    EXPECT_FALSE(b.is_contiguous());
+    const float* bp = b.data_any_layout<float>();
+    const std::vector<float> v = x.to_vector();
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t c = 0; c < 32; ++c)
+        for (int64_t hw = 0; hw < 12; ++hw)
+          ASSERT_EQ(bp[nChw16c_offset(n, c, hw, 32, 12)], v[(n * 32 + c) * 12 + hw])
+              << be->name << " n " << n << " c " << c << " hw " << hw;
+    EXPECT_EQ(b.contiguous().to_vector(), v) << be->name;
+    EXPECT_EQ(b.clone().layout(), Layout::strided);
+    // A strided source that is not contiguous converts too.
+    const Tensor t = x.transpose(2, 3).contiguous().transpose(2, 3);
+    ASSERT_FALSE(t.is_contiguous());
+    EXPECT_EQ(t.to(Layout::nChw16c).to_vector(), v) << be->name;
+  }
+}
+
+TEST(Layout, StridedCodeCannotMisreadABlockedTensor) {
+  const Tensor b = test::random_tensor({1, 16, 2, 2}, 8).to(Layout::nChw16c);
+  EXPECT_NE(error_of([&] { (void)b.data<float>(); }).find("nChw16c"), std::string::npos);
+  EXPECT_NE(error_of([&] { (void)b.slice(1, 0, 4); }).find("nChw16c"), std::string::npos);
+  EXPECT_NE(error_of([&] { (void)b.transpose(2, 3); }).find("nChw16c"), std::string::npos);
+  EXPECT_NE(error_of([&] { (void)b.view({16, 4}); }).find("nChw16c"), std::string::npos);
+  EXPECT_NE(error_of([&] { (void)b.to(DType::bf16); }).find("nChw16c"), std::string::npos);
+  EXPECT_NE(b.str().find("nChw16c"), std::string::npos);
+  // Only f32 [N, C, H, W] with C % 16 == 0 can be blocked.
+  EXPECT_NE(error_of([] {
+              (void)Tensor::empty({1, 12, 2, 2}, Layout::nChw16c);
+            }).find("multiple of 16"),
+            std::string::npos);
+  // The differentiable ops that read strided data convert instead of failing.
+  EXPECT_EQ(reshape(b, {16, 4}).to_vector(), b.to_vector());
+  EXPECT_EQ(transpose(b, 2, 3).contiguous().to_vector(),
+            b.contiguous().transpose(2, 3).contiguous().to_vector());
+}
+
+// On the CPU a conv -> bn -> relu -> add -> maxpool chain stays blocked from the first
+// convolution on, forward and backward (dx of the block input comes back blocked), and agrees
+// with the same chain on strided tensors.
+TEST(Layout, CpuKeepsAResNetUnitBlockedEndToEnd) {
+  Conv2dOptions o;
+  o.padding = {1, 1};
+  const Tensor x0 = test::random_tensor({2, 16, 6, 6}, 9);
+  Tensor w = test::random_tensor({16, 16, 3, 3}, 10);
+  w.set_requires_grad(true);
+  Tensor g = Tensor::ones({16});
+  g.set_requires_grad(true);
+  Tensor bb = Tensor::zeros({16});
+  bb.set_requires_grad(true);
+  auto run = [&](Layout l, std::vector<Tensor>* seen) {
+    Tensor x = x0.to(l);
+    x.set_requires_grad(true);
+    const Tensor c = conv2d(x, w, Tensor(), o);
+    const Tensor n = batch_norm2d(c, g, bb, Tensor(), Tensor(), true);
+    const Tensor r = relu(add(n, x));
+    Pool2dOptions po;
+    po.kernel = {2, 2};
+    const Tensor p = max_pool2d(r, po);
+    if (seen) *seen = {c, n, r, p};
+    backward(sum(mul(p, test::random_tensor(p.shape(), 11))));
+    return std::pair{p.to_vector(), x.grad()};
+  };
+  std::vector<Tensor> seen;
+  const auto [blocked_out, blocked_dx] = run(Layout::nChw16c, &seen);
+  for (const Tensor& t : seen) EXPECT_TRUE(t.is_blocked()) << t.str();
+  const std::vector<float> w_grad_blocked = w.grad().to_vector();
+  w.set_grad(Tensor());
+  g.set_grad(Tensor());
+  bb.set_grad(Tensor());
+  const auto [plain_out, plain_dx] = run(Layout::strided, nullptr);
+  test::expect_close(Tensor::from_vector(blocked_out, {2, 16, 3, 3}),
+                     Tensor::from_vector(plain_out, {2, 16, 3, 3}), 1e-10, "output");
+  test::expect_close(blocked_dx, plain_dx, 1e-10, "dx");
+  test::expect_close(Tensor::from_vector(w_grad_blocked, w.shape()), w.grad(), 1e-10, "dw");
+}
+
+}  // namespace
+}  // namespace dplab
