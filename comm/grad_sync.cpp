@@ -167,6 +167,12 @@ CommStats GradSync::take_stats() {
 }
 
 void GradSync::comm_loop() {
+  try {
+    use_device(arena_.device());  // see core/device.h: no CUDA context on GPU 0 for this thread
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mu_);
+    error_ = std::current_exception();  // finish() rethrows it; the buckets are skipped
+  }
   for (;;) {
     int b = -1;
     bool failed = false;

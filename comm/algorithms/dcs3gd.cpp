@@ -165,13 +165,14 @@ void Dcs3gdStrategy::start_allreduce() {
   // it competes with the compute for cores; it stops once done or once after_backward takes
   // over the wait.
   stop_progress_.store(false);
-  progress_ = std::thread([this, req = req_]() mutable {
+  progress_ = std::thread([this, req = req_, dev = r_.device()]() mutable {
     WaitOptions w;
     w.policy = WaitPolicy::backoff;
     w.spin_tests = 0;
     w.sleep_s = opt_.progress_s;
     w.timeout_s = 0;  // the compute thread's own wait carries the timeout
     try {
+      use_device(dev);  // see core/device.h: no CUDA context on GPU 0 for this thread
       polite_wait([&] { return stop_progress_.load(std::memory_order_relaxed) || req.test(); }, w,
                   [&] { return req.describe(); });
     } catch (...) {
