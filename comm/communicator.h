@@ -79,6 +79,9 @@ class Request {
     // (and its conversion back into the caller's tensor) without blocking the host. Backends
     // whose results are complete once the host sees them (MPI) have nothing to do.
     virtual void order_before_compute() {}
+    // True for backends whose operations complete on a device (NCCL): complete_before_compute()
+    // orders them before later compute instead of waiting on the host.
+    virtual bool device_ordered() const { return false; }
     std::mutex mu;
     bool done = false;
     WaitOptions wait;
@@ -97,6 +100,19 @@ class Request {
     std::lock_guard<std::mutex> lock(impl_->mu);
     if (!impl_->done) impl_->order_before_compute();
   }
+  // Completes the request as far as the program can tell: afterwards kernels enqueued on the
+  // compute stream, later operations of any communicator and host reads of the result (which go
+  // through a Tensor copy on the compute stream) all see the result. A device backend (NCCL)
+  // does this without a host wait: the compute stream waits for the operation on the device
+  // (order_before_compute) and the request counts as done, so its buffers may be released at
+  // once (every later user of their memory is ordered after the operation: compute waits for it,
+  // the comm stream runs in order, the batch prefetcher's copy stream waits for compute). Errors
+  // NCCL has reported so far are thrown here; there is no timeout, a collective that never
+  // completes shows at the next host synchronisation. Host backends (MPI) wait(), as before.
+  // This is how a step consumes its communication on a device without stalling the host.
+  void complete_before_compute();
+  // Whether the request completes on a device (see complete_before_compute).
+  bool device_ordered() const { return impl_ && impl_->device_ordered(); }
   bool valid() const { return impl_ != nullptr; }
   // Seconds from posting to completion (0 before completion or for an empty request).
   double seconds_in_flight() const;
@@ -108,6 +124,9 @@ class Request {
 
 // Waits for all requests (each politely).
 void wait_all(std::vector<Request>& reqs);
+// complete_before_compute() on every request: MPI requests are waited for, NCCL requests are
+// ordered before later compute without a host wait.
+void complete_all_before_compute(std::vector<Request>& reqs);
 
 class Communicator {
  public:

@@ -1,5 +1,7 @@
 #include "dplab/comm/grad_sync.h"
 
+#include <utility>
+
 #include "dplab/core/backend.h"
 #include "dplab/core/error.h"
 
@@ -130,18 +132,31 @@ void GradSync::finish() {
   } else {
     cv_.wait(lock, all_done);
   }
-  stats_.exposed_wait_s += std::chrono::duration<double>(Clock::now() - t0).count();
   // Re-arm for the next backward pass.
   for (size_t b = 0; b < buckets_.size(); ++b)
     pending_[b] = buckets_[b].last_segment - buckets_[b].first_segment + 1;
   next_launch_ = 0;
   done_ = 0;
   active_ = false;
-  if (error_) {
-    auto e = error_;
-    error_ = nullptr;
-    std::rethrow_exception(e);
+  std::vector<Request> posted = std::move(device_pending_);
+  device_pending_.clear();
+  std::exception_ptr err = std::exchange(error_, nullptr);
+  lock.unlock();  // the communication thread is idle until the next backward's hooks
+  // Device requests: the compute stream waits for them (no host wait). Ordered even after an
+  // error, so no later kernel overtakes communication that is still in flight.
+  for (Request& r : posted) {
+    try {
+      r.complete_before_compute();
+    } catch (...) {
+      if (!err) err = std::current_exception();
+    }
   }
+  const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
+  {
+    std::lock_guard<std::mutex> relock(mu_);
+    stats_.exposed_wait_s += waited;
+  }
+  if (err) std::rethrow_exception(err);
 }
 
 CommStats GradSync::take_stats() {
@@ -152,6 +167,12 @@ CommStats GradSync::take_stats() {
 }
 
 void GradSync::comm_loop() {
+  try {
+    use_device(arena_.device());  // see core/device.h: no CUDA context on GPU 0 for this thread
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mu_);
+    error_ = std::current_exception();  // finish() rethrows it; the buckets are skipped
+  }
   for (;;) {
     int b = -1;
     bool failed = false;
@@ -190,7 +211,13 @@ void GradSync::reduce_bucket(int b) {
   if (!opt_.hierarchical || node_->size() == 1) {
     Communicator& c = opt_.hierarchical ? *cross_ : *world_;
     Request r = c.iallreduce(g, op, opt_.wire);
-    r.wait();
+    if (r.device_ordered()) {
+      // NCCL: posted on the comm stream; finish() orders it before compute (see the header).
+      std::lock_guard<std::mutex> lock(mu_);
+      device_pending_.push_back(std::move(r));
+    } else {
+      r.wait();
+    }
     s.bytes_sent = wire_bytes;
     s.collectives = 1;
     s.allreduces = 1;

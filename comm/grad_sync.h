@@ -13,6 +13,17 @@
 // all, and leaves the averaged (or summed) gradient in the arena. With no_sync set, hooks do
 // nothing and finish() returns at once: gradients accumulate locally.
 //
+// On a device communicator (NCCL) the flat mode never waits on the host: the communication
+// thread only posts each bucket's allreduce on the comm stream (ordered after the gradients by
+// an event), and finish() waits until every bucket is posted, then makes the compute stream
+// wait for all of them (Request::complete_before_compute), so the optimizer step that follows
+// runs after the average without a host synchronisation. The bucket's statistics then count
+// posting time as "in flight". Requests are not made to wait on the compute stream earlier,
+// from the communication thread: that would stall the rest of backward behind each bucket.
+// The hierarchical mode still waits for each stage on the communication thread (its scaling
+// between the node-local and cross-node stages runs as a compute kernel in between), so its
+// finish() waits for the device.
+//
 // Hierarchical mode (per bucket): reduce-scatter inside the node, allreduce of the node's shard
 // across nodes (cross communicator), allgather inside the node.
 #pragma once
@@ -98,6 +109,8 @@ class GradSync {
   std::deque<int> queue_;
   bool stop_ = false;
   bool active_ = false;  // a backward pass has fired at least one hook since finish()
+  // Posted device requests (flat mode on NCCL) for finish() to order before compute.
+  std::vector<Request> device_pending_;
   std::exception_ptr error_;
   CommStats stats_;
   std::thread thread_;

@@ -82,6 +82,27 @@ void wait_all(std::vector<Request>& reqs) {
   for (auto& r : reqs) r.wait();
 }
 
+void Request::complete_before_compute() {
+  if (!impl_) return;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->done) return;
+    if (impl_->device_ordered()) {
+      impl_->order_before_compute();
+      // Done for the program: everything after this sees the result. `completed` is when it
+      // was handed to the device, the only time the host knows without waiting.
+      impl_->done = true;
+      impl_->completed = Clock::now();
+      return;
+    }
+  }
+  wait();
+}
+
+void complete_all_before_compute(std::vector<Request>& reqs) {
+  for (auto& r : reqs) r.complete_before_compute();
+}
+
 // ---- the MPI backend ---------------------------------------------------------------------------
 
 namespace {

@@ -88,6 +88,7 @@ struct NcclRequest : Request::Impl {
 
   bool progress() override;
   void order_before_compute() override;
+  bool device_ordered() const override { return true; }
   std::string describe() const override { return desc; }
   ~NcclRequest() override;
 
@@ -214,6 +215,9 @@ bool NcclRequest::progress() {
 
 void NcclRequest::order_before_compute() {
   ensure_issued();
+  // The request may never be tested again (complete_before_compute drops it): report what NCCL
+  // knows of a failure now, without waiting.
+  check_async_error();
   if (post_enqueued) return;  // the conversion is on the compute stream already
   comm_done->make_wait(cuda::compute_stream(state->device));
   if (post) enqueue_post();

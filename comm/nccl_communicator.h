@@ -17,7 +17,10 @@
 // a completion event is recorded after it. Request::test() queries that event (and NCCL's
 // asynchronous error state), never blocking; Request::wait() is the polite MPI wait over it, with
 // the same timeout naming the operation. Request::order_before_compute() makes the compute
-// stream wait for the completion event instead.
+// stream wait for the completion event instead, and Request::complete_before_compute() does
+// that and retires the request (what GradSync and the algorithms use inside a step, so a step
+// never waits on the host for its communication; errors NCCL reports asynchronously are thrown
+// there too).
 // All communicators of a device share one comm stream, so their operations run in posting order
 // per rank: programs must post collectives in the same order on every rank (as MPI requires per
 // communicator), including across communicators that share ranks.

@@ -27,4 +27,12 @@ int cuda_device_count();
 // Why CUDA is unavailable ("built without DPLAB_CUDA", "no CUDA device: ..."); empty if it is.
 std::string cuda_unavailable_reason();
 
+// Makes `d` the calling thread's current CUDA device (nothing to do for the CPU; throws naming
+// the device and the reason when it cannot). Kernel wrappers switch to their tensors' device and
+// back anyway, but switching back to a thread's default device 0 opens a CUDA context there
+// (cudaSetDevice initialises the primary context since CUDA 12): hundreds of MiB on GPU 0 for
+// every rank that trains on another GPU. So every thread that works for one device (the training
+// thread, GradSync's communication thread, DC-S3GD's progress thread) calls this first.
+void use_device(Device d);
+
 }  // namespace dplab

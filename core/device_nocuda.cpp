@@ -1,6 +1,8 @@
 // Device queries when dplab is built without DPLAB_CUDA.
 #include "dplab/core/device.h"
 
+#include "dplab/core/error.h"
+
 namespace dplab {
 
 bool cuda_available() {
@@ -11,6 +13,9 @@ int cuda_device_count() {
 }
 std::string cuda_unavailable_reason() {
   return "dplab was built without DPLAB_CUDA";
+}
+void use_device(Device d) {
+  DPLAB_CHECK(d.is_cpu(), "cannot use {}: {}", d.str(), cuda_unavailable_reason());
 }
 
 }  // namespace dplab

@@ -231,6 +231,12 @@ decltype(auto) dispatch_unary(UnaryOp op, float s, F&& f) {
   return f(fn::Neg{s});
 }
 
+// a + b with two's-complement wrap-around (the add_int kernel's arithmetic): the sum is formed in
+// uint64_t, where overflow is defined, and converted back (modular since C++20).
+DPLAB_HD int64_t add_int_wrapping(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+
 template <typename F>
 decltype(auto) dispatch_binary(BinaryOp op, F&& f) {
   switch (op) {

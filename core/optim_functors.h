@@ -3,6 +3,8 @@
 // exactly the arithmetic the CPU tests proved. Arithmetic is f32 and in PyTorch's operation order,
 // so a dplab step equals torch.optim's bit for bit on the same inputs.
 #pragma once
+#include <cmath>
+
 #include "dplab/core/hostdevice.h"
 
 namespace dplab {
@@ -95,6 +97,13 @@ struct Dcs3gdNormTerms {
     c2 += c * c;
   }
 };
+
+// λ of eq. 17 from the double sums Σg² (g2) and Σ(g⊙g⊙D)² (c2) of one tensor, or of all tensors
+// for the global norm: λ0·‖g‖/‖g⊙g⊙D‖, 0 when the denominator is 0 (D = 0 or g = 0). Double
+// arithmetic in a fixed order, so the host and the device get the same bits.
+DPLAB_HD double dcs3gd_lambda_value(double g2, double c2, double lambda0) {
+  return c2 > 0 ? lambda0 * ::sqrt(g2) / ::sqrt(c2) : 0.0;
+}
 
 // The corrected momentum step for one element. `wd` is the scheduled weight decay times the
 // tensor's mask (0 for BatchNorm parameters).

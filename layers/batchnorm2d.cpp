@@ -1,6 +1,7 @@
 #include "dplab/layers/batchnorm2d.h"
 
 #include "dplab/core/autograd.h"
+#include "dplab/core/ops/elementwise.h"
 #include "dplab/core/ops/norm.h"
 
 namespace dplab {
@@ -34,11 +35,9 @@ void BatchNorm2d::reset_parameters(PhiloxStream&) {
 Tensor BatchNorm2d::forward(const Tensor& x) {
   // Without running statistics PyTorch normalises by the batch in eval too.
   const bool use_batch = is_training() || !running_mean_.defined();
-  if (is_training() && num_batches_tracked_.defined()) {
-    // i64 counter on the host copy (a scalar; no kernel needed), written back on its device.
-    const int64_t n = num_batches_tracked_.to_vector_i64()[0] + 1;
-    num_batches_tracked_.copy_(Tensor::from_vector_i64({n}, {}).to(num_batches_tracked_.device()));
-  }
+  // The i64 counter is incremented where it lives: a host round trip (read, add 1, write back)
+  // would synchronise the host with the device in every BatchNorm layer of every training step.
+  if (is_training() && num_batches_tracked_.defined()) add_int_(num_batches_tracked_, 1);
   return batch_norm2d(x, weight_, bias_, running_mean_, running_var_, use_batch,
                       static_cast<float>(opt_.momentum), static_cast<float>(opt_.eps));
 }

@@ -277,9 +277,10 @@ void CrossoverStrategy::gossip(int64_t round) {
       peers.insert(dst);
     }
     // Lines 11-13: wait for all (gossip is synchronous; the segments overlap each other, not
-    // compute, so the whole wait is exposed).
+    // compute, so the whole wait is exposed). On NCCL the averaging kernels below wait on the
+    // device instead of the host (Request::complete_before_compute).
     const auto tw = Clock::now();
-    wait_all(reqs);
+    complete_all_before_compute(reqs);
     stats_.exposed_wait_s += seconds_since(tw);
     stats_.in_flight_s += seconds_since(t0);
     // Lines 14-18: x_s <- (x_s + received_s) / 2. (a + b) * 0.5 is symmetric in a and b, so a
@@ -297,7 +298,7 @@ void CrossoverStrategy::gossip(int64_t round) {
   if (opt_.hierarchical && topo_->node().size() > 1) {
     // The leader's gossiped parameters propagate to its group.
     const auto t0 = Clock::now();
-    topo_->node().broadcast(params, 0);
+    topo_->node().ibroadcast(params, 0).complete_before_compute();
     const double dt = seconds_since(t0);
     stats_.exposed_wait_s += dt;
     stats_.in_flight_s += dt;

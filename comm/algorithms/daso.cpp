@@ -216,7 +216,7 @@ void DasoStrategy::post(const DasoSync& s) {
 void DasoStrategy::merge(Pending& p) {
   if (member(p.sync.group)) {
     const auto t0 = Clock::now();
-    p.req.wait();
+    p.req.complete_before_compute();  // on NCCL: the merge kernels wait on the device, not the host
     stats_.exposed_wait_s += seconds_since(t0);
     stats_.in_flight_s += p.req.seconds_in_flight();
     // Eq. 1: x_{t+S} = (2S·x_{t+S-1} + Σ_{i=1..P} x_t^i) / (2S + P), x this member's current
@@ -234,7 +234,9 @@ void DasoStrategy::blocking_sync(const DasoSync& s, DType wire) {
   if (member(s.group)) {
     // S' = 0: the plain average over the group, in place (16-bit wire reduces in f32).
     const auto t0 = Clock::now();
-    topo_->cross().allreduce(ctx_.arena->params(), ReduceOp::average, wire);
+    topo_->cross()
+        .iallreduce(ctx_.arena->params(), ReduceOp::average, wire)
+        .complete_before_compute();
     const double dt = seconds_since(t0);
     stats_.exposed_wait_s += dt;
     stats_.in_flight_s += dt;
@@ -250,7 +252,7 @@ void DasoStrategy::broadcast_from(int group) {
   Communicator& node = topo_->node();
   if (node.size() == 1) return;
   const auto t0 = Clock::now();
-  node.broadcast(ctx_.arena->params(), group);
+  node.ibroadcast(ctx_.arena->params(), group).complete_before_compute();
   const double dt = seconds_since(t0);
   stats_.exposed_wait_s += dt;
   stats_.in_flight_s += dt;

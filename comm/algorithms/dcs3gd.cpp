@@ -136,6 +136,8 @@ void Dcs3gdStrategy::setup(TrainContext& ctx) {
     wd_mask_.push_back(decay ? 1.f : 0.f);
   }
   last_stats_.assign(ctx.arena->segments().size(), {});
+  history_meta_.clear();
+  history_ = Tensor();
   pending_ = false;
 }
 
@@ -163,13 +165,14 @@ void Dcs3gdStrategy::start_allreduce() {
   // it competes with the compute for cores; it stops once done or once after_backward takes
   // over the wait.
   stop_progress_.store(false);
-  progress_ = std::thread([this, req = req_]() mutable {
+  progress_ = std::thread([this, req = req_, dev = r_.device()]() mutable {
     WaitOptions w;
     w.policy = WaitPolicy::backoff;
     w.spin_tests = 0;
     w.sleep_s = opt_.progress_s;
     w.timeout_s = 0;  // the compute thread's own wait carries the timeout
     try {
+      use_device(dev);  // see core/device.h: no CUDA context on GPU 0 for this thread
       polite_wait([&] { return stop_progress_.load(std::memory_order_relaxed) || req.test(); }, w,
                   [&] { return req.describe(); });
     } catch (...) {
@@ -181,7 +184,9 @@ void Dcs3gdStrategy::start_allreduce() {
 void Dcs3gdStrategy::finish_allreduce() {
   stop_progress_.store(true);
   const auto t0 = Clock::now();
-  req_.wait();  // the communicator's polite wait (and timeout)
+  // The communicator's polite wait (and timeout) on MPI; on NCCL the update kernels wait for
+  // the allreduce on the device.
+  req_.complete_before_compute();
   stats_.exposed_wait_s += seconds_since(t0);
   stats_.in_flight_s += req_.seconds_in_flight();
   req_ = Request();
@@ -255,56 +260,92 @@ void Dcs3gdStrategy::update(const StepInfo& step) {
                      g_all.flat_range(b, e), avg_args, sums);
   }
   // (Alignment padding between segments is 0 in W, W̄, S and R and stays so.)
-  // λ and the metrics need the sums on the host: one small copy per pass (on CUDA, a sync).
-  std::vector<double> sums = f64_slot_values(sums_);
-  double g2_all = 0, c2_all = 0;
-  for (int64_t j = 0; j < nseg; ++j) {
-    last_stats_[j].g_norm = std::sqrt(sums[4 * j]);
-    last_stats_[j].ggd_norm = std::sqrt(sums[4 * j + 1]);
-    last_stats_[j].d_norm = std::sqrt(sums[4 * j + 2]);
-    g2_all += sums[4 * j];
-    c2_all += sums[4 * j + 1];
-  }
-
-  // λ (eq. 17): λ = λ0·‖g‖/‖g⊙g⊙D‖, 0 when the denominator is 0 (D = 0 or g = 0).
-  double lambda_mean = 0, d2_all = 0, wbar2 = 0;
-  for (size_t j = 0; j < segs.size(); ++j) {
-    Dcs3gdTensorStats& st = last_stats_[j];
-    double lam = 0;
-    if (correct) {
-      if (opt_.norm == Dcs3gdOptions::Norm::per_tensor)
-        lam = st.ggd_norm > 0 ? opt_.lambda0 * st.g_norm / st.ggd_norm : 0.0;
-      else
-        lam = c2_all > 0 ? opt_.lambda0 * std::sqrt(g2_all) / std::sqrt(c2_all) : 0.0;
-    }
-    st.lambda = lam;
-    lambda_mean += lam / double(segs.size());
-    d2_all += st.d_norm * st.d_norm;
-  }
+  // λ (eq. 17) of every tensor, computed where the sums are (the dcs3gd_lambda kernel) and read
+  // there by pass 2: on a device the host never waits for the sums within a step.
+  if (!lambdas_.defined() || lambdas_.numel() != nseg)
+    lambdas_ = Tensor::zeros({nseg}, DType::f32, arena.device());
+  Dcs3gdLambdaArgs lam_args;
+  lam_args.lambda0 = opt_.lambda0;
+  lam_args.global = opt_.norm == Dcs3gdOptions::Norm::global;
+  lam_args.correct = correct;
+  k.dcs3gd_lambda(sums_, lam_args, lambdas_);
 
   // Pass 2 (the dcs3gd_update kernel): g̃ (eq. 10), Δw = U(g̃) (MXNet momentum),
   // W = W̄ + Δw (eq. 12), S = Δw; ΣW̄² into the segment's 4th slot.
   for (int64_t j = 0; j < nseg; ++j) {
     const int64_t b = segs[j].offset, e = b + segs[j].numel;
-    const Dcs3gdUpdate up{float(last_stats_[j].lambda), float(lr), float(mu_),
-                          float(wd * wd_mask_[j])};
+    const Dcs3gdUpdate up{0.f /* λ: lambdas_[j] */, float(lr), float(mu_), float(wd * wd_mask_[j])};
     Tensor w = w_all.flat_range(b, e), v = v_.flat_range(b, e), s = s_.flat_range(b, e);
     Tensor wbar_sq = sums_.flat_range(4 * j + 3, 4 * j + 4);
-    k.dcs3gd_update(g_all.flat_range(b, e), wbar_.flat_range(b, e), w, v, s, up, wbar_sq);
+    k.dcs3gd_update(g_all.flat_range(b, e), wbar_.flat_range(b, e), w, v, s, up, wbar_sq,
+                    lambdas_.flat_range(j, j + 1));
   }
-  if (have_r) {
-    sums = f64_slot_values(sums_);
-    for (int64_t j = 0; j < nseg; ++j) wbar2 += sums[4 * j + 3];
-  }
+  // The metrics (per-tensor norms and λ, epoch means) come from this step's sums, kept on the
+  // device and read back in batches (record_sums).
+  record_sums(have_r, correct);
   pending_ = true;
   last_lr_ = lr;
   last_wd_ = wd;
   ++steps_;
-  if (have_r) {
-    ++corrected_steps_;
-    lambda_sum_ += lambda_mean;
-    d_rel_sum_ += wbar2 > 0 ? std::sqrt(d2_all / wbar2) : 0.0;
+  if (have_r) ++corrected_steps_;
+}
+
+void Dcs3gdStrategy::record_sums(bool have_r, bool correct) {
+  const int64_t width = sums_.numel();
+  if (!history_.defined() || history_.numel() != kHistorySteps * width) {
+    flush_history();
+    history_ = Tensor::empty({kHistorySteps * width}, DType::i64, sums_.device());
   }
+  if (int64_t(history_meta_.size()) == kHistorySteps) flush_history();
+  const int64_t k = int64_t(history_meta_.size());
+  Tensor slot = history_.flat_range(k * width, (k + 1) * width);
+  slot.copy_(sums_);  // in stream order, before the next step's pass 1 overwrites sums_
+  history_meta_.push_back({have_r, correct});
+}
+
+void Dcs3gdStrategy::flush_history() const {
+  if (history_meta_.empty()) return;
+  const int64_t width = sums_.numel(), nseg = width / 4;
+  // The one device -> host copy per kHistorySteps steps (a host synchronisation on CUDA).
+  const std::vector<double> all =
+      f64_slot_values(history_.flat_range(0, int64_t(history_meta_.size()) * width));
+  for (size_t i = 0; i < history_meta_.size(); ++i) {
+    const double* sums = all.data() + i * size_t(width);
+    const auto [have_r, correct] = history_meta_[i];
+    double g2_all = 0, c2_all = 0;
+    for (int64_t j = 0; j < nseg; ++j) {
+      last_stats_[j].g_norm = std::sqrt(sums[4 * j]);
+      last_stats_[j].ggd_norm = std::sqrt(sums[4 * j + 1]);
+      last_stats_[j].d_norm = std::sqrt(sums[4 * j + 2]);
+      g2_all += sums[4 * j];
+      c2_all += sums[4 * j + 1];
+    }
+    // λ as the dcs3gd_lambda kernel computed it for the update (there rounded to f32).
+    double lambda_mean = 0, d2_all = 0;
+    for (int64_t j = 0; j < nseg; ++j) {
+      Dcs3gdTensorStats& st = last_stats_[j];
+      double lam = 0;
+      if (correct)
+        lam = opt_.norm == Dcs3gdOptions::Norm::per_tensor
+                  ? dcs3gd_lambda_value(sums[4 * j], sums[4 * j + 1], opt_.lambda0)
+                  : dcs3gd_lambda_value(g2_all, c2_all, opt_.lambda0);
+      st.lambda = lam;
+      lambda_mean += lam / double(nseg);
+      d2_all += st.d_norm * st.d_norm;
+    }
+    if (have_r) {
+      double wbar2 = 0;
+      for (int64_t j = 0; j < nseg; ++j) wbar2 += sums[4 * j + 3];
+      lambda_sum_ += lambda_mean;
+      d_rel_sum_ += wbar2 > 0 ? std::sqrt(d2_all / wbar2) : 0.0;
+    }
+  }
+  history_meta_.clear();
+}
+
+const std::vector<Dcs3gdTensorStats>& Dcs3gdStrategy::last_tensor_stats() const {
+  flush_history();
+  return last_stats_;
 }
 
 void Dcs3gdStrategy::drain() {
@@ -330,12 +371,14 @@ CommStats Dcs3gdStrategy::take_stats() {
 }
 
 void Dcs3gdStrategy::begin_epoch(int64_t) {
+  flush_history();  // the recorded steps belong to the epoch before
   steps_ = corrected_steps_ = 0;
   compute_s_ = lambda_sum_ = d_rel_sum_ = 0;
 }
 
 std::map<std::string, double> Dcs3gdStrategy::state() const {
   // Means over the steps of the current epoch (the loop reads state() after the epoch).
+  flush_history();
   const double n = steps_ > 0 ? double(steps_) : 1.0;
   const double nc = corrected_steps_ > 0 ? double(corrected_steps_) : 1.0;
   return {{"ranks", double(topo_->world().size())},

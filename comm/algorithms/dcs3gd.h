@@ -16,6 +16,10 @@
 // The first step (and the first after a drain) has nothing in flight: D = 0, so it is the plain
 // local momentum step W = W̄ + Δw of Algorithm 1's prologue.
 // With the same data on every rank D = 0 and the trajectory is serial momentum SGD (MXNet form).
+// On a CUDA arena a step never waits on the host: the wait is Request::complete_before_compute
+// (the compute stream waits for the allreduce), the per-tensor sums stay on the device, λ is
+// computed there (OptimKernels::dcs3gd_lambda) and read there by the update kernel, and the
+// metrics read the sums back once per 64 steps or when asked for (last_tensor_stats, state).
 //
 // Schedule (Sec. IV-A): iteration based, lr η_t = η·f(t) with the peak η = the optimizer's lr
 // (--lr), f a linear warm-up from 1/T_w to 1 over T_w iterations then a linear decay reaching 0
@@ -46,6 +50,7 @@
 #include <exception>
 #include <memory>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "dplab/comm/strategy.h"
@@ -110,7 +115,8 @@ class Dcs3gdStrategy : public Strategy {
   bool in_flight() const { return req_.valid(); }
   // True when S holds an update not yet added to W̄ on any rank (between steps).
   bool update_pending() const { return pending_; }
-  const std::vector<Dcs3gdTensorStats>& last_tensor_stats() const { return last_stats_; }
+  // (Reads the recorded sums back from the arena's device first: a host synchronisation.)
+  const std::vector<Dcs3gdTensorStats>& last_tensor_stats() const;
   // lr and weight decay of the last step (after the schedule).
   double last_lr() const { return last_lr_; }
   double last_wd() const { return last_wd_; }
@@ -120,12 +126,20 @@ class Dcs3gdStrategy : public Strategy {
   void finish_allreduce();  // waits; W̄ += R/N is left to the caller
   void join_progress();     // joins a stopped progress thread, rethrows its error
   void update(const StepInfo& step);
+  // Metrics without a host read per step: each step's sums are copied into a device history
+  // (kHistorySteps rows) and read back when it is full or a metric is asked for.
+  static constexpr int64_t kHistorySteps = 64;
+  void record_sums(bool have_r, bool correct);
+  void flush_history() const;  // updates last_stats_, lambda_sum_, d_rel_sum_
 
   std::shared_ptr<Topology> topo_;
   Dcs3gdOptions opt_;
   double peak_lr_ = 0, base_wd_ = 0, mu_ = 0;
   Tensor wbar_, v_, s_, r_;
   Tensor sums_;  // f64 slots (i64 storage), 4 per segment: Σg², Σ(g⊙g⊙D)², ΣD², ΣW̄²
+  Tensor lambdas_;  // f32 λ per segment, on the arena's device (dcs3gd_lambda)
+  Tensor history_;  // kHistorySteps rows of sums_, on the arena's device
+  mutable std::vector<std::pair<bool, bool>> history_meta_;  // (have_r, correct) per row
   std::vector<float> wd_mask_;  // per arena segment: 1 = decayed, 0 = excluded
   bool pending_ = false;        // S holds an update not yet communicated
   bool received_ = false;       // R holds this iteration's sum (set by finish_allreduce)
@@ -134,13 +148,14 @@ class Dcs3gdStrategy : public Strategy {
   std::atomic<bool> stop_progress_{false};
   std::exception_ptr progress_error_;
   Clock::time_point compute_start_{};
-  std::vector<Dcs3gdTensorStats> last_stats_;
+  mutable std::vector<Dcs3gdTensorStats> last_stats_;
   double last_lr_ = 0, last_wd_ = 0;
 
   CommStats stats_;
   // For state(): per-step means over the current epoch (reset in begin_epoch).
   int64_t steps_ = 0, corrected_steps_ = 0;
-  double compute_s_ = 0, lambda_sum_ = 0, d_rel_sum_ = 0;
+  double compute_s_ = 0;
+  mutable double lambda_sum_ = 0, d_rel_sum_ = 0;
 };
 
 std::unique_ptr<Strategy> make_dcs3gd_strategy(const Options& opt);

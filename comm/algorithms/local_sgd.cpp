@@ -8,7 +8,8 @@ CommStats average_parameters(Communicator& comm, ParamArena& arena) {
   CommStats s;
   if (comm.size() == 1) return s;
   const auto t0 = Clock::now();
-  comm.allreduce(arena.params(), ReduceOp::average);
+  // On NCCL the next step's kernels wait for the average on the device, not the host.
+  comm.iallreduce(arena.params(), ReduceOp::average).complete_before_compute();
   s.in_flight_s = s.exposed_wait_s = std::chrono::duration<double>(Clock::now() - t0).count();
   s.bytes_sent = static_cast<double>(arena.params().nbytes());
   s.collectives = 1;

@@ -63,9 +63,26 @@ void OscarsStrategy::setup(TrainContext& ctx) {
   }
 }
 
+bool OscarsStrategy::timed() const {
+  // Iteration times are used while profiling and, with reprofile_rounds, for the next search;
+  // only then is a step timed. On a device that costs two host synchronisations per step, which
+  // a run without re-profiling must not pay after its profile.
+  return fixed_t_us_.empty() && (profiling_ || reprofile_rounds_ > 0);
+}
+
+void OscarsStrategy::wait_for_device() const {
+  // Copying one parameter back waits for the compute stream, which has waited for every
+  // communication the step consumed (a CPU arena needs nothing).
+  if (!ctx_.arena->device().is_cpu()) (void)ctx_.arena->params().flat_range(0, 1).item();
+}
+
 StepPlan OscarsStrategy::plan(const StepInfo&) {
   // Steps 2 and 4: during profiling every rank computes; in a round, the first tau_i ticks.
   computing_ = profiling_ || round_pos_ < sched_.tau[size_t(rank())];
+  // A timed step starts with the device idle: otherwise its time would include the tail of the
+  // previous step (the host runs ahead of a device), in particular the previous parameter
+  // average, which on NCCL the host never waits for and which ends with the slowest rank.
+  if (computing_ && timed()) wait_for_device();
   t_plan_ = Clock::now();
   StepPlan p;
   p.compute = computing_;
@@ -115,11 +132,10 @@ void OscarsStrategy::average() {
 }
 
 void OscarsStrategy::after_step(const StepInfo& step) {
-  if (computing_) {
+  if (computing_ && timed()) {
     // On a device the step's kernels are only queued by now: the iteration time counts once
-    // they have run. Copying one parameter back waits for the compute stream (a CPU arena
-    // needs nothing).
-    if (!ctx_.arena->device().is_cpu()) (void)ctx_.arena->params().flat_range(0, 1).item();
+    // they have run.
+    wait_for_device();
     const auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t_plan_);
     samples_us_.push_back(int64_t(us.count()));
     // Keep only what a median can use.

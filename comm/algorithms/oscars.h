@@ -75,6 +75,8 @@ class OscarsStrategy : public Strategy {
   void average();
   void reschedule();  // allgather the medians, search, set tau
   int64_t my_median_us() const;
+  bool timed() const;            // whether computing ticks are timed now
+  void wait_for_device() const;  // host waits for the arena's compute stream (no-op on CPU)
 
   std::shared_ptr<Topology> topo_;
   OscarsSearchOptions search_opt_;

@@ -34,6 +34,13 @@ void SgpStrategy::setup(TrainContext& ctx) {
   recv_ = Tensor::zeros({n + 1}, DType::f32, ctx.arena->device());
 }
 
+void SgpStrategy::set_push_sum_weight(float w) {
+  DPLAB_CHECK(weights_.empty(),
+              "sgp: set_push_sum_weight after the first gossip (every rank tracks all weights "
+              "from then on)");
+  w_ = w;
+}
+
 void SgpStrategy::after_backward(const StepInfo&) {
   // With w != 1 the step must be applied to x, not z: remember z^k.
   have_before_ = w_ != 1.0f;
@@ -55,6 +62,16 @@ void SgpStrategy::gossip(int64_t round) {
   const int hop = hops_[size_t(round % int64_t(hops_.size()))];
   const int dst = (me + hop) % n, src = ((me - hop) % n + n) % n;
   const int64_t numel = ctx_.arena->numel();
+  if (weights_.empty()) {
+    // Every rank's push-sum weight, gathered once (bookkeeping, not counted in the statistics);
+    // from here on each rank updates all of them by the mixing rule (see below).
+    Tensor mine = Tensor::full({1}, w_, DType::f32, send_.device());
+    Tensor all = Tensor::empty({n}, DType::f32, send_.device());
+    comm.allgather(mine, all);
+    weights_ = all.to_vector();
+    DPLAB_CHECK(weights_[size_t(me)] == w_, "sgp: rank {} gathered weight {} for itself, not {}",
+                me, weights_[size_t(me)], w_);
+  }
   // Backend kernels on the arena's device, in the order of the scalar formulas below (float
   // + and * commute bitwise, and the CPU kernels do not fuse multiply-adds).
   const ElementwiseKernels& ew = backend_for(send_.device()).ew;
@@ -74,22 +91,31 @@ void SgpStrategy::gossip(int64_t round) {
   std::vector<Request> reqs;
   reqs.push_back(comm.irecv(recv_, src, kTag));
   reqs.push_back(comm.isend(send_, dst, kTag));
-  wait_all(reqs);
+  complete_all_before_compute(reqs);  // NCCL: the mixing kernels wait on the device
   const double dt = seconds_since(t0);
   stats_.exposed_wait_s += dt;
   stats_.in_flight_s += dt;
   stats_.bytes_sent += static_cast<double>(send_.nbytes());
   ++stats_.collectives;
-  // Uniform mixing 1/2 on x and w, then de-bias. The peer's weight is the one host value the
-  // rule needs (w is a host scalar): one element copied back explicitly.
+  // Uniform mixing 1/2 on x and w, then de-bias by the received weight, all on the arena's
+  // device: w_new = (w + w_recv)·0.5 from the message itself.
   const Tensor xr = recv_.flat_range(0, numel);
-  const float w_recv = recv_.flat_range(numel, numel + 1).item();
-  const float w_new = (w_ + w_recv) * 0.5f;
-  const Tensor w_new_t = Tensor::full({1}, w_new, DType::f32, z.device());
+  const Tensor w_recv = recv_.flat_range(numel, numel + 1);
+  Tensor w_new_t = Tensor::empty({1}, DType::f32, z.device());
+  ew.binary(BinaryOp::add, xs_w, w_recv, w_new_t);
+  ew.unary(UnaryOp::mul_scalar, 0.5f, w_new_t, w_new_t);
   ew.binary(BinaryOp::add, xs, xr, z);
   ew.unary(UnaryOp::mul_scalar, 0.5f, z, z);
   ew.binary(BinaryOp::div, z, w_new_t, z);
-  w_ = w_new;
+  // The host's copy of w (which the next step's branch and scalars need) comes from the
+  // weights of all ranks that every rank tracks with the same float operations, not from
+  // reading the message back: that read would synchronise the host with the device every
+  // step. It equals w_new_t bit for bit: (w + w_src)·0.5 in f32 either way.
+  std::vector<float> next(weights_.size());
+  for (int r = 0; r < n; ++r)
+    next[size_t(r)] = (weights_[size_t(r)] + weights_[size_t(((r - hop) % n + n) % n)]) * 0.5f;
+  weights_ = std::move(next);
+  w_ = weights_[size_t(me)];
   last_hop_ = hop;
   ++rounds_;
 }

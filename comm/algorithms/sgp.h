@@ -15,6 +15,9 @@
 // arithmetic is exercised and holds for any starting weights.
 // With w = 1 the optimizer step on z is exactly the step on x; otherwise x^{k+1/2} is formed as
 // w·z^k + (z^{k+1/2} - z^k) from a snapshot taken before the step.
+// On a device nothing of a step goes back to the host: the de-biasing divides by the received
+// weight on the device, and the host knows w (for that branch and the scalars) because every
+// rank tracks every rank's weight, gathered once at the first gossip.
 //
 // Evaluated model: rank 0's z; consensus_eval() offers Σ_i x_i / Σ_i w_i.
 //
@@ -48,15 +51,18 @@ class SgpStrategy : public Strategy {
   // One push-sum gossip with hop exponential_hops(n)[round mod L]; public for tests.
   void gossip(int64_t round);
   float push_sum_weight() const { return w_; }
-  // Sets w keeping z (so x = w·z changes): tests start from unequal weights.
-  void set_push_sum_weight(float w) { w_ = w; }
+  // Sets w keeping z (so x = w·z changes): tests start from unequal weights. Only before the
+  // first gossip: that round gathers every rank's weight once, and each rank then tracks all of
+  // them (the mixing rule is deterministic), so no step reads a weight back from the device.
+  void set_push_sum_weight(float w);
   Topology& topology() { return *topo_; }
 
  private:
   std::shared_ptr<Topology> topo_;
   std::vector<int> hops_;
   float w_ = 1.0f;
-  Tensor before_;  // z before the optimizer step (only while w != 1)
+  std::vector<float> weights_;  // every rank's w (empty until the first gossip)
+  Tensor before_;               // z before the optimizer step (only while w != 1)
   bool have_before_ = false;
   Tensor send_, recv_;  // [numel + 1]: x, then w
   int64_t rounds_ = 0;

@@ -237,6 +237,7 @@ ElementwiseKernels cpu_elementwise_kernels() {
   k.axpy = axpy;
   k.unary = unary;
   k.binary = binary;
+  k.add_int = spec().add_int;  // counters: a handful of elements, no fast path needed
   return k;
 }
 

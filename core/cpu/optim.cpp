@@ -85,8 +85,10 @@ void dcs3gd_average(Tensor& wbar, const Tensor& r, const Tensor& w, const Tensor
 }
 
 void dcs3gd_update(const Tensor& g, const Tensor& wbar, Tensor& w, Tensor& v, Tensor& s,
-                   const Dcs3gdUpdate& up, Tensor& wbar_sq) {
-  check_dcs3gd_update_operands(g, wbar, w, v, s, wbar_sq);
+                   const Dcs3gdUpdate& up_in, Tensor& wbar_sq, const Tensor& lambda) {
+  check_dcs3gd_update_operands(g, wbar, w, v, s, wbar_sq, lambda);
+  Dcs3gdUpdate up = up_in;
+  if (lambda.defined()) up.lambda = lambda.data<float>()[0];
   const float* gp = g.data<float>();
   const float* wb = wbar.data<float>();
   float* wp = w.data<float>();
@@ -135,6 +137,7 @@ OptimKernels cpu_optim_kernels() {
   k.lars_norms = lars_norms;
   k.lars_step = lars_step;
   k.dcs3gd_average = dcs3gd_average;
+  k.dcs3gd_lambda = ref_optim_kernels().dcs3gd_lambda;  // a handful of scalars: ref's loop
   k.dcs3gd_update = dcs3gd_update;
   k.dcs3gd_drain = dcs3gd_drain;
   k.amp_unscale = amp_unscale;

@@ -91,6 +91,15 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y) {
                                        y.data<float>(), ix, y.numel(), scope.stream()));
 }
 
+void add_int(Tensor& y, int64_t v) {
+  DPLAB_CHECK(y.dtype() == DType::i64 || y.dtype() == DType::i32,
+              "CUDA add_int: {} must be an i64 or i32 tensor", y.str());
+  cuda::KernelScope scope(y, "add_int");
+  const auto ix = cuda::indexer_for<1>(y.shape(), {&y.strides()}, "add_int");
+  DPLAB_CUDA_CHECK(cuda::launch_add_int(y.raw_data(), y.dtype() == DType::i64, v, ix, y.numel(),
+                                        scope.stream()));
+}
+
 }  // namespace
 
 ElementwiseKernels cuda_elementwise_kernels() {
@@ -100,6 +109,7 @@ ElementwiseKernels cuda_elementwise_kernels() {
   k.axpy = axpy;
   k.unary = unary;
   k.binary = binary;
+  k.add_int = add_int;
   return k;
 }
 

@@ -75,6 +75,15 @@ __global__ void binary_kernel(F f, const void* a, DType at, const void* b, DType
   }
 }
 
+template <typename T>
+__global__ void add_int_kernel(T* y, int64_t v, Indexer<1> ix, int64_t n) {
+  for (int64_t k = first_index(); k < n; k += grid_stride()) {
+    int64_t off[1];
+    ix.offsets(k, off);
+    y[off[0]] = static_cast<T>(add_int_wrapping(y[off[0]], v));
+  }
+}
+
 }  // namespace
 
 cudaError_t launch_fill(void* y, int elem_size, uint64_t bits, const Indexer<1>& ix, int64_t n,
@@ -158,6 +167,16 @@ cudaError_t launch_binary(BinaryOp op, const void* a, DType at, const void* b, D
   dispatch_binary(op, [&](auto f) {
     binary_kernel<<<blocks_for(n), kThreads, 0, stream>>>(f, a, at, b, bt, y, ix, n);
   });
+  return cudaPeekAtLastError();
+}
+
+cudaError_t launch_add_int(void* y, bool wide, int64_t v, const Indexer<1>& ix, int64_t n,
+                           cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if (wide)
+    add_int_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<int64_t*>(y), v, ix, n);
+  else
+    add_int_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<int32_t*>(y), v, ix, n);
   return cudaPeekAtLastError();
 }
 

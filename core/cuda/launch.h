@@ -142,5 +142,8 @@ cudaError_t launch_unary(UnaryOp op, float s, const void* x, DType xt, float* y,
 // y[off2] = op(a[off0], b[off1]); broadcast dims carry stride 0 in a's or b's strides.
 cudaError_t launch_binary(BinaryOp op, const void* a, DType at, const void* b, DType bt, float* y,
                           const Indexer<3>& ix, int64_t n, cudaStream_t stream);
+// y[off] += v (add_int_wrapping) for an i64 (wide) or i32 tensor.
+cudaError_t launch_add_int(void* y, bool wide, int64_t v, const Indexer<1>& ix, int64_t n,
+                           cudaStream_t stream);
 
 }  // namespace dplab::cuda

@@ -39,8 +39,12 @@ cudaError_t launch_dcs3gd_average(float* wbar, const float* r, const float* w, c
                                   double* sums, cudaStream_t stream);
 // wbar_sq[0] = ΣW̄²; partials: optim_reduce_blocks(n).
 cudaError_t launch_dcs3gd_update(const float* g, const float* wbar, float* w, float* v, float* s,
-                                 int64_t n, Dcs3gdUpdate up, double* partials, double* wbar_sq,
-                                 cudaStream_t stream);
+                                 int64_t n, Dcs3gdUpdate up, const float* lambda, double* partials,
+                                 double* wbar_sq, cudaStream_t stream);
+// lambdas[j] for j < count from the f64 sums (4 per tensor), as ref's dcs3gd_lambda (one thread:
+// a few hundred scalars, in ref's order).
+cudaError_t launch_dcs3gd_lambda(const double* sums, int64_t count, double lambda0, bool global,
+                                 bool correct, float* lambdas, cudaStream_t stream);
 cudaError_t launch_dcs3gd_drain(float* wbar, const float* r, float* w, int64_t n, float ranks,
                                 cudaStream_t stream);
 

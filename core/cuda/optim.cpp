@@ -85,15 +85,24 @@ void dcs3gd_average(Tensor& wbar, const Tensor& r, const Tensor& w, const Tensor
       n, args.ranks, args.have_r, f64_ptr(partials), f64_ptr(sums), cur.stream()));
 }
 
+void dcs3gd_lambda(const Tensor& sums, const Dcs3gdLambdaArgs& args, Tensor& lambdas) {
+  const int64_t count = check_dcs3gd_lambda_operands(sums, lambdas);
+  check_on_cuda(lambdas, "dcs3gd_lambda");
+  CurrentDevice cur(lambdas);
+  DPLAB_CUDA_CHECK(cuda::launch_dcs3gd_lambda(f64_ptr(sums), count, args.lambda0, args.global,
+                                              args.correct, lambdas.data<float>(), cur.stream()));
+}
+
 void dcs3gd_update(const Tensor& g, const Tensor& wbar, Tensor& w, Tensor& v, Tensor& s,
-                   const Dcs3gdUpdate& up, Tensor& wbar_sq) {
-  check_dcs3gd_update_operands(g, wbar, w, v, s, wbar_sq);
+                   const Dcs3gdUpdate& up, Tensor& wbar_sq, const Tensor& lambda) {
+  check_dcs3gd_update_operands(g, wbar, w, v, s, wbar_sq, lambda);
   check_on_cuda(wbar, "dcs3gd_update");
   CurrentDevice cur(wbar);
   const int64_t n = wbar.numel();
   Tensor partials = partials_for(wbar, int64_t(cuda::optim_reduce_blocks(n)));
   DPLAB_CUDA_CHECK(cuda::launch_dcs3gd_update(g.data<float>(), wbar.data<float>(), w.data<float>(),
                                               v.data<float>(), s.data<float>(), n, up,
+                                              lambda.defined() ? lambda.data<float>() : nullptr,
                                               f64_ptr(partials), f64_ptr(wbar_sq), cur.stream()));
 }
 
@@ -121,6 +130,7 @@ OptimKernels cuda_optim_kernels() {
   k.lars_norms = lars_norms;
   k.lars_step = lars_step;
   k.dcs3gd_average = dcs3gd_average;
+  k.dcs3gd_lambda = dcs3gd_lambda;
   k.dcs3gd_update = dcs3gd_update;
   k.dcs3gd_drain = dcs3gd_drain;
   k.amp_unscale = amp_unscale;

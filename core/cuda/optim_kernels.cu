@@ -110,7 +110,9 @@ __global__ void dcs3gd_average_kernel(float* wbar, const float* r, const float* 
 }
 
 __global__ void dcs3gd_update_kernel(const float* g, const float* wbar, float* w, float* v,
-                                     float* s, int64_t n, Dcs3gdUpdate up, double* partials) {
+                                     float* s, int64_t n, Dcs3gdUpdate up, const float* lambda,
+                                     double* partials) {
+  if (lambda != nullptr) up.lambda = *lambda;  // λ from dcs3gd_lambda, never via the host
   double acc[1] = {0.0};
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
@@ -123,6 +125,28 @@ __global__ void dcs3gd_update_kernel(const float* g, const float* wbar, float* w
     acc[0] += double(wb) * wb;
   }
   block_sum<1>(acc, partials + blockIdx.x);
+}
+
+// ref's dcs3gd_lambda loop, statement by statement, on one thread.
+__global__ void dcs3gd_lambda_kernel(const double* sums, int64_t count, double lambda0, bool global,
+                                     bool correct, float* lambdas) {
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  if (!correct) {
+    for (int64_t j = 0; j < count; ++j) lambdas[j] = 0.f;
+    return;
+  }
+  if (global) {
+    double g2 = 0, c2 = 0;
+    for (int64_t j = 0; j < count; ++j) {
+      g2 += sums[4 * j];
+      c2 += sums[4 * j + 1];
+    }
+    const float l = static_cast<float>(dcs3gd_lambda_value(g2, c2, lambda0));
+    for (int64_t j = 0; j < count; ++j) lambdas[j] = l;
+    return;
+  }
+  for (int64_t j = 0; j < count; ++j)
+    lambdas[j] = static_cast<float>(dcs3gd_lambda_value(sums[4 * j], sums[4 * j + 1], lambda0));
 }
 
 __global__ void dcs3gd_drain_kernel(float* wbar, const float* r, float* w, int64_t n,
@@ -191,13 +215,20 @@ cudaError_t launch_dcs3gd_average(float* wbar, const float* r, const float* w, c
 }
 
 cudaError_t launch_dcs3gd_update(const float* g, const float* wbar, float* w, float* v, float* s,
-                                 int64_t n, Dcs3gdUpdate up, double* partials, double* wbar_sq,
-                                 cudaStream_t stream) {
+                                 int64_t n, Dcs3gdUpdate up, const float* lambda, double* partials,
+                                 double* wbar_sq, cudaStream_t stream) {
   const int blocks = optim_reduce_blocks(n);
-  dcs3gd_update_kernel<<<blocks, kThreads, 0, stream>>>(g, wbar, w, v, s, n, up, partials);
+  dcs3gd_update_kernel<<<blocks, kThreads, 0, stream>>>(g, wbar, w, v, s, n, up, lambda, partials);
   const cudaError_t e = cudaPeekAtLastError();
   if (e != cudaSuccess) return e;
   return finish_sum<1>(partials, blocks, wbar_sq, nullptr, stream);
+}
+
+cudaError_t launch_dcs3gd_lambda(const double* sums, int64_t count, double lambda0, bool global,
+                                 bool correct, float* lambdas, cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  dcs3gd_lambda_kernel<<<1, 1, 0, stream>>>(sums, count, lambda0, global, correct, lambdas);
+  return cudaPeekAtLastError();
 }
 
 cudaError_t launch_dcs3gd_drain(float* wbar, const float* r, float* w, int64_t n, float ranks,

@@ -2,6 +2,7 @@
 // can skip with a reason instead of failing.
 #include <cuda_runtime.h>
 
+#include "dplab/core/cuda/check.h"
 #include "dplab/core/device.h"
 #include "dplab/core/error.h"
 
@@ -39,6 +40,16 @@ int cuda_device_count() {
 }
 std::string cuda_unavailable_reason() {
   return cached_probe().reason;
+}
+
+void use_device(Device d) {
+  if (d.is_cpu()) return;
+  DPLAB_CHECK(cuda_available(), "cannot use {}: {}", d.str(), cuda_unavailable_reason());
+  DPLAB_CHECK(d.index >= 0 && d.index < cuda_device_count(),
+              "cannot use {}: only {} CUDA device(s)", d.str(), cuda_device_count());
+  int cur = -1;
+  DPLAB_CUDA_CHECK(cudaGetDevice(&cur));
+  if (cur != d.index) DPLAB_CUDA_CHECK(cudaSetDevice(d.index));
 }
 
 }  // namespace dplab

@@ -20,6 +20,10 @@ struct ElementwiseKernels {
   // y = op(a, b) with numpy broadcasting: y has the broadcast shape of a and b, a and b any
   // float dtype and any strides, y f32. y may alias a or b when that one has y's shape.
   void (*binary)(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y);
+  // y[...] += v for an integer tensor y (i64 or i32, any strides; i32 wraps like the C++
+  // conversion of the i64 sum). Counters (BatchNorm's num_batches_tracked) stay on their device
+  // this way: reading one back to add 1 on the host would synchronise the host with the device.
+  void (*add_int)(Tensor& y, int64_t v);
 };
 
 ElementwiseKernels ref_elementwise_kernels();

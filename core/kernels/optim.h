@@ -35,6 +35,13 @@ struct LarsStepArgs {
   bool first_step = false;  // momentum buffer is set to the first update (equal to mu * 0 + u)
 };
 
+// DC-S3GD's λ for every tensor (comm/algorithms/dcs3gd.h), from the pass-1 sums.
+struct Dcs3gdLambdaArgs {
+  double lambda0 = 0.2;
+  bool global = false;  // one λ from the sums over all tensors (else per tensor)
+  bool correct = true;  // false: every λ is 0 (no correction this step)
+};
+
 // DC-S3GD pass 1 on one tensor (comm/algorithms/dcs3gd.h).
 struct Dcs3gdAverageArgs {
   float ranks = 1.f;    // N
@@ -62,10 +69,17 @@ struct OptimKernels {
   // contiguous f32 of equal numel; sums a contiguous i64 tensor of 3 elements; one device.
   void (*dcs3gd_average)(Tensor& wbar, const Tensor& r, const Tensor& w, const Tensor& g,
                          const Dcs3gdAverageArgs& args, Tensor& sums);
+  // DC-S3GD's λ (eq. 17) of `count` tensors on the device that holds their sums, so the update
+  // never waits for the host: sums is the i64 tensor of 4 f64 slots per tensor (Σg², Σ(g⊙g⊙D)²
+  // first, as dcs3gd_average writes them), lambdas a contiguous f32 tensor of `count` elements:
+  // lambdas[j] = f32(dcs3gd_lambda(Σg²_j, Σ(g⊙g⊙D)²_j, λ0)), or with args.global the same λ for
+  // all from the sums over j (added in j order); all 0 when !args.correct.
+  void (*dcs3gd_lambda)(const Tensor& sums, const Dcs3gdLambdaArgs& args, Tensor& lambdas);
   // DC-S3GD pass 2 over one tensor: Dcs3gdUpdate per element (w, v, s in place), and ΣW̄² into
-  // the f64 slot wbar_sq[0] (i64 tensor of 1 element).
+  // the f64 slot wbar_sq[0] (i64 tensor of 1 element). λ is lambda[0] when `lambda` is defined
+  // (a 1-element f32 tensor on the operands' device, from dcs3gd_lambda), else up.lambda.
   void (*dcs3gd_update)(const Tensor& g, const Tensor& wbar, Tensor& w, Tensor& v, Tensor& s,
-                        const Dcs3gdUpdate& up, Tensor& wbar_sq);
+                        const Dcs3gdUpdate& up, Tensor& wbar_sq, const Tensor& lambda);
   // DC-S3GD drain over a whole range: W̄ += R/N, W = W̄.
   void (*dcs3gd_drain)(Tensor& wbar, const Tensor& r, Tensor& w, float ranks);
 
@@ -91,7 +105,10 @@ void check_dcs3gd_average_operands(const Tensor& wbar, const Tensor& r, const Te
                                    const Tensor& g, const Dcs3gdAverageArgs& args,
                                    const Tensor& sums);
 void check_dcs3gd_update_operands(const Tensor& g, const Tensor& wbar, const Tensor& w,
-                                  const Tensor& v, const Tensor& s, const Tensor& wbar_sq);
+                                  const Tensor& v, const Tensor& s, const Tensor& wbar_sq,
+                                  const Tensor& lambda);
+// Returns the number of tensors (lambdas.numel()).
+int64_t check_dcs3gd_lambda_operands(const Tensor& sums, const Tensor& lambdas);
 void check_dcs3gd_drain_operands(const Tensor& wbar, const Tensor& r, const Tensor& w);
 void check_amp_unscale_operands(const Tensor& grads, const Tensor& found_inf);
 

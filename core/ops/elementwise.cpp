@@ -270,4 +270,10 @@ void mul_(Tensor& x, float s) {
   backend_for(x.device()).ew.unary(UnaryOp::mul_scalar, s, x, x);
 }
 
+void add_int_(Tensor& t, int64_t v) {
+  DPLAB_CHECK(t.defined() && (t.dtype() == DType::i64 || t.dtype() == DType::i32),
+              "add_int_: {} must be an i64 or i32 tensor", t.defined() ? t.str() : "undefined");
+  backend_for(t.device()).ew.add_int(t, v);
+}
+
 }  // namespace dplab

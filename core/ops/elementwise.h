@@ -28,5 +28,7 @@ Tensor cast(const Tensor& x, DType dtype);
 void add_(Tensor& acc, const Tensor& g, float alpha = 1.0f);
 // In place, no autograd: x *= s.
 void mul_(Tensor& x, float s);
+// In place, no autograd: t += v for an integer (i64 or i32) tensor, on t's device (counters).
+void add_int_(Tensor& t, int64_t v);
 
 }  // namespace dplab

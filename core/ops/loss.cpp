@@ -46,9 +46,20 @@ class CrossEntropyBackward : public Node {
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor()};
     const int64_t n = logits_.shape()[0];
-    const float scale = n > 0 ? grads[0].item() / static_cast<float>(n) : 0.f;
     Tensor d = Tensor::empty(logits_.shape(), DType::f32, logits_.device());
-    backend_for(logits_.device()).loss.cross_entropy_backward(logits_, target_, lse_, s_, scale, d);
+    const Backend& be = backend_for(logits_.device());
+    if (logits_.device().is_cpu()) {
+      const float scale = n > 0 ? grads[0].item() / static_cast<float>(n) : 0.f;
+      be.loss.cross_entropy_backward(logits_, target_, lse_, s_, scale, d);
+      return {d};
+    }
+    // On a device the upstream gradient stays there: item() would copy it back and make the host
+    // wait for the compute stream in every backward pass. The kernel scales by 1/N and the
+    // upstream scalar multiplies on the device; with the usual upstream gradient of 1 (or a
+    // power of two, a loss scale) the result has the same bits as the single scale g/N.
+    be.loss.cross_entropy_backward(logits_, target_, lse_, s_,
+                                   n > 0 ? 1.f / static_cast<float>(n) : 0.f, d);
+    be.ew.binary(BinaryOp::mul, d, grads[0].to(DType::f32), d);
     return {d};
   }
   std::string name() const override { return "CrossEntropyBackward"; }

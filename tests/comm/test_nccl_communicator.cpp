@@ -14,6 +14,7 @@
 #include "dplab/comm/world.h"
 #include "dplab/core/cuda/stream.h"
 #include "dplab/core/device.h"
+#include "dplab/core/ops/elementwise.h"
 #include "nccl_test_world.h"
 
 namespace dplab {
@@ -253,6 +254,39 @@ TEST(NcclCollectives, OrderBeforeComputeWithoutHostWait) {
   r.wait();
   Request empty;
   empty.order_before_compute();  // no-op
+}
+
+// complete_before_compute retires device requests without a host wait: the request reports
+// done at once, the buffers it held may be dropped, and compute-stream work (a kernel, then the
+// host copy made through the compute stream) sees the result. MPI-style blocking is not needed.
+TEST(NcclCollectives, CompleteBeforeComputeRetiresWithoutHostWait) {
+  SKIP_WITHOUT_DEVICES();
+  auto c = world();
+  const int64_t n = 3001;
+  Tensor t = make_input(c->rank(), n);
+  {
+    Request r = c->iallreduce(t, ReduceOp::average, DType::bf16);  // a wire buffer to release
+    EXPECT_TRUE(r.device_ordered());
+    r.complete_before_compute();
+    EXPECT_TRUE(r.test());
+  }  // dropped: its wire buffer goes back to the caching allocator
+  Tensor scratch = Tensor::zeros({n}, DType::bf16, dev());  // may reuse that block
+  Tensor doubled = mul_scalar(t, 2.0f);                     // a compute-stream kernel
+  expect_all(
+      doubled, n, [&](int64_t i) { return 2 * serial_reduce(ReduceOp::average, c->size(), i); },
+      2 * tolerance(DType::bf16, c->size()), "kernel after complete_before_compute");
+  // Point-to-point groups and empty requests too.
+  if (c->size() >= 2) {
+    const int next = (c->rank() + 1) % c->size(), prev = (c->rank() + c->size() - 1) % c->size();
+    Tensor s = on_device(Tensor::full({6}, 10 + c->rank())), r = on_device(Tensor::zeros({6}));
+    std::vector<Request> reqs = {c->irecv(r, prev, 4), c->isend(s, next, 4)};
+    complete_all_before_compute(reqs);
+    expect_all(
+        r, 6, [&](int64_t) { return 10.0 + prev; }, 0, "p2p after complete_all_before_compute");
+  }
+  Request empty;
+  EXPECT_FALSE(empty.device_ordered());
+  empty.complete_before_compute();  // no-op
 }
 
 TEST(NcclPointToPoint, TaggedGroupOutOfOrder) {

@@ -180,6 +180,27 @@ void add_elementwise(std::vector<OpCase>& cs) {
                       mul_(x, 1.7f);
                       return Inputs{x};
                     }});
+  // Integer counters (add_int_, no autograd): i64 and i32, a strided view included; exact.
+  for (DType t : {DType::i64, DType::i32}) {
+    cs.push_back({.name = fmt::format("add_int_inplace_{}", dtype_name(t)),
+                  .ops = {"add_int_"},
+                  .inputs =
+                      [t] {
+                        std::vector<int64_t> v(6 * 7);
+                        for (size_t i = 0; i < v.size(); ++i)
+                          v[i] = int64_t((i * 37) % 101) - 50 + 1000000;
+                        return Inputs{Tensor::from_vector_i64(v, {6, 7}).to(t)};
+                      },
+                  .fn =
+                      [](const Inputs& v) {
+                        Tensor c = v[0].clone();
+                        add_int_(c, 3);
+                        Tensor col = c.select(1, 2);  // a strided view
+                        add_int_(col, -1000);
+                        return Inputs{c};
+                      },
+                  .tol = 0});
+  }
 }
 
 void add_reductions(std::vector<OpCase>& cs) {

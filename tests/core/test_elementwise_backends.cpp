@@ -231,6 +231,27 @@ std::vector<Case> make_cases() {
   return cs;
 }
 
+// add_int (integer counters): exact on both backends, strided views and i64 wrap-around included.
+TEST(ElementwiseKernels, AddIntIsExactOnEveryBackend) {
+  for (const Backend* b : {&ref_backend(), &cpu_backend()}) {
+    SCOPED_TRACE(b->name);
+    const int64_t big = int64_t(1) << 40;  // far beyond f32's exact integers
+    Tensor c = Tensor::from_vector_i64({big, -3, INT64_MAX, 7}, {4});
+    b->ew.add_int(c, 2);
+    EXPECT_EQ(c.to_vector_i64(), (std::vector<int64_t>{big + 2, -1, INT64_MIN + 1, 9}));
+    Tensor m = Tensor::from_vector_i64({10, 20, 30, 40}, {2, 2});
+    Tensor col = m.select(1, 0);  // m[0][0] and m[1][0]: a strided view
+    ASSERT_FALSE(col.is_contiguous());
+    b->ew.add_int(col, -5);
+    EXPECT_EQ(m.to_vector_i64(), (std::vector<int64_t>{5, 20, 25, 40}));
+    Tensor i = Tensor::from_vector_i64({1, 2}, {2}).to(DType::i32);
+    b->ew.add_int(i, 40);
+    EXPECT_EQ(i.to_vector_i64(), (std::vector<int64_t>{41, 42}));
+    Tensor f = Tensor::zeros({2});
+    EXPECT_THROW(b->ew.add_int(f, 1), Error);
+  }
+}
+
 class BackendParity : public ::testing::TestWithParam<Case> {};
 
 TEST_P(BackendParity, FastMatchesReference) {

@@ -45,5 +45,22 @@ TEST(CudaOps, OutputsAndGradientsLiveOnTheDevice) {
   EXPECT_EQ(w.grad().device(), d);
 }
 
+// Integer counters (BatchNorm's num_batches_tracked) are incremented on the device, exactly.
+TEST(CudaOps, AddIntIsExactOnTheDevice) {
+  if (!cuda_available()) GTEST_SKIP() << cuda_unavailable_reason();
+  const Device d = Device::cuda(0);
+  const int64_t big = int64_t(1) << 40;
+  Tensor c = Tensor::from_vector_i64({big, -3, INT64_MAX, 7}, {4}).to(d);
+  add_int_(c, 2);
+  EXPECT_EQ(c.to_vector_i64(), (std::vector<int64_t>{big + 2, -1, INT64_MIN + 1, 9}));
+  Tensor m = Tensor::from_vector_i64({10, 20, 30, 40}, {2, 2}).to(d);
+  Tensor col = m.select(1, 0);
+  add_int_(col, -5);
+  EXPECT_EQ(m.to_vector_i64(), (std::vector<int64_t>{5, 20, 25, 40}));
+  Tensor i = Tensor::from_vector_i64({1, 2}, {2}).to(DType::i32).to(d);
+  add_int_(i, 40);
+  EXPECT_EQ(i.to_vector_i64(), (std::vector<int64_t>{41, 42}));
+}
+
 }  // namespace
 }  // namespace dplab

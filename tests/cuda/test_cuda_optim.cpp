@@ -178,7 +178,7 @@ TEST(CudaOptim, Dcs3gdKernelsMatchRef) {
         Tensor s = Tensor::zeros({n}, DType::f32, d);
         Tensor sums = Tensor::zeros({3}, DType::i64, d), sq = Tensor::zeros({1}, DType::i64, d);
         be.optim.dcs3gd_average(wbar, have_r ? r.to(d) : Tensor(), w, g.to(d), {4.f, have_r}, sums);
-        be.optim.dcs3gd_update(g.to(d), wbar, w, v, s, up, sq);
+        be.optim.dcs3gd_update(g.to(d), wbar, w, v, s, up, sq, Tensor());
         return std::tuple{wbar, w, v, s, f64_slot_values(sums), f64_slot_values(sq)};
       };
       const auto [wbar_r, w_r, v_r, s_r, sums_r, sq_r] = step(ref_backend(), Device::cpu());
@@ -199,6 +199,37 @@ TEST(CudaOptim, Dcs3gdKernelsMatchRef) {
       EXPECT_TRUE(bitwise_equal(wbar_b, wbar_a) && bitwise_equal(w_b, w_a)) << "drain " << tag;
     }
   }
+}
+
+// λ from the sums on the device (dcs3gd_lambda) equals ref's bit for bit (the same double
+// arithmetic in the same order), and the update reads it from device memory.
+TEST(CudaOptim, Dcs3gdLambdaOnTheDeviceMatchesRef) {
+  DPLAB_REQUIRE_CUDA();
+  const Device dev = Device::cuda(0);
+  const int64_t count = 37;
+  Tensor sums = Tensor::zeros({4 * count}, DType::i64);
+  for (int64_t j = 0; j < count; ++j) {
+    set_f64_slot(sums, 4 * j, 0.37 * double(j + 1));
+    set_f64_slot(sums, 4 * j + 1, j % 5 == 0 ? 0.0 : 1.0 / double(j + 3));
+  }
+  for (bool global : {false, true})
+    for (bool correct : {true, false}) {
+      Dcs3gdLambdaArgs a;
+      a.lambda0 = 0.2;
+      a.global = global;
+      a.correct = correct;
+      Tensor lr = Tensor::zeros({count}), ld = Tensor::zeros({count}, DType::f32, dev);
+      ref_backend().optim.dcs3gd_lambda(sums, a, lr);
+      cuda_backend().optim.dcs3gd_lambda(sums.to(dev), a, ld);
+      EXPECT_TRUE(bitwise_equal(ld, lr)) << "global=" << global << " correct=" << correct;
+    }
+  Tensor wbar = Tensor::from_vector({1.5f}, {1}).to(dev),
+         w = Tensor::from_vector({0.5f}, {1}).to(dev);
+  Tensor g = Tensor::from_vector({2}, {1}).to(dev), v = Tensor::from_vector({1}, {1}).to(dev);
+  Tensor s = Tensor::zeros({1}, DType::f32, dev), sq = Tensor::zeros({1}, DType::i64, dev);
+  cuda_backend().optim.dcs3gd_update(g, wbar, w, v, s, Dcs3gdUpdate{99.f, 0.5f, 0.5f, 0.f}, sq,
+                                     Tensor::from_vector({0.25f}, {1}).to(dev));
+  EXPECT_EQ(v.item(), -1.f);
 }
 
 }  // namespace

@@ -196,7 +196,7 @@ std::vector<double> dcs3gd_step(const Backend& be, Dcs3gdOperands& o, bool have_
   Tensor s3 = sums.flat_range(0, 3), s1 = sums.flat_range(3, 4);
   be.optim.dcs3gd_average(o.wbar, have_r ? o.r : Tensor(), o.w, o.g, {4.f, have_r}, s3);
   const Dcs3gdUpdate up{0.3f, 0.05f, 0.9f, 1e-4f};
-  be.optim.dcs3gd_update(o.g, o.wbar, o.w, o.v, o.s, up, s1);
+  be.optim.dcs3gd_update(o.g, o.wbar, o.w, o.v, o.s, up, s1, Tensor());
   return f64_slot_values(sums);
 }
 
@@ -240,11 +240,47 @@ TEST(OptimFused, Dcs3gdSpotValues) {
     Tensor sums = Tensor::zeros({3}, DType::i64), sq = Tensor::zeros({1}, DType::i64);
     be->optim.dcs3gd_average(wbar, r, w, g, {4.f, true}, sums);
     EXPECT_EQ(f64_slot_values(sums), (std::vector<double>{4, 16, 1})) << be->name;
-    be->optim.dcs3gd_update(g, wbar, w, v, s, Dcs3gdUpdate{0.25f, 0.5f, 0.5f, 0.f}, sq);
+    be->optim.dcs3gd_update(g, wbar, w, v, s, Dcs3gdUpdate{0.25f, 0.5f, 0.5f, 0.f}, sq, Tensor());
     EXPECT_EQ(v.item(), -1.f) << be->name;
     EXPECT_EQ(w.item(), 0.5f) << be->name;
     EXPECT_EQ(s.item(), -1.f) << be->name;
     EXPECT_EQ(f64_slot_values(sq)[0], 2.25) << be->name;
+  }
+}
+
+// λ of eq. 17 from the pass-1 sums (dcs3gd_lambda) and the update reading it from a tensor.
+TEST(OptimFused, Dcs3gdLambdaFromSums) {
+  // Tensor j: Σg² = g2[j], Σ(g⊙g⊙D)² = c2[j]; the 3rd and 4th slots are not read.
+  const std::vector<double> g2 = {4, 9, 0.25}, c2 = {16, 0, 1};
+  Tensor sums = Tensor::zeros({12}, DType::i64);
+  for (int j = 0; j < 3; ++j) {
+    set_f64_slot(sums, 4 * j, g2[size_t(j)]);
+    set_f64_slot(sums, 4 * j + 1, c2[size_t(j)]);
+    set_f64_slot(sums, 4 * j + 2, 123.0);
+  }
+  for (const Backend* be : {&ref_backend(), &cpu_backend()}) {
+    Tensor lam = Tensor::full({3}, -1.f);
+    Dcs3gdLambdaArgs a;
+    a.lambda0 = 0.2;
+    be->optim.dcs3gd_lambda(sums, a, lam);  // 0.2·2/4, 0 (no denominator), 0.2·0.5/1
+    EXPECT_EQ(lam.to_vector(), (std::vector<float>{float(0.2 * 2 / 4), 0.f, float(0.2 * 0.5 / 1)}))
+        << be->name;
+    a.global = true;  // 0.2·sqrt(13.25)/sqrt(17) for every tensor
+    be->optim.dcs3gd_lambda(sums, a, lam);
+    const float l = float(0.2 * std::sqrt(13.25) / std::sqrt(17.0));
+    EXPECT_EQ(lam.to_vector(), (std::vector<float>{l, l, l})) << be->name;
+    a.correct = false;
+    be->optim.dcs3gd_lambda(sums, a, lam);
+    EXPECT_EQ(lam.to_vector(), (std::vector<float>{0.f, 0.f, 0.f})) << be->name;
+    // The update takes λ from the tensor when one is given (the spot values of the test above).
+    Tensor wbar = Tensor::from_vector({1.5f}, {1}), w = Tensor::from_vector({0.5f}, {1});
+    Tensor g = Tensor::from_vector({2}, {1}), v = Tensor::from_vector({1}, {1});
+    Tensor s = Tensor::zeros({1}), sq = Tensor::zeros({1}, DType::i64);
+    be->optim.dcs3gd_update(g, wbar, w, v, s, Dcs3gdUpdate{99.f, 0.5f, 0.5f, 0.f}, sq,
+                            Tensor::from_vector({0.25f}, {1}));
+    EXPECT_EQ(v.item(), -1.f) << be->name;
+    Tensor two = Tensor::zeros({2});  // 8 slots expected, 12 given
+    EXPECT_THROW(be->optim.dcs3gd_lambda(sums, a, two), Error);
   }
 }
 

@@ -219,7 +219,6 @@ TEST(DeviceTrain, CudaBatchesEqualTheHostBatches) {
   b.start_epoch(order, 0);
   DeviceBatches batches(b, Device::cuda(0));
   Batch x, y;
-  std::vector<Batch> kept;  // a batch stays valid until the second next() after it
   while (a.next(x)) {
     ASSERT_TRUE(batches.next(y));
     EXPECT_EQ(y.images.to(Device::cpu()).to_vector(), x.images.to_vector());

@@ -75,11 +75,16 @@ struct ModelBenchArgs {
 
 // Device-side timing boundaries and memory (--device cuda). Kernels run asynchronously: a
 // step's time is only known once the device has finished it, so the clock is read after a
-// full device synchronisation, and only there. Device memory is the caching allocator's peak
+// full synchronisation of the benchmarked device (made current by use_device: a plain
+// cudaDeviceSynchronize waits for the thread's current device, which is not cuda:N by itself),
+// and only there. Device memory is the caching allocator's peak
 // of bytes handed out (what the step needed), not the process RSS.
 void device_sync(Device d) {
 #ifdef DPLAB_WITH_CUDA
-  if (d.is_cuda()) DPLAB_CUDA_CHECK(cudaDeviceSynchronize());
+  if (d.is_cuda()) {
+    use_device(d);
+    DPLAB_CUDA_CHECK(cudaDeviceSynchronize());
+  }
 #else
   (void)d;
 #endif
@@ -168,6 +173,7 @@ int run_model_bench(const ModelBenchArgs& a, bool train) {
                 "bench --device {}: --compare-pytorch times PyTorch on the CPU only; drop one "
                 "of the two flags",
                 device.str());
+    use_device(device);  // this thread's device (core/device.h)
   }
   apply_thread_option(a.threads);
   const int threads = omp_get_max_threads();

@@ -6,8 +6,9 @@
 // (cudaStreamWaitEvent), so no step synchronises the host with the device. Two slots
 // alternate: while step t reads slot t%2, batch t+1 travels into the other slot, whose device
 // buffers are reused only after the compute stream has passed the end of step t-1 (an event
-// recorded when step t asks for its batch). A handed-out batch is valid until the second
-// next() after it.
+// recorded when step t asks for its batch). So a handed-out batch is valid until the next call
+// of next(): that call already refills its slot, ordered only after the work enqueued before
+// it; kernels enqueued later must not read the old batch.
 #pragma once
 #include <memory>
 

@@ -165,6 +165,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
                 cuda_unavailable_reason());
     DPLAB_CHECK(device.index < cuda_device_count(), "option device = {}: only {} CUDA device(s)",
                 device.str(), cuda_device_count());
+    use_device(device);  // this thread's device from now on (no context on GPU 0 for rank N)
   }
 
   Data data = load_data(opt);

@@ -111,6 +111,22 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y) {
   });
 }
 
+void add_int(Tensor& y, int64_t v) {
+  DPLAB_CHECK(y.dtype() == DType::i64 || y.dtype() == DType::i32,
+              "add_int: {} must be an i64 or i32 tensor", y.str());
+  char* base = static_cast<char*>(y.raw_data());
+  const bool wide = y.dtype() == DType::i64;
+  ref::for_each_index<1>(y.shape(), {&y.strides()}, [&](const std::array<int64_t, 1>& o) {
+    if (wide) {
+      int64_t* p = reinterpret_cast<int64_t*>(base) + o[0];
+      *p = add_int_wrapping(*p, v);
+    } else {
+      int32_t* p = reinterpret_cast<int32_t*>(base) + o[0];
+      *p = static_cast<int32_t>(add_int_wrapping(*p, v));
+    }
+  });
+}
+
 }  // namespace
 
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* what) {
@@ -148,6 +164,7 @@ ElementwiseKernels ref_elementwise_kernels() {
   k.axpy = axpy;
   k.unary = unary;
   k.binary = binary;
+  k.add_int = add_int;
   return k;
 }
 

@@ -76,7 +76,8 @@ void check_dcs3gd_average_operands(const Tensor& wbar, const Tensor& r, const Te
 }
 
 void check_dcs3gd_update_operands(const Tensor& g, const Tensor& wbar, const Tensor& w,
-                                  const Tensor& v, const Tensor& s, const Tensor& wbar_sq) {
+                                  const Tensor& v, const Tensor& s, const Tensor& wbar_sq,
+                                  const Tensor& lambda) {
   DPLAB_CHECK(wbar.defined(), "dcs3gd_update: W̄ is undefined");
   const int64_t n = wbar.numel();
   const Device d = wbar.device();
@@ -86,6 +87,15 @@ void check_dcs3gd_update_operands(const Tensor& g, const Tensor& wbar, const Ten
   check_flat_f32(v, n, d, "dcs3gd_update V");
   check_flat_f32(s, n, d, "dcs3gd_update S");
   check_slots(wbar_sq, 1, DType::i64, d, "dcs3gd_update ΣW̄²");
+  if (lambda.defined()) check_slots(lambda, 1, DType::f32, d, "dcs3gd_update λ");
+}
+
+int64_t check_dcs3gd_lambda_operands(const Tensor& sums, const Tensor& lambdas) {
+  DPLAB_CHECK(lambdas.defined(), "dcs3gd_lambda: the λ output is undefined");
+  const int64_t count = lambdas.numel();
+  check_slots(lambdas, count, DType::f32, lambdas.device(), "dcs3gd_lambda λ");
+  check_slots(sums, 4 * count, DType::i64, lambdas.device(), "dcs3gd_lambda sums");
+  return count;
 }
 
 void check_dcs3gd_drain_operands(const Tensor& wbar, const Tensor& r, const Tensor& w) {
@@ -180,9 +190,34 @@ void dcs3gd_average(Tensor& wbar, const Tensor& r, const Tensor& w, const Tensor
   set_f64_slot(sums, 2, d2);
 }
 
+void dcs3gd_lambda(const Tensor& sums, const Dcs3gdLambdaArgs& args, Tensor& lambdas) {
+  const int64_t count = check_dcs3gd_lambda_operands(sums, lambdas);
+  const int64_t* bits = sums.data<int64_t>();
+  auto s = [bits](int64_t k) { return std::bit_cast<double>(bits[k]); };
+  float* lam = lambdas.data<float>();
+  if (!args.correct) {
+    for (int64_t j = 0; j < count; ++j) lam[j] = 0.f;
+    return;
+  }
+  if (args.global) {
+    double g2 = 0, c2 = 0;
+    for (int64_t j = 0; j < count; ++j) {
+      g2 += s(4 * j);
+      c2 += s(4 * j + 1);
+    }
+    const float l = static_cast<float>(dcs3gd_lambda_value(g2, c2, args.lambda0));
+    for (int64_t j = 0; j < count; ++j) lam[j] = l;
+    return;
+  }
+  for (int64_t j = 0; j < count; ++j)
+    lam[j] = static_cast<float>(dcs3gd_lambda_value(s(4 * j), s(4 * j + 1), args.lambda0));
+}
+
 void dcs3gd_update(const Tensor& g, const Tensor& wbar, Tensor& w, Tensor& v, Tensor& s,
-                   const Dcs3gdUpdate& up, Tensor& wbar_sq) {
-  check_dcs3gd_update_operands(g, wbar, w, v, s, wbar_sq);
+                   const Dcs3gdUpdate& up_in, Tensor& wbar_sq, const Tensor& lambda) {
+  check_dcs3gd_update_operands(g, wbar, w, v, s, wbar_sq, lambda);
+  Dcs3gdUpdate up = up_in;
+  if (lambda.defined()) up.lambda = lambda.data<float>()[0];
   const float* gp = g.data<float>();
   const float* wb = wbar.data<float>();
   float* wp = w.data<float>();
@@ -228,6 +263,7 @@ OptimKernels ref_optim_kernels() {
   k.lars_norms = lars_norms;
   k.lars_step = lars_step;
   k.dcs3gd_average = dcs3gd_average;
+  k.dcs3gd_lambda = dcs3gd_lambda;
   k.dcs3gd_update = dcs3gd_update;
   k.dcs3gd_drain = dcs3gd_drain;
   k.amp_unscale = amp_unscale;
