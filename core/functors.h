@@ -46,6 +46,7 @@ enum class BinaryOp : uint8_t {
   sqrt_backward,     // (g, y) -> g / (2 y)
   abs_backward,      // (g, x) -> g * sign(x)
   square_backward,   // (g, x) -> 2 x g
+  add_relu,          // (a, b) -> relu(a + b): a residual block's sum and activation in one pass
 };
 
 namespace fn {
@@ -53,6 +54,13 @@ namespace fn {
 // ---- binary arithmetic -----------------------------------------------------------------------
 struct Add {
   DPLAB_HD float operator()(float a, float b) const { return a + b; }
+};
+// relu(a + b), rounding as Add then Relu do one after the other.
+struct AddRelu {
+  DPLAB_HD float operator()(float a, float b) const {
+    const float s = a + b;
+    return s > 0.f ? s : (s != s ? s : 0.f);
+  }
 };
 struct Sub {
   DPLAB_HD float operator()(float a, float b) const { return a - b; }
@@ -260,6 +268,8 @@ decltype(auto) dispatch_binary(BinaryOp op, F&& f) {
       return f(fn::AbsBackward{});
     case BinaryOp::square_backward:
       return f(fn::SquareBackward{});
+    case BinaryOp::add_relu:
+      return f(fn::AddRelu{});
   }
   return f(fn::Add{});
 }

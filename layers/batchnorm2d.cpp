@@ -33,13 +33,22 @@ void BatchNorm2d::reset_parameters(PhiloxStream&) {
 }
 
 Tensor BatchNorm2d::forward(const Tensor& x) {
+  return run(x, false);
+}
+
+Tensor BatchNorm2d::forward_relu(const Tensor& x) {
+  return run(x, true);
+}
+
+Tensor BatchNorm2d::run(const Tensor& x, bool relu) {
   // Without running statistics PyTorch normalises by the batch in eval too.
   const bool use_batch = is_training() || !running_mean_.defined();
   // The i64 counter is incremented where it lives: a host round trip (read, add 1, write back)
   // would synchronise the host with the device in every BatchNorm layer of every training step.
   if (is_training() && num_batches_tracked_.defined()) add_int_(num_batches_tracked_, 1);
-  return batch_norm2d(x, weight_, bias_, running_mean_, running_var_, use_batch,
-                      static_cast<float>(opt_.momentum), static_cast<float>(opt_.eps));
+  const auto op = relu ? batch_norm2d_relu : batch_norm2d;
+  return op(x, weight_, bias_, running_mean_, running_var_, use_batch,
+            static_cast<float>(opt_.momentum), static_cast<float>(opt_.eps));
 }
 
 std::string BatchNorm2d::extra_repr() const {

@@ -16,6 +16,8 @@ class BatchNorm2d : public Module {
  public:
   explicit BatchNorm2d(int64_t num_features, const BatchNormOptions& opt = {});
   Tensor forward(const Tensor& x) override;
+  // relu(forward(x)), fused into one pass each way where the backend can (batch_norm2d_relu).
+  Tensor forward_relu(const Tensor& x);
   std::string type_name() const override { return "BatchNorm2d"; }
   std::string extra_repr() const override;
   // weight 1, bias 0, running_mean 0, running_var 1, num_batches_tracked 0 (no draws).
@@ -28,6 +30,8 @@ class BatchNorm2d : public Module {
   const Tensor& num_batches_tracked() const { return num_batches_tracked_; }
 
  private:
+  Tensor run(const Tensor& x, bool relu);
+
   int64_t features_;
   BatchNormOptions opt_;
   Tensor weight_, bias_, running_mean_, running_var_, num_batches_tracked_;

@@ -75,7 +75,7 @@ class ResNet : public Module {
   Tensor forward(const Tensor& x) override {
     DPLAB_CHECK(x.dim() == 4 && x.size(1) == 3, "ResNet-{}: input must be [N, 3, H, W], got {}",
                 opt_.depth, x.str());
-    Tensor y = relu((*bn1_)((*conv1_)(x)));
+    Tensor y = bn1_->forward_relu((*conv1_)(x));
     if (maxpool_) y = (*maxpool_)(y);
     for (auto& l : layers_) y = (*l)(y);
     y = flatten((*avgpool_)(y), 1);
@@ -85,7 +85,8 @@ class ResNet : public Module {
 
  private:
   ResNetOptions opt_;
-  std::shared_ptr<Module> conv1_, bn1_, maxpool_, avgpool_, fc_;
+  std::shared_ptr<Module> conv1_, maxpool_, avgpool_, fc_;
+  std::shared_ptr<BatchNorm2d> bn1_;
   std::shared_ptr<Module> layers_[4];
 };
 

@@ -48,10 +48,10 @@ BasicBlock::BasicBlock(int64_t in, int64_t planes, int64_t stride,
 }
 
 Tensor BasicBlock::forward(const Tensor& x) {
-  Tensor y = relu((*bn1_)((*conv1_)(x)));
+  Tensor y = bn1_->forward_relu((*conv1_)(x));
   y = (*bn2_)((*conv2_)(y));
   const Tensor shortcut = downsample_ ? (*downsample_)(x) : x;
-  return relu(add(y, shortcut));
+  return add_relu(y, shortcut);
 }
 
 Bottleneck::Bottleneck(int64_t in, int64_t planes, int64_t stride,
@@ -67,11 +67,11 @@ Bottleneck::Bottleneck(int64_t in, int64_t planes, int64_t stride,
 }
 
 Tensor Bottleneck::forward(const Tensor& x) {
-  Tensor y = relu((*bn1_)((*conv1_)(x)));
-  y = relu((*bn2_)((*conv2_)(y)));
+  Tensor y = bn1_->forward_relu((*conv1_)(x));
+  y = bn2_->forward_relu((*conv2_)(y));
   y = (*bn3_)((*conv3_)(y));
   const Tensor shortcut = downsample_ ? (*downsample_)(x) : x;
-  return relu(add(y, shortcut));
+  return add_relu(y, shortcut);
 }
 
 }  // namespace dplab

@@ -2,10 +2,14 @@
 // H·W inner loops (vectorised), statistics in double (two passes: mean, then squared
 // deviations, which stays accurate when |mean| >> std). For the blocked nChw16c layout the
 // same arithmetic runs per block of 16 channels, one vector lane per channel
-// (core/cpu/norm_blocked.cpp).
+// (core/cpu/norm_blocked.cpp). Every kernel comes twice, plain and fused with the ReLU that
+// follows the batch norm in a ResNet (template parameter Relu): forward clamps as it writes y;
+// backward masks dy by y > 0 as it reads it (fn::Relu and fn::ReluBackward, the functors of the
+// stand-alone op), saving the ReLU's own pass over the activation each way.
 #include <cmath>
 
 #include "dplab/core/cpu/norm_blocked.h"
+#include "dplab/core/functors.h"
 #include "dplab/core/kernels/norm.h"
 
 namespace dplab {
@@ -34,15 +38,17 @@ const float* opt_data(const Tensor& t) {
   return t.defined() ? t.data<float>() : nullptr;
 }
 
+template <bool Relu>
 void forward_train(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& running_mean,
                    Tensor& running_var, float momentum, float eps, Tensor& y, Tensor& save_mean,
                    Tensor& save_invstd) {
   if (x.is_blocked())
     return blocked_bn_forward_train(x, weight, bias, running_mean, running_var, momentum, eps, y,
-                                    save_mean, save_invstd);
-  if (!fast_ok(x) || !y.is_contiguous())
-    return spec().batch_norm_forward_train(x, weight, bias, running_mean, running_var, momentum,
-                                           eps, y, save_mean, save_invstd);
+                                    save_mean, save_invstd, Relu);
+  if (!fast_ok(x) || !y.is_contiguous()) {
+    const auto f = Relu ? spec().batch_norm_relu_forward_train : spec().batch_norm_forward_train;
+    return f(x, weight, bias, running_mean, running_var, momentum, eps, y, save_mean, save_invstd);
+  }
   const Dims d = dims(x);
   const int64_t m = d.n * d.hw;
   DPLAB_CHECK(m > 0, "batch_norm: empty batch {}", x.str());
@@ -79,11 +85,12 @@ void forward_train(const Tensor& x, const Tensor& weight, const Tensor& bias, Te
     // y = x·a + k with a = w·invstd, k = b − mean·a: one multiply-add per element.
     const float a = static_cast<float>((w ? w[c] : 1.0) * invstd);
     const float k = static_cast<float>((b ? b[c] : 0.0) - mean * (w ? w[c] : 1.0) * invstd);
+    const fn::Relu relu;
     for (int64_t n = 0; n < d.n; ++n) {
       const float* p = xp + (n * d.c + c) * d.hw;
       float* q = yp + (n * d.c + c) * d.hw;
 #pragma omp simd
-      for (int64_t i = 0; i < d.hw; ++i) q[i] = p[i] * a + k;
+      for (int64_t i = 0; i < d.hw; ++i) q[i] = Relu ? relu(p[i] * a + k) : p[i] * a + k;
     }
     if (rm) rm[c] = static_cast<float>((1.0 - momentum) * rm[c] + momentum * mean);
     if (rv) {
@@ -93,12 +100,15 @@ void forward_train(const Tensor& x, const Tensor& weight, const Tensor& bias, Te
   }
 }
 
+template <bool Relu>
 void forward_eval(const Tensor& x, const Tensor& weight, const Tensor& bias,
                   const Tensor& running_mean, const Tensor& running_var, float eps, Tensor& y) {
   if (x.is_blocked())
-    return blocked_bn_forward_eval(x, weight, bias, running_mean, running_var, eps, y);
-  if (!fast_ok(x) || !y.is_contiguous())
-    return spec().batch_norm_forward_eval(x, weight, bias, running_mean, running_var, eps, y);
+    return blocked_bn_forward_eval(x, weight, bias, running_mean, running_var, eps, y, Relu);
+  if (!fast_ok(x) || !y.is_contiguous()) {
+    const auto f = Relu ? spec().batch_norm_relu_forward_eval : spec().batch_norm_forward_eval;
+    return f(x, weight, bias, running_mean, running_var, eps, y);
+  }
   const Dims d = dims(x);
   const float* xp = x.data<float>();
   float* yp = y.data<float>();
@@ -106,6 +116,7 @@ void forward_eval(const Tensor& x, const Tensor& weight, const Tensor& bias,
   const float* b = opt_data(bias);
   const float* rm = running_mean.data<float>();
   const float* rv = running_var.data<float>();
+  const fn::Relu relu;
 #pragma omp parallel for schedule(static) if (x.numel() > 16384)
   for (int64_t t = 0; t < d.n * d.c; ++t) {
     const int64_t c = t % d.c;
@@ -115,37 +126,48 @@ void forward_eval(const Tensor& x, const Tensor& weight, const Tensor& bias,
     const float* p = xp + t * d.hw;
     float* q = yp + t * d.hw;
 #pragma omp simd
-    for (int64_t i = 0; i < d.hw; ++i) q[i] = p[i] * a + k;
+    for (int64_t i = 0; i < d.hw; ++i) q[i] = Relu ? relu(p[i] * a + k) : p[i] * a + k;
   }
 }
 
-void backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& mean,
-              const Tensor& invstd, bool training, Tensor& dx, Tensor& dweight, Tensor& dbias) {
+// `y` (the fused forward's output) is read only when Relu.
+template <bool Relu>
+void backward_impl(const Tensor& dy, const Tensor& x, const Tensor& y, const Tensor& weight,
+                   const Tensor& mean, const Tensor& invstd, bool training, Tensor& dx,
+                   Tensor& dweight, Tensor& dbias) {
   if (x.is_blocked())
-    return blocked_bn_backward(dy, x, weight, mean, invstd, training, dx, dweight, dbias);
-  if (!fast_ok(x) || !fast_ok(dy) || (dx.defined() && !dx.is_contiguous()))
+    return blocked_bn_backward(dy, x, Relu ? y : Tensor(), weight, mean, invstd, training, dx,
+                               dweight, dbias);
+  if (!fast_ok(x) || !fast_ok(dy) || (Relu && !fast_ok(y)) ||
+      (dx.defined() && !dx.is_contiguous())) {
+    if (Relu)
+      return spec().batch_norm_relu_backward(dy, x, y, weight, mean, invstd, training, dx, dweight,
+                                             dbias);
     return spec().batch_norm_backward(dy, x, weight, mean, invstd, training, dx, dweight, dbias);
+  }
   const Dims d = dims(x);
   const int64_t m = d.n * d.hw;
   const float* xp = x.data<float>();
   const float* g = dy.data<float>();
+  const float* out = Relu ? y.data<float>() : nullptr;
   const float* w = opt_data(weight);
   const float* mu = mean.data<float>();
   const float* is = invstd.data<float>();
   float* dxp = dx.defined() ? dx.data<float>() : nullptr;
   float* dwp = dweight.defined() ? dweight.data<float>() : nullptr;
   float* dbp = dbias.defined() ? dbias.data<float>() : nullptr;
+  const fn::ReluBackward mask;
 #pragma omp parallel for schedule(static) if (x.numel() > 16384)
   for (int64_t c = 0; c < d.c; ++c) {
     const float mc = mu[c];
     double sum_dy = 0, sum_dy_xc = 0;  // Σdy and Σdy·(x − mean)
     for (int64_t n = 0; n < d.n; ++n) {
-      const float* gp = g + (n * d.c + c) * d.hw;
-      const float* p = xp + (n * d.c + c) * d.hw;
+      const int64_t base = (n * d.c + c) * d.hw;
 #pragma omp simd reduction(+ : sum_dy, sum_dy_xc)
       for (int64_t i = 0; i < d.hw; ++i) {
-        sum_dy += gp[i];
-        sum_dy_xc += static_cast<double>(gp[i]) * (p[i] - mc);
+        const float gi = Relu ? mask(g[base + i], out[base + i]) : g[base + i];
+        sum_dy += gi;
+        sum_dy_xc += static_cast<double>(gi) * (xp[base + i] - mc);
       }
     }
     const double sum_dy_xhat = sum_dy_xc * is[c];
@@ -158,22 +180,31 @@ void backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Ten
     const float k1 = training ? static_cast<float>(-scale * is[c] * sum_dy_xhat / m) : 0.f;
     const float k0 = training ? static_cast<float>(-scale * sum_dy / m - k1 * mc) : 0.f;
     for (int64_t n = 0; n < d.n; ++n) {
-      const float* gp = g + (n * d.c + c) * d.hw;
-      const float* p = xp + (n * d.c + c) * d.hw;
-      float* q = dxp + (n * d.c + c) * d.hw;
+      const int64_t base = (n * d.c + c) * d.hw;
 #pragma omp simd
-      for (int64_t i = 0; i < d.hw; ++i) q[i] = a * gp[i] + k1 * p[i] + k0;
+      for (int64_t i = 0; i < d.hw; ++i) {
+        const float gi = Relu ? mask(g[base + i], out[base + i]) : g[base + i];
+        dxp[base + i] = a * gi + k1 * xp[base + i] + k0;
+      }
     }
   }
+}
+
+void backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& mean,
+              const Tensor& invstd, bool training, Tensor& dx, Tensor& dweight, Tensor& dbias) {
+  backward_impl<false>(dy, x, Tensor(), weight, mean, invstd, training, dx, dweight, dbias);
 }
 
 }  // namespace
 
 NormKernels cpu_norm_kernels() {
   NormKernels k{};
-  k.batch_norm_forward_train = forward_train;
-  k.batch_norm_forward_eval = forward_eval;
+  k.batch_norm_forward_train = forward_train<false>;
+  k.batch_norm_forward_eval = forward_eval<false>;
   k.batch_norm_backward = backward;
+  k.batch_norm_relu_forward_train = forward_train<true>;
+  k.batch_norm_relu_forward_eval = forward_eval<true>;
+  k.batch_norm_relu_backward = backward_impl<true>;
   return k;
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "dplab/core/cpu/norm_blocked.h"
+#include "dplab/core/functors.h"
 
 namespace dplab {
 namespace {
@@ -53,22 +54,32 @@ void block_stats(const float* x, const Geometry& g, int64_t cb, double (&mean)[B
   }
 }
 
-// y = x·a + k per lane over block cb.
+// y = x·a + k (then ReLU) per lane over block cb.
+template <bool Relu>
 void block_affine(const float* x, float* y, const Geometry& g, int64_t cb, const float (&a)[B],
                   const float (&k)[B]) {
+  const fn::Relu relu;
   for (int64_t n = 0; n < g.n; ++n) {
     const int64_t base = (n * g.cb + cb) * g.block_stride();
     for (int64_t i = 0; i < g.hw; ++i)
 #pragma omp simd
-      for (int64_t j = 0; j < B; ++j) y[base + i * B + j] = x[base + i * B + j] * a[j] + k[j];
+      for (int64_t j = 0; j < B; ++j) {
+        const float v = x[base + i * B + j] * a[j] + k[j];
+        y[base + i * B + j] = Relu ? relu(v) : v;
+      }
   }
+}
+
+void block_affine(const float* x, float* y, const Geometry& g, int64_t cb, const float (&a)[B],
+                  const float (&k)[B], bool relu) {
+  relu ? block_affine<true>(x, y, g, cb, a, k) : block_affine<false>(x, y, g, cb, a, k);
 }
 
 }  // namespace
 
 void blocked_bn_forward_train(const Tensor& x, const Tensor& weight, const Tensor& bias,
                               Tensor& running_mean, Tensor& running_var, float momentum, float eps,
-                              Tensor& y, Tensor& save_mean, Tensor& save_invstd) {
+                              Tensor& y, Tensor& save_mean, Tensor& save_invstd, bool relu) {
   const Geometry g = geometry(x, y, "batch_norm (nChw16c)");
   const int64_t m = g.n * g.hw;
   DPLAB_CHECK(m > 0, "batch_norm: empty batch {}", x.str());
@@ -99,13 +110,13 @@ void blocked_bn_forward_train(const Tensor& x, const Tensor& weight, const Tenso
         rv[c] = static_cast<float>((1.0 - momentum) * rv[c] + momentum * unbiased);
       }
     }
-    block_affine(xp, yp, g, cb, a, k);
+    block_affine(xp, yp, g, cb, a, k, relu);
   }
 }
 
 void blocked_bn_forward_eval(const Tensor& x, const Tensor& weight, const Tensor& bias,
                              const Tensor& running_mean, const Tensor& running_var, float eps,
-                             Tensor& y) {
+                             Tensor& y, bool relu) {
   const Geometry g = geometry(x, y, "batch_norm (nChw16c)");
   const float* xp = x.data_any_layout<float>();
   float* yp = y.data_any_layout<float>();
@@ -122,24 +133,30 @@ void blocked_bn_forward_eval(const Tensor& x, const Tensor& weight, const Tensor
       a[j] = static_cast<float>(at(w, c, 1.f) * invstd);
       k[j] = static_cast<float>(at(b, c, 0.f) - rm[c] * at(w, c, 1.f) * invstd);
     }
-    block_affine(xp, yp, g, cb, a, k);
+    block_affine(xp, yp, g, cb, a, k, relu);
   }
 }
 
-void blocked_bn_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
-                         const Tensor& mean, const Tensor& invstd, bool training, Tensor& dx,
-                         Tensor& dweight, Tensor& dbias) {
+namespace {
+
+template <bool Relu>
+void backward_impl(const Tensor& dy, const Tensor& x, const Tensor& y, const Tensor& weight,
+                   const Tensor& mean, const Tensor& invstd, bool training, Tensor& dx,
+                   Tensor& dweight, Tensor& dbias) {
   const Geometry g = geometry(x, dy, "batch_norm backward (nChw16c)");
   if (dx.defined()) geometry(x, dx, "batch_norm backward (nChw16c)");
+  if (Relu) geometry(x, y, "batch_norm_relu backward (nChw16c)");
   const int64_t m = g.n * g.hw;
   const float* xp = x.data_any_layout<float>();
   const float* gp = dy.data_any_layout<float>();
+  const float* out = Relu ? y.data_any_layout<float>() : nullptr;
   const float* w = opt(weight);
   const float* mu = mean.data<float>();
   const float* is = invstd.data<float>();
   float* dxp = dx.defined() ? dx.data_any_layout<float>() : nullptr;
   float* dwp = dweight.defined() ? dweight.data<float>() : nullptr;
   float* dbp = dbias.defined() ? dbias.data<float>() : nullptr;
+  const fn::ReluBackward mask;
 #pragma omp parallel for schedule(static) if (x.numel() > 16384)
   for (int64_t cb = 0; cb < g.cb; ++cb) {
     float mc[B];
@@ -150,9 +167,10 @@ void blocked_bn_backward(const Tensor& dy, const Tensor& x, const Tensor& weight
       for (int64_t i = 0; i < g.hw; ++i)
 #pragma omp simd
         for (int64_t j = 0; j < B; ++j) {
-          const float d = gp[base + i * B + j];
+          const int64_t e = base + i * B + j;
+          const float d = Relu ? mask(gp[e], out[e]) : gp[e];
           sum_dy[j] += d;
-          sum_dy_xc[j] += static_cast<double>(d) * (xp[base + i * B + j] - mc[j]);
+          sum_dy_xc[j] += static_cast<double>(d) * (xp[e] - mc[j]);
         }
     }
     // training: dx = scale·(dy − Σdy/M − x̂·Σ(dy·x̂)/M) = a·dy + k1·x + k0 per channel
@@ -172,11 +190,23 @@ void blocked_bn_backward(const Tensor& dy, const Tensor& x, const Tensor& weight
       const int64_t base = (n * g.cb + cb) * g.block_stride();
       for (int64_t i = 0; i < g.hw; ++i)
 #pragma omp simd
-        for (int64_t j = 0; j < B; ++j)
-          dxp[base + i * B + j] =
-              a[j] * gp[base + i * B + j] + k1[j] * xp[base + i * B + j] + k0[j];
+        for (int64_t j = 0; j < B; ++j) {
+          const int64_t e = base + i * B + j;
+          const float d = Relu ? mask(gp[e], out[e]) : gp[e];
+          dxp[e] = a[j] * d + k1[j] * xp[e] + k0[j];
+        }
     }
   }
+}
+
+}  // namespace
+
+void blocked_bn_backward(const Tensor& dy, const Tensor& x, const Tensor& y, const Tensor& weight,
+                         const Tensor& mean, const Tensor& invstd, bool training, Tensor& dx,
+                         Tensor& dweight, Tensor& dbias) {
+  if (y.defined())
+    return backward_impl<true>(dy, x, y, weight, mean, invstd, training, dx, dweight, dbias);
+  backward_impl<false>(dy, x, y, weight, mean, invstd, training, dx, dweight, dbias);
 }
 
 }  // namespace dplab

@@ -26,6 +26,22 @@ struct NormKernels {
   void (*batch_norm_backward)(const Tensor& dy, const Tensor& x, const Tensor& weight,
                               const Tensor& mean, const Tensor& invstd, bool training, Tensor& dx,
                               Tensor& dweight, Tensor& dbias);
+
+  // Batch norm followed by ReLU in one pass (a ResNet's conv -> bn -> relu), optional: where
+  // null the op runs batch norm, then relu. Forward: y = relu(batch norm of x), arguments as
+  // above. Backward: dy is first masked where y <= 0 (ReLU's gradient, the ReluBackward
+  // functor), then as batch_norm_backward; y is the forward's output.
+  void (*batch_norm_relu_forward_train)(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                        Tensor& running_mean, Tensor& running_var, float momentum,
+                                        float eps, Tensor& y, Tensor& save_mean,
+                                        Tensor& save_invstd) = nullptr;
+  void (*batch_norm_relu_forward_eval)(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                       const Tensor& running_mean, const Tensor& running_var,
+                                       float eps, Tensor& y) = nullptr;
+  void (*batch_norm_relu_backward)(const Tensor& dy, const Tensor& x, const Tensor& y,
+                                   const Tensor& weight, const Tensor& mean, const Tensor& invstd,
+                                   bool training, Tensor& dx, Tensor& dweight,
+                                   Tensor& dbias) = nullptr;
 };
 
 NormKernels ref_norm_kernels();

@@ -52,6 +52,8 @@ class BinaryBackward : public Node {
     } else if (op == BinaryOp::div) {
       b_ = b.detach();
       y_ = y.detach();
+    } else if (op == BinaryOp::add_relu) {
+      y_ = y.detach();
     }
   }
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
@@ -63,6 +65,9 @@ class BinaryBackward : public Node {
       case BinaryOp::add:
         ga = g;
         gb = g;
+        break;
+      case BinaryOp::add_relu:
+        ga = gb = run_binary(BinaryOp::relu_backward, g, y_, "add_relu backward");
         break;
       case BinaryOp::sub:
         ga = g;
@@ -195,6 +200,9 @@ class CastBackward : public Node {
 
 Tensor add(const Tensor& a, const Tensor& b) {
   return binary_op(BinaryOp::add, a, b, "add");
+}
+Tensor add_relu(const Tensor& a, const Tensor& b) {
+  return binary_op(BinaryOp::add_relu, a, b, "add_relu");
 }
 Tensor sub(const Tensor& a, const Tensor& b) {
   return binary_op(BinaryOp::sub, a, b, "sub");

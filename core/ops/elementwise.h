@@ -18,6 +18,9 @@ Tensor sqrt(const Tensor& x);
 Tensor abs(const Tensor& x);
 Tensor square(const Tensor& x);
 Tensor relu(const Tensor& x);
+// relu(a + b) in one pass (a residual block's output); the gradient of each input is the
+// upstream gradient where the output is positive, summed to its shape.
+Tensor add_relu(const Tensor& a, const Tensor& b);
 Tensor sigmoid(const Tensor& x);
 Tensor tanh(const Tensor& x);
 // Differentiable dtype conversion between f32, bf16 and f16 (gradient converted back).

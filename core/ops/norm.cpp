@@ -4,6 +4,7 @@
 
 #include "dplab/core/autograd.h"
 #include "dplab/core/backend.h"
+#include "dplab/core/ops/elementwise.h"
 
 namespace dplab {
 namespace {
@@ -22,9 +23,11 @@ Tensor in_layout_of(const Tensor& ref, const Tensor& t) {
 
 class BatchNormBackward : public Node {
  public:
-  BatchNormBackward(const Tensor& x, const Tensor& weight, Tensor mean, Tensor invstd,
-                    bool training)
+  // y: the fused batch_norm2d_relu's output (its mask), undefined for plain batch norm.
+  BatchNormBackward(const Tensor& x, const Tensor& y, const Tensor& weight, Tensor mean,
+                    Tensor invstd, bool training)
       : x_(x.detach()),
+        y_(y.defined() ? y.detach() : Tensor()),
         weight_(weight.defined() ? weight.detach() : Tensor()),
         mean_(std::move(mean)),
         invstd_(std::move(invstd)),
@@ -38,23 +41,27 @@ class BatchNormBackward : public Node {
     if (next_edges[0].fn) dx = Tensor::empty_like(x_);
     if (next_edges[1].fn) dw = Tensor::empty({c}, DType::f32, x_.device());
     if (next_edges[2].fn) db = Tensor::empty({c}, DType::f32, x_.device());
-    backend_for(x_.device())
-        .norm.batch_norm_backward(g, x_, weight_, mean_, invstd_, training_, dx, dw, db);
+    const NormKernels& k = backend_for(x_.device()).norm;
+    if (y_.defined())
+      k.batch_norm_relu_backward(g, x_, y_, weight_, mean_, invstd_, training_, dx, dw, db);
+    else
+      k.batch_norm_backward(g, x_, weight_, mean_, invstd_, training_, dx, dw, db);
     return {dx, dw, db};
   }
-  std::string name() const override { return "BatchNormBackward"; }
-  void release() override { x_ = weight_ = mean_ = invstd_ = Tensor(); }
+  std::string name() const override {
+    return y_.defined() ? "BatchNormReluBackward" : "BatchNormBackward";
+  }
+  void release() override { x_ = y_ = weight_ = mean_ = invstd_ = Tensor(); }
 
  private:
-  Tensor x_, weight_, mean_, invstd_;
+  Tensor x_, y_, weight_, mean_, invstd_;
   bool training_;
 };
 
-}  // namespace
-
-Tensor batch_norm2d(const Tensor& x_in, const Tensor& weight, const Tensor& bias,
-                    const Tensor& running_mean, const Tensor& running_var, bool training,
-                    float momentum, float eps) {
+// relu: the fused kernels, which the caller has checked the backend has.
+Tensor batch_norm_impl(const Tensor& x_in, const Tensor& weight, const Tensor& bias,
+                       const Tensor& running_mean, const Tensor& running_var, bool training,
+                       float momentum, float eps, bool relu) {
   DPLAB_CHECK(x_in.defined() && x_in.dim() >= 2, "batch_norm2d: input must be [N, C, ...], got {}",
               x_in.str());
   check_dtype(x_in, DType::f32, "batch_norm2d input");
@@ -79,11 +86,13 @@ Tensor batch_norm2d(const Tensor& x_in, const Tensor& weight, const Tensor& bias
     mean = Tensor::empty({c}, DType::f32, x.device());
     invstd = Tensor::empty({c}, DType::f32, x.device());
     Tensor rm = running_mean, rv = running_var;  // handles: updated in place
-    be.norm.batch_norm_forward_train(x, weight, bias, rm, rv, momentum, eps, y, mean, invstd);
+    const auto f = relu ? be.norm.batch_norm_relu_forward_train : be.norm.batch_norm_forward_train;
+    f(x, weight, bias, rm, rv, momentum, eps, y, mean, invstd);
   } else {
     DPLAB_CHECK(running_mean.defined(),
                 "batch_norm2d: eval mode needs running_mean and running_var");
-    be.norm.batch_norm_forward_eval(x, weight, bias, running_mean, running_var, eps, y);
+    const auto f = relu ? be.norm.batch_norm_relu_forward_eval : be.norm.batch_norm_forward_eval;
+    f(x, weight, bias, running_mean, running_var, eps, y);
   }
   if (any_requires_grad({&x_in, &weight, &bias})) {
     if (!training) {
@@ -96,10 +105,31 @@ Tensor batch_norm2d(const Tensor& x_in, const Tensor& weight, const Tensor& bias
       be.ew.unary(UnaryOp::sqrt, 0.f, v, v);
       be.ew.binary(BinaryOp::div, Tensor::ones({c}, DType::f32, x.device()), v, invstd);
     }
-    set_history(std::make_shared<BatchNormBackward>(x, weight, mean, invstd, training),
-                {&x_in, &weight, &bias}, {&y});
+    set_history(
+        std::make_shared<BatchNormBackward>(x, relu ? y : Tensor(), weight, mean, invstd, training),
+        {&x_in, &weight, &bias}, {&y});
   }
   return y;
+}
+
+}  // namespace
+
+Tensor batch_norm2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                    const Tensor& running_mean, const Tensor& running_var, bool training,
+                    float momentum, float eps) {
+  return batch_norm_impl(x, weight, bias, running_mean, running_var, training, momentum, eps,
+                         false);
+}
+
+Tensor batch_norm2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                         const Tensor& running_mean, const Tensor& running_var, bool training,
+                         float momentum, float eps) {
+  const NormKernels& k = backend_for(x.defined() ? x.device() : Device::cpu()).norm;
+  if (!k.batch_norm_relu_forward_train || !k.batch_norm_relu_forward_eval ||
+      !k.batch_norm_relu_backward)
+    return relu(batch_norm_impl(x, weight, bias, running_mean, running_var, training, momentum, eps,
+                                false));
+  return batch_norm_impl(x, weight, bias, running_mean, running_var, training, momentum, eps, true);
 }
 
 }  // namespace dplab

@@ -10,5 +10,10 @@ namespace dplab {
 Tensor batch_norm2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
                     const Tensor& running_mean, const Tensor& running_var, bool training,
                     float momentum = 0.1f, float eps = 1e-5f);
+// relu(batch_norm2d(...)), in one pass each way where the backend fuses the two (cpu, ref); the
+// composition elsewhere. What a ResNet's conv -> bn -> relu units call.
+Tensor batch_norm2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                         const Tensor& running_mean, const Tensor& running_var, bool training,
+                         float momentum = 0.1f, float eps = 1e-5f);
 
 }  // namespace dplab

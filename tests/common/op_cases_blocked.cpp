@@ -124,7 +124,7 @@ void add_blocked_layout(std::vector<OpCase>& cs) {
                       Tensor y = conv_bn(x, v[1], v[4], v[5], true, conv_opts({1, 1}, {0, 0}));
                       y = conv_bn(y, v[2], v[6], v[7], true, conv_opts({1, 1}, {1, 1}));
                       y = conv_bn(y, v[3], v[8], v[9], false, conv_opts({1, 1}, {0, 0}));
-                      y = relu(add(y, x));
+                      y = add_relu(y, x);
                       const Tensor p = max_pool2d(y, pool_opts(3, 2, 1));
                       return Inputs{p, sum(p, {0, 2, 3})};
                     },

@@ -114,6 +114,20 @@ void add_elementwise(std::vector<OpCase>& cs) {
          .fn = [op = b.op](const Inputs& v) { return Inputs{op(transpose(v[0], 0, 1), v[1])}; }});
   }
 
+  // relu(a + b): a away from zero by 0.2 or more and b within 0.1, so the sum never comes
+  // within a finite-difference step of the kink; broadcast b is summed back to its shape.
+  for (const Shapes& s : {Shapes{"same", {4, 6}, {4, 6}}, Shapes{"bcast_trailing", {33, 10}, {10}},
+                          Shapes{"large", {256, 300}, {256, 300}}}) {
+    cs.push_back({.name = fmt::format("add_relu_{}", s.name),
+                  .ops = {"add_relu"},
+                  .inputs =
+                      [=] {
+                        return Inputs{away_from_zero(s.a, 15), uniform(s.b, 16, -0.1f, 0.1f)};
+                      },
+                  .fn = [](const Inputs& v) { return Inputs{add_relu(v[0], v[1])}; },
+                  .grad = shape_numel(s.a) > 10000 ? kLargeGrad : GradCheckOptions{}});
+  }
+
   // Casts: round trips through the half types on values exact in both (differentiable), and
   // rounding of arbitrary values (outputs must agree bit for bit with the reference).
   for (DType t : {DType::bf16, DType::f16}) {

@@ -233,6 +233,27 @@ void add_batch_norm(std::vector<OpCase>& cs) {
                       },
                   .grad = kBatchNormGrad});
   }
+  // Fused with the ReLU after it: both modes, plain and blocked (relu's kink: inputs far from 0
+  // after normalisation are not guaranteed, so the finite differences use a small step).
+  for (bool training : {true, false}) {
+    for (bool blocked : {false, true}) {
+      const std::string mode = training ? "train" : "eval";
+      cs.push_back({.name = "batchnorm_relu_" + mode + (blocked ? "_blocked" : ""),
+                    .ops = {"batch_norm2d_relu", "to_layout"},
+                    .inputs =
+                        [=] {
+                          return inputs({3, 16, 4, 4}, 96);
+                        },
+                    .fn =
+                        [=](const Inputs& v) {
+                          Tensor rm = v[3], rv = v[4];
+                          const Tensor x = blocked ? to_layout(v[0], Layout::nChw16c) : v[0];
+                          Tensor y = batch_norm2d_relu(x, v[1], v[2], rm, rv, training, 0.3f);
+                          return Inputs{y, rm, rv};
+                        },
+                    .grad = kBatchNormReluGrad});
+    }
+  }
   cs.push_back({.name = "batchnorm_train_no_running_stats",
                 .ops = {"batch_norm2d"},
                 .inputs =

@@ -75,7 +75,8 @@ std::vector<Case> make_cases() {
       {BinaryOp::tanh_backward, "tanh_backward"},
       {BinaryOp::sqrt_backward, "sqrt_backward"},
       {BinaryOp::abs_backward, "abs_backward"},
-      {BinaryOp::square_backward, "square_backward"}};
+      {BinaryOp::square_backward, "square_backward"},
+      {BinaryOp::add_relu, "add_relu"}};
   const std::vector<std::pair<Shape, Shape>> shapes = {
       {{13, 17}, {13, 17}},    {{2, 3, 5, 7}, {3, 1, 1}}, {{33, 10}, {10}},
       {{10}, {33, 10}},        {{5, 1, 7}, {1, 4, 1}},    {{6, 5}, {}},

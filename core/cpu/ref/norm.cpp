@@ -2,6 +2,7 @@
 #include <cmath>
 #include <vector>
 
+#include "dplab/core/functors.h"
 #include "dplab/core/kernels/norm.h"
 
 namespace dplab {
@@ -123,6 +124,43 @@ void backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Ten
   }
 }
 
+// Batch norm then ReLU: the definition, literally (the fast backends fuse the two passes).
+void relu_in_place(Tensor& y) {
+  float* p = y.data<float>();
+  const fn::Relu relu;
+  for (int64_t i = 0; i < y.numel(); ++i) p[i] = relu(p[i]);
+}
+
+void forward_train_relu(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                        Tensor& running_mean, Tensor& running_var, float momentum, float eps,
+                        Tensor& y, Tensor& save_mean, Tensor& save_invstd) {
+  forward_train(x, weight, bias, running_mean, running_var, momentum, eps, y, save_mean,
+                save_invstd);
+  relu_in_place(y);
+}
+
+void forward_eval_relu(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                       const Tensor& running_mean, const Tensor& running_var, float eps,
+                       Tensor& y) {
+  forward_eval(x, weight, bias, running_mean, running_var, eps, y);
+  relu_in_place(y);
+}
+
+void backward_relu(const Tensor& dy, const Tensor& x, const Tensor& y, const Tensor& weight,
+                   const Tensor& mean, const Tensor& invstd, bool training, Tensor& dx,
+                   Tensor& dweight, Tensor& dbias) {
+  check_shape(y, dy.shape(), "batch_norm_relu backward: output");
+  DPLAB_CHECK(dy.is_contiguous() && y.is_contiguous(),
+              "batch_norm_relu backward: dy {} and y {} must be contiguous", dy.str(), y.str());
+  Tensor masked = Tensor::empty(dy.shape());
+  const float* g = dy.data<float>();
+  const float* out = y.data<float>();
+  float* m = masked.data<float>();
+  const fn::ReluBackward relu_backward;
+  for (int64_t i = 0; i < dy.numel(); ++i) m[i] = relu_backward(g[i], out[i]);
+  backward(masked, x, weight, mean, invstd, training, dx, dweight, dbias);
+}
+
 }  // namespace
 
 NormKernels ref_norm_kernels() {
@@ -130,6 +168,9 @@ NormKernels ref_norm_kernels() {
   k.batch_norm_forward_train = forward_train;
   k.batch_norm_forward_eval = forward_eval;
   k.batch_norm_backward = backward;
+  k.batch_norm_relu_forward_train = forward_train_relu;
+  k.batch_norm_relu_forward_eval = forward_eval_relu;
+  k.batch_norm_relu_backward = backward_relu;
   return k;
 }
 
