@@ -14,7 +14,10 @@
 // residual add keep it blocked until the next convolution reads it as it is. Then the staging
 // reorders vanish from a ResNet's step (they cost ~15% of it).
 #include "dplab/core/kernels/conv.h"
+#include <cstdlib>
+#include <string>
 #include <type_traits>
+#include <vector>
 
 #include "dplab/core/cpu/dnnl_common.h"
 
@@ -65,12 +68,30 @@ Key make_key(Pass pass, const Shapes& s, const Conv2dParams& p, bool bias) {
 struct Descs {
   memory::desc src, weights, bias, dst;
   memory::dims strides, dilates, pad_l, pad_r;
+  dnnl::algorithm alg = dnnl::algorithm::convolution_direct;
 };
+
+// 3x3, stride 1, no dilation, no groups: oneDNN's Winograd F(4x4, 3x3) kernels do these with
+// 2.25x fewer multiplications (measured on ResNet-50's 13 such convolutions, batch 8, 2
+// threads: 146 ms per step against 208 ms direct, all three passes). Its rounding differs from
+// direct summation by ~1e-6 relative, as cuDNN's Winograd does on GPUs. Where oneDNN has no
+// Winograd kernel for a shape (or the CPU) the direct algorithm takes over.
+// DPLAB_CPU_WINOGRAD=0 keeps every convolution direct (bit-for-bit comparisons with oneDNN's
+// direct path, as PyTorch takes it).
+bool winograd_candidate(const Shapes& s, const Conv2dParams& p) {
+  static const bool enabled = [] {
+    const char* e = std::getenv("DPLAB_CPU_WINOGRAD");
+    return !(e && std::string(e) == "0");
+  }();
+  return enabled && s.KH == 3 && s.KW == 3 && p.stride_h == 1 && p.stride_w == 1 &&
+         p.dilation_h == 1 && p.dilation_w == 1 && p.groups == 1;
+}
 
 // The plain layouts of dplab's tensors, or (`any_layout`) the same shapes with format `any`,
 // letting oneDNN choose.
-Descs descs(const Shapes& s, const Conv2dParams& p, bool any_layout) {
+Descs descs(const Shapes& s, const Conv2dParams& p, bool any_layout, dnnl::algorithm alg) {
   Descs d;
+  d.alg = alg;
   auto f = [&](const memory::dims& dims, tag plain) {
     return du::f32_desc(dims, any_layout ? tag::any : plain);
   };
@@ -92,11 +113,10 @@ Descs descs(const Shapes& s, const Conv2dParams& p, bool any_layout) {
 
 dnnl::convolution_forward::primitive_desc forward_pd(const Descs& d, bool bias) {
   using F = dnnl::convolution_forward;
-  F::desc fd =
-      bias ? F::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, d.src,
-                     d.weights, d.bias, d.dst, d.strides, d.dilates, d.pad_l, d.pad_r)
-           : F::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, d.src,
-                     d.weights, d.dst, d.strides, d.dilates, d.pad_l, d.pad_r);
+  F::desc fd = bias ? F::desc(dnnl::prop_kind::forward_training, d.alg, d.src, d.weights, d.bias,
+                              d.dst, d.strides, d.dilates, d.pad_l, d.pad_r)
+                    : F::desc(dnnl::prop_kind::forward_training, d.alg, d.src, d.weights, d.dst,
+                              d.strides, d.dilates, d.pad_l, d.pad_r);
   return F::primitive_desc(fd, du::default_attr(), du::cpu_engine());
 }
 
@@ -210,11 +230,17 @@ template <typename Prim, typename MakePd>
 Entry<Prim> try_create(const Shapes& s, const Conv2dParams& p, MakePd&& make_pd,
                        std::array<bool, 3> outputs) {
   Entry<Prim> e;
-  const Descs plain = descs(s, p, false);
+  using A = dnnl::algorithm;
+  const Descs plain = descs(s, p, false, A::convolution_direct);
   e.bias = plain.bias;
-  for (bool any_layout : {true, false}) {
+  // In order of preference: Winograd (blocked layouts), direct in blocked layouts, direct in
+  // dplab's plain layouts.
+  std::vector<std::pair<A, bool>> attempts = {{A::convolution_direct, true},
+                                              {A::convolution_direct, false}};
+  if (winograd_candidate(s, p)) attempts.insert(attempts.begin(), {A::convolution_winograd, true});
+  for (const auto& [alg, any_layout] : attempts) {
     try {
-      e.pd = make_pd(descs(s, p, any_layout));
+      e.pd = make_pd(descs(s, p, any_layout, alg));
       e.prim = Prim(e.pd);
       e.src = make_act_stage({s.N, s.C, s.H, s.W}, chosen_src(e.pd), !outputs[0]);
       e.weights = make_stage(plain.weights, chosen_weights(e.pd), !outputs[1]);
@@ -284,8 +310,8 @@ void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, const Conv2dPa
   auto e = cache.get(make_key(Pass::backward_data, s, p, false), [&] {
     return try_create<Prim>(s, p,
                             [&](const Descs& d) {
-                              Prim::desc bd(dnnl::algorithm::convolution_direct, d.src, d.weights,
-                                            d.dst, d.strides, d.dilates, d.pad_l, d.pad_r);
+                              Prim::desc bd(d.alg, d.src, d.weights, d.dst, d.strides, d.dilates,
+                                            d.pad_l, d.pad_r);
                               return Prim::primitive_desc(bd, du::default_attr(), du::cpu_engine(),
                                                           forward_pd(d, false));
                             },
@@ -313,17 +339,17 @@ void backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db,
   const Shapes s = shapes(x, dw, dy);
   const bool bias = db.defined();
   auto e = cache.get(make_key(Pass::backward_weight, s, p, bias), [&] {
-    return try_create<Prim>(
-        s, p,
-        [&](const Descs& d) {
-          Prim::desc bd = bias ? Prim::desc(dnnl::algorithm::convolution_direct, d.src, d.weights,
-                                            d.bias, d.dst, d.strides, d.dilates, d.pad_l, d.pad_r)
-                               : Prim::desc(dnnl::algorithm::convolution_direct, d.src, d.weights,
-                                            d.dst, d.strides, d.dilates, d.pad_l, d.pad_r);
-          return Prim::primitive_desc(bd, du::default_attr(), du::cpu_engine(),
-                                      forward_pd(d, bias));
-        },
-        {false, true, false});
+    return try_create<Prim>(s, p,
+                            [&](const Descs& d) {
+                              Prim::desc bd =
+                                  bias ? Prim::desc(d.alg, d.src, d.weights, d.bias, d.dst,
+                                                    d.strides, d.dilates, d.pad_l, d.pad_r)
+                                       : Prim::desc(d.alg, d.src, d.weights, d.dst, d.strides,
+                                                    d.dilates, d.pad_l, d.pad_r);
+                              return Prim::primitive_desc(bd, du::default_attr(), du::cpu_engine(),
+                                                          forward_pd(d, bias));
+                            },
+                            {false, true, false});
   });
   if (!e->ok)
     return fallback().conv2d_backward_weight(x.contiguous_if_blocked(), dy.contiguous_if_blocked(),
