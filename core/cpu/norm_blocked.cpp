@@ -37,39 +37,39 @@ const float* opt(const Tensor& t) {
 // across chunks: the error of a chunk's float sum is ~kChunk·2^-24 relative at worst.
 constexpr int64_t kChunk = 256;
 
+// Σ f(e, j) per lane j of block cb over every image and pixel, e the element's offset.
+template <typename F>
+void lane_sums(const Geometry& g, int64_t cb, F f, double (&out)[B]) {
+  for (int64_t j = 0; j < B; ++j) out[j] = 0;
+  for (int64_t n = 0; n < g.n; ++n) {
+    const int64_t base = (n * g.cb + cb) * g.block_stride();
+    for (int64_t i0 = 0; i0 < g.hw; i0 += kChunk) {
+      float acc[B] = {};
+      const int64_t i1 = std::min(g.hw, i0 + kChunk);
+      for (int64_t i = i0; i < i1; ++i)
+#pragma omp simd
+        for (int64_t j = 0; j < B; ++j) acc[j] += f(base + i * B + j, j);
+      for (int64_t j = 0; j < B; ++j) out[j] += acc[j];
+    }
+  }
+}
+
 // Σx and Σ(x − mean)² per lane of block cb, over every image and pixel.
 void block_stats(const float* x, const Geometry& g, int64_t cb, double (&mean)[B],
                  double (&ssd)[B]) {
-  double s[B] = {};
-  for (int64_t n = 0; n < g.n; ++n) {
-    const float* p = x + (n * g.cb + cb) * g.block_stride();
-    for (int64_t i0 = 0; i0 < g.hw; i0 += kChunk) {
-      float acc[B] = {};
-      const int64_t i1 = std::min(g.hw, i0 + kChunk);
-      for (int64_t i = i0; i < i1; ++i)
-#pragma omp simd
-        for (int64_t j = 0; j < B; ++j) acc[j] += p[i * B + j];
-      for (int64_t j = 0; j < B; ++j) s[j] += acc[j];
-    }
-  }
+  double s[B];
+  lane_sums(
+      g, cb, [x](int64_t e, int64_t) { return x[e]; }, s);
   const double m = static_cast<double>(g.n * g.hw);
   float mf[B];
-  for (int64_t j = 0; j < B; ++j)
-    mean[j] = s[j] / m, ssd[j] = 0, mf[j] = static_cast<float>(mean[j]);
-  for (int64_t n = 0; n < g.n; ++n) {
-    const float* p = x + (n * g.cb + cb) * g.block_stride();
-    for (int64_t i0 = 0; i0 < g.hw; i0 += kChunk) {
-      float acc[B] = {};
-      const int64_t i1 = std::min(g.hw, i0 + kChunk);
-      for (int64_t i = i0; i < i1; ++i)
-#pragma omp simd
-        for (int64_t j = 0; j < B; ++j) {
-          const float d = p[i * B + j] - mf[j];
-          acc[j] += d * d;
-        }
-      for (int64_t j = 0; j < B; ++j) ssd[j] += acc[j];
-    }
-  }
+  for (int64_t j = 0; j < B; ++j) mean[j] = s[j] / m, mf[j] = static_cast<float>(mean[j]);
+  lane_sums(
+      g, cb,
+      [x, &mf](int64_t e, int64_t j) {
+        const float d = x[e] - mf[j];
+        return d * d;
+      },
+      ssd);
 }
 
 // y = x·a + k (then ReLU) per lane over block cb.
