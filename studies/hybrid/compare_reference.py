@@ -48,7 +48,12 @@ def side_by_side():
     print("| data | algorithm | K | seed | framework | loss ep. 7 (stage 1) | loss ep. 8 (stage 2) |"
           " max iteration loss ep. 8 | loss ep. 9 | loss ep. 15 | final test acc % | wall s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for m in sorted((HERE / "reference").glob("*/*/K*/seed*/metrics.jsonl")):
+    def key(m):
+        run = m.parent
+        return (run.parent.parent.parent.name != "mnist", run.parent.parent.name,
+                int(run.parent.name[1:]), int(run.name[4:]))
+
+    for m in sorted((HERE / "reference").glob("*/*/K*/seed*/metrics.jsonl"), key=key):
         run = m.parent
         if not (run / "done").exists():
             continue
@@ -56,13 +61,18 @@ def side_by_side():
             run.parent.parent.parent.name
         if data == "same_trajectory":
             continue
-        base = algo.replace("_set-epoch", "").replace("_accumulate_mean", "")
-        dplab_algo = base + ("_mean" if "accumulate_mean" in algo else "")
-        rows = [("PyTorch" + (" (set_epoch)" if "set-epoch" in algo else ""), m)]
+        # reference.sh names: <algo>[_set-epoch][_accumulate_mean][_stage2-test_printed]
+        label, dplab_algo = algo.replace("_set-epoch", ""), algo.replace("_set-epoch", "")
+        if "_accumulate_mean" in algo:
+            label = label.replace("_accumulate_mean", ", stage-2 mean")
+            dplab_algo = dplab_algo.replace("_accumulate_mean", "_mean")
+        if "_stage2-test_printed" in algo:
+            label = label.replace("_stage2-test_printed", " as printed")
+            dplab_algo = "hybrid_printed"
+        rows = [("PyTorch" + (", set_epoch" if "set-epoch" in algo else ""), m)]
         d = HERE / "runs" / data / dplab_algo / K / seed / "metrics.jsonl"
-        if d.exists() and (d.parent / "done").exists():
+        if "set-epoch" not in algo and d.exists() and (d.parent / "done").exists():
             rows.append(("dplab", d))
-        label = algo.replace("_set-epoch", "").replace("_accumulate_mean", " mean")
         for fw, path in rows:
             ep = epochs_of(path)
             fin = final_of(path)
@@ -72,6 +82,47 @@ def side_by_side():
             print(f"| {data} | {label} | {K[1:]} | {seed[4:]} | {fw} | {fmt(g(7))} | {fmt(g(8))} |"
                   f" {fmt(g(8, 'max_iter_loss'))} | {fmt(g(9))} | {fmt(g(15))} |"
                   f" {100 * fin['test_acc']:.2f} | {wall} |")
+
+
+def collapse_summary():
+    """Per data, variant, framework and K: runs, runs alive after stage 1 (epoch-7 test accuracy
+    > 50 %), of those the runs dead at the end of stage 2 (epoch-15 test accuracy < 20 %), and the
+    final test accuracies. dplab: every finished seed in runs/; PyTorch: every run in reference/."""
+    groups = {}
+
+    def add(data, variant, fw, K, path):
+        ep, fin = epochs_of(path), final_of(path)
+        if fin is None or 7 not in ep or 15 not in ep:
+            return
+        g = groups.setdefault((data, variant, fw, K), [])
+        g.append((ep[7]["test_acc"] > 0.5, ep[15]["test_acc"] < 0.2, 100 * fin["test_acc"]))
+
+    for m in (HERE / "reference").glob("*/*/K*/seed*/metrics.jsonl"):
+        run = m.parent
+        data, algo, K = run.parent.parent.parent.name, run.parent.parent.name, int(run.parent.name[1:])
+        if data == "same_trajectory" or not (run / "done").exists() or "hybrid" not in algo:
+            continue
+        fw = "PyTorch, set_epoch" if "set-epoch" in algo else "PyTorch"
+        variant = ("stage-2 mean" if "accumulate_mean" in algo else
+                   "as printed (stage 2 idle)" if "printed" in algo else "thesis reading (sum)")
+        add(data, variant, fw, K, m)
+    for algo, variant in (("hybrid_8_12", "thesis reading (sum)"), ("hybrid_8_12_mean", "stage-2 mean"),
+                          ("hybrid_printed", "as printed (stage 2 idle)")):
+        for m in (HERE / "runs").glob(f"*/{algo}/K*/seed*/metrics.jsonl"):
+            if (m.parent / "done").exists():
+                add(m.parent.parent.parent.parent.name, variant, "dplab",
+                    int(m.parent.parent.name[1:]), m)
+    print("| data | hybrid (8,12) variant | framework | K | runs | alive after stage 1 |"
+          " of those, dead after stage 2 | final test acc % per run |")
+    print("|---|---|---|---|---|---|---|---|")
+    order = {"thesis reading (sum)": 0, "stage-2 mean": 1, "as printed (stage 2 idle)": 2}
+    for (data, variant, fw, K) in sorted(groups, key=lambda k: (k[0] != "mnist", k[0],
+                                                                 order[k[1]], k[2], k[3])):
+        g = groups[(data, variant, fw, K)]
+        alive = [x for x in g if x[0]]
+        dead = [x for x in alive if x[1]]
+        accs = ", ".join(f"{a:.1f}" for _, _, a in g)
+        print(f"| {data} | {variant} | {fw} | {K} | {len(g)} | {len(alive)} | {len(dead)} | {accs} |")
 
 
 def progress_losses(stdout, epoch, samples, batch=64):
@@ -107,12 +158,14 @@ def same_trajectory():
             print(f"| final | | | | {100 * fd['test_acc']:.2f} | {100 * fp['test_acc']:.2f} |")
         first = min(ep)
         trace = [r for r in records(pt) if r["kind"] == "iter" and r["epoch"] == first + 0]
-        if case == "resume_epoch7":
+        progress = {"from_init": st / case / "dplab_epoch1_progress.txt",
+                    "resume_epoch7": st / case / "dplab" / "stdout.txt"}[case]
+        if progress.exists() and trace:
             head = (st / case / "pytorch" / "stdout.txt").read_text()
             n_train, K = (int(x) for x in re.search(r": (\d+) train .* K = (\d+)", head).groups())
-            dl = progress_losses(st / case / "dplab" / "stdout.txt", first, -(-n_train // K))
-            print(f"\nEpoch {first} (stage 2), rank 0's loss per iteration (dplab's from its "
-                  "progress lines, +-n*1e-4):\n")
+            dl = progress_losses(progress, first, -(-n_train // K))
+            print(f"\nEpoch {first} (stage {trace[0]['stage']}), rank 0's loss per iteration "
+                  "(dplab's decoded from its progress lines, +-n*1e-4):\n")
             print("| iteration | global it | synced step | dplab loss | PyTorch loss |")
             print("|---|---|---|---|---|")
             for i, r in enumerate(trace):
@@ -122,5 +175,15 @@ def same_trajectory():
 
 
 if __name__ == "__main__":
-    side_by_side()
-    same_trajectory()
+    # Also kept as reference/comparison.md (regenerated on every run).
+    import contextlib
+    import io
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        print("# dplab against the PyTorch port of the thesis code (compare_reference.py)\n")
+        collapse_summary()
+        print()
+        side_by_side()
+        same_trajectory()
+    (HERE / "reference" / "comparison.md").write_text(buf.getvalue())
+    print(buf.getvalue(), end="")

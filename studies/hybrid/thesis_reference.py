@@ -27,6 +27,7 @@ Changes, none of which touches the arithmetic of training:
   * CPU + gloo instead of CUDA + NCCL; ranks started with torch.multiprocessing on 127.0.0.1;
     torch.set_num_threads(1) per rank; num_workers = 0 (the data are in memory),
   * data: the IDX files dplab reads (pixel / 255, no normalisation), not torchvision's MNIST,
+  * --stage2-test printed runs the listing literally (`iter % 2 == 8`): stage 2 never steps,
   * --seed replaces the listing's fixed torch.manual_seed(0) and the sampler's seed 0,
   * modes each_iter (stage 1 throughout) and only_end (no communication until the final average),
     and --accumulate mean (stage-2 gradient divided by W before the step; not in the thesis),
@@ -304,7 +305,8 @@ def cnn(rank, world, args, port):
         print(f"data {d}: {len(train_dataset)} train / {len(test_dataset)} test, K = {world}, "
               f"{len(train_loader)} iterations per epoch, mode {args.mode}, W {W}, R {R}, "
               f"accumulate {args.accumulate}, set_epoch {args.set_epoch}, seed {args.seed}, "
-              f"order {args.order}, init {args.init or 'torch.manual_seed'}",
+              f"order {args.order}, init {args.init or 'torch.manual_seed'}, "
+              f"stage-2 test {args.stage2_test}",
               flush=True)
 
     def emit(rec):
@@ -333,7 +335,9 @@ def cnn(rank, world, args, port):
                 optimizer.step()
                 synced = True
             elif stage == 2:
-                if iter % W == 0:  # the listing prints `iter % 2 == 8` (never true)
+                # The listing prints `iter % 2 == 8`, never true: --stage2-test printed keeps it
+                # (stage 2 then never communicates nor steps; its .grad is dropped by stage 3).
+                if (iter % 2 == 8) if args.stage2_test == "printed" else (iter % W == 0):
                     outputs = ddp_model(images)
                     loss = criterion(outputs, labels)
                     loss.backward()  # DDP: allreduce-average of the ACCUMULATED .grad
@@ -423,6 +427,9 @@ def cnn(rank, world, args, port):
               f"({syncs_total / n_iter:.3f} of P-SGD) + {final_avg} final parameter allreduces  "
               f"train time {train_time:.1f} s", flush=True)
         out.close()
+    # Every rank leaves together: a rank that reached destroy_process_group while rank 0 was still
+    # evaluating once spun there after rank 0 had exited.
+    dist.barrier()
     dist.destroy_process_group()
 
 
@@ -445,6 +452,9 @@ def main():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--mode", choices=["each_iter", "hybrid", "only_end"], default="hybrid")
     p.add_argument("--accumulate", choices=["sum", "mean"], default="sum")
+    p.add_argument("--stage2-test", choices=["fixed", "printed"], default="fixed",
+                   help="stage-2 sync test: iter %% W == 0 (fixed, default) or the listing's "
+                        "literal iter %% 2 == 8 (printed: never true)")
     p.add_argument("--set-epoch", action="store_true",
                    help="reshuffle every epoch like dplab (the thesis code never does)")
     p.add_argument("--order", choices=["torch", "dplab"], default="torch",
