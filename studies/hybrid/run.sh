@@ -16,9 +16,10 @@ ALGOS=${ALGOS:-"each_iter hybrid_8_12 hybrid_8_16 only_end"}
 # rank is the identity) and hybrid (8,16) is hybrid (8,12) (stage-3 syncs average one rank):
 # the same trajectories, so only these run; summarize.py reports them for both rows.
 K1_ALGOS=${K1_ALGOS:-"each_iter hybrid_8_12"}
-# The variant hybrid_8_12_mean (stage 2 on the mean of the W gradients, not in the thesis) runs
-# only when asked: ALGOS=hybrid_8_12_mean KS="2 4 8" studies/hybrid/run.sh
-PLOT_ALGOS="each_iter hybrid_8_12 hybrid_8_16 only_end hybrid_8_12_mean"
+# The variants run only when asked: hybrid_8_12_mean (stage 2 on the mean of the W gradients,
+# not in the thesis) and hybrid_printed (the listing as printed: stage 2 idle), e.g.
+#   ALGOS=hybrid_8_12_mean KS="2 4 8" studies/hybrid/run.sh
+PLOT_ALGOS="each_iter hybrid_8_12 hybrid_8_16 only_end hybrid_8_12_mean hybrid_printed"
 RUNS=${RUNS:-$HERE/runs}
 NICE=${NICE:-10}
 

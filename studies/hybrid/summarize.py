@@ -18,10 +18,12 @@ import statistics
 import sys
 from pathlib import Path
 
-ALGOS = ["each_iter", "hybrid_8_12", "hybrid_8_16", "only_end", "hybrid_8_12_mean"]
+ALGOS = ["each_iter", "hybrid_8_12", "hybrid_8_16", "only_end", "hybrid_8_12_mean",
+         "hybrid_printed"]
 LABELS = {"each_iter": "EachIter (P-SGD)", "hybrid_8_12": "hybrid (8,12)",
           "hybrid_8_16": "hybrid (8,16)", "only_end": "OnlyEnd",
-          "hybrid_8_12_mean": "hybrid (8,12), stage-2 mean (variant)"}
+          "hybrid_8_12_mean": "hybrid (8,12), stage-2 mean (variant)",
+          "hybrid_printed": "hybrid (8,12) as printed (stage 2 idle; variant)"}
 DATA_NAMES = {"mnist": "MNIST digits (8,000 train / 2,000 test)",
               "fashion-mnist": "Fashion-MNIST (60,000 train / 10,000 test)"}
 
