@@ -20,7 +20,8 @@
 
 // cuDNN and cuBLAS calls, in the same style. The macros name types and functions of cudnn.h /
 // cublas_v2.h only where they are expanded, so this header stays free of those includes: a file
-// that uses DPLAB_CUDNN_CHECK includes <cudnn.h> itself (likewise <cublas_v2.h>).
+// that uses DPLAB_CUDNN_CHECK includes <cudnn.h> itself (DPLAB_CUBLAS_CHECK:
+// "dplab/core/cuda/cublas_api.h", cuBLAS being loaded on first use).
 // cudnnGetLastErrorString (cuDNN >= 9) adds the library's own explanation of the failure.
 #define DPLAB_CUDNN_CHECK(call)                                                        \
   do {                                                                                 \
@@ -34,12 +35,12 @@
     }                                                                                  \
   } while (0)
 
-#define DPLAB_CUBLAS_CHECK(call)                                                                 \
-  do {                                                                                           \
-    cublasStatus_t dplab_st_ = (call);                                                           \
-    if (dplab_st_ != CUBLAS_STATUS_SUCCESS)                                                      \
-      ::dplab::throw_error(                                                                      \
-          __FILE__, __LINE__,                                                                    \
-          ::fmt::format("cuBLAS call {} failed: {} ({})", #call, cublasGetStatusName(dplab_st_), \
-                        cublasGetStatusString(dplab_st_)));                                      \
+#define DPLAB_CUBLAS_CHECK(call)                                                             \
+  do {                                                                                       \
+    cublasStatus_t dplab_st_ = (call);                                                       \
+    if (dplab_st_ != CUBLAS_STATUS_SUCCESS)                                                  \
+      ::dplab::throw_error(__FILE__, __LINE__,                                               \
+                           ::fmt::format("cuBLAS call {} failed: {} ({})", #call,            \
+                                         ::dplab::cuda::cublas().status_name(dplab_st_),     \
+                                         ::dplab::cuda::cublas().status_string(dplab_st_))); \
   } while (0)

@@ -2,6 +2,7 @@
 
 #include "dplab/core/cuda/caching_allocator.h"
 #include "dplab/core/cuda/check.h"
+#include "dplab/core/cuda/cublas_api.h"
 #include "dplab/core/cuda/device_guard.h"
 #include "dplab/core/cuda/per_device.h"
 #include "dplab/core/cuda/stream.h"
@@ -19,14 +20,14 @@ cublasHandle_t cublas_handle(int device) {
   return handles.get(device, "cuBLAS handle", [&] {
     ScopedDevice guard(device);
     cublasHandle_t h = nullptr;
-    DPLAB_CUBLAS_CHECK(cublasCreate(&h));
+    DPLAB_CUBLAS_CHECK(cublas().create(&h));
     // cublasSetStream resets the workspace to cuBLAS's own pool, so the stream comes first.
-    DPLAB_CUBLAS_CHECK(cublasSetStream(h, compute_stream(device)));
+    DPLAB_CUBLAS_CHECK(cublas().set_stream(h, compute_stream(device)));
     void* ws = device_allocator(device).allocate(kWorkspaceBytes);
-    DPLAB_CUBLAS_CHECK(cublasSetWorkspace(h, ws, kWorkspaceBytes));
+    DPLAB_CUBLAS_CHECK(cublas().set_workspace(h, ws, kWorkspaceBytes));
     // Explicit: no TF32 tensor-op rounding of f32 operands (see the header).
-    DPLAB_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
-    DPLAB_CUBLAS_CHECK(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST));
+    DPLAB_CUBLAS_CHECK(cublas().set_math_mode(h, CUBLAS_DEFAULT_MATH));
+    DPLAB_CUBLAS_CHECK(cublas().set_pointer_mode(h, CUBLAS_POINTER_MODE_HOST));
     return h;
   });
 }

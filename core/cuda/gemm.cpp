@@ -21,6 +21,7 @@
 #include <climits>
 
 #include "dplab/core/cuda/check.h"
+#include "dplab/core/cuda/cublas_api.h"
 #include "dplab/core/cuda/cublas_handle.h"
 #include "dplab/core/cuda/device_guard.h"
 #include "dplab/core/cuda/launch_gemm.h"
@@ -105,10 +106,10 @@ void gemm(bool ta, bool tb, float alpha, const Tensor& a, const Tensor& b, float
   const cublasOperation_t op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
   // alpha and beta are host floats: the scale type of CUBLAS_COMPUTE_32F.
-  DPLAB_CUBLAS_CHECK(cublasGemmEx(cuda::cublas_handle(dev), op_b, op_a, m, n, k, &alpha,
-                                  b.raw_data(), cuda_type(bt), ildb, a.raw_data(), cuda_type(at),
-                                  ilda, &beta, c.raw_data(), cuda_type(ct), ildc,
-                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  DPLAB_CUBLAS_CHECK(cuda::cublas().gemm_ex(cuda::cublas_handle(dev), op_b, op_a, m, n, k, &alpha,
+                                            b.raw_data(), cuda_type(bt), ildb, a.raw_data(),
+                                            cuda_type(at), ilda, &beta, c.raw_data(), cuda_type(ct),
+                                            ildc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 void check_vector(const Tensor& v, int64_t n, const Tensor& m, const char* what,
