@@ -3,6 +3,7 @@
 #include "dplab/core/autocast.h"
 #include "dplab/core/autograd.h"
 #include "dplab/core/backend.h"
+#include "dplab/core/ops/activation_layout.h"
 #include "dplab/core/ops/elementwise.h"
 #include "dplab/core/ops/shape.h"
 
@@ -16,12 +17,6 @@ Conv2dParams to_params(const Conv2dOptions& o) {
   p.dilation_h = o.dilation[0], p.dilation_w = o.dilation[1];
   p.groups = o.groups;
   return p;
-}
-
-// What a kernel of `be` is given for activation t: t itself when it is blocked and the backend
-// reads blocked activations, else contiguous.
-Tensor operand(const Backend& be, const Tensor& t) {
-  return t.is_blocked() && be.blocked_activations ? t : t.contiguous();
 }
 
 // Saves the (contiguous) input and weight; computes only the gradients whose inputs need one.
@@ -45,14 +40,14 @@ class Conv2dBackward : public Node {
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor(), Tensor(), Tensor()};
     const Backend& be = backend_for(grads[0].device());
-    const Tensor dy = operand(be, grads[0].to(dt_));
+    const Tensor dy = activation_operand(be, grads[0].to(dt_));
     const bool want_x = next_edges[0].fn != nullptr;
     const bool want_w = next_edges[1].fn != nullptr;
     const bool want_b = has_bias_ && next_edges[2].fn != nullptr;
     Tensor dx, dw, db;
     if (want_x) {
-      dx = x_layout_ != Layout::strided ? Tensor::empty(x_shape_, x_layout_)
-                                        : Tensor::empty(x_shape_, dt_, dy.device());
+      dx = dt_ == DType::f32 ? empty_in_layout(x_shape_, x_layout_, dy.device())
+                             : Tensor::empty(x_shape_, dt_, dy.device());
       be.conv.conv2d_backward_data(dy, w_, dx, p_);
     }
     if (want_w || want_b) {
@@ -127,7 +122,7 @@ Tensor conv2d_impl(const Tensor& x, const Tensor& weight, const Tensor& bias,
               p.dilation_w);
 
   const Backend& be = backend_for(x.device());
-  const Tensor xc = operand(be, x), wc = weight.contiguous();
+  const Tensor xc = activation_operand(be, x), wc = weight.contiguous();
   const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
   const Layout yl = be.conv.conv2d_output_layout
                         ? be.conv.conv2d_output_layout(xc, wc, p, bc.defined())

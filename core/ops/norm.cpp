@@ -4,6 +4,7 @@
 
 #include "dplab/core/autograd.h"
 #include "dplab/core/backend.h"
+#include "dplab/core/ops/activation_layout.h"
 #include "dplab/core/ops/elementwise.h"
 
 namespace dplab {
@@ -14,11 +15,6 @@ void check_channel_vector(const Tensor& t, int64_t c, const char* what) {
   check_dtype(t, DType::f32, what);
   check_shape(t, {c}, what);
   DPLAB_CHECK(t.is_contiguous(), "{}: {} must be contiguous", what, t.str());
-}
-
-// t converted to ref's layout (strided: NCHW-contiguous).
-Tensor in_layout_of(const Tensor& ref, const Tensor& t) {
-  return ref.is_blocked() ? t.to(ref.layout()) : t.contiguous();
 }
 
 class BatchNormBackward : public Node {
@@ -35,7 +31,7 @@ class BatchNormBackward : public Node {
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor(), Tensor(), Tensor()};
     // dy in x's layout (a blocked x gets dx blocked too: the convolution before wants it so).
-    const Tensor g = in_layout_of(x_, grads[0].to(DType::f32));
+    const Tensor g = f32_in_layout(grads[0], x_.layout());
     const int64_t c = x_.shape()[1];
     Tensor dx, dw, db;
     if (next_edges[0].fn) dx = Tensor::empty_like(x_);
@@ -77,7 +73,7 @@ Tensor batch_norm_impl(const Tensor& x_in, const Tensor& weight, const Tensor& b
     if (t->defined()) check_same_device(x_in, *t, "batch_norm2d");
   const Backend& be = backend_for(x_in.device());
   // A blocked activation stays blocked (y too) where the backend has blocked kernels.
-  const Tensor x = x_in.is_blocked() && be.blocked_activations ? x_in : x_in.contiguous();
+  const Tensor x = activation_operand(be, x_in);
   Tensor y = Tensor::empty_like(x);
   Tensor mean, invstd;
   if (training) {

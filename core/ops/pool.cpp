@@ -2,6 +2,7 @@
 
 #include "dplab/core/autograd.h"
 #include "dplab/core/backend.h"
+#include "dplab/core/ops/activation_layout.h"
 
 namespace dplab {
 namespace {
@@ -55,29 +56,14 @@ Shape out_shape(const Tensor& x, const Pool2dParams& p, const char* op) {
   return {x.size(0), x.size(1), OH, OW};
 }
 
-// Activations stay in a blocked layout where the backend pools them natively.
-Tensor operand(const Backend& be, const Tensor& t) {
-  return t.is_blocked() && be.blocked_activations ? t : t.contiguous();
-}
-
-// dy brought to the layout of the pooling's input (dx is made in it too).
-Tensor grad_in_layout(const Tensor& g, Layout x_layout) {
-  const Tensor f = g.to(DType::f32);
-  return x_layout == Layout::strided ? f.contiguous() : f.to(x_layout);
-}
-
-Tensor alloc(const Shape& shape, Layout l, Device d) {
-  return l == Layout::strided ? Tensor::empty(shape, DType::f32, d) : Tensor::empty(shape, l);
-}
-
 class MaxPool2dBackward : public Node {
  public:
   MaxPool2dBackward(Tensor workspace, Shape x_shape, Layout x_layout, const Pool2dParams& p)
       : ws_(std::move(workspace)), x_shape_(std::move(x_shape)), x_layout_(x_layout), p_(p) {}
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor()};
-    const Tensor dy = grad_in_layout(grads[0], x_layout_);
-    Tensor dx = alloc(x_shape_, x_layout_, dy.device());
+    const Tensor dy = f32_in_layout(grads[0], x_layout_);
+    Tensor dx = empty_in_layout(x_shape_, x_layout_, dy.device());
     backend_for(dy.device()).pool.max_pool2d_backward(dy, ws_, dx, p_);
     return {dx};
   }
@@ -97,8 +83,8 @@ class AvgPool2dBackward : public Node {
       : x_shape_(std::move(x_shape)), x_layout_(x_layout), p_(p) {}
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor()};
-    const Tensor dy = grad_in_layout(grads[0], x_layout_);
-    Tensor dx = alloc(x_shape_, x_layout_, dy.device());
+    const Tensor dy = f32_in_layout(grads[0], x_layout_);
+    Tensor dx = empty_in_layout(x_shape_, x_layout_, dy.device());
     backend_for(dy.device()).pool.avg_pool2d_backward(dy, dx, p_);
     return {dx};
   }
@@ -132,8 +118,8 @@ Tensor max_pool2d(const Tensor& x, const Pool2dOptions& opt) {
   check_input(x, "max_pool2d");
   const Pool2dParams p = to_params(opt, "max_pool2d", true);
   const Backend& be = backend_for(x.device());
-  const Tensor xc = operand(be, x);
-  Tensor y = alloc(out_shape(x, p, "max_pool2d"), xc.layout(), x.device());
+  const Tensor xc = activation_operand(be, x);
+  Tensor y = empty_in_layout(out_shape(x, p, "max_pool2d"), xc.layout(), x.device());
   const bool record = any_requires_grad({&x});
   Tensor workspace;
   be.pool.max_pool2d_forward(xc, y, record ? &workspace : nullptr, p);
@@ -147,8 +133,8 @@ Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& opt) {
   check_input(x, "avg_pool2d");
   const Pool2dParams p = to_params(opt, "avg_pool2d", false);
   const Backend& be = backend_for(x.device());
-  const Tensor xc = operand(be, x);
-  Tensor y = alloc(out_shape(x, p, "avg_pool2d"), xc.layout(), x.device());
+  const Tensor xc = activation_operand(be, x);
+  Tensor y = empty_in_layout(out_shape(x, p, "avg_pool2d"), xc.layout(), x.device());
   be.pool.avg_pool2d_forward(xc, y, p);
   if (any_requires_grad({&x}))
     set_history(std::make_shared<AvgPool2dBackward>(x.shape(), xc.layout(), p), {&x}, {&y});
