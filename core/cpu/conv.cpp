@@ -77,11 +77,17 @@ struct Descs {
 // direct summation by ~1e-6 relative, as cuDNN's Winograd does on GPUs. Where oneDNN has no
 // Winograd kernel for a shape (or the CPU) the direct algorithm takes over.
 // DPLAB_CPU_WINOGRAD=0 keeps every convolution direct (bit-for-bit comparisons with oneDNN's
-// direct path, as PyTorch takes it).
+// direct path, as PyTorch takes it); unset or 1: Winograd where it applies.
 bool winograd_candidate(const Shapes& s, const Conv2dParams& p) {
   static const bool enabled = [] {
     const char* e = std::getenv("DPLAB_CPU_WINOGRAD");
-    return !(e && std::string(e) == "0");
+    if (!e || !*e) return true;
+    const std::string v(e);
+    DPLAB_CHECK(v == "0" || v == "1",
+                "DPLAB_CPU_WINOGRAD={}: expected 0 (direct convolutions "
+                "only) or 1 (Winograd for 3x3 stride-1 convolutions, the default)",
+                v);
+    return v == "1";
   }();
   return enabled && s.KH == 3 && s.KW == 3 && p.stride_h == 1 && p.stride_w == 1 &&
          p.dilation_h == 1 && p.dilation_w == 1 && p.groups == 1;

@@ -54,6 +54,20 @@ void add_blocked_layout(std::vector<OpCase>& cs) {
                 // eps 1e-3 the f32 rounding of the objective swamps the difference quotient
                 // (the NCHW version of this case fails the same way); the function is smooth.
                 .grad = kLargeRowGrad});
+  // 21x21 = 441 pixels per image: the statistics run over more than one 256-pixel chunk.
+  cs.push_back({.name = "blocked_batchnorm_train_large",
+                .ops = {"to_layout", "batch_norm2d"},
+                .inputs =
+                    [] {
+                      return Inputs{uniform({2, 32, 21, 21}, 317, -2.f, 2.f),
+                                    uniform({32}, 318, 0.5f, 1.5f), uniform({32}, 319)};
+                    },
+                .fn =
+                    [](const Inputs& v) {
+                      return Inputs{
+                          batch_norm2d(blocked(v[0]), v[1], v[2], Tensor(), Tensor(), true)};
+                    },
+                .grad = kLargeRowGrad});
   cs.push_back({.name = "blocked_batchnorm_eval",
                 .ops = {"to_layout", "batch_norm2d"},
                 .inputs =
@@ -102,6 +116,18 @@ void add_blocked_layout(std::vector<OpCase>& cs) {
                     [](const Inputs& v) {
                       const Tensor p = avg_pool2d(blocked(v[0]), pool_opts(2, 2, 0));
                       return Inputs{p, adaptive_avg_pool2d(p, {1, 1})};
+                    }});
+  // Ceil-mode windows hanging past the padding with count_include_pad: oneDNN cannot express
+  // the divisor, so the parallel reference loops run, on NCHW copies of the blocked operands.
+  cs.push_back({.name = "blocked_avgpool_fallback",
+                .ops = {"to_layout", "avg_pool2d"},
+                .inputs =
+                    [] {
+                      return Inputs{uniform({2, 16, 6, 6}, 330)};
+                    },
+                .fn =
+                    [](const Inputs& v) {
+                      return Inputs{avg_pool2d(blocked(v[0]), pool_opts(3, 2, 1, 1, true, true))};
                     }});
   // A bottleneck block as ResNet-50 has it, blocked from input to output: three conv/bn units,
   // the residual add, ReLU, then the stem's max pooling and a reduction, backward through all

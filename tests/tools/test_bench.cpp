@@ -2,6 +2,7 @@
 // machine is shared, so only the shape and sanity of the numbers are checked).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "data/temp_dir.h"
@@ -56,6 +57,37 @@ TEST(Bench, ComparePytorchReportsBothAndTheRatio) {
   EXPECT_NEAR(j["ratio"].get<double>(),
               j["images_per_s"].get<double>() / j["pytorch_images_per_s"].get<double>(),
               1e-9 * j["ratio"].get<double>());
+}
+
+// 3x3 stride-1 convolutions run oneDNN's Winograd kernels unless DPLAB_CPU_WINOGRAD=0, and a
+// value other than 0 or 1 is an error naming the variable. (oneDNN's Winograd is AVX-512 only:
+// elsewhere only the direct runs and the error are checked.)
+TEST(Bench, WinogradSwitchIsHonouredAndChecked) {
+  ScopedTempDir dir("bench-winograd");
+  const std::string args =
+      "bench train --model resnet18_cifar --batch 2 --steps 1 --warmup 0 --threads 1";
+  auto run = [&](const char* value) {
+    setenv("DNNL_VERBOSE", "1", 1);
+    if (value)
+      setenv("DPLAB_CPU_WINOGRAD", value, 1);
+    else
+      unsetenv("DPLAB_CPU_WINOGRAD");
+    auto r = run_dplab(args, dir.path);
+    unsetenv("DNNL_VERBOSE");
+    unsetenv("DPLAB_CPU_WINOGRAD");
+    return r;
+  };
+  const auto dflt = run(nullptr);
+  ASSERT_EQ(dflt.status, 0) << dflt.err;
+  if (dflt.out.find("AVX-512") != std::string::npos)
+    EXPECT_NE(dflt.out.find("jit_wino"), std::string::npos) << "no Winograd convolution ran";
+  const auto direct = run("0");
+  ASSERT_EQ(direct.status, 0) << direct.err;
+  EXPECT_EQ(direct.out.find("wino"), std::string::npos) << "DPLAB_CPU_WINOGRAD=0 ignored";
+  EXPECT_NE(direct.out.find("convolution"), std::string::npos) << direct.out.substr(0, 2000);
+  const auto bad = run("off");
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.err.find("DPLAB_CPU_WINOGRAD=off"), std::string::npos) << bad.err;
 }
 
 TEST(Bench, InferTableAndUsageErrors) {
