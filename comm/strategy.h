@@ -27,6 +27,7 @@
 
 #include "dplab/core/options.h"
 #include "dplab/core/param_arena.h"
+#include "dplab/core/state_dict.h"
 #include "dplab/optim/optimizer.h"
 
 namespace dplab {
@@ -110,6 +111,16 @@ class Strategy {
   // restore this rank's model, and return true. Collective over the ranks. The default has no
   // such model: returns false without calling `evaluate`.
   virtual bool consensus_eval(const std::function<void()>& evaluate) { return false; }
+
+  // Checkpoints. Every piece of this rank's algorithm state that the model, the optimizer and
+  // the loop position do not already hold (DASO's B and S, DC-S3GD's W-bar and V, push-sum
+  // weights, counters, accumulated gradients, ...), under the strategy's own names. The loop
+  // calls save_state after drain() (nothing in flight) on every rank, and writes each rank's
+  // state with that rank's own model and optimizer; load_state is called after setup() with
+  // what this rank saved, and must leave the strategy exactly as it was when saved, so the
+  // resumed run is bitwise identical to the uninterrupted one. Collective-free.
+  virtual void save_state(StateDict& out) const {}
+  virtual void load_state(const StateDict& in) {}
 
  protected:
   TrainContext ctx_;
