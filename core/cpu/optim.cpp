@@ -129,6 +129,17 @@ void amp_unscale(Tensor& grads, float inv_scale, Tensor& found_inf) {
   if (bad) found_inf.data<float>()[0] = 1.f;
 }
 
+void find_nonfinite(const Tensor& x, Tensor& flags, int64_t slot) {
+  check_find_nonfinite_operands(x, flags, slot);
+  const float* p = x.data<float>();
+  int bad = 0;
+  const int64_t n = x.numel();
+  // A read-only pass (no write-back, unlike amp_unscale): half the memory traffic.
+#pragma omp parallel for simd schedule(static) reduction(| : bad) if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) bad |= nonfinite_value(p[i]) ? 1 : 0;
+  if (bad) flags.data<float>()[slot] = 1.f;
+}
+
 }  // namespace
 
 OptimKernels cpu_optim_kernels() {
@@ -141,6 +152,7 @@ OptimKernels cpu_optim_kernels() {
   k.dcs3gd_update = dcs3gd_update;
   k.dcs3gd_drain = dcs3gd_drain;
   k.amp_unscale = amp_unscale;
+  k.find_nonfinite = find_nonfinite;
   return k;
 }
 

@@ -52,5 +52,7 @@ cudaError_t launch_dcs3gd_drain(float* wbar, const float* r, float* w, int64_t n
 // 1.0f, so the outcome does not depend on which one wins).
 cudaError_t launch_amp_unscale(float* g, int64_t n, float inv_scale, float* found_inf,
                                cudaStream_t stream);
+// *flag = 1 when any x[i] is inf or NaN (x only read; every such thread stores the same 1.0f).
+cudaError_t launch_find_nonfinite(const float* x, int64_t n, float* flag, cudaStream_t stream);
 
 }  // namespace dplab::cuda

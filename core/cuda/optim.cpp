@@ -122,6 +122,14 @@ void amp_unscale(Tensor& grads, float inv_scale, Tensor& found_inf) {
                                             found_inf.data<float>(), cur.stream()));
 }
 
+void find_nonfinite(const Tensor& x, Tensor& flags, int64_t slot) {
+  check_find_nonfinite_operands(x, flags, slot);
+  check_on_cuda(x, "find_nonfinite");
+  CurrentDevice cur(x);
+  DPLAB_CUDA_CHECK(cuda::launch_find_nonfinite(x.data<float>(), x.numel(),
+                                               flags.data<float>() + slot, cur.stream()));
+}
+
 }  // namespace
 
 OptimKernels cuda_optim_kernels() {
@@ -134,6 +142,7 @@ OptimKernels cuda_optim_kernels() {
   k.dcs3gd_update = dcs3gd_update;
   k.dcs3gd_drain = dcs3gd_drain;
   k.amp_unscale = amp_unscale;
+  k.find_nonfinite = find_nonfinite;
   return k;
 }
 

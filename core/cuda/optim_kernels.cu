@@ -168,6 +168,14 @@ __global__ void amp_unscale_kernel(float* g, int64_t n, AmpUnscale f, float* fou
   if (bad) *found_inf = 1.f;
 }
 
+__global__ void find_nonfinite_kernel(const float* x, int64_t n, float* flag) {
+  bool bad = false;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    bad = nonfinite_value(x[i]) || bad;
+  if (bad) *flag = 1.f;
+}
+
 }  // namespace
 
 cudaError_t launch_amp_unscale(float* g, int64_t n, float inv_scale, float* found_inf,
@@ -175,6 +183,12 @@ cudaError_t launch_amp_unscale(float* g, int64_t n, float inv_scale, float* foun
   if (n == 0) return cudaSuccess;
   amp_unscale_kernel<<<blocks_for(n), kThreads, 0, stream>>>(g, n, AmpUnscale{inv_scale},
                                                              found_inf);
+  return cudaPeekAtLastError();
+}
+
+cudaError_t launch_find_nonfinite(const float* x, int64_t n, float* flag, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  find_nonfinite_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, n, flag);
   return cudaPeekAtLastError();
 }
 

@@ -87,6 +87,12 @@ struct OptimKernels {
   // was inf or NaN (left as it was otherwise: the caller zeroes it). grads contiguous f32;
   // found_inf a contiguous f32 tensor of 1 element on the same device.
   void (*amp_unscale)(Tensor& grads, float inv_scale, Tensor& found_inf);
+
+  // Finiteness check (tools/train/nonfinite_guard.h): flags[slot] = 1 when any element of x is
+  // inf or NaN (left as it was otherwise: the caller zeroes it). x contiguous f32, only read;
+  // flags a contiguous f32 tensor on x's device with slot < flags.numel(). No host read: a
+  // caller checks many tensors into one flags tensor and reads it back once.
+  void (*find_nonfinite)(const Tensor& x, Tensor& flags, int64_t slot);
 };
 
 OptimKernels ref_optim_kernels();
@@ -111,6 +117,7 @@ void check_dcs3gd_update_operands(const Tensor& g, const Tensor& wbar, const Ten
 int64_t check_dcs3gd_lambda_operands(const Tensor& sums, const Tensor& lambdas);
 void check_dcs3gd_drain_operands(const Tensor& wbar, const Tensor& r, const Tensor& w);
 void check_amp_unscale_operands(const Tensor& grads, const Tensor& found_inf);
+void check_find_nonfinite_operands(const Tensor& x, const Tensor& flags, int64_t slot);
 
 // The f64 values held bitwise in an i64 tensor of f64 slots (copied to the host if needed).
 std::vector<double> f64_slot_values(const Tensor& slots);

@@ -6,6 +6,7 @@
 #include "dplab/comm/registry.h"
 #include "dplab/models/registry.h"
 #include "dplab/tools/dplab/command.h"
+#include "dplab/tools/train/nonfinite_guard.h"
 #include "dplab/tools/train/trainer.h"
 
 namespace dplab::cli {
@@ -16,6 +17,11 @@ std::string option_table() {
   for (const auto& s : train_option_specs())
     r += fmt::format("  {:<26} {} [default: {}]\n", s.key, s.help,
                      s.default_value.empty() ? "\"\"" : s.default_value);
+  r += fmt::format(
+      "\nExit status: 0 done, 1 runtime error, 2 usage error, {} stopped on a non-finite loss, "
+      "gradient or state (option nonfinite; no checkpoint written), {} pre-empted by a signal in "
+      "preempt.signals (DIR/checkpoint.safetensors written: continue with --resume).\n",
+      kExitNonfinite, kExitPreempted);
   return r;
 }
 
@@ -80,7 +86,14 @@ CommandSpec train_command() {
           a->flags.apply(o);
           if (a->nesterov_flag->count() > 0) o.set("nesterov", a->nesterov ? "true" : "false");
           for (const auto& s : a->sets) apply_set_option(s, o);
-          const auto r = run_training(o, std::cout, std::cerr);
+          TrainResult r;
+          try {
+            r = run_training(o, std::cout, std::cerr);
+          } catch (const RunStopped& e) {  // every rank stops with the same status
+            std::cout.flush();
+            if (e.report()) std::cerr << "dplab: " << e.what() << "\n";
+            return e.exit_code();
+          }
           if (r.is_rank0) {
             std::cout << fmt::format("test accuracy: {:.4f}\n", r.test_acc);
             if (!r.final_checkpoint.empty()) std::cout << "wrote " << r.final_checkpoint << "\n";

@@ -32,8 +32,11 @@
 #include "dplab/tools/train/device_prefetch.h"
 #include "dplab/tools/train/evaluate.h"
 #include "dplab/tools/train/metrics.h"
+#include "dplab/tools/train/nonfinite_guard.h"
 #include "dplab/tools/train/optimizer_factory.h"
+#include "dplab/tools/train/preemption.h"
 #include "dplab/tools/train/progress.h"
+#include "dplab/tools/train/step_agreement.h"
 #include "dplab/tools/train/step_metrics.h"
 
 namespace dplab {
@@ -151,6 +154,12 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   DPLAB_CHECK(epochs >= 1, "option epochs: expected >= 1, got {}", epochs);
   DPLAB_CHECK(batch >= 1, "option batch: expected >= 1, got {}", batch);
   DPLAB_CHECK(max_steps >= 0, "option max_steps: expected >= 0, got {}", max_steps);
+  // nonfinite = stop | skip (tools/train/nonfinite_guard.h); preempt.signals: installed at
+  // once, so a signal during set-up (data indexing can take minutes) is not lost, but only with
+  // an output directory to save to (tools/train/preemption.h).
+  const NonfinitePolicy nonfinite = parse_nonfinite_policy(get(opt, "nonfinite"));
+  const std::vector<int> preempt_signals = parse_preempt_signals(get(opt, "preempt.signals"));
+  PreemptionSignals preemption(out_dir.empty() ? std::vector<int>{} : preempt_signals);
   const Progress::Mode progress_mode = Progress::parse_mode(get(opt, "progress"));
   const int every_percent = int(get_int(opt, "progress.every_percent"));
   // comm = mpi | nccl | auto (comm/world.h), validated for every algorithm. NCCL needs a GPU per
@@ -215,6 +224,11 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   ctx.buffers = model->named_buffers();  // broadcast at setup, averaged before evaluation
   strategy->setup(ctx);
   const bool rank0 = strategy->rank() == 0;
+  // Per tick, every rank learns whether any rank saw a non-finite value or a pre-emption
+  // signal (one 8-byte allreduce; tools/train/step_agreement.h). Collective construction.
+  StepAgreement agreement(opt, strategy->world_size());
+  // Under amp = f16 the loss scaler owns inf/NaN gradients; the guard then checks the loss.
+  NonfiniteGuard guard(arena, !scaler);
   // --slowdown RANK=FACTOR: this rank's compute is stretched by sleeping (comm/slowdown.h).
   Slowdown slowdown = Slowdown::from_options(opt, strategy->rank(), strategy->world_size());
 
@@ -282,11 +296,63 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
     metrics =
         MetricsWriter((std::filesystem::path(out_dir) / "metrics.jsonl").string(), !resume.empty());
   }
+  // A run stopped for non-finite values: the record, then RunStopped on every rank (exit 3).
+  auto stop_nonfinite = [&](const std::string& what, const Agreement& agreed) {
+    strategy->drain();  // every rank is here at the same tick: nothing left in flight
+    if (rank0)
+      metrics.write({{"kind", "stopped"},
+                     {"reason", "nonfinite"},
+                     {"step", loop.global_step},
+                     {"ranks", agreed.reporting_ranks()},
+                     {"detail", agreed.joined_reports()}});
+    throw RunStopped(
+        fmt::format("non-finite values {}: {}; every rank stopped (nonfinite = stop, "
+                    "exit status {}); no checkpoint was written{}",
+                    what, agreed.joined_reports(), kExitNonfinite,
+                    out_dir.empty() ? "" : ", any earlier one in " + out_dir + " is as it was"),
+        kExitNonfinite, rank0);
+  };
+  // No checkpoint holds an inf or NaN (the model's state_dict, the optimizer's and the
+  // algorithm's state): every rank checks its own and they agree before anything is written.
+  auto check_state_finite = [&](const std::string& name) {
+    std::vector<NamedTensor> state = model->state_dict();
+    for (const NamedTensor& t : optimizer.state()) state.push_back(t);
+    StateDict algo;
+    strategy->save_state(algo);
+    std::vector<std::string> bad = nonfinite_names(state);
+    for (const std::string& n : nonfinite_entries(algo)) bad.push_back("algo." + n);
+    const Agreement agreed = agreement.agree(
+        !bad.empty(), false, [&] { return fmt::format("non-finite {}", name_list(bad)); });
+    if (agreed.nonfinite)
+      stop_nonfinite(fmt::format("in the state to be checkpointed as {} after global step {}", name,
+                                 loop.global_step),
+                     agreed);
+  };
   auto checkpoint = [&](const std::string& name) -> std::string {
-    if (out_dir.empty() || !rank0) return {};
+    if (out_dir.empty()) return {};
+    check_state_finite(name);  // collective: on every rank
+    if (!rank0) return {};
     const std::string path = (std::filesystem::path(out_dir) / name).string();
     save_checkpoint(path, *model, optimizer, loop);
     return path;
+  };
+  // Pre-empted (tools/train/preemption.h): checkpoint, record, every rank waits for rank 0's
+  // write to complete, then RunStopped on every rank (exit 4).
+  auto preempt_exit = [&](const std::string& reports) {
+    const std::string path = (std::filesystem::path(out_dir) / "checkpoint.safetensors").string();
+    checkpoint("checkpoint.safetensors");
+    if (rank0)
+      metrics.write({{"kind", "preempted"},
+                     {"epoch", loop.epoch + 1},
+                     {"step", loop.global_step},
+                     {"step_in_epoch", loop.step_in_epoch},
+                     {"detail", reports},
+                     {"checkpoint", path}});
+    agreement.barrier();
+    throw RunStopped(fmt::format("pre-empted ({}) after global step {}: wrote {}; continue with "
+                                 "--resume {} (exit status {})",
+                                 reports, loop.global_step, path, path, kExitPreempted),
+                     kExitPreempted, rank0);
   };
 
   Progress progress(rank0 ? progress_mode : Progress::Mode::off, every_percent, progress_out);
@@ -299,6 +365,45 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   const double base_lr = so.lr;
   bool evaluated = false;
   int64_t last_epoch_number = loop.epoch;  // 1-based number of the last epoch trained
+  // nonfinite = skip: the optimizer step in progress is dropped (set at the tick whose check
+  // failed, applied at the tick that would step: accumulated micro-batches are dropped whole).
+  bool drop_step = false;
+  int64_t nonfinite_skipped_total = 0;
+  bool preempted = false;       // some rank received a pre-emption signal (agreed)
+  std::string preempt_reports;  // which rank received which signal
+  // The agreement of one tick, on every rank at the same tick (also the ticks a rank skips).
+  auto agree_tick = [&](const StepInfo& step, bool local_nonfinite, const Tensor* loss) {
+    const int sig = preemption.received();
+    Agreement agreed = agreement.agree(local_nonfinite, sig != 0, [&] {
+      std::string r;
+      if (local_nonfinite) r = guard.describe(*loss);
+      if (sig != 0) r += (r.empty() ? "received " : "; received ") + preempt_signal_name(sig);
+      return r;
+    });
+    if (agreed.nonfinite && nonfinite == NonfinitePolicy::stop)
+      stop_nonfinite(
+          fmt::format("at global step {} (0-based; epoch {}, batch {} of {})", step.global_step,
+                      step.epoch + 1, step.step_in_epoch + 1, steps_per_epoch),
+          agreed);
+    if (agreed.nonfinite) {
+      drop_step = true;
+      if (rank0 && nonfinite_skipped_total < 10)  // the first few; the metrics count them all
+        progress_out << fmt::format(
+            "dplab: dropping the step at global step {}: non-finite {} "
+            "(nonfinite = skip)\n",
+            step.global_step, agreed.joined_reports());
+    }
+    if (agreed.preempt && !preempted) {
+      preempted = true;
+      std::string who;
+      for (size_t r = 0; r < agreed.reports.size(); ++r)
+        if (agreed.reports[r].find("received SIG") != std::string::npos)
+          who += fmt::format("{}rank {} {}", who.empty() ? "" : ", ", r,
+                             agreed.reports[r].substr(agreed.reports[r].find("received SIG")));
+      preempt_reports = who;
+    }
+    return agreed;
+  };
 
   // ---- the loop (call points as in comm/strategy.h) -----------------------------------------
   while (loop.epoch < epochs && !stop) {
@@ -310,6 +415,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
     const auto t_epoch = Clock::now();
     int64_t epoch_images = 0;
     int64_t epoch_computed = 0;
+    int64_t epoch_nonfinite_skipped = 0;
     const double slept_before = slowdown.total_slept_s();
     Batch b;
     while (batches.next(b)) {
@@ -322,7 +428,13 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
       optimizer.set_lr(base_lr * schedule->factor(loop.global_step, steps_per_epoch));
 
       const StepPlan plan = strategy->plan(step);
-      if (!plan.compute) {  // this rank skips the tick (its batch is dropped)
+      DPLAB_CHECK(!(plan.strategy_update && nonfinite == NonfinitePolicy::skip),
+                  "option nonfinite = skip: algorithm '{}' applies its update inside "
+                  "after_backward, before the check, so a step cannot be dropped; use nonfinite "
+                  "= stop",
+                  strategy->name());
+      if (!plan.compute) {                 // this rank skips the tick (its batch is dropped)
+        agree_tick(step, false, nullptr);  // the others may be computing: same collective
         strategy->after_step(step);
         ++skipped_steps;
         ++loop.step_in_epoch;
@@ -331,6 +443,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
           stop = true;
           break;
         }
+        if (preempted) break;
         continue;
       }
       if (plan.zero_grad && accumulation.first(loop.global_step)) optimizer.zero_grad();
@@ -345,8 +458,16 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
       backward(scaler ? scaler->scale_loss(accumulation.scale(loss)) : accumulation.scale(loss));
       slowdown.stop();
       strategy->after_backward(step);
+      // The averaged gradients (and the loss) checked, and agreed on with the other ranks.
+      const bool tick_nonfinite = agree_tick(step, guard.step_nonfinite(loss), &loss).nonfinite;
       slowdown.start();
-      if (plan.optimizer_step && accumulation.last(loop.global_step)) {
+      if (plan.optimizer_step && accumulation.last(loop.global_step) && drop_step) {
+        optimizer.zero_grad();  // nonfinite = skip: no update; no later step sees these
+        drop_step = false;
+        ++epoch_nonfinite_skipped;
+        ++nonfinite_skipped_total;
+        ++loop.optimizer_steps;  // counts toward max_steps, as a loss scaler's skipped step
+      } else if (plan.optimizer_step && accumulation.last(loop.global_step)) {
         if (scaler) {  // skips the step when a gradient is inf/NaN, then adjusts the scale
           scaler->step(optimizer);
           scaler->update();
@@ -366,8 +487,10 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
       ++epoch_computed;
 
       const int64_t n = b.labels.numel();
-      step_metrics.add(loss, logits, b.labels, loop.epoch_loss_sum, loop.epoch_correct);
-      loop.epoch_seen += n;
+      if (!tick_nonfinite) {  // a dropped step's loss is not part of the epoch's mean
+        step_metrics.add(loss, logits, b.labels, loop.epoch_loss_sum, loop.epoch_correct);
+        loop.epoch_seen += n;
+      }
       ++loop.step_in_epoch;
       ++loop.global_step;
       epoch_images += n;
@@ -380,6 +503,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
         stop = true;
         break;
       }
+      if (preempted) break;  // this step is done on every rank
     }
     step_metrics.flush(loop.epoch_loss_sum, loop.epoch_correct);
     const double epoch_time = seconds_since(t_epoch);
@@ -388,6 +512,12 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
     progress.end_epoch();
 
     const bool epoch_done = loop.step_in_epoch >= steps_per_epoch;
+    // Pre-empted in the middle of an epoch (and not at the end of training): checkpoint at
+    // once, without finish_training() or an evaluation: the grace period is short.
+    if (preempted && !stop && !epoch_done) {
+      strategy->drain();
+      preempt_exit(preempt_reports);
+    }
     const double mean_loss = loop.epoch_seen ? loop.epoch_loss_sum / double(loop.epoch_seen) : 0;
     const double train_acc =
         loop.epoch_seen ? double(loop.epoch_correct) / double(loop.epoch_seen) : 0;
@@ -450,7 +580,9 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
                             // the same three under the names the metrics format documents
                             {"bytes_sent", comm.bytes_sent},
                             {"allreduces", comm.allreduces},
-                            {"exposed_wait_s", comm.exposed_wait_s}};
+                            {"exposed_wait_s", comm.exposed_wait_s},
+                            // steps dropped by nonfinite = skip (always 0 with stop)
+                            {"nonfinite_skipped_steps", epoch_nonfinite_skipped}};
       for (const auto& [k, v] : strategy->state()) rec["algo." + k] = v;
       if (ev_consensus) {
         rec["test_acc_consensus"] = ev_consensus->accuracy;
@@ -458,13 +590,21 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
       }
       metrics.write(rec);
       summary << fmt::format(
-          "epoch {}/{}{}  loss {:.4f}  train_acc {:.4f}  test_acc {:.4f}  {:.0f} img/s  {:.1f} s\n",
+          "epoch {}/{}{}  loss {:.4f}  train_acc {:.4f}  test_acc {:.4f}  {:.0f} img/s  {:.1f} "
+          "s{}\n",
           epoch + 1, epochs, epoch_done ? "" : " (partial)", mean_loss, train_acc, ev.accuracy, ips,
-          epoch_time);
+          epoch_time,
+          epoch_nonfinite_skipped > 0
+              ? fmt::format("  {} non-finite steps skipped", epoch_nonfinite_skipped)
+              : "");
       summary.flush();
     }
-    if (epoch_done && ckpt_every > 0 && loop.epoch % ckpt_every == 0 && loop.epoch < epochs)
-      checkpoint("checkpoint.safetensors");
+    const bool periodic =
+        epoch_done && ckpt_every > 0 && loop.epoch % ckpt_every == 0 && loop.epoch < epochs;
+    // Pre-empted at the last step of an epoch: the epoch ended as usual (evaluation, record);
+    // its checkpoint is the pre-emption checkpoint.
+    if (preempted && !stop && loop.epoch < epochs) preempt_exit(preempt_reports);
+    if (periodic) checkpoint("checkpoint.safetensors");
   }
 
   strategy->drain();
@@ -477,7 +617,8 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   result.global_step = loop.global_step;
   result.images_per_s = train_time > 0 ? double(train_images) / train_time : 0;
   result.time_s = seconds_since(t_start);
-  result.final_checkpoint = checkpoint("final.safetensors");
+  result.nonfinite_skipped_steps = nonfinite_skipped_total;
+  result.final_checkpoint = checkpoint("final.safetensors");  // checked for inf/NaN first
   if (rank0) {
     metrics.write({{"kind", "final"},
                    {"epoch", last_epoch_number},
@@ -488,7 +629,8 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
                    {"test_loss", result.test_loss},
                    {"test_acc", result.test_acc},
                    {"images_per_s", result.images_per_s},
-                   {"time_s", result.time_s}});
+                   {"time_s", result.time_s},
+                   {"nonfinite_skipped_steps", nonfinite_skipped_total}});
   }
   return result;
 }

@@ -19,14 +19,18 @@ struct TrainResult {
   double train_acc = 0;
   double test_acc = 0;
   double test_loss = 0;
-  double images_per_s = 0;       // this process, training iterations only
-  double time_s = 0;             // wall time of this process's training and evaluation
-  std::string final_checkpoint;  // empty without --out
-  bool is_rank0 = true;          // only rank 0 prints results
+  double images_per_s = 0;              // this process, training iterations only
+  double time_s = 0;                    // wall time of this process's training and evaluation
+  std::string final_checkpoint;         // empty without --out
+  int64_t nonfinite_skipped_steps = 0;  // steps dropped by nonfinite = skip (this run)
+  bool is_rank0 = true;                 // only rank 0 prints results
 };
 
 // Runs a training job. `summary` gets one line per epoch (stdout in `dplab train`); progress
-// goes to `progress` (stderr). Throws dplab::Error for configuration and runtime errors.
+// goes to `progress` (stderr). Throws dplab::Error for configuration and runtime errors, and
+// RunStopped (tools/train/nonfinite_guard.h) on every rank for a run that stopped on purpose:
+// a non-finite loss, gradient or state (exit status 3, nothing written) or a pre-emption signal
+// (exit status 4, checkpoint written).
 TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream& progress);
 
 struct EvalReport {

@@ -111,6 +111,15 @@ void check_amp_unscale_operands(const Tensor& grads, const Tensor& found_inf) {
   check_slots(found_inf, 1, DType::f32, grads.device(), "amp_unscale found_inf");
 }
 
+void check_find_nonfinite_operands(const Tensor& x, const Tensor& flags, int64_t slot) {
+  DPLAB_CHECK(x.defined(), "find_nonfinite: x is undefined");
+  check_flat_f32(x, x.numel(), x.device(), "find_nonfinite x");
+  DPLAB_CHECK(flags.defined(), "find_nonfinite: flags are undefined");
+  check_slots(flags, flags.numel(), DType::f32, x.device(), "find_nonfinite flags");
+  DPLAB_CHECK(slot >= 0 && slot < flags.numel(), "find_nonfinite: slot {} outside the {} flags",
+              slot, flags.numel());
+}
+
 std::vector<double> f64_slot_values(const Tensor& slots) {
   DPLAB_CHECK(slots.defined() && slots.dtype() == DType::i64,
               "f64_slot_values: expected an i64 tensor of f64 slots, got {}",
@@ -255,6 +264,15 @@ void amp_unscale(Tensor& grads, float inv_scale, Tensor& found_inf) {
   if (bad) found_inf.data<float>()[0] = 1.f;
 }
 
+void find_nonfinite(const Tensor& x, Tensor& flags, int64_t slot) {
+  check_find_nonfinite_operands(x, flags, slot);
+  const float* p = x.data<float>();
+  bool bad = false;
+  const int64_t n = x.numel();
+  for (int64_t i = 0; i < n; ++i) bad = nonfinite_value(p[i]) || bad;
+  if (bad) flags.data<float>()[slot] = 1.f;
+}
+
 }  // namespace
 
 OptimKernels ref_optim_kernels() {
@@ -267,6 +285,7 @@ OptimKernels ref_optim_kernels() {
   k.dcs3gd_update = dcs3gd_update;
   k.dcs3gd_drain = dcs3gd_drain;
   k.amp_unscale = amp_unscale;
+  k.find_nonfinite = find_nonfinite;
   return k;
 }
 

@@ -1,0 +1,311 @@
+// `dplab train` under numerical faults and pre-emption, end to end through the binary, at 1 and
+// 2 ranks: exit statuses 3 and 4, messages that name step, rank and tensor, checkpoints that a
+// diverged run never touches, and a pre-empted run whose resume equals the uninterrupted run.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <sstream>
+
+#include "data/temp_dir.h"
+#include "dplab/core/safetensors.h"
+#include "run_cli.h"
+#include "spawn_cli.h"
+
+namespace dplab {
+namespace {
+
+namespace fs = std::filesystem;
+using test::run_dplab;
+using test::ScopedTempDir;
+using test::slurp;
+
+// 256 training images (4 steps of 64 on one process, 2 per rank on two), 200 test images; lr
+// is the default 0.01 unless a test gives --lr.
+const std::string kJob =
+    "train --model mnist_cnn --data fashion-mnist --batch 64 --momentum 0.9 "
+    "--nesterov --threads 1 --set data.train_limit=256 --set data.test_limit=200 "
+    "--set progress=off";
+
+std::string mpiexec2() {
+  return std::string(DPLAB_MPIEXEC) + " -n 2 ";
+}
+
+// `dplab ARGS` under mpiexec -n 2 (quiet: no per-rank exit banner is needed).
+test::CliResult run_dplab2(const std::string& args, const fs::path& scratch) {
+  fs::create_directories(scratch);
+  const auto out = scratch / "stdout.txt", err = scratch / "stderr.txt";
+  const std::string cmd =
+      mpiexec2() + test::dplab_exe() + " " + args + " >" + out.string() + " 2>" + err.string();
+  const int rc = std::system(cmd.c_str());
+  test::CliResult r;
+  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+std::vector<nlohmann::json> read_metrics(const fs::path& file) {
+  std::vector<nlohmann::json> r;
+  std::istringstream in(slurp(file));
+  std::string line;
+  while (std::getline(in, line)) r.push_back(nlohmann::json::parse(line));
+  return r;
+}
+
+// Every checkpoint file of a run directory and its bytes.
+std::map<std::string, std::string> checkpoint_files(const fs::path& dir) {
+  std::map<std::string, std::string> r;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".safetensors") r[e.path().filename().string()] = slurp(e.path());
+  return r;
+}
+
+void expect_finite(const fs::path& file) {
+  for (const NamedTensor& t : load_safetensors(file.string())) {
+    if (t.tensor.dtype() != DType::f32) continue;
+    for (float v : t.tensor.to_vector()) {
+      ASSERT_TRUE(std::isfinite(v)) << t.name << " in " << file;
+    }
+  }
+}
+
+// Tensors of two checkpoint files, bit for bit (their metadata may differ).
+void expect_same_tensors(const fs::path& a, const fs::path& b) {
+  const auto ta = load_safetensors(a.string()), tb = load_safetensors(b.string());
+  ASSERT_EQ(ta.size(), tb.size()) << a << " vs " << b;
+  for (size_t i = 0; i < ta.size(); ++i) {
+    EXPECT_EQ(ta[i].name, tb[i].name);
+    ASSERT_EQ(ta[i].tensor.nbytes(), tb[i].tensor.nbytes()) << ta[i].name;
+    EXPECT_EQ(std::memcmp(ta[i].tensor.raw_data(), tb[i].tensor.raw_data(), ta[i].tensor.nbytes()),
+              0)
+        << ta[i].name << " differs between " << a << " and " << b;
+  }
+}
+
+// --lr 1e20: the first step runs on the initial weights (finite loss and gradients) and its
+// update makes the weights so large that the next forward overflows: global step 1 (0-based) of
+// a fresh run, and of a resumed run the second step after the resume point.
+TEST(CliFaults, DivergenceStopsWithStatus3AndLeavesCheckpointsAlone) {
+  ScopedTempDir dir("cli-nonfinite");
+  const std::string run = dir.file("run");
+  auto r = run_dplab(kJob + " --epochs 2 --out " + run, dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto good = checkpoint_files(run);
+  ASSERT_EQ(good.size(), 4u);  // checkpoint and final, model and state files
+  ASSERT_TRUE(good.count("checkpoint.safetensors"));
+
+  // A fresh run into the same directory diverges: status 3, nothing written.
+  r = run_dplab(kJob + " --epochs 2 --lr 1e20 --out " + run, dir.path);
+  EXPECT_EQ(r.status, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("non-finite values at global step 1 "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rank 0: loss"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no checkpoint was written"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("test accuracy"), std::string::npos);
+  EXPECT_TRUE(checkpoint_files(run) == good) << "a checkpoint file changed";
+  auto m = read_metrics(fs::path(run) / "metrics.jsonl");
+  ASSERT_FALSE(m.empty());
+  EXPECT_EQ(m.back()["kind"], "stopped");
+  EXPECT_EQ(m.back()["reason"], "nonfinite");
+  EXPECT_EQ(m.back()["ranks"], nlohmann::json::array({0}));
+
+  // Resumed from the epoch-1 checkpoint into the same directory: global step 4 is the first
+  // after the resume point (finite), 5 overflows.
+  r = run_dplab(
+      kJob + " --epochs 2 --lr 1e20 --resume " + run + "/checkpoint.safetensors --out " + run,
+      dir.path);
+  EXPECT_EQ(r.status, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("non-finite values at global step 5 "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rank 0: loss"), std::string::npos) << r.err;
+  EXPECT_TRUE(checkpoint_files(run) == good) << "a checkpoint file changed";
+}
+
+// --lr 1e39 is inf in f32: the first step's loss and gradients are finite, its update is not.
+// With --max-steps 1 the next thing the run does is write final.safetensors: the state check
+// stops it before.
+TEST(CliFaults, NonfiniteStateIsNeverWritten) {
+  ScopedTempDir dir("cli-nonfinite-state");
+  auto r =
+      run_dplab(kJob + " --epochs 1 --max-steps 1 --lr 1e39 --out " + dir.file("run"), dir.path);
+  EXPECT_EQ(r.status, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("in the state to be checkpointed as final.safetensors after global step 1"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("rank 0: non-finite 'cnn1.weight'"), std::string::npos) << r.err;
+  EXPECT_TRUE(checkpoint_files(dir.path / "run").empty());
+}
+
+// nonfinite = skip drops every step after the first (all overflow): the weights and momentum
+// are those of a run that stopped after its one finite step.
+TEST(CliFaults, SkipDropsTheStepsAndCountsThem) {
+  ScopedTempDir dir("cli-nonfinite-skip");
+  auto r = run_dplab(kJob + " --epochs 1 --lr 1e20 --set nonfinite=skip --out " + dir.file("skip"),
+                     dir.path);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("3 non-finite steps skipped"), std::string::npos) << r.out;
+  auto m = read_metrics(dir.path / "skip" / "metrics.jsonl");
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m[0]["nonfinite_skipped_steps"], 3);
+  EXPECT_EQ(m[1]["nonfinite_skipped_steps"], 3);
+  EXPECT_EQ(m[1]["step"], 4);
+  EXPECT_TRUE(std::isfinite(m[0]["loss"].get<double>()));  // dropped steps left out
+  r = run_dplab(kJob + " --epochs 1 --max-steps 1 --lr 1e20 --out " + dir.file("one"), dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  expect_same_tensors(dir.path / "skip" / "final.safetensors",
+                      dir.path / "one" / "final.safetensors");
+  expect_same_tensors(dir.path / "skip" / "final.state.safetensors",
+                      dir.path / "one" / "final.state.safetensors");
+}
+
+TEST(CliFaults, TwoRanksStopTogetherAndNameEachRank) {
+  ScopedTempDir dir("cli-nonfinite-2");
+  const std::string run = dir.file("run");
+  const std::string job = kJob + " --algo allreduce";
+  auto r = run_dplab2(job + " --epochs 2 --out " + run, dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto good = checkpoint_files(run);
+  ASSERT_EQ(good.size(), 4u);
+
+  // Both ranks hold the same (averaged) weights, so both see the overflow at global step 1.
+  r = run_dplab2(job + " --epochs 2 --lr 1e20 --out " + run, dir.path);
+  EXPECT_EQ(r.status, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("non-finite values at global step 1 "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rank 0: loss"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rank 1: loss"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("aborting"), std::string::npos) << r.err;  // a stop, not an abort
+  EXPECT_TRUE(checkpoint_files(run) == good) << "a checkpoint file changed";
+
+  // Resumed (2 steps per epoch per rank: global step 2 is the first after the resume point).
+  r = run_dplab2(
+      job + " --epochs 2 --lr 1e20 --resume " + run + "/checkpoint.safetensors --out " + run,
+      dir.path);
+  EXPECT_EQ(r.status, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("non-finite values at global step 3 "), std::string::npos) << r.err;
+  EXPECT_TRUE(checkpoint_files(run) == good) << "a checkpoint file changed";
+
+  // skip at two ranks: each drops the same step, as the one-step run shows.
+  r = run_dplab2(job + " --epochs 1 --lr 1e20 --set nonfinite=skip --out " + dir.file("skip"),
+                 dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(read_metrics(dir.path / "skip" / "metrics.jsonl").back()["nonfinite_skipped_steps"], 1);
+  r = run_dplab2(job + " --epochs 1 --max-steps 1 --lr 1e20 --out " + dir.file("one"), dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  expect_same_tensors(dir.path / "skip" / "final.safetensors",
+                      dir.path / "one" / "final.safetensors");
+}
+
+// ---- pre-emption ----------------------------------------------------------------------------
+
+// Long enough to be signalled in the middle of its first epoch: 2048 images, batches of 32,
+// progress lines every 5% (the test waits for one before signalling).
+const std::string kLong =
+    "train --model mnist_cnn --data fashion-mnist --batch 32 --lr 0.01 --momentum 0.9 "
+    "--threads 1 --epochs 2 --set data.train_limit=2048 --set data.test_limit=100 "
+    "--set progress=lines --set progress.every_percent=5";
+
+// Waits until the run's progress shows a step of epoch 1 done.
+bool wait_for_progress(const test::Spawned& s) {
+  return test::wait_until([&] { return slurp(s.err).find("epoch 1/2") != std::string::npos; }, 240);
+}
+
+void expect_same_final(const fs::path& a, const fs::path& b) {
+  for (const char* f : {"final.safetensors", "final.state.safetensors"}) {
+    const std::string x = slurp(a / f), y = slurp(b / f);
+    ASSERT_FALSE(x.empty()) << a / f;
+    EXPECT_TRUE(x == y) << f << " differs between " << a << " and " << b;
+  }
+}
+
+// The pre-empted run's last record, checked: mid-epoch, and the checkpoint it names loads.
+void expect_preempted_record(const fs::path& run) {
+  auto m = read_metrics(run / "metrics.jsonl");
+  ASSERT_FALSE(m.empty());
+  EXPECT_EQ(m.back()["kind"], "preempted");
+  EXPECT_EQ(m.back()["checkpoint"], (run / "checkpoint.safetensors").string());
+  for (const char* f : {"checkpoint.safetensors", "checkpoint.state.safetensors"}) {
+    ASSERT_TRUE(fs::exists(run / f)) << f;
+    EXPECT_NO_THROW(load_safetensors((run / f).string())) << f;  // complete, parses
+  }
+  expect_finite(run / "checkpoint.safetensors");
+}
+
+TEST(CliPreemption, SigtermCheckpointsAndResumesExactly) {
+  ScopedTempDir dir("cli-preempt-1");
+  auto r = run_dplab(kLong + " --out " + dir.file("straight"), dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+
+  test::Spawned s = test::spawn(test::dplab_exe() + " " + kLong + " --out " + dir.file("cut"),
+                                dir.path / "cut-log");
+  ASSERT_TRUE(wait_for_progress(s)) << slurp(s.err);
+  kill(s.pid, SIGTERM);
+  ASSERT_EQ(test::wait_exit(s.pid, 240), 4) << slurp(s.err);
+  EXPECT_NE(slurp(s.err).find("pre-empted (rank 0 received SIGTERM)"), std::string::npos)
+      << slurp(s.err);
+  expect_preempted_record(dir.path / "cut");
+  EXPECT_FALSE(fs::exists(dir.path / "cut" / "final.safetensors"));
+
+  r = run_dplab(
+      kLong + " --resume " + dir.file("cut/checkpoint.safetensors") + " --out " + dir.file("cut"),
+      dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  expect_same_final(dir.path / "straight", dir.path / "cut");
+}
+
+// A signal to one rank only (rank 1, by its pid): both ranks stop at the same step, rank 0
+// writes the checkpoint, and the resumed 2-rank run ends bitwise where the uninterrupted one
+// does.
+TEST(CliPreemption, SignalOnOneRankStopsBothAndResumesExactly) {
+  ScopedTempDir dir("cli-preempt-2");
+  const std::string job = kLong + " --algo allreduce";
+  auto r = run_dplab2(job + " --out " + dir.file("straight"), dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+
+  const std::string cut = dir.file("cut");
+  test::Spawned s =
+      test::spawn(mpiexec2() + test::dplab_exe() + " " + job + " --out " + cut, dir.path / "log");
+  ASSERT_TRUE(wait_for_progress(s)) << slurp(s.err);
+  const auto rank1 = test::find_processes({test::dplab_exe(), cut}, "PMI_RANK=1");
+  ASSERT_EQ(rank1.size(), 1u);
+  kill(rank1[0], SIGUSR1);
+  ASSERT_EQ(test::wait_exit(s.pid, 240), 4) << slurp(s.err);
+  EXPECT_NE(slurp(s.err).find("pre-empted (rank 1 received SIGUSR1)"), std::string::npos)
+      << slurp(s.err);
+  expect_preempted_record(cut);
+
+  r = run_dplab2(job + " --resume " + cut + "/checkpoint.safetensors --out " + cut, dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  expect_same_final(dir.path / "straight", cut);
+}
+
+// SIGTERM to mpiexec, as a batch system or a user would send it: mpiexec forwards it to every
+// rank.
+TEST(CliPreemption, SigtermToMpiexecReachesEveryRank) {
+  ScopedTempDir dir("cli-preempt-mpiexec");
+  const std::string cut = dir.file("cut");
+  test::Spawned s =
+      test::spawn(mpiexec2() + test::dplab_exe() + " " + kLong + " --algo allreduce --out " + cut,
+                  dir.path / "log");
+  ASSERT_TRUE(wait_for_progress(s)) << slurp(s.err);
+  kill(s.pid, SIGTERM);
+  ASSERT_EQ(test::wait_exit(s.pid, 240), 4) << slurp(s.err);
+  expect_preempted_record(cut);
+}
+
+// preempt.signals empty: the signal keeps its default action (the process dies, nothing saved).
+TEST(CliPreemption, EmptySignalListLeavesDefaultActions) {
+  ScopedTempDir dir("cli-preempt-off");
+  test::Spawned s = test::spawn(
+      test::dplab_exe() + " " + kLong + " --set preempt.signals= --out " + dir.file("run"),
+      dir.path / "log");
+  ASSERT_TRUE(wait_for_progress(s)) << slurp(s.err);
+  kill(s.pid, SIGUSR1);
+  EXPECT_EQ(test::wait_exit(s.pid, 240), 128 + SIGUSR1);
+  EXPECT_FALSE(fs::exists(dir.path / "run" / "checkpoint.safetensors"));
+}
+
+}  // namespace
+}  // namespace dplab

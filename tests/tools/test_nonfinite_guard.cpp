@@ -1,0 +1,175 @@
+// The non-finite guard's checks (tools/train/nonfinite_guard.h) on hand-made tensors with inf and
+// NaN at chosen places, the pre-emption signal flag (tools/train/preemption.h) and the one-process
+// StepAgreement (tools/train/step_agreement.h).
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <limits>
+
+#include "dplab/core/state_dict.h"
+#include "dplab/tools/train/nonfinite_guard.h"
+#include "dplab/tools/train/preemption.h"
+#include "dplab/tools/train/step_agreement.h"
+
+namespace dplab {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+const float kNan = std::numeric_limits<float>::quiet_NaN();
+
+TEST(NonfiniteGuard, IndicesOfTheTensorsWithInfOrNan) {
+  const std::vector<Tensor> ts = {
+      Tensor::from_vector({1.f, 2.f, 3.f}, {3}),
+      Tensor::from_vector({1.f, kNan, 3.f}, {3}),                // 1: NaN inside
+      Tensor::from_vector_i64({1, 2}, {2}),                      // integers: always finite
+      Tensor::from_vector({3.4e38f, -3.4e38f, 1e-45f}, {3}),     // extreme but finite
+      Tensor::from_vector({1.f, 2.f, -kInf}, {3}, DType::bf16),  // 4: bf16 -inf, last
+      Tensor::from_vector({kInf, 0.f, 0.f, 0.f}, {2, 2}).transpose(0, 1),  // 5: a strided view
+      Tensor::from_vector({0.f}, {}),
+  };
+  EXPECT_EQ(nonfinite_indices(ts), (std::vector<size_t>{1, 4, 5}));
+  EXPECT_TRUE(nonfinite_indices({}).empty());
+  EXPECT_EQ(nonfinite_names({{"a", ts[0]}, {"b", ts[1]}, {"c", ts[5]}}),
+            (std::vector<std::string>{"b", "c"}));
+}
+
+TEST(NonfiniteGuard, StateDictEntries) {
+  StateDict s;
+  s.put_tensor("good", Tensor::from_vector({1.f}, {1}));
+  s.put_tensor("V", Tensor::from_vector({0.f, kInf}, {2}));
+  s.put_double("loss", std::nan(""));
+  s.put_double("lr", 0.1);
+  s.put_doubles("history", {1.0, -std::numeric_limits<double>::infinity(), 2.0});
+  s.put_doubles("fine", {1.0, 2.5});
+  s.put_string("mode", "info");  // text that merely contains "inf" is not a number
+  s.put_int("count", 3);
+  std::vector<std::string> bad = nonfinite_entries(s);
+  std::sort(bad.begin(), bad.end());
+  EXPECT_EQ(bad, (std::vector<std::string>{"V", "history", "loss"}));
+}
+
+TEST(NonfiniteGuard, NameList) {
+  EXPECT_EQ(name_list({"a"}), "'a'");
+  EXPECT_EQ(name_list({"a", "b"}), "'a' and 'b'");
+  EXPECT_EQ(name_list({"a", "b", "c"}), "'a', 'b' and 'c'");
+  EXPECT_EQ(name_list({"a", "b", "c", "d", "e"}), "'a', 'b', 'c' and 2 more");
+}
+
+// Three parameters in one arena; the step check and the names it reports.
+struct ThreeParams {
+  Tensor w = Tensor::from_vector({1, 2, 3, 4}, {2, 2});
+  Tensor b = Tensor::from_vector({1, 2}, {2});
+  Tensor c = Tensor::from_vector({5}, {1});
+  ParamArena arena{{{"fc.weight", w}, {"fc.bias", b}, {"out.bias", c}},
+                   ParamArena::Layout::given_order};
+  Tensor loss = Tensor::scalar(0.5f);
+  ThreeParams() { arena.zero_grad(); }
+  void set_grad(Tensor& p, std::vector<float> g) {
+    p.grad().copy_(Tensor::from_vector(g, p.shape()));
+  }
+};
+
+TEST(NonfiniteGuard, StepCheckNamesTheGradientOrTheLoss) {
+  ThreeParams t;
+  NonfiniteGuard guard(t.arena, true);
+  EXPECT_FALSE(guard.step_nonfinite(t.loss));
+  t.set_grad(t.b, {0.f, kNan});
+  EXPECT_TRUE(guard.step_nonfinite(t.loss));
+  EXPECT_EQ(guard.describe(t.loss), "gradient of 'fc.bias'");
+  t.set_grad(t.c, {-kInf});
+  EXPECT_EQ(guard.describe(t.loss), "gradients of 'fc.bias' and 'out.bias'");
+  Tensor bad_loss = Tensor::scalar(kInf);
+  EXPECT_EQ(guard.describe(bad_loss), "loss and gradients of 'fc.bias' and 'out.bias'");
+  t.arena.zero_grad();
+  EXPECT_FALSE(guard.step_nonfinite(t.loss));
+  EXPECT_TRUE(guard.step_nonfinite(bad_loss));
+  EXPECT_EQ(guard.describe(bad_loss), "loss");
+  // The first element of the first parameter, the last of the last: the arena's ends.
+  t.set_grad(t.w, {kNan, 0, 0, 0});
+  EXPECT_TRUE(guard.step_nonfinite(t.loss));
+  EXPECT_EQ(guard.describe(t.loss), "gradient of 'fc.weight'");
+}
+
+TEST(NonfiniteGuard, UnderTheLossScalerOnlyTheLossCounts) {
+  ThreeParams t;
+  NonfiniteGuard guard(t.arena, false);
+  t.set_grad(t.w, {kInf, 0, 0, 0});
+  EXPECT_FALSE(guard.step_nonfinite(t.loss));
+  EXPECT_TRUE(guard.step_nonfinite(Tensor::scalar(kNan)));
+  EXPECT_EQ(guard.describe(Tensor::scalar(kNan)), "loss");
+}
+
+TEST(NonfiniteGuard, PolicyOption) {
+  EXPECT_EQ(parse_nonfinite_policy("stop"), NonfinitePolicy::stop);
+  EXPECT_EQ(parse_nonfinite_policy("skip"), NonfinitePolicy::skip);
+  try {
+    parse_nonfinite_policy("ignore");
+    FAIL() << "accepted 'ignore'";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("option nonfinite"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Preemption, SignalListOption) {
+  EXPECT_EQ(parse_preempt_signals("TERM,USR1"), (std::vector<int>{SIGTERM, SIGUSR1}));
+  EXPECT_EQ(parse_preempt_signals(" sigusr2 , hup,USR2"), (std::vector<int>{SIGUSR2, SIGHUP}));
+  EXPECT_TRUE(parse_preempt_signals("").empty());
+  EXPECT_THROW(parse_preempt_signals("TERM,KILL"), Error);
+  EXPECT_EQ(preempt_signal_name(SIGUSR1), "SIGUSR1");
+}
+
+int g_test_handler_calls = 0;  // the test's own handler (must be a plain function)
+extern "C" void count_signal(int) {
+  ++g_test_handler_calls;
+}
+
+TEST(Preemption, HandlerOnlySetsTheFlagAndTheOldOneComesBack) {
+  struct sigaction mine {};
+  mine.sa_handler = count_signal;
+  struct sigaction before {};
+  ASSERT_EQ(sigaction(SIGUSR1, &mine, &before), 0);
+  g_test_handler_calls = 0;
+  {
+    PreemptionSignals p(parse_preempt_signals("USR1,USR2"));
+    EXPECT_EQ(p.received(), 0);
+    std::raise(SIGUSR2);
+    std::raise(SIGUSR1);
+    EXPECT_EQ(p.received(), SIGUSR2);  // the first one is kept
+    EXPECT_EQ(g_test_handler_calls, 0);
+    EXPECT_THROW(PreemptionSignals again({SIGTERM}), Error);  // one at a time
+  }
+  std::raise(SIGUSR1);  // the previous handler is back
+  EXPECT_EQ(g_test_handler_calls, 1);
+  {
+    PreemptionSignals fresh({SIGTERM});
+    EXPECT_EQ(fresh.received(), 0);  // a new instance starts clear
+  }
+  PreemptionSignals none({});  // disabled: nothing installed, nothing received
+  EXPECT_EQ(none.received(), 0);
+  sigaction(SIGUSR1, &before, nullptr);
+}
+
+TEST(StepAgreement, OneProcessDecidesAlone) {
+  Options opt;
+  StepAgreement a(opt, 1);
+  int reports = 0;
+  auto report = [&] {
+    ++reports;
+    return std::string("loss");
+  };
+  Agreement r = a.agree(false, false, report);
+  EXPECT_FALSE(r.any());
+  EXPECT_EQ(reports, 0);  // the report is built only on the failure path
+  r = a.agree(true, false, report);
+  EXPECT_TRUE(r.nonfinite);
+  EXPECT_FALSE(r.preempt);
+  EXPECT_EQ(r.joined_reports(), "rank 0: loss");
+  EXPECT_EQ(r.reporting_ranks(), (std::vector<int>{0}));
+  r = a.agree(false, true, report);
+  EXPECT_TRUE(r.preempt);
+  EXPECT_EQ(reports, 2);
+  a.barrier();
+}
+
+}  // namespace
+}  // namespace dplab
