@@ -45,7 +45,11 @@ Agreement StepAgreement::agree(bool nonfinite, bool preempt,
   if (!comm_) {
     a.nonfinite = nonfinite;
     a.preempt = preempt;
-    if (a.any()) a.reports = {report()};
+    if (a.any()) {
+      std::string mine = report();
+      if (mine.size() > size_t(kReportBytes - 1)) mine.resize(size_t(kReportBytes - 1));
+      a.reports = {mine};  // the same length limit as across ranks
+    }
     return a;
   }
   Tensor bits = Tensor::from_vector({nonfinite ? 1.f : 0.f, preempt ? 1.f : 0.f}, {2});

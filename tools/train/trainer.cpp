@@ -380,11 +380,13 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
       if (sig != 0) r += (r.empty() ? "received " : "; received ") + preempt_signal_name(sig);
       return r;
     });
-    if (agreed.nonfinite && nonfinite == NonfinitePolicy::stop)
+    if (agreed.nonfinite && nonfinite == NonfinitePolicy::stop) {
+      progress.end_epoch();  // ends a progress bar's line before the message
       stop_nonfinite(
           fmt::format("at global step {} (0-based; epoch {}, batch {} of {})", step.global_step,
                       step.epoch + 1, step.step_in_epoch + 1, steps_per_epoch),
           agreed);
+    }
     if (agreed.nonfinite) {
       drop_step = true;
       if (rank0 && nonfinite_skipped_total < 10)  // the first few; the metrics count them all
