@@ -161,6 +161,29 @@ TEST(CliFaults, SkipDropsTheStepsAndCountsThem) {
                       dir.path / "one" / "final.state.safetensors");
 }
 
+// With accumulate_steps = 2 the optimizer step is two batches: the second step's batches both
+// overflow and the step is dropped whole (one skipped step, not two).
+TEST(CliFaults, SkipDropsAnAccumulatedStepWhole) {
+  ScopedTempDir dir("cli-nonfinite-accum");
+  const std::string job = kJob + " --epochs 1 --lr 1e20 --set accumulate_steps=2";
+  auto r = run_dplab(job + " --set nonfinite=skip --out " + dir.file("skip"), dir.path);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(read_metrics(dir.path / "skip" / "metrics.jsonl").back()["nonfinite_skipped_steps"], 1);
+  r = run_dplab(job + " --max-steps 1 --out " + dir.file("one"), dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  expect_same_tensors(dir.path / "skip" / "final.safetensors",
+                      dir.path / "one" / "final.safetensors");
+}
+
+TEST(CliFaults, HelpDocumentsTheOptionsAndExitStatuses) {
+  ScopedTempDir dir("cli-nonfinite-help");
+  const auto r = run_dplab("train --help", dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* s : {"nonfinite", "preempt.signals", "[default: TERM,USR1]", "[default: stop]",
+                        "3 stopped on a non-finite loss", "4 pre-empted by a signal"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s;
+}
+
 TEST(CliFaults, TwoRanksStopTogetherAndNameEachRank) {
   ScopedTempDir dir("cli-nonfinite-2");
   const std::string run = dir.file("run");
