@@ -391,8 +391,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
       drop_step = true;
       if (rank0 && nonfinite_skipped_total < 10)  // the first few; the metrics count them all
         progress_out << fmt::format(
-            "dplab: dropping the step at global step {}: non-finite {} "
-            "(nonfinite = skip)\n",
+            "dplab: dropped the step at global step {} (nonfinite = skip); non-finite values: {}\n",
             step.global_step, agreed.joined_reports());
     }
     if (agreed.preempt && !preempted) {
