@@ -1,12 +1,13 @@
 // Resume of every algorithm (issue #16 item 2): a run that checkpoints after k steps and goes on
 // to N, against fresh model, arena, optimizer and strategy objects that load what every rank
 // wrote at k (through a safetensors file, as the trainer does) and run k..N. The final
-// parameters of every rank must be bitwise equal. Snapshots are taken in the middle of an epoch
-// and at an epoch boundary, at points where the algorithm's own state matters (DC-S3GD with an
-// update not yet sent, DASO after a plateau changed B and S, hybrid inside a stage-2
-// accumulation window, SGP with unequal push-sum weights, Oscars inside a round, ...), and one
-// restart per algorithm that loads the model and the optimizer but NOT the strategy state must
-// end elsewhere: the comparison detects missing state.
+// parameters of every rank must be bitwise equal, and equal to a run that never checkpointed
+// (mid-epoch checkpoints are taken without drain(); an epoch end drains anyway). Snapshots are
+// taken in the middle of an epoch and at an epoch boundary, at points where the algorithm's own
+// state matters (DC-S3GD with an update not yet sent, DASO after a plateau changed B and S, hybrid
+// inside a stage-2 accumulation window, SGP with unequal push-sum weights, Oscars inside a round,
+// ...), and one restart per algorithm that loads the model and the optimizer but NOT the strategy
+// state must end elsewhere: the comparison detects missing state.
 //
 // The loop below makes the training loop's calls (comm/strategy.h, tools/train/trainer.cpp):
 // begin_epoch at the start of every epoch and of a resumed one, end_epoch + drain at every
@@ -60,8 +61,8 @@ struct Replica {
 };
 
 struct Snapshot {
-  int64_t at = 0;     // steps done
-  bool drain = true;  // drain() before saving (the trainer does; DC-S3GD also resumes without)
+  int64_t at = 0;      // steps done
+  bool drain = false;  // drain() before saving (changes DASO's and DC-S3GD's trajectories)
 };
 
 // Runs steps [from, to) of the kE x kT loop; after step count g in `snaps`, calls on_snap(g).
@@ -162,6 +163,8 @@ struct Case {
   bool state_matters = true;    // false: the algorithm keeps nothing beyond model + optimizer
   // Checks that the state at snaps[0] is the interesting one (read back from the file).
   std::function<void(const StateDict&)> check_interesting;
+  // Further checks on the state saved at any snapshot.
+  std::function<void(int64_t, const StateDict&)> check_at;
   // Called on the reference replica right after setup (SGP: unequal push-sum weights).
   std::function<void(Replica&)> prepare;
 };
@@ -196,6 +199,18 @@ void check_resume(const Case& c) {
   run(ref, 0, kN, c.snaps, [&](int64_t at) { files[at] = write_snapshot(dir, at, ref); });
   const Tensor final_ref = ref.rep.arena->params().clone();
   if (c.check_interesting) c.check_interesting(read_algo_state(files.at(c.snaps[0].at)));
+  if (c.check_at)
+    for (const Snapshot& s : c.snaps) c.check_at(s.at, read_algo_state(files.at(s.at)));
+  const bool drains_mid_epoch = std::any_of(
+      c.snaps.begin(), c.snaps.end(), [](const Snapshot& s) { return s.drain && s.at % kT != 0; });
+  if (!drains_mid_epoch) {
+    // Checkpointing without drain() leaves the run as it was: equal to one that never saved.
+    Replica plain(opt, 1234);
+    if (c.prepare) c.prepare(plain);
+    run(plain, 0, kN, {}, {});
+    EXPECT_EQ(max_abs_diff(plain.rep.arena->params(), final_ref), 0.0)
+        << c.algo << ": checkpointing changed the run on rank " << R;
+  }
 
   for (const Snapshot& s : c.snaps) {
     // Fresh objects, from another seed: everything must come from the checkpoint.
@@ -222,7 +237,7 @@ TEST(Resume, AllReduce) {
   Case c;
   c.algo = "allreduce";
   c.options = {{"allreduce.bucket_cap_mb", "0.01"}};
-  c.snaps = {{9, true}, {12, true}};
+  c.snaps = {{9}, {12}};
   c.state_matters = false;
   check_resume(c);
 }
@@ -236,7 +251,7 @@ TEST(Resume, Hybrid) {
   c.options = {{"hybrid.split", "thirds"}, {"hybrid.W", "3"}, {"hybrid.R", "2"}};
   // 9: steps 7 and 8 accumulated, step 9 adds its own and steps. 6: the stage-1 gradient
   // carries into stage 2. 14: stage 3, the models differ between ranks.
-  c.snaps = {{9, true}, {6, true}, {14, true}};
+  c.snaps = {{9}, {6}, {14}};
   c.check_interesting = [](const StateDict& s) {
     EXPECT_EQ(s.get_int("stage"), 2);
     EXPECT_GT(max_abs_diff(s.tensor("grad"), Tensor::zeros(s.tensor("grad").shape())), 0.0);
@@ -252,13 +267,33 @@ TEST(Resume, Daso) {
   c.options = {
       {"ranks_per_node", "2"},     {"daso.B_max", "4"},           {"daso.S", "2"},
       {"daso.warmup_epochs", "0"}, {"daso.cooldown_epochs", "0"}, {"daso.plateau_patience", "0"}};
-  // 12: after the plateau. 7: step 6 sent a sync due at step 8 (drain merges it).
-  c.snaps = {{12, true}, {7, true}};
+  // 12: after the plateau. 7: step 6 sent a sync due at step 8, saved in flight (waited for,
+  // merged after the resume at step 8).
+  c.snaps = {{12}, {7}};
   c.check_interesting = [](const StateDict& s) {
     EXPECT_EQ(s.get_int("cycle.B"), 2);
     EXPECT_EQ(s.get_int("cycle.S"), 1);
     EXPECT_EQ(s.get_int("cycle.plateaus"), 1);
   };
+  c.check_at = [](int64_t at, const StateDict& s) {
+    if (at != 7) return;
+    // One sync in flight: (send 6, merge 8, group 0, S 2) in epoch-relative batches 0 -> 2.
+    EXPECT_EQ(s.get_ints("pending"), (std::vector<int64_t>{0, 2, 0, 2}));
+    EXPECT_EQ(s.has("pending.0.sum"), world_rank() % 2 == 0);  // local rank 0: the members
+  };
+  check_resume(c);
+}
+
+TEST(Resume, DasoDrainedInTheMiddleOfAnEpoch) {
+  // drain() merges the pending sync early; the run that saved and the resumed one both have it.
+  Case c;
+  c.algo = "daso";
+  c.options = {
+      {"ranks_per_node", "2"},     {"daso.B_max", "4"},           {"daso.S", "2"},
+      {"daso.warmup_epochs", "0"}, {"daso.cooldown_epochs", "0"}, {"daso.plateau_patience", "0"}};
+  c.snaps = {{7, true}};
+  c.state_matters = false;  // nothing pending after the drain; the schedule is rebuilt the same
+  c.check_interesting = [](const StateDict& s) { EXPECT_TRUE(s.get_ints("pending").empty()); };
   check_resume(c);
 }
 
@@ -266,12 +301,22 @@ TEST(Resume, Dcs3gd) {
   Case c;
   c.algo = "dcs3gd";
   c.options = {{"dcs3gd.progress_us", "0"}};
-  // 9: between steps, no drain: S is an update not yet sent. 12: drained at the epoch end.
-  c.snaps = {{9, false}, {12, true}};
+  // 9: S is an update not yet sent. 12: drained at the epoch end (S folded into W-bar).
+  c.snaps = {{9}, {12}};
   c.check_interesting = [](const StateDict& s) {
     EXPECT_TRUE(s.get_bool("pending"));
     EXPECT_GT(max_abs_diff(s.tensor("V"), Tensor::zeros(s.tensor("V").shape())), 0.0);
   };
+  check_resume(c);
+}
+
+TEST(Resume, Dcs3gdDrainedInTheMiddleOfAnEpoch) {
+  // drain() folds S into W-bar (W = W-bar): the run that saved and the resumed one both have it.
+  Case c;
+  c.algo = "dcs3gd";
+  c.options = {{"dcs3gd.progress_us", "0"}};
+  c.snaps = {{9, true}};
+  c.check_interesting = [](const StateDict& s) { EXPECT_FALSE(s.get_bool("pending")); };
   check_resume(c);
 }
 
@@ -280,7 +325,7 @@ TEST(Resume, Crossover) {
   Case c;
   c.algo = "crossover";
   c.options = {{"crossover.interval", "4"}, {"seed", "7"}};
-  c.snaps = {{8, true}, {12, true}};  // 8: two micro-batches of an interval accumulated
+  c.snaps = {{8}, {12}};  // 8: two micro-batches of an interval accumulated
   c.check_interesting = [](const StateDict& s) { EXPECT_EQ(s.get_int("micro"), 2); };
   check_resume(c);
 }
@@ -290,7 +335,7 @@ TEST(Resume, Sgp) {
   c.algo = "sgp";
   // 1: after one gossip the weights still differ (on 4 ranks the exponential graph averages
   // them exactly in two rounds; after that w = 0.875 everywhere, which still scales the steps).
-  c.snaps = {{1, true}, {9, true}, {12, true}};
+  c.snaps = {{1}, {9}, {12}};
   c.prepare = [](Replica& r) {
     // Unequal push-sum weights (before the first gossip): x = w·z and the mixing of w matter.
     dynamic_cast<SgpStrategy&>(*r.strategy).set_push_sum_weight(0.5f + 0.25f * float(world_rank()));
@@ -308,7 +353,7 @@ TEST(Resume, Oscars) {
   Case c;
   c.algo = "oscars";
   c.options = {{"oscars.t_us", "1000,1000,2000,3000"}};
-  c.snaps = {{7, true}, {12, true}};  // 7: one tick into a round
+  c.snaps = {{7}, {12}};  // 7: one tick into a round
   c.check_interesting = [](const StateDict& s) {
     EXPECT_EQ(s.get_ints("tau"), (std::vector<int64_t>{3, 3, 1, 1}));
     EXPECT_EQ(s.get_int("round_pos"), 1);
@@ -320,7 +365,7 @@ TEST(Resume, LocalSgd) {
   Case c;
   c.algo = "local_sgd";
   c.options = {{"local_sgd.H", "4"}};
-  c.snaps = {{8, true}, {12, true}};  // 8: two local steps into a period
+  c.snaps = {{8}, {12}};  // 8: two local steps into a period
   c.check_interesting = [](const StateDict& s) { EXPECT_EQ(s.get_int("since_average"), 2); };
   check_resume(c);
 }
@@ -329,7 +374,7 @@ TEST(Resume, PostLocalSgd) {
   Case c;
   c.algo = "post_local_sgd";
   c.options = {{"local_sgd.H", "4"}, {"post_local_sgd.switch_epoch", "1"}};
-  c.snaps = {{8, true}, {6, true}};  // 6: the switch to local SGD
+  c.snaps = {{8}, {6}};  // 6: the switch to local SGD
   c.check_interesting = [](const StateDict& s) {
     EXPECT_EQ(s.get_int("since_average"), 2);
     EXPECT_FALSE(s.get_bool("allreduce_phase"));
