@@ -5,11 +5,18 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
+#include <regex>
 
+#include "data/temp_dir.h"
+#include "dplab/data/decode.h"
 #include "dplab/tools/train/eval_split.h"
 #include "dplab/tools/train/evaluate.h"
 #include "eval_fixture.h"
+#include "run_cli.h"
 
 namespace dplab {
 namespace {
@@ -142,17 +149,96 @@ TEST(Evaluate, OneProcessMatchesTheSerialReference) {
 }
 
 TEST(Evaluate, DefaultBatchFollowsTheImageSize) {
-  // 2^21 input values per batch, a power of two, at most 1024.
-  EXPECT_EQ(default_eval_batch({1, 28, 28}), 1024);
-  EXPECT_EQ(default_eval_batch({3, 32, 32}), 512);
-  EXPECT_EQ(default_eval_batch({3, 64, 64}), 128);
-  EXPECT_EQ(default_eval_batch({3, 224, 224}), 8);
+  // The largest power of two <= 1024 with at most 2^22 = 4194304 input values per batch.
+  EXPECT_EQ(default_eval_batch({1, 28, 28}), 1024);  // 784 values: the cap
+  EXPECT_EQ(default_eval_batch({3, 32, 32}), 1024);  // 3072: 1365 would fit
+  EXPECT_EQ(default_eval_batch({3, 64, 64}), 256);   // 12288: 341 would fit
+  EXPECT_EQ(default_eval_batch({3, 224, 224}), 16);  // 150528: 27 would fit
   EXPECT_EQ(default_eval_batch({3, 4096, 4096}), 1);
   EvalOptions bad;
   bad.batch_size = -1;
   auto data = test::formula_data(3);
   auto model = test::formula_model(0);
   EXPECT_THROW(evaluate(*model, data, bad), Error);
+}
+
+// --- end to end: `dplab train` and `dplab eval` on a 12-class image folder ------------------
+
+// 35 RGB 16 x 16 JPEGs in 12 class folders (35 is not a multiple of 3).
+void write_twelve_class_folder(const std::filesystem::path& root) {
+  for (int i = 0; i < 35; ++i) {
+    const auto dir = root / fmt::format("c{:02d}", i % 12);
+    std::filesystem::create_directories(dir);
+    std::vector<uint8_t> px(16 * 16 * 3);
+    for (size_t k = 0; k < px.size(); ++k) px[k] = uint8_t((k * (i + 3) + 17 * (i % 12)) % 256);
+    const auto jpg = encode_jpeg(px.data(), 16, 16, 3);
+    std::ofstream(dir / fmt::format("{:03d}.jpg", i), std::ios::binary)
+        .write(reinterpret_cast<const char*>(jpg.data()), long(jpg.size()));
+  }
+}
+
+struct PrintedEval {
+  int64_t correct = -1, count = -1, correct5 = -1;
+  double loss = -1;
+};
+PrintedEval parse_eval(const std::string& out) {
+  PrintedEval p;
+  std::smatch m;
+  if (std::regex_search(
+          out, m, std::regex(R"(test accuracy: [0-9.]+ \((\d+)/(\d+)\), test loss ([0-9.]+))"))) {
+    p.correct = std::stoll(m[1]);
+    p.count = std::stoll(m[2]);
+    p.loss = std::stod(m[3]);
+  }
+  if (std::regex_search(out, m, std::regex(R"(top-5 accuracy: [0-9.]+ \((\d+)/35\))")))
+    p.correct5 = std::stoll(m[1]);
+  return p;
+}
+
+TEST(EvaluateCli, TopFiveIsReportedAndThreeRanksAgreeWithOne) {
+  test::ScopedTempDir dir("eval-cli");
+  write_twelve_class_folder(dir.path / "images");
+  const std::string common = "--model resnet18_cifar --data folder:" + dir.file("images") +
+                             " --threads 1 --set data.image_size=16";
+  // One training step: the summary line, the metrics records and the final line carry top-5.
+  const auto t = test::run_dplab(
+      "train " + common + " --max-steps 1 --batch 8 --set progress=off --out " + dir.file("run"),
+      dir.path);
+  ASSERT_EQ(t.status, 0) << t.err;
+  EXPECT_NE(t.out.find("test_acc5 "), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("top-5 accuracy: "), std::string::npos) << t.out;
+  std::ifstream metrics(dir.file("run/metrics.jsonl"));
+  int with_top5 = 0;
+  for (std::string line; std::getline(metrics, line);) {
+    const auto rec = nlohmann::json::parse(line);
+    if (rec.value("kind", "") != "epoch" && rec.value("kind", "") != "final") continue;
+    ASSERT_TRUE(rec.contains("test_acc5")) << line;
+    EXPECT_GE(rec["test_acc5"].get<double>(), rec["test_acc"].get<double>()) << line;
+    ++with_top5;
+  }
+  EXPECT_EQ(with_top5, 2);  // the (partial) epoch and the final record
+
+  const std::string eval = "eval " + common + " --checkpoint " + dir.file("run/final.safetensors");
+  const auto one = test::run_dplab(eval, dir.path / "one");
+  ASSERT_EQ(one.status, 0) << one.err;
+  const PrintedEval a = parse_eval(one.out);
+  ASSERT_EQ(a.count, 35) << one.out;
+  ASSERT_GE(a.correct5, a.correct) << one.out;
+  // Three ranks with two loader workers each: the same counts, the loss to its printed digits.
+  const std::string cmd = std::string(DPLAB_MPIEXEC) + " -n 3 " + test::dplab_exe() + " " + eval +
+                          " --set data.workers=2";
+  std::filesystem::create_directories(dir.path / "three");
+  const std::string out = dir.file("three/out.txt");
+  ASSERT_EQ(std::system((cmd + " >" + out + " 2>" + dir.file("three/err.txt")).c_str()), 0)
+      << test::slurp(dir.file("three/err.txt"));
+  const std::string printed = test::slurp(out);
+  const PrintedEval b = parse_eval(printed);
+  EXPECT_EQ(b.count, 35) << printed;
+  EXPECT_EQ(b.correct, a.correct) << printed;
+  EXPECT_EQ(b.correct5, a.correct5) << printed;
+  EXPECT_NEAR(b.loss, a.loss, 2e-4) << printed;  // printed with 4 decimals
+  // Rank 0 alone prints.
+  EXPECT_EQ(printed.find("test accuracy"), printed.rfind("test accuracy")) << printed;
 }
 
 }  // namespace

@@ -61,7 +61,7 @@ const std::vector<OptionSpec>& train_option_specs() {
       {"out", "", "output directory: metrics.jsonl, checkpoint and final.safetensors"},
       {"resume", "", "checkpoint (.safetensors written by dplab train) to continue from"},
       {"eval.batch", "0",
-       "batch size of evaluation per rank (0: from the image size, about 2^21 input values: "
+       "batch size of evaluation per rank (0: from the image size, at most 2^22 input values: "
        "1024 for 28 x 28, 16 for 3 x 224 x 224; tools/train/evaluate.h)"},
       {"checkpoint.every_epochs", "1",
        "write DIR/checkpoint.safetensors every N epochs (0: never)"},

@@ -47,12 +47,17 @@ Device model_device(const Module& model) {
 }
 
 int64_t default_eval_batch(const Shape& sample_shape) {
-  // Budget: 2^21 input values per batch. Peak RSS of `dplab eval` (CPU, no-grad, eval mode)
-  // grows with batch x pixels; measured with /usr/bin/time -v on 3 x 224 x 224 images:
-  // resnet18 and resnet50 at batch 16 stay well below 1 GB (README of this change's report;
-  // batch 80 at the old default took 1.35 GB for resnet18). MNIST-sized inputs (784 values)
-  // get the cap, 1024: their models are small and large batches are fast.
-  constexpr int64_t kValuesPerBatch = int64_t(1) << 21;
+  // Budget: 2^22 input values per batch. Peak RSS of `dplab eval` (CPU, 2 threads) on 80
+  // images at 3 x 224 x 224, by batch (/usr/bin/time -v):
+  //   batch      8       16      32      64      80
+  //   resnet18   275 MB  396 MB  769 MB  1.15 GB 1.35 GB
+  //   resnet50   423 MB  596 MB  968 MB  -       1.87 GB
+  // about 12 (resnet18) and 23 MB (resnet50) per image over the model and runtime. 224 px gets
+  // 16: under 0.6 GB per rank, so 8 ranks on a node stay under 5 GB, where the old fixed 1000
+  // would take 12-23 GB per rank (extrapolated from the slope). Larger batches were at most
+  // ~25% faster in these runs (on a loaded machine). Inputs of 28 x 28 or 3 x 32 x 32 get the cap,
+  // 1024: small models, and large batches are fast.
+  constexpr int64_t kValuesPerBatch = int64_t(1) << 22;
   const int64_t per_sample = std::max<int64_t>(1, shape_numel(sample_shape));
   int64_t b = 1;
   while (b < 1024 && 2 * b * per_sample <= kValuesPerBatch) b *= 2;

@@ -38,10 +38,11 @@ EvalResult evaluate(Module& model, std::shared_ptr<const Dataset> data, const Ev
 // One process, no workers.
 EvalResult evaluate(Module& model, std::shared_ptr<const Dataset> data, int64_t batch_size);
 
-// The evaluation batch for samples of this shape when option eval.batch is 0: about 2^21 input
-// values per batch, a power of two in [1, 1024]. Evaluation memory grows with the
-// activations, which grow with the input's pixels; the constant is set from peak RSS measured
-// in eval mode (see the definition): 1024 for 28 x 28 MNIST, 16 for 3 x 224 x 224 ResNets.
+// The evaluation batch for samples of this shape when option eval.batch is 0: the largest power
+// of two in [1, 1024] with at most 2^22 input values per batch. Evaluation memory grows with
+// the activations, which grow with the input's pixels; the constant comes from peak RSS
+// measured in eval mode (see the definition): 1024 for 28 x 28 and 3 x 32 x 32, 256 for
+// 3 x 64 x 64, 16 for 3 x 224 x 224.
 int64_t default_eval_batch(const Shape& sample_shape);
 
 // The device of the model's parameters (cpu for a model without any).
