@@ -12,9 +12,13 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <optional>
 
+#include "dplab/comm/algorithms/sgp.h"
 #include "dplab/comm/communicator.h"
 #include "dplab/comm/mpi_env.h"
+#include "dplab/comm/topology.h"
+#include "dplab/optim/sgd.h"
 #include "dplab/tools/train/eval_split.h"
 #include "dplab/tools/train/evaluate.h"
 #include "eval_fixture.h"
@@ -130,6 +134,62 @@ TEST(EvalSplit, WorkersGiveTheSameResult) {
   const EvalShard s = eval_shard(11, comm.rank(), comm.size());
   for (int64_t i = 0; i < 11; ++i)
     EXPECT_EQ(data->reads(i), i >= s.begin && i < s.end ? 1 : 0) << "sample " << i;
+}
+
+// SGP's consensus_eval (comm/algorithms/sgp.h) with the split evaluation inside, as the trainer
+// calls it: the evaluated model is the mean of the ranks' models (push-sum weights 1), and
+// every rank's own model is back afterwards.
+TEST(EvalSplit, GossipConsensusEvalSplitsTheMeanModel) {
+  Communicator& comm = *world();
+  const int n = comm.size(), me = comm.rank();
+  auto data = formula_data(11);
+  auto model = formula_model(me);
+  ParamArena arena(model->named_parameters());
+  SGD sgd(arena, SGDOptions{});
+  Options o;
+  auto topo = std::make_shared<Topology>(Topology::from_options(o));
+  SgpStrategy sgp(topo, o);
+  TrainContext ctx;
+  ctx.model = model.get();
+  ctx.arena = &arena;
+  ctx.optimizer = &sgd;
+  ctx.options = &o;
+  sgp.setup(ctx);
+  // setup() may have made the ranks equal: give each its own model again (arena storage).
+  auto own = formula_model(me);
+  Tensor weight = model->weight(), bias = model->bias();  // handles on the arena
+  weight.copy_(own->weight());
+  bias.copy_(own->bias());
+
+  // The reference: the mean of every rank's formula model, in double, rounded once to f32.
+  auto mean = formula_model(0);
+  std::vector<double> w(size_t(mean->weight().numel()), 0.0), b(size_t(mean->bias().numel()), 0.0);
+  for (int r = 0; r < n; ++r) {
+    auto m = formula_model(r);
+    for (size_t i = 0; i < w.size(); ++i) w[i] += m->weight().data<float>()[i];
+    for (size_t i = 0; i < b.size(); ++i) b[i] += m->bias().data<float>()[i];
+  }
+  for (size_t i = 0; i < w.size(); ++i) mean->weight().data<float>()[i] = float(w[i] / n);
+  for (size_t i = 0; i < b.size(); ++i) mean->bias().data<float>()[i] = float(b[i] / n);
+  const test::SerialEval want = serial_eval(*mean, *data);
+  ASSERT_GT(want.min_margin, 1e-3);
+
+  EvalOptions opt;
+  opt.batch_size = 4;
+  opt.comm = &comm;
+  std::optional<EvalResult> got;
+  const bool ran = sgp.consensus_eval([&] { got = evaluate(*model, data, opt); });
+  EXPECT_EQ(ran, n > 1);  // one rank has no consensus model
+  if (ran) {
+    ASSERT_TRUE(got.has_value());
+    EXPECT_EQ(got->count, 11);
+    EXPECT_EQ(got->correct, want.correct);
+    EXPECT_EQ(got->correct5, want.correct5);
+    // Mean weights from the f32 allreduce differ from the reference's by an ulp or so.
+    EXPECT_NEAR(got->loss, want.loss_sum / 11.0, 1e-5);
+  }
+  EXPECT_EQ(model->weight().to_vector(), own->weight().to_vector());
+  EXPECT_EQ(model->bias().to_vector(), own->bias().to_vector());
 }
 
 }  // namespace
