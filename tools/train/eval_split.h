@@ -8,7 +8,7 @@
 // accuracy has always been rank 0's. So before a split evaluation every rank hashes its
 // parameters and buffers; where any rank differs from rank 0, every rank puts rank 0's model in
 // place of its own for the evaluation and restores its own, bitwise, afterwards (training is
-// unaffected). Identical models cost one 8-byte allgather.
+// unaffected). Identical models cost a pass over their bytes and a 16-byte allgather.
 #pragma once
 #include <cstdint>
 #include <optional>
