@@ -132,7 +132,7 @@ TEST(CliFaults, NonfiniteStateIsNeverWritten) {
   auto r =
       run_dplab(kJob + " --epochs 1 --max-steps 1 --lr 1e39 --out " + dir.file("run"), dir.path);
   EXPECT_EQ(r.status, 3) << r.out << r.err;
-  EXPECT_NE(r.err.find("in the state to be checkpointed as final.safetensors after global step 1"),
+  EXPECT_NE(r.err.find("in the state to be checkpointed as final.safetensors after 1 step:"),
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("rank 0: non-finite 'cnn1.weight'"), std::string::npos) << r.err;

@@ -334,8 +334,8 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
     const Agreement agreed = agreement.agree(
         !bad.empty(), false, [&] { return fmt::format("non-finite {}", name_list(bad)); });
     if (agreed.nonfinite)
-      stop_nonfinite(fmt::format("in the state to be checkpointed as {} after global step {}", name,
-                                 loop.global_step),
+      stop_nonfinite(fmt::format("in the state to be checkpointed as {} after {} step{}", name,
+                                 loop.global_step, loop.global_step == 1 ? "" : "s"),
                      agreed);
   };
   auto checkpoint = [&](const std::string& name) -> std::string {
@@ -359,9 +359,10 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
                      {"detail", reports},
                      {"checkpoint", path}});
     agreement.barrier();
-    throw RunStopped(fmt::format("pre-empted ({}) after global step {}: wrote {}; continue with "
+    throw RunStopped(fmt::format("pre-empted ({}) after {} step{}: wrote {}; continue with "
                                  "--resume {} (exit status {})",
-                                 reports, loop.global_step, path, path, kExitPreempted),
+                                 reports, loop.global_step, loop.global_step == 1 ? "" : "s", path,
+                                 path, kExitPreempted),
                      kExitPreempted, rank0);
   };
 
