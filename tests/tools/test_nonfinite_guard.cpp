@@ -149,25 +149,34 @@ TEST(Preemption, HandlerOnlySetsTheFlagAndTheOldOneComesBack) {
   sigaction(SIGUSR1, &before, nullptr);
 }
 
-TEST(StepAgreement, OneProcessDecidesAlone) {
+TEST(StepAgreement, OneProcessDecidesAtOnce) {
   Options opt;
   StepAgreement a(opt, 1);
-  int reports = 0;
-  auto report = [&] {
-    ++reports;
-    return std::string("loss");
-  };
-  Agreement r = a.agree(false, false, report);
-  EXPECT_FALSE(r.any());
-  EXPECT_EQ(reports, 0);  // the report is built only on the failure path
-  r = a.agree(true, false, report);
-  EXPECT_TRUE(r.nonfinite);
-  EXPECT_FALSE(r.preempt);
-  EXPECT_EQ(r.joined_reports(), "rank 0: loss");
-  EXPECT_EQ(r.reporting_ranks(), (std::vector<int>{0}));
-  r = a.agree(false, true, report);
-  EXPECT_TRUE(r.preempt);
-  EXPECT_EQ(reports, 2);
+  EXPECT_TRUE(a.tick(0, false, false, "").empty());
+  std::vector<Agreement> due = a.tick(1, true, false, "loss");
+  ASSERT_EQ(due.size(), 1u);  // no lag on one process
+  EXPECT_EQ(due[0].tick, 1);
+  EXPECT_TRUE(due[0].nonfinite);
+  EXPECT_FALSE(due[0].preempt);
+  EXPECT_EQ(due[0].joined_reports(), "rank 0: loss");
+  EXPECT_EQ(due[0].reporting_ranks(), (std::vector<int>{0}));
+  due = a.tick(2, false, true, std::string(2000, 'x'));
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_TRUE(due[0].preempt);
+  EXPECT_EQ(due[0].reports[0].size(), size_t(StepAgreement::kReportBytes - 1));  // capped
+  EXPECT_TRUE(a.flush().empty());
+  int built = 0;
+  Agreement v = a.agree(false, false, [&] {
+    ++built;
+    return std::string("state");
+  });
+  EXPECT_FALSE(v.any());
+  EXPECT_EQ(built, 0);  // the report is built only on the failure path
+  v = a.agree(true, false, [&] {
+    ++built;
+    return std::string("state");
+  });
+  EXPECT_EQ(v.joined_reports(), "rank 0: state");
   a.barrier();
 }
 

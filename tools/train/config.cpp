@@ -67,13 +67,13 @@ const std::vector<OptionSpec>& train_option_specs() {
       {"checkpoint.every_epochs", "1",
        "write DIR/checkpoint.safetensors every N epochs (0: never)"},
       {"nonfinite", "stop",
-       "an inf/NaN loss or gradient: stop (every rank, exit status 3, no checkpoint written) or "
-       "skip (drop that step on every rank and count it: nonfinite_skipped_steps); a checkpoint "
-       "with an inf/NaN is never written (tools/train/nonfinite_guard.h)"},
+       "an inf/NaN loss or gradient: the step is never applied; stop (every rank, exit status "
+       "3, no checkpoint written) or skip (go on, count it: nonfinite_skipped_steps); a "
+       "checkpoint with an inf/NaN is never written (tools/train/nonfinite_guard.h)"},
       {"preempt.signals", "TERM,USR1",
-       "signals that pre-empt the run (with out set): every rank finishes its step, writes "
-       "DIR/checkpoint.safetensors and exits with status 4; comma-separated TERM, INT, HUP, "
-       "USR1, USR2; empty: default actions (tools/train/preemption.h)"},
+       "signals that pre-empt the run (with out set): every rank stops after the same step, "
+       "writes DIR/checkpoint.safetensors and exits with status 4; comma-separated TERM, INT, "
+       "HUP, USR1, USR2; empty: default actions (tools/train/preemption.h)"},
       {"progress", "auto", "auto (bar on a terminal, else lines), bar, lines or off"},
       {"progress.every_percent", "10", "with progress=lines: a line every N% of an epoch"},
       {"lr.schedule", "constant",

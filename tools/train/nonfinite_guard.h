@@ -1,19 +1,25 @@
 // Non-finite values in training: a loss or gradient that is inf or NaN stops the run (or, with
 // nonfinite = skip, drops the step), and no checkpoint with a non-finite tensor is ever written.
 //
-//   option nonfinite = stop   every rank stops at the step where some rank saw a non-finite loss
-//                             or gradient, with a message naming the global step, the rank(s)
-//                             and the tensor (a parameter's name, or "loss"); exit status 3; no
-//                             checkpoint is written, so the last good one stays as it was.
-//   option nonfinite = skip   that step is dropped on every rank (no optimizer update, its
-//                             gradients zeroed, its loss left out of the metrics), as the f16
-//                             loss scaler does, and counted ("nonfinite_skipped_steps" in the
-//                             epoch and final metrics records).
+//   A rank whose loss or gradient is non-finite never applies that update (under both
+//   policies): its step is dropped (no optimizer update, its gradients zeroed, its loss left
+//   out of the metrics), as the f16 loss scaler does. With gradients averaged in after_backward
+//   (allreduce and the other synchronous algorithms) every rank sees the same values and drops
+//   the same step; otherwise each rank drops its own.
+//   option nonfinite = stop   then every rank stops, at the same tick (StepAgreement: at most
+//                             StepAgreement::kLag ticks later, or at the end of the epoch), with
+//                             a message naming the global step, the rank(s) and the tensor (a
+//                             parameter's name, or "loss"); exit status 3; no checkpoint is
+//                             written, so the last good one stays as it was.
+//   option nonfinite = skip   training goes on; the dropped steps are counted
+//                             ("nonfinite_skipped_steps" in the epoch and final metrics records:
+//                             rank 0's count).
 // The per-step check is one fused read-only pass over the loss and the flat gradient arena
 // (OptimKernels::find_nonfinite) and one read back of two flags: the same cost pattern as
 // GradScaler's found-inf check. Under amp = f16 the loss scaler already handles inf/NaN
 // gradients (they are expected while the scale settles), so only the loss is checked there.
-// Ranks agree through StepAgreement (tools/train/step_agreement.h).
+// Ranks agree through StepAgreement (tools/train/step_agreement.h); before a checkpoint every
+// rank checks its whole state and they agree before anything is written.
 #pragma once
 #include <string>
 #include <vector>

@@ -1,9 +1,10 @@
 // Pre-emption: Slurm (and most batch systems) warn a job before killing it by sending a signal
 // to every task (SIGTERM, or the one `--signal=USR1@60` asks for); MPICH's mpiexec forwards
 // SIGTERM and SIGUSR1 it receives to every rank. With option preempt.signals (default
-// "TERM,USR1") and an output directory, such a signal makes every rank finish its current step
-// (and, when that step ends an epoch, the epoch's evaluation), agree (StepAgreement: a signal on
-// one rank stops all), write DIR/checkpoint.safetensors and exit with status 4
+// "TERM,USR1") and an output directory, such a signal makes every rank stop after the same
+// step (StepAgreement: a signal on one rank stops all, at most StepAgreement::kLag steps later or
+// at the end of the epoch, after its evaluation), write DIR/checkpoint.safetensors and exit with
+// status 4
 // (kExitPreempted); `--resume DIR/checkpoint.safetensors` continues exactly where it stopped.
 // A signal arriving after the last step changes nothing: the run ends normally. Without an
 // output directory nothing could be saved, so the signals keep their default action.

@@ -25,6 +25,24 @@ std::vector<int> Agreement::reporting_ranks() const {
   return r;
 }
 
+// One posted tick: the bits in flight and this rank's text for them.
+struct StepAgreement::Pending {
+  int64_t tick = 0;
+  Tensor bits;  // f32 [2], reduced in place (MAX)
+  Request request;
+  std::string report;
+};
+
+namespace {
+
+std::string capped(std::string s) {
+  if (s.size() > size_t(StepAgreement::kReportBytes - 1))
+    s.resize(size_t(StepAgreement::kReportBytes - 1));
+  return s;
+}
+
+}  // namespace
+
 StepAgreement::StepAgreement(const Options& opt, int world_size) : world_size_(world_size) {
   DPLAB_CHECK(world_size >= 1, "StepAgreement: world size {} < 1", world_size);
   if (world_size == 1) return;
@@ -37,19 +55,90 @@ StepAgreement::StepAgreement(const Options& opt, int world_size) : world_size_(w
               world_size);
 }
 
-StepAgreement::~StepAgreement() = default;
+StepAgreement::~StepAgreement() {
+  // Requests still in flight (a run that stopped on an error): let them finish so no buffer is
+  // freed under MPI; every rank posted the same ticks, so they complete.
+  try {
+    while (!pending_.empty()) {
+      pending_.front()->request.wait();
+      pending_.pop_front();
+    }
+  } catch (...) {
+  }
+}
+
+std::vector<std::string> StepAgreement::gather_reports(const std::string& mine) {
+  Tensor send = Tensor::zeros({kReportBytes}, DType::u8);
+  const std::string text = capped(mine);
+  std::memcpy(send.data<uint8_t>(), text.data(), text.size());
+  Tensor recv = Tensor::zeros({kReportBytes * world_size_}, DType::u8);
+  comm_->allgather(send, recv);
+  const auto* p = reinterpret_cast<const char*>(recv.data<uint8_t>());
+  std::vector<std::string> r;
+  for (int i = 0; i < world_size_; ++i) {
+    const char* s = p + int64_t(i) * kReportBytes;
+    r.emplace_back(s, strnlen(s, size_t(kReportBytes)));
+  }
+  return r;
+}
+
+Agreement StepAgreement::complete_oldest() {
+  std::unique_ptr<Pending> p = std::move(pending_.front());
+  pending_.pop_front();
+  p->request.wait();
+  const std::vector<float> b = p->bits.to_vector();
+  Agreement a;
+  a.tick = p->tick;
+  a.nonfinite = b[0] != 0.f;
+  a.preempt = b[1] != 0.f;
+  if (a.any()) a.reports = gather_reports(p->report);  // every rank is here: collective
+  return a;
+}
+
+std::vector<Agreement> StepAgreement::tick(int64_t tick, bool nonfinite, bool preempt,
+                                           const std::string& report) {
+  std::vector<Agreement> due;
+  if (!comm_) {
+    if (nonfinite || preempt) {
+      Agreement a;
+      a.tick = tick;
+      a.nonfinite = nonfinite;
+      a.preempt = preempt;
+      a.reports = {capped(report)};
+      due.push_back(std::move(a));
+    }
+    return due;
+  }
+  auto p = std::make_unique<Pending>();
+  p->tick = tick;
+  p->bits = Tensor::from_vector({nonfinite ? 1.f : 0.f, preempt ? 1.f : 0.f}, {2});
+  p->report = nonfinite || preempt ? report : std::string();
+  p->request = comm_->iallreduce(p->bits, ReduceOp::max);
+  pending_.push_back(std::move(p));
+  while (!pending_.empty() && pending_.front()->tick <= tick - kLag) {
+    Agreement a = complete_oldest();
+    if (a.any()) due.push_back(std::move(a));
+  }
+  return due;
+}
+
+std::vector<Agreement> StepAgreement::flush() {
+  std::vector<Agreement> due;
+  while (!pending_.empty()) {
+    Agreement a = complete_oldest();
+    if (a.any()) due.push_back(std::move(a));
+  }
+  return due;
+}
 
 Agreement StepAgreement::agree(bool nonfinite, bool preempt,
                                const std::function<std::string()>& report) {
+  DPLAB_CHECK(pending_.empty(), "StepAgreement::agree: {} ticks not flushed", pending_.size());
   Agreement a;
   if (!comm_) {
     a.nonfinite = nonfinite;
     a.preempt = preempt;
-    if (a.any()) {
-      std::string mine = report();
-      if (mine.size() > size_t(kReportBytes - 1)) mine.resize(size_t(kReportBytes - 1));
-      a.reports = {mine};  // the same length limit as across ranks
-    }
+    if (a.any()) a.reports = {capped(report())};
     return a;
   }
   Tensor bits = Tensor::from_vector({nonfinite ? 1.f : 0.f, preempt ? 1.f : 0.f}, {2});
@@ -57,19 +146,7 @@ Agreement StepAgreement::agree(bool nonfinite, bool preempt,
   const std::vector<float> b = bits.to_vector();
   a.nonfinite = b[0] != 0.f;
   a.preempt = b[1] != 0.f;
-  if (!a.any()) return a;
-  // The failure path (once per run): every rank's text, fixed size, NUL-padded.
-  const std::string mine = nonfinite || preempt ? report() : std::string();
-  Tensor send = Tensor::zeros({kReportBytes}, DType::u8);
-  std::memcpy(send.data<uint8_t>(), mine.data(),
-              std::min<size_t>(mine.size(), size_t(kReportBytes - 1)));
-  Tensor recv = Tensor::zeros({kReportBytes * world_size_}, DType::u8);
-  comm_->allgather(send, recv);
-  const auto* p = reinterpret_cast<const char*>(recv.data<uint8_t>());
-  for (int r = 0; r < world_size_; ++r) {
-    const char* s = p + int64_t(r) * kReportBytes;
-    a.reports.emplace_back(s, strnlen(s, size_t(kReportBytes)));
-  }
+  if (a.any()) a.reports = gather_reports(nonfinite || preempt ? report() : std::string());
   return a;
 }
 

@@ -225,8 +225,9 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   ctx.buffers = model->named_buffers();  // broadcast at setup, averaged before evaluation
   strategy->setup(ctx);
   const bool rank0 = strategy->rank() == 0;
-  // Per tick, every rank learns whether any rank saw a non-finite value or a pre-emption
-  // signal (one 8-byte allreduce; tools/train/step_agreement.h). Collective construction.
+  // Every rank learns whether any rank saw a non-finite value or a pre-emption signal, kLag
+  // ticks later (a non-blocking 8-byte allreduce per tick; tools/train/step_agreement.h).
+  // Collective construction.
   StepAgreement agreement(opt, strategy->world_size());
   // Under amp = f16 the loss scaler owns inf/NaN gradients; the guard then checks the loss.
   NonfiniteGuard guard(arena, !scaler);
@@ -325,6 +326,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   // No checkpoint holds an inf or NaN (the model's state_dict, the optimizer's and the
   // algorithm's state): every rank checks its own and they agree before anything is written.
   auto check_state_finite = [&](const std::string& name) {
+    // (Every tick was flushed and acted on at the end of its epoch's loop.)
     std::vector<NamedTensor> state = model->state_dict();
     for (const NamedTensor& t : optimizer.state()) state.push_back(t);
     StateDict algo;
@@ -382,39 +384,44 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   int64_t nonfinite_skipped_total = 0;
   bool preempted = false;       // some rank received a pre-emption signal (agreed)
   std::string preempt_reports;  // which rank received which signal
-  // The agreement of one tick, on every rank at the same tick (also the ticks a rank skips).
-  auto agree_tick = [&](const StepInfo& step, bool local_nonfinite, const Tensor* loss) {
+  // Acts on agreed ticks (tools/train/step_agreement.h), on every rank at the same point.
+  auto act_on = [&](const std::vector<Agreement>& due) {
+    for (const Agreement& a : due) {
+      if (a.nonfinite && nonfinite == NonfinitePolicy::stop) {
+        progress.end_epoch();  // ends a progress bar's line before the message
+        stop_nonfinite(fmt::format("at global step {} (0-based; epoch {}, batch {} of {})", a.tick,
+                                   a.tick / steps_per_epoch + 1, a.tick % steps_per_epoch + 1,
+                                   steps_per_epoch),
+                       a);
+      }
+      if (a.preempt && !preempted) {
+        preempted = true;
+        std::string who;
+        for (size_t r = 0; r < a.reports.size(); ++r)
+          if (const size_t at = a.reports[r].find("received SIG"); at != std::string::npos)
+            who += fmt::format("{}rank {} {}", who.empty() ? "" : ", ", r, a.reports[r].substr(at));
+        preempt_reports = who;
+      }
+    }
+  };
+  // One tick's part, on every rank at every tick (also the ticks a rank skips). A rank whose
+  // own loss or gradient is non-finite never applies that update, under either policy; the
+  // agreement then stops every rank at the same tick (stop). Under skip each rank drops its
+  // own non-finite steps: with gradients averaged in after_backward every rank drops the same.
+  auto tick_check = [&](const StepInfo& step, bool local_nonfinite, const Tensor* loss) {
     const int sig = preemption.received();
-    Agreement agreed = agreement.agree(local_nonfinite, sig != 0, [&] {
-      std::string r;
-      if (local_nonfinite) r = guard.describe(*loss);
-      if (sig != 0) r += (r.empty() ? "received " : "; received ") + preempt_signal_name(sig);
-      return r;
-    });
-    if (agreed.nonfinite && nonfinite == NonfinitePolicy::stop) {
-      progress.end_epoch();  // ends a progress bar's line before the message
-      stop_nonfinite(
-          fmt::format("at global step {} (0-based; epoch {}, batch {} of {})", step.global_step,
-                      step.epoch + 1, step.step_in_epoch + 1, steps_per_epoch),
-          agreed);
-    }
-    if (agreed.nonfinite) {
+    std::string report;
+    if (local_nonfinite) report = guard.describe(*loss);  // per tensor: only on this path
+    if (sig != 0)
+      report += (report.empty() ? "received " : "; received ") + preempt_signal_name(sig);
+    if (local_nonfinite) {
       drop_step = true;
-      if (rank0 && nonfinite_skipped_total < 10)  // the first few; the metrics count them all
+      if (nonfinite == NonfinitePolicy::skip && nonfinite_skipped_total < 10)  // the first few
         progress_out << fmt::format(
-            "dplab: dropped the step at global step {} (nonfinite = skip); non-finite values: {}\n",
-            step.global_step, agreed.joined_reports());
+            "dplab: rank {}: dropped the step at global step {} (nonfinite = skip): {}\n",
+            strategy->rank(), step.global_step, report);
     }
-    if (agreed.preempt && !preempted) {
-      preempted = true;
-      std::string who;
-      for (size_t r = 0; r < agreed.reports.size(); ++r)
-        if (agreed.reports[r].find("received SIG") != std::string::npos)
-          who += fmt::format("{}rank {} {}", who.empty() ? "" : ", ", r,
-                             agreed.reports[r].substr(agreed.reports[r].find("received SIG")));
-      preempt_reports = who;
-    }
-    return agreed;
+    act_on(agreement.tick(step.global_step, local_nonfinite, sig != 0, report));
   };
 
   // ---- the loop (call points as in comm/strategy.h) -----------------------------------------
@@ -446,7 +453,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
                   "= stop",
                   strategy->name());
       if (!plan.compute) {                 // this rank skips the tick (its batch is dropped)
-        agree_tick(step, false, nullptr);  // the others may be computing: same collective
+        tick_check(step, false, nullptr);  // the others may be computing: same tick sequence
         strategy->after_step(step);
         ++skipped_steps;
         ++loop.step_in_epoch;
@@ -470,8 +477,9 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
       backward(scaler ? scaler->scale_loss(accumulation.scale(loss)) : accumulation.scale(loss));
       slowdown.stop();
       strategy->after_backward(step);
-      // The averaged gradients (and the loss) checked, and agreed on with the other ranks.
-      const bool tick_nonfinite = agree_tick(step, guard.step_nonfinite(loss), &loss).nonfinite;
+      // The (averaged) gradients and the loss checked; the ranks agree on it kLag ticks later.
+      const bool tick_nonfinite = guard.step_nonfinite(loss);
+      tick_check(step, tick_nonfinite, &loss);
       slowdown.start();
       if (plan.optimizer_step && accumulation.last(loop.global_step) && drop_step) {
         optimizer.zero_grad();  // nonfinite = skip: no update; no later step sees these
@@ -517,6 +525,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
       }
       if (preempted) break;  // this step is done on every rank
     }
+    act_on(agreement.flush());  // every tick so far agreed on (stop, pre-emption)
     step_metrics.flush(loop.epoch_loss_sum, loop.epoch_correct);
     const double epoch_time = seconds_since(t_epoch);
     train_time += epoch_time;
