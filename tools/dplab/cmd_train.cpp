@@ -56,8 +56,16 @@ CommandSpec train_command() {
                "usable CUDA device)");
         tf.add(*train, "--out", "out",
                "output directory: DIR/metrics.jsonl (one JSON object per line), "
-               "DIR/final.safetensors (+ .state.safetensors for resuming)");
-        tf.add(*train, "--resume", "resume", "continue from a checkpoint written by dplab train");
+               "DIR/checkpoints/step_<N>/ (every rank's state + manifest.json, for --resume) "
+               "and DIR/final.safetensors (the final model, PyTorch names)");
+        tf.add(*train, "--resume", "resume",
+               "continue a run: its --out directory (newest valid checkpoint) or a checkpoint "
+               "directory DIR/checkpoints/step_<N>");
+        tf.add(*train, "--resume-override", "resume.override",
+               "KEY,...: trajectory options the resumed run may change (KEY.* for a prefix)");
+        tf.add(*train, "--init-from", "init_from",
+               "start a new run from a checkpoint's model weights (run or checkpoint directory, "
+               "or a model .safetensors file)");
         tf.add(*train, "--algo", "algo",
                "distributed algorithm (" + joined(strategy_names()) + ")");
         tf.add(*train, "--slowdown", "slowdown",

@@ -110,14 +110,6 @@ Data load_data(const Options& opt) {
   return d;
 }
 
-// Config values a resumed run must share with the run that wrote the checkpoint (anything that
-// changes the data order, the batches or the model).
-std::map<std::string, std::string> resume_invariants(const Options& opt) {
-  std::map<std::string, std::string> r;
-  for (const char* k : {"model", "data", "batch", "seed", "data.train_limit"}) r[k] = get(opt, k);
-  return r;
-}
-
 }  // namespace
 
 void apply_thread_option(int64_t threads) {
@@ -140,6 +132,8 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   const int64_t max_steps = get_int(opt, "max_steps");
   const int64_t eval_batch = get_int(opt, "eval.batch");
   const int64_t ckpt_every = get_int(opt, "checkpoint.every_epochs");
+  const int64_t ckpt_every_steps = get_int(opt, "checkpoint.every_steps");
+  const int64_t ckpt_keep = get_int(opt, "checkpoint.keep");
   const float label_smoothing = float(get_double(opt, "label_smoothing"));
   // amp = off | bf16 | f16 (mixed precision; core/autocast.h, optim/grad_scaler.h).
   const std::string amp = get(opt, "amp");
@@ -148,6 +142,16 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   const DType amp_dtype = amp == "bf16" ? DType::bf16 : amp == "f16" ? DType::f16 : DType::f32;
   const std::string out_dir = get(opt, "out");
   const std::string resume = get(opt, "resume");
+  const std::vector<std::string> resume_overrides =
+      split_override_list(get(opt, "resume.override"));
+  const std::string init_from = get(opt, "init_from");
+  DPLAB_CHECK(resume.empty() || init_from.empty(),
+              "options resume and init_from exclude each other (resume continues a run, init_from "
+              "starts a new one from a checkpoint's weights)");
+  DPLAB_CHECK(ckpt_every >= 0 && ckpt_every_steps >= 0 && ckpt_keep >= 0,
+              "options checkpoint.every_epochs ({}), checkpoint.every_steps ({}) and "
+              "checkpoint.keep ({}): expected >= 0",
+              ckpt_every, ckpt_every_steps, ckpt_keep);
   DPLAB_CHECK(epochs >= 1, "option epochs: expected >= 1, got {}", epochs);
   DPLAB_CHECK(batch >= 1, "option batch: expected >= 1, got {}", batch);
   DPLAB_CHECK(max_steps >= 0, "option max_steps: expected >= 0, got {}", max_steps);
@@ -180,6 +184,8 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   auto model = make_model(model_name, seed, data.train->num_classes(),
                           get_bool(opt, "model.zero_init_residual"));
   model->train();
+  // --init-from: a new run from a checkpoint's weights (before setup, which broadcasts them).
+  if (!init_from.empty()) load_model_weights(init_from, *model);
   // Parameters and buffers move first, so the arena, the optimizer state and every
   // activation live on the device.
   model->to(device);
@@ -248,24 +254,31 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
                   : sampler.num_samples());
   check_no_unknown_options(opt);
 
-  // ---- resume -------------------------------------------------------------------------------
+  // ---- resume (tools/train/checkpoint.h) ----------------------------------------------------
+  // Every option read so far that changes the trajectory; the checkpoints store it.
+  RunIdentity run;
+  run.algo = strategy->name();
+  run.ranks_per_node = opt.get_string("ranks_per_node", "0");
+  run.init_from = init_from;
+  run.config = trajectory_config(opt);
+  const RankGroup ranks(strategy->rank(), strategy->world_size());
+  TrainingParts parts;
+  parts.model = model.get();
+  parts.optimizer = &optimizer;
+  parts.strategy = strategy.get();
+  parts.schedule = schedule.get();
+  parts.scaler = scaler ? &*scaler : nullptr;
   LoopState loop;
-  loop.config = resume_invariants(opt);
   if (!resume.empty()) {
-    LoopState saved = load_checkpoint(resume, *model, optimizer);
-    for (const auto& [k, v] : loop.config) {
-      auto it = saved.config.find(k);
-      DPLAB_CHECK(it != saved.config.end() && it->second == v,
-                  "--resume {}: option {} was '{}' in the checkpointed run, now '{}' (the data "
-                  "order and batches would differ)",
-                  resume, k, it == saved.config.end() ? "(unset)" : it->second, v);
+    const Manifest m = find_resume_checkpoint(resume, ranks, progress_out);
+    const auto allowed = check_resume_identity(m, ranks, run, resume_overrides);
+    if (!m.init_from.empty()) run.init_from = m.init_from;
+    loop = load_rank_state(m, ranks.rank(), parts, steps_per_epoch);
+    if (rank0) {
+      for (const auto& a : allowed) summary << "resume: " << a << " (allowed by resume.override)\n";
+      summary << fmt::format("resumed from {} at epoch {} step {} (global step {})\n",
+                             m.dir.string(), loop.epoch + 1, loop.step_in_epoch, loop.global_step);
     }
-    saved.config = loop.config;
-    loop = saved;
-    for (double l : loop.epoch_losses) schedule->observe_epoch(l);
-    if (rank0)
-      summary << fmt::format("resumed from {} at epoch {} step {} (global step {})\n", resume,
-                             loop.epoch + 1, loop.step_in_epoch, loop.global_step);
   }
 
   MetricsWriter metrics;
@@ -282,11 +295,21 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
     metrics =
         MetricsWriter((std::filesystem::path(out_dir) / "metrics.jsonl").string(), !resume.empty());
   }
-  auto checkpoint = [&](const std::string& name) -> std::string {
-    if (out_dir.empty() || !rank0) return {};
-    const std::string path = (std::filesystem::path(out_dir) / name).string();
-    save_checkpoint(path, *model, optimizer, loop);
-    return path;
+  // A checkpoint of every rank (collective; after strategy->drain()), once per global step.
+  int64_t last_checkpoint_step = -1;
+  auto checkpoint = [&]() {
+    if (out_dir.empty() || last_checkpoint_step == loop.global_step) return;
+    write_checkpoint({out_dir, ckpt_keep}, ranks, run, parts, loop);
+    last_checkpoint_step = loop.global_step;
+  };
+  // Mid-epoch checkpoints every checkpoint.every_steps iterations (the epoch's last step is
+  // checkpointed after end_epoch, with the epoch finished).
+  auto step_checkpoint = [&]() {
+    if (ckpt_every_steps > 0 && loop.global_step % ckpt_every_steps == 0 &&
+        loop.step_in_epoch < steps_per_epoch) {
+      strategy->drain();
+      checkpoint();
+    }
   };
 
   Progress progress(rank0 ? progress_mode : Progress::Mode::off, every_percent, progress_out);
@@ -331,6 +354,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
           stop = true;
           break;
         }
+        step_checkpoint();
         continue;
       }
       if (plan.zero_grad && accumulation.first(loop.global_step)) optimizer.zero_grad();
@@ -380,6 +404,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
         stop = true;
         break;
       }
+      step_checkpoint();
     }
     step_metrics.flush(loop.epoch_loss_sum, loop.epoch_correct);
     const double epoch_time = seconds_since(t_epoch);
@@ -394,10 +419,26 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
     if (epoch_done) {
       strategy->end_epoch(epoch, mean_loss);
       schedule->observe_epoch(mean_loss);
+      loop.epoch_losses.push_back(mean_loss);
+      ++loop.epoch;
+      loop.step_in_epoch = 0;
+      loop.epoch_loss_sum = 0;
+      loop.epoch_correct = 0;
+      loop.epoch_seen = 0;
+      result.epochs_done = loop.epoch;
     }
+    const bool last = stop || (epoch_done && epoch + 1 == epochs);
+    strategy->drain();  // nothing in flight before checkpoints and evaluation
+    // The end's checkpoint holds the state before finish_training, so a resumed run that
+    // trains further continues exactly as an uninterrupted longer run.
+    if (last || (epoch_done && ckpt_every > 0 && loop.epoch % ckpt_every == 0) ||
+        (ckpt_every_steps > 0 && loop.global_step % ckpt_every_steps == 0))
+      checkpoint();
     // End of training: an algorithm whose ranks diverge builds its final model here, once.
-    if (stop || (epoch_done && epoch + 1 == epochs)) strategy->finish_training();
-    strategy->drain();  // nothing in flight before evaluation and checkpoints
+    if (last) {
+      strategy->finish_training();
+      strategy->drain();
+    }
     const EvalResult ev = evaluate(*model, data.test, eval_batch);
     evaluated = true;
     last_epoch_number = epoch + 1;
@@ -420,15 +461,6 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
     result.train_acc = train_acc;
     result.test_acc = ev.accuracy;
     result.test_loss = ev.loss;
-    if (epoch_done) {
-      loop.epoch_losses.push_back(mean_loss);
-      ++loop.epoch;
-      loop.step_in_epoch = 0;
-      loop.epoch_loss_sum = 0;
-      loop.epoch_correct = 0;
-      loop.epoch_seen = 0;
-      result.epochs_done = loop.epoch;
-    }
     if (rank0) {
       const double ips = epoch_time > 0 ? double(epoch_images) / epoch_time : 0;
       nlohmann::json rec = {{"kind", "epoch"},
@@ -463,10 +495,13 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
           epoch_time);
       summary.flush();
     }
-    if (epoch_done && ckpt_every > 0 && loop.epoch % ckpt_every == 0 && loop.epoch < epochs)
-      checkpoint("checkpoint.safetensors");
   }
 
+  if (!evaluated) {  // resumed from a finished run: its checkpoint, then its final model
+    strategy->drain();
+    checkpoint();
+    strategy->finish_training();
+  }
   strategy->drain();
   if (!evaluated) {  // resumed from a finished run: report its model
     const EvalResult ev = evaluate(*model, data.test, eval_batch);
@@ -477,7 +512,12 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   result.global_step = loop.global_step;
   result.images_per_s = train_time > 0 ? double(train_images) / train_time : 0;
   result.time_s = seconds_since(t_start);
-  result.final_checkpoint = checkpoint("final.safetensors");
+  // The final model with PyTorch names (rank 0's: the one evaluated), for eval and PyTorch.
+  if (!out_dir.empty() && rank0) {
+    const auto path = std::filesystem::path(out_dir) / "final.safetensors";
+    export_model(path, *model, model_name, loop);
+    result.final_checkpoint = path.string();
+  }
   if (rank0) {
     metrics.write({{"kind", "final"},
                    {"epoch", last_epoch_number},
