@@ -24,6 +24,10 @@
 // between the node-local and cross-node stages runs as a compute kernel in between), so its
 // finish() waits for the device.
 //
+// Checkpoints: nothing here survives a step. finish() leaves no bucket in flight, the bucket plan
+// comes from the arena and the options, and no_sync / average are set by the owning strategy
+// (each plan() or begin_epoch(), or from its own saved state), so GradSync has no save_state.
+//
 // Hierarchical mode (per bucket): reduce-scatter inside the node, allreduce of the node's shard
 // across nodes (cross communicator), allgather inside the node.
 #pragma once

@@ -115,10 +115,16 @@ class Strategy {
   // Checkpoints. Every piece of this rank's algorithm state that the model, the optimizer and
   // the loop position do not already hold (DASO's B and S, DC-S3GD's W-bar and V, push-sum
   // weights, counters, accumulated gradients, ...), under the strategy's own names. The loop
-  // calls save_state after drain() (nothing in flight) on every rank, and writes each rank's
-  // state with that rank's own model and optimizer; load_state is called after setup() with
-  // what this rank saved, and must leave the strategy exactly as it was when saved, so the
-  // resumed run is bitwise identical to the uninterrupted one. Collective-free.
+  // calls save_state between steps on every rank, and writes each rank's state with that
+  // rank's own model and optimizer; load_state is called after setup() (which broadcasts rank
+  // 0's model: each rank's own model is loaded after it) with what this rank saved, and must
+  // leave the strategy exactly as it was when saved, so the resumed run is bitwise identical to
+  // the run that saved. save_state is valid with or without drain() before it: every strategy
+  // saves (or waits for, without applying) what is in flight. drain() itself is part of the
+  // trajectory for some algorithms (DASO merges pending syncs early, DC-S3GD folds its last
+  // update into W-bar, BatchNorm statistics are averaged), so a checkpoint in the middle of an
+  // epoch that must not change the run saves without drain(). Posts no communication (DASO
+  // waits for the syncs it already posted, so every rank saves at the same step).
   virtual void save_state(StateDict& out) const {}
   virtual void load_state(const StateDict& in) {}
 

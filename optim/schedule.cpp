@@ -25,6 +25,26 @@ bool PlateauDetector::observe(double metric) {
   return false;
 }
 
+void PlateauDetector::save_state(StateDict& out) const {
+  out.put_double("best", best_);
+  out.put_bool("has_best", have_best_);
+  out.put_int("bad_epochs", bad_);
+}
+
+void PlateauDetector::load_state(const StateDict& in) {
+  const double best = in.get_double("best");
+  const bool has_best = in.get_bool("has_best");
+  const int64_t bad = in.get_int("bad_epochs");
+  const std::string where = in.origin().empty() ? std::string("state") : in.origin();
+  DPLAB_CHECK(!has_best || std::isfinite(best),
+              "{}: plateau detector state 'best' = {}: expected a finite number", where, best);
+  // observe() resets the count when it reaches patience, so a saved count is below it.
+  DPLAB_CHECK(bad >= 0 && bad < std::max(patience_, 1),
+              "{}: plateau detector state 'bad_epochs' = {}: expected a value in [0, {})", where,
+              bad, std::max(patience_, 1));
+  restore(best, has_best, static_cast<int>(bad));
+}
+
 namespace {
 
 int64_t epoch_of(int64_t step, int64_t spe) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dplab/core/options.h"
+#include "dplab/core/state_dict.h"
 
 namespace dplab {
 
@@ -62,6 +63,10 @@ class PlateauDetector {
     have_best_ = has_best;
     bad_ = bad_epochs;
   }
+  // Checkpoint state: "best", "has_best", "bad_epochs" (threshold and patience come from the
+  // options). load_state checks the values (bad_epochs in [0, patience), a finite best).
+  void save_state(StateDict& out) const;
+  void load_state(const StateDict& in);
 
  private:
   double threshold_;

@@ -1,5 +1,7 @@
 #include "dplab/comm/algorithms/allreduce.h"
 
+#include "dplab/comm/algorithms/algo_state.h"
+
 namespace dplab {
 
 namespace {
@@ -75,6 +77,14 @@ CommStats AllReduceStrategy::take_stats() {
   s.add(extra_);
   extra_ = {};
   return s;
+}
+
+void AllReduceStrategy::save_state(StateDict& out) const {
+  save_algorithm_name(out, name());
+}
+
+void AllReduceStrategy::load_state(const StateDict& in) {
+  check_algorithm_name(in, name());
 }
 
 std::map<std::string, double> AllReduceStrategy::state() const {

@@ -32,6 +32,11 @@ class AllReduceStrategy : public Strategy {
   void drain() override;
   CommStats take_stats() override;
   std::map<std::string, double> state() const override;
+  // Nothing survives a step but the model and the optimizer (the trainer's): GradSync's buckets
+  // come from the arena and the options, and every rank holds the same parameters. Saves only
+  // the algorithm's name, which load_state checks.
+  void save_state(StateDict& out) const override;
+  void load_state(const StateDict& in) override;
   int rank() const override { return topo_->world().rank(); }
   int world_size() const override { return topo_->world().size(); }
 

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "dplab/comm/algorithms/algo_state.h"
 #include "dplab/comm/algorithms/allreduce.h"
 #include "dplab/core/backend.h"
 #include "dplab/core/error.h"
@@ -334,6 +335,31 @@ CommStats CrossoverStrategy::take_stats() {
   if (sync_) s.add(sync_->take_stats());
   stats_ = {};
   return s;
+}
+
+void CrossoverStrategy::save_state(StateDict& out) const {
+  DPLAB_CHECK(ctx_.arena != nullptr, "crossover: save_state before setup");
+  save_algorithm_name(out, name());
+  out.put_int("micro", micro_);
+  if (micro_ > 0) out.put_tensor("grad", ctx_.arena->grads());
+  out.put_int("rounds", rounds_);
+  out.put_int("sampler_restarts", restarts_);
+  out.put_int("peer_sum", peer_sum_);
+}
+
+void CrossoverStrategy::load_state(const StateDict& in) {
+  DPLAB_CHECK(ctx_.arena != nullptr, "crossover: load_state before setup");
+  check_algorithm_name(in, name());
+  const int64_t micro = state_int(in, "crossover", "micro", 0, opt_.interval - 1);
+  const int64_t rounds = state_int(in, "crossover", "rounds", 0, INT64_MAX);
+  const int64_t restarts = state_int(in, "crossover", "sampler_restarts", 0, INT64_MAX);
+  const int64_t peers = state_int(in, "crossover", "peer_sum", 0, INT64_MAX);
+  if (micro > 0) restore_tensor(in, "crossover", "grad", ctx_.arena->grads());
+  micro_ = micro;
+  stepping_ = false;
+  rounds_ = rounds;
+  restarts_ = restarts;
+  peer_sum_ = peers;
 }
 
 std::map<std::string, double> CrossoverStrategy::state() const {

@@ -90,6 +90,14 @@ class CrossoverStrategy : public Strategy {
   void drain() override;
   CommStats take_stats() override;
   std::map<std::string, double> state() const override;
+  // Checkpoints. Saved: the position in the communication interval ("micro") and, inside an
+  // interval, the gradient accumulated so far ("grad"); the round/restart/peer counters
+  // (metrics). Not saved: the peer maps (drawn from a Philox stream keyed by (seed, global
+  // step): no generator position to keep), the segments (from the arena and options), this
+  // rank's model and momentum (the trainer's). Intervals close at the end of every epoch, so a
+  // checkpoint at an epoch boundary holds no gradient.
+  void save_state(StateDict& out) const override;
+  void load_state(const StateDict& in) override;
   bool consensus_eval(const std::function<void()>& evaluate) override;
   int rank() const override { return topo_->world().rank(); }
   int world_size() const override { return topo_->world().size(); }

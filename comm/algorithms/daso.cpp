@@ -1,7 +1,9 @@
 #include "dplab/comm/algorithms/daso.h"
 
 #include <algorithm>
+#include <cstdint>
 
+#include "dplab/comm/algorithms/algo_state.h"
 #include "dplab/comm/algorithms/allreduce.h"
 #include "dplab/core/error.h"
 #include "dplab/core/ops/elementwise.h"
@@ -116,6 +118,28 @@ bool DasoCycle::end_epoch(int64_t epoch, int64_t total_epochs, double loss) {
     if (S_ > 0) S_ = cfg_.halve_S ? std::max(1, S_ / 2) : std::max(1, S_ - 1);
   }
   return true;
+}
+
+void DasoCycle::save_state(StateDict& out) const {
+  out.put_int("B", B_);
+  out.put_int("S", S_);
+  out.put_int("plateaus", plateaus_);
+  StateDict det;
+  detector_.save_state(det);
+  out.merge("detector.", det);
+}
+
+void DasoCycle::load_state(const StateDict& in) {
+  // B and S only ever move down from (B_max, S_init) and back: other values belong to another
+  // configuration.
+  const int64_t b = state_int(in, "daso", "B", 1, cfg_.B_max);
+  const int64_t s = cfg_.S_init == 0 ? state_int(in, "daso", "S", 0, 0)
+                                     : state_int(in, "daso", "S", 1, cfg_.S_init);
+  const int64_t p = state_int(in, "daso", "plateaus", 0, INT32_MAX);
+  detector_.load_state(in.sub("detector."));
+  B_ = int(b);
+  S_ = int(s);
+  plateaus_ = int(p);
 }
 
 // ---- the strategy ----------------------------------------------------------------------------
@@ -293,6 +317,111 @@ CommStats DasoStrategy::take_stats() {
   s.add(stats_);
   stats_ = {};
   return s;
+}
+
+namespace {
+
+std::vector<int64_t> flat_syncs(const std::vector<DasoSync>& syncs) {
+  std::vector<int64_t> flat;  // (send, merge, group, S) per sync
+  for (const DasoSync& s : syncs)
+    flat.insert(flat.end(), {s.send_batch, s.merge_batch, s.group, s.S});
+  return flat;
+}
+
+std::vector<DasoSync> syncs_from_state(const StateDict& in, const std::string& key, int G) {
+  const std::vector<int64_t> flat = in.get_ints(key);
+  const std::string where = in.origin().empty() ? std::string("state") : in.origin();
+  DPLAB_CHECK(flat.size() % 4 == 0,
+              "{}: daso state '{}' has {} values, expected (send, merge, group, S) quadruples",
+              where, key, flat.size());
+  std::vector<DasoSync> out;
+  for (size_t i = 0; i < flat.size(); i += 4) {
+    DasoSync s;
+    s.send_batch = flat[i];
+    s.merge_batch = flat[i + 1];
+    s.group = int(flat[i + 2]);
+    s.S = int(flat[i + 3]);
+    DPLAB_CHECK(s.send_batch >= 0 && flat[i + 3] >= 0 && flat[i + 3] <= INT32_MAX &&
+                    s.merge_batch == s.send_batch + s.S && flat[i + 2] >= 0 && flat[i + 2] < G,
+                "{}: daso state '{}' entry {}: (send {}, merge {}, group {}, S {}) is not a sync "
+                "of {} ranks per node",
+                where, key, i / 4, flat[i], flat[i + 1], flat[i + 2], flat[i + 3], G);
+    out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace
+
+void DasoStrategy::save_state(StateDict& out) const {
+  save_algorithm_name(out, name());
+  out.put_int("nodes", topo_->num_nodes());
+  out.put_int("ranks_per_node", topo_->ranks_per_node());
+  StateDict cyc;
+  cycle_.save_state(cyc);
+  out.merge("cycle.", cyc);
+  out.put_int("schedule_epoch", sched_epoch_);
+  out.put_ints("schedule", flat_syncs(sched_));
+  out.put_int("schedule_next", int64_t(next_));
+  out.put_int("total_epochs", total_epochs_);
+  out.put_int("epoch_phase", int64_t(epoch_phase_));
+  out.put_int("epoch_B", epoch_B_);
+  out.put_int("epoch_S", epoch_S_);
+  out.put_int("epoch_syncs", epoch_syncs_);
+  out.put_double("world_loss", last_loss_);
+  // Syncs sent and not yet merged (none after drain()): their sums are waited for here, not
+  // merged, so a checkpoint taken without drain() leaves the trajectory as it was. The members
+  // of a sync's group save its sum; the merge happens at its batch after the resume.
+  std::vector<DasoSync> pending;
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    const Pending& p = pending_[i];
+    pending.push_back(p.sync);
+    if (!member(p.sync.group)) continue;
+    Request r = p.req;  // a handle on the same operation: waiting completes the original
+    r.wait();
+    out.put_tensor("pending." + std::to_string(i) + ".sum", p.buf);
+  }
+  out.put_ints("pending", flat_syncs(pending));
+}
+
+void DasoStrategy::load_state(const StateDict& in) {
+  DPLAB_CHECK(local_sync_ != nullptr, "daso: load_state before setup");
+  check_algorithm_name(in, name());
+  const int G = topo_->ranks_per_node();
+  state_int(in, "daso", "nodes", topo_->num_nodes(), topo_->num_nodes());
+  state_int(in, "daso", "ranks_per_node", G, G);
+  const int64_t sched_epoch = state_int(in, "daso", "schedule_epoch", -1, INT64_MAX);
+  std::vector<DasoSync> sched = syncs_from_state(in, "schedule", G);
+  const std::vector<DasoSync> pending = syncs_from_state(in, "pending", G);
+  const int64_t next = state_int(in, "daso", "schedule_next", 0, int64_t(sched.size()));
+  const int64_t total = state_int(in, "daso", "total_epochs", 0, INT64_MAX);
+  const int64_t phase = state_int(in, "daso", "epoch_phase", 0, 2);
+  const int64_t eb = state_int(in, "daso", "epoch_B", 0, cfg_.B_max);
+  const int64_t es = state_int(in, "daso", "epoch_S", 0, INT32_MAX);
+  const int64_t syncs = state_int(in, "daso", "epoch_syncs", 0, int64_t(sched.size()));
+  const double loss = in.get_double("world_loss");
+  std::deque<Pending> restored;
+  for (size_t i = 0; i < pending.size(); ++i) {
+    Pending p;
+    p.sync = pending[i];
+    if (member(p.sync.group)) {
+      // The group's sum, already received (an empty Request is complete).
+      p.buf = Tensor::empty({ctx_.arena->numel()}, DType::f32, ctx_.arena->device());
+      restore_tensor(in, "daso", "pending." + std::to_string(i) + ".sum", p.buf);
+    }
+    restored.push_back(std::move(p));
+  }
+  cycle_.load_state(in.sub("cycle."));
+  pending_ = std::move(restored);
+  sched_epoch_ = sched_epoch;
+  sched_ = std::move(sched);
+  next_ = size_t(next);
+  total_epochs_ = total;
+  epoch_phase_ = DasoPhase(phase);
+  epoch_B_ = int(eb);
+  epoch_S_ = int(es);
+  epoch_syncs_ = syncs;
+  last_loss_ = loss;
 }
 
 std::map<std::string, double> DasoStrategy::state() const {

@@ -108,6 +108,9 @@ class DasoCycle {
   // On a plateau: B, S halve (floor 1; S per S_reduction) or, when both are 1, reset to
   // (B_max, S_init). Returns true when a plateau was declared.
   bool end_epoch(int64_t epoch, int64_t total_epochs, double loss);
+  // Checkpoint state: "B", "S", "plateaus" and the detector under "detector.".
+  void save_state(StateDict& out) const;
+  void load_state(const StateDict& in);
 
  private:
   DasoConfig cfg_;
@@ -131,6 +134,17 @@ class DasoStrategy : public Strategy {
   CommStats take_stats() override;
   // B, S, phase and global syncs of the last epoch; next_B, next_S for the next cycling epoch.
   std::map<std::string, double> state() const override;
+  // Checkpoints, between steps, with or without drain(). Saved: the B/S cycle and its plateau
+  // detector ("cycle.*"), the current epoch's schedule and position in it (a resume in the
+  // middle of an epoch goes on with the same syncs), the syncs sent and not yet merged with
+  // their received sums (save_state waits for them without merging, so a checkpoint without
+  // drain() does not change the trajectory; drain() merges them early), the epoch's
+  // phase/B/S/sync count and the last world loss (metrics), and the topology (nodes,
+  // ranks_per_node), which load_state checks. The node's parameters and this rank's momentum
+  // are the trainer's. Not saved: the node-local GradSync (no state across steps), free send
+  // buffers (scratch), statistics.
+  void save_state(StateDict& out) const override;
+  void load_state(const StateDict& in) override;
   int rank() const override { return topo_->world().rank(); }
   int world_size() const override { return topo_->world().size(); }
 

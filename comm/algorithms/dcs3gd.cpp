@@ -5,6 +5,7 @@
 #include <set>
 #include <utility>
 
+#include "dplab/comm/algorithms/algo_state.h"
 #include "dplab/comm/algorithms/allreduce.h"
 #include "dplab/comm/algorithms/dcs3gd_functors.h"
 #include "dplab/core/autograd.h"
@@ -370,10 +371,76 @@ CommStats Dcs3gdStrategy::take_stats() {
   return s;
 }
 
-void Dcs3gdStrategy::begin_epoch(int64_t) {
+void Dcs3gdStrategy::begin_epoch(int64_t epoch) {
+  // A run resumed in the middle of `epoch` calls begin_epoch(epoch) again: the loaded sums of
+  // that epoch's first steps stay.
+  if (std::exchange(resumed_epoch_, -1) == epoch) return;
+  epoch_ = epoch;
   flush_history();  // the recorded steps belong to the epoch before
   steps_ = corrected_steps_ = 0;
   compute_s_ = lambda_sum_ = d_rel_sum_ = 0;
+}
+
+void Dcs3gdStrategy::save_state(StateDict& out) const {
+  DPLAB_CHECK(wbar_.defined(), "dcs3gd: save_state before setup");
+  DPLAB_CHECK(!req_.valid() && !received_,
+              "dcs3gd: save_state with the update allreduce in flight (call it between steps)");
+  flush_history();  // the epoch sums include every recorded step
+  save_algorithm_name(out, name());
+  out.put_int("ranks", topo_->world().size());
+  out.put_tensor("W_bar", wbar_);
+  out.put_tensor("V", v_);
+  out.put_tensor("S", s_);
+  out.put_bool("pending", pending_);
+  out.put_double("peak_lr", peak_lr_);
+  out.put_double("base_wd", base_wd_);
+  out.put_double("momentum", mu_);
+  out.put_int("epoch", epoch_);
+  out.put_int("epoch_steps", steps_);
+  out.put_int("epoch_corrected_steps", corrected_steps_);
+  out.put_double("epoch_compute_s", compute_s_);
+  out.put_double("epoch_lambda_sum", lambda_sum_);
+  out.put_double("epoch_d_rel_sum", d_rel_sum_);
+  out.put_double("last_lr", last_lr_);
+  out.put_double("last_wd", last_wd_);
+}
+
+void Dcs3gdStrategy::load_state(const StateDict& in) {
+  DPLAB_CHECK(wbar_.defined(), "dcs3gd: load_state before setup");
+  DPLAB_CHECK(!req_.valid(), "dcs3gd: load_state with the update allreduce in flight");
+  check_algorithm_name(in, name());
+  const int n = topo_->world().size();
+  state_int(in, "dcs3gd", "ranks", n, n);  // W̄ is the average over exactly these ranks
+  const std::string where = in.origin().empty() ? std::string("state") : in.origin();
+  // The schedule's peak values come from the optimizer at setup; a different value would
+  // change every later step.
+  const std::pair<const char*, double> fixed[] = {
+      {"peak_lr", peak_lr_}, {"base_wd", base_wd_}, {"momentum", mu_}};
+  for (const auto& [key, now] : fixed) {
+    const double saved = in.get_double(key);
+    DPLAB_CHECK(saved == now,
+                "{}: dcs3gd state '{}' = {} but this run has {} (from the optimizer's lr, "
+                "weight decay and momentum at setup)",
+                where, key, saved, now);
+  }
+  const int64_t epoch = state_int(in, "dcs3gd", "epoch", -1, INT64_MAX);
+  const int64_t steps = state_int(in, "dcs3gd", "epoch_steps", 0, INT64_MAX);
+  const int64_t corrected = state_int(in, "dcs3gd", "epoch_corrected_steps", 0, steps);
+  const bool pending = in.get_bool("pending");
+  restore_tensor(in, "dcs3gd", "W_bar", wbar_);
+  restore_tensor(in, "dcs3gd", "V", v_);
+  restore_tensor(in, "dcs3gd", "S", s_);
+  pending_ = pending;
+  received_ = false;
+  history_meta_.clear();
+  epoch_ = resumed_epoch_ = epoch;
+  steps_ = steps;
+  corrected_steps_ = corrected;
+  compute_s_ = in.get_double("epoch_compute_s");
+  lambda_sum_ = in.get_double("epoch_lambda_sum");
+  d_rel_sum_ = in.get_double("epoch_d_rel_sum");
+  last_lr_ = in.get_double("last_lr");
+  last_wd_ = in.get_double("last_wd");
 }
 
 std::map<std::string, double> Dcs3gdStrategy::state() const {

@@ -103,6 +103,16 @@ class Dcs3gdStrategy : public Strategy {
   void drain() override;
   CommStats take_stats() override;
   std::map<std::string, double> state() const override;
+  // Checkpoints, between steps (nothing is in flight then: after_backward waits for the
+  // allreduce, and R is consumed by the same step's update). Saved: W̄, V, S and whether S is
+  // an update not yet sent ("pending": true between steps, false after drain(), which folds it
+  // into W̄), so a checkpoint taken with or without drain() resumes exactly; the schedule's
+  // peak lr, weight decay and μ taken from the optimizer at setup (checked on load: they fix the
+  // trajectory); the epoch's metric sums. Not saved: W (the model, the trainer's), R and the
+  // per-step sums, λ and history (recomputed every step), the weight-decay masks (from the arena
+  // and options).
+  void save_state(StateDict& out) const override;
+  void load_state(const StateDict& in) override;
   int rank() const override { return topo_->world().rank(); }
   int world_size() const override { return topo_->world().size(); }
 
@@ -154,6 +164,8 @@ class Dcs3gdStrategy : public Strategy {
   CommStats stats_;
   // For state(): per-step means over the current epoch (reset in begin_epoch).
   int64_t steps_ = 0, corrected_steps_ = 0;
+  int64_t epoch_ = -1;          // of the last begin_epoch
+  int64_t resumed_epoch_ = -1;  // loaded epoch_: its begin_epoch keeps the loaded sums
   double compute_s_ = 0;
   mutable double lambda_sum_ = 0, d_rel_sum_ = 0;
 };

@@ -1,5 +1,6 @@
 #include "dplab/comm/algorithms/hybrid.h"
 
+#include "dplab/comm/algorithms/algo_state.h"
 #include "dplab/comm/algorithms/allreduce.h"
 #include "dplab/core/ops.h"
 
@@ -210,6 +211,29 @@ CommStats HybridStrategy::take_stats() {
   s.add(extra_);
   extra_ = {};
   return s;
+}
+
+void HybridStrategy::save_state(StateDict& out) const {
+  DPLAB_CHECK(sync_ != nullptr, "hybrid: save_state before setup");
+  save_algorithm_name(out, name());
+  out.put_tensor("grad", ctx_.arena->grads());
+  out.put_int("stage", stage_);
+  out.put_int("syncs", syncs_);
+  out.put_bool("final_done", final_done_);
+  out.put_bool("final_averaged", averaged_);
+}
+
+void HybridStrategy::load_state(const StateDict& in) {
+  DPLAB_CHECK(sync_ != nullptr, "hybrid: load_state before setup");
+  check_algorithm_name(in, name());
+  const int64_t stage = state_int(in, "hybrid", "stage", 1, 3);
+  const int64_t syncs = state_int(in, "hybrid", "syncs", 0, INT64_MAX);
+  const bool done = in.get_bool("final_done"), averaged = in.get_bool("final_averaged");
+  restore_tensor(in, "hybrid", "grad", ctx_.arena->grads());
+  stage_ = int(stage);
+  syncs_ = syncs;
+  final_done_ = done;
+  averaged_ = averaged;
 }
 
 std::map<std::string, double> HybridStrategy::state() const {

@@ -104,6 +104,14 @@ class HybridStrategy : public Strategy {
   void finish_training() override;
   CommStats take_stats() override;
   std::map<std::string, double> state() const override;
+  // Checkpoints. Saved: the gradient arena ("grad": stage 2 accumulates across iterations, and
+  // the last stage-1 gradient carries into stage 2; which iteration zeroes it is a function of
+  // the iteration, so it is saved whatever the stage), the stage, the sync count and whether
+  // the final average ran. Not saved: each iteration's action and GradSync's no_sync (plan()
+  // recomputes both from the iteration), this rank's model and momentum (the trainer's; they
+  // differ between ranks in stage 3).
+  void save_state(StateDict& out) const override;
+  void load_state(const StateDict& in) override;
   int rank() const override { return topo_->world().rank(); }
   int world_size() const override { return topo_->world().size(); }
 

@@ -1,5 +1,6 @@
 #include "dplab/comm/algorithms/local_sgd.h"
 
+#include "dplab/comm/algorithms/algo_state.h"
 #include "dplab/comm/algorithms/allreduce.h"
 
 namespace dplab {
@@ -77,6 +78,33 @@ CommStats LocalSgdStrategy::take_stats() {
   s.add(stats_);
   stats_ = {};
   return s;
+}
+
+void LocalSgdStrategy::save_state(StateDict& out) const {
+  save_algorithm_name(out, name());
+  out.put_int("H", H_);
+  out.put_int("since_average", since_avg_);
+  out.put_int("averages", averages_);
+  out.put_bool("allreduce_phase", grad_phase_);
+}
+
+void LocalSgdStrategy::load_state(const StateDict& in) {
+  check_algorithm_name(in, name());
+  // The period in progress only makes sense with the same H.
+  state_int(in, name(), "H", H_, H_);
+  const int64_t since = state_int(in, name(), "since_average", 0, H_ - 1);
+  const int64_t averages = state_int(in, name(), "averages", 0, INT64_MAX);
+  const bool phase = in.get_bool("allreduce_phase");
+  const std::string where = in.origin().empty() ? std::string("state") : in.origin();
+  DPLAB_CHECK(post_local_ || !phase,
+              "{}: local_sgd state 'allreduce_phase' is true (only post-local SGD has one)", where);
+  DPLAB_CHECK(!phase || since == 0,
+              "{}: {} state: 'since_average' = {} during the allreduce phase (expected 0)", where,
+              name(), since);
+  since_avg_ = since;
+  averages_ = averages;
+  grad_phase_ = phase;
+  if (sync_) sync_->set_no_sync(!grad_phase_);
 }
 
 std::map<std::string, double> LocalSgdStrategy::state() const {

@@ -44,6 +44,12 @@ class LocalSgdStrategy : public Strategy {
   void drain() override;
   CommStats take_stats() override;
   std::map<std::string, double> state() const override;
+  // Checkpoints. Saved: local steps since the last average (a checkpoint in the middle of a
+  // period resumes it), the average count, and post-local SGD's phase (also recomputed from the
+  // epoch by begin_epoch; load_state sets GradSync's no_sync from it). Each rank's model and
+  // momentum are the trainer's (they differ inside a period).
+  void save_state(StateDict& out) const override;
+  void load_state(const StateDict& in) override;
   int rank() const override { return topo_->world().rank(); }
   int world_size() const override { return topo_->world().size(); }
 

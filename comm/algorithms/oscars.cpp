@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "dplab/comm/algorithms/algo_state.h"
 #include "dplab/comm/algorithms/allreduce.h"
 #include "dplab/comm/algorithms/local_sgd.h"
 
@@ -176,6 +177,71 @@ CommStats OscarsStrategy::take_stats() {
   CommStats s = stats_;
   stats_ = {};
   return s;
+}
+
+void OscarsStrategy::save_state(StateDict& out) const {
+  save_algorithm_name(out, name());
+  out.put_int("ranks", world_size());
+  out.put_bool("profiling", profiling_);
+  out.put_int("profile_ticks", profile_ticks_);
+  out.put_ints("samples_us", samples_us_);
+  out.put_int("T_us", sched_.T_us);
+  out.put_ints("tau", sched_.tau);
+  out.put_int("max_wait_us", sched_.max_wait_us);
+  out.put_bool("feasible", sched_.feasible);
+  out.put_int("candidates", sched_.candidates);
+  out.put_int("t_us", t_us_);
+  out.put_int("round_pos", round_pos_);
+  out.put_int("rounds", rounds_);
+  out.put_int("averages", averages_);
+  out.put_int("searches", searches_);
+}
+
+void OscarsStrategy::load_state(const StateDict& in) {
+  check_algorithm_name(in, name());
+  const int n = world_size();
+  state_int(in, "oscars", "ranks", n, n);
+  const std::string where = in.origin().empty() ? std::string("state") : in.origin();
+  const bool profiling = in.get_bool("profiling");
+  const int64_t ticks = state_int(in, "oscars", "profile_ticks", 0, discard_ + measure_);
+  DPLAB_CHECK(profiling == (ticks < discard_ + measure_) || !fixed_t_us_.empty(),
+              "{}: oscars state 'profiling' = {} with 'profile_ticks' = {} of {}", where, profiling,
+              ticks, discard_ + measure_);
+  const std::vector<int64_t> samples = in.get_ints("samples_us");
+  for (size_t i = 0; i < samples.size(); ++i)
+    DPLAB_CHECK(samples[i] >= 0, "{}: oscars state 'samples_us' element {} = {} < 0", where, i,
+                samples[i]);
+  OscarsSchedule s;
+  s.tau = in.get_ints("tau");
+  DPLAB_CHECK(s.tau.empty() ? profiling : int(s.tau.size()) == n,
+              "{}: oscars state 'tau' has {} values for {} ranks{}", where, s.tau.size(), n,
+              profiling ? "" : " (and profiling is over)");
+  for (size_t i = 0; i < s.tau.size(); ++i)
+    DPLAB_CHECK(s.tau[i] >= 1 && s.tau[i] <= search_opt_.tau_cap,
+                "{}: oscars state 'tau' element {} = {}: expected a value in [1, {}] "
+                "(oscars.tau_max)",
+                where, i, s.tau[i], search_opt_.tau_cap);
+  s.T_us = state_int(in, "oscars", "T_us", 0, INT64_MAX);
+  s.max_wait_us = state_int(in, "oscars", "max_wait_us", 0, INT64_MAX);
+  s.feasible = in.get_bool("feasible");
+  s.candidates = state_int(in, "oscars", "candidates", 0, INT64_MAX);
+  const int64_t R = s.tau.empty() ? 1 : *std::max_element(s.tau.begin(), s.tau.end());
+  const int64_t pos = state_int(in, "oscars", "round_pos", 0, R - 1);
+  const int64_t t_us = state_int(in, "oscars", "t_us", 0, INT64_MAX);
+  const int64_t rounds = state_int(in, "oscars", "rounds", 0, INT64_MAX);
+  const int64_t averages = state_int(in, "oscars", "averages", 0, INT64_MAX);
+  const int64_t searches = state_int(in, "oscars", "searches", 0, INT64_MAX);
+  profiling_ = profiling;
+  profile_ticks_ = ticks;
+  samples_us_ = samples;
+  sched_ = std::move(s);
+  R_ = R;
+  round_pos_ = pos;
+  t_us_ = t_us;
+  rounds_ = rounds;
+  averages_ = averages;
+  searches_ = searches;
+  computing_ = false;
 }
 
 std::map<std::string, double> OscarsStrategy::state() const {

@@ -63,6 +63,14 @@ class OscarsStrategy : public Strategy {
   void drain() override;
   CommStats take_stats() override;
   std::map<std::string, double> state() const override;
+  // Checkpoints. Saved: the profiling position and the measured iteration times (a resume
+  // during profiling, or with re-profiling, goes on with the same samples), the search result
+  // (T*, every rank's tau, predicted wait, feasibility) and this rank's t_i, the position in the
+  // round, and the round/average/search counters. Not saved: whether this tick computes and its
+  // start time (set by every plan()), this rank's model and momentum (the trainer's). The
+  // search (oscars_search.h) is a pure function: its result is the state.
+  void save_state(StateDict& out) const override;
+  void load_state(const StateDict& in) override;
   int rank() const override { return topo_->world().rank(); }
   int world_size() const override { return topo_->world().size(); }
 

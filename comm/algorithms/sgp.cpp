@@ -1,5 +1,8 @@
 #include "dplab/comm/algorithms/sgp.h"
 
+#include <cmath>
+
+#include "dplab/comm/algorithms/algo_state.h"
 #include "dplab/comm/algorithms/allreduce.h"
 #include "dplab/core/backend.h"
 #include "dplab/core/error.h"
@@ -146,6 +149,44 @@ CommStats SgpStrategy::take_stats() {
   CommStats s = stats_;
   stats_ = {};
   return s;
+}
+
+void SgpStrategy::save_state(StateDict& out) const {
+  save_algorithm_name(out, name());
+  out.put_int("ranks", topo_->world().size());
+  out.put_double("push_sum_weight", w_);  // a float: exact as a double
+  out.put_doubles("weights", std::vector<double>(weights_.begin(), weights_.end()));
+  out.put_int("rounds", rounds_);
+  out.put_int("last_hop", last_hop_);
+}
+
+void SgpStrategy::load_state(const StateDict& in) {
+  check_algorithm_name(in, name());
+  const int n = topo_->world().size(), me = topo_->world().rank();
+  state_int(in, "sgp", "ranks", n, n);
+  const std::string where = in.origin().empty() ? std::string("state") : in.origin();
+  const double w = in.get_double("push_sum_weight");
+  auto valid_weight = [](double v) { return std::isfinite(v) && v > 0 && double(float(v)) == v; };
+  DPLAB_CHECK(valid_weight(w),
+              "{}: sgp state 'push_sum_weight' = {}: expected a positive finite float", where, w);
+  const std::vector<double> all = in.get_doubles("weights");
+  DPLAB_CHECK(all.empty() || int(all.size()) == n,
+              "{}: sgp state 'weights' has {} values for {} ranks", where, all.size(), n);
+  for (size_t i = 0; i < all.size(); ++i)
+    DPLAB_CHECK(valid_weight(all[i]),
+                "{}: sgp state 'weights' element {} = {}: expected a positive finite float", where,
+                i, all[i]);
+  DPLAB_CHECK(all.empty() || all[size_t(me)] == w,
+              "{}: sgp state 'weights' holds {} for rank {}, but 'push_sum_weight' is {} (a "
+              "state file of another rank?)",
+              where, all.empty() ? 0.0 : all[size_t(me)], me, w);
+  const int64_t rounds = state_int(in, "sgp", "rounds", 0, INT64_MAX);
+  const int64_t hop = state_int(in, "sgp", "last_hop", 0, n);
+  w_ = float(w);
+  weights_.assign(all.begin(), all.end());
+  have_before_ = false;
+  rounds_ = rounds;
+  last_hop_ = int(hop);
 }
 
 std::map<std::string, double> SgpStrategy::state() const {

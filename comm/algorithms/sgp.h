@@ -44,6 +44,13 @@ class SgpStrategy : public Strategy {
   void after_step(const StepInfo& step) override;
   CommStats take_stats() override;
   std::map<std::string, double> state() const override;
+  // Checkpoints. Saved: this rank's push-sum weight w and the weights of all ranks it tracks
+  // (empty before the first gossip), the round count and last hop (metrics). z (the arena) and
+  // the momentum are the trainer's; x = w·z needs nothing more. Not saved: the hop of a round
+  // (a function of the global step), the send/receive buffers and the pre-step snapshot (both
+  // live within one iteration).
+  void save_state(StateDict& out) const override;
+  void load_state(const StateDict& in) override;
   bool consensus_eval(const std::function<void()>& evaluate) override;
   int rank() const override { return topo_->world().rank(); }
   int world_size() const override { return topo_->world().size(); }

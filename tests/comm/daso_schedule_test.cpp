@@ -152,6 +152,55 @@ std::vector<std::pair<int, int>> cycle_under_constant_loss(DasoConfig c, int pla
   return seen;
 }
 
+// A cycle restored from save_state in the middle of a patience count (bad epochs 2 of 3, best
+// 1.50) takes the same decisions as the one that never stopped: the plateau of the hand script
+// above falls on epoch 5 for both.
+TEST(DasoCycle, StateRoundTripKeepsThePatienceCount) {
+  DasoConfig c;
+  c.warmup_epochs = 1;
+  c.cooldown_epochs = 1;
+  DasoCycle a(c);
+  const std::vector<double> losses = {1.00, 2.00, 1.50, 1.45, 1.44};  // epochs 0-4
+  for (size_t e = 0; e < losses.size(); ++e) a.end_epoch(int64_t(e), 100, losses[e]);
+  StateDict st;
+  a.save_state(st);
+  EXPECT_EQ(st.get_int("detector.bad_epochs"), 2);
+  EXPECT_EQ(st.get_double("detector.best"), 1.50);
+  DasoCycle b(c);
+  b.load_state(st);
+  EXPECT_TRUE(b.end_epoch(5, 100, 1.43));  // bad 3: plateau (a fresh cycle would set its best)
+  EXPECT_EQ(b.B(), 2);
+  EXPECT_EQ(b.plateaus(), 1);
+  DasoCycle fresh(c);
+  EXPECT_FALSE(fresh.end_epoch(5, 100, 1.43));
+}
+
+TEST(DasoCycle, LoadStateRejectsValuesOutsideTheConfiguration) {
+  DasoConfig c;  // B_max 4, S 1, patience 2 (detector patience 3), epochs 4-95 cycle
+  DasoCycle a(c);
+  a.end_epoch(4, 100, 1.0);  // the detector has a best
+  StateDict good;
+  a.save_state(good);
+  auto with = [&](const std::string& key, const std::string& value) {
+    StateDict s;
+    for (const auto& [k, v] : good.values()) s.put_string(k, k == key ? value : v);
+    return s;
+  };
+  auto message = [&](const StateDict& s) {
+    try {
+      DasoCycle(c).load_state(s);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_NE(message(with("B", "8")).find("'B'"), std::string::npos);
+  EXPECT_NE(message(with("S", "0")).find("'S'"), std::string::npos);
+  EXPECT_NE(message(with("detector.bad_epochs", "3")).find("'bad_epochs'"), std::string::npos);
+  EXPECT_NE(message(with("detector.best", "nan")).find("'best'"), std::string::npos);
+  EXPECT_NE(message(with("detector.has_best", "1")).find("'has_best'"), std::string::npos);
+}
+
 TEST(DasoCycle, HalvingAndDecrementingS) {
   DasoConfig c;
   c.B_max = 8;
