@@ -1,8 +1,9 @@
 // Resume at 4 ranks through `mpiexec -n 4 dplab train`, for every algorithm: a run interrupted
 // at an epoch boundary or in the middle of an epoch and resumed ends bitwise identical to the
 // uninterrupted run, on every rank (each rank's file of the final checkpoint, and the exported
-// final model). All runs checkpoint every 2 iterations (a checkpoint drains the algorithm, so
-// the compared runs drain at the same points). Plus the multi-rank checkpoint checks: a failed
+// final model). The uninterrupted run writes only its epoch-end checkpoints; the interrupted
+// one also one in the middle of an epoch (checkpoint.every_steps = 3), which must not change
+// its course. Plus the multi-rank checkpoint checks: a failed
 // write on one rank leaves nothing, a missing rank file is refused naming it, and a different
 // world size is refused.
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 
 #include "checkpoint_files.h"
 #include "data/temp_dir.h"
+#include "dplab/core/safetensors.h"
 #include "run_cli.h"
 
 namespace dplab {
@@ -27,7 +29,7 @@ using test::slurp;
 const std::string kRun =
     "train --model mnist_cnn --data fashion-mnist --batch 16 --lr 0.05 --momentum 0.9 "
     "--threads 1 --epochs 2 --set data.train_limit=256 --set data.test_limit=40 "
-    "--set progress=off --set checkpoint.every_steps=2 --set checkpoint.keep=0";
+    "--set progress=off --set checkpoint.keep=0";
 
 test::CliResult mpirun(int ranks, const std::string& args, const fs::path& scratch,
                        const std::string& env = "") {
@@ -59,16 +61,41 @@ std::ostream& operator<<(std::ostream& os, const Algo& a) {
 
 class ResumeAt4Ranks : public ::testing::TestWithParam<Algo> {};
 
-// Every rank's file of the final checkpoint and the final model have the same bytes.
+// What differs between two rank files: every tensor (model, optimizer, algorithm) by its
+// bytes, every value, except an algorithm's wall-clock measurements (values named "algo.*_s",
+// e.g. DC-S3GD's epoch_compute_s statistic), which no two runs share.
+std::string state_difference(const fs::path& x, const fs::path& y) {
+  std::map<std::string, std::string> mx, my;
+  const auto tx = load_safetensors(x.string(), &mx), ty = load_safetensors(y.string(), &my);
+  std::string d;
+  std::map<std::string, std::string> bytes_x;
+  for (const auto& t : tx)
+    bytes_x[t.name] = std::string(static_cast<const char*>(t.tensor.raw_data()), t.tensor.nbytes());
+  if (tx.size() != ty.size()) d += fmt::format(" {} vs {} tensors;", tx.size(), ty.size());
+  for (const auto& t : ty) {
+    auto it = bytes_x.find(t.name);
+    if (it == bytes_x.end() ||
+        it->second != std::string(static_cast<const char*>(t.tensor.raw_data()), t.tensor.nbytes()))
+      d += " tensor " + t.name + ";";
+  }
+  auto measured = [](const std::string& k) { return k.starts_with("algo.") && k.ends_with("_s"); };
+  for (const auto& [k, v] : mx)
+    if (!measured(k) && (!my.count(k) || my[k] != v))
+      d += fmt::format(" value {} '{}' vs '{}';", k, v, my.count(k) ? my[k] : "(none)");
+  for (const auto& [k, v] : my)
+    if (!mx.count(k)) d += fmt::format(" value {} only in the second;", k);
+  return d;
+}
+
+// Every rank's state in the final checkpoint, and the final model, are the same.
 void expect_same_end(const fs::path& a, const fs::path& b, const std::string& what) {
   const fs::path ca = a / "checkpoints" / "step_00000008", cb = b / "checkpoints" / "step_00000008";
   ASSERT_TRUE(fs::exists(ca / "manifest.json")) << ca;
   ASSERT_TRUE(fs::exists(cb / "manifest.json")) << cb;
   for (int r = 0; r < 4; ++r) {
     const std::string f = fmt::format("rank_{}.safetensors", r);
-    const std::string x = slurp(ca / f), y = slurp(cb / f);
-    ASSERT_FALSE(x.empty()) << ca / f;
-    EXPECT_TRUE(x == y) << what << ": " << f << " differs between " << a << " and " << b;
+    EXPECT_EQ(state_difference(ca / f, cb / f), "")
+        << what << ": " << f << " differs between " << a << " and " << b;
   }
   EXPECT_TRUE(slurp(a / "final.safetensors") == slurp(b / "final.safetensors"))
       << what << ": final.safetensors differs";
@@ -80,9 +107,19 @@ TEST_P(ResumeAt4Ranks, FromEpochBoundaryAndMidEpochIsBitwiseIdentical) {
   const std::string base = kRun + " --algo " + algo.name + " " + algo.args;
   auto r = mpirun(4, base + " --out " + dir.file("straight"), dir.path / "s");
   ASSERT_EQ(r.status, 0) << r.err;
-  // Interrupted after 6 iterations (epoch 2, step 2); its checkpoints: steps 2, 4 and 6.
-  r = mpirun(4, base + " --max-steps 6 --out " + dir.file("part"), dir.path / "p");
+  // Interrupted after 6 optimizer steps (epoch 2, step 2 for most algorithms: those with
+  // iterations without a step stop later); its checkpoints: steps 3 (mid-epoch), 4 (the epoch's
+  // end) and the stop's.
+  r = mpirun(4, base + " --set checkpoint.every_steps=3 --max-steps 6 --out " + dir.file("part"),
+             dir.path / "p");
   ASSERT_EQ(r.status, 0) << r.err;
+  // From the middle of the first epoch, written while the run went on.
+  r = mpirun(4,
+             base + " --resume " + dir.file("part/checkpoints/step_00000003") + " --out " +
+                 dir.file("from3"),
+             dir.path / "r3");
+  ASSERT_EQ(r.status, 0) << r.err;
+  expect_same_end(dir.path / "straight", dir.path / "from3", "resumed mid-epoch (step 3)");
   // From the epoch boundary (step 4, written while the run went on).
   r = mpirun(4,
              base + " --resume " + dir.file("part/checkpoints/step_00000004") + " --out " +
@@ -90,26 +127,28 @@ TEST_P(ResumeAt4Ranks, FromEpochBoundaryAndMidEpochIsBitwiseIdentical) {
              dir.path / "r4");
   ASSERT_EQ(r.status, 0) << r.err;
   expect_same_end(dir.path / "straight", dir.path / "from4", "resumed at the epoch boundary");
-  // From the middle of the epoch (the run directory: its newest checkpoint, the stop's).
-  r = mpirun(4, base + " --resume " + dir.file("part") + " --out " + dir.file("from6"),
-             dir.path / "r6");
+  // From the stop in the middle of the second epoch (the run directory: its newest checkpoint).
+  r = mpirun(4, base + " --resume " + dir.file("part") + " --out " + dir.file("from_stop"),
+             dir.path / "rs");
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_TRUE(has(r.out, "step_00000006")) << r.out;
-  expect_same_end(dir.path / "straight", dir.path / "from6", "resumed mid-epoch");
+  EXPECT_TRUE(has(r.out, "at epoch 2 step ") && !has(r.out, "at epoch 2 step 0")) << r.out;
+  expect_same_end(dir.path / "straight", dir.path / "from_stop", "resumed mid-epoch (the stop)");
   // The test can fail: the interrupted run's state differs from the end.
-  EXPECT_NE(slurp(dir.path / "part" / "checkpoints" / "step_00000006" / "rank_0.safetensors"),
+  EXPECT_NE(slurp(dir.path / "part" / "checkpoints" / "step_00000004" / "rank_0.safetensors"),
             slurp(dir.path / "straight" / "checkpoints" / "step_00000008" / "rank_0.safetensors"));
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, ResumeAt4Ranks,
-                         ::testing::Values(Algo{"allreduce", ""},
-                                           Algo{"hybrid", "--set hybrid.W=2 --set hybrid.R=3"},
-                                           Algo{"daso", "--ranks-per-node 2"}, Algo{"dcs3gd", ""},
-                                           Algo{"crossover", ""}, Algo{"sgp", ""},
-                                           Algo{"oscars", "--set oscars.t_us=1000,2000,1000,3000"},
-                                           Algo{"local_sgd", "--set local_sgd.H=3"},
-                                           Algo{"post_local_sgd", "--set local_sgd.H=3"}),
-                         [](const ::testing::TestParamInfo<Algo>& i) { return i.param.name; });
+INSTANTIATE_TEST_SUITE_P(
+    EveryAlgorithm, ResumeAt4Ranks,
+    ::testing::Values(Algo{"allreduce", ""}, Algo{"hybrid", "--set hybrid.W=2 --set hybrid.R=3"},
+                      Algo{"daso",
+                           "--ranks-per-node 2 --set daso.warmup_epochs=0 --set "
+                           "daso.cooldown_epochs=0 --set daso.B_max=3"},
+                      Algo{"dcs3gd", ""}, Algo{"crossover", ""}, Algo{"sgp", ""},
+                      Algo{"oscars", "--set oscars.t_us=1000,2000,1000,3000"},
+                      Algo{"local_sgd", "--set local_sgd.H=3"},
+                      Algo{"post_local_sgd", "--set local_sgd.H=3"}),
+    [](const ::testing::TestParamInfo<Algo>& i) { return i.param.name; });
 
 TEST(CheckpointAt4Ranks, FailedWriteOnOneRankLeavesNothingAndNamesIt) {
   ScopedTempDir dir("ckpt4-fail");

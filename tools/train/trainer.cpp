@@ -295,7 +295,9 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
     metrics =
         MetricsWriter((std::filesystem::path(out_dir) / "metrics.jsonl").string(), !resume.empty());
   }
-  // A checkpoint of every rank (collective; after strategy->drain()), once per global step.
+  // A checkpoint of every rank (collective), once per global step. In the middle of an epoch it
+  // is written without strategy->drain(), which is part of the trajectory for some algorithms
+  // (comm/strategy.h): a run that checkpoints follows the same trajectory as one that does not.
   int64_t last_checkpoint_step = -1;
   auto checkpoint = [&]() {
     if (out_dir.empty() || last_checkpoint_step == loop.global_step) return;
@@ -306,10 +308,8 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   // checkpointed after end_epoch, with the epoch finished).
   auto step_checkpoint = [&]() {
     if (ckpt_every_steps > 0 && loop.global_step % ckpt_every_steps == 0 &&
-        loop.step_in_epoch < steps_per_epoch) {
-      strategy->drain();
+        loop.step_in_epoch < steps_per_epoch)
       checkpoint();
-    }
   };
 
   Progress progress(rank0 ? progress_mode : Progress::Mode::off, every_percent, progress_out);
@@ -428,12 +428,14 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
       result.epochs_done = loop.epoch;
     }
     const bool last = stop || (epoch_done && epoch + 1 == epochs);
-    strategy->drain();  // nothing in flight before checkpoints and evaluation
     // The end's checkpoint holds the state before finish_training, so a resumed run that
-    // trains further continues exactly as an uninterrupted longer run.
-    if (last || (epoch_done && ckpt_every > 0 && loop.epoch % ckpt_every == 0) ||
-        (ckpt_every_steps > 0 && loop.global_step % ckpt_every_steps == 0))
-      checkpoint();
+    // trains further continues exactly as an uninterrupted longer run; a stop in the middle of
+    // an epoch is saved before the drain (an uninterrupted run does not drain there).
+    const bool save = last || (epoch_done && ckpt_every > 0 && loop.epoch % ckpt_every == 0) ||
+                      (ckpt_every_steps > 0 && loop.global_step % ckpt_every_steps == 0);
+    if (save && !epoch_done) checkpoint();
+    strategy->drain();  // nothing in flight before evaluation (and epoch-end checkpoints)
+    if (save && epoch_done) checkpoint();
     // End of training: an algorithm whose ranks diverge builds its final model here, once.
     if (last) {
       strategy->finish_training();
@@ -498,7 +500,6 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   }
 
   if (!evaluated) {  // resumed from a finished run: its checkpoint, then its final model
-    strategy->drain();
     checkpoint();
     strategy->finish_training();
   }
