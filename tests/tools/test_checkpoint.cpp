@@ -201,6 +201,35 @@ TEST(Checkpoint, ResumeRefusesChangedTrajectoryOptionsUnlessOverridden) {
   EXPECT_TRUE(has(r.err, "init_from")) << r.err;
 }
 
+// The loss scaler (amp = f16) and the plateau schedule's detector are checkpointed too: resumed
+// from the middle of the first epoch and from the epoch boundary, the run ends with the same
+// bytes as the uninterrupted one.
+TEST(Checkpoint, LossScalerAndPlateauScheduleResumeBitwise) {
+  ScopedTempDir dir("ckpt-amp");
+  const std::string job = kTiny +
+                          " --epochs 3 --set amp=f16 --set lr.schedule=plateau --set lr.patience=0 "
+                          "--set lr.threshold=0.5";
+  auto r = run_dplab(job + " --out " + dir.file("straight"), dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = run_dplab(job + " --max-steps 6 --out " + dir.file("part"), dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* from : {"part/checkpoints/step_00000004", "part"}) {
+    const std::string out = dir.file(std::string("from_") + (from[4] ? "4" : "6"));
+    r = run_dplab(job + " --resume " + dir.file(from) + " --out " + out, dir.path);
+    ASSERT_EQ(r.status, 0) << r.err;
+    for (const char* f : {"final.safetensors", "checkpoints/step_00000012/rank_0.safetensors"}) {
+      const std::string a = slurp(dir.path / "straight" / f), b = slurp(fs::path(out) / f);
+      ASSERT_FALSE(a.empty()) << f;
+      EXPECT_TRUE(a == b) << f << " differs after resuming from " << from;
+    }
+  }
+  // The plateau detector did act (its factor fell), so its state mattered.
+  std::map<std::string, std::string> meta;
+  load_safetensors(dir.file("straight/checkpoints/step_00000012/rank_0.safetensors"), &meta);
+  EXPECT_NE(meta["schedule.plateau.factor"], "1") << meta["schedule.plateau.factor"];
+  EXPECT_TRUE(meta.count("schedule.plateau.best"));
+}
+
 // Tensors of a model file by name (the metadata differs between runs).
 std::map<std::string, std::string> tensor_bytes(const fs::path& f) {
   std::map<std::string, std::string> r;

@@ -207,6 +207,7 @@ fs::path write_checkpoint(const CheckpointTarget& target, const RankGroup& group
     if (fs::exists(final_dir, ec)) fs::rename(final_dir, old);  // same step written before
     fs::rename(tmp, final_dir);
     fsync_path(root);
+    fsync_path(root.parent_path());  // checkpoints/ itself may be new
     remove_quietly(old);
   });
   if (!committed.ok) {
@@ -400,9 +401,15 @@ LoopState load_rank_state(const Manifest& m, int rank, const TrainingParts& p,
   DPLAB_CHECK(s.get_bool("dplab.grad_scaler") == (p.scaler != nullptr),
               "{}: state value 'dplab.grad_scaler' = {}, but this run {} a loss scaler", file,
               s.get_bool("dplab.grad_scaler"), p.scaler ? "has" : "has no");
-  if (p.scaler)
+  if (p.scaler) {
     naming(file, "the GradScaler state",
            [&] { p.scaler->load_state(tensors_with(s, kAmp, false)); });
+    DPLAB_CHECK(std::isfinite(p.scaler->scale()) && p.scaler->scale() > 0 &&
+                    p.scaler->growth_tracker() >= 0,
+                "{}: state tensors 'amp.scale' = {} and 'amp.growth_tracker' = {}: expected a "
+                "finite scale > 0 and a count >= 0",
+                file, p.scaler->scale(), p.scaler->growth_tracker());
+  }
   std::map<std::string, double> schedule;
   const StateDict sched = s.sub(kSchedule);
   for (const auto& [k, v] : sched.values()) schedule[k] = sched.get_double(k);
