@@ -50,6 +50,7 @@ TEST(Checkpoint, KeepLeavesTheNewestKAndNoTemporaries) {
   EXPECT_TRUE(has(r.out, "checkpoint.every_steps")) << r.out;
   EXPECT_TRUE(has(r.out, "--resume-override")) << r.out;
   EXPECT_TRUE(has(r.out, "--init-from")) << r.out;
+  EXPECT_TRUE(has(r.out, "[default: 3] [run]")) << r.out;  // checkpoint.keep: not trajectory
   // dplab eval takes a run directory: its newest checkpoint's model, which for algo local is
   // the final model, so the accuracy equals the one of final.safetensors.
   const std::string eval =

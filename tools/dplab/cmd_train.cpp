@@ -12,10 +12,14 @@ namespace dplab::cli {
 namespace {
 
 std::string option_table() {
-  std::string r = "Option keys (for --config files and --set KEY=VALUE):\n";
+  std::string r =
+      "Option keys (for --config files and --set KEY=VALUE). A checkpoint stores every key a "
+      "run reads (set or defaulted, algorithm and lr.* keys too) except those marked [run]; a "
+      "resumed run must keep them (--resume-override KEY,... allows a change):\n";
   for (const auto& s : train_option_specs())
-    r += fmt::format("  {:<26} {} [default: {}]\n", s.key, s.help,
-                     s.default_value.empty() ? "\"\"" : s.default_value);
+    r += fmt::format("  {:<26} {} [default: {}]{}\n", s.key, s.help,
+                     s.default_value.empty() ? "\"\"" : s.default_value,
+                     s.trajectory ? "" : " [run]");
   return r;
 }
 
