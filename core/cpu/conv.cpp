@@ -14,14 +14,49 @@
 // residual add keep it blocked until the next convolution reads it as it is. Then the staging
 // reorders vanish from a ResNet's step (they cost ~15% of it).
 #include "dplab/core/kernels/conv.h"
+
+#include <atomic>
 #include <cstdlib>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "dplab/core/cpu/conv_algorithm.h"
 #include "dplab/core/cpu/dnnl_common.h"
 
 namespace dplab {
+namespace {
+
+// -1: not decided yet (DPLAB_CPU_WINOGRAD is read on first use); 0 or 1 afterwards.
+std::atomic<int> winograd_setting{-1};
+
+bool winograd_from_environment() {
+  const char* e = std::getenv("DPLAB_CPU_WINOGRAD");
+  if (!e || !*e) return true;
+  const std::string v(e);
+  DPLAB_CHECK(v == "0" || v == "1",
+              "DPLAB_CPU_WINOGRAD={}: expected 0 (direct convolutions only) or 1 (Winograd for "
+              "3x3 stride-1 convolutions, the default)",
+              v);
+  return v == "1";
+}
+
+}  // namespace
+
+bool cpu_winograd_enabled() {
+  int v = winograd_setting.load(std::memory_order_relaxed);
+  if (v < 0) {
+    int expected = -1;
+    winograd_setting.compare_exchange_strong(expected, winograd_from_environment() ? 1 : 0);
+    v = winograd_setting.load(std::memory_order_relaxed);
+  }
+  return v == 1;
+}
+
+void set_cpu_winograd(bool enabled) {
+  winograd_setting.store(enabled ? 1 : 0, std::memory_order_relaxed);
+}
+
 namespace {
 
 using dnnl::memory;
@@ -61,7 +96,7 @@ Key make_key(Pass pass, const Shapes& s, const Conv2dParams& p, bool bias) {
           p.groups,
           bias ? 1 : 0,
           du::num_threads(),
-          0};
+          cpu_winograd_enabled() ? 1 : 0};  // a switch of set_cpu_winograd takes effect
 }
 
 // Descriptors and geometry shared by the three passes.
@@ -79,17 +114,7 @@ struct Descs {
 // DPLAB_CPU_WINOGRAD=0 keeps every convolution direct (bit-for-bit comparisons with oneDNN's
 // direct path, as PyTorch takes it); unset or 1: Winograd where it applies.
 bool winograd_candidate(const Shapes& s, const Conv2dParams& p) {
-  static const bool enabled = [] {
-    const char* e = std::getenv("DPLAB_CPU_WINOGRAD");
-    if (!e || !*e) return true;
-    const std::string v(e);
-    DPLAB_CHECK(v == "0" || v == "1",
-                "DPLAB_CPU_WINOGRAD={}: expected 0 (direct convolutions "
-                "only) or 1 (Winograd for 3x3 stride-1 convolutions, the default)",
-                v);
-    return v == "1";
-  }();
-  return enabled && s.KH == 3 && s.KW == 3 && p.stride_h == 1 && p.stride_w == 1 &&
+  return cpu_winograd_enabled() && s.KH == 3 && s.KW == 3 && p.stride_h == 1 && p.stride_w == 1 &&
          p.dilation_h == 1 && p.dilation_w == 1 && p.groups == 1;
 }
 

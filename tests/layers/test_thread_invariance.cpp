@@ -1,13 +1,18 @@
 // Training results do not depend on the OpenMP thread count beyond float rounding: a few SGD
 // steps of mnist_cnn and of a ResNet (the fast oneDNN paths: blocked-layout convolutions,
-// Winograd, pooling, GEMM, batch norm, the element-wise loops) with one thread and with two give
-// the same parameters and losses.
+// pooling, GEMM, batch norm, the element-wise loops) with one thread and with two give the same
+// parameters and losses. Winograd convolutions are the stated exception (see below).
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "common/harness.h"
+#include "dplab/core/backend.h"
+#include "dplab/core/cpu/conv_algorithm.h"
+#include "dplab/core/ops/conv.h"
 #include "dplab/core/param_arena.h"
 #include "dplab/layers/loss.h"
 #include "dplab/models/registry.h"
@@ -64,15 +69,87 @@ TEST(ThreadInvariance, MnistCnnStepsAgreeWithOneAndTwoThreads) {
   test::expect_close(two.params, one.params, 1e-10, "parameters after 4 steps, 2 vs 1 threads");
 }
 
-// The ResNet paths: blocked activations, Winograd 3x3 convolutions, batch norm fused with ReLU,
-// the residual add_relu (resnet18 with the CIFAR stem, 10 classes, 16x16 inputs).
+// The ResNet paths with direct convolutions: blocked activations, batch norm fused with ReLU,
+// the residual add_relu (resnet18 with the CIFAR stem, 10 classes, 16x16 inputs). Every kernel
+// on this path computes each output element with the same sequence of operations whatever the
+// thread count, except for reductions that oneDNN splits across threads (weight gradients over
+// the batch): these agree to float rounding, so 1e-10 normalised error (1e-5 relative RMS) over
+// two steps.
+//
+// Winograd convolutions (the default for 3x3 stride-1) are left out of this comparison, for a
+// measured reason. oneDNN blocks their transformed-domain sums by the thread count and the CPU's
+// cache sizes, so one and two threads may round differently; each convolution stays as accurate
+// as the reference requires (4e-13 normalised error at both thread counts, see
+// WinogradConvolutionsMatchTheReferenceAtOneAndTwoThreads), but this two-step trajectory on 4
+// images of 16x16 is ill-conditioned when it runs through Winograd: on an AMD EPYC (Zen 4)
+// moving every input by one ulp moved the parameters by 4.4e-6 normalised error with Winograd
+// (2.7e-14 with direct convolutions), and 2 against 1 thread by 4.2e-9 (direct: exactly 0). No
+// tolerance argued from the arithmetic separates such a difference from a defect, so the
+// trajectory is compared on the direct path, where the result does not depend on the thread
+// count, and Winograd is checked per convolution at each thread count plus for bitwise
+// reproducibility at a fixed one. (On an Intel Xeon the Winograd blockings of 1 and 2 threads
+// happened to coincide.) Runs are therefore bitwise reproducible for a fixed thread count.
+Trained train_resnet(int threads, bool winograd) {
+  const bool saved = cpu_winograd_enabled();
+  set_cpu_winograd(winograd);
+  Trained t = train("resnet18_cifar", threads, 4, 3, 16, 2);
+  set_cpu_winograd(saved);
+  return t;
+}
+
 TEST(ThreadInvariance, ResNetStepsAgreeWithOneAndTwoThreads) {
-  auto run = [](int threads) { return train("resnet18_cifar", threads, 4, 3, 16, 2); };
-  const Trained one = run(1), two = run(2);
+  const Trained one = train_resnet(1, false), two = train_resnet(2, false);
   for (size_t k = 0; k < one.losses.size(); ++k)
     EXPECT_NEAR(one.losses[k], two.losses[k], 1e-5 * std::abs(one.losses[k])) << "step " << k;
-  EXPECT_EQ(test::max_abs_diff(one.params, run(1).params), 0.0) << "not deterministic";
+  EXPECT_EQ(test::max_abs_diff(one.params, train_resnet(1, false).params), 0.0)
+      << "not deterministic";
   test::expect_close(two.params, one.params, 1e-10, "resnet18 parameters, 2 vs 1 threads");
+}
+
+TEST(ThreadInvariance, ResNetWinogradStepsAreReproducibleAtEachThreadCount) {
+  for (int threads : {1, 2}) {
+    const Trained a = train_resnet(threads, true), b = train_resnet(threads, true);
+    EXPECT_EQ(test::max_abs_diff(a.params, b.params), 0.0) << threads << " thread(s)";
+  }
+}
+
+// One ResNet-sized 3x3 stride-1 convolution (Winograd applies), forward and both gradients, at
+// one and at two threads, each against the reference loops (core/cpu/ref) with the op table's
+// tolerance for convolutions (tests/common/op_case_inputs.h: kGemmTol, 1e-6 normalised error,
+// where a wrong kernel is off by 1e-4 or more).
+struct ConvPass {
+  Tensor y, dx, dw;
+};
+
+ConvPass conv_pass(const Backend* backend, int threads) {
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  std::optional<BackendOverride> o;
+  if (backend) o.emplace(*backend);
+  Tensor x = test::random_tensor({4, 32, 12, 12}, 11, -1.f, 1.f);
+  Tensor w = test::random_tensor({32, 32, 3, 3}, 12, -0.2f, 0.2f);
+  x.set_requires_grad(true);
+  w.set_requires_grad(true);
+  Conv2dOptions opt;
+  opt.padding = {1, 1};
+  Tensor y = conv2d(x, w, Tensor(), opt);
+  backward(y, test::random_tensor(y.shape(), 13, -1.f, 1.f));
+  omp_set_num_threads(saved);
+  return {y.detach(), x.grad(), w.grad()};
+}
+
+TEST(ThreadInvariance, WinogradConvolutionsMatchTheReferenceAtOneAndTwoThreads) {
+  const ConvPass ref = conv_pass(&ref_backend(), 1);
+  const bool saved = cpu_winograd_enabled();
+  set_cpu_winograd(true);
+  for (int threads : {1, 2}) {
+    const ConvPass c = conv_pass(nullptr, threads);
+    const std::string at = " at " + std::to_string(threads) + " thread(s)";
+    test::expect_close(c.y, ref.y, 1e-6, "forward" + at);
+    test::expect_close(c.dx, ref.dx, 1e-6, "input gradient" + at);
+    test::expect_close(c.dw, ref.dw, 1e-6, "weight gradient" + at);
+  }
+  set_cpu_winograd(saved);
 }
 
 }  // namespace

@@ -20,7 +20,9 @@ CommandSpec eval_command() {
         const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
         auto a = std::make_shared<EvalArgs>();
         CLI::App* eval =
-            app.add_subcommand("eval", "evaluate a checkpoint; prints the test accuracy");
+            app.add_subcommand("eval",
+                               "evaluate a checkpoint; prints the test accuracy (and top-5 with "
+                               "more than 10 classes); under mpiexec the ranks share the test set");
         a->flags.add(*eval, "--model", "model", "model the checkpoint holds");
         a->flags.add(*eval, "--data", "data", "dataset whose test split is evaluated");
         a->flags.add(*eval, "--threads", "threads", "OpenMP threads",
@@ -37,8 +39,12 @@ CommandSpec eval_command() {
           o.set("checkpoint", a->checkpoint);
           for (const auto& s : a->sets) apply_set_option(s, o);
           const auto r = run_evaluation(o);
+          if (!r.is_rank0) return 0;  // under mpiexec: the ranks' sums are combined; one prints
           std::cout << fmt::format("test accuracy: {:.4f} ({}/{}), test loss {:.4f}\n", r.accuracy,
                                    r.correct, r.count, r.loss);
+          if (r.top5)
+            std::cout << fmt::format("top-5 accuracy: {:.4f} ({}/{})\n", r.accuracy5, r.correct5,
+                                     r.count);
           return 0;
         };
       }};

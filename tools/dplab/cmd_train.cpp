@@ -95,6 +95,7 @@ CommandSpec train_command() {
           const auto r = run_training(o, std::cout, std::cerr);
           if (r.is_rank0) {
             std::cout << fmt::format("test accuracy: {:.4f}\n", r.test_acc);
+            if (r.test_acc5 >= 0) std::cout << fmt::format("top-5 accuracy: {:.4f}\n", r.test_acc5);
             if (!r.final_checkpoint.empty()) std::cout << "wrote " << r.final_checkpoint << "\n";
           }
           return 0;

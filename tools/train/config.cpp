@@ -26,7 +26,8 @@ const std::vector<OptionSpec>& train_option_specs() {
        false},
       {"data.train_limit", "0", "use only the first N training samples (0: all)"},
       {"data.test_limit", "0", "use only the first N test samples (0: all)", false},
-      {"data.workers", "0", "loader worker threads (0: load on the training thread)", false},
+      {"data.workers", "0",
+       "loader worker threads of training and evaluation (0: load on the training thread)", false},
       {"data.prefetch", "4", "batches the workers build ahead", false},
       {"epochs", "1", "number of epochs", false},
       {"batch", "64", "batch size per rank"},
@@ -76,7 +77,10 @@ const std::vector<OptionSpec>& train_option_specs() {
        "start a new run from the model weights of a checkpoint (run or checkpoint directory, "
        "or a model .safetensors file): fresh optimizer and loop",
        false},
-      {"eval.batch", "1000", "batch size of evaluation", false},
+      {"eval.batch", "0",
+       "batch size of evaluation per rank (0: from the image size, at most 2^22 input values: "
+       "1024 for 28 x 28, 16 for 3 x 224 x 224; tools/train/evaluate.h)",
+       false},
       {"checkpoint.every_epochs", "1", "write a checkpoint every N epochs (0: only at the end)",
        false},
       {"checkpoint.every_steps", "0",

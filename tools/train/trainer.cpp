@@ -30,6 +30,7 @@
 #include "dplab/tools/train/checkpoint.h"
 #include "dplab/tools/train/config.h"
 #include "dplab/tools/train/device_prefetch.h"
+#include "dplab/tools/train/eval_split.h"
 #include "dplab/tools/train/evaluate.h"
 #include "dplab/tools/train/metrics.h"
 #include "dplab/tools/train/optimizer_factory.h"
@@ -249,6 +250,15 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
     sampler.set_epoch(epoch);
     return sampler.indices();
   };
+  // Evaluation: split across the ranks on a communicator of its own, with the loader's workers
+  // (tools/train/evaluate.h); eval.batch 0 picks a batch from the image size.
+  std::shared_ptr<Communicator> eval_comm;
+  if (strategy->world_size() > 1) eval_comm = eval_world(opt);
+  EvalOptions eval_opt;
+  eval_opt.batch_size = eval_batch;
+  eval_opt.workers = lopt.workers;
+  eval_opt.prefetch = lopt.prefetch;
+  eval_opt.comm = eval_comm.get();
   const int64_t steps_per_epoch = loader.num_batches_for(
       data.shards ? shard_stream_count(data.shards->shard_begin(), sopt.world_size)
                   : sampler.num_samples());
@@ -441,7 +451,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
       strategy->finish_training();
       strategy->drain();
     }
-    const EvalResult ev = evaluate(*model, data.test, eval_batch);
+    const EvalResult ev = evaluate(*model, data.test, eval_opt);
     evaluated = true;
     last_epoch_number = epoch + 1;
     const CommStats comm = strategy->take_stats();
@@ -457,12 +467,13 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
                         {"idle_fraction", epoch_time > 0 ? comm.exposed_wait_s / epoch_time : 0}});
     // Gossip algorithms: the consensus average as a second evaluated model (collective).
     std::optional<EvalResult> ev_consensus;
-    strategy->consensus_eval([&] { ev_consensus = evaluate(*model, data.test, eval_batch); });
+    strategy->consensus_eval([&] { ev_consensus = evaluate(*model, data.test, eval_opt); });
 
     result.train_loss = mean_loss;
     result.train_acc = train_acc;
     result.test_acc = ev.accuracy;
     result.test_loss = ev.loss;
+    result.test_acc5 = ev.top5 ? ev.accuracy5 : -1;
     if (rank0) {
       const double ips = epoch_time > 0 ? double(epoch_images) / epoch_time : 0;
       nlohmann::json rec = {{"kind", "epoch"},
@@ -485,16 +496,19 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
                             {"bytes_sent", comm.bytes_sent},
                             {"allreduces", comm.allreduces},
                             {"exposed_wait_s", comm.exposed_wait_s}};
+      if (ev.top5) rec["test_acc5"] = ev.accuracy5;
       for (const auto& [k, v] : strategy->state()) rec["algo." + k] = v;
       if (ev_consensus) {
         rec["test_acc_consensus"] = ev_consensus->accuracy;
         rec["test_loss_consensus"] = ev_consensus->loss;
+        if (ev_consensus->top5) rec["test_acc5_consensus"] = ev_consensus->accuracy5;
       }
       metrics.write(rec);
       summary << fmt::format(
-          "epoch {}/{}{}  loss {:.4f}  train_acc {:.4f}  test_acc {:.4f}  {:.0f} img/s  {:.1f} s\n",
-          epoch + 1, epochs, epoch_done ? "" : " (partial)", mean_loss, train_acc, ev.accuracy, ips,
-          epoch_time);
+          "epoch {}/{}{}  loss {:.4f}  train_acc {:.4f}  test_acc {:.4f}{}  {:.0f} img/s  {:.1f} "
+          "s\n",
+          epoch + 1, epochs, epoch_done ? "" : " (partial)", mean_loss, train_acc, ev.accuracy,
+          ev.top5 ? fmt::format("  test_acc5 {:.4f}", ev.accuracy5) : "", ips, epoch_time);
       summary.flush();
     }
   }
@@ -505,9 +519,10 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   }
   strategy->drain();
   if (!evaluated) {  // resumed from a finished run: report its model
-    const EvalResult ev = evaluate(*model, data.test, eval_batch);
+    const EvalResult ev = evaluate(*model, data.test, eval_opt);
     result.test_acc = ev.accuracy;
     result.test_loss = ev.loss;
+    result.test_acc5 = ev.top5 ? ev.accuracy5 : -1;
   }
   result.epochs_done = loop.epoch;
   result.global_step = loop.global_step;
@@ -520,16 +535,18 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
     result.final_checkpoint = path.string();
   }
   if (rank0) {
-    metrics.write({{"kind", "final"},
-                   {"epoch", last_epoch_number},
-                   {"epochs_completed", loop.epoch},
-                   {"step", loop.global_step},
-                   {"loss", result.train_loss},
-                   {"train_acc", result.train_acc},
-                   {"test_loss", result.test_loss},
-                   {"test_acc", result.test_acc},
-                   {"images_per_s", result.images_per_s},
-                   {"time_s", result.time_s}});
+    nlohmann::json fin = {{"kind", "final"},
+                          {"epoch", last_epoch_number},
+                          {"epochs_completed", loop.epoch},
+                          {"step", loop.global_step},
+                          {"loss", result.train_loss},
+                          {"train_acc", result.train_acc},
+                          {"test_loss", result.test_loss},
+                          {"test_acc", result.test_acc},
+                          {"images_per_s", result.images_per_s},
+                          {"time_s", result.time_s}};
+    if (result.test_acc5 >= 0) fin["test_acc5"] = result.test_acc5;
+    metrics.write(fin);
   }
   return result;
 }
@@ -549,9 +566,22 @@ EvalReport run_evaluation(const Options& opt) {
   }
   auto model = make_model(get(opt, "model"), 0, data.test->num_classes());
   load_model_weights(checkpoint, *model);
+  EvalOptions eval_opt;
+  eval_opt.batch_size = eval_batch;
+  eval_opt.workers = int(get_int(opt, "data.workers"));
+  eval_opt.prefetch = int(get_int(opt, "data.prefetch"));
   check_no_unknown_options(opt);
-  const EvalResult r = evaluate(*model, data.test, eval_batch);
-  return {r.accuracy, r.loss, r.correct, r.count};
+  // Under mpiexec the ranks split the test set (each loads the checkpoint itself).
+  std::shared_ptr<Communicator> comm;
+  if (launched_ranks() > 1) comm = eval_world(opt);
+  eval_opt.comm = comm.get();
+  const EvalResult r = evaluate(*model, data.test, eval_opt);
+  EvalReport report{r.accuracy, r.loss, r.correct, r.count};
+  report.top5 = r.top5;
+  report.accuracy5 = r.accuracy5;
+  report.correct5 = r.correct5;
+  report.is_rank0 = !comm || comm->rank() == 0;
+  return report;
 }
 
 }  // namespace dplab

@@ -19,6 +19,7 @@ struct TrainResult {
   double train_acc = 0;
   double test_acc = 0;
   double test_loss = 0;
+  double test_acc5 = -1;         // top-5, when the test set has more than 10 classes; else -1
   double images_per_s = 0;       // this process, training iterations only
   double time_s = 0;             // wall time of this process's training and evaluation
   std::string final_checkpoint;  // empty without --out
@@ -33,9 +34,13 @@ struct EvalReport {
   double accuracy = 0;
   double loss = 0;
   int64_t correct = 0, count = 0;
+  bool top5 = false;  // more than 10 classes: top-5 counted
+  double accuracy5 = 0;
+  int64_t correct5 = 0;
+  bool is_rank0 = true;  // under mpiexec the ranks share the work; rank 0 prints
 };
 // `dplab eval`: loads the model named by "model" with weights from "checkpoint" and evaluates
-// it on the test split of "data".
+// it on the test split of "data" (with data.workers; under mpiexec split across the ranks).
 EvalReport run_evaluation(const Options& opt);
 
 // Applies the "threads" option (0: leave OpenMP's default, all cores).
