@@ -66,7 +66,10 @@ struct CheckpointTarget {
 };
 
 // Writes a checkpoint of the loop position `loop` and commits it (collective: every rank of
-// `group` calls it with its own parts, after Strategy::drain()). On any failure on any rank
+// `group` calls it with its own parts, between steps; with or without Strategy::drain() before
+// it, comm/strategy.h: the run loop drains only where an uninterrupted run drains too, at epoch
+// ends). OUT must be on a file system every rank sees (rank 0 creates the directory the others
+// write into and checks their files' sizes on resume). On any failure on any rank
 // every rank throws an Error naming the failed rank and why, and nothing is left behind: no
 // temporary file or directory, and the checkpoints committed before are untouched. Returns
 // the committed directory (OUT/checkpoints/step_<N>). Then removes checkpoints beyond
