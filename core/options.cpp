@@ -1,21 +1,35 @@
 #include "dplab/core/options.h"
 
 #include <charconv>
+#include <system_error>
 
 #include "dplab/core/error.h"
 
 namespace dplab {
+namespace {
+
+std::string double_text(double v) {
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+}  // namespace
 
 std::string Options::get_string(const std::string& key, const std::string& def) const {
   used_.insert(key);
   auto it = values_.find(key);
+  if (it == values_.end()) defaults_read_.emplace(key, def);
   return it == values_.end() ? def : it->second;
 }
 
 int64_t Options::get_int(const std::string& key, int64_t def) const {
   used_.insert(key);
   auto it = values_.find(key);
-  if (it == values_.end()) return def;
+  if (it == values_.end()) {
+    defaults_read_.emplace(key, std::to_string(def));
+    return def;
+  }
   const std::string& s = it->second;
   int64_t v = 0;
   auto r = std::from_chars(s.data(), s.data() + s.size(), v);
@@ -27,7 +41,10 @@ int64_t Options::get_int(const std::string& key, int64_t def) const {
 double Options::get_double(const std::string& key, double def) const {
   used_.insert(key);
   auto it = values_.find(key);
-  if (it == values_.end()) return def;
+  if (it == values_.end()) {
+    defaults_read_.emplace(key, double_text(def));
+    return def;
+  }
   const std::string& s = it->second;
   try {
     size_t pos = 0;
@@ -42,7 +59,10 @@ double Options::get_double(const std::string& key, double def) const {
 bool Options::get_bool(const std::string& key, bool def) const {
   used_.insert(key);
   auto it = values_.find(key);
-  if (it == values_.end()) return def;
+  if (it == values_.end()) {
+    defaults_read_.emplace(key, def ? "true" : "false");
+    return def;
+  }
   const std::string& s = it->second;
   if (s == "true" || s == "1" || s == "yes" || s == "on") return true;
   if (s == "false" || s == "0" || s == "no" || s == "off") return false;
@@ -67,6 +87,18 @@ std::map<std::string, std::string> Options::with_prefix(const std::string& prefi
   std::map<std::string, std::string> r;
   for (auto& [k, v] : values_)
     if (k.rfind(prefix, 0) == 0) r[k] = v;
+  return r;
+}
+
+std::map<std::string, std::string> Options::read_values() const {
+  std::map<std::string, std::string> r;
+  for (const auto& k : used_) {
+    auto it = values_.find(k);
+    if (it != values_.end())
+      r[k] = it->second;
+    else if (auto d = defaults_read_.find(k); d != defaults_read_.end())
+      r[k] = d->second;
+  }
   return r;
 }
 

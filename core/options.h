@@ -27,10 +27,15 @@ class Options {
   std::vector<std::string> unused_keys() const;
   // Keys with the given prefix ("daso."), for dumping an algorithm's configuration.
   std::map<std::string, std::string> with_prefix(const std::string& prefix) const;
+  // Every key read so far with the value the reader got: the one set, or the reader's default
+  // as text (integers in decimal, doubles shortest round-trip, booleans true/false). A
+  // checkpoint stores these, so a resumed run can tell any changed setting, set or defaulted.
+  std::map<std::string, std::string> read_values() const;
 
  private:
   std::map<std::string, std::string> values_;
   mutable std::set<std::string> used_;
+  mutable std::map<std::string, std::string> defaults_read_;  // first default read per key
 };
 
 }  // namespace dplab

@@ -74,7 +74,7 @@ void save_safetensors(const std::string& path, const std::vector<NamedTensor>& t
   const uint64_t header_len = text.size();
 
   const std::string tmp = path + ".tmp";
-  {
+  try {
     File f(std::fopen(tmp.c_str(), "wb"));
     DPLAB_CHECK(f != nullptr, "save_safetensors: cannot create '{}': {}", tmp,
                 std::strerror(errno));
@@ -89,6 +89,10 @@ void save_safetensors(const std::string& path, const std::vector<NamedTensor>& t
     FILE* raw = f.release();
     DPLAB_CHECK(std::fclose(raw) == 0, "save_safetensors: closing '{}' failed: {}", tmp,
                 std::strerror(errno));
+  } catch (...) {
+    std::error_code ec;  // a failed write leaves nothing behind
+    std::filesystem::remove(tmp, ec);
+    throw;
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);

@@ -37,6 +37,9 @@ void BatchLoader::start_epoch(std::vector<int64_t> indices, int64_t epoch, int64
   for (int64_t i : indices_)
     DPLAB_CHECK(i >= 0 && i < dataset_->size(), "BatchLoader: index {} out of range for {}", i,
                 dataset_->describe());
+  // A resume position comes from a file: a negative one would index before the batch list.
+  DPLAB_CHECK(first_batch >= 0, "BatchLoader: first batch {} of epoch {} is negative", first_batch,
+              epoch);
   epoch_ = epoch;
   next_out_ = next_build_ = std::min(first_batch, num_batches());
   ready_.clear();

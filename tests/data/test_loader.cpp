@@ -62,6 +62,14 @@ TEST(Loader, DropLastAndResumeOffset) {
   ASSERT_EQ(rest.size(), 1u);
   EXPECT_EQ(rest[0].number, 2);
   EXPECT_EQ(rest[0].labels.to_vector_i64()[0], 2);  // index 32
+  // A negative resume offset (from a damaged checkpoint) is an error, not a read before the
+  // batch list (it crashed in make_batch).
+  try {
+    loader.start_epoch(idx, 0, -3);
+    ADD_FAILURE() << "negative first batch accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("first batch -3"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Loader, BatchesDoNotDependOnWorkerCount) {

@@ -99,7 +99,11 @@ TEST(Cli, TrainMaxStepsWritesMetricsAndCheckpoint) {
   EXPECT_GT(m[1]["loss"].get<double>(), 0.0);
   EXPECT_GT(m[1]["images_per_s"].get<double>(), 0.0);
   ASSERT_TRUE(std::filesystem::exists(dir.path / "run" / "final.safetensors"));
-  ASSERT_TRUE(std::filesystem::exists(dir.path / "run" / "final.state.safetensors"));
+  // The checkpoint of the stop: one directory named for the global step, manifest last.
+  ASSERT_TRUE(std::filesystem::exists(dir.path / "run" / "checkpoints" / "step_00000003" /
+                                      "manifest.json"));
+  ASSERT_TRUE(std::filesystem::exists(dir.path / "run" / "checkpoints" / "step_00000003" /
+                                      "rank_0.safetensors"));
 
   // dplab eval on the checkpoint reproduces the final test accuracy.
   r = run_dplab(
@@ -140,9 +144,9 @@ TEST(Cli, ConfigFileAndSetCompose) {
 }
 
 // Resume must be bitwise identical to an uninterrupted run: weights, momentum buffers and
-// step counters in the final checkpoint have the same bytes.
+// step counters in the final checkpoint (8 iterations: step_00000008) have the same bytes.
 void expect_same_files(const std::filesystem::path& a, const std::filesystem::path& b) {
-  for (const char* f : {"final.safetensors", "final.state.safetensors"}) {
+  for (const char* f : {"final.safetensors", "checkpoints/step_00000008/rank_0.safetensors"}) {
     const std::string x = slurp(a / f), y = slurp(b / f);
     ASSERT_FALSE(x.empty()) << a / f;
     EXPECT_TRUE(x == y) << f << " differs between " << a << " and " << b;
@@ -155,9 +159,9 @@ TEST(Cli, ResumeAtEpochBoundaryIsBitwiseIdentical) {
   ASSERT_EQ(r.status, 0) << r.err;
   r = run_dplab(kSmall + " --epochs 1 --out " + dir.file("first"), dir.path);
   ASSERT_EQ(r.status, 0) << r.err;
-  r = run_dplab(kSmall + " --epochs 2 --resume " + dir.file("first/final.safetensors") + " --out " +
-                    dir.file("resumed"),
-                dir.path);
+  r = run_dplab(
+      kSmall + " --epochs 2 --resume " + dir.file("first") + " --out " + dir.file("resumed"),
+      dir.path);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("resumed from"), std::string::npos) << r.out;
   expect_same_files(dir.path / "straight", dir.path / "resumed");
@@ -172,17 +176,17 @@ TEST(Cli, ResumeMidEpochIsBitwiseIdentical) {
   ASSERT_EQ(r.status, 0) << r.err;
   r = run_dplab(kSmall + " --epochs 2 --max-steps 6 --out " + dir.file("part"), dir.path);
   ASSERT_EQ(r.status, 0) << r.err;
-  r = run_dplab(kSmall + " --epochs 2 --resume " + dir.file("part/final.safetensors") + " --out " +
-                    dir.file("resumed"),
+  r = run_dplab(kSmall + " --epochs 2 --resume " + dir.file("part/checkpoints/step_00000006") +
+                    " --out " + dir.file("resumed"),
                 dir.path);
   ASSERT_EQ(r.status, 0) << r.err;
   expect_same_files(dir.path / "straight", dir.path / "resumed");
   // A changed batch size cannot resume (the data order would differ).
-  r = run_dplab(
-      kSmall + " --set batch=32 --epochs 2 --resume " + dir.file("part/final.safetensors"),
-      dir.path);
+  r = run_dplab(kSmall + " --set batch=32 --epochs 2 --resume " + dir.file("part"), dir.path);
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("option batch was '64'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("option batch was '64' in the checkpointed run, now '32'"),
+            std::string::npos)
+      << r.err;
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Training configuration: TOML flattening, --set, unknown-key errors.
+// Training configuration: TOML flattening, --set, unknown-key errors, the trajectory options.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -24,6 +24,36 @@ TEST(Config, TomlTablesFlattenWithDots) {
   EXPECT_EQ(o.get_string("lr.schedule", ""), "multistep");
   EXPECT_EQ(o.get_string("lr.milestones", ""), "30,60");
   EXPECT_EQ(o.get_int("hybrid.W", 0), 8);
+}
+
+// The options a checkpoint stores: every key read, with the value set or the reader's
+// default, except the keys the table marks as not changing the trajectory.
+TEST(Config, TrajectoryConfigHoldsEveryKeyReadSetOrDefaulted) {
+  Options o;
+  o.set("lr", "0.05");
+  o.set("daso.B_max", "2");
+  o.set("out", "runs/a");
+  o.set("never.read", "1");
+  EXPECT_DOUBLE_EQ(o.get_double("lr", 0.01), 0.05);
+  EXPECT_EQ(o.get_int("daso.B_max", 4), 2);
+  EXPECT_EQ(o.get_int("daso.S", 1), 1);  // defaulted: stored as the default read
+  EXPECT_DOUBLE_EQ(o.get_double("lr.gamma", 0.1), 0.1);
+  EXPECT_FALSE(o.get_bool("nesterov", false));
+  EXPECT_EQ(o.get_string("out", ""), "runs/a");  // where it writes: not the trajectory
+  EXPECT_EQ(o.get_int("threads", 0), 0);         // how fast: not the trajectory
+  EXPECT_EQ(o.get_int("epochs", 1), 1);          // how long: not the trajectory
+  EXPECT_EQ(o.get_string("comm.wait", "auto"), "auto");
+  const std::map<std::string, std::string> read = {
+      {"comm.wait", "auto"}, {"daso.B_max", "2"}, {"daso.S", "1"},
+      {"epochs", "1"},       {"lr", "0.05"},      {"lr.gamma", "0.1"},
+      {"nesterov", "false"}, {"out", "runs/a"},   {"threads", "0"}};
+  EXPECT_EQ(o.read_values(), read);
+  const std::map<std::string, std::string> trajectory = {{"daso.B_max", "2"},
+                                                         {"daso.S", "1"},
+                                                         {"lr", "0.05"},
+                                                         {"lr.gamma", "0.1"},
+                                                         {"nesterov", "false"}};
+  EXPECT_EQ(trajectory_config(o), trajectory);
 }
 
 TEST(Config, SetOverridesAndRejectsMalformed) {

@@ -27,7 +27,9 @@ CommandSpec eval_command() {
         a->flags.add(*eval, "--data", "data", "dataset whose test split is evaluated");
         a->flags.add(*eval, "--threads", "threads", "OpenMP threads",
                      fmt::format("{} (the number of cores)", cores));
-        eval->add_option("--checkpoint", a->checkpoint, "model .safetensors file (PyTorch names)")
+        eval->add_option("--checkpoint", a->checkpoint,
+                         "model .safetensors file (PyTorch names), or a checkpoint or run "
+                         "directory (its newest checkpoint: rank 0's model)")
             ->required();
         eval->add_option("--set", a->sets, "KEY=VALUE option override (data.dir, eval.batch, ...)")
             ->take_all();

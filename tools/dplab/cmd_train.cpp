@@ -13,14 +13,18 @@ namespace dplab::cli {
 namespace {
 
 std::string option_table() {
-  std::string r = "Option keys (for --config files and --set KEY=VALUE):\n";
+  std::string r =
+      "Option keys (for --config files and --set KEY=VALUE). A checkpoint stores every key a "
+      "run reads (set or defaulted, algorithm and lr.* keys too) except those marked [run]; a "
+      "resumed run must keep them (--resume-override KEY,... allows a change):\n";
   for (const auto& s : train_option_specs())
-    r += fmt::format("  {:<26} {} [default: {}]\n", s.key, s.help,
-                     s.default_value.empty() ? "\"\"" : s.default_value);
+    r += fmt::format("  {:<26} {} [default: {}]{}\n", s.key, s.help,
+                     s.default_value.empty() ? "\"\"" : s.default_value,
+                     s.trajectory ? "" : " [run]");
   r += fmt::format(
       "\nExit status: 0 done, 1 runtime error, 2 usage error, {} stopped on a non-finite loss, "
       "gradient or state (option nonfinite; no checkpoint written), {} pre-empted by a signal in "
-      "preempt.signals (DIR/checkpoint.safetensors written: continue with --resume).\n",
+      "preempt.signals (a checkpoint written to DIR/checkpoints: continue with --resume DIR).\n",
       kExitNonfinite, kExitPreempted);
   return r;
 }
@@ -62,8 +66,16 @@ CommandSpec train_command() {
                "usable CUDA device)");
         tf.add(*train, "--out", "out",
                "output directory: DIR/metrics.jsonl (one JSON object per line), "
-               "DIR/final.safetensors (+ .state.safetensors for resuming)");
-        tf.add(*train, "--resume", "resume", "continue from a checkpoint written by dplab train");
+               "DIR/checkpoints/step_<N>/ (every rank's state + manifest.json, for --resume) "
+               "and DIR/final.safetensors (the final model, PyTorch names)");
+        tf.add(*train, "--resume", "resume",
+               "continue a run: its --out directory (newest valid checkpoint) or a checkpoint "
+               "directory DIR/checkpoints/step_<N>");
+        tf.add(*train, "--resume-override", "resume.override",
+               "KEY,...: trajectory options the resumed run may change (KEY.* for a prefix)");
+        tf.add(*train, "--init-from", "init_from",
+               "start a new run from a checkpoint's model weights (run or checkpoint directory, "
+               "or a model .safetensors file)");
         tf.add(*train, "--algo", "algo",
                "distributed algorithm (" + joined(strategy_names()) + ")");
         tf.add(*train, "--slowdown", "slowdown",

@@ -2,137 +2,476 @@
 
 #include <fmt/format.h>
 
-#include <filesystem>
+#include <cmath>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <ostream>
 
+#include "dplab/comm/strategy.h"
 #include "dplab/core/error.h"
 #include "dplab/core/safetensors.h"
+#include "dplab/core/state_dict.h"
 #include "dplab/layers/module.h"
+#include "dplab/optim/grad_scaler.h"
 #include "dplab/optim/optimizer.h"
+#include "dplab/optim/schedule.h"
 
 namespace dplab {
+namespace fs = std::filesystem;
+
 namespace {
 
-constexpr const char* kStateSuffix = ".state.safetensors";
+constexpr const char* kModel = "model.";
+constexpr const char* kOptim = "optim.";
+constexpr const char* kAmp = "amp.";
+constexpr const char* kAlgo = "algo.";
+constexpr const char* kSchedule = "schedule.";
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+std::string rank_file_name(int rank) {
+  return fmt::format("rank_{}.safetensors", rank);
 }
 
-// Doubles as exact decimal text (17 significant digits round-trip).
-std::string exact(double v) {
-  return fmt::format("{:.17g}", v);
-}
-
-std::string join(const std::vector<double>& v) {
-  std::string r;
-  for (size_t i = 0; i < v.size(); ++i) r += (i ? "," : "") + exact(v[i]);
+// The tensors of `s` whose names start with `prefix`; `strip` takes the prefix off.
+std::vector<NamedTensor> tensors_with(const StateDict& s, const std::string& prefix, bool strip) {
+  std::vector<NamedTensor> r;
+  for (const auto& t : s.tensors())
+    if (t.name.starts_with(prefix))
+      r.push_back({strip ? t.name.substr(prefix.size()) : t.name, t.tensor});
   return r;
 }
 
-std::vector<double> split_doubles(const std::string& s) {
-  std::vector<double> r;
+StateDict collect_rank_state(const TrainingParts& p, const LoopState& loop, int rank, int world) {
+  StateDict s;
+  for (const auto& nt : p.model->state_dict()) s.put_tensor(kModel + nt.name, nt.tensor);
+  for (const auto& nt : p.optimizer->state()) {
+    DPLAB_CHECK(nt.name.starts_with(kOptim), "optimizer '{}' state '{}' lacks the '{}' prefix",
+                p.optimizer->name(), nt.name, kOptim);
+    s.put_tensor(nt.name, nt.tensor);
+  }
+  if (p.scaler)
+    for (const auto& nt : p.scaler->state()) {
+      DPLAB_CHECK(nt.name.starts_with(kAmp), "GradScaler state '{}' lacks the '{}' prefix", nt.name,
+                  kAmp);
+      s.put_tensor(nt.name, nt.tensor);
+    }
+  StateDict algo;
+  p.strategy->save_state(algo);
+  s.merge(kAlgo, algo);
+  for (const auto& [k, v] : p.schedule->state()) s.put_double(kSchedule + k, v);
+  s.put_int("loop.epoch", loop.epoch);
+  s.put_int("loop.step_in_epoch", loop.step_in_epoch);
+  s.put_int("loop.global_step", loop.global_step);
+  s.put_int("loop.optimizer_steps", loop.optimizer_steps);
+  s.put_double("loop.epoch_loss_sum", loop.epoch_loss_sum);
+  s.put_int("loop.epoch_correct", loop.epoch_correct);
+  s.put_int("loop.epoch_seen", loop.epoch_seen);
+  s.put_doubles("loop.epoch_losses", loop.epoch_losses);
+  s.put_int("dplab.format_version", kCheckpointFormatVersion);
+  s.put_int("dplab.rank", rank);
+  s.put_int("dplab.world_size", world);
+  s.put_string("dplab.optimizer", p.optimizer->name());
+  s.put_string("dplab.algo", p.strategy->name());
+  s.put_bool("dplab.grad_scaler", p.scaler != nullptr);
+  return s;
+}
+
+// One rank's status in the write protocol, as a short JSON text.
+struct Status {
+  bool ok = true;
+  std::string error;
+  uint64_t bytes = 0;
+  uint32_t crc32 = 0;
+  std::string text() const {
+    return nlohmann::json{{"ok", ok}, {"error", error}, {"bytes", bytes}, {"crc32", crc32}}.dump();
+  }
+  static Status parse(const std::string& s) {
+    Status r;
+    const auto j = nlohmann::json::parse(s);
+    r.ok = j["ok"].get<bool>();
+    r.error = j["error"].get<std::string>();
+    r.bytes = j["bytes"].get<uint64_t>();
+    r.crc32 = j["crc32"].get<uint32_t>();
+    return r;
+  }
+};
+
+// The first failure among every rank's status, as "rank R: why" (empty: all succeeded).
+std::string first_failure(const std::vector<std::string>& all, std::vector<Status>* parsed) {
+  std::string failure;
+  for (size_t r = 0; r < all.size(); ++r) {
+    const Status s = Status::parse(all[r]);
+    if (parsed) parsed->push_back(s);
+    if (!s.ok && failure.empty()) failure = fmt::format("rank {}: {}", r, s.error);
+  }
+  return failure;
+}
+
+template <class F>
+Status attempt(F&& f) {
+  Status s;
+  try {
+    f(s);
+  } catch (const std::exception& e) {
+    s.ok = false;
+    s.error = e.what();
+  }
+  return s;
+}
+
+void remove_quietly(const fs::path& p) {
+  std::error_code ec;
+  fs::remove_all(p, ec);
+}
+
+}  // namespace
+
+std::vector<std::string> split_override_list(const std::string& list) {
+  std::vector<std::string> r;
   size_t start = 0;
-  while (start < s.size()) {
-    size_t comma = s.find(',', start);
-    if (comma == std::string::npos) comma = s.size();
-    r.push_back(std::stod(s.substr(start, comma - start)));
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    std::string item = list.substr(start, comma - start);
+    while (!item.empty() && item.front() == ' ') item.erase(item.begin());
+    while (!item.empty() && item.back() == ' ') item.pop_back();
+    if (!item.empty()) r.push_back(item);
     start = comma + 1;
   }
   return r;
 }
 
-std::string model_path_of(const std::string& path) {
-  if (ends_with(path, kStateSuffix))
-    return path.substr(0, path.size() - std::string(kStateSuffix).size()) + ".safetensors";
-  return path;
+fs::path write_checkpoint(const CheckpointTarget& target, const RankGroup& group,
+                          const RunIdentity& run, const TrainingParts& parts,
+                          const LoopState& loop) {
+  const fs::path root = checkpoints_root(target.out_dir);
+  const std::string name = checkpoint_dir_name(loop.global_step);
+  const fs::path final_dir = root / name;
+  const fs::path tmp = root / ("." + name + ".tmp");
+  const fs::path old = root / ("." + name + ".old");
+  const bool rank0 = group.rank() == 0;
+  auto fail = [&](const std::string& why) {
+    DPLAB_FAIL("checkpoint {} (global step {}) not written: {}; nothing was committed",
+               final_dir.string(), loop.global_step, why);
+  };
+
+  // 1. Rank 0 prepares the temporary directory (and clears leftovers of killed writes).
+  Status prepared = attempt([&](Status&) {
+    if (!rank0) return;
+    fs::create_directories(root);
+    remove_stale_temporaries(target.out_dir);
+    fs::create_directory(tmp);
+  });
+  if (!prepared.ok) remove_quietly(tmp);
+  if (std::string f = first_failure(group.allgather(prepared.text()), nullptr); !f.empty()) fail(f);
+
+  // 2. Every rank writes and syncs its own file.
+  const fs::path mine = tmp / rank_file_name(group.rank());
+  Status written = attempt([&](Status& s) {
+    const StateDict state = collect_rank_state(parts, loop, group.rank(), group.size());
+    save_safetensors(mine.string(), state.tensors(), state.values());
+    s.crc32 = file_crc32(mine, &s.bytes);
+    if (const char* inject = std::getenv("DPLAB_CHECKPOINT_FAIL_RANK");
+        inject && std::atoi(inject) == group.rank())
+      DPLAB_FAIL("injected failure (DPLAB_CHECKPOINT_FAIL_RANK={})", inject);
+  });
+  std::vector<Status> files;
+  if (std::string f = first_failure(group.allgather(written.text()), &files); !f.empty()) {
+    // Every rank removes its own file, then rank 0 the directory, before anyone throws (a
+    // throwing rank aborts the job: rank 0 must be done cleaning by then).
+    remove_quietly(mine);
+    remove_quietly(fs::path(mine.string() + ".tmp"));
+    group.barrier();
+    if (rank0) remove_quietly(tmp);
+    group.barrier();
+    fail(f);
+  }
+
+  // 3. Rank 0 commits: manifest last, fsyncs, one rename, fsync of the parent.
+  Status committed = attempt([&](Status&) {
+    if (!rank0) return;
+    Manifest m;
+    m.step = loop.global_step;
+    m.epoch = loop.epoch;
+    m.step_in_epoch = loop.step_in_epoch;
+    m.world_size = group.size();
+    m.algo = run.algo;
+    m.ranks_per_node = run.ranks_per_node;
+    m.init_from = run.init_from;
+    m.config = run.config;
+    for (int r = 0; r < group.size(); ++r)
+      m.files.push_back({r, rank_file_name(r), files[size_t(r)].bytes, files[size_t(r)].crc32});
+    for (const auto& f : m.files) fsync_path(tmp / f.name);
+    write_manifest(tmp, m);
+    fsync_path(tmp);
+    std::error_code ec;
+    if (fs::exists(final_dir, ec)) fs::rename(final_dir, old);  // same step written before
+    fs::rename(tmp, final_dir);
+    fsync_path(root);
+    fsync_path(root.parent_path());  // checkpoints/ itself may be new
+    remove_quietly(old);
+  });
+  if (!committed.ok) {
+    remove_quietly(tmp);
+    std::error_code ec;  // put back a replaced checkpoint of the same step
+    if (fs::exists(old, ec) && !fs::exists(final_dir, ec)) fs::rename(old, final_dir, ec);
+  }
+  if (std::string f = first_failure(group.allgather(committed.text()), nullptr); !f.empty())
+    fail(f);
+  if (rank0) prune_checkpoints(target.out_dir, target.keep, final_dir);
+  return final_dir;
+}
+
+Manifest find_resume_checkpoint(const std::string& path, const RankGroup& group,
+                                std::ostream& report) {
+  const fs::path p(path);
+  std::error_code ec;
+  std::vector<fs::path> candidates;
+  const bool run_dir = fs::is_directory(p / "checkpoints", ec);
+  if (run_dir) {
+    candidates = list_checkpoint_dirs(p);
+    DPLAB_CHECK(!candidates.empty(),
+                "--resume {}: the run directory has no checkpoint ({} is empty)", path,
+                checkpoints_root(p).string());
+  } else if (fs::is_directory(p, ec)) {
+    DPLAB_CHECK(!fs::exists(p / "final.state.safetensors", ec),
+                "--resume {}: a run directory of an older dplab (final.state.safetensors, "
+                "checkpoint format 1, without checkpoints/); this dplab resumes format {}. Start a "
+                "new run from its weights with --init-from {}",
+                path, kCheckpointFormatVersion, (p / "final.safetensors").string());
+    candidates = {p};
+  } else {
+    DPLAB_CHECK(!fs::exists(p, ec),
+                "--resume {}: expected a run directory (--out of a run) or a "
+                "checkpoint directory (RUN/checkpoints/step_<N>), got a file; a model file can "
+                "start a new run with --init-from",
+                path);
+    DPLAB_FAIL("--resume {}: no such directory", path);
+  }
+  std::vector<std::string> skipped;
+  for (const fs::path& dir : candidates) {
+    std::string why;
+    Manifest m;
+    try {
+      m = read_manifest(dir);
+      // Each rank checks every size and its own file's CRC (check_resume_identity refuses a
+      // different world size after this).
+      std::vector<int> crc_ranks;
+      if (group.rank() < m.world_size) crc_ranks.push_back(group.rank());
+      verify_checkpoint_files(m, crc_ranks);
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    std::string failure;
+    const std::vector<std::string> all = group.allgather(why);
+    for (const auto& w : all)
+      if (!w.empty()) {
+        failure = w;
+        break;
+      }
+    if (failure.empty()) return m;
+    DPLAB_CHECK(run_dir, "--resume {}: {}", path, failure);
+    skipped.push_back(fmt::format("{}: {}", dir.string(), failure));
+    if (group.rank() == 0) report << "dplab train: --resume: skipping " << skipped.back() << "\n";
+  }
+  std::string list;
+  for (const auto& s : skipped) list += "\n  " + s;
+  DPLAB_FAIL("--resume {}: no valid checkpoint in the run directory; skipped:{}", path, list);
+}
+
+std::vector<std::string> check_resume_identity(const Manifest& m, const RankGroup& group,
+                                               const RunIdentity& now,
+                                               const std::vector<std::string>& overrides) {
+  DPLAB_CHECK(m.world_size == group.size(),
+              "--resume {}: the checkpoint was written by {} ranks, this run has {}; every rank "
+              "resumes its own state, so the world size cannot change (--init-from starts a new "
+              "run from its weights)",
+              m.dir.string(), m.world_size, group.size());
+  auto allowed = [&](const std::string& key) {
+    for (const auto& o : overrides) {
+      if (o == key) return true;
+      if (o.ends_with(".*") && key.starts_with(o.substr(0, o.size() - 1))) return true;
+    }
+    return false;
+  };
+  std::map<std::string, std::pair<std::string, std::string>> diff;  // key -> (old, new)
+  constexpr const char* kUnused = "(not used)";
+  for (const auto& [k, v] : m.config) {
+    auto it = now.config.find(k);
+    const std::string n = it == now.config.end() ? kUnused : it->second;
+    if (n != v) diff[k] = {v, n};
+  }
+  for (const auto& [k, v] : now.config)
+    if (!m.config.count(k)) diff[k] = {kUnused, v};
+  std::vector<std::string> accepted;
+  std::string refused;
+  for (const auto& [k, ov] : diff) {
+    const std::string line =
+        fmt::format("option {} was '{}' in the checkpointed run, now '{}'", k, ov.first, ov.second);
+    if (allowed(k))
+      accepted.push_back(line);
+    else
+      refused += (refused.empty() ? "" : "; ") + line;
+  }
+  DPLAB_CHECK(refused.empty(),
+              "--resume {}: {} (a resumed run must follow the checkpointed trajectory; allow a "
+              "change with --resume-override KEY,...)",
+              m.dir.string(), refused);
+  return accepted;
+}
+
+namespace {
+
+LoopState read_loop(const StateDict& s, int64_t steps_per_epoch) {
+  const std::string& file = s.origin();
+  LoopState l;
+  auto in_range = [&](const char* key, int64_t v, int64_t lo, int64_t hi, const char* what) {
+    DPLAB_CHECK(v >= lo && v <= hi, "{}: state value '{}' = {}: expected {}", file, key, v, what);
+    return v;
+  };
+  constexpr int64_t kMax = int64_t(1) << 53;
+  l.epoch = in_range("loop.epoch", s.get_int("loop.epoch"), 0, kMax, ">= 0");
+  l.step_in_epoch = in_range(
+      "loop.step_in_epoch", s.get_int("loop.step_in_epoch"), 0, steps_per_epoch - 1,
+      fmt::format("0 to {} (steps per epoch {})", steps_per_epoch - 1, steps_per_epoch).c_str());
+  l.global_step = s.get_int("loop.global_step");
+  DPLAB_CHECK(l.global_step == l.epoch * steps_per_epoch + l.step_in_epoch,
+              "{}: state value 'loop.global_step' = {}: expected epoch {} x {} steps per epoch + "
+              "step_in_epoch {} = {}",
+              file, l.global_step, l.epoch, steps_per_epoch, l.step_in_epoch,
+              l.epoch * steps_per_epoch + l.step_in_epoch);
+  l.optimizer_steps = in_range("loop.optimizer_steps", s.get_int("loop.optimizer_steps"), 0,
+                               l.global_step, "0 to the global step");
+  l.epoch_seen = in_range("loop.epoch_seen", s.get_int("loop.epoch_seen"), 0, kMax, ">= 0");
+  l.epoch_correct = in_range("loop.epoch_correct", s.get_int("loop.epoch_correct"), 0, l.epoch_seen,
+                             "0 to loop.epoch_seen");
+  l.epoch_loss_sum = s.get_double("loop.epoch_loss_sum");
+  DPLAB_CHECK(std::isfinite(l.epoch_loss_sum) && l.epoch_loss_sum >= 0,
+              "{}: state value 'loop.epoch_loss_sum' = {}: expected a finite sum >= 0", file,
+              l.epoch_loss_sum);
+  l.epoch_losses = s.get_doubles("loop.epoch_losses");
+  DPLAB_CHECK(int64_t(l.epoch_losses.size()) == l.epoch,
+              "{}: state value 'loop.epoch_losses' has {} entries, expected one per finished "
+              "epoch ({})",
+              file, l.epoch_losses.size(), l.epoch);
+  return l;
+}
+
+template <class F>
+void naming(const std::string& file, const char* what, F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    DPLAB_FAIL("{}: cannot load {}: {}", file, what, e.what());
+  }
 }
 
 }  // namespace
 
-std::string state_path_for(const std::string& model_path) {
-  std::string base = model_path;
-  if (ends_with(base, ".safetensors"))
-    base.resize(base.size() - std::string(".safetensors").size());
-  return base + kStateSuffix;
+LoopState load_rank_state(const Manifest& m, int rank, const TrainingParts& p,
+                          int64_t steps_per_epoch) {
+  DPLAB_CHECK(rank >= 0 && rank < int(m.files.size()), "{}: no file for rank {}", m.dir.string(),
+              rank);
+  const std::string file = (m.dir / m.files[size_t(rank)].name).string();
+  std::map<std::string, std::string> meta;
+  std::vector<NamedTensor> tensors = load_safetensors(file, &meta);
+  StateDict s(file);
+  s.assign(std::move(tensors), std::move(meta));
+  DPLAB_CHECK(s.get_int("dplab.format_version") == kCheckpointFormatVersion,
+              "{}: state value 'dplab.format_version' = {}, expected {}", file,
+              s.get_int("dplab.format_version"), kCheckpointFormatVersion);
+  DPLAB_CHECK(s.get_int("dplab.rank") == rank && s.get_int("dplab.world_size") == m.world_size,
+              "{}: written by rank {} of {}, loaded as rank {} of {}", file,
+              s.get_int("dplab.rank"), s.get_int("dplab.world_size"), rank, m.world_size);
+  for (const auto& t : s.tensors())
+    DPLAB_CHECK(t.name.starts_with(kModel) || t.name.starts_with(kOptim) ||
+                    t.name.starts_with(kAmp) || t.name.starts_with(kAlgo),
+                "{}: unexpected tensor '{}' (expected model.*, optim.*, amp.* or algo.*)", file,
+                t.name);
+  const LoopState loop = read_loop(s, steps_per_epoch);
+  DPLAB_CHECK(loop.global_step == m.step,
+              "{}: state value 'loop.global_step' = {}, but its manifest is of step {}", file,
+              loop.global_step, m.step);
+  naming(file, "the model weights",
+         [&] { p.model->load_state_dict(tensors_with(s, kModel, true), /*strict=*/true); });
+  DPLAB_CHECK(s.get_string("dplab.optimizer") == p.optimizer->name(),
+              "{}: saved by optimizer '{}', resuming with '{}'", file,
+              s.get_string("dplab.optimizer"), p.optimizer->name());
+  naming(file, "the optimizer state",
+         [&] { p.optimizer->load_state(tensors_with(s, kOptim, false)); });
+  DPLAB_CHECK(s.get_bool("dplab.grad_scaler") == (p.scaler != nullptr),
+              "{}: state value 'dplab.grad_scaler' = {}, but this run {} a loss scaler", file,
+              s.get_bool("dplab.grad_scaler"), p.scaler ? "has" : "has no");
+  if (p.scaler) {
+    naming(file, "the GradScaler state",
+           [&] { p.scaler->load_state(tensors_with(s, kAmp, false)); });
+    DPLAB_CHECK(std::isfinite(p.scaler->scale()) && p.scaler->scale() > 0 &&
+                    p.scaler->growth_tracker() >= 0,
+                "{}: state tensors 'amp.scale' = {} and 'amp.growth_tracker' = {}: expected a "
+                "finite scale > 0 and a count >= 0",
+                file, p.scaler->scale(), p.scaler->growth_tracker());
+  }
+  std::map<std::string, double> schedule;
+  const StateDict sched = s.sub(kSchedule);
+  for (const auto& [k, v] : sched.values()) schedule[k] = sched.get_double(k);
+  naming(file, "the lr schedule state", [&] { p.schedule->load_state(schedule); });
+  naming(file, "the algorithm state", [&] { p.strategy->load_state(s.sub(kAlgo)); });
+  return loop;
 }
 
-void save_checkpoint(const std::string& model_path, const Module& model, const Optimizer& optimizer,
-                     const LoopState& loop) {
-  std::filesystem::path p(model_path);
-  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
-  std::map<std::string, std::string> model_meta = {
+namespace {
+
+// The checkpoint directory a model-weights path names: a checkpoint directory, or a run
+// directory's newest committed checkpoint whose rank 0 file checks out.
+Manifest weights_checkpoint(const fs::path& p) {
+  std::error_code ec;
+  if (!fs::is_directory(p / "checkpoints", ec)) {
+    Manifest m = read_manifest(p);
+    verify_checkpoint_files(m, {0});
+    return m;
+  }
+  std::string skipped;
+  for (const fs::path& d : list_checkpoint_dirs(p)) {
+    try {
+      Manifest m = read_manifest(d);
+      verify_checkpoint_files(m, {0});
+      return m;
+    } catch (const Error& e) {
+      skipped += fmt::format("\n  {}", e.what());
+    }
+  }
+  DPLAB_FAIL("{}: no valid checkpoint in the run directory{}{}", p.string(),
+             skipped.empty() ? "" : "; skipped:", skipped);
+}
+
+}  // namespace
+
+void load_model_weights(const std::string& path, Module& model) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    const Manifest m = weights_checkpoint(path);
+    const std::string file = (m.dir / m.files[0].name).string();
+    StateDict s(file);
+    std::map<std::string, std::string> meta;
+    s.assign(load_safetensors(file, &meta), std::move(meta));
+    naming(file, "the model weights",
+           [&] { model.load_state_dict(tensors_with(s, kModel, true), /*strict=*/true); });
+    return;
+  }
+  DPLAB_CHECK(fs::exists(path, ec), "checkpoint {} does not exist", path);
+  naming(path, "model weights", [&] { model.load_state_dict(load_safetensors(path), true); });
+}
+
+void export_model(const fs::path& path, const Module& model, const std::string& model_name,
+                  const LoopState& loop) {
+  if (path.has_parent_path()) fs::create_directories(path.parent_path());
+  const std::map<std::string, std::string> meta = {
       {"format", "pt"},  // what PyTorch's safetensors loader expects
       {"dplab.epoch", std::to_string(loop.epoch)},
       {"dplab.global_step", std::to_string(loop.global_step)},
+      {"dplab.model", model_name},
   };
-  if (auto it = loop.config.find("model"); it != loop.config.end())
-    model_meta["dplab.model"] = it->second;
-  save_safetensors(model_path, model.state_dict(), model_meta);
-
-  std::map<std::string, std::string> meta = {
-      {"dplab.epoch", std::to_string(loop.epoch)},
-      {"dplab.step_in_epoch", std::to_string(loop.step_in_epoch)},
-      {"dplab.global_step", std::to_string(loop.global_step)},
-      {"dplab.optimizer_steps", std::to_string(loop.optimizer_steps)},
-      {"dplab.epoch_loss_sum", exact(loop.epoch_loss_sum)},
-      {"dplab.epoch_correct", std::to_string(loop.epoch_correct)},
-      {"dplab.epoch_seen", std::to_string(loop.epoch_seen)},
-      {"dplab.epoch_losses", join(loop.epoch_losses)},
-      {"dplab.optimizer", optimizer.name()},
-  };
-  for (const auto& [k, v] : loop.config) meta["config." + k] = v;
-  save_safetensors(state_path_for(model_path), optimizer.state(), meta);
-}
-
-void load_model_weights(const std::string& path, Module& model) {
-  const std::string mp = model_path_of(path);
-  DPLAB_CHECK(std::filesystem::exists(mp), "checkpoint {} does not exist", mp);
-  try {
-    model.load_state_dict(load_safetensors(mp), /*strict=*/true);
-  } catch (const Error& e) {
-    DPLAB_FAIL("{}: cannot load model weights: {}", mp, e.what());
-  }
-}
-
-LoopState load_checkpoint(const std::string& path, Module& model, Optimizer& optimizer) {
-  load_model_weights(path, model);
-  const std::string sp = state_path_for(model_path_of(path));
-  DPLAB_CHECK(std::filesystem::exists(sp),
-              "{}: no training state next to the checkpoint (expected {}); a model-only file "
-              "can be evaluated but not resumed",
-              path, sp);
-  std::map<std::string, std::string> meta;
-  std::vector<NamedTensor> tensors = load_safetensors(sp, &meta);
-  auto get = [&](const std::string& key) -> const std::string& {
-    auto it = meta.find(key);
-    DPLAB_CHECK(it != meta.end(), "{}: metadata key '{}' missing", sp, key);
-    return it->second;
-  };
-  DPLAB_CHECK(get("dplab.optimizer") == optimizer.name(),
-              "{}: saved by optimizer '{}', resuming with '{}'", sp, get("dplab.optimizer"),
-              optimizer.name());
-  try {
-    optimizer.load_state(tensors);
-  } catch (const Error& e) {
-    DPLAB_FAIL("{}: cannot load optimizer state: {}", sp, e.what());
-  }
-  LoopState s;
-  try {
-    s.epoch = std::stoll(get("dplab.epoch"));
-    s.step_in_epoch = std::stoll(get("dplab.step_in_epoch"));
-    s.global_step = std::stoll(get("dplab.global_step"));
-    s.optimizer_steps = std::stoll(get("dplab.optimizer_steps"));
-    s.epoch_loss_sum = std::stod(get("dplab.epoch_loss_sum"));
-    s.epoch_correct = std::stoll(get("dplab.epoch_correct"));
-    s.epoch_seen = std::stoll(get("dplab.epoch_seen"));
-    s.epoch_losses = split_doubles(get("dplab.epoch_losses"));
-  } catch (const std::logic_error& e) {
-    DPLAB_FAIL("{}: malformed loop-state metadata ({})", sp, e.what());
-  }
-  for (const auto& [k, v] : meta)
-    if (k.rfind("config.", 0) == 0) s.config[k.substr(7)] = v;
-  return s;
+  save_safetensors(path.string(), model.state_dict(), meta);
+  fsync_path(path.has_parent_path() ? path.parent_path() : fs::path("."));
 }
 
 }  // namespace dplab

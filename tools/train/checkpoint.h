@@ -1,24 +1,36 @@
-// Checkpoints: two safetensors files.
-//   NAME.safetensors        the model's state_dict with PyTorch names (loads into PyTorch with
-//                           strict=True); metadata: model, epoch, global_step.
-//   NAME.state.safetensors  everything else a bitwise-identical resume needs: the optimizer
-//                           state ("optim.*" tensors) and, as metadata, the loop position
-//                           (epoch, step in epoch, global step), the partial sums of the epoch
-//                           in progress, the per-epoch losses (replayed into the lr schedule)
-//                           and the config values that must not change on resume.
-// Data order and every random draw are pure functions of (seed, epoch, index), so the loop
-// position is the whole RNG position.
+// Checkpoints of a training run: every stateful part of every rank, committed as one unit.
+//
+// write_checkpoint (collective over the run's ranks) stores, per rank, in
+// OUT/checkpoints/step_<N>/rank_<R>.safetensors (layout and commit: checkpoint_store.h):
+//   model.<name>      that rank's model state_dict (PyTorch names after the prefix)
+//   optim.*           its optimizer state (momentum buffer, step count)
+//   amp.*             its GradScaler state (amp = f16)
+//   algo.*            its Strategy's state (Strategy::save_state, comm/strategy.h)
+//   schedule.*        the lr schedule's state (reduce-on-plateau), as metadata
+//   loop.*            the loop position and the partial sums of the epoch in progress
+// and rank 0 commits the manifest (sizes, CRC-32s, world size, algorithm, and the run's
+// trajectory options: tools/train/config.h trajectory_config). Data order and every random
+// draw are pure functions of (seed, epoch, index), so the loop position is the whole RNG
+// position. A resume loads each rank's own file after checking the manifest, compares the
+// options, and validates every value it loads (errors name the file and the key).
 #pragma once
+#include <cstdint>
+#include <filesystem>
+#include <iosfwd>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "dplab/core/param_arena.h"
+#include "dplab/tools/train/checkpoint_store.h"
+#include "dplab/tools/train/rank_group.h"
 
 namespace dplab {
 
 class Module;
 class Optimizer;
+class Strategy;
+class LrSchedule;
+class GradScaler;
 
 struct LoopState {
   int64_t epoch = 0;          // epoch in progress (0-based); == epochs when training finished
@@ -28,19 +40,81 @@ struct LoopState {
   double epoch_loss_sum = 0;  // sum over the samples of `epoch` done so far
   int64_t epoch_correct = 0;
   int64_t epoch_seen = 0;
-  std::vector<double> epoch_losses;           // mean train loss of every finished epoch
-  std::map<std::string, std::string> config;  // model, data, batch, seed, ...
+  std::vector<double> epoch_losses;  // mean train loss of every finished epoch
 };
 
-// "DIR/final.safetensors" -> "DIR/final.state.safetensors".
-std::string state_path_for(const std::string& model_path);
+// Everything of one rank that a checkpoint saves and restores (scaler may be null).
+struct TrainingParts {
+  Module* model = nullptr;
+  Optimizer* optimizer = nullptr;
+  Strategy* strategy = nullptr;
+  LrSchedule* schedule = nullptr;
+  GradScaler* scaler = nullptr;
+};
 
-void save_checkpoint(const std::string& model_path, const Module& model, const Optimizer& optimizer,
-                     const LoopState& loop);
-// Loads model weights (strict) and optimizer state; returns the loop state. Accepts the model
-// file or its .state file. Errors name the file.
-LoopState load_checkpoint(const std::string& path, Module& model, Optimizer& optimizer);
-// Loads only the model weights (for evaluation).
+// What identifies a run's trajectory, stored in the manifest and compared on resume.
+struct RunIdentity {
+  std::string algo;
+  std::string ranks_per_node;
+  std::string init_from;
+  std::map<std::string, std::string> config;  // trajectory_config(opt)
+};
+
+struct CheckpointTarget {
+  std::filesystem::path out_dir;  // the run directory (OUT)
+  int64_t keep = 0;               // committed checkpoints kept (0: all)
+};
+
+// Writes a checkpoint of the loop position `loop` and commits it (collective: every rank of
+// `group` calls it with its own parts, between steps; with or without Strategy::drain() before
+// it, comm/strategy.h: the run loop drains only where an uninterrupted run drains too, at epoch
+// ends). OUT must be on a file system every rank sees (rank 0 creates the directory the others
+// write into and checks their files' sizes on resume). On any failure on any rank
+// every rank throws an Error naming the failed rank and why, and nothing is left behind: no
+// temporary file or directory, and the checkpoints committed before are untouched. Returns
+// the committed directory (OUT/checkpoints/step_<N>). Then removes checkpoints beyond
+// target.keep. A checkpoint of the same step that exists already is replaced.
+// Fault injection for tests: the environment variable DPLAB_CHECKPOINT_FAIL_RANK=R makes rank
+// R fail after writing its file.
+std::filesystem::path write_checkpoint(const CheckpointTarget& target, const RankGroup& group,
+                                       const RunIdentity& run, const TrainingParts& parts,
+                                       const LoopState& loop);
+
+// The checkpoint `--resume PATH` names (collective): PATH is a checkpoint directory
+// (OUT/checkpoints/step_<N>), checked and refused with an error naming the bad file, or a run
+// directory, whose newest checkpoint that passes the checks is taken (those skipped are
+// reported to `report` on rank 0, with the reason). Checks: the manifest (absent: never
+// committed), the world size, every file's size, and each rank's own file's CRC-32.
+Manifest find_resume_checkpoint(const std::string& path, const RankGroup& group,
+                                std::ostream& report);
+
+// Compares the checkpointed run's identity with this run's: a different world size is an error;
+// a different trajectory option is an error naming the key, the old and the new value, unless
+// `overrides` allows it (KEY, or PREFIX.* for every key under PREFIX.). Returns the allowed
+// differences as "KEY: 'old' -> 'new'" lines.
+std::vector<std::string> check_resume_identity(const Manifest& m, const RankGroup& group,
+                                               const RunIdentity& now,
+                                               const std::vector<std::string>& overrides);
+
+// Loads this rank's file of `m` into `parts` (after Strategy::setup) and returns the loop
+// position, each value checked (step_in_epoch in [0, steps_per_epoch), epoch >= 0, global step
+// = epoch * steps_per_epoch + step_in_epoch, ...); errors name the file and the key.
+LoopState load_rank_state(const Manifest& m, int rank, const TrainingParts& parts,
+                          int64_t steps_per_epoch);
+
+// Model weights only (evaluation, prediction, --init-from), strict: `path` is a model
+// .safetensors file (PyTorch names, e.g. OUT/final.safetensors), a checkpoint directory, or a
+// run directory (its newest committed checkpoint whose rank 0 file checks out); a checkpoint
+// gives rank 0's model. Errors name the file.
 void load_model_weights(const std::string& path, Module& model);
+
+// Writes `model`'s state_dict with PyTorch names (loads into PyTorch with strict=True) to
+// `path` atomically (tmp file, fsync, rename, fsync of the directory); metadata names the
+// model, epoch and global step.
+void export_model(const std::filesystem::path& path, const Module& model,
+                  const std::string& model_name, const LoopState& loop);
+
+// "a,b.*" -> {"a", "b.*"} (empty items dropped).
+std::vector<std::string> split_override_list(const std::string& list);
 
 }  // namespace dplab

@@ -16,19 +16,20 @@ const std::vector<OptionSpec>& train_option_specs() {
       {"data", "fashion-mnist",
        "dataset: fashion-mnist, mnist, shards:GLOB (WebDataset tar shards) or folder:DIR "
        "(<class>/<file> images; DIR/train + DIR/val if present)"},
-      {"data.val", "", "evaluation data for shards:/folder: (shards:GLOB or folder:DIR)"},
+      {"data.val", "", "evaluation data for shards:/folder: (shards:GLOB or folder:DIR)", false},
       {"data.image_size", "224", "shards:/folder: image side after cropping"},
       {"data.on_error", "skip", "shards:/folder: damaged sample: skip (report, count) or fail"},
       {"data.shuffle_buffer", "1000", "shards: shuffle buffer size (samples)"},
       {"data.dir", "",
        "directory with the IDX files (default: $DPLAB_DATA/<data>, then the "
-       "dataset's standard location)"},
+       "dataset's standard location)",
+       false},
       {"data.train_limit", "0", "use only the first N training samples (0: all)"},
-      {"data.test_limit", "0", "use only the first N test samples (0: all)"},
+      {"data.test_limit", "0", "use only the first N test samples (0: all)", false},
       {"data.workers", "0",
-       "loader worker threads of training and evaluation (0: load on the training thread)"},
-      {"data.prefetch", "4", "batches the workers build ahead"},
-      {"epochs", "1", "number of epochs"},
+       "loader worker threads of training and evaluation (0: load on the training thread)", false},
+      {"data.prefetch", "4", "batches the workers build ahead", false},
+      {"epochs", "1", "number of epochs", false},
       {"batch", "64", "batch size per rank"},
       {"lr", "0.01", "base learning rate (scaled by the lr.* schedule)"},
       {"momentum", "0.9", "SGD momentum"},
@@ -46,11 +47,11 @@ const std::vector<OptionSpec>& train_option_specs() {
        "accumulation; core/autocast.h) or f16 (the same in f16 plus dynamic loss scaling; "
        "optim/grad_scaler.h)"},
       {"seed", "0", "seed of weights and data order (a run is a pure function of its config)"},
-      {"threads", "0", "OpenMP threads for the ops (0: all cores)"},
+      {"threads", "0", "OpenMP threads for the ops (0: all cores)", false},
       {"device", "cpu",
        "where the model trains: cpu, cuda or cuda:N (parameters, optimizer state, batches and "
        "evaluation on that device)"},
-      {"max_steps", "0", "stop after this many optimizer steps (0: no limit)"},
+      {"max_steps", "0", "stop after this many optimizer steps (0: no limit)", false},
       {"algo", "local", "distributed algorithm (comm/registry.h)"},
       {"comm", "auto",
        "communicator backend of distributed algorithms: mpi, nccl (CUDA tensors, one GPU per "
@@ -59,23 +60,46 @@ const std::vector<OptionSpec>& train_option_specs() {
       {"slowdown", "",
        "RANK=FACTOR[,RANK=FACTOR...]: that rank sleeps so its iterations last FACTOR times "
        "their compute time (comm/slowdown.h)"},
-      {"out", "", "output directory: metrics.jsonl, checkpoint and final.safetensors"},
-      {"resume", "", "checkpoint (.safetensors written by dplab train) to continue from"},
+      {"out", "",
+       "output directory: metrics.jsonl, checkpoints/step_<N>/ (one directory per checkpoint: "
+       "rank_<R>.safetensors per rank + manifest.json) and final.safetensors (the final model, "
+       "PyTorch names)",
+       false},
+      {"resume", "",
+       "continue from a run directory (its newest valid checkpoint) or a checkpoint directory "
+       "(DIR/checkpoints/step_<N>); the trajectory options must match the checkpoint's",
+       false},
+      {"resume.override", "",
+       "KEY,...: trajectory options a resumed run may change (KEY.* matches a prefix), e.g. "
+       "lr,lr.schedule",
+       false},
+      {"init_from", "",
+       "start a new run from the model weights of a checkpoint (run or checkpoint directory, "
+       "or a model .safetensors file): fresh optimizer and loop",
+       false},
       {"eval.batch", "0",
        "batch size of evaluation per rank (0: from the image size, at most 2^22 input values: "
-       "1024 for 28 x 28, 16 for 3 x 224 x 224; tools/train/evaluate.h)"},
-      {"checkpoint.every_epochs", "1",
-       "write DIR/checkpoint.safetensors every N epochs (0: never)"},
+       "1024 for 28 x 28, 16 for 3 x 224 x 224; tools/train/evaluate.h)",
+       false},
+      {"checkpoint.every_epochs", "1", "write a checkpoint every N epochs (0: only at the end)",
+       false},
+      {"checkpoint.every_steps", "0",
+       "also write a checkpoint every N iterations (global steps; 0: never)", false},
+      {"checkpoint.keep", "3",
+       "committed checkpoints kept in DIR/checkpoints (older ones are removed after a new one "
+       "commits; 0: keep all)",
+       false},
       {"nonfinite", "stop",
        "an inf/NaN loss or gradient: the step is never applied; stop (every rank, exit status "
        "3, no checkpoint written) or skip (go on, count it: nonfinite_skipped_steps); a "
        "checkpoint with an inf/NaN is never written (tools/train/nonfinite_guard.h)"},
       {"preempt.signals", "TERM,USR1",
        "signals that pre-empt the run (with out set): every rank stops after the same step, "
-       "writes DIR/checkpoint.safetensors and exits with status 4; comma-separated TERM, INT, "
-       "HUP, USR1, USR2; empty: default actions (tools/train/preemption.h)"},
-      {"progress", "auto", "auto (bar on a terminal, else lines), bar, lines or off"},
-      {"progress.every_percent", "10", "with progress=lines: a line every N% of an epoch"},
+       "writes a checkpoint to DIR/checkpoints and exits with status 4; comma-separated TERM, "
+       "INT, HUP, USR1, USR2; empty: default actions (tools/train/preemption.h)",
+       false},
+      {"progress", "auto", "auto (bar on a terminal, else lines), bar, lines or off", false},
+      {"progress.every_percent", "10", "with progress=lines: a line every N% of an epoch", false},
       {"lr.schedule", "constant",
        "constant, step, multistep, poly, cosine or plateau (see "
        "optim/schedule.h for lr.* keys)"},
@@ -122,6 +146,18 @@ void flatten(const toml::table& t, const std::string& prefix, const std::string&
 }
 
 }  // namespace
+
+std::map<std::string, std::string> trajectory_config(const Options& opt) {
+  std::map<std::string, bool> table;
+  for (const auto& s : train_option_specs()) table[s.key] = s.trajectory;
+  std::map<std::string, std::string> r;
+  for (const auto& [k, v] : opt.read_values()) {
+    if (auto it = table.find(k); it != table.end() && !it->second) continue;
+    if (k == "comm.wait" || k == "comm.timeout_s" || k == "comm.backoff_sleep_us") continue;
+    r[k] = v;
+  }
+  return r;
+}
 
 void load_toml_options(const std::string& path, Options& opt) {
   toml::table t;

@@ -2,6 +2,7 @@
 // into one dplab::Options ("lr.schedule" = "cosine"). Later sources override earlier ones:
 // config file < flags < --set. Keys nobody reads are errors that name them (typos).
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,10 @@ struct OptionSpec {
   std::string key;
   std::string default_value;
   std::string help;
+  // false for keys that cannot change what a run computes (where it writes, how it reports,
+  // how long it runs, thread counts, evaluation): a resumed run may change them freely. Every
+  // other key a run reads is part of its trajectory (trajectory_config).
+  bool trajectory = true;
 };
 const std::vector<OptionSpec>& train_option_specs();
 // The table's default for `key` (throws for a key not in it).
@@ -37,5 +42,12 @@ void load_toml_options(const std::string& path, Options& opt);
 void apply_set_option(const std::string& key_value, Options& opt);
 // Throws an error naming every key that was set but never read, when there are any.
 void check_no_unknown_options(const Options& opt);
+
+// Every key `opt` has been read under that changes the trajectory, with the value read (set or
+// defaulted; Options::read_values): the table's keys marked trajectory, and every key read that
+// the table does not list (algorithm keys such as daso.B_max, lr.* schedule keys,
+// ranks_per_node, link.*) except the communicator's waiting keys (comm.wait, comm.timeout_s,
+// comm.backoff_sleep_us), which change timing only. Checkpoints store it; a resume compares it.
+std::map<std::string, std::string> trajectory_config(const Options& opt);
 
 }  // namespace dplab

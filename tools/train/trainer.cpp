@@ -114,14 +114,6 @@ Data load_data(const Options& opt) {
   return d;
 }
 
-// Config values a resumed run must share with the run that wrote the checkpoint (anything that
-// changes the data order, the batches or the model).
-std::map<std::string, std::string> resume_invariants(const Options& opt) {
-  std::map<std::string, std::string> r;
-  for (const char* k : {"model", "data", "batch", "seed", "data.train_limit"}) r[k] = get(opt, k);
-  return r;
-}
-
 }  // namespace
 
 void apply_thread_option(int64_t threads) {
@@ -144,6 +136,8 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   const int64_t max_steps = get_int(opt, "max_steps");
   const int64_t eval_batch = get_int(opt, "eval.batch");
   const int64_t ckpt_every = get_int(opt, "checkpoint.every_epochs");
+  const int64_t ckpt_every_steps = get_int(opt, "checkpoint.every_steps");
+  const int64_t ckpt_keep = get_int(opt, "checkpoint.keep");
   const float label_smoothing = float(get_double(opt, "label_smoothing"));
   // amp = off | bf16 | f16 (mixed precision; core/autocast.h, optim/grad_scaler.h).
   const std::string amp = get(opt, "amp");
@@ -152,6 +146,16 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   const DType amp_dtype = amp == "bf16" ? DType::bf16 : amp == "f16" ? DType::f16 : DType::f32;
   const std::string out_dir = get(opt, "out");
   const std::string resume = get(opt, "resume");
+  const std::vector<std::string> resume_overrides =
+      split_override_list(get(opt, "resume.override"));
+  const std::string init_from = get(opt, "init_from");
+  DPLAB_CHECK(resume.empty() || init_from.empty(),
+              "options resume and init_from exclude each other (resume continues a run, init_from "
+              "starts a new one from a checkpoint's weights)");
+  DPLAB_CHECK(ckpt_every >= 0 && ckpt_every_steps >= 0 && ckpt_keep >= 0,
+              "options checkpoint.every_epochs ({}), checkpoint.every_steps ({}) and "
+              "checkpoint.keep ({}): expected >= 0",
+              ckpt_every, ckpt_every_steps, ckpt_keep);
   DPLAB_CHECK(epochs >= 1, "option epochs: expected >= 1, got {}", epochs);
   DPLAB_CHECK(batch >= 1, "option batch: expected >= 1, got {}", batch);
   DPLAB_CHECK(max_steps >= 0, "option max_steps: expected >= 0, got {}", max_steps);
@@ -190,6 +194,8 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   auto model = make_model(model_name, seed, data.train->num_classes(),
                           get_bool(opt, "model.zero_init_residual"));
   model->train();
+  // --init-from: a new run from a checkpoint's weights (before setup, which broadcasts them).
+  if (!init_from.empty()) load_model_weights(init_from, *model);
   // Parameters and buffers move first, so the arena, the optimizer state and every
   // activation live on the device.
   model->to(device);
@@ -273,24 +279,31 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
                   : sampler.num_samples());
   check_no_unknown_options(opt);
 
-  // ---- resume -------------------------------------------------------------------------------
+  // ---- resume (tools/train/checkpoint.h) ----------------------------------------------------
+  // Every option read so far that changes the trajectory; the checkpoints store it.
+  RunIdentity run;
+  run.algo = strategy->name();
+  run.ranks_per_node = opt.get_string("ranks_per_node", "0");
+  run.init_from = init_from;
+  run.config = trajectory_config(opt);
+  const RankGroup ranks(strategy->rank(), strategy->world_size());
+  TrainingParts parts;
+  parts.model = model.get();
+  parts.optimizer = &optimizer;
+  parts.strategy = strategy.get();
+  parts.schedule = schedule.get();
+  parts.scaler = scaler ? &*scaler : nullptr;
   LoopState loop;
-  loop.config = resume_invariants(opt);
   if (!resume.empty()) {
-    LoopState saved = load_checkpoint(resume, *model, optimizer);
-    for (const auto& [k, v] : loop.config) {
-      auto it = saved.config.find(k);
-      DPLAB_CHECK(it != saved.config.end() && it->second == v,
-                  "--resume {}: option {} was '{}' in the checkpointed run, now '{}' (the data "
-                  "order and batches would differ)",
-                  resume, k, it == saved.config.end() ? "(unset)" : it->second, v);
+    const Manifest m = find_resume_checkpoint(resume, ranks, progress_out);
+    const auto allowed = check_resume_identity(m, ranks, run, resume_overrides);
+    if (!m.init_from.empty()) run.init_from = m.init_from;
+    loop = load_rank_state(m, ranks.rank(), parts, steps_per_epoch);
+    if (rank0) {
+      for (const auto& a : allowed) summary << "resume: " << a << " (allowed by resume.override)\n";
+      summary << fmt::format("resumed from {} at epoch {} step {} (global step {})\n",
+                             m.dir.string(), loop.epoch + 1, loop.step_in_epoch, loop.global_step);
     }
-    saved.config = loop.config;
-    loop = saved;
-    for (double l : loop.epoch_losses) schedule->observe_epoch(l);
-    if (rank0)
-      summary << fmt::format("resumed from {} at epoch {} step {} (global step {})\n", resume,
-                             loop.epoch + 1, loop.step_in_epoch, loop.global_step);
   }
 
   MetricsWriter metrics;
@@ -326,7 +339,8 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   // No checkpoint holds an inf or NaN (the model's state_dict, the optimizer's and the
   // algorithm's state): every rank checks its own and they agree before anything is written.
   auto check_state_finite = [&](const std::string& name) {
-    // (Every tick was flushed and acted on at the end of its epoch's loop.)
+    // (Every tick was flushed and acted on first: at the end of its epoch's loop, or by
+    // checkpoint().)
     std::vector<NamedTensor> state = model->state_dict();
     for (const NamedTensor& t : optimizer.state()) state.push_back(t);
     StateDict algo;
@@ -340,34 +354,6 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
                                  loop.global_step, loop.global_step == 1 ? "" : "s"),
                      agreed);
   };
-  auto checkpoint = [&](const std::string& name) -> std::string {
-    if (out_dir.empty()) return {};
-    check_state_finite(name);  // collective: on every rank
-    if (!rank0) return {};
-    const std::string path = (std::filesystem::path(out_dir) / name).string();
-    save_checkpoint(path, *model, optimizer, loop);
-    return path;
-  };
-  // Pre-empted (tools/train/preemption.h): checkpoint, record, every rank waits for rank 0's
-  // write to complete, then RunStopped on every rank (exit 4).
-  auto preempt_exit = [&](const std::string& reports) {
-    const std::string path = (std::filesystem::path(out_dir) / "checkpoint.safetensors").string();
-    checkpoint("checkpoint.safetensors");
-    if (rank0)
-      metrics.write({{"kind", "preempted"},
-                     {"epoch", loop.epoch + 1},
-                     {"step", loop.global_step},
-                     {"step_in_epoch", loop.step_in_epoch},
-                     {"detail", reports},
-                     {"checkpoint", path}});
-    agreement.barrier();
-    throw RunStopped(fmt::format("pre-empted ({}) after {} step{}: wrote {}; continue with "
-                                 "--resume {} (exit status {})",
-                                 reports, loop.global_step, loop.global_step == 1 ? "" : "s", path,
-                                 path, kExitPreempted),
-                     kExitPreempted, rank0);
-  };
-
   Progress progress(rank0 ? progress_mode : Progress::Mode::off, every_percent, progress_out);
   TrainResult result;
   result.is_rank0 = rank0;
@@ -424,6 +410,47 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
     act_on(agreement.tick(step.global_step, local_nonfinite, sig != 0, report));
   };
 
+  // A checkpoint of every rank (collective), once per global step, never with an inf or NaN in
+  // it (tools/train/nonfinite_guard.h). In the middle of an epoch it is written without
+  // strategy->drain(), which is part of the trajectory for some algorithms (comm/strategy.h): a
+  // run that checkpoints follows the same trajectory as one that does not. Returns the
+  // checkpoint's directory.
+  int64_t last_checkpoint_step = -1;
+  std::filesystem::path last_checkpoint_dir;
+  auto checkpoint = [&]() -> std::filesystem::path {
+    if (out_dir.empty() || last_checkpoint_step == loop.global_step) return last_checkpoint_dir;
+    act_on(agreement.flush());  // every tick decided before the state check's own vote
+    check_state_finite(fmt::format("step {}", loop.global_step));
+    last_checkpoint_dir = write_checkpoint({out_dir, ckpt_keep}, ranks, run, parts, loop);
+    last_checkpoint_step = loop.global_step;
+    return last_checkpoint_dir;
+  };
+  // Mid-epoch checkpoints every checkpoint.every_steps iterations (the epoch's last step is
+  // checkpointed after end_epoch, with the epoch finished).
+  auto step_checkpoint = [&]() {
+    if (ckpt_every_steps > 0 && loop.global_step % ckpt_every_steps == 0 &&
+        loop.step_in_epoch < steps_per_epoch)
+      checkpoint();
+  };
+  // Pre-empted (tools/train/preemption.h): checkpoint (collective, committed by rank 0 before
+  // any rank returns), record, then RunStopped on every rank (exit 4).
+  auto preempt_exit = [&](const std::string& reports) {
+    const std::string path = checkpoint().string();
+    if (rank0)
+      metrics.write({{"kind", "preempted"},
+                     {"epoch", loop.epoch + 1},
+                     {"step", loop.global_step},
+                     {"step_in_epoch", loop.step_in_epoch},
+                     {"detail", reports},
+                     {"checkpoint", path}});
+    agreement.barrier();
+    throw RunStopped(fmt::format("pre-empted ({}) after {} step{}: wrote {}; continue with "
+                                 "--resume {} (exit status {})",
+                                 reports, loop.global_step, loop.global_step == 1 ? "" : "s", path,
+                                 out_dir, kExitPreempted),
+                     kExitPreempted, rank0);
+  };
+
   // ---- the loop (call points as in comm/strategy.h) -----------------------------------------
   while (loop.epoch < epochs && !stop) {
     const int64_t epoch = loop.epoch;
@@ -462,6 +489,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
           stop = true;
           break;
         }
+        step_checkpoint();
         if (preempted) break;
         continue;
       }
@@ -523,6 +551,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
         stop = true;
         break;
       }
+      step_checkpoint();
       if (preempted) break;  // this step is done on every rank
     }
     act_on(agreement.flush());  // every tick so far agreed on (stop, pre-emption)
@@ -535,20 +564,35 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
     const bool epoch_done = loop.step_in_epoch >= steps_per_epoch;
     // Pre-empted in the middle of an epoch (and not at the end of training): checkpoint at
     // once, without finish_training() or an evaluation: the grace period is short.
-    if (preempted && !stop && !epoch_done) {
-      strategy->drain();
-      preempt_exit(preempt_reports);
-    }
+    if (preempted && !stop && !epoch_done) preempt_exit(preempt_reports);
     const double mean_loss = loop.epoch_seen ? loop.epoch_loss_sum / double(loop.epoch_seen) : 0;
     const double train_acc =
         loop.epoch_seen ? double(loop.epoch_correct) / double(loop.epoch_seen) : 0;
     if (epoch_done) {
       strategy->end_epoch(epoch, mean_loss);
       schedule->observe_epoch(mean_loss);
+      loop.epoch_losses.push_back(mean_loss);
+      ++loop.epoch;
+      loop.step_in_epoch = 0;
+      loop.epoch_loss_sum = 0;
+      loop.epoch_correct = 0;
+      loop.epoch_seen = 0;
+      result.epochs_done = loop.epoch;
     }
+    const bool last = stop || (epoch_done && epoch + 1 == epochs);
+    // The end's checkpoint holds the state before finish_training, so a resumed run that
+    // trains further continues exactly as an uninterrupted longer run; a stop in the middle of
+    // an epoch is saved before the drain (an uninterrupted run does not drain there).
+    const bool save = last || (epoch_done && ckpt_every > 0 && loop.epoch % ckpt_every == 0) ||
+                      (ckpt_every_steps > 0 && loop.global_step % ckpt_every_steps == 0);
+    if (save && !epoch_done) checkpoint();
+    strategy->drain();  // nothing in flight before evaluation (and epoch-end checkpoints)
+    if (save && epoch_done) checkpoint();
     // End of training: an algorithm whose ranks diverge builds its final model here, once.
-    if (stop || (epoch_done && epoch + 1 == epochs)) strategy->finish_training();
-    strategy->drain();  // nothing in flight before evaluation and checkpoints
+    if (last) {
+      strategy->finish_training();
+      strategy->drain();
+    }
     const EvalResult ev = evaluate(*model, data.test, eval_opt);
     evaluated = true;
     last_epoch_number = epoch + 1;
@@ -572,15 +616,6 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
     result.test_acc = ev.accuracy;
     result.test_loss = ev.loss;
     result.test_acc5 = ev.top5 ? ev.accuracy5 : -1;
-    if (epoch_done) {
-      loop.epoch_losses.push_back(mean_loss);
-      ++loop.epoch;
-      loop.step_in_epoch = 0;
-      loop.epoch_loss_sum = 0;
-      loop.epoch_correct = 0;
-      loop.epoch_seen = 0;
-      result.epochs_done = loop.epoch;
-    }
     if (rank0) {
       const double ips = epoch_time > 0 ? double(epoch_images) / epoch_time : 0;
       nlohmann::json rec = {{"kind", "epoch"},
@@ -623,14 +658,16 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
               : "");
       summary.flush();
     }
-    const bool periodic =
-        epoch_done && ckpt_every > 0 && loop.epoch % ckpt_every == 0 && loop.epoch < epochs;
-    // Pre-empted at the last step of an epoch: the epoch ended as usual (evaluation, record);
-    // its checkpoint is the pre-emption checkpoint.
+    // Pre-empted at the last step of an epoch: the epoch ended as usual (checkpoint policy,
+    // evaluation, record); the pre-emption checkpoint is this step's (written now if the policy
+    // did not).
     if (preempted && !stop && loop.epoch < epochs) preempt_exit(preempt_reports);
-    if (periodic) checkpoint("checkpoint.safetensors");
   }
 
+  if (!evaluated) {  // resumed from a finished run: its checkpoint, then its final model
+    checkpoint();
+    strategy->finish_training();
+  }
   strategy->drain();
   if (!evaluated) {  // resumed from a finished run: report its model
     const EvalResult ev = evaluate(*model, data.test, eval_opt);
@@ -643,7 +680,16 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   result.images_per_s = train_time > 0 ? double(train_images) / train_time : 0;
   result.time_s = seconds_since(t_start);
   result.nonfinite_skipped_steps = nonfinite_skipped_total;
-  result.final_checkpoint = checkpoint("final.safetensors");  // checked for inf/NaN first
+  // The final model with PyTorch names (rank 0's: the one evaluated), for eval and PyTorch;
+  // checked for inf/NaN on every rank first (finish_training may have changed it).
+  if (!out_dir.empty()) {
+    check_state_finite("final.safetensors");
+    if (rank0) {
+      const auto path = std::filesystem::path(out_dir) / "final.safetensors";
+      export_model(path, *model, model_name, loop);
+      result.final_checkpoint = path.string();
+    }
+  }
   if (rank0) {
     nlohmann::json fin = {{"kind", "final"},
                           {"epoch", last_epoch_number},

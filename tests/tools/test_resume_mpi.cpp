@@ -1,0 +1,180 @@
+// Resume at 4 ranks through `mpiexec -n 4 dplab train`, for every algorithm: a run interrupted
+// at an epoch boundary or in the middle of an epoch and resumed ends bitwise identical to the
+// uninterrupted run, on every rank (each rank's file of the final checkpoint, and the exported
+// final model). The uninterrupted run writes only its epoch-end checkpoints; the interrupted
+// one also one in the middle of an epoch (checkpoint.every_steps = 3), which must not change
+// its course. Plus the multi-rank checkpoint checks: a failed
+// write on one rank leaves nothing, a missing rank file is refused naming it, and a different
+// world size is refused.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "checkpoint_files.h"
+#include "data/temp_dir.h"
+#include "dplab/core/safetensors.h"
+#include "run_cli.h"
+
+namespace dplab {
+namespace {
+
+namespace fs = std::filesystem;
+using test::entries;
+using test::ScopedTempDir;
+using test::slurp;
+
+// 256 training images over 4 ranks in batches of 16: 4 iterations per epoch, 8 in 2 epochs.
+const std::string kRun =
+    "train --model mnist_cnn --data fashion-mnist --batch 16 --lr 0.05 --momentum 0.9 "
+    "--threads 1 --epochs 2 --set data.train_limit=256 --set data.test_limit=40 "
+    "--set progress=off --set checkpoint.keep=0";
+
+test::CliResult mpirun(int ranks, const std::string& args, const fs::path& scratch,
+                       const std::string& env = "") {
+  fs::create_directories(scratch);
+  const auto out = scratch / "stdout.txt", err = scratch / "stderr.txt";
+  const std::string cmd =
+      fmt::format("{} {} -n {} {} {} >{} 2>{}", env.empty() ? "" : "env " + env, DPLAB_MPIEXEC,
+                  ranks, test::dplab_exe(), args, out.string(), err.string());
+  const int rc = std::system(cmd.c_str());
+  test::CliResult r;
+  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+bool has(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+struct Algo {
+  std::string name;
+  std::string args;  // extra options
+};
+
+std::ostream& operator<<(std::ostream& os, const Algo& a) {
+  return os << a.name;
+}
+
+class ResumeAt4Ranks : public ::testing::TestWithParam<Algo> {};
+
+// What differs between two rank files: every tensor (model, optimizer, algorithm) by its
+// bytes, every value, except an algorithm's wall-clock measurements (values named "algo.*_s",
+// e.g. DC-S3GD's epoch_compute_s statistic), which no two runs share.
+std::string state_difference(const fs::path& x, const fs::path& y) {
+  std::map<std::string, std::string> mx, my;
+  const auto tx = load_safetensors(x.string(), &mx), ty = load_safetensors(y.string(), &my);
+  std::string d;
+  std::map<std::string, std::string> bytes_x;
+  for (const auto& t : tx)
+    bytes_x[t.name] = std::string(static_cast<const char*>(t.tensor.raw_data()), t.tensor.nbytes());
+  if (tx.size() != ty.size()) d += fmt::format(" {} vs {} tensors;", tx.size(), ty.size());
+  for (const auto& t : ty) {
+    auto it = bytes_x.find(t.name);
+    if (it == bytes_x.end() ||
+        it->second != std::string(static_cast<const char*>(t.tensor.raw_data()), t.tensor.nbytes()))
+      d += " tensor " + t.name + ";";
+  }
+  auto measured = [](const std::string& k) { return k.starts_with("algo.") && k.ends_with("_s"); };
+  for (const auto& [k, v] : mx)
+    if (!measured(k) && (!my.count(k) || my[k] != v))
+      d += fmt::format(" value {} '{}' vs '{}';", k, v, my.count(k) ? my[k] : "(none)");
+  for (const auto& [k, v] : my)
+    if (!mx.count(k)) d += fmt::format(" value {} only in the second;", k);
+  return d;
+}
+
+// Every rank's state in the final checkpoint, and the final model, are the same.
+void expect_same_end(const fs::path& a, const fs::path& b, const std::string& what) {
+  const fs::path ca = a / "checkpoints" / "step_00000008", cb = b / "checkpoints" / "step_00000008";
+  ASSERT_TRUE(fs::exists(ca / "manifest.json")) << ca;
+  ASSERT_TRUE(fs::exists(cb / "manifest.json")) << cb;
+  for (int r = 0; r < 4; ++r) {
+    const std::string f = fmt::format("rank_{}.safetensors", r);
+    EXPECT_EQ(state_difference(ca / f, cb / f), "")
+        << what << ": " << f << " differs between " << a << " and " << b;
+  }
+  EXPECT_TRUE(slurp(a / "final.safetensors") == slurp(b / "final.safetensors"))
+      << what << ": final.safetensors differs";
+}
+
+TEST_P(ResumeAt4Ranks, FromEpochBoundaryAndMidEpochIsBitwiseIdentical) {
+  const Algo& algo = GetParam();
+  ScopedTempDir dir("resume4-" + algo.name);
+  const std::string base = kRun + " --algo " + algo.name + " " + algo.args;
+  auto r = mpirun(4, base + " --out " + dir.file("straight"), dir.path / "s");
+  ASSERT_EQ(r.status, 0) << r.err;
+  // Interrupted after 6 optimizer steps (epoch 2, step 2 for most algorithms: those with
+  // iterations without a step stop later); its checkpoints: steps 3 (mid-epoch), 4 (the epoch's
+  // end) and the stop's.
+  r = mpirun(4, base + " --set checkpoint.every_steps=3 --max-steps 6 --out " + dir.file("part"),
+             dir.path / "p");
+  ASSERT_EQ(r.status, 0) << r.err;
+  // From the middle of the first epoch, written while the run went on.
+  r = mpirun(4,
+             base + " --resume " + dir.file("part/checkpoints/step_00000003") + " --out " +
+                 dir.file("from3"),
+             dir.path / "r3");
+  ASSERT_EQ(r.status, 0) << r.err;
+  expect_same_end(dir.path / "straight", dir.path / "from3", "resumed mid-epoch (step 3)");
+  // From the epoch boundary (step 4, written while the run went on).
+  r = mpirun(4,
+             base + " --resume " + dir.file("part/checkpoints/step_00000004") + " --out " +
+                 dir.file("from4"),
+             dir.path / "r4");
+  ASSERT_EQ(r.status, 0) << r.err;
+  expect_same_end(dir.path / "straight", dir.path / "from4", "resumed at the epoch boundary");
+  // From the stop in the middle of the second epoch (the run directory: its newest checkpoint).
+  r = mpirun(4, base + " --resume " + dir.file("part") + " --out " + dir.file("from_stop"),
+             dir.path / "rs");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "at epoch 2 step ") && !has(r.out, "at epoch 2 step 0")) << r.out;
+  expect_same_end(dir.path / "straight", dir.path / "from_stop", "resumed mid-epoch (the stop)");
+  // The test can fail: the interrupted run's state differs from the end.
+  EXPECT_NE(slurp(dir.path / "part" / "checkpoints" / "step_00000004" / "rank_0.safetensors"),
+            slurp(dir.path / "straight" / "checkpoints" / "step_00000008" / "rank_0.safetensors"));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryAlgorithm, ResumeAt4Ranks,
+    ::testing::Values(Algo{"allreduce", ""}, Algo{"hybrid", "--set hybrid.W=2 --set hybrid.R=3"},
+                      Algo{"daso",
+                           "--ranks-per-node 2 --set daso.warmup_epochs=0 --set "
+                           "daso.cooldown_epochs=0 --set daso.B_max=3"},
+                      Algo{"dcs3gd", ""}, Algo{"crossover", ""}, Algo{"sgp", ""},
+                      Algo{"oscars", "--set oscars.t_us=1000,2000,1000,3000"},
+                      Algo{"local_sgd", "--set local_sgd.H=3"},
+                      Algo{"post_local_sgd", "--set local_sgd.H=3"}),
+    [](const ::testing::TestParamInfo<Algo>& i) { return i.param.name; });
+
+TEST(CheckpointAt4Ranks, FailedWriteOnOneRankLeavesNothingAndNamesIt) {
+  ScopedTempDir dir("ckpt4-fail");
+  const std::string base = kRun + " --algo allreduce";
+  auto r = mpirun(4, base + " --max-steps 2 --out " + dir.file("run"), dir.path / "a");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto before = test::tree(dir.path / "run" / "checkpoints");
+  ASSERT_EQ(entries(dir.path / "run" / "checkpoints"), (std::vector<std::string>{"step_00000002"}));
+  r = mpirun(4, base + " --max-steps 4 --resume " + dir.file("run") + " --out " + dir.file("run"),
+             dir.path / "b", "DPLAB_CHECKPOINT_FAIL_RANK=2");
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(has(r.err, "rank 2: injected failure") && has(r.err, "nothing was committed"))
+      << r.err;
+  EXPECT_EQ(test::tree(dir.path / "run" / "checkpoints"), before);
+  // A missing rank file is refused naming it.
+  const fs::path ck = dir.path / "run" / "checkpoints" / "step_00000002";
+  fs::copy(ck, dir.path / "norank2", fs::copy_options::recursive);
+  fs::remove(dir.path / "norank2" / "rank_2.safetensors");
+  r = mpirun(4, base + " --resume " + dir.file("norank2"), dir.path / "c");
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(has(r.err, dir.file("norank2/rank_2.safetensors")) && has(r.err, "missing")) << r.err;
+  // Another world size is refused: every rank resumes its own state.
+  r = mpirun(2, base + " --resume " + dir.file("run"), dir.path / "d");
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(has(r.err, "written by 4 ranks, this run has 2")) << r.err;
+}
+
+}  // namespace
+}  // namespace dplab

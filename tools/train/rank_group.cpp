@@ -1,0 +1,56 @@
+#include "dplab/tools/train/rank_group.h"
+
+#include <mpi.h>
+
+#include <numeric>
+
+#include "dplab/comm/communicator.h"
+#include "dplab/comm/mpi_env.h"
+#include "dplab/core/error.h"
+
+namespace dplab {
+namespace {
+
+void wait_for(MPI_Request& req, const char* what) {
+  WaitOptions w;
+  w.timeout_s = RankGroup::kTimeoutS;
+  polite_wait(
+      [&] {
+        int flag = 0;
+        DPLAB_MPI(MPI_Test, &req, &flag, MPI_STATUS_IGNORE);
+        return flag != 0;
+      },
+      w, [&] { return std::string(what); });
+}
+
+}  // namespace
+
+RankGroup::RankGroup(int rank, int size) : rank_(rank), size_(size) {
+  DPLAB_CHECK(size >= 1 && rank >= 0 && rank < size, "RankGroup: rank {} of {}", rank, size);
+  if (size > 1) {
+    const MpiEnv& env = MpiEnv::get();
+    DPLAB_CHECK(env.world_size() == size && env.world_rank() == rank,
+                "RankGroup: rank {} of {} but MPI's world is rank {} of {}", rank, size,
+                env.world_rank(), env.world_size());
+  }
+}
+
+std::vector<std::string> RankGroup::allgather(const std::string& mine) const {
+  if (size_ == 1) return {mine};
+  int len = int(mine.size());
+  std::vector<int> lens(size_);
+  MPI_Request req;
+  DPLAB_MPI(MPI_Iallgather, &len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD, &req);
+  wait_for(req, "checkpoint status exchange (allgather of lengths) over MPI_COMM_WORLD");
+  std::vector<int> displs(size_, 0);
+  for (int r = 1; r < size_; ++r) displs[r] = displs[r - 1] + lens[r - 1];
+  std::string all(size_t(displs.back() + lens.back()), '\0');
+  DPLAB_MPI(MPI_Iallgatherv, mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(),
+            MPI_CHAR, MPI_COMM_WORLD, &req);
+  wait_for(req, "checkpoint status exchange (allgather) over MPI_COMM_WORLD");
+  std::vector<std::string> r(size_);
+  for (int i = 0; i < size_; ++i) r[i] = all.substr(size_t(displs[i]), size_t(lens[i]));
+  return r;
+}
+
+}  // namespace dplab
