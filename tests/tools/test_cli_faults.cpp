@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -94,6 +95,17 @@ void expect_finite(const fs::path& file) {
   }
 }
 
+// The committed checkpoint directories of a run (DIR/checkpoints/step_<N>), oldest first.
+std::vector<fs::path> checkpoint_dirs(const fs::path& run) {
+  std::vector<fs::path> r;
+  if (!fs::exists(run / "checkpoints")) return r;
+  for (const auto& e : fs::directory_iterator(run / "checkpoints"))
+    if (e.is_directory() && e.path().filename().string().starts_with("step_"))
+      r.push_back(e.path());
+  std::sort(r.begin(), r.end());  // zero-padded step numbers sort as numbers
+  return r;
+}
+
 // Tensors of two checkpoint files, bit for bit (their metadata may differ).
 void expect_same_tensors(const fs::path& a, const fs::path& b) {
   const auto ta = load_safetensors(a.string()), tb = load_safetensors(b.string());
@@ -132,11 +144,13 @@ TEST(CliFaults, DivergenceStopsWithStatus3AndLeavesCheckpointsAlone) {
   EXPECT_EQ(m.back()["reason"], "nonfinite");
   EXPECT_EQ(m.back()["ranks"], nlohmann::json::array({0}));
 
-  // Resumed from the epoch-1 checkpoint into the same directory: global step 4 is the first
-  // after the resume point (finite), 5 overflows.
-  r = run_dplab(
-      kJob + " --epochs 2 --lr 1e20 --resume " + run + "/checkpoint.safetensors --out " + run,
-      dir.path);
+  // Resumed from the epoch-1 checkpoint into the same directory, with the changed lr allowed:
+  // global step 4 is the first after the resume point (finite), 5 overflows.
+  const auto dirs = checkpoint_dirs(run);
+  ASSERT_EQ(dirs.size(), 2u);  // after epoch 1 and at the end
+  r = run_dplab(kJob + " --epochs 2 --lr 1e20 --resume " + dirs.front().string() +
+                    " --resume-override lr --out " + run,
+                dir.path);
   EXPECT_EQ(r.status, 3) << r.out << r.err;
   EXPECT_NE(r.err.find("non-finite values at global step 5 "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("rank 0: loss"), std::string::npos) << r.err;
@@ -151,7 +165,7 @@ TEST(CliFaults, NonfiniteStateIsNeverWritten) {
   auto r =
       run_dplab(kJob + " --epochs 1 --max-steps 1 --lr 1e39 --out " + dir.file("run"), dir.path);
   EXPECT_EQ(r.status, 3) << r.out << r.err;
-  EXPECT_NE(r.err.find("in the state to be checkpointed as final.safetensors after 1 step:"),
+  EXPECT_NE(r.err.find("in the state to be written to a checkpoint after 1 step:"),
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("rank 0: non-finite 'cnn1.weight'"), std::string::npos) << r.err;
@@ -176,8 +190,13 @@ TEST(CliFaults, SkipDropsTheStepsAndCountsThem) {
   ASSERT_EQ(r.status, 0) << r.err;
   expect_same_tensors(dir.path / "skip" / "final.safetensors",
                       dir.path / "one" / "final.safetensors");
-  expect_same_tensors(dir.path / "skip" / "final.state.safetensors",
-                      dir.path / "one" / "final.state.safetensors");
+  // Optimizer state too: the last checkpoints' rank files hold the same tensors.
+  const auto skip_dirs = checkpoint_dirs(dir.path / "skip"),
+             one_dirs = checkpoint_dirs(dir.path / "one");
+  ASSERT_FALSE(skip_dirs.empty());
+  ASSERT_FALSE(one_dirs.empty());
+  expect_same_tensors(skip_dirs.back() / "rank_0.safetensors",
+                      one_dirs.back() / "rank_0.safetensors");
 }
 
 // With accumulate_steps = 2 the optimizer step is two batches: the second step's batches both
@@ -222,9 +241,11 @@ TEST(CliFaults, TwoRanksStopTogetherAndNameEachRank) {
   EXPECT_TRUE(checkpoint_files(run) == good) << "a checkpoint file changed";
 
   // Resumed (2 steps per epoch per rank: global step 2 is the first after the resume point).
-  r = run_dplab2(
-      job + " --epochs 2 --lr 1e20 --resume " + run + "/checkpoint.safetensors --out " + run,
-      dir.path);
+  const auto dirs = checkpoint_dirs(run);
+  ASSERT_EQ(dirs.size(), 2u);  // after epoch 1 and at the end
+  r = run_dplab2(job + " --epochs 2 --lr 1e20 --resume " + dirs.front().string() +
+                     " --resume-override lr --out " + run,
+                 dir.path);
   EXPECT_EQ(r.status, 3) << r.out << r.err;
   EXPECT_NE(r.err.find("non-finite values at global step 3 "), std::string::npos) << r.err;
   EXPECT_TRUE(checkpoint_files(run) == good) << "a checkpoint file changed";

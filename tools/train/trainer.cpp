@@ -350,7 +350,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
     const Agreement agreed = agreement.agree(
         !bad.empty(), false, [&] { return fmt::format("non-finite {}", name_list(bad)); });
     if (agreed.nonfinite)
-      stop_nonfinite(fmt::format("in the state to be checkpointed as {} after {} step{}", name,
+      stop_nonfinite(fmt::format("in the state to be written to {} after {} step{}", name,
                                  loop.global_step, loop.global_step == 1 ? "" : "s"),
                      agreed);
   };
@@ -420,7 +420,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   auto checkpoint = [&]() -> std::filesystem::path {
     if (out_dir.empty() || last_checkpoint_step == loop.global_step) return last_checkpoint_dir;
     act_on(agreement.flush());  // every tick decided before the state check's own vote
-    check_state_finite(fmt::format("step {}", loop.global_step));
+    check_state_finite("a checkpoint");
     last_checkpoint_dir = write_checkpoint({out_dir, ckpt_keep}, ranks, run, parts, loop);
     last_checkpoint_step = loop.global_step;
     return last_checkpoint_dir;
