@@ -4,7 +4,11 @@
 
 #include <toml++/toml.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "dplab/core/error.h"
+#include "dplab/tools/train/toml_nesting.h"
 
 namespace dplab {
 
@@ -112,15 +116,39 @@ void flatten(const toml::table& t, const std::string& prefix, const std::string&
 
 }  // namespace
 
-void load_toml_options(const std::string& path, Options& opt) {
+void load_toml_string(std::string_view text, const std::string& path, Options& opt) {
+  if (text.size() > kMaxTomlBytes)
+    throw UsageError(fmt::format("{}: config of {} bytes exceeds the limit of {} bytes", path,
+                                 text.size(), kMaxTomlBytes));
+  const TomlNesting nesting = toml_nesting(text, kMaxTomlDepth);
+  if (nesting.exceeded)
+    throw UsageError(fmt::format(
+        "{}:{}:{}: tables and arrays nested {} deep exceed the limit of {} (a dotted key or "
+        "[table] header of that many parts, or arrays and inline tables inside each other)",
+        path, nesting.line, nesting.column, nesting.depth, kMaxTomlDepth));
   toml::table t;
   try {
-    t = toml::parse_file(path);
+    t = toml::parse(text, path);
   } catch (const toml::parse_error& e) {
     throw UsageError(fmt::format("{}:{}:{}: {}", path, e.source().begin.line,
                                  e.source().begin.column, e.description()));
   }
   flatten(t, "", path, opt);
+}
+
+void load_toml_options(const std::string& path, Options& opt) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in.good()) throw UsageError(fmt::format("{}: cannot open the config file", path));
+  // Read one byte past the limit, no more: a huge file is refused without being held.
+  std::string text;
+  text.resize(kMaxTomlBytes + 1);
+  in.read(text.data(), std::streamsize(text.size()));
+  if (in.bad()) throw UsageError(fmt::format("{}: read error", path));
+  text.resize(size_t(in.gcount()));
+  if (text.size() > kMaxTomlBytes)
+    throw UsageError(fmt::format("{}: config file exceeds the limit of {} bytes", path,
+                                 kMaxTomlBytes));
+  load_toml_string(text, path, opt);
 }
 
 void apply_set_option(const std::string& key_value, Options& opt) {
