@@ -29,6 +29,9 @@ class DecodeError : public Error {
 // training images are almost always damage or decompression bombs.
 constexpr int64_t kDefaultMaxImagePixels = int64_t(1) << 26;
 
+// Encoded images larger than this are refused (stb_image and the size checks take an int).
+constexpr uint64_t kMaxEncodedImageBytes = 0x7fffffffu;
+
 // Interleaved 8-bit RGB, row-major: pixel (y, x) channel c at rgb[(y * width + x) * 3 + c].
 struct RgbImage {
   int width = 0, height = 0;
