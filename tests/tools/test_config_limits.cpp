@@ -7,6 +7,7 @@
 #include <string>
 
 #include "data/temp_dir.h"
+#include "dplab/data/decode.h"
 #include "dplab/tools/train/config.h"
 #include "dplab/tools/train/toml_nesting.h"
 
@@ -91,6 +92,12 @@ TEST(ConfigLimits, OversizedFileIsRefused) {
   std::ofstream(dir.file("small.toml")) << "# fine\nlr = 0.1\n";
   load_toml_options(dir.file("small.toml"), o);
   EXPECT_EQ(o.get_string("lr", ""), "0.1");
+}
+
+TEST(ConfigLimits, DataBoundOptionsAreDocumentedWithTheLibraryDefaults) {
+  EXPECT_EQ(option_default("data.max_image_pixels"), std::to_string(kDefaultMaxImagePixels));
+  EXPECT_EQ(kDefaultMaxImagePixels, 8192 * 8192);
+  EXPECT_EQ(option_default("data.num_classes"), "0");
 }
 
 }  // namespace

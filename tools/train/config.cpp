@@ -23,6 +23,14 @@ const std::vector<OptionSpec>& train_option_specs() {
       {"data.val", "", "evaluation data for shards:/folder: (shards:GLOB or folder:DIR)"},
       {"data.image_size", "224", "shards:/folder: image side after cropping"},
       {"data.on_error", "skip", "shards:/folder: damaged sample: skip (report, count) or fail"},
+      {"data.num_classes", "0",
+       "number of classes; every label must be below it (a larger one is a damaged sample). 0: "
+       "the shard index's class list, the folder's class directories, 10 for IDX data; shard "
+       "labels without an index must then be below 100000"},
+      {"data.max_image_pixels", "67108864",
+       "shards:/folder: images with more pixels (width x height, read from the header) are "
+       "damaged samples, refused before decoding; the default, 64 Mpixel, decodes to at most "
+       "192 MiB"},
       {"data.shuffle_buffer", "1000", "shards: shuffle buffer size (samples)"},
       {"data.dir", "",
        "directory with the IDX files (default: $DPLAB_DATA/<data>, then the "
@@ -146,8 +154,8 @@ void load_toml_options(const std::string& path, Options& opt) {
   if (in.bad()) throw UsageError(fmt::format("{}: read error", path));
   text.resize(size_t(in.gcount()));
   if (text.size() > kMaxTomlBytes)
-    throw UsageError(fmt::format("{}: config file exceeds the limit of {} bytes", path,
-                                 kMaxTomlBytes));
+    throw UsageError(
+        fmt::format("{}: config file exceeds the limit of {} bytes", path, kMaxTomlBytes));
   load_toml_string(text, path, opt);
 }
 
