@@ -290,6 +290,7 @@ TarWriter::~TarWriter() {
 }
 
 void TarWriter::write(const void* p, size_t n) {
+  if (n == 0) return;  // (an empty member's data pointer may be null)
   if (std::fwrite(p, 1, n, f_) != n)
     throw TarError(fmt::format("{}: write error: {}", path_, std::strerror(errno)));
 }
