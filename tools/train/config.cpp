@@ -107,6 +107,15 @@ std::string node_to_string(const toml::node& n, const std::string& key, const st
              n.source().begin.line);
 }
 
+// The byte at `offset` for an error message: 'c', a named control character or the end.
+std::string describe_byte(std::string_view text, size_t offset) {
+  if (offset >= text.size()) return "the end of the file";
+  const unsigned char c = static_cast<unsigned char>(text[offset]);
+  if (c == '\n' || c == '\r') return "the end of the line";
+  if (c < 0x20 || c >= 0x7f) return fmt::format("byte 0x{:02x}", c);
+  return fmt::format("'{}'", char(c));
+}
+
 void flatten(const toml::table& t, const std::string& prefix, const std::string& path,
              Options& opt) {
   for (auto&& [k, v] : t) {
@@ -129,6 +138,11 @@ void load_toml_string(std::string_view text, const std::string& path, Options& o
     throw UsageError(fmt::format("{}: config of {} bytes exceeds the limit of {} bytes", path,
                                  text.size(), kMaxTomlBytes));
   const TomlNesting nesting = toml_nesting(text, kMaxTomlDepth);
+  if (nesting.bad_header)
+    throw UsageError(fmt::format(
+        "{}:{}:{}: expected a key (letter, digit, '_', '-' or a quoted string) to start the "
+        "table header, found {}",
+        path, nesting.bad_line, nesting.bad_column, describe_byte(text, nesting.bad_offset)));
   if (nesting.exceeded)
     throw UsageError(fmt::format(
         "{}:{}:{}: tables and arrays nested {} deep exceed the limit of {} (a dotted key or "

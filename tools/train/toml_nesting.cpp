@@ -5,7 +5,7 @@
 namespace dplab {
 namespace {
 
-struct TooDeep {};
+struct Stop {};
 
 class Scanner {
  public:
@@ -14,8 +14,7 @@ class Scanner {
   TomlNesting run() {
     try {
       document();
-    } catch (const TooDeep&) {
-      r_.exceeded = true;
+    } catch (const Stop&) {
     }
     return r_;
   }
@@ -25,18 +24,26 @@ class Scanner {
   char cur() const { return t_[p_]; }
   bool at(std::string_view s) const { return t_.substr(std::min(p_, t_.size()), s.size()) == s; }
 
-  void reached(int depth) {
-    if (depth <= r_.depth) return;
-    r_.depth = depth;
-    r_.line = 1;
+  // 1-based line and column of the current position.
+  void position(size_t& line, size_t& column) const {
+    line = 1;
     size_t line_start = 0;
     for (size_t i = 0; i < p_ && i < t_.size(); ++i)
       if (t_[i] == '\n') {
-        ++r_.line;
+        ++line;
         line_start = i + 1;
       }
-    r_.column = p_ - line_start + 1;
-    if (depth > max_) throw TooDeep{};
+    column = p_ - line_start + 1;
+  }
+
+  void reached(int depth) {
+    if (depth <= r_.depth) return;
+    r_.depth = depth;
+    position(r_.line, r_.column);
+    if (depth > max_) {
+      r_.exceeded = true;
+      throw Stop{};
+    }
   }
 
   void skip_blanks() {
@@ -193,6 +200,13 @@ class Scanner {
         ++p_;
         const bool array_of_tables = !eof() && cur() == '[';
         if (array_of_tables) ++p_;
+        skip_blanks();
+        if (eof() || !(bare_key_char(cur()) || cur() == '"' || cur() == '\'' || cur() == ']')) {
+          r_.bad_header = true;
+          r_.bad_offset = p_;
+          position(r_.bad_line, r_.bad_column);
+          throw Stop{};
+        }
         base = key() + (array_of_tables ? 1 : 0);
         reached(base);
         skip_to_eol();
