@@ -64,7 +64,7 @@ TEST(ConfigLimits, FiftyThousandLevelsAreRefusedBeforeParsing) {
   EXPECT_FALSE(load_error("a = " + repeat("[", n)).empty());
 }
 
-TEST(ConfigLimits, TableHeadersWithoutAKeyAreRefusedBeforeToml) {
+TEST(ConfigLimits, SyntaxTomlAssertsOnIsRefusedFirst) {
   // toml++ 3.3 asserts on these instead of reporting them (found by mutating a config).
   EXPECT_NE(load_error("a = 1\n[$r]\n").find("deep.toml:2:2: expected a key"), std::string::npos)
       << load_error("a = 1\n[$r]\n");
@@ -72,6 +72,11 @@ TEST(ConfigLimits, TableHeadersWithoutAKeyAreRefusedBeforeToml) {
   EXPECT_NE(load_error("[[ #x]]\n").find("deep.toml:1:4:"), std::string::npos);
   EXPECT_NE(load_error("[ \n").find("found the end of the line"), std::string::npos);
   EXPECT_NE(load_error("[").find("found the end of the file"), std::string::npos);
+  EXPECT_NE(load_error("m = [1, [2, {a.b = [}]]\n")
+                .find("deep.toml:1:21: expected an array element or ']', found '}'"),
+            std::string::npos)
+      << load_error("m = [1, [2, {a.b = [}]]\n");
+  EXPECT_NE(load_error("a = [\n}]\n").find("deep.toml:2:1:"), std::string::npos);
   // Valid headers, and errors toml++ reports itself, are left to toml++.
   EXPECT_EQ(load_error("[ a . \"b\" ]\nc = 1\n['q']\nd = 2\n"), "");
   EXPECT_NE(load_error("[]\n").find("deep.toml:1:"), std::string::npos);

@@ -36,6 +36,14 @@ class Scanner {
     column = p_ - line_start + 1;
   }
 
+  [[noreturn]] void malformed(const char* expected) {
+    r_.malformed = true;
+    r_.expected = expected;
+    r_.bad_offset = p_;
+    position(r_.bad_line, r_.bad_column);
+    throw Stop{};
+  }
+
   void reached(int depth) {
     if (depth <= r_.depth) return;
     r_.depth = depth;
@@ -146,6 +154,7 @@ class Scanner {
           ++p_;
           return;
         }
+        if (cur() == '}') malformed("an array element or ']'");
         reached(depth + 1);
         value(depth + 1);
         skip_space();
@@ -201,12 +210,8 @@ class Scanner {
         const bool array_of_tables = !eof() && cur() == '[';
         if (array_of_tables) ++p_;
         skip_blanks();
-        if (eof() || !(bare_key_char(cur()) || cur() == '"' || cur() == '\'' || cur() == ']')) {
-          r_.bad_header = true;
-          r_.bad_offset = p_;
-          position(r_.bad_line, r_.bad_column);
-          throw Stop{};
-        }
+        if (eof() || !(bare_key_char(cur()) || cur() == '"' || cur() == '\'' || cur() == ']'))
+          malformed("a key (letter, digit, '_', '-' or a quoted string) to start the table header");
         base = key() + (array_of_tables ? 1 : 0);
         reached(base);
         skip_to_eol();
