@@ -77,6 +77,17 @@ TEST(ConfigLimits, SyntaxTomlAssertsOnIsRefusedFirst) {
             std::string::npos)
       << load_error("m = [1, [2, {a.b = [}]]\n");
   EXPECT_NE(load_error("a = [\n}]\n").find("deep.toml:2:1:"), std::string::npos);
+  // Non-ASCII outside strings and comments (undefined behaviour inside toml++ 3.3).
+  for (const char* bad : {"\xc3\xa9 = 1\n", "a.\xc3\xa9 = 1\n", "a = 1 \xd1\x96\n", "[\xc3\xa9]\n",
+                          "a = [1,\xc3\xa9]\n", "a = \"\"\"x\\\n  \xc3\xa9\"\"\"\n"})
+    EXPECT_NE(load_error(bad).find("expected ASCII"), std::string::npos) << bad;
+  Options o;
+  load_toml_string(
+      "# caf\xc3\xa9\n\"\xc3\xa9\" = \"\xc3\xa9\"\nb = '''\xc3\xa9'''\nc = \"\"\"x\xc3\xa9\"\"\"\n",
+      "u.toml", o);
+  EXPECT_EQ(o.get_string("\xc3\xa9", ""), "\xc3\xa9");
+  EXPECT_EQ(o.get_string("c", ""), "x\xc3\xa9");
+  EXPECT_EQ(o.get_string("b", ""), "\xc3\xa9");
   // Valid headers, and errors toml++ reports itself, are left to toml++.
   EXPECT_EQ(load_error("[ a . \"b\" ]\nc = 1\n['q']\nd = 2\n"), "");
   EXPECT_NE(load_error("[]\n").find("deep.toml:1:"), std::string::npos);

@@ -13,6 +13,8 @@ class Scanner {
 
   TomlNesting run() {
     try {
+      ascii_outside_strings();
+      p_ = 0;
       document();
     } catch (const Stop&) {
     }
@@ -106,6 +108,48 @@ class Scanner {
       } else if (c == '\n') {
         return;
       } else {
+        ++p_;
+      }
+    }
+  }
+
+  // toml++ 3.3 classifies a non-ASCII character outside strings and comments (and right after a
+  // line-ending backslash in a """string""") with a function that reaches __builtin_unreachable
+  // for most of U+00A1..U+0499 ("é = 1" is undefined behaviour in release builds). TOML 1.0 has
+  // no non-ASCII syntax outside strings and comments, so such a byte is refused here first.
+  void ascii_outside_strings() {
+    const auto ascii = [&] {
+      if (!eof() && static_cast<unsigned char>(cur()) >= 0x80)
+        malformed("ASCII (TOML allows other characters only in strings and comments)");
+    };
+    const auto ws = [&] {
+      return !eof() && (cur() == ' ' || cur() == '\t' || cur() == '\r' || cur() == '\n');
+    };
+    while (!eof()) {
+      const char c = cur();
+      if (c == '#') {
+        skip_to_eol();
+      } else if (at("\"\"\"")) {
+        p_ += 3;
+        while (!eof() && !at("\"\"\"")) {
+          if (cur() != '\\') {
+            ++p_;
+            continue;
+          }
+          ++p_;
+          if (ws()) {  // a line-ending backslash: toml++ skips the whitespace that follows
+            while (ws()) ++p_;
+            ascii();
+          } else if (!eof()) {
+            ++p_;  // the escaped character
+          }
+        }
+        p_ += 3;
+        while (!eof() && cur() == '"') ++p_;
+      } else if (c == '"' || c == '\'') {
+        skip_string();
+      } else {
+        ascii();
         ++p_;
       }
     }

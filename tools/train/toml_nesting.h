@@ -15,10 +15,12 @@ struct TomlNesting {
   int depth = 0;  // deepest nesting seen (a top-level key is 1; [a.b] c = [1] puts 1 at 4)
   size_t line = 0, column = 0;  // 1-based position where that depth was reached
   bool exceeded = false;        // scanning stopped at the first place deeper than max_depth
-  // Syntax toml++ 3.3 asserts on instead of reporting (an assumption the optimiser may exploit
-  // under clang): a table header whose first key does not start with a key character or quote
-  // ("[$a]", "[#", "[" at the end of a line), an array element starting with '}' ("[}").
-  // Scanning stops there; `expected` says what should have come.
+  // Syntax toml++ 3.3 mishandles instead of reporting: a non-ASCII character outside strings and
+  // comments ("é = 1": undefined behaviour in its whitespace test), and, where it asserts (an
+  // assumption the optimiser may exploit under clang), a table header whose first key does not
+  // start with a key character or quote ("[$a]", "[#", "[" at the end of a line) and an array
+  // element starting with '}' ("[}"). Scanning stops there; `expected` says what should have
+  // come.
   bool malformed = false;
   const char* expected = "";
   size_t bad_line = 0, bad_column = 0, bad_offset = 0;
