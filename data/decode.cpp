@@ -2,28 +2,11 @@
 
 #include <turbojpeg.h>
 
+#include <climits>
+#include <cstring>
 #include <memory>
 
-// stb_image: this translation unit holds the implementation (Debian's libstb ships headers
-// only). Only the decoders are needed, no stdio.
-#define STB_IMAGE_IMPLEMENTATION
-#define STBI_NO_STDIO
-#define STBI_FAILURE_USERMSG
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#pragma GCC diagnostic ignored "-Wconversion"
-#pragma GCC diagnostic ignored "-Wshadow"
-#pragma GCC diagnostic ignored "-Wdouble-promotion"
-#pragma GCC diagnostic ignored "-Wold-style-cast"
-#pragma GCC diagnostic ignored "-Wuseless-cast"
-#pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
-#endif
-#include <stb/stb_image.h>
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
+#include "dplab/data/image_decoders.h"
 
 namespace dplab {
 namespace {
@@ -48,53 +31,101 @@ bool is_jpeg(const uint8_t* data, size_t size) {
   return size >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF;
 }
 
-ImageHeader read_image_header(const uint8_t* data, size_t size, const std::string& what) {
-  ImageHeader h;
-  if (size > 0x7fffffffu)
-    throw DecodeError(fmt::format("{}: image of {} bytes is too large", what, size));
-  if (is_jpeg(data, size)) {
-    // A fresh handle per image: one left in an error state by a corrupt file could misreport
-    // the next (and creating one costs little next to a decode).
-    TjHandle tj(false);
-    int w = 0, hh = 0, subsamp = 0, cs = 0;
-    if (tjDecompressHeader3(tj.h, data, static_cast<unsigned long>(size), &w, &hh, &subsamp, &cs) !=
-        0)
-      throw DecodeError(fmt::format("{}: bad JPEG header: {}", what, tjGetErrorStr2(tj.h)));
-    h.width = w;
-    h.height = hh;
-    h.jpeg = true;
-    h.cmyk = cs == TJCS_CMYK || cs == TJCS_YCCK;
-  } else {
-    int comp;
-    if (!stbi_info_from_memory(data, int(size), &h.width, &h.height, &comp))
-      throw DecodeError(fmt::format("{}: not a JPEG and not an image stb_image can read ({})", what,
-                                    stbi_failure_reason()));
+const char* image_format_name(ImageFormat f) {
+  switch (f) {
+    case ImageFormat::jpeg:
+      return "JPEG";
+    case ImageFormat::png:
+      return "PNG";
+    case ImageFormat::pnm:
+      return "PNM";
+    case ImageFormat::bmp:
+      return "BMP";
+    case ImageFormat::gif:
+      return "GIF";
+    case ImageFormat::tga:
+      return "TGA";
   }
-  // Corrupt headers can claim absurd sizes: refuse before allocating (256 Mpixel cap).
-  if (h.width <= 0 || h.height <= 0 || int64_t(h.width) * h.height > (int64_t(1) << 28))
-    throw DecodeError(fmt::format("{}: implausible image size {}x{}", what, h.width, h.height));
+  return "image";
+}
+
+namespace detail {
+
+void check_image_size(int64_t width, int64_t height, int64_t max_pixels, ImageFormat format,
+                      const std::string& what) {
+  if (width <= 0 || height <= 0 || width > INT_MAX || height > INT_MAX)
+    throw DecodeError(fmt::format("{}: {} header gives an impossible size {}x{}", what,
+                                  image_format_name(format), width, height));
+  if (width * height > max_pixels)
+    throw DecodeError(
+        fmt::format("{}: {} image of {}x{} = {} pixels exceeds the limit of {} (option "
+                    "data.max_image_pixels); refused before decoding",
+                    what, image_format_name(format), width, height, width * height, max_pixels));
+}
+
+}  // namespace detail
+
+namespace {
+
+constexpr uint8_t kPngSignature[8] = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A};
+
+bool is_png(const uint8_t* data, size_t size) {
+  return size >= 8 && std::memcmp(data, kPngSignature, 8) == 0;
+}
+
+ImageHeader jpeg_header(const uint8_t* data, size_t size, const std::string& what) {
+  // A fresh handle per image: one left in an error state by a corrupt file could misreport
+  // the next (and creating one costs little next to a decode).
+  TjHandle tj(false);
+  int w = 0, hh = 0, subsamp = 0, cs = 0;
+  if (tjDecompressHeader3(tj.h, data, static_cast<unsigned long>(size), &w, &hh, &subsamp, &cs) !=
+      0)
+    throw DecodeError(fmt::format("{}: bad JPEG header: {}", what, tjGetErrorStr2(tj.h)));
+  ImageHeader h;
+  h.width = w;
+  h.height = hh;
+  h.format = ImageFormat::jpeg;
+  h.jpeg = true;
+  h.cmyk = cs == TJCS_CMYK || cs == TJCS_YCCK;
   return h;
 }
 
-RgbImage decode_with_stb(const uint8_t* data, size_t size, const std::string& what) {
+}  // namespace
+
+ImageHeader read_image_header(const uint8_t* data, size_t size, const std::string& what,
+                              int64_t max_pixels) {
   if (size > 0x7fffffffu)
-    throw DecodeError(fmt::format("{}: image of {} bytes is too large", what, size));
-  int w, h, comp;
-  std::unique_ptr<stbi_uc, void (*)(void*)> pix(
-      stbi_load_from_memory(data, int(size), &w, &h, &comp, 3), stbi_image_free);
-  if (!pix)
-    throw DecodeError(fmt::format("{}: cannot decode image: {}", what, stbi_failure_reason()));
-  RgbImage img;
-  img.width = w;
-  img.height = h;
-  img.rgb.assign(pix.get(), pix.get() + size_t(w) * size_t(h) * 3);
-  return img;
+    throw DecodeError(fmt::format("{}: image of {} bytes is too large (limit 2 GiB)", what, size));
+  if (size == 0) throw DecodeError(fmt::format("{}: empty file, not an image", what));
+  ImageHeader h;
+  if (is_jpeg(data, size))
+    h = jpeg_header(data, size, what);
+  else if (is_png(data, size))
+    h = detail::png_header(data, size, what);
+  else if (detail::is_pnm(data, size))
+    h = detail::pnm_header(data, size, what);
+  else
+    h = detail::stb_header(data, size, what);
+  // Corrupt headers can claim absurd sizes: refuse before anything is allocated.
+  detail::check_image_size(h.width, h.height, max_pixels, h.format, what);
+  return h;
 }
 
 RgbImage decode_image(const uint8_t* data, size_t size, const std::string& what, int min_width,
-                      int min_height) {
-  if (!is_jpeg(data, size)) return decode_with_stb(data, size, what);
-  const ImageHeader hdr = read_image_header(data, size, what);
+                      int min_height, int64_t max_pixels) {
+  const ImageHeader hdr = read_image_header(data, size, what, max_pixels);
+  switch (hdr.format) {
+    case ImageFormat::jpeg:
+      break;
+    case ImageFormat::png:
+      return detail::png_decode(data, size, what, max_pixels);
+    case ImageFormat::pnm:
+      return detail::pnm_decode(data, size, what, max_pixels);
+    case ImageFormat::bmp:
+    case ImageFormat::gif:
+    case ImageFormat::tga:
+      return detail::stb_decode(data, size, what, max_pixels);
+  }
   TjHandle handle(false);
   tjhandle tj = handle.h;
   // The smallest scale-down whose output still covers the requested size (factors come
@@ -107,8 +138,8 @@ RgbImage decode_image(const uint8_t* data, size_t size, const std::string& what,
       const tjscalingfactor f = factors[i];
       if (f.num > f.denom) continue;
       if (scaled(hdr.width, f) >= min_width && scaled(hdr.height, f) >= min_height &&
-          scaled(hdr.width, f) * scaled(hdr.height, f) <
-              scaled(hdr.width, best) * scaled(hdr.height, best))
+          int64_t(scaled(hdr.width, f)) * scaled(hdr.height, f) <
+              int64_t(scaled(hdr.width, best)) * scaled(hdr.height, best))
         best = f;
     }
   }
@@ -122,9 +153,10 @@ RgbImage decode_image(const uint8_t* data, size_t size, const std::string& what,
   if (hdr.cmyk) cmyk.resize(size_t(img.width) * size_t(img.height) * 4);
   uint8_t* dst = hdr.cmyk ? cmyk.data() : img.rgb.data();
   if (tjDecompress2(tj, data, static_cast<unsigned long>(size), dst, img.width, 0, img.height,
-                    hdr.cmyk ? TJPF_CMYK : TJPF_RGB, TJFLAG_ACCURATEDCT) != 0) {
+                    hdr.cmyk ? TJPF_CMYK : TJPF_RGB, TJFLAG_ACCURATEDCT | TJFLAG_LIMITSCANS) != 0) {
     // A warning (e.g. a truncated scan libjpeg-turbo padded with grey) is still a corrupt file
-    // for training data: report it rather than train on half an image.
+    // for training data: report it rather than train on half an image. TJFLAG_LIMITSCANS
+    // refuses progressive files of more than 500 scans (a CPU bomb of a few kilobytes).
     throw DecodeError(fmt::format("{}: corrupt JPEG ({}x{}): {}", what, hdr.width, hdr.height,
                                   tjGetErrorStr2(tj)));
   }

@@ -1,7 +1,14 @@
-// Image decoding to 8-bit RGB: JPEG through libjpeg-turbo (with DCT-domain downscaling when the
-// caller needs far fewer pixels than the file holds), every other format stb_image reads (PNG,
-// BMP, GIF, TGA, PNM) through stb_image. Errors throw DecodeError naming the `what` context
-// (shard and key, or file path) the caller passes.
+// Image decoding to 8-bit RGB. The decoder is chosen by the file's signature bytes, never by its
+// name: JPEG through libjpeg-turbo (with DCT-domain downscaling when the caller needs far fewer
+// pixels than the file holds), PNG through libpng, binary PNM (P5/P6, 8 or 16 bits) by the reader
+// in decode_pnm.cpp, and only BMP, GIF and TGA (which no maintained library here reads) through
+// stb_image, compiled with just those three decoders.
+//
+// Untrusted input: every decoder's header is read first and an image with more than
+// `max_pixels` pixels is refused before any pixel buffer is allocated, so a few bytes claiming
+// 65535 x 65535 cannot take gigabytes; data shorter than the header declares is an error, never
+// a read past the buffer. Errors throw DecodeError naming the `what` context (shard and key, or
+// file path) the caller passes, what was expected and what was found.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -17,30 +24,41 @@ class DecodeError : public Error {
   using Error::Error;
 };
 
+// Default bound on width x height (option data.max_image_pixels): 64 Mpixel (8192 x 8192, or a
+// 50 Mpixel camera's 8688 x 5792) decodes to at most 192 MiB of RGB per loader thread; larger
+// training images are almost always damage or decompression bombs.
+constexpr int64_t kDefaultMaxImagePixels = int64_t(1) << 26;
+
+// Encoded images larger than this are refused (stb_image and the size checks take an int).
+constexpr uint64_t kMaxEncodedImageBytes = 0x7fffffffu;
+
 // Interleaved 8-bit RGB, row-major: pixel (y, x) channel c at rgb[(y * width + x) * 3 + c].
 struct RgbImage {
   int width = 0, height = 0;
   std::vector<uint8_t> rgb;
 };
 
+enum class ImageFormat { jpeg, png, pnm, bmp, gif, tga };
+const char* image_format_name(ImageFormat f);
+
 struct ImageHeader {
   int width = 0, height = 0;
+  ImageFormat format = ImageFormat::jpeg;
   bool jpeg = false;
   bool cmyk = false;  // JPEG in CMYK or YCCK
 };
 
-// Size of an encoded image without decoding the pixels.
-ImageHeader read_image_header(const uint8_t* data, size_t size, const std::string& what);
+// Format and size of an encoded image without decoding the pixels; throws DecodeError for an
+// unknown format, a damaged header, or more than `max_pixels` pixels.
+ImageHeader read_image_header(const uint8_t* data, size_t size, const std::string& what,
+                              int64_t max_pixels = kDefaultMaxImagePixels);
 
-// Decodes to RGB. For JPEG, `min_width` x `min_height` > 0 lets the decoder scale down in the
-// DCT domain (tjGetScalingFactors): it picks the smallest scaled size that is still >= the
-// requested size in both dimensions, never upscaling. Other formats decode at full size.
+// Decodes to RGB (alpha dropped, greyscale and palettes expanded, 16-bit samples rounded to 8).
+// For JPEG, `min_width` x `min_height` > 0 lets the decoder scale down in the DCT domain
+// (tjGetScalingFactors): it picks the smallest scaled size that is still >= the requested size in
+// both dimensions, never upscaling. Other formats decode at full size.
 RgbImage decode_image(const uint8_t* data, size_t size, const std::string& what, int min_width = 0,
-                      int min_height = 0);
-
-// The full-size decode through stb_image for any format it supports, JPEG included (the
-// reference the tests compare libjpeg-turbo against).
-RgbImage decode_with_stb(const uint8_t* data, size_t size, const std::string& what);
+                      int min_height = 0, int64_t max_pixels = kDefaultMaxImagePixels);
 
 // JPEG encoding (tools and tests): `channels` 3 (RGB), 1 (greyscale) or 4 (CMYK input, written
 // as an Adobe CMYK JPEG). `subsampling` is 444, 422, 420 or 0 for greyscale.

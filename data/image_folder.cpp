@@ -57,7 +57,13 @@ std::string ImageFolderDataset::describe() const {
 }
 
 std::vector<uint8_t> ImageFolderDataset::read_encoded(int64_t index) const {
-  return read_whole_file(listing_.files[size_t(index)].path);
+  const std::string& path = listing_.files[size_t(index)].path;
+  std::error_code ec;
+  const uintmax_t size = fs::file_size(path, ec);
+  DPLAB_CHECK(ec || size <= kMaxEncodedImageBytes,
+              "{}: {} bytes, more than the {} an image decoder accepts", path, size,
+              kMaxEncodedImageBytes);
+  return read_whole_file(path);
 }
 
 }  // namespace dplab

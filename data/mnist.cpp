@@ -17,9 +17,12 @@ MnistDataset::MnistDataset(std::string name, IdxImages images, std::vector<uint8
   DPLAB_CHECK(int64_t(labels_.size()) == images_.count,
               "{}: image/label count mismatch: {} images but {} labels", name_, images_.count,
               labels_.size());
+  DPLAB_CHECK(num_classes_ > 0 && num_classes_ <= 256, "{}: {} classes: u8 labels need 1 to 256",
+              name_, num_classes_);
   for (size_t i = 0; i < labels_.size(); ++i)
-    DPLAB_CHECK(labels_[i] < num_classes_, "{}: label {} of sample {} is not below {} classes",
-                name_, int(labels_[i]), i, num_classes_);
+    DPLAB_CHECK(labels_[i] < num_classes_,
+                "labels of {}: label {} of sample {} is out of range: expected 0 to {}", name_,
+                int(labels_[i]), i, num_classes_ - 1);
 }
 
 std::string MnistDataset::describe() const {
@@ -65,7 +68,7 @@ bool has_mnist_files(const std::string& dir) {
 }
 
 std::shared_ptr<MnistDataset> load_mnist(const std::string& dir, const std::string& split,
-                                         int64_t limit) {
+                                         int64_t limit, int num_classes) {
   const std::string pre = prefix_of(split);
   const std::string img = locate(dir, pre + "-images-idx3-ubyte");
   const std::string lab = locate(dir, pre + "-labels-idx1-ubyte");
@@ -79,12 +82,18 @@ std::shared_ptr<MnistDataset> load_mnist(const std::string& dir, const std::stri
   DPLAB_CHECK(int64_t(labels.size()) == images.count,
               "image/label count mismatch: {} has {} images but {} has {} labels", img,
               images.count, lab, labels.size());
+  DPLAB_CHECK(num_classes > 0 && num_classes <= 256, "{}: {} classes: u8 labels need 1 to 256", lab,
+              num_classes);
+  for (size_t i = 0; i < labels.size(); ++i)
+    DPLAB_CHECK(labels[i] < num_classes,
+                "{}: label {} at byte offset {} (sample {}) is out of range: expected 0 to {}", lab,
+                int(labels[i]), 8 + i, i, num_classes - 1);
   if (limit > 0 && limit < images.count) {
     images.count = limit;
     images.pixels.resize(size_t(limit * images.rows * images.cols));
     labels.resize(size_t(limit));
   }
-  return std::make_shared<MnistDataset>(img, std::move(images), std::move(labels));
+  return std::make_shared<MnistDataset>(img, std::move(images), std::move(labels), num_classes);
 }
 
 std::vector<std::string> dataset_names() {

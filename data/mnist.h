@@ -32,9 +32,10 @@ class MnistDataset : public Dataset {
 
 // Loads split "train" or "test" from `dir`, which holds the usual file names
 // ({train,t10k}-{images-idx3,labels-idx1}-ubyte, each optionally with .gz). `limit` > 0 keeps
-// only the first `limit` samples (fast tests).
+// only the first `limit` samples (fast tests). Every label must be below `num_classes`; an error
+// names the labels file and the label's byte offset.
 std::shared_ptr<MnistDataset> load_mnist(const std::string& dir, const std::string& split,
-                                         int64_t limit = 0);
+                                         int64_t limit = 0, int num_classes = 10);
 
 // Known dataset names ("mnist", "fashion-mnist") and where to find them: $DPLAB_DATA/<name>,
 // then the default location (~/.cache/dplab/data/mnist for mnist,

@@ -33,6 +33,8 @@ void split_key(const std::string& name, std::string& key, std::string& ext) {
   for (char& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
 }
 
+// A .cls member: decimal digits with optional surrounding whitespace, at most 12 digits (so the
+// value fits an int64 whatever it is; the range is checked by the caller).
 bool parse_label(const std::vector<uint8_t>& text, int64_t& out) {
   std::string s(text.begin(), text.end());
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
@@ -47,6 +49,21 @@ bool parse_label(const std::vector<uint8_t>& text, int64_t& out) {
   return true;
 }
 
+// The bytes of a short member as text for an error message (non-printing bytes escaped).
+std::string quoted(const std::vector<uint8_t>& bytes) {
+  std::string r = "'";
+  for (uint8_t c : bytes) {
+    if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'')
+      r += char(c);
+    else
+      r += fmt::format("\\x{:02x}", c);
+  }
+  return r + "'";
+}
+
+// Index files are a few kilobytes per thousand shards; anything larger is not one.
+constexpr uintmax_t kMaxIndexBytes = uintmax_t(64) << 20;
+
 // Class count from an index file (*.json) beside the shards that lists the first shard.
 int classes_from_index(const std::string& first_shard) {
   const fs::path dir = fs::path(first_shard).parent_path();
@@ -54,12 +71,15 @@ int classes_from_index(const std::string& first_shard) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir.empty() ? fs::path(".") : dir, ec)) {
     if (e.path().extension() != ".json") continue;
+    if (std::error_code size_ec; fs::file_size(e.path(), size_ec) > kMaxIndexBytes || size_ec)
+      continue;
     try {
       std::ifstream in(e.path());
       const nlohmann::json j = nlohmann::json::parse(in);
       if (!j.contains("shards") || !j.contains("classes")) continue;
       for (const auto& s : j["shards"])
-        if (s.value("name", "") == name) return int(j["classes"].size());
+        if (s.is_object() && s.value("name", "") == name && j["classes"].is_array())
+          return int(std::min<size_t>(j["classes"].size(), size_t(kMaxClassesUnlessGiven)));
     } catch (const std::exception&) {
       // Not an index file: ignore.
     }
@@ -85,7 +105,18 @@ ShardDataset::ShardDataset(std::vector<std::string> shards, ImageTransformOption
                            OnError on_error, int num_classes)
     : EncodedImageDataset(transform, on_error), paths_(std::move(shards)) {
   DPLAB_CHECK(!paths_.empty(), "ShardDataset: no shards");
+  DPLAB_CHECK(num_classes >= 0, "ShardDataset: num_classes {} is negative", num_classes);
   try {
+    // The label bound: data.num_classes when given, else the class list of an index file beside
+    // the shards, else kMaxClassesUnlessGiven (a label of 5,000,000 would otherwise size the
+    // model's last layer at gigabytes).
+    const int index_classes = num_classes > 0 ? 0 : classes_from_index(paths_[0]);
+    const int64_t bound = num_classes > 0     ? num_classes
+                          : index_classes > 0 ? index_classes
+                                              : kMaxClassesUnlessGiven;
+    const std::string bound_source = num_classes > 0     ? "data.num_classes"
+                                     : index_classes > 0 ? "the classes listed in the shard index"
+                                                         : "the limit without data.num_classes";
     int64_t max_label = -1;
     for (size_t s = 0; s < paths_.size(); ++s) {
       const std::string& path = paths_[s];
@@ -120,14 +151,31 @@ ShardDataset::ShardDataset(std::vector<std::string> shards, ImageTransformOption
           report_error(fmt::format("{}: no .cls member", what));
           continue;
         }
-        int64_t label = 0;
-        if (cls->size > 64 ||
-            !parse_label(read_file_range(fd, cls->offset, cls->size, path), label)) {
-          report_error(fmt::format("{}: .cls is not a class index", what));
+        if (img->size > kMaxEncodedImageBytes) {
+          report_error(
+              fmt::format("{}: member '{}' at offset {} holds {} bytes, more than the {} "
+                          "an image decoder accepts",
+                          what, img->name, img->offset, img->size, kMaxEncodedImageBytes));
           continue;
         }
-        if (num_classes > 0 && label >= num_classes) {
-          report_error(fmt::format("{}: label {} >= {} classes", what, label, num_classes));
+        const std::string cls_at =
+            fmt::format("{}: member '{}' (data at offset {})", what, cls->name, cls->offset);
+        if (cls->size > 64) {
+          report_error(fmt::format("{}: a class index of at most 64 bytes expected, found {}",
+                                   cls_at, cls->size));
+          continue;
+        }
+        const std::vector<uint8_t> text = read_file_range(fd, cls->offset, cls->size, path);
+        int64_t label = 0;
+        if (!parse_label(text, label)) {
+          report_error(fmt::format("{}: expected a class index (decimal digits), found {}", cls_at,
+                                   quoted(text)));
+          continue;
+        }
+        if (label >= bound) {
+          report_error(fmt::format("{}: label {} out of range: expected 0 to {} ({} = {}){}",
+                                   cls_at, label, bound - 1, bound_source, bound,
+                                   num_classes > 0 ? "" : "; set data.num_classes if it is right"));
           continue;
         }
         max_label = std::max(max_label, label);
@@ -136,7 +184,7 @@ ShardDataset::ShardDataset(std::vector<std::string> shards, ImageTransformOption
     }
     shard_begin_.push_back(int64_t(samples_.size()));
     DPLAB_CHECK(!samples_.empty(), "shards {} ... hold no readable samples", paths_[0]);
-    num_classes_ = num_classes > 0 ? num_classes : classes_from_index(paths_[0]);
+    num_classes_ = num_classes > 0 ? num_classes : index_classes;
     if (num_classes_ <= max_label) num_classes_ = int(max_label + 1);
   } catch (...) {
     for (int fd : fds_) ::close(fd);

@@ -23,12 +23,19 @@ struct ShardSample {
   int64_t label = 0;
 };
 
+// Without data.num_classes (and without an index file listing the classes), labels must be
+// below this: ImageNet-21k has 21,841 classes; a larger label is far more likely a damaged .cls
+// (5,000,000 would size a ResNet's last layer at 10 GB) than a real class.
+constexpr int64_t kMaxClassesUnlessGiven = 100000;
+
 class ShardDataset : public EncodedImageDataset {
  public:
   // Indexes every shard (headers and .cls members only). Damage found here (bad header, truncated
-  // entry, missing or unreadable .cls, no image) is counted and reported with shard and key,
-  // then skipped or thrown per `on_error`. `num_classes` 0: from an index file beside the shards
-  // that lists them, else max label + 1.
+  // entry, missing or unreadable .cls, label out of range, no image) is counted and reported with
+  // shard, key, member and offset, then skipped or thrown per `on_error`. Labels must be below
+  // `num_classes` when it is > 0, else below the class count of an index file beside the shards
+  // that lists them, else below kMaxClassesUnlessGiven; num_classes() is then the index's count,
+  // or max label + 1.
   ShardDataset(std::vector<std::string> shards, ImageTransformOptions transform,
                OnError on_error = OnError::skip, int num_classes = 0);
   ~ShardDataset() override;

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstring>
+#include <functional>
 
 namespace dplab {
 namespace {
@@ -62,27 +63,6 @@ uint64_t header_checksum(const uint8_t* b) {
   return s;
 }
 
-// The value of `key` in a pax extended header body ("LEN key=value\n" records).
-std::string pax_value(const std::vector<uint8_t>& body, const std::string& key) {
-  size_t pos = 0;
-  while (pos < body.size()) {
-    size_t sp = pos;
-    uint64_t len = 0;
-    while (sp < body.size() && body[sp] >= '0' && body[sp] <= '9')
-      len = len * 10 + (body[sp++] - '0');
-    if (sp >= body.size() || body[sp] != ' ' || len == 0 || pos + len > body.size()) break;
-    const std::string rec(body.begin() + long(sp + 1), body.begin() + long(pos + len));
-    const auto eq = rec.find('=');
-    if (eq != std::string::npos && rec.substr(0, eq) == key) {
-      std::string v = rec.substr(eq + 1);
-      if (!v.empty() && v.back() == '\n') v.pop_back();
-      return v;
-    }
-    pos += len;
-  }
-  return {};
-}
-
 struct Fd {
   int fd;
   ~Fd() {
@@ -133,16 +113,77 @@ std::vector<uint8_t> read_file_range(int fd, uint64_t offset, uint64_t size,
   return out;
 }
 
-TarIndex index_tar(const std::string& path) {
-  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (f.fd < 0)
-    throw TarError(fmt::format("cannot open tar file {}: {}", path, std::strerror(errno)));
-  const off_t end = ::lseek(f.fd, 0, SEEK_END);
-  const uint64_t file_size = end < 0 ? 0 : uint64_t(end);
+std::string parse_pax_records(const uint8_t* data, size_t size, PaxFields& out) {
+  size_t pos = 0;
+  while (pos < size) {
+    // Some writers pad the body with NULs: the records end there.
+    if (data[pos] == 0) {
+      for (size_t i = pos; i < size; ++i)
+        if (data[i] != 0)
+          return fmt::format("record at byte {}: NUL padding followed by data", pos);
+      return {};
+    }
+    // "LEN key=value\n", LEN counting the whole record in decimal.
+    size_t sp = pos;
+    uint64_t len = 0;
+    while (sp < size && data[sp] >= '0' && data[sp] <= '9' && sp - pos < 20)
+      len = len * 10 + uint64_t(data[sp++] - '0');
+    if (sp == pos || sp >= size || data[sp] != ' ')
+      return fmt::format(
+          "record at byte {}: expected 'LENGTH key=value\\n' (decimal length, "
+          "a space), found byte 0x{:02x} at byte {}",
+          pos, sp < size ? data[sp] : 0, sp);
+    const uint64_t prefix = sp - pos + 1;  // the digits and the space
+    if (len < prefix + 3 || len > size - pos)
+      return fmt::format(
+          "record at byte {}: length {} is impossible (expected {} to {}: its own "
+          "'{} ' prefix plus at least 'k=\\n', within the {}-byte header)",
+          pos, len, prefix + 3, size - pos, len, size);
+    const size_t end = pos + size_t(len);  // one past the record's '\n'
+    if (data[end - 1] != '\n')
+      return fmt::format("record at byte {} of length {}: does not end in a newline", pos, len);
+    const uint8_t* rec = data + sp + 1;
+    const size_t rec_len = end - 1 - (sp + 1);
+    const auto* eq = static_cast<const uint8_t*>(std::memchr(rec, '=', rec_len));
+    if (eq == nullptr || eq == rec)
+      return fmt::format("record at byte {}: expected key=value, found no key or no '='", pos);
+    const std::string key(reinterpret_cast<const char*>(rec), size_t(eq - rec));
+    const std::string value(reinterpret_cast<const char*>(eq + 1), size_t(rec + rec_len - eq - 1));
+    if (key == "path") {
+      if (value.empty() || value.size() > kMaxMemberNameBytes ||
+          value.find('\0') != std::string::npos)
+        return fmt::format("record at byte {}: path of {} bytes: expected 1 to {} bytes, no NUL",
+                           pos, value.size(), kMaxMemberNameBytes);
+      out.path = value;
+    } else if (key == "size") {
+      uint64_t v = 0;
+      bool ok = !value.empty() && value.size() <= 19;
+      for (char c : value) {
+        ok = ok && c >= '0' && c <= '9';
+        v = v * 10 + uint64_t(c - '0');
+      }
+      if (!ok)
+        return fmt::format("record at byte {}: size '{}': expected at most 19 decimal digits", pos,
+                           value.substr(0, 40));
+      out.has_size = true;
+      out.size = v;
+    }
+    pos = end;
+  }
+  return {};
+}
+
+namespace {
+
+// Reads n bytes at an offset known to lie inside the archive.
+using RangeReader = std::function<std::vector<uint8_t>(uint64_t offset, uint64_t n)>;
+
+TarIndex index_archive(const RangeReader& read, uint64_t file_size, const std::string& path) {
   TarIndex idx;
   uint64_t pos = 0;
-  std::string long_name;  // from a GNU 'L' entry or pax 'path' for the next member
-  std::array<uint8_t, kBlock> b{};
+  // From a GNU 'L' entry or pax 'path' / 'size' records, for the next member.
+  std::string long_name;
+  PaxFields pax;
   while (true) {
     if (pos + kBlock > file_size) {
       // No end-of-archive blocks: accept a clean end exactly at a block boundary (many writers
@@ -152,8 +193,7 @@ TarIndex index_tar(const std::string& path) {
                                 file_size);
       break;
     }
-    const std::vector<uint8_t> block = read_file_range(f.fd, pos, kBlock, path);
-    std::memcpy(b.data(), block.data(), kBlock);
+    const std::vector<uint8_t> b = read(pos, kBlock);
     bool zero = true;
     for (uint8_t c : b) zero = zero && c == 0;
     if (zero) break;  // end of archive
@@ -164,28 +204,76 @@ TarIndex index_tar(const std::string& path) {
       idx.error = fmt::format("{}: bad header at offset {}: {}", path, pos, why);
       break;
     }
+    const bool regular = type == '0' || type == 0 || type == '7';
+    if (regular && pax.has_size) size = pax.size;  // pax 'size' overrides the header field
+    if (!long_name.empty()) name = long_name;
     const uint64_t data = pos + kBlock;
-    if (data + size > file_size) {
+    if (size > file_size - data) {
       idx.error = fmt::format(
           "{}: entry '{}' at offset {} is truncated: {} bytes of data, file ends "
           "after {}",
-          path, long_name.empty() ? name : long_name, pos, size, file_size - data);
+          path, name, pos, size, file_size - data);
       break;
     }
-    if (type == 'L') {  // GNU long name: the data is the next member's name
-      long_name = field(read_file_range(f.fd, data, size, path).data(), size_t(size));
-    } else if (type == 'x') {  // pax extended header
-      const std::string p = pax_value(read_file_range(f.fd, data, size, path), "path");
-      if (!p.empty()) long_name = p;
-    } else if (type == '0' || type == 0 || type == '7') {
-      idx.members.push_back({long_name.empty() ? name : long_name, data, size});
-      long_name.clear();
+    if (type == 'L' || type == 'x') {
+      // Metadata for the next member, read whole: bounded so a header claiming gigabytes of
+      // it is damage, not an allocation.
+      const uint64_t limit = type == 'L' ? kMaxMemberNameBytes + 1 : kMaxPaxHeaderBytes;
+      if (size > limit) {
+        idx.error =
+            fmt::format("{}: {} header at offset {} holds {} bytes, expected at most {}", path,
+                        type == 'L' ? "GNU long-name" : "pax extended", pos, size, limit);
+        break;
+      }
+      const std::vector<uint8_t> body = read(data, size);
+      if (type == 'L') {
+        long_name = field(body.data(), size_t(size));
+        if (long_name.empty()) {
+          idx.error =
+              fmt::format("{}: GNU long-name header at offset {} holds an empty name", path, pos);
+          break;
+        }
+      } else {
+        PaxFields next = pax;  // several 'x' headers may precede one member
+        const std::string bad = parse_pax_records(body.data(), body.size(), next);
+        if (!bad.empty()) {
+          idx.error = fmt::format("{}: pax extended header at offset {} (data at {}): {}", path,
+                                  pos, data, bad);
+          break;
+        }
+        pax = next;
+        if (!pax.path.empty()) long_name = pax.path;
+      }
     } else {
-      long_name.clear();  // directories, links, global headers: not samples
+      if (regular) idx.members.push_back({name, data, size});
+      // Directories, links, global headers are not samples; either way the metadata was theirs.
+      long_name.clear();
+      pax = {};
     }
     pos = data + round_up(size);
   }
   return idx;
+}
+
+}  // namespace
+
+TarIndex index_tar(const std::string& path) {
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (f.fd < 0)
+    throw TarError(fmt::format("cannot open tar file {}: {}", path, std::strerror(errno)));
+  const off_t end = ::lseek(f.fd, 0, SEEK_END);
+  const uint64_t file_size = end < 0 ? 0 : uint64_t(end);
+  return index_archive(
+      [&](uint64_t offset, uint64_t n) { return read_file_range(f.fd, offset, n, path); },
+      file_size, path);
+}
+
+TarIndex index_tar_buffer(const uint8_t* data, size_t size, const std::string& name) {
+  return index_archive(
+      [&](uint64_t offset, uint64_t n) {
+        return std::vector<uint8_t>(data + offset, data + offset + n);
+      },
+      size, name);
 }
 
 TarWriter::TarWriter(const std::string& path) : path_(path) {
@@ -202,11 +290,12 @@ TarWriter::~TarWriter() {
 }
 
 void TarWriter::write(const void* p, size_t n) {
+  if (n == 0) return;  // (an empty member's data pointer may be null)
   if (std::fwrite(p, 1, n, f_) != n)
     throw TarError(fmt::format("{}: write error: {}", path_, std::strerror(errno)));
 }
 
-void TarWriter::add(const std::string& name, const uint8_t* data, size_t size) {
+void TarWriter::add(const std::string& name, const uint8_t* data, size_t size, char type) {
   DPLAB_CHECK(f_ != nullptr, "TarWriter {}: add after close", path_);
   std::array<uint8_t, kBlock> h{};
   std::string prefix, base = name;
@@ -223,7 +312,7 @@ void TarWriter::add(const std::string& name, const uint8_t* data, size_t size) {
   put_octal(h.data() + 116, 8, 0);
   put_octal(h.data() + 124, 12, size);
   put_octal(h.data() + 136, 12, 0);  // mtime 0: shards are reproducible byte for byte
-  h[156] = '0';
+  h[156] = uint8_t(type);
   std::memcpy(h.data() + 257, "ustar", 6);
   h[263] = '0';
   h[264] = '0';

@@ -31,9 +31,29 @@ struct TarIndex {
   std::string error;
 };
 
+// Bounds on metadata read whole: member names (GNU 'L' data, pax 'path'; PATH_MAX) and pax
+// extended headers (real ones hold a few records).
+constexpr uint64_t kMaxMemberNameBytes = 4096;
+constexpr uint64_t kMaxPaxHeaderBytes = uint64_t(1) << 20;
+
 // Lists the regular files of the archive at `path`. Throws TarError if the file cannot be
-// opened; damage inside it is reported in TarIndex::error, never by crashing.
+// opened; damage inside it (bad checksum or number, truncation, metadata over the bounds above,
+// malformed pax records) is reported in TarIndex::error with the archive and byte offset, never
+// by crashing.
 TarIndex index_tar(const std::string& path);
+// The same for an archive in memory; `name` stands for the path in errors.
+TarIndex index_tar_buffer(const uint8_t* data, size_t size, const std::string& name);
+
+// The pax records dplab uses for the next member: 'path' (its name) and 'size' (its data size,
+// overriding the header's field, as for members of 8 GiB and more).
+struct PaxFields {
+  std::string path;
+  bool has_size = false;
+  uint64_t size = 0;
+};
+// Parses a pax extended header's data ("LEN key=value\n" records) into `out`; returns "" or
+// what is wrong, with the byte offset of the bad record.
+std::string parse_pax_records(const uint8_t* data, size_t size, PaxFields& out);
 // Parses one 512-byte header: false (and `why`) on a bad checksum or size field.
 bool parse_tar_header(const uint8_t* block, std::string& name, uint64_t& size, char& type,
                       std::string& why);
@@ -48,10 +68,11 @@ class TarWriter {
   ~TarWriter();
   TarWriter(const TarWriter&) = delete;
   TarWriter& operator=(const TarWriter&) = delete;
-  // Appends a regular file (names up to 100 bytes, or 255 split at a '/' into the prefix).
-  void add(const std::string& name, const uint8_t* data, size_t size);
-  void add(const std::string& name, const std::vector<uint8_t>& data) {
-    add(name, data.data(), data.size());
+  // Appends a regular file (names up to 100 bytes, or 255 split at a '/' into the prefix), or
+  // another entry type (tests write pax 'x' and GNU 'L' headers).
+  void add(const std::string& name, const uint8_t* data, size_t size, char type = '0');
+  void add(const std::string& name, const std::vector<uint8_t>& data, char type = '0') {
+    add(name, data.data(), data.size(), type);
   }
   // Writes the two zero end blocks and closes; the destructor does it if not called.
   void close();

@@ -36,18 +36,21 @@ CropBox random_resized_crop_box(int width, int height, const RandomResizedCropPa
 CropBox resize_center_crop_box(int width, int height, int resize, int size) {
   DPLAB_CHECK(resize > 0 && size > 0 && size <= resize,
               "Resize({}) + CenterCrop({}): need 0 < size <= resize", resize, size);
-  // Resized dimensions as torchvision computes them for an int size.
-  int rw, rh;
+  DPLAB_CHECK(width > 0 && height > 0, "Resize + CenterCrop of an empty {}x{} image", width,
+              height);
+  // Resized dimensions as torchvision computes them for an int size (64-bit: a 1 x 60000 image
+  // resized to 256 wide is 15 million rows high).
+  int64_t rw, rh;
   if (width <= height) {
     rw = resize;
-    rh = int(int64_t(resize) * height / width);
+    rh = int64_t(resize) * height / width;
   } else {
     rh = resize;
-    rw = int(int64_t(resize) * width / height);
+    rw = int64_t(resize) * width / height;
   }
-  const int left = int(std::nearbyint((rw - size) / 2.0));
-  const int top = int(std::nearbyint((rh - size) / 2.0));
-  const double sx = double(width) / rw, sy = double(height) / rh;
+  const double left = std::nearbyint(double(rw - size) / 2.0);
+  const double top = std::nearbyint(double(rh - size) / 2.0);
+  const double sx = double(width) / double(rw), sy = double(height) / double(rh);
   return {left * sx, top * sy, size * sx, size * sy};
 }
 
@@ -62,14 +65,20 @@ struct Tap {
 std::vector<Tap> axis_taps(double start, double len, int out, int src_len) {
   std::vector<Tap> taps(static_cast<size_t>(out));
   const double scale = len / out;
-  // Only pixels inside the box are used (crop first, then resize).
-  const double first = std::max(0.0, std::ceil(start - 1e-9));
-  const double last = std::min(double(src_len - 1), std::floor(start + len - 1 + 1e-9));
+  // Only pixel centres inside the box are used (crop first, then resize), and only pixels that
+  // exist: a box narrower than one pixel (the eval crop of a 1-pixel-high image covers rows
+  // 0.06 to 0.94) holds no centre, and then the pixel nearest the box's middle is used.
+  double first = std::ceil(start - 1e-9);
+  double last = std::floor(start + len - 1 + 1e-9);
+  const double top = double(src_len - 1);
+  if (!(first <= last)) first = last = std::nearbyint(start + len / 2 - 0.5);
+  first = std::clamp(first, 0.0, top);
+  last = std::clamp(last, first, top);
   for (int o = 0; o < out; ++o) {
     double s = start + (o + 0.5) * scale - 0.5;
-    s = std::clamp(s, first, std::max(first, last));
+    s = std::clamp(s, first, last);
     const int lo = int(std::floor(s));
-    const int hi = std::min(lo + 1, int(std::max(first, last)));
+    const int hi = std::min(lo + 1, int(last));
     taps[size_t(o)] = {lo, hi, float(s - lo)};
   }
   return taps;
@@ -82,6 +91,13 @@ void resample_to_chw(const RgbImage& img, const CropBox& box, int out_w, int out
   DPLAB_CHECK(img.width > 0 && img.height > 0 && out_w > 0 && out_h > 0,
               "resample_to_chw: empty image {}x{} or output {}x{}", img.width, img.height, out_w,
               out_h);
+  DPLAB_CHECK(img.rgb.size() == size_t(img.width) * size_t(img.height) * 3,
+              "resample_to_chw: {}x{} image holds {} bytes, expected {}", img.width, img.height,
+              img.rgb.size(), size_t(img.width) * size_t(img.height) * 3);
+  DPLAB_CHECK(std::isfinite(box.x) && std::isfinite(box.y) && std::isfinite(box.w) &&
+                  std::isfinite(box.h) && box.w > 0 && box.h > 0,
+              "resample_to_chw: crop box ({}, {}, {}, {}) is empty or not finite", box.x, box.y,
+              box.w, box.h);
   const std::vector<Tap> tx = axis_taps(box.x, box.w, out_w, img.width);
   const std::vector<Tap> ty = axis_taps(box.y, box.h, out_h, img.height);
   float scale[3], shift[3];
@@ -115,7 +131,7 @@ void resample_to_chw(const RgbImage& img, const CropBox& box, int out_w, int out
 
 void decode_and_transform(const uint8_t* data, size_t size, const std::string& what,
                           const ImageTransformOptions& opt, PhiloxStream* rng, float* out) {
-  const ImageHeader hdr = read_image_header(data, size, what);
+  const ImageHeader hdr = read_image_header(data, size, what, opt.max_pixels);
   CropBox box;
   bool flip = false;
   if (opt.train) {
@@ -128,11 +144,14 @@ void decode_and_transform(const uint8_t* data, size_t size, const std::string& w
   }
   // DCT scaling: the decoded image only needs the box to keep >= size pixels per side.
   int min_w = 0, min_h = 0;
+  // (At most the full size: a box of a fraction of a pixel asks for more than the file has.)
   if (opt.dct_scaling && hdr.jpeg) {
-    min_w = int(std::ceil(double(opt.size) * hdr.width / box.w - 1e-9));
-    min_h = int(std::ceil(double(opt.size) * hdr.height / box.h - 1e-9));
+    min_w =
+        int(std::min(double(hdr.width), std::ceil(double(opt.size) * hdr.width / box.w - 1e-9)));
+    min_h =
+        int(std::min(double(hdr.height), std::ceil(double(opt.size) * hdr.height / box.h - 1e-9)));
   }
-  const RgbImage img = decode_image(data, size, what, min_w, min_h);
+  const RgbImage img = decode_image(data, size, what, min_w, min_h, opt.max_pixels);
   if (img.width != hdr.width || img.height != hdr.height) {
     const double sx = double(img.width) / hdr.width, sy = double(img.height) / hdr.height;
     box = {box.x * sx, box.y * sy, box.w * sx, box.h * sy};

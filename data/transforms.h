@@ -53,7 +53,8 @@ struct ImageTransformOptions {
   RandomResizedCropParams crop;
   float flip_p = 0.5f;
   Normalization norm;
-  bool dct_scaling = true;  // let JPEG decoding scale down in the DCT domain
+  bool dct_scaling = true;                      // let JPEG decoding scale down in the DCT domain
+  int64_t max_pixels = kDefaultMaxImagePixels;  // larger images are refused before decoding
 };
 
 // Decodes `data` and applies the transform; `what` names the sample in errors. `rng` is needed

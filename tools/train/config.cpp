@@ -2,9 +2,17 @@
 
 #include <fmt/format.h>
 
+// toml++ 3.3 asserts on some malformed input rather than reporting it (see toml_nesting.h);
+// without the assert it reports those as parse errors. Builds without NDEBUG must not abort on
+// a bad config file, so its asserts are off here as they are in release builds.
+#define TOML_ASSERT(expr) static_assert(true)
 #include <toml++/toml.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "dplab/core/error.h"
+#include "dplab/tools/train/toml_nesting.h"
 
 namespace dplab {
 
@@ -19,6 +27,14 @@ const std::vector<OptionSpec>& train_option_specs() {
       {"data.val", "", "evaluation data for shards:/folder: (shards:GLOB or folder:DIR)", false},
       {"data.image_size", "224", "shards:/folder: image side after cropping"},
       {"data.on_error", "skip", "shards:/folder: damaged sample: skip (report, count) or fail"},
+      {"data.num_classes", "0",
+       "number of classes; every label must be below it (a larger one is a damaged sample). 0: "
+       "the shard index's class list, the folder's class directories, 10 for IDX data; shard "
+       "labels without an index must then be below 100000"},
+      {"data.max_image_pixels", "67108864",
+       "shards:/folder: images with more pixels (width x height, read from the header) are "
+       "damaged samples, refused before decoding; the default, 64 Mpixel, decodes to at most "
+       "192 MiB"},
       {"data.shuffle_buffer", "1000", "shards: shuffle buffer size (samples)"},
       {"data.dir", "",
        "directory with the IDX files (default: $DPLAB_DATA/<data>, then the "
@@ -130,6 +146,15 @@ std::string node_to_string(const toml::node& n, const std::string& key, const st
              n.source().begin.line);
 }
 
+// The byte at `offset` for an error message: 'c', a named control character or the end.
+std::string describe_byte(std::string_view text, size_t offset) {
+  if (offset >= text.size()) return "the end of the file";
+  const unsigned char c = static_cast<unsigned char>(text[offset]);
+  if (c == '\n' || c == '\r') return "the end of the line";
+  if (c < 0x20 || c >= 0x7f) return fmt::format("byte 0x{:02x}", c);
+  return fmt::format("'{}'", char(c));
+}
+
 void flatten(const toml::table& t, const std::string& prefix, const std::string& path,
              Options& opt) {
   for (auto&& [k, v] : t) {
@@ -159,15 +184,43 @@ std::map<std::string, std::string> trajectory_config(const Options& opt) {
   return r;
 }
 
-void load_toml_options(const std::string& path, Options& opt) {
+void load_toml_string(std::string_view text, const std::string& path, Options& opt) {
+  if (text.size() > kMaxTomlBytes)
+    throw UsageError(fmt::format("{}: config of {} bytes exceeds the limit of {} bytes", path,
+                                 text.size(), kMaxTomlBytes));
+  const TomlNesting nesting = toml_nesting(text, kMaxTomlDepth);
+  if (nesting.malformed)
+    throw UsageError(fmt::format("{}:{}:{}: expected {}, found {}", path, nesting.bad_line,
+                                 nesting.bad_column, nesting.expected,
+                                 describe_byte(text, nesting.bad_offset)));
+  if (nesting.exceeded)
+    throw UsageError(fmt::format(
+        "{}:{}:{}: tables and arrays nested {} deep exceed the limit of {} (a dotted key or "
+        "[table] header of that many parts, or arrays and inline tables inside each other)",
+        path, nesting.line, nesting.column, nesting.depth, kMaxTomlDepth));
   toml::table t;
   try {
-    t = toml::parse_file(path);
+    t = toml::parse(text, path);
   } catch (const toml::parse_error& e) {
     throw UsageError(fmt::format("{}:{}:{}: {}", path, e.source().begin.line,
                                  e.source().begin.column, e.description()));
   }
   flatten(t, "", path, opt);
+}
+
+void load_toml_options(const std::string& path, Options& opt) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in.good()) throw UsageError(fmt::format("{}: cannot open the config file", path));
+  // Read one byte past the limit, no more: a huge file is refused without being held.
+  std::string text;
+  text.resize(kMaxTomlBytes + 1);
+  in.read(text.data(), std::streamsize(text.size()));
+  if (in.bad()) throw UsageError(fmt::format("{}: read error", path));
+  text.resize(size_t(in.gcount()));
+  if (text.size() > kMaxTomlBytes)
+    throw UsageError(
+        fmt::format("{}: config file exceeds the limit of {} bytes", path, kMaxTomlBytes));
+  load_toml_string(text, path, opt);
 }
 
 void apply_set_option(const std::string& key_value, Options& opt) {

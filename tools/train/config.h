@@ -2,8 +2,10 @@
 // into one dplab::Options ("lr.schedule" = "cosine"). Later sources override earlier ones:
 // config file < flags < --set. Keys nobody reads are errors that name them (typos).
 #pragma once
+#include <cstddef>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dplab/core/options.h"
@@ -34,10 +36,18 @@ const std::vector<OptionSpec>& train_option_specs();
 // The table's default for `key` (throws for a key not in it).
 std::string option_default(const std::string& key);
 
+// Bounds on config files (untrusted input as much as data): size, and nesting of tables and
+// arrays (dplab's own keys nest 3 deep; toml++ recurses once per level).
+constexpr size_t kMaxTomlBytes = size_t(1) << 20;
+constexpr int kMaxTomlDepth = 32;
+
 // Reads a TOML file into `opt`: nested tables become dotted keys ([lr] schedule = "step" ->
 // "lr.schedule"; `value` in a table is the table's own key: [lr] value = 0.1 -> "lr"), arrays
 // become comma-separated lists, booleans "true"/"false". Errors name the file, line and column.
+// Files over kMaxTomlBytes or nested deeper than kMaxTomlDepth are refused before parsing.
 void load_toml_options(const std::string& path, Options& opt);
+// The same for TOML text in memory; `path` names it in errors.
+void load_toml_string(std::string_view text, const std::string& path, Options& opt);
 // Applies one "KEY=VALUE" (from --set); throws, quoting the argument, if there is no '='.
 void apply_set_option(const std::string& key_value, Options& opt);
 // Throws an error naming every key that was set but never read, when there are any.

@@ -71,17 +71,40 @@ bool starts_with(const std::string& s, const std::string& p) {
   return s.starts_with(p);
 }
 
+// data.num_classes: 0 (not given) or the class count every label must be below.
+int num_classes_option(const Options& opt) {
+  const int64_t n = get_int(opt, "data.num_classes");
+  DPLAB_CHECK(n >= 0 && n <= (int64_t(1) << 24),
+              "option data.num_classes: expected 0 (not given) to 16777216, got {}", n);
+  return int(n);
+}
+
+// MNIST-style IDX data: 10 classes unless data.num_classes says otherwise (u8 labels).
+int idx_classes(const Options& opt) {
+  const int n = num_classes_option(opt);
+  DPLAB_CHECK(n <= 256, "option data.num_classes: IDX labels are bytes, so at most 256, got {}", n);
+  return n > 0 ? n : 10;
+}
+
 // "shards:GLOB" or "folder:DIR" with the train (RandomResizedCrop + flip) or eval (Resize +
 // CenterCrop) transform.
 std::shared_ptr<Dataset> image_data(const std::string& spec, bool train, const Options& opt) {
   ImageTransformOptions t;
   t.size = int(get_int(opt, "data.image_size"));
   t.train = train;
+  t.max_pixels = get_int(opt, "data.max_image_pixels");
+  DPLAB_CHECK(t.max_pixels > 0, "option data.max_image_pixels: expected > 0, got {}", t.max_pixels);
   const OnError on_error = parse_on_error(get(opt, "data.on_error"));
+  const int num_classes = num_classes_option(opt);
   if (starts_with(spec, "shards:"))
-    return std::make_shared<ShardDataset>(expand_glob(spec.substr(7)), t, on_error);
-  if (starts_with(spec, "folder:"))
-    return std::make_shared<ImageFolderDataset>(spec.substr(7), t, on_error);
+    return std::make_shared<ShardDataset>(expand_glob(spec.substr(7)), t, on_error, num_classes);
+  if (starts_with(spec, "folder:")) {
+    auto folder = std::make_shared<ImageFolderDataset>(spec.substr(7), t, on_error);
+    DPLAB_CHECK(num_classes == 0 || folder->num_classes() <= num_classes,
+                "image folder {} has {} class directories, more than data.num_classes = {}",
+                spec.substr(7), folder->num_classes(), num_classes);
+    return folder;
+  }
   DPLAB_FAIL("option data.val '{}': expected shards:GLOB or folder:DIR", spec);
 }
 
@@ -109,8 +132,8 @@ Data load_data(const Options& opt) {
   }
   std::string dir = get(opt, "data.dir");
   if (dir.empty()) dir = find_dataset_dir(name);
-  d.train = load_mnist(dir, "train", get_int(opt, "data.train_limit"));
-  d.test = load_mnist(dir, "test", get_int(opt, "data.test_limit"));
+  d.train = load_mnist(dir, "train", get_int(opt, "data.train_limit"), idx_classes(opt));
+  d.test = load_mnist(dir, "test", get_int(opt, "data.test_limit"), idx_classes(opt));
   return d;
 }
 
@@ -719,7 +742,7 @@ EvalReport run_evaluation(const Options& opt) {
   } else {
     std::string dir = get(opt, "data.dir");
     if (dir.empty()) dir = find_dataset_dir(name);
-    data.test = load_mnist(dir, "test", get_int(opt, "data.test_limit"));
+    data.test = load_mnist(dir, "test", get_int(opt, "data.test_limit"), idx_classes(opt));
   }
   auto model = make_model(get(opt, "model"), 0, data.test->num_classes());
   load_model_weights(checkpoint, *model);
