@@ -171,8 +171,8 @@ std::vector<NamedTensor> load_safetensors(const std::string& path,
     }
     // `extent`, the product of the non-zero dimensions, is bounded rather than the element
     // count: beside a zero dimension any other would pass a bound on the count, yet strides
-    // (products of trailing dimensions) and the int64 shape must hold it (found by fuzzing:
-    // [0, 2^64-1] came back as a tensor of shape [0, -1]).
+    // (products of trailing dimensions) and the int64 shape must hold it (found writing the fuzz
+    // target: [0, 2^64-1] came back as a tensor of shape [0, -1]).
     uint64_t numel = 1, extent = 1;
     for (const json& d : v["shape"]) {
       ST_CHECK(d.is_number_unsigned() || (d.is_number_integer() && d.get<int64_t>() >= 0),

@@ -155,7 +155,7 @@ TEST(Safetensors, CorruptedFilesGiveErrorsNamingFileAndProblem) {
       {"negative_dim", R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", d8,
        "invalid dimension"},
       // Beside a zero dimension the element count is 0 whatever the others are; they must
-      // still fit an int64 shape and its byte strides (fuzzing found [0, 2^64-1] loading as
+      // still fit an int64 shape and its byte strides ([0, 2^64-1] used to load as
       // shape [0, -1]); so must their product, each alone being small (2^31 * 2^31 elements
       // of up to 8 bytes exceed 2^63).
       {"huge_dim_beside_zero",

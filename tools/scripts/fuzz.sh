@@ -60,23 +60,27 @@ for t in "${targets[@]}"; do
   artifacts="$build/fuzz/artifacts/$t"
   log="$build/fuzz/$t.log"
   mkdir -p "$work" "$artifacts"
-  before=$(find "$artifacts" -type f | wc -l)
+  find "$artifacts" -type f ! -name '*.txt' | sort >"$build/fuzz/$t.before"
   echo "== fuzz_$t: ${seconds}s"
+  # Fork mode with findings ignored: the run goes on after a crash, leak, OOM or timeout and
+  # saves each (distinct) input, so one run lists every finding, not just the first.
   rc=0
-  "$build/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 \
-    -timeout=25 -print_final_stats=1 -artifact_prefix="$artifacts/" \
-    "$work" "$root/tests/fuzz/corpus/$t" >"$log" 2>&1 || rc=$?
-  execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | tail -n1 | awk '{print $2}')
-  cov=$(grep -o 'cov: [0-9]* ft: [0-9]*' "$log" | tail -n1)
+  "$build/tests/fuzz/fuzz_$t" -fork=1 -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1 \
+    -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 -timeout=25 \
+    -artifact_prefix="$artifacts/" "$work" "$root/tests/fuzz/corpus/$t" >"$log" 2>&1 || rc=$?
+  execs=$(grep -oE '^#[0-9]+' "$log" | tail -n1 | tr -d '#' || true)
+  cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+' "$log" | tail -n1 || true)
   echo "   executions: ${execs:-?}  ${cov:-}  corpus: $(find "$work" -type f | wc -l) files  exit: $rc"
-  after=$(find "$artifacts" -type f | wc -l)
-  if [ "$rc" -ne 0 ] || [ "$after" -gt "$before" ]; then
+  [ "$rc" -eq 0 ] || status=1
+  # Each new finding, re-run alone: what the sanitizer or libFuzzer said and where.
+  while read -r f; do
     status=1
-    echo "   FINDING (log: $log)"
-    grep -m1 -E 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|SUMMARY:' "$log" |
-      sed 's/^/   /' || true
-    grep -m4 -E '^ +#[0-9]+ ' "$log" | sed 's/^/   /' || true
-    grep -E 'Test unit written to' "$log" | sed 's/^/   /' || true
-  fi
+    echo "   FINDING $f ($(stat -c %s "$f") bytes)"
+    "$build/tests/fuzz/fuzz_$t" -rss_limit_mb=2048 -timeout=25 "$f" >"$f.txt" 2>&1 || true
+    grep -m1 -E 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|==ERROR|terminate called' \
+      "$f.txt" | sed 's/^/     /' || true
+    grep -E '^ +#[0-9]+ ' "$f.txt" | grep -v -E 'libFuzzer|fuzzer::|LLVMFuzzer|libc_start|_start|in (malloc|calloc|realloc|operator new|__cxa_throw|abort|raise)\b' |
+      head -n3 | sed -E 's/^ +#[0-9]+ 0x[0-9a-f]+ in /     at /' || true
+  done < <(find "$artifacts" -type f ! -name '*.txt' | sort | comm -13 "$build/fuzz/$t.before" -)
 done
 exit $status
