@@ -198,6 +198,12 @@ int main(int argc, char** argv) {
       {"grey16bit3x2.pgm", make_pnm("P5", 3, 2, 65535, 1, 10)},
       {"rgb3x2.ppm", make_pnm("P6", 3, 2, 255, 3, 11)},
       {"rgb3x2.bmp", make_bmp24(3, 2, 12)},
+      // One pixel wide or high: crops of a single row or column (issue #16 lists 40x1 and 1x1
+      // PNG/JPEG images read out of bounds by resample_to_chw).
+      {"rgb40x1.png", make_png(40, 1, 2, 14)},
+      {"rgb1x1.png", make_png(1, 1, 2, 15)},
+      {"rgb40x1.jpg", dplab::encode_jpeg(rgb16.data(), 40, 1, 3, {90, 444, false})},
+      {"rgb1x1.jpg", dplab::encode_jpeg(rgb16.data(), 1, 1, 3, {90, 444, false})},
   };
   for (const auto& [name, bytes] : images) write_file(root / "image" / name, bytes);
 

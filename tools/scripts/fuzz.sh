@@ -79,7 +79,7 @@ for t in "${targets[@]}"; do
     "$build/tests/fuzz/fuzz_$t" -rss_limit_mb=2048 -timeout=25 "$f" >"$f.txt" 2>&1 || true
     grep -m1 -E 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|==ERROR|terminate called' \
       "$f.txt" | sed 's/^/     /' || true
-    grep -E '^ +#[0-9]+ ' "$f.txt" | grep -v -E 'libFuzzer|fuzzer::|LLVMFuzzer|libc_start|_start|in (malloc|calloc|realloc|operator new|__cxa_throw|abort|raise)\b' |
+    grep -E '^ +#[0-9]+ ' "$f.txt" | grep -v -E '__sanitizer|fuzzer::|LLVMFuzzer|_start|/lib/x86_64-linux-gnu/|nptl/|in (raise|abort|malloc|calloc|realloc|operator new|std::terminate|__cxa_[a-z_]+) ' |
       head -n3 | sed -E 's/^ +#[0-9]+ 0x[0-9a-f]+ in /     at /' || true
   done < <(find "$artifacts" -type f ! -name '*.txt' | sort | comm -13 "$build/fuzz/$t.before" -)
 done
