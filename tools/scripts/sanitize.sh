@@ -37,4 +37,7 @@ supp="$root/tools/scripts/sanitize"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=0:check_initialization_order=1}"
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$supp/lsan.supp:print_suppressions=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp}"
-ctest --test-dir "$build" --output-on-failure -j "$jobs" -LE "$exclude" "$@"
+# Tests that configure a project of their own against this build (tools.install_example) must
+# link the sanitizer runtime too: CMake takes CXXFLAGS and LDFLAGS from the environment.
+CXXFLAGS="$san" LDFLAGS="-fsanitize=address,undefined" \
+  ctest --test-dir "$build" --output-on-failure -j "$jobs" -LE "$exclude" "$@"
