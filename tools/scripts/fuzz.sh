@@ -76,7 +76,8 @@ for t in "${targets[@]}"; do
   while read -r f; do
     status=1
     echo "   FINDING $f ($(stat -c %s "$f") bytes)"
-    "$build/tests/fuzz/fuzz_$t" -rss_limit_mb=2048 -timeout=25 "$f" >"$f.txt" 2>&1 || true
+    # (in a subshell: bash's own "Aborted" line would interleave with the report)
+    ("$build/tests/fuzz/fuzz_$t" -rss_limit_mb=2048 -timeout=25 "$f" >"$f.txt" 2>&1) || true
     grep -m1 -E 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|==ERROR|terminate called' \
       "$f.txt" | sed 's/^/     /' || true
     grep -E '^ +#[0-9]+ ' "$f.txt" | grep -v -E '__sanitizer|fuzzer::|LLVMFuzzer|_start|/lib/x86_64-linux-gnu/|nptl/|in (raise|abort|malloc|calloc|realloc|operator new|std::terminate|__cxa_[a-z_]+) ' |
