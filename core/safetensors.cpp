@@ -173,12 +173,19 @@ std::vector<NamedTensor> load_safetensors(const std::string& path,
           "(dplab reads F32, BF16, F16, I32, I64, U8)",
           path, name, dt);
     }
-    uint64_t numel = 1;
+    // `extent`, the product of the non-zero dimensions, is bounded rather than the element
+    // count: beside a zero dimension any other would pass a bound on the count, yet strides
+    // (products of trailing dimensions) and the int64 shape must hold it (found writing the fuzz
+    // target: [0, 2^64-1] came back as a tensor of shape [0, -1]).
+    uint64_t numel = 1, extent = 1;
     for (const json& d : v["shape"]) {
       ST_CHECK(d.is_number_unsigned() || (d.is_number_integer() && d.get<int64_t>() >= 0),
                "tensor '{}' has an invalid dimension {}", name, d.dump());
       const uint64_t dim = d.get<uint64_t>();
-      ST_CHECK(dim == 0 || numel <= UINT64_MAX / dim / 8, "tensor '{}' is impossibly large", name);
+      ST_CHECK(dim == 0 || extent <= uint64_t(INT64_MAX) / dim / 8,
+               "tensor '{}' is impossibly large: dimension {} in shape {}", name, dim,
+               v["shape"].dump());
+      if (dim != 0) extent *= dim;
       numel *= dim;
       e.shape.push_back(static_cast<int64_t>(dim));
     }

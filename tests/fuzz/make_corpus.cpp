@@ -1,0 +1,287 @@
+// Writes the seed corpus of the fuzz targets: small valid inputs of every format each target
+// reads, made with dplab's own writers where it has one (IDX, tar, JPEG, safetensors) and
+// byte by byte where it has none (PNG, PNM, BMP, pax and GNU long-name tar headers), so the
+// fuzzer starts from files the product accepts.
+//
+//   build/tests/fuzz/dplab_fuzz_make_corpus tests/fuzz/corpus
+//
+// The output is committed (tests/fuzz/corpus/<target>/); re-running gives the same bytes.
+#include <zlib.h>
+
+#include <array>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "dplab/core/safetensors.h"
+#include "dplab/core/tensor.h"
+#include "dplab/data/decode.h"
+#include "dplab/data/idx.h"
+#include "dplab/data/tar.h"
+
+namespace fs = std::filesystem;
+using Bytes = std::vector<uint8_t>;
+
+namespace {
+
+void write_file(const fs::path& p, const Bytes& b) {
+  fs::create_directories(p.parent_path());
+  std::ofstream out(p, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+  if (!out) throw std::runtime_error("cannot write " + p.string());
+}
+
+Bytes read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return Bytes((std::istreambuf_iterator<char>(in)), {});
+}
+
+Bytes text(const std::string& s) {
+  return Bytes(s.begin(), s.end());
+}
+
+// A deterministic pattern of `n` bytes (gradients with some texture, so JPEG/PNG encoders have
+// something to code).
+Bytes pattern(size_t n, unsigned seed) {
+  Bytes v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = uint8_t((i * 37 + seed * 11 + (i >> 3) * 5) & 0xff);
+  return v;
+}
+
+// ---- PNG, written by hand: signature, IHDR, one zlib IDAT (filter byte 0 per row), IEND ----
+void put_be32(Bytes& b, uint32_t v) {
+  for (int s = 24; s >= 0; s -= 8) b.push_back(uint8_t(v >> s));
+}
+
+void png_chunk(Bytes& out, const char* type, const Bytes& data) {
+  put_be32(out, uint32_t(data.size()));
+  Bytes td(type, type + 4);
+  td.insert(td.end(), data.begin(), data.end());
+  out.insert(out.end(), td.begin(), td.end());
+  put_be32(out, uint32_t(crc32(0, td.data(), uInt(td.size()))));
+}
+
+// color_type: 0 grey, 2 RGB, 3 palette, 4 grey+alpha, 6 RGBA; 8-bit samples.
+Bytes make_png(int w, int h, int color_type, unsigned seed) {
+  const int channels = color_type == 0 || color_type == 3 ? 1
+                       : color_type == 4                  ? 2
+                       : color_type == 2                  ? 3
+                                                          : 4;
+  Bytes raw;
+  const Bytes px = pattern(size_t(w) * size_t(h) * size_t(channels), seed);
+  for (int y = 0; y < h; ++y) {
+    raw.push_back(0);  // filter: none
+    for (int x = 0; x < w * channels; ++x) {
+      uint8_t v = px[size_t(y) * size_t(w * channels) + size_t(x)];
+      if (color_type == 3) v %= 4;  // 4-entry palette
+      raw.push_back(v);
+    }
+  }
+  uLongf zlen = compressBound(uLong(raw.size()));
+  Bytes z(zlen);
+  compress2(z.data(), &zlen, raw.data(), uLong(raw.size()), 9);
+  z.resize(zlen);
+  Bytes out = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  Bytes ihdr;
+  put_be32(ihdr, uint32_t(w));
+  put_be32(ihdr, uint32_t(h));
+  ihdr.insert(ihdr.end(), {8, uint8_t(color_type), 0, 0, 0});
+  png_chunk(out, "IHDR", ihdr);
+  if (color_type == 3) png_chunk(out, "PLTE", {0, 0, 0, 255, 0, 0, 0, 255, 0, 0, 0, 255});
+  png_chunk(out, "IDAT", z);
+  png_chunk(out, "IEND", {});
+  return out;
+}
+
+// ---- PNM and BMP ----
+Bytes make_pnm(const char* magic, int w, int h, int maxval, int channels, unsigned seed) {
+  Bytes out = text(std::string(magic) + "\n" + std::to_string(w) + " " + std::to_string(h) + "\n" +
+                   std::to_string(maxval) + "\n");
+  const size_t bytes_per = maxval > 255 ? 2 : 1;
+  const Bytes px = pattern(size_t(w) * size_t(h) * size_t(channels) * bytes_per, seed);
+  out.insert(out.end(), px.begin(), px.end());
+  return out;
+}
+
+void put_le(Bytes& b, uint32_t v, int n) {
+  for (int i = 0; i < n; ++i) b.push_back(uint8_t(v >> (8 * i)));
+}
+
+Bytes make_bmp24(int w, int h, unsigned seed) {
+  const uint32_t row = uint32_t((w * 3 + 3) / 4 * 4);
+  const uint32_t data_size = row * uint32_t(h);
+  Bytes out = {'B', 'M'};
+  put_le(out, 54 + data_size, 4);
+  put_le(out, 0, 4);
+  put_le(out, 54, 4);
+  put_le(out, 40, 4);  // BITMAPINFOHEADER
+  put_le(out, uint32_t(w), 4);
+  put_le(out, uint32_t(h), 4);
+  put_le(out, 1, 2);
+  put_le(out, 24, 2);
+  put_le(out, 0, 4);  // BI_RGB
+  put_le(out, data_size, 4);
+  put_le(out, 2835, 4);
+  put_le(out, 2835, 4);
+  put_le(out, 0, 4);
+  put_le(out, 0, 4);
+  const Bytes px = pattern(data_size, seed);
+  out.insert(out.end(), px.begin(), px.end());
+  return out;
+}
+
+// ---- tar headers written by hand (pax 'x' and GNU 'L' entries TarWriter never writes) ----
+Bytes tar_header(const std::string& name, size_t size, char type) {
+  Bytes h(512, 0);
+  std::memcpy(h.data(), name.data(), std::min<size_t>(name.size(), 100));
+  std::snprintf(reinterpret_cast<char*>(h.data()) + 100, 8, "%07o", 0644);
+  std::snprintf(reinterpret_cast<char*>(h.data()) + 108, 8, "%07o", 0);
+  std::snprintf(reinterpret_cast<char*>(h.data()) + 116, 8, "%07o", 0);
+  std::snprintf(reinterpret_cast<char*>(h.data()) + 124, 12, "%011zo", size);
+  std::snprintf(reinterpret_cast<char*>(h.data()) + 136, 12, "%011o", 0);
+  h[156] = uint8_t(type);
+  std::memcpy(h.data() + 257, "ustar", 6);
+  h[263] = '0';
+  h[264] = '0';
+  std::memset(h.data() + 148, ' ', 8);
+  unsigned sum = 0;
+  for (uint8_t c : h) sum += c;
+  std::snprintf(reinterpret_cast<char*>(h.data()) + 148, 8, "%06o", sum);
+  h[155] = ' ';
+  return h;
+}
+
+void tar_entry(Bytes& out, const std::string& name, const Bytes& data, char type = '0') {
+  const Bytes h = tar_header(name, data.size(), type);
+  out.insert(out.end(), h.begin(), h.end());
+  out.insert(out.end(), data.begin(), data.end());
+  out.resize((out.size() + 511) / 512 * 512, 0);
+}
+
+// One pax record "LEN key=value\n", LEN counting itself.
+std::string pax_record(const std::string& key, const std::string& value) {
+  const std::string body = " " + key + "=" + value + "\n";
+  size_t len = body.size() + 1;
+  while (std::to_string(len).size() + body.size() != len) ++len;
+  return std::to_string(len) + body;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
+    return 2;
+  }
+  const fs::path root(argv[1]);
+  const fs::path scratch = fs::temp_directory_path() / "dplab-fuzz-make-corpus";
+  fs::create_directories(scratch);
+
+  // Small encoded images, shared by the image and tar corpora.
+  const Bytes rgb16 = pattern(16 * 16 * 3, 1), grey9 = pattern(9 * 7, 2),
+              cmyk8 = pattern(8 * 8 * 4, 3);
+  std::vector<std::pair<std::string, Bytes>> images = {
+      {"rgb16x16_420.jpg", dplab::encode_jpeg(rgb16.data(), 16, 16, 3, {90, 420, false})},
+      {"rgb16x16_444_progressive.jpg",
+       dplab::encode_jpeg(rgb16.data(), 16, 16, 3, {75, 444, true})},
+      {"grey9x7.jpg", dplab::encode_jpeg(grey9.data(), 9, 7, 1, {90, 0, false})},
+      {"cmyk8x8.jpg", dplab::encode_jpeg(cmyk8.data(), 8, 8, 4, {90, 422, false})},
+      {"rgb5x3.png", make_png(5, 3, 2, 4)},
+      {"grey4x4.png", make_png(4, 4, 0, 5)},
+      {"palette6x2.png", make_png(6, 2, 3, 6)},
+      {"rgba3x5.png", make_png(3, 5, 6, 7)},
+      {"greyalpha2x2.png", make_png(2, 2, 4, 8)},
+      {"grey4x3.pgm", make_pnm("P5", 4, 3, 255, 1, 9)},
+      {"grey16bit3x2.pgm", make_pnm("P5", 3, 2, 65535, 1, 10)},
+      {"rgb3x2.ppm", make_pnm("P6", 3, 2, 255, 3, 11)},
+      {"rgb3x2.bmp", make_bmp24(3, 2, 12)},
+      // One pixel wide or high: crops of a single row or column (issue #16 lists 40x1 and 1x1
+      // PNG/JPEG images read out of bounds by resample_to_chw).
+      {"rgb40x1.png", make_png(40, 1, 2, 14)},
+      {"rgb1x1.png", make_png(1, 1, 2, 15)},
+      {"rgb40x1.jpg", dplab::encode_jpeg(rgb16.data(), 40, 1, 3, {90, 444, false})},
+      {"rgb1x1.jpg", dplab::encode_jpeg(rgb16.data(), 1, 1, 3, {90, 444, false})},
+  };
+  for (const auto& [name, bytes] : images) write_file(root / "image" / name, bytes);
+
+  // IDX: 3 images of 4x5 and their labels, plain and gzip (through dplab's writers).
+  dplab::IdxImages idx;
+  idx.count = 3;
+  idx.rows = 4;
+  idx.cols = 5;
+  idx.pixels = pattern(3 * 4 * 5, 13);
+  const Bytes labels = {0, 7, 9};
+  for (const bool gz : {false, true}) {
+    const std::string sfx = gz ? ".gz" : "";
+    dplab::write_idx_images((scratch / ("images" + sfx)).string(), idx, gz);
+    dplab::write_idx_labels((scratch / ("labels" + sfx)).string(), labels, gz);
+    write_file(root / "idx" / ("images-idx3-ubyte" + sfx), read_file(scratch / ("images" + sfx)));
+    write_file(root / "idx" / ("labels-idx1-ubyte" + sfx), read_file(scratch / ("labels" + sfx)));
+  }
+
+  // Tar shards: two samples through TarWriter; the same with a pax 'path' header and a GNU
+  // long name (hand-written headers).
+  {
+    const std::string p = (scratch / "shard.tar").string();
+    {
+      dplab::TarWriter w(p);
+      w.add("00000000.jpg", images[0].second);
+      w.add("00000000.cls", text("3"));
+      w.add("00000001.png", images[4].second);
+      w.add("00000001.cls", text("0\n"));
+    }
+    write_file(root / "tar" / "two_samples.tar", read_file(p));
+    Bytes pax;
+    tar_entry(pax, "PaxHeaders/0", text(pax_record("path", "dir/00000002.png")), 'x');
+    tar_entry(pax, "ignored-by-pax-path.png", images[5].second);
+    tar_entry(pax, "dir/00000002.cls", text("1"));
+    const std::string long_name = "long/" + std::string(110, 'n') + "/00000003.jpg";
+    tar_entry(pax, "././@LongLink", text(long_name + std::string(1, '\0')), 'L');
+    tar_entry(pax, long_name.substr(0, 100), images[2].second);
+    const std::string long_cls = long_name.substr(0, long_name.size() - 4) + ".cls";
+    tar_entry(pax, "././@LongLink", text(long_cls + std::string(1, '\0')), 'L');
+    tar_entry(pax, long_cls.substr(0, 100), text("2"));
+    tar_entry(pax, "dir/", {}, '5');
+    pax.resize(pax.size() + 1024, 0);  // end-of-archive blocks
+    write_file(root / "tar" / "pax_and_long_name.tar", pax);
+  }
+
+  // safetensors: f32, i64 and u8 tensors with metadata; an empty file (no tensors).
+  {
+    const std::string p = (scratch / "t.safetensors").string();
+    std::vector<dplab::NamedTensor> ts = {
+        {"conv.weight", dplab::Tensor::from_vector({1, -2, 3.5f, 0, 1e-3f, 7}, {2, 3})},
+        {"bn.num_batches_tracked", dplab::Tensor::from_vector_i64({5}, {})},
+        {"step", dplab::Tensor::from_vector_i64({1, 2}, {2})},
+        {"mask", dplab::Tensor::zeros({3}, dplab::DType::u8)},
+    };
+    dplab::save_safetensors(p, ts, {{"format", "pt"}, {"dplab.epoch", "2"}});
+    write_file(root / "safetensors" / "four_tensors.safetensors", read_file(p));
+    dplab::save_safetensors(p, {});
+    write_file(root / "safetensors" / "empty.safetensors", read_file(p));
+  }
+
+  // TOML: every value type the flattener handles, tables, `value`, arrays, inline tables.
+  write_file(root / "toml" / "all_types.toml", text(R"(# a training configuration
+model = "resnet18"
+epochs = 3
+batch = 32
+nesterov = true
+wd = 5e-5
+data = "shards:/data/train-*.tar"
+steps = [30, 60, 80]
+
+[lr]
+value = 0.1
+schedule = "multistep"
+warmup = { epochs = 5, start = 0.01 }
+
+[daso.plateau]
+patience = 2
+threshold = -1.5e-3
+)"));
+  return 0;
+}
