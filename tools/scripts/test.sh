@@ -12,8 +12,9 @@ fuzz="${DPLAB_TEST_FUZZ:-$([ $# -eq 0 ] && echo 1 || echo 0)}"
 "$root/tools/scripts/install-deps.sh"
 DPLAB_BUILD_DIR="$build" "$root/tools/scripts/build.sh"
 status=0
-ctest --test-dir "$build" --output-on-failure -j2 "$@" || status=$?
+# The fuzz entries first, so the main suite's ctest summary is the run's closing line.
 if [ "$fuzz" = 1 ]; then
   "$root/tools/scripts/fuzz.sh" --ctest || status=$?
 fi
+ctest --test-dir "$build" --output-on-failure -j2 "$@" || status=$?
 exit $status
