@@ -1,41 +1,66 @@
 // DeathWatch: names a rank that dies without a word (SIGKILL, the OOM killer, a crash). MPI's
 // launcher tears the whole job down when one process dies, but it names only a PID, and a
-// process killed by a signal cannot report itself. So before MPI starts, each rank forks a tiny
-// watcher that blocks on a pipe from its rank: when the pipe closes without the rank having
-// said goodbye, the watcher prints "dplab: rank R of N (pid P on HOST) died without reporting
-// an error" to stderr.
+// process killed by a signal cannot report itself. So each rank forks a tiny watcher that blocks
+// on a pipe from its rank: when the pipe closes without the rank having said goodbye, the
+// watcher may print "dplab: rank R of N (pid P on HOST) died without reporting an error".
 //
 // Which rank died first? Once one rank dies the launcher kills the others, and their watchers
-// wake too; on a loaded machine a later victim's watcher can be scheduled before the first
-// one's, so "first watcher to wake" is not "first rank to die". The kernel knows the order:
-// each rank holds a file open in a directory shared by the ranks of its launcher proxy
-// (/dev/shm/dplab-death-PROXYPID/RANK), and every watcher has an inotify watch on that
-// directory, whose queue records the files' final closes (the ranks' deaths) in the order they
-// happened. A rank that leaves on purpose first writes its goodbye into its file ('q': normal
-// exit, 'a': it reported its own failure). A watcher whose rank died speaks only when its rank's
-// is the first close of a file with no goodbye, and no rank on its host aborted with a message
-// of its own. The order is known per host: when the first death is on another host, the rank
-// the launcher happens to kill first here is named too (it did die by a signal), after the
-// real one.
+// wake too, in whatever order the scheduler picks. The kernel knows the real order. The ranks of
+// one launcher proxy (one host) share a directory, /dev/shm/dplab-death-PROXYPID-STARTTIME:
+//  - Registering: a rank creates its record RANK there under a temporary name, takes an
+//    exclusive flock on it and renames it into place (an IN_MOVED_TO event), keeping it open
+//    until it dies. The lock and the open file both end with the process: after the rank's
+//    death its record is unlocked, and the final close is an IN_CLOSE_WRITE event. The kernel
+//    queues that event before it releases the lock, so "unlocked" implies "close queued".
+//  - Every rank adds an inotify watch on the directory before registering, so each watcher's
+//    queue holds, in kernel order, every registration and every death after that moment; what
+//    happened before it (ranks registered and possibly already dead) is read from the
+//    directory right after the watch is added: an unlocked record without a goodbye is a rank
+//    that died before this one even started watching.
+//  - Goodbyes: a rank that exits normally writes 'q' into its record; a rank that reports its
+//    own failure ("rank R of N failed: ...") first creates a.RANK in the directory (a queued
+//    event too, so the watchers know whether the report came before or after their own rank's
+//    death).
+// When its rank dies silently, the watcher first takes a shared lock on the record (it waits
+// until the kernel has released the rank's lock, so the rank's close is in the queue: no sleep,
+// no polling), then names its rank only if all of these hold:
+//  1. no rank had died or reported a failure before this watcher's watch began;
+//  2. in the queue before this rank's own close, no other rank died silently or reported;
+//  3. every rank of this host had registered before this rank's close. A rank that dies before
+//     it registers (killed during process start) is invisible to the others, so a watcher that
+//     cannot rule that out stays quiet.
+// So a watcher never names a rank that some other rank of its host died before. Root cause of
+// the wrong names the old watch gave: it started only when MPI did (after data loading), so a
+// rank killed earlier never showed in any queue, and the survivor the launcher killed first
+// looked like the first death; and it waited a fixed 2 s for its own rank's close and then
+// guessed.
+//
+// Limits: the order is known per host. When the first death is on another host, the launcher
+// kills the ranks here and the first of them is named too (it did die by a signal). A rank killed
+// in the few milliseconds between its process start and DeathWatch::start() is named by nobody
+// (hydra's banner then gives its PID). Measured with tools/scripts/kill_campaign.py: see
+// README.md, section "When a rank fails".
 #pragma once
 
 namespace dplab {
 
 class DeathWatch {
  public:
-  // Starts the watcher when running under an MPI launcher (PMI_RANK/PMI_SIZE set); else no-op.
-  // Call before any other thread starts (the child only makes async-signal-safe calls anyway).
+  // Starts the watcher when running under an MPI launcher with more than one rank (PMI_RANK and
+  // PMI_SIZE set); else a no-op. Call as early as possible, and before any other thread starts.
   static DeathWatch& start();
   // The rank exits normally: the watcher leaves quietly.
   void stop();
-  // The rank is aborting after reporting its own failure: the other ranks' watchers stay quiet.
+  // The rank is aborting after reporting its own failure: watchers of ranks that die after this
+  // call stay quiet.
   void aborting();
 
  private:
   DeathWatch();
   void say(char c);
-  int fd_ = -1;      // write end of the pipe to the watcher; -1: no watcher
-  int record_ = -1;  // this rank's file in the shared directory (its goodbye goes there)
+  int fd_ = -1;         // write end of the pipe to the watcher; -1: no watcher
+  int record_ = -1;     // this rank's record in the shared directory (its goodbye goes there)
+  char dir_[128] = {};  // the shared directory; empty: none
 };
 
 }  // namespace dplab
