@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/inotify.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 
 namespace dplab {
 
@@ -23,9 +25,12 @@ constexpr int kMaxRanks = 1 << 16;  // ranks per job the order is kept for (bitm
 // What the watcher needs, prepared before fork() (the watcher makes plain system calls only: the
 // rank may already have threads, so nothing that takes a lock inside libc).
 struct WatchPlan {
-  int pipe_fd = -1;     // read end: 'q', 'a' or EOF
+  int pipe_fd = -1;     // the watcher's end of the socket: Registration, then 'q', 'a' or EOF
   int inotify_fd = -1;  // watch on `dir`; -1: no order known, the watcher never speaks
-  int own_fd = -1;      // this rank's record, opened again read-only: its lock tells the death
+  // `dir` opened with a shared lock, taken before the fork and so held by the rank and its
+  // watcher together until both are gone: the last watcher's tidy() (LOCK_EX) cannot remove
+  // records another watcher, not yet scheduled, will still read.
+  int dir_fd = -1;
   char dir[128] = {};
   char own[16] = {};  // this rank's record name in `dir` (its world rank)
   int local_ranks = 0;
@@ -33,6 +38,14 @@ struct WatchPlan {
   unsigned char registered[kMaxRanks / 8] = {};  // records present when our watch began
   char message[512] = {};
   size_t message_len = 0;
+};
+
+// What the rank sends its watcher once it has registered (after the fork: the watcher must never
+// hold the rank's record, or the record's close and lock would end with the watcher's copy).
+struct Registration {
+  char ok = 0;  // 0: registration failed, no order known
+  char failure_before_watch = 0;
+  unsigned char registered[kMaxRanks / 8] = {};
 };
 
 bool same(const char* a, const char* b) {
@@ -75,21 +88,25 @@ RecordState record_state(int dir_fd, const char* name) {
   return s;
 }
 
-// After this watcher's rank died silently (its close is queued): may it be named as the first
-// rank of this host to die? See death_watch.h for the three conditions.
-bool first_silent_death(const WatchPlan& p, int dir_fd) {
-  if (p.inotify_fd < 0 || dir_fd < 0 || p.failure_before_watch) return false;
+// The world rank of the first rank of this host that died silently, read from `queue` (an
+// inotify instance on the directory since before this rank registered): -1 when none has, or
+// when it cannot be known: a rank reported its own failure first, events were lost, a rank had
+// died or reported before our watch began, or a rank of this host had not yet registered when
+// the first one died (it may have died, unseen, even earlier). See death_watch.h. Plain system
+// calls only (the watcher calls it).
+int first_silent_death(const WatchPlan& p, int queue, int dir_fd) {
+  if (queue < 0 || dir_fd < 0 || p.failure_before_watch) return -1;
   unsigned char registered[kMaxRanks / 8];
   std::memcpy(registered, p.registered, sizeof registered);
   alignas(inotify_event) char buf[8192];
   for (;;) {
-    const ssize_t len = read(p.inotify_fd, buf, sizeof buf);
+    const ssize_t len = read(queue, buf, sizeof buf);
     if (len < 0 && errno == EINTR) continue;
-    if (len <= 0) return false;  // queue empty before our own close: cannot happen; stay quiet
+    if (len <= 0) return -1;  // nobody has died silently (yet)
     for (char* q = buf; q < buf + len;) {
       const auto* ev = reinterpret_cast<const inotify_event*>(q);
       q += sizeof(inotify_event) + ev->len;
-      if (ev->mask & IN_Q_OVERFLOW) return false;  // events lost: no order
+      if (ev->mask & IN_Q_OVERFLOW) return -1;  // events lost: no order
       if (ev->len == 0) continue;
       const int r = rank_of(ev->name);
       if (ev->mask & IN_MOVED_TO) {
@@ -97,15 +114,12 @@ bool first_silent_death(const WatchPlan& p, int dir_fd) {
         continue;
       }
       if (!(ev->mask & IN_CLOSE_WRITE)) continue;
-      if (is_announcement(ev->name)) return false;  // a rank reported a failure before ours died
-      if (r < 0) continue;
-      if (same(ev->name, p.own)) {
-        int n = 0;  // ranks of this host registered before our death
-        for (unsigned char b : registered)
-          for (; b; b &= static_cast<unsigned char>(b - 1)) ++n;
-        return n >= p.local_ranks;
-      }
-      if (record_state(dir_fd, ev->name).goodbye != 'q') return false;  // died before ours
+      if (is_announcement(ev->name)) return -1;  // a rank reported a failure first
+      if (r < 0 || record_state(dir_fd, ev->name).goodbye == 'q') continue;  // normal exit
+      int n = 0;  // ranks of this host registered before this death
+      for (unsigned char b : registered)
+        for (; b; b &= static_cast<unsigned char>(b - 1)) ++n;
+      return n >= p.local_ranks ? r : -1;
     }
   }
 }
@@ -143,34 +157,52 @@ void tidy(const char* dir) {
 }
 
 // The watcher process.
-[[noreturn]] void watch(const WatchPlan& p) {
+[[noreturn]] void watch(WatchPlan& p) {
   setsid();                  // outlive the launcher's group kill long enough to report
   signal(SIGINT, SIG_IGN);   // Ctrl-C goes to the whole group: let the rank decide
   signal(SIGPIPE, SIG_IGN);  // a launcher gone before us: the message is lost, not the tidy-up
-  // Hold nothing of the rank's but stderr (the launcher forwards it), and not the rank's record
-  // description: its final close and its lock must end with the rank.
+  // Hold nothing of the rank's but stderr (the launcher forwards it).
   for (int fd = 0; fd < 1024; ++fd)
-    if (fd != p.pipe_fd && fd != p.inotify_fd && fd != p.own_fd && fd != STDERR_FILENO) close(fd);
-  // While this watcher runs, nobody tidies the directory away (tidy() needs LOCK_EX).
-  const int dir_fd = p.dir[0] ? open(p.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-  if (dir_fd >= 0) flock(dir_fd, LOCK_SH);
+    if (fd != p.pipe_fd && fd != p.inotify_fd && fd != p.dir_fd && fd != STDERR_FILENO) close(fd);
+  const int dir_fd = p.dir_fd;
+  // The rank's registration; cut short when the rank dies before sending it (then no order).
+  static Registration reg;  // static: 8 KB, and the watcher is one thread
+  size_t got = 0;
+  while (got < sizeof reg) {
+    const ssize_t n = read(p.pipe_fd, reinterpret_cast<char*>(&reg) + got, sizeof reg - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  int own_fd = -1;  // this rank's record, opened read-only: its lock tells the rank's death
+  if (got == sizeof reg && reg.ok && dir_fd >= 0) {
+    own_fd = openat(dir_fd, p.own, O_RDONLY | O_CLOEXEC);
+    p.failure_before_watch = reg.failure_before_watch;
+    std::memcpy(p.registered, reg.registered, sizeof reg.registered);
+  }
+  if (own_fd < 0 && p.inotify_fd >= 0) {
+    close(p.inotify_fd);
+    p.inotify_fd = -1;  // no order known: stay quiet
+  }
   char c = 0;
-  ssize_t r;
-  do r = read(p.pipe_fd, &c, 1);
-  while (r < 0 && errno == EINTR);
+  ssize_t r = 0;
+  if (got == sizeof reg) {
+    do r = read(p.pipe_fd, &c, 1);
+    while (r < 0 && errno == EINTR);
+  }
   // Wait until the kernel has released the rank's lock (after a goodbye too: the rank is about
   // to exit, and its record can only be tidied away once it has): its close is then queued.
-  if (p.own_fd >= 0)
-    while (flock(p.own_fd, LOCK_SH) != 0 && errno == EINTR) {
+  if (own_fd >= 0)
+    while (flock(own_fd, LOCK_SH) != 0 && errno == EINTR) {
     }
   if (r != 1) {  // the rank is gone without a goodbye
-    if (first_silent_death(p, dir_fd)) {
+    if (first_silent_death(p, p.inotify_fd, dir_fd) == rank_of(p.own)) {
       ssize_t w = write(STDERR_FILENO, p.message, p.message_len);
       (void)w;
     }
   }
-  if (p.own_fd >= 0) close(p.own_fd);
-  if (dir_fd >= 0) close(dir_fd);  // drops our LOCK_SH
+  if (own_fd >= 0) close(own_fd);
+  if (dir_fd >= 0) close(dir_fd);  // the rank is gone: this drops the LOCK_SH
   if (p.dir[0]) tidy(p.dir);
   _exit(0);
 }
@@ -194,57 +226,95 @@ unsigned long long start_time_of(int pid) {
   return std::strtoull(s, nullptr, 10);
 }
 
-// Registers this rank in the shared directory (see death_watch.h) and reads what happened there
-// before our watch began. On any failure the plan keeps inotify_fd = -1: the watcher stays
-// quiet rather than guess.
-int register_rank(WatchPlan& p, int rank) {
-  if (mkdir(p.dir, 0700) != 0 && errno != EEXIST) return -1;
-  p.inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-  if (p.inotify_fd < 0) return -1;
-  int record = -1;
+// Removes the directories of jobs whose launcher proxy is gone (a rank killed before it forked
+// its watcher leaves its record behind, and nobody is left to tidy it).
+void remove_stale_directories() {
+  DIR* shm = opendir("/dev/shm");
+  if (!shm) return;
+  constexpr char prefix[] = "dplab-death-";
+  while (const dirent* e = readdir(shm)) {
+    if (std::strncmp(e->d_name, prefix, sizeof prefix - 1) != 0) continue;
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name + sizeof prefix - 1, &end, 10);
+    if (pid <= 0) continue;
+    const unsigned long long start = *end == '-' ? std::strtoull(end + 1, nullptr, 10) : 0;
+    char proc[64];
+    std::snprintf(proc, sizeof proc, "/proc/%ld", pid);
+    const bool alive = access(proc, F_OK) == 0 && (start == 0 || start_time_of(int(pid)) == start);
+    if (alive) continue;
+    char dir[160];
+    std::snprintf(dir, sizeof dir, "/dev/shm/%s", e->d_name);
+    tidy(dir);
+  }
+  closedir(shm);
+}
+
+// Before the fork: the directory and the inotify watches (the watcher's and the rank's own), so
+// that every registration and death from now on is in both queues. False: no order.
+bool prepare_watch(WatchPlan& p, int& rank_queue) {
+  if (mkdir(p.dir, 0700) != 0 && errno != EEXIST) return false;
+  p.dir_fd = open(p.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (p.dir_fd < 0 || flock(p.dir_fd, LOCK_SH) != 0) return false;
+  for (int* q : {&p.inotify_fd, &rank_queue}) {
+    *q = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    if (*q >= 0 && inotify_add_watch(*q, p.dir, IN_CLOSE_WRITE | IN_MOVED_TO) < 0) {
+      close(*q);
+      *q = -1;
+    }
+  }
+  return p.inotify_fd >= 0 && rank_queue >= 0;
+}
+
+// After the fork, in the rank: creates its record (see death_watch.h) and reads what happened
+// in the directory before the watches began into `reg`. Returns the record, or -1.
+int register_rank(const WatchPlan& p, int rank, Registration& reg) {
   char tmp[160], path[160];
   std::snprintf(tmp, sizeof tmp, "%s/.%d.new", p.dir, rank);
   std::snprintf(path, sizeof path, "%s/%s", p.dir, p.own);
-  // The watch first: every registration and death from now on is in our queue.
-  if (inotify_add_watch(p.inotify_fd, p.dir, IN_CLOSE_WRITE | IN_MOVED_TO) >= 0) {
-    record = open(tmp, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
-    // Locked before it is visible: a record without a lock is always a rank that is gone.
-    if (record >= 0 && (flock(record, LOCK_EX) != 0 || rename(tmp, path) != 0)) {
-      close(record);
-      unlink(tmp);
-      record = -1;
-    }
+  int record = open(tmp, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
+  // Locked before it is visible: a record without a lock is always a rank that is gone.
+  if (record >= 0 && (flock(record, LOCK_EX) != 0 || rename(tmp, path) != 0)) {
+    close(record);
+    unlink(tmp);
+    return -1;
   }
-  if (record >= 0) p.own_fd = open(path, O_RDONLY | O_CLOEXEC);
-  const int dir_fd = open(p.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  DIR* d = dir_fd >= 0 ? fdopendir(dir_fd) : nullptr;
-  if (record < 0 || p.own_fd < 0 || !d) {
-    if (d)
-      closedir(d);
-    else if (dir_fd >= 0)
-      close(dir_fd);
-    if (p.own_fd >= 0) close(p.own_fd);
-    p.own_fd = -1;
-    close(p.inotify_fd);
-    p.inotify_fd = -1;
-    return record;
-  }
+  if (record < 0) return -1;
+  DIR* d = opendir(p.dir);
+  if (!d) return record;  // reg.ok stays 0: no order
   // What happened before the watch: records already there, and whether any rank had died
   // silently or reported a failure by then.
   while (const dirent* e = readdir(d)) {
-    if (is_announcement(e->d_name)) p.failure_before_watch = true;
+    if (is_announcement(e->d_name)) reg.failure_before_watch = 1;
     const int r = rank_of(e->d_name);
     if (r < 0) continue;
-    mark(p.registered, r);
+    mark(reg.registered, r);
     if (same(e->d_name, p.own)) continue;
     const RecordState s = record_state(dirfd(d), e->d_name);
-    if (s.gone && s.goodbye != 'q') p.failure_before_watch = true;
+    if (s.gone && s.goodbye != 'q') reg.failure_before_watch = 1;
   }
   closedir(d);
+  reg.ok = 1;
   return record;
 }
 
 }  // namespace
+
+static void send_all(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;  // the watcher is gone: nothing to tell
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+// The rank's copy of what was prepared for its watcher (the watcher has its own, forked).
+static WatchPlan& plan_of_this_rank() {
+  static WatchPlan plan;  // static: the forked child reads it after the parent's frame is gone
+  return plan;
+}
 
 DeathWatch& DeathWatch::start() {
   static DeathWatch w;  // one per process
@@ -257,7 +327,7 @@ DeathWatch::DeathWatch() {
   if (!rank || !size || std::atoi(size) <= 1) return;
   const int r = std::atoi(rank), n = std::atoi(size);
   if (r < 0 || r >= kMaxRanks) return;
-  static WatchPlan plan;  // static: the forked child reads it after the parent's frame is gone
+  WatchPlan& plan = plan_of_this_rank();
   char host[256] = "?";
   gethostname(host, sizeof host - 1);
   const int len = std::snprintf(
@@ -270,31 +340,49 @@ DeathWatch::DeathWatch() {
   const char* local = std::getenv("MPI_LOCALNRANKS");
   plan.local_ranks = local && std::atoi(local) > 0 ? std::atoi(local) : n;
   std::snprintf(plan.own, sizeof plan.own, "%d", r);
+  bool ordered = false;
   if (n <= kMaxRanks) {
+    remove_stale_directories();
     const int proxy = static_cast<int>(getppid());
     std::snprintf(plan.dir, sizeof plan.dir, "/dev/shm/dplab-death-%d-%llu", proxy,
                   start_time_of(proxy));
-    record_ = register_rank(plan, r);
-    std::snprintf(dir_, sizeof dir_, "%s", plan.dir);
+    ordered = prepare_watch(plan, queue_);
   }
+  // A socket rather than a pipe: send() with MSG_NOSIGNAL cannot kill the rank by SIGPIPE.
   int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return;  // no watcher: nothing else depends on it
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) fds[0] = fds[1] = -1;
   plan.pipe_fd = fds[0];
-  const pid_t child = fork();
-  if (child < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    return;
-  }
+  const pid_t child = fds[0] >= 0 ? fork() : -1;
   if (child == 0) {
     close(fds[1]);
     watch(plan);
   }
-  close(fds[0]);
-  // The watcher's, not ours (our own_fd copy would hold no lock, but keep the table clean).
-  if (plan.inotify_fd >= 0) close(plan.inotify_fd);
-  if (plan.own_fd >= 0) close(plan.own_fd);
+  if (plan.inotify_fd >= 0) close(plan.inotify_fd);  // the watcher's
+  plan.inotify_fd = -1;
+  if (fds[0] >= 0) close(fds[0]);
+  if (child < 0) {
+    if (fds[1] >= 0) close(fds[1]);
+    fds[1] = -1;
+  }
   fd_ = fds[1];
+  if (ordered) {
+    static_assert(sizeof dir_ == sizeof plan.dir);
+    std::memcpy(dir_, plan.dir, sizeof dir_);
+    static Registration reg;  // static: 8 KB
+    record_ = register_rank(plan, r, reg);
+    plan.failure_before_watch = reg.failure_before_watch;
+    std::memcpy(plan.registered, reg.registered, sizeof reg.registered);
+    if (!reg.ok && queue_ >= 0) {
+      close(queue_);
+      queue_ = -1;
+    }
+    if (fd_ >= 0) send_all(fd_, &reg, sizeof reg);
+  } else {
+    if (queue_ >= 0) close(queue_);
+    queue_ = -1;
+    static Registration none;  // ok = 0: the watcher stays quiet
+    if (fd_ >= 0) send_all(fd_, &none, sizeof none);
+  }
 }
 
 void DeathWatch::say(char c) {
@@ -303,10 +391,19 @@ void DeathWatch::say(char c) {
     (void)w;
   }
   if (fd_ < 0) return;
-  ssize_t w = write(fd_, &c, 1);
-  (void)w;
+  send_all(fd_, &c, 1);
   close(fd_);
   fd_ = -1;
+}
+
+int DeathWatch::first_silent_death() {
+  if (queue_ < 0 || !dir_[0]) return -1;
+  const int dir_fd = open(dir_, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const int first = dplab::first_silent_death(plan_of_this_rank(), queue_, dir_fd);
+  if (dir_fd >= 0) close(dir_fd);
+  close(queue_);  // read once: the answer is for the failure being reported now
+  queue_ = -1;
+  return first;
 }
 
 void DeathWatch::stop() {

@@ -54,6 +54,10 @@ class DeathWatch {
   // The rank is aborting after reporting its own failure: watchers of ranks that die after this
   // call stay quiet.
   void aborting();
+  // For this rank's own failure message: the world rank of the first rank of this host that
+  // died silently before now (a failure of this rank is then most likely its consequence), or
+  // -1 when none did or the order cannot be known (same rules as the watchers'). Call once.
+  int first_silent_death();
 
  private:
   DeathWatch();
@@ -61,6 +65,7 @@ class DeathWatch {
   int fd_ = -1;         // write end of the pipe to the watcher; -1: no watcher
   int record_ = -1;     // this rank's record in the shared directory (its goodbye goes there)
   char dir_[128] = {};  // the shared directory; empty: none
+  int queue_ = -1;      // this rank's own inotify queue on the directory (first_silent_death)
 };
 
 }  // namespace dplab

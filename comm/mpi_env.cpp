@@ -3,6 +3,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "dplab/comm/death_watch.h"
 #include "dplab/core/dtype.h"
@@ -88,10 +89,31 @@ MpiEnv::~MpiEnv() {
   DeathWatch::start().stop();
 }
 
-void MpiEnv::abort(const std::string& why, int code) const {
-  std::fprintf(stderr, "dplab: rank %d of %d failed: %s; aborting all ranks\n", world_rank_,
-               world_size_, why.c_str());
+namespace {
+
+// "dplab: rank R of N failed[ before MPI started]: WHY" or, when a rank of this host died
+// silently before (the death watch's order, comm/death_watch.h), that rank first: a failure seen
+// after a peer's death (an MPI error, a timeout) is most likely its consequence, and naming this
+// rank as the one that failed would blame a survivor.
+void print_failure(const std::string& rank, const std::string& size, const std::string& why,
+                   const char* when, const char* then) {
+  const int first = DeathWatch::start().first_silent_death();
+  if (first >= 0 && std::to_string(first) != rank)
+    std::fprintf(stderr,
+                 "dplab: rank %d of %s died without reporting an error (killed by a signal or "
+                 "crashed); rank %s then stopped%s: %s; %s\n",
+                 first, size.c_str(), rank.c_str(), when, why.c_str(), then);
+  else
+    std::fprintf(stderr, "dplab: rank %s of %s failed%s: %s; %s\n", rank.c_str(), size.c_str(),
+                 when, why.c_str(), then);
   std::fflush(stderr);
+}
+
+}  // namespace
+
+void MpiEnv::abort(const std::string& why, int code) const {
+  print_failure(std::to_string(world_rank_), std::to_string(world_size_), why, "",
+                "aborting all ranks");
   DeathWatch::start().aborting();  // this rank named itself: other watchers stay quiet
   MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);  // MPI_Abort does not return; this satisfies [[noreturn]] regardless
@@ -140,9 +162,8 @@ void abort_if_distributed(const std::string& why) {
   const char* size = std::getenv("PMI_SIZE");
   if (!rank) rank = std::getenv("OMPI_COMM_WORLD_RANK");
   if (!size) size = std::getenv("OMPI_COMM_WORLD_SIZE");
-  std::fprintf(stderr, "dplab: rank %s of %s failed before MPI started: %s; stopping all ranks\n",
-               rank ? rank : "?", size ? size : "?", why.c_str());
-  std::fflush(stderr);
+  print_failure(rank ? rank : "?", size ? size : "?", why, " before MPI started",
+                "stopping all ranks");
   DeathWatch::start().aborting();  // this rank named itself: other watchers stay quiet
   std::raise(SIGKILL);
   std::_Exit(1);  // not reached
