@@ -1,43 +1,50 @@
 // DeathWatch: names a rank that dies without a word (SIGKILL, the OOM killer, a crash). MPI's
 // launcher tears the whole job down when one process dies, but it names only a PID, and a
 // process killed by a signal cannot report itself. So each rank forks a tiny watcher that blocks
-// on a pipe from its rank: when the pipe closes without the rank having said goodbye, the
-// watcher may print "dplab: rank R of N (pid P on HOST) died without reporting an error".
+// on a socket from its rank: when it closes without the rank having said goodbye, the watcher
+// may print "dplab: rank R of N (pid P on HOST) died without reporting an error".
 //
 // Which rank died first? Once one rank dies the launcher kills the others, and their watchers
 // wake too, in whatever order the scheduler picks. The kernel knows the real order. The ranks of
 // one launcher proxy (one host) share a directory, /dev/shm/dplab-death-PROXYPID-STARTTIME:
-//  - Registering: a rank creates its record RANK there under a temporary name, takes an
-//    exclusive flock on it and renames it into place (an IN_MOVED_TO event), keeping it open
-//    until it dies. The lock and the open file both end with the process: after the rank's
-//    death its record is unlocked, and the final close is an IN_CLOSE_WRITE event. The kernel
-//    queues that event before it releases the lock, so "unlocked" implies "close queued".
-//  - Every rank adds an inotify watch on the directory before registering, so each watcher's
-//    queue holds, in kernel order, every registration and every death after that moment; what
-//    happened before it (ranks registered and possibly already dead) is read from the
-//    directory right after the watch is added: an unlocked record without a goodbye is a rank
-//    that died before this one even started watching.
+//  - Before forking its watcher, a rank adds two inotify watches on the directory (one for the
+//    watcher, one for itself), so both queues hold, in kernel order, every registration and
+//    death from then on.
+//  - After the fork, the rank registers: it creates its record RANK under a temporary name,
+//    takes an exclusive flock on it and renames it into place (an IN_MOVED_TO event), keeping it
+//    open until it dies. Its death releases the lock and closes the record (an IN_CLOSE_WRITE
+//    event); the kernel queues that event before it releases the lock, so "unlocked" implies
+//    "close queued". Only the rank ever holds the record: the watcher, forked before, cannot
+//    keep it open past the rank's death.
+//  - Then the rank reads the directory: records already there, and whether any of them is
+//    unlocked without a goodbye (a rank that died before our watches began). It sends that to
+//    its watcher over their socket.
 //  - Goodbyes: a rank that exits normally writes 'q' into its record; a rank that reports its
-//    own failure ("rank R of N failed: ...") first creates a.RANK in the directory (a queued
-//    event too, so the watchers know whether the report came before or after their own rank's
-//    death).
+//    own failure ("rank R of N failed: ...") first creates a.RANK in the directory (an event in
+//    the queues too, ordered with the deaths).
 // When its rank dies silently, the watcher first takes a shared lock on the record (it waits
-// until the kernel has released the rank's lock, so the rank's close is in the queue: no sleep,
+// until the kernel has released the rank's lock, so the rank's close is in its queue: no sleep,
 // no polling), then names its rank only if all of these hold:
-//  1. no rank had died or reported a failure before this watcher's watch began;
-//  2. in the queue before this rank's own close, no other rank died silently or reported;
+//  1. no rank had died or reported a failure before the watches began;
+//  2. in the queue before this rank's close, no other rank died silently or reported;
 //  3. every rank of this host had registered before this rank's close. A rank that dies before
 //     it registers (killed during process start) is invisible to the others, so a watcher that
 //     cannot rule that out stays quiet.
-// So a watcher never names a rank that some other rank of its host died before. Root cause of
-// the wrong names the old watch gave: it started only when MPI did (after data loading), so a
-// rank killed earlier never showed in any queue, and the survivor the launcher killed first
-// looked like the first death; and it waited a fixed 2 s for its own rank's close and then
-// guessed.
+// So a watcher never names a rank that some other rank of its host died before. A rank that
+// fails on its own afterwards (an MPI error, a timeout) uses its own queue the same way, and its
+// message names the rank that died first rather than itself (MpiEnv::abort).
+//
+// Root causes of the wrong names the earlier watch gave (3 of 16 SIGKILL runs): (1) it started
+// only when MPI did, after data loading, so a rank killed earlier showed in no queue and the
+// survivor the launcher killed first looked like the first death (likewise a rank that
+// registered after another had died never saw that death); (2) the watcher was forked holding
+// the rank's record and closed it only once scheduled, so a rank killed in that window had its
+// death queued when its watcher closed the copy, possibly after a survivor's; (3) it waited a
+// fixed 2 s for its own rank's close and then guessed.
 //
 // Limits: the order is known per host. When the first death is on another host, the launcher
 // kills the ranks here and the first of them is named too (it did die by a signal). A rank killed
-// in the few milliseconds between its process start and DeathWatch::start() is named by nobody
+// in the milliseconds between its process start and DeathWatch::start() is named by nobody
 // (hydra's banner then gives its PID). Measured with tools/scripts/kill_campaign.py: see
 // README.md, section "When a rank fails".
 #pragma once

@@ -490,6 +490,22 @@ CommConfig CommConfig::from_options(const Options& opt) {
 std::shared_ptr<Communicator> mpi_world(const CommConfig& cfg) {
   MpiEnv& env = MpiEnv::get();
   const int rank = env.world_rank(), size = env.world_size();
+  // Every rank arrives here first, through a wait with the timeout (the calls below block in MPI
+  // with none): a rank stuck or stopped during start-up, say in reading its data, is named as
+  // the one that did not arrive instead of hanging the others forever.
+  {
+    MPI_Request arrived = MPI_REQUEST_NULL;
+    DPLAB_MPI(MPI_Ibarrier, MPI_COMM_WORLD, &arrived);
+    WaitOptions w = cfg.wait;
+    w.policy = WaitPolicy::backoff;  // once per run: no need to spin
+    polite_wait(
+        [&] {
+          int done = 0;
+          mpi_check(MPI_Test(&arrived, &done, MPI_STATUS_IGNORE), "MPI_Test", "start-up barrier");
+          return done != 0;
+        },
+        w, [] { return std::string("start-up barrier (creating the world communicator)"); });
+  }
   std::vector<int> node_of(size);
   // Ranks sharing this host: they share its cores (decides the "auto" wait policy) and, unless
   // virtual nodes are asked for, form one node.

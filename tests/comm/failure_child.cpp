@@ -3,6 +3,8 @@
 //   failure_child kill RANK    RANK kills itself with SIGKILL after a few steps
 //   failure_child hang RANK    RANK stops communicating (sleeps); the others' wait times out
 //   failure_child stop RANK    RANK stops itself with SIGSTOP; the others' wait times out
+//   failure_child slowstart RANK  RANK stops (SIGSTOP) after MPI_Init, before creating its world
+//                              communicator (as if stuck reading its data)
 //   failure_child early RANK   RANK throws before MPI starts (as `dplab train` does when its
 //                              data fails to load), through the handler dplab's main() uses
 #include <unistd.h>
@@ -36,6 +38,7 @@ int main(int argc, char** argv) {
   return run_mpi_main([&] {
     CommConfig cfg;
     cfg.wait.timeout_s = 5;  // the "hang" and "stop" cases: others give up after 5 s
+    if (mode == "slowstart" && MpiEnv::get().world_rank() == victim) std::raise(SIGSTOP);
     auto world = mpi_world(cfg);
     // Hydra names a killed process by PID only; print the victim's so the test can map it.
     if (world->rank() == victim) {

@@ -93,6 +93,16 @@ TEST(Failure, StoppedRankIsNamedAsTheOneThatDidNotArrive) {
   EXPECT_LT(o.seconds, 60);
 }
 
+TEST(Failure, RankStuckDuringStartUpIsNamedAsTheOneThatDidNotArrive) {
+  Outcome o = run("slowstart", 3);
+  EXPECT_TRUE(WIFEXITED(o.status) && WEXITSTATUS(o.status) != 0) << o.output;
+  EXPECT_TRUE(contains(o.output, "start-up barrier")) << o.output;
+  EXPECT_TRUE(contains(o.output, "rank 3 did not arrive")) << o.output;
+  for (int r : {0, 1, 2})
+    EXPECT_FALSE(contains(o.output, "rank " + std::to_string(r) + " did not arrive")) << o.output;
+  EXPECT_LT(o.seconds, 60);
+}
+
 TEST(Failure, RankFailingBeforeMpiStartsEndsTheJobNamingIt) {
   Outcome o = run("early", 2);
   // The other three ranks wait in MPI_Init; the failing rank ends the job (by SIGKILL, which the
