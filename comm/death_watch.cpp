@@ -33,6 +33,7 @@ struct WatchPlan {
   // watcher together until both are gone: the last watcher's tidy() (LOCK_EX) cannot remove
   // records another watcher, not yet scheduled, will still read.
   int dir_fd = -1;
+  int record_fd = -1;  // the rank's record (the rank's copy of the plan only)
   char dir[128] = {};
   char own[16] = {};  // this rank's record name in `dir` (its world rank)
   int local_ranks = 0;
@@ -78,6 +79,7 @@ void mark(unsigned char* bits, int r) {
 struct RecordState {
   bool gone = false;
   char goodbye = 0;
+  int pid = 0;  // the rank's process (written at offset 8 when it registered)
 };
 RecordState record_state(int dir_fd, const char* name) {
   RecordState s;
@@ -86,8 +88,72 @@ RecordState record_state(int dir_fd, const char* name) {
   s.gone = flock(fd, LOCK_SH | LOCK_NB) == 0;
   char c = 0;
   if (pread(fd, &c, 1, 0) == 1) s.goodbye = c;
+  int pid = 0;
+  if (pread(fd, &pid, sizeof pid, 8) == sizeof pid) s.pid = pid;
   close(fd);  // drops our shared lock too
   return s;
+}
+
+// Has process `pid` begun to exit? Its main thread is exiting (PF_EXITING in the flags of
+// /proc/PID/stat), a zombie, or gone. A rank's death is visible to its peers from that moment
+// (UCX's CMA transport, for one, then fails to read its memory and aborts the reader), while its
+// record closes only when its last thread has exited.
+bool exiting(int pid) {
+  if (pid <= 0) return false;
+  char path[32] = "/proc/";
+  int n = 6;
+  char digits[12];
+  int k = 0;
+  for (int v = pid; v > 0; v /= 10) digits[k++] = static_cast<char>('0' + v % 10);
+  while (k > 0) path[n++] = digits[--k];
+  std::memcpy(path + n, "/stat", 6);
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return true;  // gone
+  char buf[1024];
+  const ssize_t len = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (len <= 0) return true;
+  buf[len] = 0;
+  const char* s = nullptr;  // after the last ')': the command name may hold anything
+  for (const char* q = buf; *q; ++q)
+    if (*q == ')') s = q;
+  if (!s || !s[1] || !s[2]) return false;
+  const char state = s[2];
+  if (state == 'Z' || state == 'X' || state == 'x') return true;
+  // Fields after the name: 3 state, 4 ppid, 5 pgrp, 6 session, 7 tty, 8 tpgid, 9 flags.
+  int field = 3;
+  const char* q = s + 2;
+  for (; *q && field < 9; ++q)
+    if (*q == ' ') ++field;
+  unsigned long flags = 0;
+  for (; *q >= '0' && *q <= '9'; ++q) flags = flags * 10 + static_cast<unsigned long>(*q - '0');
+  constexpr unsigned long kPfExiting = 0x4;  // PF_EXITING (include/linux/sched.h)
+  return flags & kPfExiting;
+}
+
+// Is a rank other than `candidate` already exiting while its record is still open? (Its death
+// has begun but is not yet in the queues.)
+bool other_rank_exiting(int dir_fd, const unsigned char* registered, int candidate) {
+  for (int byte = 0; byte < kMaxRanks / 8; ++byte) {
+    if (!registered[byte]) continue;
+    for (int bit = 0; bit < 8; ++bit) {
+      const int r = byte * 8 + bit;
+      if (!(registered[byte] & (1u << bit)) || r == candidate) continue;
+      char name[16];
+      int n = 0;
+      char digits[12];
+      int k = 0;
+      for (int v = r;; v /= 10) {
+        digits[k++] = static_cast<char>('0' + v % 10);
+        if (v < 10) break;
+      }
+      while (k > 0) name[n++] = digits[--k];
+      name[n] = 0;
+      const RecordState st = record_state(dir_fd, name);
+      if (!st.gone && exiting(st.pid)) return true;
+    }
+  }
+  return false;
 }
 
 // The world rank of the first rank of this host that died silently, read from `queue` (an
@@ -117,7 +183,9 @@ int first_silent_death(const WatchPlan& p, int queue, int dir_fd) {
       }
       if (!(ev->mask & IN_CLOSE_WRITE)) continue;
       if (is_announcement(ev->name)) return -1;  // a rank reported a failure first
-      if (r < 0 || record_state(dir_fd, ev->name).goodbye == 'q') continue;  // normal exit
+      // 'q': a normal exit; 'd': a crash that followed another rank's death (on_fatal_signal).
+      const char said = r < 0 ? 0 : record_state(dir_fd, ev->name).goodbye;
+      if (r < 0 || said == 'q' || said == 'd') continue;
       int n = 0;  // ranks of this host registered before this death
       for (unsigned char b : registered)
         for (; b; b &= static_cast<unsigned char>(b - 1)) ++n;
@@ -281,6 +349,11 @@ int register_rank(const WatchPlan& p, int rank, Registration& reg) {
     return -1;
   }
   if (record < 0) return -1;
+  const int pid = static_cast<int>(getpid());
+  if (pwrite(record, &pid, sizeof pid, 8) != sizeof pid) {
+    close(record);
+    return -1;
+  }
   // At exit the kernel releases a process's files in the reverse order of their descriptors
   // (task work runs last-in first-out; checked on Linux 6.x): the highest descriptor goes first.
   // So the record's close, the event the order of deaths is read from, comes before the
@@ -331,6 +404,29 @@ static WatchPlan& plan_of_this_rank() {
   static WatchPlan plan;  // static: the forked child reads it after the parent's frame is gone
   return plan;
 }
+
+namespace {
+
+struct sigaction previous_abort_action;  // restored by on_fatal_signal before it re-raises
+
+// SIGABRT in a rank (a library's fatal error, a failed assertion). When another rank of this host
+// is already exiting with its record still open, this crash is most likely its consequence:
+// UCX's CMA transport aborts a rank that reads the memory of a peer whose process is exiting,
+// and the reader's death can then complete, and be queued, before the peer's. The record says
+// so ('d'), and the watchers do not take this death for the first. Plain system calls only.
+void on_fatal_signal(int sig) {
+  WatchPlan& p = plan_of_this_rank();
+  if (p.record_fd >= 0 && p.dir_fd >= 0 &&
+      other_rank_exiting(p.dir_fd, p.registered, rank_of(p.own))) {
+    const char d = 'd';
+    ssize_t w = pwrite(p.record_fd, &d, 1, 0);
+    (void)w;
+  }
+  sigaction(sig, &previous_abort_action, nullptr);
+  raise(sig);
+}
+
+}  // namespace
 
 DeathWatch& DeathWatch::start() {
   static DeathWatch w;  // one per process
@@ -386,6 +482,7 @@ DeathWatch::DeathWatch() {
     std::memcpy(dir_, plan.dir, sizeof dir_);
     static Registration reg;  // static: 8 KB
     record_ = register_rank(plan, r, reg);
+    plan.record_fd = record_;
     plan.failure_before_watch = reg.failure_before_watch;
     std::memcpy(plan.registered, reg.registered, sizeof reg.registered);
     if (!reg.ok && queue_ >= 0) {
@@ -393,6 +490,12 @@ DeathWatch::DeathWatch() {
       queue_ = -1;
     }
     if (fd_ >= 0) send_all(fd_, &reg, sizeof reg);
+    if (record_ >= 0 && reg.ok) {
+      struct sigaction sa {};
+      sa.sa_handler = on_fatal_signal;
+      sigemptyset(&sa.sa_mask);
+      sigaction(SIGABRT, &sa, &previous_abort_action);
+    }
   } else {
     if (queue_ >= 0) close(queue_);
     queue_ = -1;

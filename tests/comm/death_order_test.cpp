@@ -18,7 +18,8 @@ namespace {
 
 struct Rank {
   pid_t pid = -1;
-  int cmd = -1;     // write end: 'f' asks for first_silent_death(), 'q' makes the rank exit
+  int cmd = -1;     // write end: 'f' asks for first_silent_death(), 'q' makes the rank exit, 'h'
+                    // makes it fork a child holding its files (answer: the child's pid)
   int answer = -1;  // read end: the rank's answer
 };
 
@@ -40,6 +41,17 @@ Rank start_rank(int r, int n, int err_fd) {
       if (c == 'q') {  // a normal exit, as ~MpiEnv ends one
         dplab::DeathWatch::start().stop();
         _exit(0);
+      }
+      if (c == 'a') std::abort();
+      if (c == 'h') {  // a child that keeps this rank's files open after it dies
+        const pid_t holder = fork();
+        if (holder == 0) {
+          pause();
+          _exit(0);
+        }
+        const int h = static_cast<int>(holder);
+        if (write(answer[1], &h, sizeof h) != sizeof h) _exit(2);
+        continue;
       }
       const int first = dplab::DeathWatch::start().first_silent_death();
       if (write(answer[1], &first, sizeof first) != sizeof first) _exit(2);
@@ -138,6 +150,29 @@ TEST(DeathOrder, RankRegisteringAfterADeathIsNeverNamed) {
   // so nobody is named and a survivor's report does not name anyone either.
   EXPECT_FALSE(names(text, 1, 3)) << text;
   EXPECT_NE(text.find("first=-1\n"), std::string::npos) << text;
+}
+
+// A rank whose process has died while its record is still open (its last thread, here a child
+// holding its files, has not finished) died first, although its close is queued later. UCX's
+// CMA transport creates that situation: a survivor reads the dying rank's memory, fails and
+// aborts (SIGABRT) before the dying rank's close. The aborting survivor must not be named, and
+// the rank that died first is, once its close comes.
+TEST(DeathOrder, AbortAfterAPeersDeathBeganNamesThePeer) {
+  const std::string text = in_proxy([](int err) {
+    Rank r0 = start_rank(0, 2, err);
+    Rank r1 = start_rank(1, 2, err);
+    char c = 'h';
+    int holder = -1;
+    if (write(r0.cmd, &c, 1) != 1 || read(r0.answer, &holder, sizeof holder) != sizeof holder)
+      std::abort();
+    kill_and_reap(r0);  // dead and reaped, its record still open in the holder
+    c = 'a';            // rank 1 aborts, as UCX makes a reader of a dead peer's memory do
+    if (write(r1.cmd, &c, 1) != 1) std::abort();
+    waitpid(r1.pid, nullptr, 0);
+    kill(holder, SIGKILL);  // rank 0's death completes: its close comes after rank 1's
+  });
+  EXPECT_FALSE(names(text, 1, 2)) << text;
+  EXPECT_TRUE(names(text, 0, 2)) << text;
 }
 
 // Normal exits are not deaths: a rank that said goodbye and exited before another was killed
