@@ -131,29 +131,27 @@ bool exiting(int pid) {
   return flags & kPfExiting;
 }
 
-// Is a rank other than `candidate` already exiting while its record is still open? (Its death
-// has begun but is not yet in the queues.)
-bool other_rank_exiting(int dir_fd, const unsigned char* registered, int candidate) {
-  for (int byte = 0; byte < kMaxRanks / 8; ++byte) {
-    if (!registered[byte]) continue;
-    for (int bit = 0; bit < 8; ++bit) {
-      const int r = byte * 8 + bit;
-      if (!(registered[byte] & (1u << bit)) || r == candidate) continue;
-      char name[16];
-      int n = 0;
-      char digits[12];
-      int k = 0;
-      for (int v = r;; v /= 10) {
-        digits[k++] = static_cast<char>('0' + v % 10);
-        if (v < 10) break;
-      }
-      while (k > 0) name[n++] = digits[--k];
-      name[n] = 0;
-      const RecordState st = record_state(dir_fd, name);
-      if (!st.gone && exiting(st.pid)) return true;
+// Is a rank of this host other than `own` already exiting while its record is still open? (Its
+// death has begun but is not yet in the queues.) Reads the directory itself (plain system calls:
+// called from a signal handler), so ranks that registered after us count too.
+bool other_rank_exiting(const char* dir, const char* own) {
+  const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool found = false;
+  alignas(8) char buf[4096];
+  for (long n; !found && (n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0;) {
+    for (long off = 0; off < n && !found;) {
+      unsigned short reclen;  // struct linux_dirent64: u64 ino, s64 off, u16 reclen, u8 type, name
+      std::memcpy(&reclen, buf + off + 16, sizeof reclen);
+      const char* name = buf + off + 19;
+      off += reclen;
+      if (rank_of(name) < 0 || same(name, own)) continue;
+      const RecordState st = record_state(fd, name);
+      found = !st.gone && exiting(st.pid);
     }
   }
-  return false;
+  close(fd);
+  return found;
 }
 
 // The world rank of the first rank of this host that died silently, read from `queue` (an
@@ -407,7 +405,9 @@ static WatchPlan& plan_of_this_rank() {
 
 namespace {
 
-struct sigaction previous_abort_action;  // restored by on_fatal_signal before it re-raises
+// Global by necessity (a signal handler's state, the project's one accepted kind): the action
+// on_fatal_signal restores before it re-raises.
+struct sigaction previous_abort_action;
 
 // SIGABRT in a rank (a library's fatal error, a failed assertion). When another rank of this host
 // is already exiting with its record still open, this crash is most likely its consequence:
@@ -416,8 +416,7 @@ struct sigaction previous_abort_action;  // restored by on_fatal_signal before i
 // so ('d'), and the watchers do not take this death for the first. Plain system calls only.
 void on_fatal_signal(int sig) {
   WatchPlan& p = plan_of_this_rank();
-  if (p.record_fd >= 0 && p.dir_fd >= 0 &&
-      other_rank_exiting(p.dir_fd, p.registered, rank_of(p.own))) {
+  if (p.record_fd >= 0 && other_rank_exiting(p.dir, p.own)) {
     const char d = 'd';
     ssize_t w = pwrite(p.record_fd, &d, 1, 0);
     (void)w;

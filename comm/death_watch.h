@@ -21,12 +21,17 @@
 //    its watcher over their socket.
 //  - Goodbyes: a rank that exits normally writes 'q' into its record; a rank that reports its
 //    own failure ("rank R of N failed: ...") first creates a.RANK in the directory (an event in
-//    the queues too, ordered with the deaths).
+//    the queues too, ordered with the deaths). A rank that gets SIGABRT while another rank of
+//    its host is already exiting with its record still open writes 'd' (a consequence, not a
+//    first death): UCX's CMA transport aborts a rank that reads the memory of a peer whose
+//    process is exiting, and the reader's death can complete, and be queued, before the peer's,
+//    whose last threads are still going.
 // When its rank dies silently, the watcher first takes a shared lock on the record (it waits
 // until the kernel has released the rank's lock, so the rank's close is in its queue: no sleep,
 // no polling), then names its rank only if all of these hold:
 //  1. no rank had died or reported a failure before the watches began;
-//  2. in the queue before this rank's close, no other rank died silently or reported;
+//  2. in the queue before this rank's close, no other rank died silently (without 'q' or 'd')
+//     or reported;
 //  3. every rank of this host had registered before this rank's close. A rank that dies before
 //     it registers (killed during process start) is invisible to the others, so a watcher that
 //     cannot rule that out stays quiet.
@@ -40,7 +45,10 @@
 // registered after another had died never saw that death); (2) the watcher was forked holding
 // the rank's record and closed it only once scheduled, so a rank killed in that window had its
 // death queued when its watcher closed the copy, possibly after a survivor's; (3) it waited a
-// fixed 2 s for its own rank's close and then guessed.
+// fixed 2 s for its own rank's close and then guessed. Found on the way by the kill campaign:
+// (4) the launcher reacts to a rank's PMI socket closing, and the kernel closes a dying
+// process's files from the highest descriptor down (Linux 6.x), so the record now sits at a
+// high descriptor and closes first; (5) the CMA crash above.
 //
 // Limits: the order is known per host. When the first death is on another host, the launcher
 // kills the ranks here and the first of them is named too (it did die by a signal). A rank killed
