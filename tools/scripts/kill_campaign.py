@@ -9,6 +9,7 @@ start-up and the whole run), SIGKILLs one random rank and reads what the job pri
   wrong    any other rank is named, by the death watch or as "rank R of N failed" (the
            property that must never happen: a survivor named instead of the killed rank);
            wrong-cma: the same, where UCX's CMA transport had crashed a survivor first.
+The last column counts runs, of any verdict, in which a survivor crashed that way.
 A run whose job had already finished when the kill came is not counted and is drawn again.
 
   tools/scripts/kill_campaign.py --dplab build/bin/dplab --ranks 2 4 8 --runs 30
@@ -89,7 +90,8 @@ def one_run(args, n, window, rng):
     except subprocess.TimeoutExpired:
         os.killpg(job.pid, signal.SIGKILL)
         out, _ = job.communicate()
-        return dict(victim=victim, at=killed_at, verdict="hang", named=[], end=120.0, out=out)
+        return dict(victim=victim, at=killed_at, verdict="hang", named=[], end=120.0,
+                    out=out.decode(errors="replace"), cma=False)
     end = time.monotonic() - t0 - killed_at
     text = out.decode(errors="replace")
     if "test accuracy:" in text and job.returncode == 0:
@@ -110,7 +112,7 @@ def one_run(args, n, window, rng):
     else:
         verdict = "wrong"
     return dict(victim=victim, at=killed_at, verdict=verdict, named=watch + failed, end=end,
-                out=text)
+                out=text, cma="process_vm_readv" in text)
 
 
 def main():
@@ -129,14 +131,14 @@ def main():
     rng = random.Random(args.seed)
     any_wrong = False
     print(f"{'ranks':>5} {'runs':>5} {'correct':>8} {'unnamed':>8} {'wrong':>6} {'wrong-cma':>9} "
-          f"{'hang':>5} {'max s to end':>12}")
+          f"{'hang':>5} {'max s to end':>12} {'cma crashes':>11}")
     for n in args.ranks:
         t0 = time.monotonic()
         base = subprocess.run(train_command(args, n), capture_output=True)
         duration = time.monotonic() - t0
         if base.returncode != 0:
             sys.exit(f"baseline run at {n} ranks failed:\n{base.stdout.decode()}{base.stderr.decode()}")
-        counts = {"correct": 0, "unnamed": 0, "wrong": 0, "wrong-cma": 0, "hang": 0}
+        counts = {"correct": 0, "unnamed": 0, "wrong": 0, "wrong-cma": 0, "hang": 0, "cma": 0}
         slowest = 0.0
         done = 0
         while done < args.runs:
@@ -145,6 +147,7 @@ def main():
                 continue
             done += 1
             counts[r["verdict"]] += 1
+            counts["cma"] += r["cma"]
             slowest = max(slowest, r["end"])
             if r["verdict"] != "correct":
                 print(f"  {n} ranks: killed rank {r['victim']} at {r['at']:.2f} s: {r['verdict']}"
@@ -158,7 +161,8 @@ def main():
                         f.write(f"killed rank {r['victim']} at {r['at']:.3f} s\n{r['out']}")
         any_wrong |= counts["wrong"] + counts["wrong-cma"] + counts["hang"] > 0
         print(f"{n:>5} {done:>5} {counts['correct']:>8} {counts['unnamed']:>8} {counts['wrong']:>6} "
-              f"{counts['wrong-cma']:>9} {counts['hang']:>5} {slowest:>12.1f}", flush=True)
+              f"{counts['wrong-cma']:>9} {counts['hang']:>5} {slowest:>12.1f} {counts['cma']:>11}",
+              flush=True)
     return 1 if any_wrong else 0
 
 
