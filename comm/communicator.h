@@ -50,10 +50,14 @@ struct WaitOptions {
   double timeout_s = 60.0;  // a wait longer than this throws (0 = never)
 };
 
-// Sleeps/spins until done() is true; throws after opt.timeout_s with `what()` in the message.
-// `not_before` (emulated link finish) is honoured by sleeping, never by spinning.
+// Sleeps/spins until done() is true; throws after opt.timeout_s with `what()` in the message,
+// and the ranks among `members` (world ranks; null: all) that did not arrive: while waiting, a
+// rank answers other ranks' "what are you waiting in?" queries, and at the timeout it asks the
+// members itself (comm/stall_report.h). `not_before` (emulated link finish) is honoured by
+// sleeping, never by spinning.
 void polite_wait(const std::function<bool()>& done, const WaitOptions& opt,
-                 const std::function<std::string()>& what);
+                 const std::function<std::string()>& what,
+                 const std::shared_ptr<const std::vector<int>>& members = nullptr);
 
 // How the communicators of a process are set up (options in brackets).
 struct CommConfig {
@@ -85,6 +89,8 @@ class Request {
     std::mutex mu;
     bool done = false;
     WaitOptions wait;
+    // World ranks taking part (asked at a timeout which of them did not arrive); null: all.
+    std::shared_ptr<const std::vector<int>> world_members;
     Clock::time_point posted = Clock::now();
     Clock::time_point completed{};
   };

@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstring>
 #include <ctime>
@@ -11,6 +12,7 @@
 
 #include "dplab/comm/communicator.h"
 #include "dplab/comm/mpi_env.h"
+#include "dplab/comm/stall_report.h"
 #include "dplab/core/error.h"
 
 namespace dplab {
@@ -39,20 +41,30 @@ void sleep_for_s(double s) {
 }  // namespace
 
 void polite_wait(const std::function<bool()>& done, const WaitOptions& opt,
-                 const std::function<std::string()>& what) {
+                 const std::function<std::string()>& what,
+                 const std::shared_ptr<const std::vector<int>>& members) {
   const auto start = Clock::now();
   int tests = 0;
   while (!done()) {
     ++tests;
     if (opt.policy == WaitPolicy::backoff && tests > opt.spin_tests) sleep_for_s(opt.sleep_s);
-    // Checking the clock every test would cost more than the test itself when spinning.
-    if ((tests & 63) == 0 && opt.timeout_s > 0) {
+    // Checking the clock (and for queries) every test would cost more than the test itself
+    // when spinning.
+    if ((tests & 63) == 0) {
       const double waited = std::chrono::duration<double>(Clock::now() - start).count();
-      if (waited > opt.timeout_s)
+      answer_stall_queries([&] { return fmt::format("{} (for {:.1f} s)", what(), waited); });
+      if (opt.timeout_s > 0 && waited > opt.timeout_s) {
+        // Long enough for a rank blocked in a wait to answer (it checks every 64 tests), even
+        // on an oversubscribed host; short next to the timeout itself.
+        const double grace_s = std::clamp(opt.timeout_s / 4, 1.0, 5.0);
+        const std::string w = what();
+        const std::string arrival =
+            ask_who_did_not_arrive(w, members ? *members : std::vector<int>{}, grace_s);
         DPLAB_FAIL(
-            "rank {}: {} did not complete within {:.0f} s (comm.timeout_s); a peer rank "
-            "has probably failed or stopped participating",
-            MpiEnv::get().world_rank(), what(), opt.timeout_s);
+            "rank {}: {} did not complete within {:.0f} s (comm.timeout_s); {}",
+            MpiEnv::get().world_rank(), w, opt.timeout_s,
+            arrival.empty() ? "a peer rank has probably failed or stopped participating" : arrival);
+      }
     }
   }
 }
@@ -70,7 +82,8 @@ bool Request::test() {
 
 void Request::wait() {
   if (!impl_) return;
-  polite_wait([this] { return test(); }, impl_->wait, [this] { return impl_->describe(); });
+  polite_wait([this] { return test(); }, impl_->wait, [this] { return impl_->describe(); },
+              impl_->world_members);
 }
 
 double Request::seconds_in_flight() const {
@@ -224,6 +237,17 @@ class MpiCommunicator : public Communicator {
                 "communicator {}: node map size {} != {}", name_, node_of_.size(), size_);
     std::set<int> nodes(node_of_.begin(), node_of_.end());
     spans_nodes_ = nodes.size() > 1;
+    // Our members as world ranks: a timeout asks exactly them which did not arrive.
+    MPI_Group g, world;
+    mpi_check(MPI_Comm_group(comm_, &g), "MPI_Comm_group", name_);
+    mpi_check(MPI_Comm_group(MPI_COMM_WORLD, &world), "MPI_Comm_group", name_);
+    std::vector<int> mine(size_), in_world(size_);
+    for (int i = 0; i < size_; ++i) mine[i] = i;
+    mpi_check(MPI_Group_translate_ranks(g, size_, mine.data(), world, in_world.data()),
+              "MPI_Group_translate_ranks", name_);
+    MPI_Group_free(&g);
+    MPI_Group_free(&world);
+    world_members_ = std::make_shared<const std::vector<int>>(std::move(in_world));
   }
   ~MpiCommunicator() override {
     int finalized = 0;
@@ -337,7 +361,9 @@ class MpiCommunicator : public Communicator {
   Request ibarrier() override {
     auto r = std::make_shared<MpiRequest>();
     r->wait = wait_;
-    r->desc = fmt::format("barrier on communicator '{}' ({} ranks)", name_, size_);
+    r->world_members = world_members_;
+    r->desc =
+        fmt::format("barrier #{} on communicator '{}' ({} ranks)", ++collectives_, name_, size_);
     r->not_before = reserve(CollectiveKind::barrier, 0);
     post(r, "MPI_Ibarrier", [&](MPI_Request* q) { return MPI_Ibarrier(comm_, q); });
     return Request(r);
@@ -374,9 +400,12 @@ class MpiCommunicator : public Communicator {
                                    std::optional<ReduceOp> op, DType wire) {
     auto r = std::make_shared<MpiRequest>();
     r->wait = wait_;
-    r->desc = fmt::format("{}{} of {} as {} on communicator '{}' ({} ranks)", what,
-                          op ? "(" + reduce_op_name(*op) + ")" : std::string(), t.str(),
-                          dtype_name(wire), name_, size_);
+    r->world_members = world_members_;
+    // #N: the collective's number on this communicator, the same on every member (MPI orders
+    // collectives), so a timeout report shows a rank that is one collective behind.
+    r->desc = fmt::format("{}{} #{} of {} as {} on communicator '{}' ({} ranks)", what,
+                          op ? "(" + reduce_op_name(*op) + ")" : std::string(), ++collectives_,
+                          t.str(), dtype_name(wire), name_, size_);
     return r;
   }
   // The tensor itself when it already has the wire dtype, else a converted copy.
@@ -414,6 +443,7 @@ class MpiCommunicator : public Communicator {
     r->desc = fmt::format("{} of {} {} rank {} (tag {}) on communicator '{}'", what, t.str(),
                           is_send ? "to" : "from", peer, tag, name_);
     r->keep_alive.push_back(t);
+    r->world_members = std::make_shared<const std::vector<int>>(1, (*world_members_)[peer]);
     const int n = checked_count(t.numel(), what);
     const LinkClass c = node_of_[peer] != node_of_[rank_] ? LinkClass::inter : LinkClass::intra;
     r->not_before = link_->reserve(c, CollectiveKind::p2p, 2, double(t.nbytes()));
@@ -432,6 +462,8 @@ class MpiCommunicator : public Communicator {
   std::vector<int> node_of_;
   std::shared_ptr<LinkEmulator> link_;
   WaitOptions wait_;
+  std::shared_ptr<const std::vector<int>> world_members_;
+  std::atomic<uint64_t> collectives_{0};  // collectives posted so far (see make())
   int rank_ = 0, size_ = 1;
   bool spans_nodes_ = false;
 };
@@ -458,6 +490,22 @@ CommConfig CommConfig::from_options(const Options& opt) {
 std::shared_ptr<Communicator> mpi_world(const CommConfig& cfg) {
   MpiEnv& env = MpiEnv::get();
   const int rank = env.world_rank(), size = env.world_size();
+  // Every rank arrives here first, through a wait with the timeout (the calls below block in MPI
+  // with none): a rank stuck or stopped during start-up, say in reading its data, is named as
+  // the one that did not arrive instead of hanging the others forever.
+  {
+    MPI_Request arrived = MPI_REQUEST_NULL;
+    DPLAB_MPI(MPI_Ibarrier, MPI_COMM_WORLD, &arrived);
+    WaitOptions w = cfg.wait;
+    w.policy = WaitPolicy::backoff;  // once per run: no need to spin
+    polite_wait(
+        [&] {
+          int done = 0;
+          mpi_check(MPI_Test(&arrived, &done, MPI_STATUS_IGNORE), "MPI_Test", "start-up barrier");
+          return done != 0;
+        },
+        w, [] { return std::string("start-up barrier (creating the world communicator)"); });
+  }
   std::vector<int> node_of(size);
   // Ranks sharing this host: they share its cores (decides the "auto" wait policy) and, unless
   // virtual nodes are asked for, form one node.

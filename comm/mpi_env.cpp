@@ -1,7 +1,9 @@
 #include "dplab/comm/mpi_env.h"
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "dplab/comm/death_watch.h"
 #include "dplab/core/dtype.h"
@@ -68,6 +70,12 @@ MpiEnv::MpiEnv() {
   DPLAB_MPI(MPI_Op_create, &reduce16<f16_to_f32, f32_to_f16, false>, 1, &sum_f16_);
   DPLAB_MPI(MPI_Op_create, &reduce16<bf16_to_f32, f32_to_bf16, true>, 1, &max_bf16_);
   DPLAB_MPI(MPI_Op_create, &reduce16<f16_to_f32, f32_to_f16, true>, 1, &max_f16_);
+  // Only when we initialised MPI: every rank is constructing MpiEnv then, so the collective
+  // dup cannot hang (a process that started MPI itself may construct MpiEnv on one rank only).
+  if (we_initialised_) {
+    DPLAB_MPI(MPI_Comm_dup, MPI_COMM_WORLD, &stall_comm_);
+    MPI_Comm_set_errhandler(stall_comm_, MPI_ERRORS_RETURN);
+  }
 }
 
 MpiEnv::~MpiEnv() {
@@ -76,14 +84,36 @@ MpiEnv::~MpiEnv() {
   if (finalized) return;
   for (MPI_Op* op : {&sum_bf16_, &sum_f16_, &max_bf16_, &max_f16_})
     if (*op != MPI_OP_NULL) MPI_Op_free(op);
+  if (stall_comm_ != MPI_COMM_NULL) MPI_Comm_free(&stall_comm_);
   if (we_initialised_) MPI_Finalize();
   DeathWatch::start().stop();
 }
 
-void MpiEnv::abort(const std::string& why, int code) const {
-  std::fprintf(stderr, "dplab: rank %d of %d failed: %s; aborting all ranks\n", world_rank_,
-               world_size_, why.c_str());
+namespace {
+
+// "dplab: rank R of N failed[ before MPI started]: WHY" or, when a rank of this host died
+// silently before (the death watch's order, comm/death_watch.h), that rank first: a failure seen
+// after a peer's death (an MPI error, a timeout) is most likely its consequence, and naming this
+// rank as the one that failed would blame a survivor.
+void print_failure(const std::string& rank, const std::string& size, const std::string& why,
+                   const char* when, const char* then) {
+  const int first = DeathWatch::start().first_silent_death();
+  if (first >= 0 && std::to_string(first) != rank)
+    std::fprintf(stderr,
+                 "dplab: rank %d of %s died without reporting an error (killed by a signal or "
+                 "crashed); rank %s then stopped%s: %s; %s\n",
+                 first, size.c_str(), rank.c_str(), when, why.c_str(), then);
+  else
+    std::fprintf(stderr, "dplab: rank %s of %s failed%s: %s; %s\n", rank.c_str(), size.c_str(),
+                 when, why.c_str(), then);
   std::fflush(stderr);
+}
+
+}  // namespace
+
+void MpiEnv::abort(const std::string& why, int code) const {
+  print_failure(std::to_string(world_rank_), std::to_string(world_size_), why, "",
+                "aborting all ranks");
   DeathWatch::start().aborting();  // this rank named itself: other watchers stay quiet
   MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);  // MPI_Abort does not return; this satisfies [[noreturn]] regardless
@@ -105,11 +135,38 @@ int local_ranks_hint() {
   return 1;
 }
 
+bool launched_with_peers() {
+  for (const char* var : {"PMI_SIZE", "OMPI_COMM_WORLD_SIZE"})
+    if (const char* v = std::getenv(var)) return std::atoi(v) > 1;
+  return false;
+}
+
+void start_mpi_if_launched() {
+  if (launched_with_peers()) MpiEnv::get();
+}
+
 void abort_if_distributed(const std::string& why) {
-  if (!mpi_active()) return;
-  int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size > 1) MpiEnv::get().abort(why);
+  int init = 0, fin = 0;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  if (init && !fin) {
+    int size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size > 1) MpiEnv::get().abort(why);
+    return;
+  }
+  if (init || !launched_with_peers()) return;
+  // Before MPI: no MPI_Abort, and an ordinary exit would leave the other ranks waiting in
+  // MPI_Init. Dying of a signal makes the launcher stop them all.
+  const char* rank = std::getenv("PMI_RANK");
+  const char* size = std::getenv("PMI_SIZE");
+  if (!rank) rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  if (!size) size = std::getenv("OMPI_COMM_WORLD_SIZE");
+  print_failure(rank ? rank : "?", size ? size : "?", why, " before MPI started",
+                "stopping all ranks");
+  DeathWatch::start().aborting();  // this rank named itself: other watchers stay quiet
+  std::raise(SIGKILL);
+  std::_Exit(1);  // not reached
 }
 
 int run_mpi_main(const std::function<int()>& body) {

@@ -6,6 +6,13 @@
 // run_mpi_main() is the failure policy of every distributed binary: an exception that escapes a
 // rank prints "rank R of N failed: ..." and calls MPI_Abort, so mpiexec tears the other ranks
 // down at once (exit status non-zero) instead of letting them hang in a collective.
+//
+// Before MPI starts there is no MPI_Abort, and MPICH's launcher (hydra) does not stop a job
+// when a rank merely exits with an error before MPI_Init: the others wait in MPI_Init forever
+// (measured: 203 s until killed by hand). So under a launcher, start MPI first
+// (start_mpi_if_launched(), before reading data), and a rank that fails before MPI is up ends
+// the job by dying of SIGKILL after reporting (abort_if_distributed): hydra stops every rank
+// when one is killed by a signal; the job's exit status is then 9.
 #pragma once
 #include <mpi.h>
 
@@ -27,6 +34,9 @@ class MpiEnv {
   MPI_Op op_sum_f16() const { return sum_f16_; }
   MPI_Op op_max_bf16() const { return max_bf16_; }
   MPI_Op op_max_f16() const { return max_f16_; }
+  // A dup of MPI_COMM_WORLD for the timeout diagnosis only (comm/stall_report.h); MPI_COMM_NULL
+  // when MPI was initialised by someone else.
+  MPI_Comm stall_comm() const { return stall_comm_; }
   // Prints "dplab: rank R of N failed: <why>; aborting all ranks" to stderr and MPI_Abort()s.
   [[noreturn]] void abort(const std::string& why, int code = 1) const;
 
@@ -40,6 +50,7 @@ class MpiEnv {
   bool we_initialised_ = false;
   MPI_Op sum_bf16_ = MPI_OP_NULL, sum_f16_ = MPI_OP_NULL;
   MPI_Op max_bf16_ = MPI_OP_NULL, max_f16_ = MPI_OP_NULL;
+  MPI_Comm stall_comm_ = MPI_COMM_NULL;
 };
 
 // Throws dplab::Error "MPI_<call> failed: <MPI error string> (<context>)" when rc != MPI_SUCCESS.
@@ -52,8 +63,17 @@ bool mpi_active();
 // Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE, Slurm's SLURM_NTASKS_PER_NODE), without touching MPI;
 // 1 when started alone. The training driver divides the cores by it.
 int local_ranks_hint();
+// True when an MPI launcher started this process as one of several ranks (PMI_SIZE or
+// OMPI_COMM_WORLD_SIZE > 1), whether or not MPI is initialised yet.
+bool launched_with_peers();
+// Under a launcher with peers, initialises MPI now (MpiEnv::get(), which starts the DeathWatch
+// first), so that every later failure of this rank takes the MPI_Abort path and names it.
+void start_mpi_if_launched();
 // For a top-level error handler: when MPI is active with more than one rank, prints the rank's
-// failure and aborts every rank (never returns); otherwise returns and the caller reports.
+// failure and aborts every rank (never returns). Under a launcher with peers but before MPI
+// started, prints "dplab: rank R of N failed before MPI started: <why>; stopping all ranks" and
+// kills this process with SIGKILL (never returns; see above). Otherwise returns and the caller
+// reports.
 void abort_if_distributed(const std::string& why);
 
 // Runs `body` on an initialised MPI; any escaping exception aborts every rank (see above).

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <thread>
 
+#include "dplab/comm/mpi_env.h"
 #include "dplab/comm/registry.h"
 #include "dplab/models/registry.h"
 #include "dplab/tools/dplab/command.h"
@@ -93,6 +94,10 @@ CommandSpec train_command() {
             ->take_all();
         train->footer(option_table());
         return [a]() {
+          // Under mpiexec, MPI (and the death watch) start before anything can fail, so a rank
+          // that fails while reading its data or config aborts every rank, naming itself,
+          // instead of leaving the others waiting in MPI_Init (comm/mpi_env.h).
+          start_mpi_if_launched();
           Options o;
           if (!a->config.empty()) load_toml_options(a->config, o);
           a->flags.apply(o);
