@@ -13,8 +13,10 @@
 // begin_epoch at the start of every epoch and of a resumed one, end_epoch + drain at every
 // epoch end, drain before a checkpoint. Ranks train on different batches (rank_batch).
 #include <gtest/gtest.h>
+
 #include <mpi.h>
 #include <unistd.h>
+#include "common/harness.h"
 
 #include <algorithm>
 #include <cmath>
@@ -35,6 +37,8 @@
 
 namespace dplab {
 namespace {
+
+using test::error_of;
 
 constexpr int kB = 4;      // per-rank batch
 constexpr int64_t kT = 6;  // steps per epoch
@@ -404,16 +408,6 @@ TEST(Resume, PostLocalSgd) {
     EXPECT_FALSE(s.get_bool("allreduce_phase"));
   };
   check_resume(c);
-}
-
-// load_state rejects what does not fit, naming the key.
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(Resume, LoadStateRejectsMismatches) {

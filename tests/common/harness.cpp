@@ -146,4 +146,13 @@ void expect_gradients_match_on(Device device,
   }
 }
 
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
 }  // namespace dplab::test

@@ -64,4 +64,7 @@ void expect_gradients_match_on(Device device,
 // storage or history with `t`) that requires grad when `t` does. Undefined stays undefined.
 Tensor leaf_on(const Tensor& t, Device device);
 
+// The message of the dplab::Error that `f` throws, or "(no error)" when it throws none.
+std::string error_of(const std::function<void()>& f);
+
 }  // namespace dplab::test

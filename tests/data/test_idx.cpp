@@ -1,6 +1,8 @@
 // IDX reader/writer: round trips (gzip and raw) and every error case, each naming the file.
 #include <gtest/gtest.h>
+
 #include <zlib.h>
+#include "common/harness.h"
 
 #include <fstream>
 
@@ -11,6 +13,8 @@
 
 namespace dplab {
 namespace {
+
+using test::error_of;
 
 using test::ScopedTempDir;
 
@@ -38,15 +42,6 @@ std::vector<uint8_t> image_bytes(uint32_t magic = 0x803, uint32_t count = 3, siz
   put_be32(b, 4);
   for (size_t i = 0; i < data; ++i) b.push_back(uint8_t(10 * (i / 8) + i % 8));
   return b;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(Idx, ReadsRawAndGzipImagesAlike) {

@@ -3,7 +3,9 @@
 // checked against a bound before any data is allocated, no more than the header declares is
 // inflated (plus a bounded probe for extra bytes), and label errors name the labels file.
 #include <gtest/gtest.h>
+
 #include <zlib.h>
+#include "common/harness.h"
 
 #include <fstream>
 
@@ -14,6 +16,8 @@
 
 namespace dplab {
 namespace {
+
+using test::error_of;
 
 void put_be32(std::vector<uint8_t>& b, uint32_t v) {
   for (int s = 24; s >= 0; s -= 8) b.push_back(uint8_t(v >> s));
@@ -41,15 +45,6 @@ std::vector<uint8_t> gzip(const std::vector<uint8_t>& in) {
   out.resize(zs.total_out);
   deflateEnd(&zs);
   return out;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 #define EXPECT_HAS(msg, part) EXPECT_NE((msg).find(part), std::string::npos) << (msg)

@@ -27,11 +27,14 @@ inline std::string slurp(const std::filesystem::path& p) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// `args` is appended to the command line as is (the caller quotes).
-inline CliResult run_dplab(const std::string& args, const std::filesystem::path& scratch) {
+// Runs `launcher` + the dplab binary + `args` (appended as is: the caller quotes) in a shell,
+// its output in files under `scratch`.
+inline CliResult run_dplab_with(const std::string& launcher, const std::string& args,
+                                const std::filesystem::path& scratch) {
   std::filesystem::create_directories(scratch);
   const auto out = scratch / "stdout.txt", err = scratch / "stderr.txt";
-  const std::string cmd = dplab_exe() + " " + args + " >" + out.string() + " 2>" + err.string();
+  const std::string cmd =
+      launcher + dplab_exe() + " " + args + " >" + out.string() + " 2>" + err.string();
   const int rc = std::system(cmd.c_str());
   CliResult r;
   r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
@@ -39,5 +42,19 @@ inline CliResult run_dplab(const std::string& args, const std::filesystem::path&
   r.err = slurp(err);
   return r;
 }
+
+inline CliResult run_dplab(const std::string& args, const std::filesystem::path& scratch) {
+  return run_dplab_with("", args, scratch);
+}
+
+#ifdef DPLAB_MPIEXEC
+// `dplab ARGS` under mpiexec -n `ranks`; `env` ("K=V K2=V2") set for every rank.
+inline CliResult run_dplab_mpi(int ranks, const std::string& args,
+                               const std::filesystem::path& scratch, const std::string& env = "") {
+  return run_dplab_with((env.empty() ? "" : "env " + env + " ") + DPLAB_MPIEXEC + " -n " +
+                            std::to_string(ranks) + " ",
+                        args, scratch);
+}
+#endif
 
 }  // namespace dplab::test

@@ -36,18 +36,9 @@ std::string mpiexec2() {
   return std::string(DPLAB_MPIEXEC) + " -n 2 ";
 }
 
-// `dplab ARGS` under mpiexec -n 2 (quiet: no per-rank exit banner is needed).
+// `dplab ARGS` under mpiexec -n 2.
 test::CliResult run_dplab2(const std::string& args, const fs::path& scratch) {
-  fs::create_directories(scratch);
-  const auto out = scratch / "stdout.txt", err = scratch / "stderr.txt";
-  const std::string cmd =
-      mpiexec2() + test::dplab_exe() + " " + args + " >" + out.string() + " 2>" + err.string();
-  const int rc = std::system(cmd.c_str());
-  test::CliResult r;
-  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
+  return test::run_dplab_mpi(2, args, scratch);
 }
 
 std::vector<nlohmann::json> read_metrics(const fs::path& file) {

@@ -33,17 +33,7 @@ const std::string kRun =
 
 test::CliResult mpirun(int ranks, const std::string& args, const fs::path& scratch,
                        const std::string& env = "") {
-  fs::create_directories(scratch);
-  const auto out = scratch / "stdout.txt", err = scratch / "stderr.txt";
-  const std::string cmd =
-      fmt::format("{} {} -n {} {} {} >{} 2>{}", env.empty() ? "" : "env " + env, DPLAB_MPIEXEC,
-                  ranks, test::dplab_exe(), args, out.string(), err.string());
-  const int rc = std::system(cmd.c_str());
-  test::CliResult r;
-  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
+  return test::run_dplab_mpi(ranks, args, scratch, env);
 }
 
 bool has(const std::string& text, const std::string& what) {
