@@ -3,9 +3,9 @@
 // SIGTERM and SIGUSR1 it receives to every rank. With option preempt.signals (default
 // "TERM,USR1") and an output directory, such a signal makes every rank stop after the same
 // step (StepAgreement: a signal on one rank stops all, at most StepAgreement::kLag steps later or
-// at the end of the epoch, after its evaluation), write DIR/checkpoint.safetensors and exit with
-// status 4
-// (kExitPreempted); `--resume DIR/checkpoint.safetensors` continues exactly where it stopped.
+// at the end of the epoch, after its evaluation), write a checkpoint to DIR/checkpoints/ (every
+// rank's state, tools/train/checkpoint.h) and exit with status 4 (kExitPreempted); `--resume
+// DIR` continues exactly where it stopped.
 // A signal arriving after the last step changes nothing: the run ends normally. Without an
 // output directory nothing could be saved, so the signals keep their default action.
 #pragma once
