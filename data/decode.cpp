@@ -63,6 +63,16 @@ void check_image_size(int64_t width, int64_t height, int64_t max_pixels, ImageFo
                     what, image_format_name(format), width, height, width * height, max_pixels));
 }
 
+ImageHeader checked_header(int64_t width, int64_t height, ImageFormat format,
+                           const std::string& what) {
+  check_image_size(width, height, INT64_MAX, format, what);
+  ImageHeader h;
+  h.format = format;
+  h.width = int(width);
+  h.height = int(height);
+  return h;
+}
+
 }  // namespace detail
 
 namespace {

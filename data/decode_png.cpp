@@ -128,12 +128,7 @@ ImageHeader png_header(const uint8_t* data, size_t size, const std::string& what
   job.size = size;
   job.header_only = true;
   if (run_png(&job) != 0) throw DecodeError(fmt::format("{}: bad PNG header: {}", what, job.error));
-  check_image_size(job.width, job.height, INT64_MAX, ImageFormat::png, what);  // fits an int
-  ImageHeader h;
-  h.format = ImageFormat::png;
-  h.width = int(job.width);
-  h.height = int(job.height);
-  return h;
+  return checked_header(job.width, job.height, ImageFormat::png, what);
 }
 
 RgbImage png_decode(const uint8_t* data, size_t size, const std::string& what, int64_t max_pixels) {

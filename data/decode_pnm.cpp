@@ -78,12 +78,7 @@ bool is_pnm(const uint8_t* data, size_t size) {
 
 ImageHeader pnm_header(const uint8_t* data, size_t size, const std::string& what) {
   const PnmHeader p = parse_header(data, size, what);
-  check_image_size(p.width, p.height, INT64_MAX, ImageFormat::pnm, what);  // fits an int
-  ImageHeader h;
-  h.format = ImageFormat::pnm;
-  h.width = int(p.width);
-  h.height = int(p.height);
-  return h;
+  return checked_header(p.width, p.height, ImageFormat::pnm, what);
 }
 
 RgbImage pnm_decode(const uint8_t* data, size_t size, const std::string& what, int64_t max_pixels) {

@@ -13,6 +13,10 @@ namespace dplab::detail {
 // Throws DecodeError unless 0 < width, height and width * height <= max_pixels.
 void check_image_size(int64_t width, int64_t height, int64_t max_pixels, ImageFormat format,
                       const std::string& what);
+// The header of a `format` image of width x height, checked to be a possible size (each side
+// fits an int); the limit on pixels is checked when decoding.
+ImageHeader checked_header(int64_t width, int64_t height, ImageFormat format,
+                           const std::string& what);
 
 ImageHeader png_header(const uint8_t* data, size_t size, const std::string& what);
 RgbImage png_decode(const uint8_t* data, size_t size, const std::string& what, int64_t max_pixels);
