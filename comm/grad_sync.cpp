@@ -85,7 +85,9 @@ GradSync::GradSync(ParamArena& arena, std::shared_ptr<Communicator> world,
       if (auto st = weak.lock()) st->owner->on_ready(seg);
     });
   }
-  thread_ = std::thread([this] { comm_loop(); });
+  // The device is read here, not by the thread: the thread must touch nothing outside this
+  // object before its first bucket.
+  thread_ = std::thread([this, device = arena_.device()] { comm_loop(device); });
 }
 
 GradSync::~GradSync() {
@@ -166,9 +168,9 @@ CommStats GradSync::take_stats() {
   return s;
 }
 
-void GradSync::comm_loop() {
+void GradSync::comm_loop(Device device) {
   try {
-    use_device(arena_.device());  // see core/device.h: no CUDA context on GPU 0 for this thread
+    use_device(device);  // see core/device.h: no CUDA context on GPU 0 for this thread
   } catch (...) {
     std::lock_guard<std::mutex> lock(mu_);
     error_ = std::current_exception();  // finish() rethrows it; the buckets are skipped

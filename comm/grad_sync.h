@@ -94,7 +94,7 @@ class GradSync {
   struct State;  // shared with the hooks, which may outlive this object
   void on_ready(int segment);
   void launch_ready_locked();
-  void comm_loop();
+  void comm_loop(Device device);
   void reduce_bucket(int b);
 
   ParamArena& arena_;

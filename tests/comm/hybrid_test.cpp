@@ -129,7 +129,6 @@ TEST(HybridCounts, AllreducesMatchTheFormula) {
     opt.set("hybrid.R", std::to_string(cc.R));
     const std::string what = fmt::format("{} {} {} W={} R={} E={} n={}", cc.mode, cc.split,
                                          cc.counter, cc.W, cc.R, cc.E, cc.n);
-    HybridStrategy strategy(opt);
     std::vector<NamedTensor> ps = {{"w", Tensor::full({37}, 0.5)}, {"b", Tensor::full({5}, 1.0)}};
     ParamArena arena(ps, ParamArena::Layout::given_order);
     SGDOptions so;
@@ -137,6 +136,9 @@ TEST(HybridCounts, AllreducesMatchTheFormula) {
     so.momentum = 0.9;
     so.nesterov = true;
     SGD sgd(arena, so);
+    // After the arena: the strategy's GradSync refers to it and must go first (ASan found the
+    // reverse order reading a freed arena from the communication thread).
+    HybridStrategy strategy(opt);
     TrainContext ctx;
     ctx.arena = &arena;
     ctx.optimizer = &sgd;
