@@ -677,7 +677,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
           epoch + 1, epochs, epoch_done ? "" : " (partial)", mean_loss, train_acc, ev.accuracy,
           ev.top5 ? fmt::format("  test_acc5 {:.4f}", ev.accuracy5) : "", ips, epoch_time,
           epoch_nonfinite_skipped > 0
-              ? fmt::format("  {} non-finite steps skipped", epoch_nonfinite_skipped)
+              ? fmt::format("  {} non-finite steps skipped (rank 0)", epoch_nonfinite_skipped)
               : "");
       summary.flush();
     }
