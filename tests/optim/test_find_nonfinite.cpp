@@ -27,42 +27,48 @@ std::vector<const Backend*> cpu_backends() {
   return {&ref_backend(), &cpu_backend()};
 }
 
-TEST(FindNonfinite, FlagsExactlyTheTensorsWithInfOrNan) {
-  // Sizes on both sides of the OpenMP threshold (65536), bad values first, inside and last.
-  for (const Backend* be : cpu_backends()) {
-    for (int64_t n : {1, 7, 65536, 70001}) {
-      for (int64_t at : {int64_t(0), n / 2, n - 1}) {
-        for (float bad : {kInf, -kInf, std::nanf(""), -std::nanf("")}) {
-          std::vector<float> v = finite_values(n);
-          v[size_t(at)] = bad;
-          Tensor x = Tensor::from_vector(v, {n});
-          Tensor flags = Tensor::zeros({3});
-          be->optim.find_nonfinite(x, flags, 1);
-          EXPECT_EQ(flags.to_vector(), (std::vector<float>{0.f, 1.f, 0.f}))
-              << "n=" << n << " at " << at << " value " << bad;
-          // x is only read
-          EXPECT_TRUE(std::isnan(x.to_vector()[size_t(at)]) == std::isnan(bad));
-        }
+// Sizes on both sides of the CPU's OpenMP threshold (65536) and of a CUDA block, bad values
+// first, inside and last; the same assertions for every backend (tensors on `dev`).
+void expect_flags_exactly_the_bad_tensors(const Backend& be, Device dev) {
+  for (int64_t n : {1, 7, 1000, 65536, 70001}) {
+    for (int64_t at : {int64_t(0), n / 2, n - 1}) {
+      for (float bad : {kInf, -kInf, std::nanf(""), -std::nanf("")}) {
+        std::vector<float> v = finite_values(n);
+        v[size_t(at)] = bad;
+        Tensor x = Tensor::from_vector(v, {n}).to(dev);
+        Tensor flags = Tensor::zeros({3}, DType::f32, dev);
+        be.optim.find_nonfinite(x, flags, 1);
+        EXPECT_EQ(flags.to_vector(), (std::vector<float>{0.f, 1.f, 0.f}))
+            << be.name << " n=" << n << " at " << at << " value " << bad;
+        // x is only read
+        EXPECT_TRUE(std::isnan(x.to_vector()[size_t(at)]) == std::isnan(bad));
       }
-      // All finite (including FLT_MAX and subnormals): nothing flagged.
-      Tensor x = Tensor::from_vector(finite_values(n), {n});
-      Tensor flags = Tensor::zeros({2});
-      be->optim.find_nonfinite(x, flags, 0);
-      EXPECT_EQ(flags.to_vector(), (std::vector<float>{0.f, 0.f})) << "n=" << n;
     }
+    // All finite (including FLT_MAX and subnormals): nothing flagged.
+    Tensor x = Tensor::from_vector(finite_values(n), {n}).to(dev);
+    Tensor flags = Tensor::zeros({2}, DType::f32, dev);
+    be.optim.find_nonfinite(x, flags, 0);
+    EXPECT_EQ(flags.to_vector(), (std::vector<float>{0.f, 0.f})) << be.name << " n=" << n;
   }
 }
 
+void expect_set_flags_and_other_slots_left_alone(const Backend& be, Device dev) {
+  Tensor clean = Tensor::from_vector({1.f, 2.f}, {2}).to(dev);
+  Tensor bad = Tensor::from_vector({1.f, kInf}, {2}).to(dev);
+  Tensor flags = Tensor::from_vector({1.f, 0.f, 0.f}, {3}).to(dev);
+  be.optim.find_nonfinite(clean, flags, 0);  // a clean tensor never clears a flag
+  be.optim.find_nonfinite(bad, flags, 2);
+  be.optim.find_nonfinite(clean, flags, 1);
+  EXPECT_EQ(flags.to_vector(), (std::vector<float>{1.f, 0.f, 1.f})) << be.name;
+}
+
+TEST(FindNonfinite, FlagsExactlyTheTensorsWithInfOrNan) {
+  for (const Backend* be : cpu_backends()) expect_flags_exactly_the_bad_tensors(*be, Device::cpu());
+}
+
 TEST(FindNonfinite, LeavesASetFlagAndOtherSlotsAlone) {
-  for (const Backend* be : cpu_backends()) {
-    Tensor clean = Tensor::from_vector({1.f, 2.f}, {2});
-    Tensor bad = Tensor::from_vector({1.f, kInf}, {2});
-    Tensor flags = Tensor::from_vector({1.f, 0.f, 0.f}, {3});
-    be->optim.find_nonfinite(clean, flags, 0);  // a clean tensor never clears a flag
-    be->optim.find_nonfinite(bad, flags, 2);
-    be->optim.find_nonfinite(clean, flags, 1);
-    EXPECT_EQ(flags.to_vector(), (std::vector<float>{1.f, 0.f, 1.f}));
-  }
+  for (const Backend* be : cpu_backends())
+    expect_set_flags_and_other_slots_left_alone(*be, Device::cpu());
 }
 
 TEST(FindNonfinite, RejectsBadOperands) {
@@ -75,20 +81,15 @@ TEST(FindNonfinite, RejectsBadOperands) {
   EXPECT_THROW(cpu_backend().optim.find_nonfinite(t, flags, 0), Error);
 }
 
-TEST(FindNonfiniteCuda, MatchesTheChosenPositions) {
+// The CPU tests' assertions on the device.
+TEST(FindNonfiniteCuda, FlagsExactlyTheTensorsWithInfOrNan) {
   if (!cuda_available()) GTEST_SKIP() << cuda_unavailable_reason();
-  const Device d = Device::cuda(0);
-  for (int64_t n : {1, 1000, 70001}) {
-    for (int64_t at : {int64_t(-1), int64_t(0), n - 1}) {
-      std::vector<float> v = finite_values(n);
-      if (at >= 0) v[size_t(at)] = at % 2 ? std::nanf("") : -kInf;
-      Tensor x = Tensor::from_vector(v, {n}).to(d);
-      Tensor flags = Tensor::zeros({2}, DType::f32, d);
-      cuda_backend().optim.find_nonfinite(x, flags, 1);
-      EXPECT_EQ(flags.to_vector(), (std::vector<float>{0.f, at >= 0 ? 1.f : 0.f}))
-          << "n=" << n << " at " << at;
-    }
-  }
+  expect_flags_exactly_the_bad_tensors(cuda_backend(), Device::cuda(0));
+}
+
+TEST(FindNonfiniteCuda, LeavesASetFlagAndOtherSlotsAlone) {
+  if (!cuda_available()) GTEST_SKIP() << cuda_unavailable_reason();
+  expect_set_flags_and_other_slots_left_alone(cuda_backend(), Device::cuda(0));
 }
 
 }  // namespace
