@@ -190,6 +190,22 @@ TEST(CliFaults, SkipDropsTheStepsAndCountsThem) {
                       one_dirs.back() / "rank_0.safetensors");
 }
 
+// The count of dropped steps is part of the checkpoint: stopped after 2 steps (one dropped) and
+// resumed, the run ends with the uninterrupted run's 3 (SkipDropsTheStepsAndCountsThem).
+TEST(CliFaults, SkipCountSurvivesAResume) {
+  ScopedTempDir dir("cli-nonfinite-skip-resume");
+  const std::string job = kJob + " --epochs 1 --lr 1e20 --set nonfinite=skip";
+  auto r = run_dplab(job + " --max-steps 2 --out " + dir.file("run"), dir.path);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(read_metrics(dir.path / "run" / "metrics.jsonl").back()["nonfinite_skipped_steps"], 1);
+  r = run_dplab(job + " --resume " + dir.file("run") + " --out " + dir.file("run"), dir.path);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const auto m = read_metrics(dir.path / "run" / "metrics.jsonl");
+  EXPECT_EQ(m.back()["kind"], "final");
+  EXPECT_EQ(m.back()["nonfinite_skipped_steps"], 3);
+  EXPECT_EQ(m[m.size() - 2]["nonfinite_skipped_steps"], 3);  // the epoch's record, both parts
+}
+
 // With accumulate_steps = 2 the optimizer step is two batches: the second step's batches both
 // overflow and the step is dropped whole (one skipped step, not two).
 TEST(CliFaults, SkipDropsAnAccumulatedStepWhole) {

@@ -65,6 +65,8 @@ StateDict collect_rank_state(const TrainingParts& p, const LoopState& loop, int 
   s.put_double("loop.epoch_loss_sum", loop.epoch_loss_sum);
   s.put_int("loop.epoch_correct", loop.epoch_correct);
   s.put_int("loop.epoch_seen", loop.epoch_seen);
+  s.put_int("loop.nonfinite_skipped", loop.nonfinite_skipped);
+  s.put_int("loop.epoch_nonfinite_skipped", loop.epoch_nonfinite_skipped);
   s.put_doubles("loop.epoch_losses", loop.epoch_losses);
   s.put_int("dplab.format_version", kCheckpointFormatVersion);
   s.put_int("dplab.rank", rank);
@@ -344,6 +346,11 @@ LoopState read_loop(const StateDict& s, int64_t steps_per_epoch) {
   l.epoch_seen = in_range("loop.epoch_seen", s.get_int("loop.epoch_seen"), 0, kMax, ">= 0");
   l.epoch_correct = in_range("loop.epoch_correct", s.get_int("loop.epoch_correct"), 0, l.epoch_seen,
                              "0 to loop.epoch_seen");
+  l.nonfinite_skipped = in_range("loop.nonfinite_skipped", s.get_int("loop.nonfinite_skipped"), 0,
+                                 l.optimizer_steps, "0 to loop.optimizer_steps");
+  l.epoch_nonfinite_skipped =
+      in_range("loop.epoch_nonfinite_skipped", s.get_int("loop.epoch_nonfinite_skipped"), 0,
+               l.nonfinite_skipped, "0 to loop.nonfinite_skipped");
   l.epoch_loss_sum = s.get_double("loop.epoch_loss_sum");
   DPLAB_CHECK(std::isfinite(l.epoch_loss_sum) && l.epoch_loss_sum >= 0,
               "{}: state value 'loop.epoch_loss_sum' = {}: expected a finite sum >= 0", file,

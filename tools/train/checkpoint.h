@@ -40,7 +40,9 @@ struct LoopState {
   double epoch_loss_sum = 0;  // sum over the samples of `epoch` done so far
   int64_t epoch_correct = 0;
   int64_t epoch_seen = 0;
-  std::vector<double> epoch_losses;  // mean train loss of every finished epoch
+  int64_t nonfinite_skipped = 0;        // steps dropped by nonfinite = skip, whole run
+  int64_t epoch_nonfinite_skipped = 0;  // of them, in `epoch`
+  std::vector<double> epoch_losses;     // mean train loss of every finished epoch
 };
 
 // Everything of one rank that a checkpoint saves and restores (scaler may be null).

@@ -390,7 +390,6 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   // nonfinite = skip: the optimizer step in progress is dropped (set at the tick whose check
   // failed, applied at the tick that would step: accumulated micro-batches are dropped whole).
   bool drop_step = false;
-  int64_t nonfinite_skipped_total = 0;
   bool preempted = false;       // some rank received a pre-emption signal (agreed)
   std::string preempt_reports;  // which rank received which signal
   // Acts on agreed ticks (tools/train/step_agreement.h), on every rank at the same point.
@@ -425,7 +424,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
       report += (report.empty() ? "received " : "; received ") + preempt_signal_name(sig);
     if (local_nonfinite) {
       drop_step = true;
-      if (nonfinite == NonfinitePolicy::skip && nonfinite_skipped_total < 10)  // the first few
+      if (nonfinite == NonfinitePolicy::skip && loop.nonfinite_skipped < 10)  // the first few
         progress_out << fmt::format(
             "dplab: rank {}: dropped the step at global step {} (nonfinite = skip): {}\n",
             strategy->rank(), step.global_step, report);
@@ -484,7 +483,6 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
     const auto t_epoch = Clock::now();
     int64_t epoch_images = 0;
     int64_t epoch_computed = 0;
-    int64_t epoch_nonfinite_skipped = 0;
     const double slept_before = slowdown.total_slept_s();
     Batch b;
     while (batches.next(b)) {
@@ -535,8 +533,8 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
       if (plan.optimizer_step && accumulation.last(loop.global_step) && drop_step) {
         optimizer.zero_grad();  // nonfinite = skip: no update; no later step sees these
         drop_step = false;
-        ++epoch_nonfinite_skipped;
-        ++nonfinite_skipped_total;
+        ++loop.epoch_nonfinite_skipped;
+        ++loop.nonfinite_skipped;
         ++loop.optimizer_steps;  // counts toward max_steps, as a loss scaler's skipped step
       } else if (plan.optimizer_step && accumulation.last(loop.global_step)) {
         if (scaler) {  // skips the step when a gradient is inf/NaN, then adjusts the scale
@@ -591,6 +589,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
     const double mean_loss = loop.epoch_seen ? loop.epoch_loss_sum / double(loop.epoch_seen) : 0;
     const double train_acc =
         loop.epoch_seen ? double(loop.epoch_correct) / double(loop.epoch_seen) : 0;
+    const int64_t epoch_nonfinite_skipped = loop.epoch_nonfinite_skipped;  // for the record
     if (epoch_done) {
       strategy->end_epoch(epoch, mean_loss);
       schedule->observe_epoch(mean_loss);
@@ -600,6 +599,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
       loop.epoch_loss_sum = 0;
       loop.epoch_correct = 0;
       loop.epoch_seen = 0;
+      loop.epoch_nonfinite_skipped = 0;
       result.epochs_done = loop.epoch;
     }
     const bool last = stop || (epoch_done && epoch + 1 == epochs);
@@ -702,7 +702,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   result.global_step = loop.global_step;
   result.images_per_s = train_time > 0 ? double(train_images) / train_time : 0;
   result.time_s = seconds_since(t_start);
-  result.nonfinite_skipped_steps = nonfinite_skipped_total;
+  result.nonfinite_skipped_steps = loop.nonfinite_skipped;
   // The final model with PyTorch names (rank 0's: the one evaluated), for eval and PyTorch;
   // checked for inf/NaN on every rank first (finish_training may have changed it).
   if (!out_dir.empty()) {
@@ -724,7 +724,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
                           {"test_acc", result.test_acc},
                           {"images_per_s", result.images_per_s},
                           {"time_s", result.time_s},
-                          {"nonfinite_skipped_steps", nonfinite_skipped_total}};
+                          {"nonfinite_skipped_steps", loop.nonfinite_skipped}};
     if (result.test_acc5 >= 0) fin["test_acc5"] = result.test_acc5;
     metrics.write(fin);
   }
