@@ -367,7 +367,14 @@ TEST(CliPreemption, SigtermToMpiexecReachesEveryRank) {
                   dir.path / "log");
   ASSERT_TRUE(wait_for_progress(s)) << slurp(s.err);
   kill(s.pid, SIGTERM);
-  ASSERT_EQ(test::wait_exit(s.pid, 240), 4) << slurp(s.err);
+  // The ranks exit with 4; mpiexec's own status after it was signalled is hydra's choice: it
+  // passed the ranks' 4 on in quiet runs and returned 0 in some runs on a loaded machine, so
+  // the test reads what every rank did from the message and the record instead.
+  const int status = test::wait_exit(s.pid, 240);
+  EXPECT_TRUE(status == 4 || status == 0) << status << slurp(s.err);
+  // Which ranks are listed depends on when each got the signal relative to the agreed step.
+  EXPECT_NE(slurp(s.err).find(" received SIGTERM"), std::string::npos) << slurp(s.err);
+  EXPECT_NE(slurp(s.err).find("(exit status 4)"), std::string::npos) << slurp(s.err);
   expect_preempted_record(cut);
 }
 
