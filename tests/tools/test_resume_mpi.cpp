@@ -152,6 +152,9 @@ TEST(CheckpointAt4Ranks, FailedWriteOnOneRankLeavesNothingAndNamesIt) {
   EXPECT_NE(r.status, 0);
   EXPECT_TRUE(has(r.err, "rank 2: injected failure") && has(r.err, "nothing was committed"))
       << r.err;
+  // Every rank learnt of the failure and stopped in order: one message (rank 0's), no abort.
+  EXPECT_EQ(r.err.find("nothing was committed"), r.err.rfind("nothing was committed")) << r.err;
+  EXPECT_FALSE(has(r.err, "aborting all ranks")) << r.err;
   EXPECT_EQ(test::tree(dir.path / "run" / "checkpoints"), before);
   // A missing rank file is refused naming it.
   const fs::path ck = dir.path / "run" / "checkpoints" / "step_00000002";

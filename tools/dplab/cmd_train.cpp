@@ -108,7 +108,9 @@ CommandSpec train_command() {
             r = run_training(o, std::cout, std::cerr);
           } catch (const RunStopped& e) {  // every rank stops with the same status
             std::cout.flush();
-            if (e.report()) std::cerr << "dplab: " << e.what() << "\n";
+            if (e.report())
+              std::cerr << "dplab: " << (e.exit_code() == kExitError ? "error: " : "") << e.what()
+                        << "\n";
             return e.exit_code();
           }
           if (r.is_rank0) {

@@ -151,9 +151,12 @@ fs::path write_checkpoint(const CheckpointTarget& target, const RankGroup& group
   const fs::path tmp = root / ("." + name + ".tmp");
   const fs::path old = root / ("." + name + ".old");
   const bool rank0 = group.rank() == 0;
+  // Every call follows an exchange of statuses, so every rank fails here together.
   auto fail = [&](const std::string& why) {
-    DPLAB_FAIL("checkpoint {} (global step {}) not written: {}; nothing was committed",
-               final_dir.string(), loop.global_step, why);
+    group.fail_together(
+        fmt::format("checkpoint {} (global step {}) not written: {}; nothing was "
+                    "committed",
+                    final_dir.string(), loop.global_step, why));
   };
 
   // 1. Rank 0 prepares the temporary directory (and clears leftovers of killed writes).
@@ -271,13 +274,14 @@ Manifest find_resume_checkpoint(const std::string& path, const RankGroup& group,
         break;
       }
     if (failure.empty()) return m;
-    DPLAB_CHECK(run_dir, "--resume {}: {}", path, failure);
+    if (!run_dir) group.fail_together(fmt::format("--resume {}: {}", path, failure));
     skipped.push_back(fmt::format("{}: {}", dir.string(), failure));
     if (group.rank() == 0) report << "dplab train: --resume: skipping " << skipped.back() << "\n";
   }
   std::string list;
   for (const auto& s : skipped) list += "\n  " + s;
-  DPLAB_FAIL("--resume {}: no valid checkpoint in the run directory; skipped:{}", path, list);
+  group.fail_together(
+      fmt::format("--resume {}: no valid checkpoint in the run directory; skipped:{}", path, list));
 }
 
 std::vector<std::string> check_resume_identity(const Manifest& m, const RankGroup& group,

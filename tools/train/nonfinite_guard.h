@@ -27,31 +27,9 @@
 #include "dplab/core/error.h"
 #include "dplab/core/param_arena.h"
 #include "dplab/core/state_dict.h"
+#include "dplab/tools/train/run_stopped.h"
 
 namespace dplab {
-
-// Exit statuses of `dplab train` for runs that stop on purpose (README "Exit status").
-constexpr int kExitNonfinite = 3;  // non-finite loss, gradient or state: nothing written
-// Pre-empted by a signal in preempt.signals after writing a checkpoint (resume from it). Not
-// 128 + signal (143 for SIGTERM): that is what a shell reports for a process the signal killed,
-// before it could save anything; a job script must be able to tell "saved, requeue with
-// --resume" from "killed".
-constexpr int kExitPreempted = 4;
-
-// A run that stopped on purpose, on every rank at the same step (non-finite values,
-// pre-emption). run_training throws it on every rank with the same message; `dplab train`
-// prints it on the rank with report() and exits with exit_code() instead of aborting the job.
-class RunStopped : public Error {
- public:
-  RunStopped(const std::string& what, int exit_code, bool report)
-      : Error(what), exit_code_(exit_code), report_(report) {}
-  int exit_code() const { return exit_code_; }
-  bool report() const { return report_; }
-
- private:
-  int exit_code_;
-  bool report_;
-};
 
 enum class NonfinitePolicy { stop, skip };
 // Option nonfinite: "stop" or "skip"; anything else throws naming the option.

@@ -2,11 +2,13 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "dplab/comm/communicator.h"
 #include "dplab/comm/mpi_env.h"
 #include "dplab/core/error.h"
+#include "dplab/tools/train/run_stopped.h"
 
 namespace dplab {
 namespace {
@@ -51,6 +53,28 @@ std::vector<std::string> RankGroup::allgather(const std::string& mine) const {
   std::vector<std::string> r(size_);
   for (int i = 0; i < size_; ++i) r[i] = all.substr(size_t(displs[i]), size_t(lens[i]));
   return r;
+}
+
+void RankGroup::fail_together(const std::string& why) const {
+  throw RunStopped(why, kExitError, rank_ == 0);
+}
+
+void RankGroup::agree(const std::function<void()>& f) const {
+  std::string mine;
+  try {
+    f();
+  } catch (const std::exception& e) {
+    mine = e.what();
+    if (mine.empty()) mine = "failed";  // an empty status means success
+  }
+  const std::vector<std::string> all = allgather(mine);
+  // The same failure on every rank (a refusal all of them reached) is named once, without a rank.
+  if (std::all_of(all.begin(), all.end(), [&](const std::string& s) { return s == all[0]; })) {
+    if (!all[0].empty()) fail_together(all[0]);
+    return;
+  }
+  for (int r = 0; r < size_; ++r)
+    if (!all[size_t(r)].empty()) fail_together("rank " + std::to_string(r) + ": " + all[size_t(r)]);
 }
 
 }  // namespace dplab

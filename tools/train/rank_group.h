@@ -3,6 +3,7 @@
 // With one rank there is no MPI at all (algo local); with more, MPI_COMM_WORLD (the strategy's
 // ranks are the world's, whichever backend carries the gradients).
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,14 @@ class RankGroup {
   // backoff) for at most kTimeoutS: a rank that never arrives makes it throw.
   std::vector<std::string> allgather(const std::string& mine) const;
   void barrier() const { allgather({}); }
+  // Every rank throws RunStopped(why, kExitError) (tools/train/run_stopped.h), reported by rank
+  // 0 only. Only for a failure every rank knows of (e.g. from allgather): a rank that does not
+  // call it would wait in the next exchange until kTimeoutS.
+  [[noreturn]] void fail_together(const std::string& why) const;
+  // Runs `f` on every rank and exchanges the outcomes; when it threw on any rank, every rank
+  // fails together with the first failure, "rank R: why" (just "why" when every rank failed
+  // alike).
+  void agree(const std::function<void()>& f) const;
   // Generous: a slow rank may be writing a large file to a slow disk meanwhile.
   static constexpr double kTimeoutS = 1800;
 

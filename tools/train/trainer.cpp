@@ -319,9 +319,12 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   LoopState loop;
   if (!resume.empty()) {
     const Manifest m = find_resume_checkpoint(resume, ranks, progress_out);
-    const auto allowed = check_resume_identity(m, ranks, run, resume_overrides);
+    std::vector<std::string> allowed;
+    ranks.agree([&] {  // a refusal, or one rank's unreadable file, stops every rank together
+      allowed = check_resume_identity(m, ranks, run, resume_overrides);
+      loop = load_rank_state(m, ranks.rank(), parts, steps_per_epoch);
+    });
     if (!m.init_from.empty()) run.init_from = m.init_from;
-    loop = load_rank_state(m, ranks.rank(), parts, steps_per_epoch);
     if (rank0) {
       for (const auto& a : allowed) summary << "resume: " << a << " (allowed by resume.override)\n";
       summary << fmt::format("resumed from {} at epoch {} step {} (global step {})\n",
