@@ -68,9 +68,11 @@ void point_marker(cairo_t* cr, size_t i, double x, double y, Color c) {
   cairo_stroke(cr);
 }
 
-// The final record: a hollow marker, twice the size, with a whisker over its band.
-void final_marker(cairo_t* cr, const ChartLayout& L, const Series::Final& f, Color c) {
-  const double x = L.px(f.x), y = L.py(f.y);
+// The final record: a hollow marker, twice the size, with a whisker over its band, shifted
+// `dodge` pixels sideways so that several series' whiskers at the same x stay apart.
+void final_marker(cairo_t* cr, const ChartLayout& L, const Series::Final& f, Color c,
+                  double dodge) {
+  const double x = L.px(f.x) + dodge, y = L.py(f.y);
   set_color(cr, c);
   cairo_set_line_width(cr, 1.4);
   if (f.hi > f.lo) {
@@ -90,7 +92,7 @@ void final_marker(cairo_t* cr, const ChartLayout& L, const Series::Final& f, Col
   cairo_stroke(cr);
 }
 
-void draw_series(cairo_t* cr, const ChartLayout& L, const Series& s, size_t i) {
+void draw_series(cairo_t* cr, const ChartLayout& L, const Series& s, size_t i, double dodge) {
   const Color c = series_color(i);
   if (!s.lo.empty()) {
     cairo_move_to(cr, L.px(s.x[0]), L.py(s.hi[0]));
@@ -110,7 +112,7 @@ void draw_series(cairo_t* cr, const ChartLayout& L, const Series& s, size_t i) {
   const size_t every = (s.x.size() + kMaxMarkersPerSeries - 1) / kMaxMarkersPerSeries;
   for (size_t k = 0; k < s.x.size(); ++k)
     if (k % every == 0 || k + 1 == s.x.size()) point_marker(cr, i, L.px(s.x[k]), L.py(s.y[k]), c);
-  if (s.final_point) final_marker(cr, L, *s.final_point, c);
+  if (s.final_point) final_marker(cr, L, *s.final_point, c, dodge);
 }
 
 void draw_axes(cairo_t* cr, const ChartSpec& spec, const ChartLayout& L) {
@@ -257,8 +259,13 @@ void draw_chart(cairo_t* cr, const ChartSpec& spec) {
       cairo_stroke(cr);
     }
   cairo_set_dash(cr, nullptr, 0, 0);
-  for (size_t i = 0; i < spec.series.size(); ++i)
-    if (!spec.series[i].x.empty()) draw_series(cr, L, spec.series[i], i);
+  const auto finals = std::count_if(spec.series.begin(), spec.series.end(),
+                                    [](const Series& s) { return s.final_point.has_value(); });
+  double dodge = -3.0 * double(finals - 1) / 2;
+  for (size_t i = 0; i < spec.series.size(); ++i) {
+    if (!spec.series[i].x.empty()) draw_series(cr, L, spec.series[i], i, dodge);
+    if (spec.series[i].final_point) dodge += 3.0;
+  }
   cairo_restore(cr);
 
   for (const auto& ml : L.marker_labels) {

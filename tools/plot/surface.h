@@ -19,9 +19,7 @@ Format format_for_path(const std::string& path);
 // file behind (the vector surfaces write to memory until finish()).
 class Surface {
  public:
-  // `title` goes into the file's metadata (PDF Title, SVG <title>); `texts` are the figure's
-  // words, kept in the SVG as a <desc> so that the figure can be searched and read by screen
-  // readers (cairo draws SVG text as glyph outlines).
+  // Throws dplab::Error for an unknown extension or a size outside 100..20000.
   Surface(const std::string& path, int width, int height);
   ~Surface();
   Surface(const Surface&) = delete;
@@ -29,6 +27,9 @@ class Surface {
 
   cairo_t* cr() const { return cr_; }
   Format format() const { return format_; }
+  // `title` goes into the file's metadata (PDF Title, SVG <title>); `description` (the figure's
+  // words) into the SVG's <desc>, so that the figure can be searched and read by screen readers
+  // (cairo draws SVG text as glyph outlines).
   void finish(const std::string& title, const std::string& description);
 
  private:
