@@ -283,6 +283,8 @@ TEST(Plot, FigureGroupsRunsByRunJsonOrByPath) {
   ASSERT_EQ(fig.spec.series.size(), 4u);
   EXPECT_EQ(fig.spec.series[1].label, "x: time_s");
   EXPECT_EQ(fig.spec.x_label, "elapsed_s (running sum of epoch time_s)");
+  // The final record (time_s = the whole run + 3 s) is not a point: time only goes forward.
+  EXPECT_EQ(fig.spec.series[0].x, (std::vector<double>{0.5, 1.5}));
   EXPECT_EQ(fig.spec.y_label, "test_acc, time_s");
 }
 

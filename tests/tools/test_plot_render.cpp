@@ -132,10 +132,27 @@ TEST(PlotRender, LayoutKeepsTextOffTheData) {
   spec.series[0].label = std::string(80, 'n');
   const auto B = plot::layout_chart(spec);
   EXPECT_TRUE(B.legend_below);
+  EXPECT_EQ(B.legend_cols, 1);  // the long name leaves room for one column
   EXPECT_GE(B.legend.y0, B.plot.y1);
   EXPECT_LE(B.legend.y1, spec.height);
   spec.width = 150;
   EXPECT_NE(error_of([&] { plot::layout_chart(spec); }).find("too small"), std::string::npos);
+}
+
+// The old bitmap font drew "lr" and "LR" alike; a real font does not.
+TEST(PlotRender, TextKeepsItsCase) {
+  ScopedTempDir dir("plot-case");
+  auto spec = two_series();
+  spec.x_label = "lr=0.01";
+  plot::render_chart(spec, dir.file("lower.png"));
+  spec.x_label = "LR=0.01";
+  plot::render_chart(spec, dir.file("upper.png"));
+  const std::string lower = slurp(dir.file("lower.png")), upper = slurp(dir.file("upper.png"));
+  ASSERT_FALSE(lower.empty());
+  EXPECT_NE(lower, upper);
+  spec.x_label = "lr=0.01";
+  plot::render_chart(spec, dir.file("again.png"));
+  EXPECT_EQ(slurp(dir.file("again.png")), lower);  // and the drawing is deterministic
 }
 
 TEST(PlotRender, PointsLandWhereTheDataSays) {

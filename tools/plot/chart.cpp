@@ -176,7 +176,7 @@ void draw_legend(cairo_t* cr, const ChartSpec& spec, const ChartLayout& L) {
   for (const auto& s : spec.series)
     if (!s.label.empty()) text_w = std::max(text_w, text_width(cr, kLegendFont, s.label));
   const double entry_w = 8 + kSwatch + 6 + text_w + 8;
-  const int cols = std::max(1, int((B.x1 - B.x0 + 1e-6) / entry_w));
+  const int cols = L.legend_cols;
   cairo_set_source_rgb(cr, 1, 1, 1);
   cairo_rectangle(cr, B.x0, B.y0, B.x1 - B.x0, B.y1 - B.y0);
   cairo_fill_preserve(cr);

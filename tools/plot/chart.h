@@ -40,6 +40,7 @@ struct ChartLayout {
   double x_step = 1, y_step = 1;
   Rect legend;  // empty (zero size) when no series is named
   bool legend_below = false;
+  int legend_cols = 1;  // entries per legend row
   std::vector<MarkerLabel> marker_labels;
   double px(double x) const { return plot.x0 + (x - x_lo) / (x_hi - x_lo) * (plot.x1 - plot.x0); }
   double py(double y) const { return plot.y1 - (y - y_lo) / (y_hi - y_lo) * (plot.y1 - plot.y0); }

@@ -104,7 +104,9 @@ ChartLayout layout_chart(cairo_t* cr, const ChartSpec& spec) {
   double legend_w = 0, legend_h = 0;
   if (!entries.empty()) {
     L.legend_below = std::max(entry_w, note_w) > 0.34 * W;
-    const int cols = L.legend_below ? std::max(1, int((W - 2 * kPad) / entry_w)) : 1;
+    const int cols =
+        L.legend_below ? std::clamp(int((W - 2 * kPad) / entry_w), 1, int(entries.size())) : 1;
+    L.legend_cols = cols;
     const int rows = (int(entries.size()) + cols - 1) / cols;
     legend_w = std::max(cols * entry_w, note_w);
     legend_h = 6 + (rows + note_rows) * row_h + 4;
