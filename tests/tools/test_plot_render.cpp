@@ -213,13 +213,18 @@ TEST(PlotRender, CommandWritesEachFormatAndRefusesOthers) {
     EXPECT_NE(r.err.find("has no run.json: grouped as"), std::string::npos) << r.err;
   }
   EXPECT_EQ(png_size(slurp(dir.file("fig.png"))), (std::pair<uint32_t, uint32_t>{640, 400}));
+  auto r = run_dplab(fmt::format("plot {} --width 300 --height 200 --scale 2.5 --out {}", runs,
+                                 dir.file("big.png")),
+                     dir.path / "scale");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(png_size(slurp(dir.file("big.png"))), (std::pair<uint32_t, uint32_t>{750, 500}));
   EXPECT_EQ(slurp(dir.file("fig.pdf")).substr(0, 5), "%PDF-");
   const std::string svg = slurp(dir.file("fig.svg"));
   EXPECT_NE(svg.find("series: a: test_acc (2 runs)"), std::string::npos) << svg.substr(0, 600);
   EXPECT_NE(svg.find("band: mean \u00b1 1 std over runs"), std::string::npos);
 
   // Any other extension is refused before anything is read or written.
-  auto r = run_dplab(fmt::format("plot {} --out {}", runs, dir.file("fig.jpg")), dir.path / "jpg");
+  r = run_dplab(fmt::format("plot {} --out {}", runs, dir.file("fig.jpg")), dir.path / "jpg");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("from its extension '.jpg': use .png, .svg or .pdf"), std::string::npos)
       << r.err;

@@ -65,6 +65,10 @@ CommandSpec plot_command() {
             ->capture_default_str();
         p->add_option("--height", r.height, "height in pixels (PNG) or points (SVG, PDF)")
             ->capture_default_str();
+        p->add_option("--scale", r.scale,
+                      "PNG only: pixels per unit (2: the same figure at twice the resolution, "
+                      "--width x --height times 2 pixels)")
+            ->capture_default_str();
         return [a]() {
           plot::FigureRequest& r = a->req;
           if (!r.labels.empty() && r.labels.size() != r.runs.size())

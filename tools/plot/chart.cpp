@@ -276,7 +276,7 @@ void draw_chart(cairo_t* cr, const ChartSpec& spec) {
 }
 
 void render_chart(const ChartSpec& spec, const std::string& path) {
-  Surface surface(path, spec.width, spec.height);
+  Surface surface(path, spec.width, spec.height, spec.scale);
   draw_chart(surface.cr(), spec);
   surface.finish(spec.title, description(spec));
 }

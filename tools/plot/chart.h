@@ -13,6 +13,7 @@ namespace dplab::plot {
 
 struct ChartSpec {
   int width = 800, height = 500;  // pixels (PNG) or points (SVG, PDF)
+  double scale = 1;               // a PNG's pixels per unit (surface.h)
   std::string title, x_label, y_label;
   std::vector<Series> series;
   // Last, grey legend lines: what the bands and hollow markers mean.

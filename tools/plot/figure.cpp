@@ -43,6 +43,7 @@ Figure build_figure(const FigureRequest& req) {
   ChartSpec& spec = fig.spec;
   spec.width = req.width;
   spec.height = req.height;
+  spec.scale = req.scale;
   spec.title = req.title;
   bool any_marker_key = false, elapsed_computed = false;
   // series[run][y key]

@@ -21,6 +21,7 @@ struct FigureRequest {
   Band band = Band::minmax;
   std::string title, x_label, y_label;  // empty axis labels: the keys
   int width = 800, height = 500;
+  double scale = 1;  // PNG only: pixels per unit
 };
 
 struct Figure {

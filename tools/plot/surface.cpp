@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -67,13 +68,16 @@ Format format_for_path(const std::string& path) {
       ext.empty() ? "(none)" : ext);
 }
 
-Surface::Surface(const std::string& path, int width, int height)
+Surface::Surface(const std::string& path, int width, int height, double scale)
     : path_(path), format_(format_for_path(path)) {
   DPLAB_CHECK(width >= 100 && height >= 100 && width <= 20000 && height <= 20000,
               "figure size {}x{}: width and height must be between 100 and 20000", width, height);
+  DPLAB_CHECK(scale >= 0.25 && scale <= 10, "figure scale {}: must be between 0.25 and 10", scale);
+  if (format_ != Format::png) scale = 1;
   switch (format_) {
     case Format::png:
-      surface_ = cairo_image_surface_create(CAIRO_FORMAT_RGB24, width, height);
+      surface_ = cairo_image_surface_create(CAIRO_FORMAT_RGB24, int(std::lround(width * scale)),
+                                            int(std::lround(height * scale)));
       break;
     case Format::svg:
       surface_ = cairo_svg_surface_create_for_stream(append, &buffer_, width, height);
@@ -86,6 +90,7 @@ Surface::Surface(const std::string& path, int width, int height)
               "cannot create a {}x{} cairo surface for '{}': {}", width, height, path,
               cairo_status_to_string(cairo_surface_status(surface_)));
   cr_ = cairo_create(surface_);
+  cairo_scale(cr_, scale, scale);  // the chart lays out in width x height units
 }
 
 Surface::~Surface() {

@@ -19,8 +19,10 @@ Format format_for_path(const std::string& path);
 // file behind (the vector surfaces write to memory until finish()).
 class Surface {
  public:
-  // Throws dplab::Error for an unknown extension or a size outside 100..20000.
-  Surface(const std::string& path, int width, int height);
+  // `scale` multiplies a PNG's pixels (2: the same figure at twice the resolution); the vector
+  // formats are resolution-free and ignore it. Throws dplab::Error for an unknown extension, a
+  // size outside 100..20000 or a scale outside 0.25..10.
+  Surface(const std::string& path, int width, int height, double scale = 1);
   ~Surface();
   Surface(const Surface&) = delete;
   Surface& operator=(const Surface&) = delete;
