@@ -172,6 +172,18 @@ TEST(BenchLoader, ImagesOptionTimesThatManyAndTheTableSaysWhat) {
   EXPECT_EQ(j["warmup_batches"], 0);
   EXPECT_EQ(j["workers"], 0);
   expect_channel_means(j["first_batch_labels"], j["first_batch_channel_mean"], "dplab");
+  EXPECT_NE(j["resampling"].get<std::string>().find("DCT-domain"), std::string::npos);
+
+  // --full-decode: the same images, JPEGs decoded at full size (as Pillow does).
+  const auto full = run_json(fmt::format("--data folder:{} --workers 1 --batch 4 --size 16 "
+                                         "--images 7 --full-decode",
+                                         dir.file("images")),
+                             dir.path / "full");
+  ASSERT_TRUE(full.is_object());
+  EXPECT_EQ(full["images"], 7);
+  EXPECT_EQ(full["first_batch_labels"], j["first_batch_labels"]);
+  expect_channel_means(full["first_batch_labels"], full["first_batch_channel_mean"], "full");
+  EXPECT_NE(full["resampling"].get<std::string>().find("full-size"), std::string::npos);
 
   const auto t = run_dplab(
       fmt::format("bench loader --data folder:{} --workers 1 --batch 4 --size 16 --images 7",

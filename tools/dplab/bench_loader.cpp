@@ -44,6 +44,7 @@ struct LoaderBenchArgs {
   int size = 224;
   uint64_t seed = 0;
   bool json = false, compare = false;
+  bool full_decode = false;  // no DCT-domain downscaling (as Pillow decodes)
 };
 
 int usable_cpus() {
@@ -232,6 +233,14 @@ std::string transform_text(const ImageTransformOptions& t) {
       t.norm.mean[2], t.norm.std[0], t.norm.std[1], t.norm.std[2]);
 }
 
+// How dplab resizes the crop (data/transforms.h): the resampling differs from Pillow's, which
+// the comparison must say.
+std::string resampling_text(const ImageTransformOptions& t) {
+  return t.dct_scaling ? "bilinear without antialiasing, after JPEG DCT-domain downscaling where "
+                         "the crop needs fewer pixels than the file holds"
+                       : "bilinear without antialiasing of the full-size decode (--full-decode)";
+}
+
 int run_loader_bench(const LoaderBenchArgs& a) {
   apply_thread_option(1);  // the workers' decode and transform are single-threaded; so is OpenMP
   const int cpus = usable_cpus();
@@ -240,6 +249,7 @@ int run_loader_bench(const LoaderBenchArgs& a) {
   ImageTransformOptions t;  // the train transform with the training defaults (data.image_size)
   t.size = a.size;
   t.train = true;
+  t.dct_scaling = !a.full_decode;
   const BenchData d = open_data(a.data, t, a.seed);
   const int64_t total = d.dataset->size();
   DPLAB_CHECK(a.images <= total, "bench loader --images {}: {} holds only {} images", a.images,
@@ -282,6 +292,7 @@ int run_loader_bench(const LoaderBenchArgs& a) {
       {"mean_width", width / double(n)},
       {"mean_height", height / double(n)},
       {"transform", transform_text(t)},
+      {"resampling", resampling_text(t)},
       {"seconds", r.seconds},
       {"images_per_s", ips},
       {"batch_shape", r.batch_shape},
@@ -343,10 +354,10 @@ int run_loader_bench(const LoaderBenchArgs& a) {
         "  batches built ahead: dplab {} (data.prefetch), torchvision {} (prefetch_factor 2 per "
         "worker)\n",
         j["prefetch_batches"].get<int64_t>(), j["torchvision_prefetch_batches"].get<int64_t>());
-    std::cout << "  resampling: dplab bilinear without antialiasing, after JPEG DCT-domain "
-                 "downscaling when the crop is large; torchvision "
-              << j["torchvision_resampling"].get<std::string>() << "\n";
   }
+  std::cout << "  resampling: dplab " << resampling_text(t);
+  if (a.compare) std::cout << "; torchvision " << j["torchvision_resampling"].get<std::string>();
+  std::cout << "\n";
   return 0;
 }
 
@@ -389,6 +400,9 @@ Action add_loader_bench(CLI::App& bench) {
               "with the same transform, images, order, batch and worker count "
               "(tools/bench/torchvision_loader.py, /usr/bin/python3 or $DPLAB_PYTHON), and print "
               "the ratio");
+  c->add_flag("--full-decode", a->full_decode,
+              "decode every JPEG at full size, as Pillow does (dplab's training decodes in the "
+              "DCT domain at the smallest scale the crop allows)");
   c->add_flag("--json", a->json, "print one JSON object instead of the table");
   return [a]() { return run_loader_bench(*a); };
 }
