@@ -242,7 +242,9 @@ std::string resampling_text(const ImageTransformOptions& t) {
 }
 
 int run_loader_bench(const LoaderBenchArgs& a) {
-  apply_thread_option(1);  // the workers' decode and transform are single-threaded; so is OpenMP
+  // Decode and transform run single-threaded on each worker (the data path has no OpenMP); the
+  // consuming thread gets one OpenMP thread too, so nothing else competes for the cores.
+  apply_thread_option(1);
   const int cpus = usable_cpus();
   const int workers = a.workers >= 0 ? a.workers : cpus;
   const int64_t warm_batches = a.warmup >= 0 ? a.warmup : 2 * std::max(workers, 1);
@@ -256,8 +258,9 @@ int run_loader_bench(const LoaderBenchArgs& a) {
               d.dataset->describe(), total);
   const int64_t n = a.images > 0 ? a.images : std::min(total, kDefaultImageCap);
   const std::vector<int64_t> timed(d.order.begin(), d.order.begin() + n);
-  const std::vector<int64_t> warm(d.order.begin(),
-                                  d.order.begin() + std::min<int64_t>(n, warm_batches * a.batch));
+  // (Compared in batches first: a huge --warmup times --batch would overflow.)
+  const int64_t warm_n = warm_batches >= (n + a.batch - 1) / a.batch ? n : warm_batches * a.batch;
+  const std::vector<int64_t> warm(d.order.begin(), d.order.begin() + warm_n);
 
   // Every timed image is read once before either side is timed, so both read from the page
   // cache (otherwise the first side would pay the disk for the second). The headers give the
@@ -387,9 +390,9 @@ Action add_loader_bench(CLI::App& bench) {
                 "untimed batches first, on each side, of the first timed images (default: 2 per "
                 "worker, at least 2; at most all the timed images)")
       ->check(CLI::NonNegativeNumber);
-  c->add_option("--batch", a->batch, "images per batch")
+  c->add_option("--batch", a->batch, "images per batch (one batch of 4096 at 224 px is 2.3 GiB)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(int64_t(1), int64_t(4096)));
   c->add_option("--size", a->size, "crop side in pixels (train's data.image_size)")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
