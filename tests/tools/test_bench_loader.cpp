@@ -15,6 +15,7 @@
 
 #include "data/temp_dir.h"
 #include "dplab/data/decode.h"
+#include "dplab/data/sampler.h"
 #include "dplab/data/shards.h"
 #include "run_cli.h"
 
@@ -112,10 +113,19 @@ void expect_set_description(const nlohmann::json& j, const JpegSet& s) {
   EXPECT_NEAR(j["mean_height"].get<double>(), s.mean_height, 1e-9);
 }
 
+// The labels of the first 5 images of the training order of the 12-image folder.
+nlohmann::json first_labels_of_sampler_order() {
+  SamplerOptions so;
+  so.shuffle = true;
+  const std::vector<int64_t> order = DistributedSampler(kImages, so).indices();
+  nlohmann::json labels = nlohmann::json::array();
+  for (size_t i = 0; i < 5; ++i) labels.push_back(order[i] < 4 ? 0 : order[i] < 7 ? 1 : 2);
+  return labels;
+}
+
 TEST(BenchLoader, FolderAtOneAndTwoWorkersTimesEveryImage) {
   ScopedTempDir dir("bench-loader-folder");
   const JpegSet set = write_folder(dir.path / "images");
-  nlohmann::json first_labels;
   for (int w : {1, 2}) {
     SCOPED_TRACE(testing::Message() << w << " workers");
     const auto j = run_json(
@@ -131,9 +141,9 @@ TEST(BenchLoader, FolderAtOneAndTwoWorkersTimesEveryImage) {
     EXPECT_EQ(j["warmup_batches"], std::min(2 * w, 3));
     EXPECT_NE(j["transform"].get<std::string>().find("RandomResizedCrop(32"), std::string::npos);
     EXPECT_FALSE(j.contains("ratio"));  // only with --compare-torchvision
-    // The epoch order is the trainer's (seeded), whatever the worker count.
-    if (first_labels.is_null()) first_labels = j["first_batch_labels"];
-    EXPECT_EQ(j["first_batch_labels"], first_labels);
+    // The epoch order is the trainer's: its sampler (seed 0, epoch 0) over the files sorted by
+    // class and name, i.e. file k of the 12 has label 0 for k < 4, 1 for k < 7, else 2.
+    EXPECT_EQ(j["first_batch_labels"], first_labels_of_sampler_order());
   }
 }
 
@@ -155,6 +165,13 @@ TEST(BenchLoader, ShardsAtOneAndTwoWorkersTimesEveryImage) {
     EXPECT_EQ(j["kind"], "shards");
     EXPECT_EQ(j["workers"], w);
     EXPECT_EQ(j["warmup_batches"], 1);
+    // The trainer's order for shards: the shard stream of rank 0 of 1 (seed 0, epoch 0, the
+    // default shuffle buffer of 1000).
+    const ShardDataset shards(expand_glob(dir.path.string() + "/shards/s-*.tar"), {});
+    const std::vector<int64_t> order = shard_stream_order(shards.shard_begin(), 0, 1, 0, 0, 1000);
+    nlohmann::json labels = nlohmann::json::array();
+    for (size_t i = 0; i < 5; ++i) labels.push_back(shards.label(order[i]));
+    EXPECT_EQ(j["first_batch_labels"], labels);
   }
 }
 
