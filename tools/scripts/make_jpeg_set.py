@@ -4,10 +4,11 @@ CLASSES classes, IMAGES images in all, deterministic for a given --seed.
 
 What makes it ImageNet-like for a loader benchmark is what the decoder and the crop see: the
 image sizes (drawn from the sizes most frequent in ImageNet-1k's training set, 500 x 375 the
-most common), baseline JPEG at quality 90 with 4:2:0 chroma (as most ImageNet files), and
-content with edges, smooth regions and texture so the files compress to about ImageNet's mean
-(~110 KB; about 108 KB and 190 kpixel here) rather than to a few KB (flat colour) or several hundred (pure noise). The script
-prints the mean file size and pixel count so the set can be described next to any figure.
+most common), baseline JPEG at quality 90 with 4:2:0 chroma (typical of camera and web JPEGs), and
+content with edges, smooth regions and grain so the files compress to about ImageNet's mean
+(~110 KB; 105-107 KB and ~190 kpixel with the defaults) rather than to a few KB (flat colour) or
+several hundred (pure noise). The script prints the mean file size and pixel count so the set
+can be described next to any figure.
 
 Pack it into tar shards for `--data shards:...` with
   build/bin/dplab shards --input OUT --output OUT-shards/train --per-shard 1000
