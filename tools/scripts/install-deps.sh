@@ -21,6 +21,8 @@ packages=(
   libcairo2-dev fonts-dejavu-core
   # side-by-side comparisons, checkpoint interop tests and figures (Debian's PyTorch 1.13)
   python3-torch python3-torchvision python3-matplotlib
+  # `dplab bench loader --compare-torchvision` and tools/scripts/make_jpeg_set.py
+  python3-pil python3-numpy
 )
 # npm may come with a nodejs build from elsewhere (it ships its own npm): only install Debian's
 # when there is no npm at all.
