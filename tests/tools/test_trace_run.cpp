@@ -21,17 +21,23 @@ namespace fs = std::filesystem;
 using test::ScopedTempDir;
 using test::slurp;
 
-// 512 training images: 4 steps of 64 per rank on two ranks, one epoch.
+// 2048 training images: 4 steps of 256 per rank on two ranks, one epoch. Batches this large
+// make backward last long enough (tens of ms) that the communication thread is scheduled
+// inside it even on a loaded machine.
 const std::string kJob =
-    "train --model mnist_cnn --data fashion-mnist --batch 64 --threads 1 --algo allreduce "
-    "--set data.train_limit=512 --set data.test_limit=200 --set progress=off";
+    "train --model mnist_cnn --data fashion-mnist --batch 256 --threads 1 --algo allreduce "
+    "--set data.train_limit=2048 --set data.test_limit=200 --set progress=off";
 constexpr int kSteps = 4;
+constexpr int kBatch = 256;
 
 // mnist_cnn's parameters, counted from models/mnist_cnn.cpp by hand: cnn1 Conv2d(1, 16, 5)
 // weight 16*1*5*5 and bias 16, cnn2 Conv2d(16, 32, 5) weight 32*16*5*5 and bias 32, fc1
 // Linear(512, 10) weight 10*512 and bias 10.
 constexpr int kTensors = 6;
-constexpr double kParamBytes = 4.0 * (16 * 25 + 16 + 32 * 16 * 25 + 32 + 10 * 512 + 10);
+// What travels is the gradient arena: every tensor starts at a multiple of 16 floats
+// (ParamArena's 64-byte alignment), in the order gradients become ready (fc1 first), so fc1's
+// bias of 10 floats takes 16 and nothing follows the last tensor.
+constexpr double kArenaBytes = 4.0 * (16 + 10 * 512 + 32 + 32 * 16 * 25 + 16 + 16 * 25);
 // Buckets of 0.01 MiB (10485.76 bytes) over the gradients in the order they become ready
 // (fc1, cnn2, cnn1; bias and weight): fc1 (20520 bytes) closes the first, cnn2 (51328) the
 // second, cnn1 (1664) is the last: 3 buckets.
@@ -124,11 +130,11 @@ TEST(TraceRun, TwoRankAllreduceOverlapsBackwardAndLeavesTrainingUnchanged) {
       EXPECT_EQ(named(evs, "data_wait").size(), 1u);
       EXPECT_EQ(stp[0].tid, 0);
       EXPECT_EQ(stp[0].args["epoch"], 1);
-      EXPECT_EQ(stp[0].args["images"], 64);
+      EXPECT_EQ(stp[0].args["images"], kBatch);
       EXPECT_LE(fwd[0].end(), bwd[0].ts);
       EXPECT_LE(bwd[0].end(), opt[0].ts);
       ASSERT_EQ(buckets.size(), size_t(kSmallBucketCount));
-      double bytes = 0, first_start = 1e300;
+      double bytes = 0, first_start = 1e300, first_ready = 1e300;
       int tensors = 0;
       for (const Ev& b : buckets) {
         EXPECT_EQ(b.cat, "comm");
@@ -142,10 +148,14 @@ TEST(TraceRun, TwoRankAllreduceOverlapsBackwardAndLeavesTrainingUnchanged) {
         EXPECT_GE(b.ts, stp[0].ts);
         EXPECT_LE(b.end(), stp[0].end() + 1e-3);
         first_start = std::min(first_start, b.ts);
+        first_ready = std::min(first_ready, b.args["ready_us"].get<double>());
       }
-      EXPECT_DOUBLE_EQ(bytes, kParamBytes);
+      EXPECT_DOUBLE_EQ(bytes, kArenaBytes);
       EXPECT_EQ(tensors, kTensors);
-      // The overlap is real: the first bucket's allreduce starts while backward still runs.
+      // The overlap is real: the first bucket is ready, and its allreduce starts, while
+      // backward still runs.
+      EXPECT_GE(first_ready, bwd[0].ts);
+      EXPECT_LT(first_ready, bwd[0].end());
       EXPECT_LT(first_start, bwd[0].end());
     }
   }
@@ -206,7 +216,7 @@ TEST(TraceRun, LocalSgdParameterAveragesAppear) {
       if (expected) {
         EXPECT_EQ(avg[0].cat, "comm");
         EXPECT_EQ(avg[0].tid, 2);
-        EXPECT_EQ(avg[0].args["bytes"].get<double>(), kParamBytes);
+        EXPECT_EQ(avg[0].args["bytes"].get<double>(), kArenaBytes);
         EXPECT_EQ(wait[0].cat, "wait");
         EXPECT_EQ(wait[0].tid, 1);
       }
