@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "../data/temp_dir.h"
 #include "common/trace_check.h"
@@ -158,6 +159,45 @@ TEST(TraceRun, TwoRankAllreduceOverlapsBackwardAndLeavesTrainingUnchanged) {
       EXPECT_LT(first_ready, bwd[0].end());
       EXPECT_LT(first_start, bwd[0].end());
     }
+  }
+}
+
+// The trace's comm and wait events are taken at the points CommStats measures in_flight_s and
+// exposed_wait_s: over an epoch they add up to each rank's rank_R.jsonl record. Epoch 2 (steps
+// 4..7): epoch 1's record also holds the set-up broadcast, which precedes the trace's clock.
+TEST(TraceRun, CommAndWaitEventsAddUpToTheRanksMetrics) {
+  ScopedTempDir dir("trace-run-metrics");
+  const std::string out = dir.file("run");
+  const auto r = run2(
+      kJob + kSmallBuckets + " --epochs 2 --trace --set trace.steps=all --out " + out, dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json j = test::read_trace((fs::path(out) / "trace.json").string());
+  for (int rank = 0; rank < 2; ++rank) {
+    double in_flight = 0, exposed = 0;
+    for (const auto& e : j["traceEvents"]) {
+      if (e["ph"] != "X" || e["pid"] != rank || !e["args"].contains("step")) continue;
+      const int64_t step = e["args"]["step"];
+      if (step < kSteps || step >= 2 * kSteps) continue;
+      if (e["cat"] == "comm") in_flight += e["dur"].get<double>() * 1e-6;
+      if (e["cat"] == "wait") exposed += e["dur"].get<double>() * 1e-6;
+    }
+    nlohmann::json rec;
+    std::istringstream in(slurp(fs::path(out) / fmt::format("rank_{}.jsonl", rank)));
+    for (std::string line; std::getline(in, line);) {
+      const auto l = nlohmann::json::parse(line);
+      if (l.value("kind", "") == "rank_epoch" && l.value("epoch", 0) == 2) rec = l;
+    }
+    ASSERT_FALSE(rec.is_null()) << "rank " << rank << ": no epoch 2 record";
+    auto metric = [&](const char* a, const char* b) {
+      return rec.contains(a) ? rec[a].get<double>() : rec.at(b).get<double>();
+    };
+    const double m_in_flight = metric("comm_in_flight_s", "in_flight_s");
+    const double m_exposed = metric("comm_exposed_wait_s", "exposed_wait_s");
+    EXPECT_GT(in_flight, 0);
+    EXPECT_GT(exposed, 0);
+    // Separate clock readings a few microseconds apart per event.
+    EXPECT_NEAR(in_flight, m_in_flight, 2e-4 + 0.01 * m_in_flight) << "rank " << rank;
+    EXPECT_NEAR(exposed, m_exposed, 2e-4 + 0.01 * m_exposed) << "rank " << rank;
   }
 }
 

@@ -78,16 +78,25 @@ void finish_run_trace(trace::Tracer* tracer, const RankGroup& ranks, const std::
 
 bool StepTrace::next(DeviceBatches& batches, Batch& b, int64_t step) {
   if (!trace::kCompiled || !tracer_) return batches.next(b);
+  const int64_t previous = tracer_->step();
   tracer_->begin_step(step);
   open_ = false;
-  if (!tracer_->recording()) return batches.next(b);
-  start_ = trace::Clock::now();
-  step_ = step;
-  trace::Span wait(tracer_, "data_wait", "data");
+  const bool on = tracer_->recording();
+  const auto t0 = trace::Clock::now();
   const bool got = batches.next(b);
-  wait.end();
-  open_ = got;
-  return got;
+  if (!got) {
+    // The epoch is over: no step `step` was taken here. What follows (evaluation, checkpoints)
+    // belongs with the step before, recorded if that step was.
+    tracer_->begin_step(previous);
+    return false;
+  }
+  if (on) {
+    tracer_->complete("data_wait", "data", trace::kCompute, t0, trace::Clock::now(), step);
+    start_ = t0;
+    step_ = step;
+    open_ = true;
+  }
+  return true;
 }
 
 void StepTrace::end(int64_t epoch, int64_t images) {
