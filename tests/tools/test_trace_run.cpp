@@ -264,6 +264,36 @@ TEST(TraceRun, LocalSgdParameterAveragesAppear) {
     }
 }
 
+// SGP gossips after every step: one exchange of the parameters and the push-sum weight (one
+// more float) with a peer, and the wait for it, per step and rank.
+TEST(TraceRun, SgpGossipExchangesAppear) {
+  ScopedTempDir dir("trace-run-sgp");
+  const std::string out = dir.file("run");
+  const std::string job =
+      "train --model mnist_cnn --data fashion-mnist --batch 64 --threads 1 "
+      "--algo sgp --set data.train_limit=512 --set data.test_limit=200 "
+      "--set progress=off";
+  const auto r = run2(job + " --trace --set trace.steps=all --out " + out, dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto ev = by_rank_step(test::read_trace((fs::path(out) / "trace.json").string()));
+  for (int rank = 0; rank < 2; ++rank)
+    for (int64_t step = 0; step < kSteps; ++step) {
+      const auto& evs = ev.at({rank, step});
+      const auto gossip = named(evs, "gossip exchange"), wait = named(evs, "wait gossip exchange");
+      ASSERT_EQ(gossip.size(), 1u) << rank << " " << step;
+      ASSERT_EQ(wait.size(), 1u);
+      EXPECT_EQ(gossip[0].cat, "comm");
+      EXPECT_EQ(gossip[0].tid, 2);
+      EXPECT_EQ(gossip[0].args["bytes"].get<double>(), kArenaBytes + 4);
+      EXPECT_EQ(wait[0].cat, "wait");
+      // After this step's optimizer, inside its step event.
+      const auto opt = named(evs, "optimizer"), stp = named(evs, "step");
+      ASSERT_EQ(opt.size(), 1u);
+      EXPECT_GE(gossip[0].ts, opt[0].end());
+      EXPECT_LE(gossip[0].end(), stp[0].end() + 1e-3);
+    }
+}
+
 TEST(TraceRun, RefusesBadOptions) {
   ScopedTempDir dir("trace-run-bad");
   const std::string job =
