@@ -294,6 +294,24 @@ TEST(TraceRun, SgpGossipExchangesAppear) {
     }
 }
 
+// A run that stops in order (non-finite values, exit status 3: with lr 1e20 the second step's
+// loss is no longer finite) still leaves complete per-rank files and the merged trace.
+TEST(TraceRun, OrderlyStopClosesAndMergesTheTrace) {
+  ScopedTempDir dir("trace-run-stop");
+  const std::string out = dir.file("run");
+  const auto r = run2(kJob + " --lr 1e20 --trace --set trace.steps=all --out " + out, dir.path);
+  ASSERT_EQ(r.status, 3) << r.err;
+  for (int rank = 0; rank < 2; ++rank) {
+    const nlohmann::json f =
+        test::read_trace((fs::path(out) / "trace" / fmt::format("rank_{}.json", rank)).string());
+    test::check_trace_structure(f);
+    EXPECT_GE(test::count_events(f, "forward"), 1u);
+  }
+  const nlohmann::json j = test::read_trace((fs::path(out) / "trace.json").string());
+  test::check_trace_structure(j);
+  EXPECT_EQ(test::count_events(j, "step", trace::kSteps) % 2, 0u);  // as many on both ranks
+}
+
 TEST(TraceRun, RefusesBadOptions) {
   ScopedTempDir dir("trace-run-bad");
   const std::string job =

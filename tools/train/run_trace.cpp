@@ -61,8 +61,17 @@ void start_run_trace(trace::Tracer* tracer, const RankGroup& ranks, const Option
   tracer->start(place, origin, total_steps);
 }
 
-void finish_run_trace(trace::Tracer* tracer, const RankGroup& ranks, const std::string& out_dir) {
+void finish_run_trace(trace::Tracer* tracer, const RankGroup& ranks, const std::string& out_dir,
+                      std::ostream* errors) {
   if (!tracer) return;
+  if (errors) {
+    try {
+      finish_run_trace(tracer, ranks, out_dir, nullptr);
+    } catch (const std::exception& e) {
+      *errors << "dplab: trace not merged: " << e.what() << "\n";
+    }
+    return;
+  }
   ranks.agree([&] { tracer->close(); });  // every rank's file is complete before the merge
   if (ranks.rank() != 0) return;
   std::vector<std::string> files;

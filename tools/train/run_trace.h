@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <ostream>
 #include <string>
 
 #include "dplab/core/device.h"
@@ -30,8 +31,11 @@ void start_run_trace(trace::Tracer* tracer, const RankGroup& ranks, const Option
                      int64_t total_steps);
 
 // Ends this rank's file (a complete JSON document), then, after a barrier, rank 0 merges every
-// rank's file into OUT/trace.json. Collective; does nothing without a tracer.
-void finish_run_trace(trace::Tracer* tracer, const RankGroup& ranks, const std::string& out_dir);
+// rank's file into OUT/trace.json. Collective; does nothing without a tracer. `errors`: on a
+// run that is stopping anyway (pre-emption, non-finite values), a failure is reported there
+// instead of thrown, so the stop keeps its own exit status.
+void finish_run_trace(trace::Tracer* tracer, const RankGroup& ranks, const std::string& out_dir,
+                      std::ostream* errors = nullptr);
 
 // The loop's per-iteration events: `step` (tid 0) from the request for the batch to end(),
 // `data_wait` around the loader.

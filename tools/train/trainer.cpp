@@ -364,6 +364,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
                      {"step", loop.global_step},
                      {"ranks", agreed.reporting_ranks()},
                      {"detail", agreed.joined_reports()}});
+    finish_run_trace(tracer, ranks, out_dir, &progress_out);  // the trace so far, merged
     throw RunStopped(
         fmt::format("non-finite values {}: {}; every rank stopped (nonfinite = stop, "
                     "exit status {}); no checkpoint was written{}",
@@ -479,7 +480,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
                      {"detail", reports},
                      {"checkpoint", path}});
     agreement.barrier();
-    finish_run_trace(tracer, ranks, out_dir);  // the trace so far, merged
+    finish_run_trace(tracer, ranks, out_dir, &progress_out);  // the trace so far, merged
     throw RunStopped(fmt::format("pre-empted ({}) after {} step{}: wrote {}; continue with "
                                  "--resume {} (exit status {})",
                                  reports, loop.global_step, loop.global_step == 1 ? "" : "s", path,
