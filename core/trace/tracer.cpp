@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -74,6 +75,23 @@ void Tracer::start(const RankPlace& place, Clock::time_point origin, int64_t tot
         metadata("thread_name", pid, tid, fmt::format("{{\"name\":{}}}", json_string(names[tid]))));
     file_->add(metadata("thread_sort_index", pid, tid, fmt::format("{{\"sort_index\":{}}}", tid)));
   }
+  started_.store(true, std::memory_order_release);
+}
+
+int Tracer::loader_tid(int worker) {
+  if (worker <= 0) return kLoader;
+  const int tid = 30 + worker;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (file_ && std::find(named_loader_tids_.begin(), named_loader_tids_.end(), tid) ==
+                   named_loader_tids_.end()) {
+    named_loader_tids_.push_back(tid);
+    add_locked(
+        metadata("thread_name", place_.rank, tid,
+                 fmt::format("{{\"name\":{}}}", json_string(fmt::format("loader {}", worker)))));
+    add_locked(metadata("thread_sort_index", place_.rank, tid,
+                        fmt::format("{{\"sort_index\":{}}}", int(kLoader))));
+  }
+  return tid;
 }
 
 void Tracer::begin_step(int64_t step) {

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "dplab/core/device.h"
 #include "dplab/core/trace/gpu_timeline.h"
@@ -80,6 +81,15 @@ class Tracer {
   // the GPU tracks back when the window has just ended.
   void begin_step(int64_t step);
   bool recording() const { return recording_.load(std::memory_order_acquire); }
+  // Whether `step` is in the window, for threads that work ahead of the training thread (the
+  // loader's workers); false before start().
+  bool in_window(int64_t step) const {
+    return started_.load(std::memory_order_acquire) && window_.contains(step);
+  }
+  // The thread of loader worker `worker`: tid 3 (`loader`) for worker 0, 30 + w (`loader w`,
+  // named on first use, sorted with tid 3) for the others, so that concurrent workers' events
+  // never overlap on one track.
+  int loader_tid(int worker);
   int64_t step() const { return step_.load(std::memory_order_relaxed); }
   const StepWindow& window() const { return window_; }
   const RankPlace& place() const { return place_; }
@@ -117,7 +127,9 @@ class Tracer {
   Clock::time_point origin_{};
   std::atomic<bool> recording_{false};
   std::atomic<int64_t> step_{-1};
-  bool gpu_resolved_ = true;  // no GPU spans waiting since the last resolve
+  std::atomic<bool> started_{false};
+  std::vector<int> named_loader_tids_;  // under mu_
+  bool gpu_resolved_ = true;            // no GPU spans waiting since the last resolve
   mutable std::mutex mu_;
   std::unique_ptr<TraceFile> file_;
   std::unique_ptr<GpuTimeline> gpu_;

@@ -91,7 +91,9 @@ TEST(TraceWriter, FileIsValidJsonWithMetadataAndEvents) {
       EXPECT_EQ(e["args"]["bytes"], 4096);
       EXPECT_DOUBLE_EQ(e["args"]["ready_us"].get<double>(), 1.5);
     }
-    if (e["name"] == "forward") EXPECT_EQ(e["args"]["step"], 0);
+    if (e["name"] == "forward") {
+      EXPECT_EQ(e["args"]["step"], 0);
+    }
     if (e["name"] == "eval") {
       EXPECT_FALSE(e["args"].contains("step"));
       EXPECT_EQ(e["args"]["epoch"], 1);

@@ -220,10 +220,28 @@ TEST(TraceRun, BucketCapZeroIsOneAllreducePerTensor) {
 TEST(TraceRun, RecordsOnlyTheWindowsSteps) {
   ScopedTempDir dir("trace-run-window");
   const std::string out = dir.file("run");
-  const auto r = run2(kJob + " --trace --set trace.steps=1:3 --out " + out, dir.path);
+  // Two loader workers: their batches are events of the steps that consume them.
+  const auto r =
+      run2(kJob + " --set data.workers=2 --trace --set trace.steps=1:3 --out " + out, dir.path);
   ASSERT_EQ(r.status, 0) << r.err;
   const nlohmann::json j = test::read_trace((fs::path(out) / "trace.json").string());
   EXPECT_EQ(j["otherData"]["steps"], "1:3");
+  std::map<std::pair<int, int64_t>, int> loads;  // (rank, step) -> load batch events
+  std::map<std::pair<int, int>, std::string> threads;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["name"] == "thread_name")
+      threads[std::make_pair(e["pid"].get<int>(), e["tid"].get<int>())] = e["args"]["name"];
+    if (e["ph"] != "X" || e["name"] != "load batch") continue;
+    EXPECT_EQ(e["cat"], "data");
+    EXPECT_EQ(e["args"]["batch"], e["args"]["step"]);  // one epoch: batch number = step
+    const int tid = e["tid"];
+    EXPECT_EQ(tid, e["args"]["worker"].get<int>() == 0 ? 3 : 30 + e["args"]["worker"].get<int>());
+    ++loads[{e["pid"].get<int>(), e["args"]["step"].get<int64_t>()}];
+  }
+  EXPECT_EQ(loads, (std::map<std::pair<int, int64_t>, int>{
+                       {{0, 1}, 1}, {{0, 2}, 1}, {{1, 1}, 1}, {{1, 2}, 1}}));
+  for (const auto& [key, n] : loads)
+    EXPECT_EQ(threads[std::make_pair(key.first, 3)], "loader") << key.first;
   std::map<int64_t, int> steps;
   for (const auto& e : j["traceEvents"])
     if (e["ph"] == "X" && e["name"] == "step")

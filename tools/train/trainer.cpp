@@ -491,6 +491,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   // ---- the loop (call points as in comm/strategy.h) -----------------------------------------
   while (loop.epoch < epochs && !stop) {
     const int64_t epoch = loop.epoch;
+    loader.set_tracer(tracer, loop.global_step - loop.step_in_epoch);  // load batch events
     loader.start_epoch(epoch_indices(epoch), epoch, loop.step_in_epoch);
     batches.reset();
     strategy->begin_epoch(epoch);
