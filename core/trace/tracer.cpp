@@ -22,8 +22,8 @@ void append_number(std::string& s, double v) {
 }
 
 std::string metadata(const char* what, int pid, int tid, const std::string& args) {
-  return fmt::format("{{\"ph\":\"M\",\"name\":\"{}\",\"pid\":{},\"tid\":{},\"args\":{}}}", what,
-                     pid, tid, args);
+  return fmt::format("{{\"ph\":\"M\",\"name\":\"{}\",\"pid\":{},\"tid\":{},\"ts\":0,\"args\":{}}}",
+                     what, pid, tid, args);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-// Checks shared by the tracer's CPU and CUDA tests: a trace file parses as JSON (nlohmann) and
-// has what Perfetto and chrome://tracing need (traceEvents; every event with ph, name, pid,
-// tid; complete events with ts and dur >= 0; metadata naming each process), and the events of
+// Checks shared by the tracer's tests: a trace file parses as JSON (nlohmann) and has what
+// Perfetto and chrome://tracing need (traceEvents; every event with ph, name, pid, tid and ts;
+// complete events with a numeric ts and dur >= 0; metadata naming each process), and the events of
 // a kind are counted from the parsed file, independently of the writer.
 #pragma once
 #include <gtest/gtest.h>
@@ -29,7 +29,8 @@ inline size_t check_trace_structure(const nlohmann::json& j) {
   size_t complete = 0;
   std::map<int, bool> named;  // pid -> has a process_name
   for (const auto& e : j["traceEvents"]) {
-    EXPECT_TRUE(e.contains("ph") && e.contains("name") && e.contains("pid") && e.contains("tid"))
+    EXPECT_TRUE(e.contains("ph") && e.contains("name") && e.contains("pid") && e.contains("tid") &&
+                e.contains("ts"))
         << e.dump();
     const std::string ph = e["ph"];
     if (ph == "M") {
