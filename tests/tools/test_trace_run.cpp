@@ -330,6 +330,70 @@ TEST(TraceRun, OrderlyStopClosesAndMergesTheTrace) {
   EXPECT_EQ(test::count_events(j, "step", trace::kSteps) % 2, 0u);  // as many on both ranks
 }
 
+// Hierarchical GradSync (4 ranks as 2 nodes of 2): each bucket's three stages are comm_stage
+// events nested inside its `allreduce bucket K`, in order.
+TEST(TraceRun, HierarchicalBucketsHoldTheirStages) {
+  ScopedTempDir dir("trace-run-hier");
+  const std::string out = dir.file("run");
+  const std::string job =
+      "train --model mnist_cnn --data fashion-mnist --batch 64 --threads 1 "
+      "--algo allreduce --ranks-per-node 2 --set allreduce.hierarchical=true "
+      "--set data.train_limit=512 --set data.test_limit=200 "
+      "--set progress=off";
+  const auto r = test::run_dplab_mpi(
+      4, job + kSmallBuckets + " --trace --set trace.steps=all --out " + out, dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json j = test::read_trace((fs::path(out) / "trace.json").string());
+  test::check_trace_structure(j);
+  std::map<int, std::string> names;
+  for (const auto& e : j["traceEvents"])
+    if (e["name"] == "process_name") names[e["pid"].get<int>()] = e["args"]["name"];
+  EXPECT_TRUE(names[3].starts_with("rank 3 (node 1, ")) << names[3];
+  const auto ev = by_rank_step(j);
+  const char* stages[] = {"reduce_scatter (node)", "allreduce (cross)", "allgather (node)"};
+  for (int rank = 0; rank < 4; ++rank)
+    for (int64_t step = 0; step < 2; ++step) {  // 512 images / 4 ranks / 64: 2 steps
+      const auto& evs = ev.at({rank, step});
+      const auto buckets = named(evs, "allreduce bucket ");
+      ASSERT_EQ(buckets.size(), size_t(kSmallBucketCount)) << rank << " " << step;
+      for (const Ev& b : buckets) {
+        const int k = b.args["bucket"];
+        double last_end = b.ts;
+        for (const char* st : stages) {
+          const auto v = named(evs, fmt::format("bucket {} {}", k, st));
+          ASSERT_EQ(v.size(), 1u) << st;
+          EXPECT_EQ(v[0].cat, "comm_stage");
+          EXPECT_GE(v[0].ts, last_end - 1e-3) << st;
+          EXPECT_LE(v[0].end(), b.end() + 1e-3) << st;
+          last_end = v[0].end();
+        }
+      }
+    }
+}
+
+// The trace options are not part of the trajectory: a run resumed with --trace continues, and
+// its trace numbers the steps globally (epoch 2 of 2: steps 4 to 7).
+TEST(TraceRun, ResumedRunTracesItsGlobalSteps) {
+  ScopedTempDir dir("trace-run-resume");
+  const std::string out = dir.file("run");
+  auto r = run2(kJob + " --out " + out, dir.path / "a");
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = run2(kJob + " --epochs 2 --resume " + out +
+               " --resume-override epochs --trace --set "
+               "trace.steps=all --out " +
+               out,
+           dir.path / "b");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json j = test::read_trace((fs::path(out) / "trace.json").string());
+  std::map<int64_t, int> steps;
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "X" && e["name"] == "step") {
+      ++steps[e["args"]["step"].get<int64_t>()];
+      EXPECT_EQ(e["args"]["epoch"], 2);
+    }
+  EXPECT_EQ(steps, (std::map<int64_t, int>{{4, 2}, {5, 2}, {6, 2}, {7, 2}}));
+}
+
 TEST(TraceRun, RefusesBadOptions) {
   ScopedTempDir dir("trace-run-bad");
   const std::string job =
