@@ -1,5 +1,7 @@
 #include "dplab/comm/grad_sync.h"
 
+#include <fmt/format.h>
+
 #include <utility>
 
 #include "dplab/core/backend.h"
@@ -72,6 +74,7 @@ GradSync::GradSync(ParamArena& arena, std::shared_ptr<Communicator> world,
   buckets_ = plan_buckets(arena_.segments(), opt_.first_bucket_mb, opt_.bucket_cap_mb);
   bucket_of_segment_.resize(arena_.segments().size());
   pending_.resize(buckets_.size());
+  ready_at_.resize(buckets_.size());
   for (size_t b = 0; b < buckets_.size(); ++b) {
     for (int s = buckets_[b].first_segment; s <= buckets_[b].last_segment; ++s)
       bucket_of_segment_[s] = static_cast<int>(b);
@@ -105,7 +108,8 @@ void GradSync::on_ready(int segment) {
   std::lock_guard<std::mutex> lock(mu_);
   active_ = true;
   const int b = bucket_of_segment_[segment];
-  if (pending_[b] > 0) --pending_[b];
+  if (pending_[b] > 0 && --pending_[b] == 0 && trace::active(tracer_))
+    ready_at_[b] = trace::Clock::now();
   launch_ready_locked();
 }
 
@@ -121,9 +125,13 @@ void GradSync::launch_ready_locked() {
 void GradSync::finish() {
   if (no_sync_) return;
   const auto t0 = Clock::now();
+  trace::Span wait_span(tracer_, "wait allreduce", "wait");  // as exposed_wait_s below
   std::unique_lock<std::mutex> lock(mu_);
   // Buckets whose tensors got no gradient this pass still travel, in order, on every rank.
-  for (auto& p : pending_) p = 0;
+  for (size_t b = 0; b < pending_.size(); ++b) {
+    if (pending_[b] > 0 && trace::active(tracer_)) ready_at_[b] = t0;
+    pending_[b] = 0;
+  }
   launch_ready_locked();
   const double timeout = world_->wait_options().timeout_s;
   auto all_done = [&] { return done_ == static_cast<int>(buckets_.size()); };
@@ -154,6 +162,7 @@ void GradSync::finish() {
     }
   }
   const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
+  wait_span.end();
   {
     std::lock_guard<std::mutex> relock(mu_);
     stats_.exposed_wait_s += waited;
@@ -209,7 +218,18 @@ void GradSync::reduce_bucket(int b) {
   const ReduceOp op = opt_.average ? ReduceOp::average : ReduceOp::sum;
   const double wire_bytes = static_cast<double>(bk.numel()) * dtype_size(opt_.wire);
   CommStats s;
+  // Tracing: the step was set by the compute thread before this backward pass began, and
+  // finish() waits for this bucket before the step ends.
+  trace::Tracer* const tr = trace::active(tracer_);
+  const int64_t step = tr ? tr->step() : -1;
+  const int gpu_span = tr && tr->gpu() ? tr->gpu()->begin(trace::kGpuComm) : -1;
   const auto t0 = Clock::now();
+  // A stage of the hierarchical mode, inside the bucket's event.
+  auto stage = [&](const char* name, Clock::time_point from) {
+    if (tr)
+      tr->complete(fmt::format("bucket {} {}", b, name), "comm_stage", trace::kComm, from,
+                   Clock::now(), step, {{"bucket", double(b)}});
+  };
   if (!opt_.hierarchical || node_->size() == 1) {
     Communicator& c = opt_.hierarchical ? *cross_ : *world_;
     Request r = c.iallreduce(g, op, opt_.wire);
@@ -234,19 +254,41 @@ void GradSync::reduce_bucket(int b) {
     Tensor head = full.flat_range(0, bk.numel());
     if (bk.numel() > 0) be.ew.copy(g, head);
     Tensor shard = Tensor::empty({chunk}, DType::f32, g.device());
+    auto ts = Clock::now();
     node_->ireduce_scatter(full, shard, ReduceOp::sum, opt_.wire).wait();
+    stage("reduce_scatter (node)", ts);
     // Average over all ranks = (sum over the node, then over nodes) / world size.
+    ts = Clock::now();
     cross_->iallreduce(shard, ReduceOp::sum, opt_.wire).wait();
+    stage("allreduce (cross)", ts);
     if (opt_.average)
       be.ew.unary(UnaryOp::mul_scalar, 1.0f / static_cast<float>(world_->size()), shard, shard);
+    ts = Clock::now();
     node_->iallgather(shard, full, opt_.wire).wait();
+    stage("allgather (node)", ts);
     if (bk.numel() > 0) be.ew.copy(head, g);
     const double ws = dtype_size(opt_.wire);
     s.bytes_sent = static_cast<double>(chunk * G) * ws + 2.0 * static_cast<double>(chunk) * ws;
     s.collectives = 3;
     s.allreduces = 1;
   }
-  s.in_flight_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const auto t1 = Clock::now();
+  s.in_flight_s = std::chrono::duration<double>(t1 - t0).count();
+  if (tr) {
+    if (gpu_span >= 0)
+      tr->gpu()->end(gpu_span, fmt::format("allreduce bucket {}", b), "comm", step);
+    trace::Clock::time_point ready;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ready = ready_at_[b];
+    }
+    tr->complete(fmt::format("allreduce bucket {}", b), "comm", trace::kComm, t0, t1, step,
+                 {{"bucket", double(b)},
+                  {"bytes", s.bytes_sent},
+                  {"tensors", double(bk.last_segment - bk.first_segment + 1)},
+                  {"ready_us", tr->us(ready)},
+                  {"launch_us", tr->us(t0)}});
+  }
   std::lock_guard<std::mutex> lock(mu_);
   stats_.add(s);
 }

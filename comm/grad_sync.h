@@ -43,6 +43,7 @@
 #include "dplab/comm/communicator.h"
 #include "dplab/comm/strategy.h"
 #include "dplab/core/param_arena.h"
+#include "dplab/core/trace/tracer.h"
 
 namespace dplab {
 
@@ -82,6 +83,11 @@ class GradSync {
   // Whether finish() leaves the average (true) or the sum over ranks; takes effect for the
   // next backward pass.
   void set_average(bool on) { opt_.average = on; }
+  // Timeline (nullptr: off): each bucket is a comm event "allreduce bucket K" from launch to
+  // completion on the communication thread (hierarchical stages as comm_stage events inside
+  // it), finish()'s wait a "wait allreduce" event; the same intervals CommStats counts. Set
+  // between backward passes.
+  void set_tracer(trace::Tracer* t) { tracer_ = t; }
   // Waits for every bucket of this backward pass; rethrows a communication error.
   void finish();
   // Statistics since the last call (bytes, calls, time in flight, exposed wait).
@@ -117,6 +123,9 @@ class GradSync {
   std::vector<Request> device_pending_;
   std::exception_ptr error_;
   CommStats stats_;
+  trace::Tracer* tracer_ = nullptr;
+  // When each bucket's last tensor became ready (recorded only while tracing).
+  std::vector<trace::Clock::time_point> ready_at_;
   std::thread thread_;
 };
 

@@ -33,6 +33,9 @@
 namespace dplab {
 
 class Module;
+namespace trace {
+class Tracer;
+}
 
 struct StepInfo {
   int64_t epoch = 0;
@@ -80,6 +83,11 @@ struct TrainContext {
   // from model->named_buffers(): algorithms broadcast and average them without reaching up
   // into layers/.
   std::vector<NamedTensor> buffers;
+  // The run's timeline (core/trace/tracer.h; nullptr: not tracing). Algorithms record their
+  // communication (category comm) and the compute thread's waits for it (category wait) at the
+  // points where they count CommStats::in_flight_s and exposed_wait_s, and hand it to their
+  // GradSync.
+  trace::Tracer* tracer = nullptr;
 };
 
 class Strategy {

@@ -1,6 +1,7 @@
 #include "dplab/data/loader.h"
 
 #include "dplab/core/error.h"
+#include "dplab/core/trace/tracer.h"
 
 namespace dplab {
 
@@ -45,7 +46,13 @@ void BatchLoader::start_epoch(std::vector<int64_t> indices, int64_t epoch, int64
   ready_.clear();
   error_ = nullptr;
   stopping_ = false;
-  for (int w = 0; w < opt_.workers; ++w) threads_.emplace_back([this] { worker_loop(); });
+  for (int w = 0; w < opt_.workers; ++w) threads_.emplace_back([this, w] { worker_loop(w); });
+}
+
+void BatchLoader::set_tracer(trace::Tracer* tracer, int64_t step_of_batch0) {
+  stop();  // no worker reads these while they change
+  tracer_ = tracer;
+  trace_step0_ = step_of_batch0;
 }
 
 Batch BatchLoader::make_batch(int64_t b) const {
@@ -73,7 +80,7 @@ Batch BatchLoader::make_batch(int64_t b) const {
   return out;
 }
 
-void BatchLoader::worker_loop() {
+void BatchLoader::worker_loop(int worker) {
   const int64_t total = num_batches();
   for (;;) {
     int64_t b;
@@ -88,11 +95,17 @@ void BatchLoader::worker_loop() {
     }
     Batch batch;
     std::exception_ptr err;
+    const int64_t step = trace_step0_ + b;
+    const bool traced = trace::kCompiled && tracer_ && tracer_->in_window(step);
+    const auto t0 = traced ? trace::Clock::now() : trace::Clock::time_point{};
     try {
       batch = make_batch(b);
     } catch (...) {
       err = std::current_exception();
     }
+    if (traced)
+      tracer_->complete("load batch", "data", tracer_->loader_tid(worker), t0, trace::Clock::now(),
+                        step, {{"batch", double(b)}, {"worker", double(worker)}});
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (err && !error_) error_ = err;

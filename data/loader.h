@@ -19,6 +19,10 @@
 
 namespace dplab {
 
+namespace trace {
+class Tracer;
+}
+
 struct Batch {
   Tensor images;       // f32 [B, sample_shape...]
   Tensor labels;       // i64 [B]
@@ -54,10 +58,15 @@ class BatchLoader {
   // Builds batch `b` of the current epoch directly (what the workers run).
   Batch make_batch(int64_t b) const;
   const Dataset& dataset() const { return *dataset_; }
+  // Timeline (core/trace/tracer.h; nullptr: off): each batch a worker builds is a `load batch`
+  // event of the step that will consume it (`step_of_batch0` + its number), when that step is
+  // in the tracer's window, on the worker's loader thread. Stops a running epoch: call before
+  // start_epoch. Batches built on the calling thread (no workers) are in its `data_wait`.
+  void set_tracer(trace::Tracer* tracer, int64_t step_of_batch0);
 
  private:
   void stop();
-  void worker_loop();
+  void worker_loop(int worker);
 
   std::shared_ptr<const Dataset> dataset_;
   LoaderOptions opt_;
@@ -71,6 +80,8 @@ class BatchLoader {
   std::mutex mu_;
   std::condition_variable cv_ready_, cv_space_;
   std::vector<std::thread> threads_;
+  trace::Tracer* tracer_ = nullptr;
+  int64_t trace_step0_ = 0;
 };
 
 }  // namespace dplab

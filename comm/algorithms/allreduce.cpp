@@ -12,7 +12,8 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }  // namespace
 
 CommStats broadcast_model(Communicator& comm, ParamArena& arena,
-                          const std::vector<NamedTensor>& buffers, int root) {
+                          const std::vector<NamedTensor>& buffers, int root,
+                          trace::Tracer* tracer) {
   CommStats s;
   std::vector<Request> reqs;
   reqs.push_back(comm.ibroadcast(arena.params(), root));
@@ -24,12 +25,15 @@ CommStats broadcast_model(Communicator& comm, ParamArena& arena,
     ++s.collectives;
   }
   const auto t0 = Clock::now();
+  trace::BlockingComm traced(reqs.empty() ? nullptr : tracer, "broadcast", "wait broadcast",
+                             s.bytes_sent);
   wait_all(reqs);
   s.in_flight_s = s.exposed_wait_s = std::chrono::duration<double>(Clock::now() - t0).count();
   return s;
 }
 
-CommStats average_buffers(Communicator& comm, const std::vector<NamedTensor>& buffers) {
+CommStats average_buffers(Communicator& comm, const std::vector<NamedTensor>& buffers,
+                          trace::Tracer* tracer) {
   CommStats s;
   if (comm.size() == 1) return s;
   std::vector<Request> reqs;
@@ -41,6 +45,8 @@ CommStats average_buffers(Communicator& comm, const std::vector<NamedTensor>& bu
     ++s.allreduces;
   }
   const auto t0 = Clock::now();
+  trace::BlockingComm traced(reqs.empty() ? nullptr : tracer, "buffer average",
+                             "wait buffer average", s.bytes_sent);
   wait_all(reqs);
   s.in_flight_s = s.exposed_wait_s = std::chrono::duration<double>(Clock::now() - t0).count();
   return s;
@@ -56,9 +62,10 @@ void AllReduceStrategy::setup(TrainContext& ctx) {
   Strategy::setup(ctx);
   DPLAB_CHECK(ctx.arena != nullptr, "allreduce: setup needs the parameter arena");
   // Common rule: every rank starts from rank 0's parameters.
-  extra_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0));
+  extra_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer));
   sync_ = std::make_unique<GradSync>(*ctx.arena, topo_->world_ptr(), sync_opt_, topo_->node_ptr(),
                                      topo_->cross_ptr());
+  sync_->set_tracer(ctx.tracer);
 }
 
 void AllReduceStrategy::after_backward(const StepInfo&) {
@@ -69,7 +76,7 @@ void AllReduceStrategy::after_backward(const StepInfo&) {
 void AllReduceStrategy::drain() {
   // Nothing is in flight between steps; the evaluated model is every rank's (identical)
   // parameters with BatchNorm running statistics averaged over the ranks.
-  extra_.add(average_buffers(topo_->world(), ctx_.buffers));
+  extra_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer));
 }
 
 CommStats AllReduceStrategy::take_stats() {

@@ -51,11 +51,15 @@ class AllReduceStrategy : public Strategy {
 };
 
 // Broadcasts the parameter arena and the model buffers from `root`, so all ranks start
-// identical. Returns the statistics of the broadcasts.
+// identical. Returns the statistics of the broadcasts. `tracer`: a "broadcast" comm event and
+// a "wait broadcast" event (core/trace/tracer.h).
 CommStats broadcast_model(Communicator& comm, ParamArena& arena,
-                          const std::vector<NamedTensor>& buffers, int root = 0);
+                          const std::vector<NamedTensor>& buffers, int root = 0,
+                          trace::Tracer* tracer = nullptr);
 // Averages BatchNorm-style running statistics (floating buffers whose name does not end in
 // "num_batches_tracked") over `comm`; integer counters are left alone.
-CommStats average_buffers(Communicator& comm, const std::vector<NamedTensor>& buffers);
+// `tracer`: a "buffer average" comm event and a "wait buffer average" event.
+CommStats average_buffers(Communicator& comm, const std::vector<NamedTensor>& buffers,
+                          trace::Tracer* tracer = nullptr);
 
 }  // namespace dplab

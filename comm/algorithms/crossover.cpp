@@ -176,13 +176,14 @@ void CrossoverStrategy::setup(TrainContext& ctx) {
   Strategy::setup(ctx);
   DPLAB_CHECK(ctx.arena != nullptr, "crossover: setup needs the parameter arena");
   // Common rule: every rank starts from rank 0's parameters.
-  stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0));
+  stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer));
   segments_ = plan_gossip_segments(*ctx.arena, opt_.segments);
   recv_ = Tensor::zeros({ctx.arena->numel()}, DType::f32, ctx.arena->device());
   if (opt_.hierarchical) {
     GradSyncOptions so = opt_.sync;
     so.hierarchical = false;
     sync_ = std::make_unique<GradSync>(*ctx.arena, topo_->node_ptr(), so);
+    sync_->set_tracer(ctx.tracer);
   }
 }
 
@@ -264,6 +265,7 @@ void CrossoverStrategy::gossip(int64_t round) {
     std::vector<Request> reqs;
     reqs.reserve(2 * segments_.size());
     std::set<int> peers;
+    const double bytes_before = stats_.bytes_sent;
     for (size_t s = 0; s < segments_.size(); ++s) {
       const auto& seg = segments_[s];
       const int src = maps[s][size_t(me)];  // receive_from = destinations[my rank]
@@ -284,6 +286,8 @@ void CrossoverStrategy::gossip(int64_t round) {
     complete_all_before_compute(reqs);
     stats_.exposed_wait_s += seconds_since(tw);
     stats_.in_flight_s += seconds_since(t0);
+    trace::record_comm(ctx_.tracer, "gossip exchange", "wait gossip exchange", t0, tw, Clock::now(),
+                       stats_.bytes_sent - bytes_before);
     // Lines 14-18: x_s <- (x_s + received_s) / 2. (a + b) * 0.5 is symmetric in a and b, so a
     // 2-cycle leaves both ranks bitwise equal. Backend kernels on each segment's views: the
     // same arithmetic on a CPU or a CUDA arena.
@@ -301,6 +305,8 @@ void CrossoverStrategy::gossip(int64_t round) {
     const auto t0 = Clock::now();
     topo_->node().ibroadcast(params, 0).complete_before_compute();
     const double dt = seconds_since(t0);
+    trace::record_comm(ctx_.tracer, "broadcast", "wait broadcast", t0, t0, Clock::now(),
+                       topo_->local_rank() == 0 ? static_cast<double>(params.nbytes()) : 0.0);
     stats_.exposed_wait_s += dt;
     stats_.in_flight_s += dt;
     ++stats_.collectives;
@@ -323,7 +329,7 @@ bool CrossoverStrategy::consensus_eval(const std::function<void()>& evaluate) {
   std::vector<Tensor> saved_buffers;
   for (auto& b : ctx_.buffers) saved_buffers.push_back(b.tensor.clone());
   world.allreduce(params, ReduceOp::average);
-  average_buffers(world, ctx_.buffers);  // the consensus model's BatchNorm statistics
+  average_buffers(world, ctx_.buffers, ctx_.tracer);  // the consensus model's BatchNorm statistics
   evaluate();
   params.copy_(saved);
   for (size_t i = 0; i < ctx_.buffers.size(); ++i) ctx_.buffers[i].tensor.copy_(saved_buffers[i]);

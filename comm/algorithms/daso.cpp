@@ -160,9 +160,10 @@ void DasoStrategy::setup(TrainContext& ctx) {
   Strategy::setup(ctx);
   DPLAB_CHECK(ctx.arena != nullptr, "daso: setup needs the parameter arena");
   // Common rule: every rank starts from rank 0's parameters.
-  stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0));
+  stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer));
   // Local synchronization: node-local gradient average every batch, overlapped with backward.
   local_sync_ = std::make_unique<GradSync>(*ctx.arena, topo_->node_ptr(), local_opt_);
+  local_sync_->set_tracer(ctx.tracer);
 }
 
 void DasoStrategy::before_forward(const StepInfo&) {
@@ -229,6 +230,10 @@ void DasoStrategy::post(const DasoSync& s) {
       p.buf = Tensor::empty({ctx_.arena->numel()}, DType::f32, ctx_.arena->device());
     }
     p.buf.copy_(ctx_.arena->params());
+    if (trace::Tracer* tr = trace::active(ctx_.tracer)) {
+      p.launch_step = tr->step();
+      p.launched = trace::Clock::now();
+    }
     p.req = topo_->cross().iallreduce(p.buf, ReduceOp::sum, cfg_.global_wire);
     stats_.bytes_sent += static_cast<double>(p.buf.numel() * dtype_size(cfg_.global_wire));
     ++stats_.collectives;
@@ -243,6 +248,16 @@ void DasoStrategy::merge(Pending& p) {
     p.req.complete_before_compute();  // on NCCL: the merge kernels wait on the device, not the host
     stats_.exposed_wait_s += seconds_since(t0);
     stats_.in_flight_s += p.req.seconds_in_flight();
+    // The send belongs to the step that posted it (traced if that step was in the window);
+    // the wait for it to this one.
+    if (p.launch_step >= 0 && ctx_.tracer != nullptr)
+      ctx_.tracer->complete_us("daso global send", "comm", trace::kComm,
+                               ctx_.tracer->us(p.launched), 1e6 * p.req.seconds_in_flight(),
+                               p.launch_step,
+                               {{"bytes", double(p.buf.numel() * dtype_size(cfg_.global_wire))},
+                                {"merge_step", double(ctx_.tracer->step())}});
+    if (trace::Tracer* tr = trace::active(ctx_.tracer))
+      tr->complete("wait daso merge", "wait", trace::kCompute, t0, trace::Clock::now(), tr->step());
     // Eq. 1: x_{t+S} = (2S·x_{t+S-1} + Σ_{i=1..P} x_t^i) / (2S + P), x this member's current
     // parameters (S' local steps past the send), the sum over the P members of the group.
     const double w = 2.0 * p.sync.S;
@@ -262,6 +277,8 @@ void DasoStrategy::blocking_sync(const DasoSync& s, DType wire) {
         .iallreduce(ctx_.arena->params(), ReduceOp::average, wire)
         .complete_before_compute();
     const double dt = seconds_since(t0);
+    trace::record_comm(ctx_.tracer, "daso global sync", "wait daso global sync", t0, t0,
+                       Clock::now(), static_cast<double>(ctx_.arena->numel() * dtype_size(wire)));
     stats_.exposed_wait_s += dt;
     stats_.in_flight_s += dt;
     stats_.bytes_sent += static_cast<double>(ctx_.arena->numel() * dtype_size(wire));
@@ -278,6 +295,8 @@ void DasoStrategy::broadcast_from(int group) {
   const auto t0 = Clock::now();
   node.ibroadcast(ctx_.arena->params(), group).complete_before_compute();
   const double dt = seconds_since(t0);
+  trace::record_comm(ctx_.tracer, "broadcast", "wait broadcast", t0, t0, Clock::now(),
+                     member(group) ? static_cast<double>(ctx_.arena->params().nbytes()) : 0.0);
   stats_.exposed_wait_s += dt;
   stats_.in_flight_s += dt;
   ++stats_.collectives;
@@ -292,6 +311,8 @@ void DasoStrategy::end_epoch(int64_t epoch, double mean_train_loss) {
   const auto t0 = Clock::now();
   topo_->world().allreduce(l, ReduceOp::average);
   const double dt = seconds_since(t0);
+  trace::record_comm(ctx_.tracer, "loss average", "wait loss average", t0, t0, Clock::now(),
+                     static_cast<double>(l.nbytes()));
   stats_.exposed_wait_s += dt;
   stats_.in_flight_s += dt;
   stats_.bytes_sent += static_cast<double>(l.nbytes());
@@ -309,7 +330,7 @@ void DasoStrategy::drain() {
     if (pending_.front().buf.defined()) free_bufs_.push_back(pending_.front().buf);
     pending_.pop_front();
   }
-  stats_.add(average_buffers(topo_->world(), ctx_.buffers));
+  stats_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer));
 }
 
 CommStats DasoStrategy::take_stats() {

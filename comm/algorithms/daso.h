@@ -160,6 +160,9 @@ class DasoStrategy : public Strategy {
     DasoSync sync;
     Request req;  // empty on ranks outside the group
     Tensor buf;   // the sent parameters, replaced by the group's sum
+    // Tracing: when the send was posted and in which step (-1: not traced).
+    trace::Clock::time_point launched{};
+    int64_t launch_step = -1;
   };
   void start_schedule(const StepInfo& step);
   void post(const DasoSync& s);

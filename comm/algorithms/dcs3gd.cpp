@@ -119,7 +119,7 @@ void Dcs3gdStrategy::setup(TrainContext& ctx) {
               ctx.optimizer->name());
 
   // Common rule: every rank starts from rank 0's parameters; W̄⁰ = W⁰.
-  stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0));
+  stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer));
   const Tensor& w = ctx.arena->params();
   wbar_ = w.clone();
   v_ = Tensor::zeros(w.shape(), DType::f32, w.device());
@@ -154,6 +154,11 @@ void Dcs3gdStrategy::start_allreduce() {
   join_progress();
   // R ← S, reduced in place: S stays untouched while the message is in flight.
   r_.copy_(s_);
+  req_step_ = -1;
+  if (trace::Tracer* tr = trace::active(ctx_.tracer)) {
+    req_step_ = tr->step();
+    req_launched_ = trace::Clock::now();
+  }
   req_ = topo_->world().iallreduce(r_, ReduceOp::sum, opt_.wire);
   stats_.bytes_sent += double(r_.numel()) * double(dtype_size(opt_.wire));
   ++stats_.collectives;
@@ -190,6 +195,15 @@ void Dcs3gdStrategy::finish_allreduce() {
   req_.complete_before_compute();
   stats_.exposed_wait_s += seconds_since(t0);
   stats_.in_flight_s += req_.seconds_in_flight();
+  // Launched in before_forward, completed here: the event spans forward and backward.
+  if (req_step_ >= 0 && ctx_.tracer != nullptr) {
+    ctx_.tracer->complete_us("dcs3gd update allreduce", "comm", trace::kComm,
+                             ctx_.tracer->us(req_launched_), 1e6 * req_.seconds_in_flight(),
+                             req_step_,
+                             {{"bytes", double(r_.numel()) * double(dtype_size(opt_.wire))}});
+    ctx_.tracer->complete("wait dcs3gd update allreduce", "wait", trace::kCompute, t0,
+                          trace::Clock::now(), req_step_);
+  }
   req_ = Request();
   received_ = true;
   // The progress thread exits at its next wake-up; it is joined before the next allreduce
@@ -362,7 +376,7 @@ void Dcs3gdStrategy::drain() {
     s_.zero_();
   }
   join_progress();
-  stats_.add(average_buffers(topo_->world(), ctx_.buffers));
+  stats_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer));
 }
 
 CommStats Dcs3gdStrategy::take_stats() {

@@ -55,6 +55,7 @@
 
 #include "dplab/comm/strategy.h"
 #include "dplab/comm/topology.h"
+#include "dplab/core/trace/tracer.h"
 
 namespace dplab {
 
@@ -154,7 +155,9 @@ class Dcs3gdStrategy : public Strategy {
   bool pending_ = false;        // S holds an update not yet communicated
   bool received_ = false;       // R holds this iteration's sum (set by finish_allreduce)
   Request req_;                 // the update allreduce while in flight
-  std::thread progress_;        // tests req_ during forward/backward
+  trace::Clock::time_point req_launched_{};  // tracing: when req_ was posted, in which step
+  int64_t req_step_ = -1;
+  std::thread progress_;  // tests req_ during forward/backward
   std::atomic<bool> stop_progress_{false};
   std::exception_ptr progress_error_;
   Clock::time_point compute_start_{};

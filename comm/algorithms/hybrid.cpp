@@ -146,9 +146,10 @@ void HybridStrategy::setup(TrainContext& ctx) {
   Strategy::setup(ctx);
   DPLAB_CHECK(ctx.arena != nullptr, "hybrid: setup needs the parameter arena");
   // Algorithm 4 line 1: initialise theta and synchronise it across the nodes.
-  extra_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0));
+  extra_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer));
   sync_ = std::make_unique<GradSync>(*ctx.arena, topo_->world_ptr(), sync_opt_, topo_->node_ptr(),
                                      topo_->cross_ptr());
+  sync_->set_tracer(ctx.tracer);
 }
 
 StepPlan HybridStrategy::plan(const StepInfo& step) {
@@ -184,7 +185,7 @@ void HybridStrategy::drain() {
   // are averaged like AllReduce-SGD does; while they diverge, each rank keeps its own and rank 0
   // evaluates its own model.
   const bool identical = averaged_ || stage_ != 3;
-  if (identical) extra_.add(average_buffers(topo_->world(), ctx_.buffers));
+  if (identical) extra_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer));
 }
 
 void HybridStrategy::finish_training() {
@@ -197,12 +198,14 @@ void HybridStrategy::finish_training() {
   const auto t0 = Clock::now();
   topo_->world().allreduce(params, ReduceOp::average);
   const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+  trace::record_comm(ctx_.tracer, "parameter average", "wait parameter average", t0, t0,
+                     Clock::now(), static_cast<double>(params.nbytes()));
   extra_.bytes_sent += static_cast<double>(params.nbytes());
   ++extra_.collectives;
   ++extra_.allreduces;
   extra_.in_flight_s += dt;
   extra_.exposed_wait_s += dt;
-  extra_.add(average_buffers(topo_->world(), ctx_.buffers));
+  extra_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer));
   averaged_ = true;
 }
 

@@ -5,10 +5,12 @@
 
 namespace dplab {
 
-CommStats average_parameters(Communicator& comm, ParamArena& arena) {
+CommStats average_parameters(Communicator& comm, ParamArena& arena, trace::Tracer* tracer) {
   CommStats s;
   if (comm.size() == 1) return s;
   const auto t0 = Clock::now();
+  trace::BlockingComm traced(tracer, "parameter average", "wait parameter average",
+                             static_cast<double>(arena.params().nbytes()));
   // On NCCL the next step's kernels wait for the average on the device, not the host.
   comm.iallreduce(arena.params(), ReduceOp::average).complete_before_compute();
   s.in_flight_s = s.exposed_wait_s = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -36,10 +38,11 @@ LocalSgdStrategy::LocalSgdStrategy(std::shared_ptr<Topology> topo, const Options
 void LocalSgdStrategy::setup(TrainContext& ctx) {
   Strategy::setup(ctx);
   DPLAB_CHECK(ctx.arena != nullptr, "{}: setup needs the parameter arena", name());
-  stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0));
+  stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer));
   if (post_local_)
     sync_ = std::make_unique<GradSync>(*ctx.arena, topo_->world_ptr(), sync_opt_, topo_->node_ptr(),
                                        topo_->cross_ptr());
+  if (sync_) sync_->set_tracer(ctx.tracer);
 }
 
 void LocalSgdStrategy::begin_epoch(int64_t epoch) {
@@ -53,7 +56,7 @@ void LocalSgdStrategy::after_backward(const StepInfo&) {
 }
 
 void LocalSgdStrategy::average() {
-  stats_.add(average_parameters(topo_->world(), *ctx_.arena));
+  stats_.add(average_parameters(topo_->world(), *ctx_.arena, ctx_.tracer));
   ++averages_;
   since_avg_ = 0;
 }
@@ -70,7 +73,7 @@ void LocalSgdStrategy::finish_training() {
 }
 
 void LocalSgdStrategy::drain() {
-  stats_.add(average_buffers(topo_->world(), ctx_.buffers));
+  stats_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer));
 }
 
 CommStats LocalSgdStrategy::take_stats() {

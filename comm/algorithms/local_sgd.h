@@ -28,8 +28,10 @@ namespace dplab {
 
 // Replaces `arena`'s parameters by their average over `comm` (blocking allreduce, 1/N). Returns
 // the statistics; exposed_wait_s = in_flight_s = time spent in the collective (for a rank that
-// arrives early this is mostly waiting for the slowest rank).
-CommStats average_parameters(Communicator& comm, ParamArena& arena);
+// arrives early this is mostly waiting for the slowest rank). `tracer`: a "parameter average"
+// comm event and a "wait parameter average" event over the same interval.
+CommStats average_parameters(Communicator& comm, ParamArena& arena,
+                             trace::Tracer* tracer = nullptr);
 
 class LocalSgdStrategy : public Strategy {
  public:

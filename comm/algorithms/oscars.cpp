@@ -57,7 +57,7 @@ OscarsStrategy::OscarsStrategy(std::shared_ptr<Topology> topo, const Options& op
 void OscarsStrategy::setup(TrainContext& ctx) {
   Strategy::setup(ctx);
   DPLAB_CHECK(ctx.arena != nullptr, "oscars: setup needs the parameter arena");
-  stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0));
+  stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer));
   if (!fixed_t_us_.empty()) {  // no profiling: schedule at once
     profiling_ = false;
     reschedule();
@@ -114,6 +114,8 @@ void OscarsStrategy::reschedule() {
     const auto t0 = Clock::now();
     topo_->world().allgather(mine, all);
     const double d = std::chrono::duration<double>(Clock::now() - t0).count();
+    trace::record_comm(ctx_.tracer, "oscars time allgather", "wait oscars time allgather", t0, t0,
+                       Clock::now(), 8.0);
     stats_.in_flight_s += d;
     stats_.exposed_wait_s += d;
     stats_.bytes_sent += 8;
@@ -128,7 +130,7 @@ void OscarsStrategy::reschedule() {
 }
 
 void OscarsStrategy::average() {
-  stats_.add(average_parameters(topo_->world(), *ctx_.arena));  // Eq. 4, uniform 1/N
+  stats_.add(average_parameters(topo_->world(), *ctx_.arena, ctx_.tracer));  // Eq. 4, uniform 1/N
   ++averages_;
 }
 
@@ -170,7 +172,7 @@ void OscarsStrategy::finish_training() {
 }
 
 void OscarsStrategy::drain() {
-  stats_.add(average_buffers(topo_->world(), ctx_.buffers));
+  stats_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer));
 }
 
 CommStats OscarsStrategy::take_stats() {

@@ -1,5 +1,7 @@
 #include "dplab/comm/algorithms/sgp.h"
 
+#include "dplab/core/trace/tracer.h"
+
 #include <cmath>
 
 #include "dplab/comm/algorithms/algo_state.h"
@@ -31,7 +33,7 @@ SgpStrategy::SgpStrategy(std::shared_ptr<Topology> topo, const Options&)
 void SgpStrategy::setup(TrainContext& ctx) {
   Strategy::setup(ctx);
   DPLAB_CHECK(ctx.arena != nullptr, "sgp: setup needs the parameter arena");
-  stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0));
+  stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer));
   const int64_t n = ctx.arena->numel();
   send_ = Tensor::zeros({n + 1}, DType::f32, ctx.arena->device());
   recv_ = Tensor::zeros({n + 1}, DType::f32, ctx.arena->device());
@@ -96,6 +98,8 @@ void SgpStrategy::gossip(int64_t round) {
   reqs.push_back(comm.isend(send_, dst, kTag));
   complete_all_before_compute(reqs);  // NCCL: the mixing kernels wait on the device
   const double dt = seconds_since(t0);
+  trace::record_comm(ctx_.tracer, "gossip exchange", "wait gossip exchange", t0, t0, Clock::now(),
+                     static_cast<double>(send_.nbytes()));
   stats_.exposed_wait_s += dt;
   stats_.in_flight_s += dt;
   stats_.bytes_sent += static_cast<double>(send_.nbytes());
@@ -138,7 +142,7 @@ bool SgpStrategy::consensus_eval(const std::function<void()>& evaluate) {
   Tensor wsum = Tensor::full({1}, w_, DType::f32, params.device());
   world.allreduce(wsum, ReduceOp::sum);
   ew.binary(BinaryOp::div, params, wsum, params);
-  average_buffers(world, ctx_.buffers);
+  average_buffers(world, ctx_.buffers, ctx_.tracer);
   evaluate();
   params.copy_(saved);
   for (size_t i = 0; i < ctx_.buffers.size(); ++i) ctx_.buffers[i].tensor.copy_(saved_buffers[i]);

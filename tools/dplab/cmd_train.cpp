@@ -34,6 +34,8 @@ struct TrainArgs {
   FlagSet flags;
   bool nesterov = false;
   CLI::Option* nesterov_flag = nullptr;
+  bool trace = false;
+  CLI::Option* trace_flag = nullptr;
   std::string config;
   std::vector<std::string> sets;
 };
@@ -57,6 +59,10 @@ CommandSpec train_command() {
         a->nesterov_flag =
             train->add_flag("--nesterov,!--no-nesterov", a->nesterov,
                             "Nesterov momentum on/off (option nesterov) [default: off]");
+        a->trace_flag = train->add_flag(
+            "--trace", a->trace,
+            "write a per-rank timeline to DIR/trace/ and DIR/trace.json (option trace; window: "
+            "trace.steps) [default: off]");
         tf.add(*train, "--wd", "wd", "weight decay");
         tf.add(*train, "--seed", "seed", "seed of weights and data order");
         tf.add(*train, "--threads", "threads", "OpenMP threads for the ops",
@@ -102,6 +108,7 @@ CommandSpec train_command() {
           if (!a->config.empty()) load_toml_options(a->config, o);
           a->flags.apply(o);
           if (a->nesterov_flag->count() > 0) o.set("nesterov", a->nesterov ? "true" : "false");
+          if (a->trace_flag->count() > 0) o.set("trace", "true");
           for (const auto& s : a->sets) apply_set_option(s, o);
           TrainResult r;
           try {

@@ -114,6 +114,15 @@ const std::vector<OptionSpec>& train_option_specs() {
        "writes a checkpoint to DIR/checkpoints and exits with status 4; comma-separated TERM, "
        "INT, HUP, USR1, USR2; empty: default actions (tools/train/preemption.h)",
        false},
+      {"trace", "false",
+       "write a timeline of every rank (Chrome trace-event JSON, opens in Perfetto and "
+       "chrome://tracing): DIR/trace/rank_<R>.json per rank, merged by rank 0 into "
+       "DIR/trace.json at the end; needs out (docs/trace.md)",
+       false},
+      {"trace.steps", "auto",
+       "the global steps a trace records: A:B (0-based, A <= step < B), all, or auto (steps "
+       "10:20, the 10 steps after 10 of warm-up; the last 10 steps of a shorter run)",
+       false},
       {"progress", "auto", "auto (bar on a terminal, else lines), bar, lines or off", false},
       {"progress.every_percent", "10", "with progress=lines: a line every N% of an epoch", false},
       {"lr.schedule", "constant",

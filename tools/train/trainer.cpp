@@ -37,6 +37,7 @@
 #include "dplab/tools/train/optimizer_factory.h"
 #include "dplab/tools/train/preemption.h"
 #include "dplab/tools/train/progress.h"
+#include "dplab/tools/train/run_trace.h"
 #include "dplab/tools/train/step_agreement.h"
 #include "dplab/tools/train/step_metrics.h"
 
@@ -245,6 +246,9 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   opt.get_string("lr.schedule", option_default("lr.schedule"));  // documented default
   std::unique_ptr<LrSchedule> schedule = make_lr_schedule(opt, epochs);
 
+  // Timeline (tools/train/run_trace.h): outlives the strategy, whose threads record into it.
+  const std::unique_ptr<trace::Tracer> run_tracer = make_run_tracer(opt, out_dir, device);
+  trace::Tracer* const tracer = run_tracer.get();
   std::unique_ptr<Strategy> strategy = make_strategy(opt);
   TrainContext ctx;
   ctx.model = model.get();
@@ -252,6 +256,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   ctx.optimizer = &optimizer;
   ctx.options = &opt;
   ctx.buffers = model->named_buffers();  // broadcast at setup, averaged before evaluation
+  ctx.tracer = tracer;
   strategy->setup(ctx);
   const bool rank0 = strategy->rank() == 0;
   // Every rank learns whether any rank saw a non-finite value or a pre-emption signal, kLag
@@ -310,6 +315,10 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   run.init_from = init_from;
   run.config = trajectory_config(opt);
   const RankGroup ranks(strategy->rank(), strategy->world_size());
+  start_run_trace(tracer, ranks, opt,
+                  max_steps > 0
+                      ? std::min(epochs * steps_per_epoch, max_steps * accumulation.steps())
+                      : epochs * steps_per_epoch);
   TrainingParts parts;
   parts.model = model.get();
   parts.optimizer = &optimizer;
@@ -355,6 +364,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
                      {"step", loop.global_step},
                      {"ranks", agreed.reporting_ranks()},
                      {"detail", agreed.joined_reports()}});
+    finish_run_trace(tracer, ranks, out_dir, &progress_out);  // the trace so far, merged
     throw RunStopped(
         fmt::format("non-finite values {}: {}; every rank stopped (nonfinite = stop, "
                     "exit status {}); no checkpoint was written{}",
@@ -444,6 +454,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   std::filesystem::path last_checkpoint_dir;
   auto checkpoint = [&]() -> std::filesystem::path {
     if (out_dir.empty() || last_checkpoint_step == loop.global_step) return last_checkpoint_dir;
+    trace::Span traced(tracer, "checkpoint", "io");
     act_on(agreement.flush());  // every tick decided before the state check's own vote
     check_state_finite("a checkpoint");
     last_checkpoint_dir = write_checkpoint({out_dir, ckpt_keep}, ranks, run, parts, loop);
@@ -469,6 +480,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
                      {"detail", reports},
                      {"checkpoint", path}});
     agreement.barrier();
+    finish_run_trace(tracer, ranks, out_dir, &progress_out);  // the trace so far, merged
     throw RunStopped(fmt::format("pre-empted ({}) after {} step{}: wrote {}; continue with "
                                  "--resume {} (exit status {})",
                                  reports, loop.global_step, loop.global_step == 1 ? "" : "s", path,
@@ -479,6 +491,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   // ---- the loop (call points as in comm/strategy.h) -----------------------------------------
   while (loop.epoch < epochs && !stop) {
     const int64_t epoch = loop.epoch;
+    loader.set_tracer(tracer, loop.global_step - loop.step_in_epoch);  // load batch events
     loader.start_epoch(epoch_indices(epoch), epoch, loop.step_in_epoch);
     batches.reset();
     strategy->begin_epoch(epoch);
@@ -488,7 +501,8 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
     int64_t epoch_computed = 0;
     const double slept_before = slowdown.total_slept_s();
     Batch b;
-    while (batches.next(b)) {
+    StepTrace step_trace(tracer);  // step and data_wait events
+    while (step_trace.next(batches, b, loop.global_step)) {
       StepInfo step;
       step.epoch = epoch;
       step.step_in_epoch = loop.step_in_epoch;
@@ -506,6 +520,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
       if (!plan.compute) {                 // this rank skips the tick (its batch is dropped)
         tick_check(step, false, nullptr);  // the others may be computing: same tick sequence
         strategy->after_step(step);
+        step_trace.end(epoch, 0);
         ++skipped_steps;
         ++loop.step_in_epoch;
         ++loop.global_step;
@@ -520,19 +535,24 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
       if (plan.zero_grad && accumulation.first(loop.global_step)) optimizer.zero_grad();
       strategy->before_forward(step);
       slowdown.start();
+      trace::Span forward_span(tracer, "forward", "compute", trace::kCompute, true);
       Tensor logits;
       {
         AutocastGuard autocast(amp_dtype);  // f32 (off) unless amp is set
         logits = model->forward(b.images);
       }
       Tensor loss = cross_entropy(logits, b.labels, label_smoothing);
+      forward_span.end();
+      trace::Span backward_span(tracer, "backward", "compute", trace::kCompute, true);
       backward(scaler ? scaler->scale_loss(accumulation.scale(loss)) : accumulation.scale(loss));
+      backward_span.end();
       slowdown.stop();
       strategy->after_backward(step);
       // The (averaged) gradients and the loss checked; the ranks agree on it kLag ticks later.
       const bool tick_nonfinite = guard.step_nonfinite(loss);
       tick_check(step, tick_nonfinite, &loss);
       slowdown.start();
+      trace::Span optimizer_span(tracer, "optimizer", "compute", trace::kCompute, true);
       if (plan.optimizer_step && accumulation.last(loop.global_step) && drop_step) {
         optimizer.zero_grad();  // nonfinite = skip: no update; no later step sees these
         drop_step = false;
@@ -554,8 +574,10 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
                     strategy->name());
         ++loop.optimizer_steps;
       }
+      optimizer_span.end();
       slowdown.pause();  // sleeps (FACTOR-1) x this iteration's compute
       strategy->after_step(step);
+      step_trace.end(epoch, b.labels.numel());
       ++epoch_computed;
 
       const int64_t n = b.labels.numel();
@@ -619,7 +641,11 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
       strategy->finish_training();
       strategy->drain();
     }
+    trace::Span eval_span(tracer, "eval", "compute");
+    eval_span.without_step();
+    eval_span.arg("epoch", double(epoch + 1));
     const EvalResult ev = evaluate(*model, data.test, eval_opt);
+    eval_span.end();
     evaluated = true;
     last_epoch_number = epoch + 1;
     const CommStats comm = strategy->take_stats();
@@ -731,6 +757,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
     if (result.test_acc5 >= 0) fin["test_acc5"] = result.test_acc5;
     metrics.write(fin);
   }
+  finish_run_trace(tracer, ranks, out_dir);  // OUT/trace.json (rank 0), after every rank's file
   return result;
 }
 

@@ -1,0 +1,118 @@
+#include "dplab/tools/train/run_trace.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <vector>
+
+#include "dplab/core/error.h"
+#include "dplab/core/trace/merge.h"
+#include "dplab/tools/train/config.h"
+#include "dplab/tools/train/device_prefetch.h"
+#include "dplab/tools/train/rank_group.h"
+
+namespace dplab {
+namespace {
+
+std::string host_name() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
+  return buf;
+}
+
+}  // namespace
+
+std::unique_ptr<trace::Tracer> make_run_tracer(const Options& opt, const std::string& out_dir,
+                                               Device device) {
+  const bool on = opt.get_bool("trace", option_default("trace") == "true");
+  trace::TracerOptions t;
+  t.steps = opt.get_string("trace.steps", option_default("trace.steps"));
+  (void)trace::parse_step_window(t.steps, 0);  // a bad value fails before training, traced or not
+  if (!on) return nullptr;
+  DPLAB_CHECK(!out_dir.empty(), "option trace: needs an output directory (option out, --out)");
+  t.dir = (std::filesystem::path(out_dir) / "trace").string();
+  t.device = device;
+  return std::make_unique<trace::Tracer>(t);
+}
+
+void start_run_trace(trace::Tracer* tracer, const RankGroup& ranks, const Options& opt,
+                     int64_t total_steps) {
+  if (!tracer) return;
+  const std::string host = host_name();
+  // The exchange of host names is the barrier: every rank takes its origin as it leaves it.
+  const std::vector<std::string> hosts = ranks.allgather(host);
+  const auto origin = trace::Clock::now();
+  trace::RankPlace place;
+  place.rank = ranks.rank();
+  place.world_size = ranks.size();
+  place.host = host;
+  const int64_t rpn = std::stoll(opt.get_string("ranks_per_node", "0"));
+  if (rpn > 0) {
+    place.node = int(ranks.rank() / rpn);
+  } else {
+    std::vector<std::string> distinct;
+    for (int r = 0; r <= ranks.rank(); ++r)
+      if (std::find(distinct.begin(), distinct.end(), hosts[size_t(r)]) == distinct.end())
+        distinct.push_back(hosts[size_t(r)]);
+    place.node = int(std::find(distinct.begin(), distinct.end(), host) - distinct.begin());
+  }
+  tracer->start(place, origin, total_steps);
+}
+
+void finish_run_trace(trace::Tracer* tracer, const RankGroup& ranks, const std::string& out_dir,
+                      std::ostream* errors) {
+  if (!tracer) return;
+  if (errors) {
+    try {
+      finish_run_trace(tracer, ranks, out_dir, nullptr);
+    } catch (const std::exception& e) {
+      *errors << "dplab: trace not merged: " << e.what() << "\n";
+    }
+    return;
+  }
+  ranks.agree([&] { tracer->close(); });  // every rank's file is complete before the merge
+  if (ranks.rank() != 0) return;
+  std::vector<std::string> files;
+  for (int r = 0; r < ranks.size(); ++r)
+    files.push_back(
+        (std::filesystem::path(out_dir) / "trace" / fmt::format("rank_{}.json", r)).string());
+  const std::string other = fmt::format(
+      "{{\"dplab_trace_version\":1,\"world_size\":{},\"steps\":{},\"clock\":{}}}", ranks.size(),
+      trace::json_string(tracer->window().str()),
+      trace::json_string("microseconds since rank 0's time origin (a barrier after MPI start)"));
+  trace::merge_traces(files, (std::filesystem::path(out_dir) / "trace.json").string(), other);
+}
+
+bool StepTrace::next(DeviceBatches& batches, Batch& b, int64_t step) {
+  if (!trace::kCompiled || !tracer_) return batches.next(b);
+  const int64_t previous = tracer_->step();
+  tracer_->begin_step(step);
+  open_ = false;
+  const bool on = tracer_->recording();
+  const auto t0 = trace::Clock::now();
+  const bool got = batches.next(b);
+  if (!got) {
+    // The epoch is over: no step `step` was taken here. What follows (evaluation, checkpoints)
+    // belongs with the step before, recorded if that step was.
+    tracer_->begin_step(previous);
+    return false;
+  }
+  if (on) {
+    tracer_->complete("data_wait", "data", trace::kCompute, t0, trace::Clock::now(), step);
+    start_ = t0;
+    step_ = step;
+    open_ = true;
+  }
+  return true;
+}
+
+void StepTrace::end(int64_t epoch, int64_t images) {
+  if (!open_) return;
+  open_ = false;
+  tracer_->complete("step", "step", trace::kSteps, start_, trace::Clock::now(), step_,
+                    {{"epoch", double(epoch + 1)}, {"images", double(images)}});
+}
+
+}  // namespace dplab
