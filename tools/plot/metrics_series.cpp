@@ -40,6 +40,9 @@ Series read_metrics_series(const std::string& path, const std::string& x_key,
     }
     DPLAB_CHECK(j.is_object(), "{}:{}: expected a JSON object, got {}", path, lineno,
                 j.type_name());
+    // Step records and the final record are no epoch series (docs/metrics_schema.md).
+    if (const auto kind = j.find("kind"); kind != j.end() && (*kind == "step" || *kind == "final"))
+      continue;
     for (const auto& [k, v] : j.items()) keys.insert(k);
     const auto num = [&](const std::string& k) -> std::optional<double> {
       auto it = j.find(k);

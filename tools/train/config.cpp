@@ -116,6 +116,11 @@ const std::vector<OptionSpec>& train_option_specs() {
        false},
       {"progress", "auto", "auto (bar on a terminal, else lines), bar, lines or off", false},
       {"progress.every_percent", "10", "with progress=lines: a line every N% of an epoch", false},
+      {"metrics.every_steps", "0",
+       "with out set: a \"kind\": \"step\" record every N global steps in metrics.jsonl and "
+       "rank_R.jsonl (loss over every rank, lr, step time, data wait, exposed communication "
+       "wait, images/s; docs/metrics_schema.md); 0: none",
+       false},
       {"lr.schedule", "constant",
        "constant, step, multistep, poly, cosine or plateau (see "
        "optim/schedule.h for lr.* keys)"},
