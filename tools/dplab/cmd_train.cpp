@@ -67,7 +67,9 @@ CommandSpec train_command() {
                "where to train: cpu, cuda or cuda:N (fails at once, saying why, without a "
                "usable CUDA device)");
         tf.add(*train, "--out", "out",
-               "output directory: DIR/metrics.jsonl (one JSON object per line), "
+               "output directory: DIR/run.json (the run record: options, versions, hosts; a "
+               "valid --config), DIR/metrics.jsonl (one JSON object per line; "
+               "docs/metrics_schema.md), "
                "DIR/checkpoints/step_<N>/ (every rank's state + manifest.json, for --resume) "
                "and DIR/final.safetensors (the final model, PyTorch names)");
         tf.add(*train, "--resume", "resume",

@@ -77,7 +77,9 @@ const std::vector<OptionSpec>& train_option_specs() {
        "RANK=FACTOR[,RANK=FACTOR...]: that rank sleeps so its iterations last FACTOR times "
        "their compute time (comm/slowdown.h)"},
       {"out", "",
-       "output directory: metrics.jsonl, checkpoints/step_<N>/ (one directory per checkpoint: "
+       "output directory: run.json (the run record, a valid --config), metrics.jsonl and "
+       "rank_<R>.jsonl (docs/metrics_schema.md), checkpoints/step_<N>/ (one directory per "
+       "checkpoint: "
        "rank_<R>.safetensors per rank + manifest.json) and final.safetensors (the final model, "
        "PyTorch names)",
        false},
