@@ -407,6 +407,30 @@ TEST_F(TwoRankRun, PlotSeriesHoldEpochRecordsOnly) {
   EXPECT_LT(t.x[0], t.x[1]);
 }
 
+// A resumed run's record re-runs as a fresh run: the uninterrupted run, not a second resume.
+TEST(Metrics, RunJsonOfAResumedRunRerunsTheUninterruptedRun) {
+  ScopedTempDir dir("metrics-resumed");
+  const std::string job = kJob + " --epochs 2";
+  auto r = run_dplab(job + " --max-steps 5 --out " + dir.file("a"), dir.path / "1");
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = run_dplab(job + " --resume " + dir.file("a") + " --out " + dir.file("a"), dir.path / "2");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto rec = nlohmann::json::parse(slurp(dir.path / "a" / "run.json"));
+  EXPECT_EQ(rec["run"]["resume"]["value"], dir.file("a"));
+  EXPECT_FALSE(rec["options"].contains("resume"));
+  r = run_dplab("train --config " + dir.file("a/run.json") + " --out " + dir.file("b"),
+                dir.path / "3");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("resumed from"), std::string::npos) << r.out;
+  EXPECT_TRUE(slurp(dir.path / "b" / "final.safetensors") ==
+              slurp(dir.path / "a" / "final.safetensors"));
+  // And that is the uninterrupted run's model.
+  r = run_dplab(job + " --out " + dir.file("c"), dir.path / "4");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(slurp(dir.path / "c" / "final.safetensors") ==
+              slurp(dir.path / "b" / "final.safetensors"));
+}
+
 TEST(Metrics, JsonConfigErrorsNameTheFileAndWhere) {
   ScopedTempDir dir("metrics-config");
   const std::string bad = dir.file("bad.json");

@@ -306,7 +306,6 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   const int64_t steps_per_epoch = loader.num_batches_for(
       data.shards ? shard_stream_count(data.shards->shard_begin(), sopt.world_size)
                   : sampler.num_samples());
-  check_no_unknown_options(opt);
 
   // ---- resume (tools/train/checkpoint.h) ----------------------------------------------------
   // Every option read so far that changes the trajectory; the checkpoints store it.
@@ -315,6 +314,9 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   run.ranks_per_node = opt.get_string("ranks_per_node", "0");
   run.init_from = init_from;
   run.config = trajectory_config(opt);
+  // After the last option read: every key the run reads, run.json's included, is known here
+  // (a run.json whose keys were read only after this check could not be a --config).
+  check_no_unknown_options(opt);
   const RankGroup ranks(strategy->rank(), strategy->world_size());
   // The run header and OUT/run.json (collective: host names; tools/train/run_record.h).
   RunFacts facts;
