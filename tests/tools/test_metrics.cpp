@@ -181,8 +181,6 @@ TEST_F(TwoRankRun, GlobalImagesPerSecondIsAllRanksImagesOverTheSlowestRanksEpoch
                  what + " images_per_s_rank");
     expect_close(num(r1[e], "images_per_s_rank"), 128.0 / num(r1[e], "time_s"),
                  what + " rank 1's images_per_s_rank");
-    // Twice rank 0's own rate at most: the global rate is never rank 0's alone.
-    EXPECT_GT(num(epochs[e], "images_per_s"), num(epochs[e], "images_per_s_rank") * 1.2) << what;
   }
   // The console prints the global rate and says so.
   EXPECT_NE(

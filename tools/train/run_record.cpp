@@ -24,7 +24,7 @@ std::string host_name() {
 }
 
 // This process's arguments (Linux: /proc/self/cmdline, NUL-separated), so the driver needs
-// no argv; quoted where a shell would split them.
+// no argv.
 std::vector<std::string> command_line() {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
   std::vector<std::string> args;
@@ -84,8 +84,8 @@ nlohmann::json run_record(const Options& opt, const RunFacts& f,
   int most = 0;
   for (const auto& [h, n] : per_host) most = std::max(most, n);
   const int world = int(hosts.size());
-  const int64_t virtual_rpn = std::stoll(
-      opt.values().count("ranks_per_node") ? opt.values().at("ranks_per_node") : std::string("0"));
+  // Virtual nodes (the option, comm/topology.h) or the hosts the ranks run on.
+  const int64_t virtual_rpn = opt.get_int("ranks_per_node", 0);
   const bool cuda = f.device.rfind("cuda", 0) == 0;
   nlohmann::json cmd = nlohmann::json::array();
   for (const auto& a : command_line()) cmd.push_back(a);
