@@ -19,17 +19,15 @@ std::string double_text(double v) {
 std::string Options::get_string(const std::string& key, const std::string& def) const {
   used_.insert(key);
   auto it = values_.find(key);
-  if (it == values_.end()) defaults_read_.emplace(key, def);
+  defaults_read_.emplace(key, def);
   return it == values_.end() ? def : it->second;
 }
 
 int64_t Options::get_int(const std::string& key, int64_t def) const {
   used_.insert(key);
   auto it = values_.find(key);
-  if (it == values_.end()) {
-    defaults_read_.emplace(key, std::to_string(def));
-    return def;
-  }
+  defaults_read_.emplace(key, std::to_string(def));
+  if (it == values_.end()) return def;
   const std::string& s = it->second;
   int64_t v = 0;
   auto r = std::from_chars(s.data(), s.data() + s.size(), v);
@@ -41,10 +39,8 @@ int64_t Options::get_int(const std::string& key, int64_t def) const {
 double Options::get_double(const std::string& key, double def) const {
   used_.insert(key);
   auto it = values_.find(key);
-  if (it == values_.end()) {
-    defaults_read_.emplace(key, double_text(def));
-    return def;
-  }
+  defaults_read_.emplace(key, double_text(def));
+  if (it == values_.end()) return def;
   const std::string& s = it->second;
   try {
     size_t pos = 0;
@@ -59,10 +55,8 @@ double Options::get_double(const std::string& key, double def) const {
 bool Options::get_bool(const std::string& key, bool def) const {
   used_.insert(key);
   auto it = values_.find(key);
-  if (it == values_.end()) {
-    defaults_read_.emplace(key, def ? "true" : "false");
-    return def;
-  }
+  defaults_read_.emplace(key, def ? "true" : "false");
+  if (it == values_.end()) return def;
   const std::string& s = it->second;
   if (s == "true" || s == "1" || s == "yes" || s == "on") return true;
   if (s == "false" || s == "0" || s == "no" || s == "off") return false;
@@ -88,6 +82,12 @@ std::map<std::string, std::string> Options::with_prefix(const std::string& prefi
   for (auto& [k, v] : values_)
     if (k.rfind(prefix, 0) == 0) r[k] = v;
   return r;
+}
+
+std::optional<std::string> Options::default_read(const std::string& key) const {
+  auto it = defaults_read_.find(key);
+  if (it == defaults_read_.end()) return std::nullopt;
+  return it->second;
 }
 
 std::map<std::string, std::string> Options::read_values() const {

@@ -31,6 +31,10 @@ class Options {
   // as text (integers in decimal, doubles shortest round-trip, booleans true/false). A
   // checkpoint stores these, so a resumed run can tell any changed setting, set or defaulted.
   std::map<std::string, std::string> read_values() const;
+  // The default the first reader of `key` passed (as read_values writes it), whether or not
+  // the key was set; nullopt for a key never read with a default (the run record, OUT/run.json,
+  // tells a setting from its default with it).
+  std::optional<std::string> default_read(const std::string& key) const;
 
  private:
   std::map<std::string, std::string> values_;

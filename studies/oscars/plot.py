@@ -37,7 +37,7 @@ for i, (name, label) in enumerate(runs):
     ax.plot(t, acc, marker="o", label=label)
     idle, steps = [], []
     for rank in range(4):
-        rr = read(os.path.join(d, f"rank_{rank}.jsonl"))
+        rr = [r for r in read(os.path.join(d, f"rank_{rank}.jsonl")) if r["kind"] == "rank_epoch"]
         wait = sum(r["comm_exposed_wait_s"] for r in rr)
         tot = sum(r["time_s"] for r in rr)
         idle.append(wait / tot if tot > 0 else 0.0)

@@ -86,10 +86,19 @@ TEST(Cli, TrainMaxStepsWritesMetricsAndCheckpoint) {
   EXPECT_EQ(m[0]["kind"], "epoch");
   EXPECT_EQ(m[1]["kind"], "final");
   for (const auto& rec : m)
-    for (const char* f : {"epoch", "loss", "train_acc", "test_acc", "images_per_s", "time_s"})
+    for (const char* f : {"epoch", "loss", "train_acc", "test_acc"})
       EXPECT_TRUE(rec.contains(f)) << f << " missing in " << rec.dump();
-  for (const char* f : {"bytes_sent", "allreduces", "exposed_wait_s"})
+  for (const char* f : {"images_per_s", "time_s", "elapsed_s", "comm_bytes", "comm_allreduces",
+                        "comm_exposed_wait_s"})
     EXPECT_TRUE(m[0].contains(f)) << f << " missing in " << m[0].dump();
+  // The final record's totals under their own names, never an epoch's (docs/metrics_schema.md).
+  for (const char* f : {"total_images_per_s", "total_train_time_s", "total_time_s"})
+    EXPECT_TRUE(m[1].contains(f)) << f << " missing in " << m[1].dump();
+  for (const char* f : {"images_per_s", "time_s"})
+    EXPECT_FALSE(m[1].contains(f)) << f << " in " << m[1].dump();
+  for (const auto& rec : m)  // the old duplicates of comm_bytes, ... are gone
+    for (const char* f : {"bytes_sent", "allreduces", "exposed_wait_s"})
+      EXPECT_FALSE(rec.contains(f)) << f << " in " << rec.dump();
   EXPECT_EQ(m[0]["step"], 3);
   EXPECT_EQ(m[0]["complete"], false);
   for (const char* f : {"train_acc", "test_acc"}) {
@@ -97,7 +106,7 @@ TEST(Cli, TrainMaxStepsWritesMetricsAndCheckpoint) {
     EXPECT_LE(m[1][f].get<double>(), 1.0);
   }
   EXPECT_GT(m[1]["loss"].get<double>(), 0.0);
-  EXPECT_GT(m[1]["images_per_s"].get<double>(), 0.0);
+  EXPECT_GT(m[1]["total_images_per_s"].get<double>(), 0.0);
   ASSERT_TRUE(std::filesystem::exists(dir.path / "run" / "final.safetensors"));
   // The checkpoint of the stop: one directory named for the global step, manifest last.
   ASSERT_TRUE(std::filesystem::exists(dir.path / "run" / "checkpoints" / "step_00000003" /

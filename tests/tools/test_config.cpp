@@ -54,6 +54,14 @@ TEST(Config, TrajectoryConfigHoldsEveryKeyReadSetOrDefaulted) {
                                                          {"lr.gamma", "0.1"},
                                                          {"nesterov", "false"}};
   EXPECT_EQ(trajectory_config(o), trajectory);
+  // The defaults the readers passed, set or not (the run record's is_default), in
+  // read_values' text form; none for a key never read.
+  EXPECT_EQ(o.default_read("lr"), "0.01");
+  EXPECT_EQ(o.default_read("daso.B_max"), "4");
+  EXPECT_EQ(o.default_read("daso.S"), "1");
+  EXPECT_EQ(o.default_read("nesterov"), "false");
+  EXPECT_EQ(o.default_read("out"), "");
+  EXPECT_EQ(o.default_read("never.read"), std::nullopt);
 }
 
 TEST(Config, SetOverridesAndRejectsMalformed) {

@@ -27,7 +27,7 @@ TEST(TrainAccuracy, MnistCnnFashionMnistOneEpoch) {
   ASSERT_EQ(final["kind"], "final");
   const double acc = final["test_acc"].get<double>();
   std::cout << "test accuracy after one epoch: " << acc << ", "
-            << final["images_per_s"].get<double>() << " images/s\n";
+            << final["total_images_per_s"].get<double>() << " images/s\n";
   EXPECT_GE(acc, 0.82);
 }
 

@@ -8,6 +8,7 @@
 #include "dplab/models/registry.h"
 #include "dplab/tools/dplab/command.h"
 #include "dplab/tools/train/nonfinite_guard.h"
+#include "dplab/tools/train/run_config.h"
 #include "dplab/tools/train/trainer.h"
 
 namespace dplab::cli {
@@ -72,7 +73,9 @@ CommandSpec train_command() {
                "where to train: cpu, cuda or cuda:N (fails at once, saying why, without a "
                "usable CUDA device)");
         tf.add(*train, "--out", "out",
-               "output directory: DIR/metrics.jsonl (one JSON object per line), "
+               "output directory: DIR/run.json (the run record: options, versions, hosts; a "
+               "valid --config), DIR/metrics.jsonl (one JSON object per line; "
+               "docs/metrics_schema.md), "
                "DIR/checkpoints/step_<N>/ (every rank's state + manifest.json, for --resume) "
                "and DIR/final.safetensors (the final model, PyTorch names)");
         tf.add(*train, "--resume", "resume",
@@ -93,8 +96,11 @@ CommandSpec train_command() {
                "waiting in MPI: spin, backoff or auto (backoff when ranks outnumber cores)",
                "auto");
         train
-            ->add_option("--config", a->config,
-                         "TOML file of option keys (tables flatten with dots: [lr] schedule = ...)")
+            ->add_option(
+                "--config", a->config,
+                "TOML file of option keys (tables flatten with dots: [lr] schedule = ...), "
+                "or a run record OUT/run.json (its options: the run again, without "
+                "out and resume)")
             ->check(CLI::ExistingFile);
         train->add_option("--set", a->sets, "KEY=VALUE option override (repeatable); see below")
             ->take_all();
@@ -105,7 +111,7 @@ CommandSpec train_command() {
           // instead of leaving the others waiting in MPI_Init (comm/mpi_env.h).
           start_mpi_if_launched();
           Options o;
-          if (!a->config.empty()) load_toml_options(a->config, o);
+          if (!a->config.empty()) load_config_file(a->config, o);
           a->flags.apply(o);
           if (a->nesterov_flag->count() > 0) o.set("nesterov", a->nesterov ? "true" : "false");
           if (a->trace_flag->count() > 0) o.set("trace", "true");

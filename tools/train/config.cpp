@@ -77,7 +77,9 @@ const std::vector<OptionSpec>& train_option_specs() {
        "RANK=FACTOR[,RANK=FACTOR...]: that rank sleeps so its iterations last FACTOR times "
        "their compute time (comm/slowdown.h)"},
       {"out", "",
-       "output directory: metrics.jsonl, checkpoints/step_<N>/ (one directory per checkpoint: "
+       "output directory: run.json (the run record, a valid --config), metrics.jsonl and "
+       "rank_<R>.jsonl (docs/metrics_schema.md), checkpoints/step_<N>/ (one directory per "
+       "checkpoint: "
        "rank_<R>.safetensors per rank + manifest.json) and final.safetensors (the final model, "
        "PyTorch names)",
        false},
@@ -125,6 +127,11 @@ const std::vector<OptionSpec>& train_option_specs() {
        false},
       {"progress", "auto", "auto (bar on a terminal, else lines), bar, lines or off", false},
       {"progress.every_percent", "10", "with progress=lines: a line every N% of an epoch", false},
+      {"metrics.every_steps", "0",
+       "with out set: a \"kind\": \"step\" record every N global steps in metrics.jsonl and "
+       "rank_R.jsonl (loss over every rank, lr, step time, data wait, exposed communication "
+       "wait, images/s; docs/metrics_schema.md); 0: none",
+       false},
       {"lr.schedule", "constant",
        "constant, step, multistep, poly, cosine or plateau (see "
        "optim/schedule.h for lr.* keys)"},

@@ -30,6 +30,7 @@
 #include "dplab/tools/train/checkpoint.h"
 #include "dplab/tools/train/config.h"
 #include "dplab/tools/train/device_prefetch.h"
+#include "dplab/tools/train/epoch_record.h"
 #include "dplab/tools/train/eval_split.h"
 #include "dplab/tools/train/evaluate.h"
 #include "dplab/tools/train/metrics.h"
@@ -38,8 +39,10 @@
 #include "dplab/tools/train/preemption.h"
 #include "dplab/tools/train/progress.h"
 #include "dplab/tools/train/run_trace.h"
+#include "dplab/tools/train/run_record.h"
 #include "dplab/tools/train/step_agreement.h"
 #include "dplab/tools/train/step_metrics.h"
+#include "dplab/tools/train/step_record.h"
 
 namespace dplab {
 namespace {
@@ -150,6 +153,7 @@ void apply_thread_option(int64_t threads) {
 
 TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream& progress_out) {
   const auto t_start = Clock::now();
+  const auto start_time = std::chrono::system_clock::now();  // the run record's start_time
   apply_thread_option(get_int(opt, "threads"));
 
   // ---- set-up: read every option before the first step, so typos fail fast ---------------
@@ -191,6 +195,8 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   PreemptionSignals preemption(out_dir.empty() ? std::vector<int>{} : preempt_signals);
   const Progress::Mode progress_mode = Progress::parse_mode(get(opt, "progress"));
   const int every_percent = int(get_int(opt, "progress.every_percent"));
+  // Step records every N global steps (tools/train/step_record.h; 0: none).
+  const int64_t metrics_every_steps = get_int(opt, "metrics.every_steps");
   // comm = mpi | nccl | auto (comm/world.h), validated for every algorithm. NCCL needs a GPU per
   // rank: a bare "cuda" then means this rank's (local rank mod device count).
   const bool nccl = comm_backend(opt) == "nccl" && get(opt, "algo") != "local";
@@ -305,7 +311,6 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   const int64_t steps_per_epoch = loader.num_batches_for(
       data.shards ? shard_stream_count(data.shards->shard_begin(), sopt.world_size)
                   : sampler.num_samples());
-  check_no_unknown_options(opt);
 
   // ---- resume (tools/train/checkpoint.h) ----------------------------------------------------
   // Every option read so far that changes the trajectory; the checkpoints store it.
@@ -314,11 +319,28 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   run.ranks_per_node = opt.get_string("ranks_per_node", "0");
   run.init_from = init_from;
   run.config = trajectory_config(opt);
+  // After the last option read: every key the run reads, run.json's included, is known here
+  // (a run.json whose keys were read only after this check could not be a --config).
+  check_no_unknown_options(opt);
   const RankGroup ranks(strategy->rank(), strategy->world_size());
   start_run_trace(tracer, ranks, opt,
                   max_steps > 0
                       ? std::min(epochs * steps_per_epoch, max_steps * accumulation.steps())
                       : epochs * steps_per_epoch);
+  // The run header and OUT/run.json (collective: host names; tools/train/run_record.h).
+  RunFacts facts;
+  facts.model = model_name;
+  for (const NamedTensor& p : model->named_parameters()) facts.parameters += p.tensor.numel();
+  facts.algo = strategy->name();
+  facts.batch = batch;
+  facts.accumulate_steps = accumulation.steps();
+  facts.device = device.str();
+  facts.threads = omp_get_max_threads();
+  facts.data = get(opt, "data");
+  facts.train_samples = data.train->size();
+  facts.test_samples = data.test->size();
+  facts.start = start_time;
+  record_run_start(opt, ranks, facts, summary);
   TrainingParts parts;
   parts.model = model.get();
   parts.optimizer = &optimizer;
@@ -355,6 +377,10 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
     metrics =
         MetricsWriter((std::filesystem::path(out_dir) / "metrics.jsonl").string(), !resume.empty());
   }
+  // Epoch, final and step records over every rank (tools/train/epoch_record.h, step_record.h).
+  RunReport report(ranks, metrics, rank_metrics, t_start);
+  CommTally comm_tally;
+  StepLog step_log(metrics_every_steps, ranks, metrics, rank_metrics, t_start);
   // A run stopped for non-finite values: the record, then RunStopped on every rank (exit 3).
   auto stop_nonfinite = [&](const std::string& what, const Agreement& agreed) {
     strategy->drain();  // every rank is here at the same tick: nothing left in flight
@@ -393,8 +419,6 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   Progress progress(rank0 ? progress_mode : Progress::Mode::off, every_percent, progress_out);
   TrainResult result;
   result.is_rank0 = rank0;
-  double train_time = 0;
-  int64_t train_images = 0;
   bool stop = max_steps > 0 && loop.optimizer_steps >= max_steps;
   int64_t skipped_steps = 0;  // StepPlan::compute == false ticks (count toward max_steps)
   const double base_lr = so.lr;
@@ -497,12 +521,14 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
     strategy->begin_epoch(epoch);
     progress.begin_epoch(epoch, epochs, steps_per_epoch, loop.step_in_epoch);
     const auto t_epoch = Clock::now();
+    step_log.begin_epoch(loop, *strategy, comm_tally);
     int64_t epoch_images = 0;
     int64_t epoch_computed = 0;
     const double slept_before = slowdown.total_slept_s();
     Batch b;
     StepTrace step_trace(tracer);  // step and data_wait events
     while (step_trace.next(batches, b, loop.global_step)) {
+      step_log.batch_ready();
       StepInfo step;
       step.epoch = epoch;
       step.step_in_epoch = loop.step_in_epoch;
@@ -524,6 +550,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
         ++skipped_steps;
         ++loop.step_in_epoch;
         ++loop.global_step;
+        step_log.step_done(loop, 0, optimizer.lr(), step_metrics, *strategy, comm_tally);
         if (max_steps > 0 && loop.optimizer_steps + skipped_steps >= max_steps) {
           stop = true;
           break;
@@ -588,6 +615,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
       ++loop.step_in_epoch;
       ++loop.global_step;
       epoch_images += n;
+      step_log.step_done(loop, n, optimizer.lr(), step_metrics, *strategy, comm_tally);
       const double elapsed = seconds_since(t_epoch);
       if (step_metrics.pending() && progress.will_draw(loop.step_in_epoch))
         step_metrics.flush(loop.epoch_loss_sum, loop.epoch_correct);
@@ -603,8 +631,6 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
     act_on(agreement.flush());  // every tick so far agreed on (stop, pre-emption)
     step_metrics.flush(loop.epoch_loss_sum, loop.epoch_correct);
     const double epoch_time = seconds_since(t_epoch);
-    train_time += epoch_time;
-    train_images += epoch_images;
     progress.end_epoch();
 
     const bool epoch_done = loop.step_in_epoch >= steps_per_epoch;
@@ -612,9 +638,9 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
     // once, without finish_training() or an evaluation: the grace period is short.
     if (preempted && !stop && !epoch_done) preempt_exit(preempt_reports);
     const double mean_loss = loop.epoch_seen ? loop.epoch_loss_sum / double(loop.epoch_seen) : 0;
-    const double train_acc =
-        loop.epoch_seen ? double(loop.epoch_correct) / double(loop.epoch_seen) : 0;
     const int64_t epoch_nonfinite_skipped = loop.epoch_nonfinite_skipped;  // for the record
+    const RankEpoch rank_epoch{epoch_images, loop.epoch_seen, loop.epoch_loss_sum,
+                               loop.epoch_correct, epoch_time};
     if (epoch_done) {
       strategy->end_epoch(epoch, mean_loss);
       schedule->observe_epoch(mean_loss);
@@ -648,68 +674,32 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
     eval_span.end();
     evaluated = true;
     last_epoch_number = epoch + 1;
-    const CommStats comm = strategy->take_stats();
-    rank_metrics.write({{"kind", "rank_epoch"},
-                        {"rank", strategy->rank()},
-                        {"epoch", epoch + 1},
-                        {"time_s", epoch_time},
-                        {"computed_steps", epoch_computed},
-                        {"slowdown", slowdown.factor()},
-                        {"slowdown_sleep_s", slowdown.total_slept_s() - slept_before},
-                        {"comm_exposed_wait_s", comm.exposed_wait_s},
-                        {"comm_in_flight_s", comm.in_flight_s},
-                        {"idle_fraction", epoch_time > 0 ? comm.exposed_wait_s / epoch_time : 0}});
+    const CommStats comm = comm_tally.epoch(*strategy);  // before the consensus model's own
     // Gossip algorithms: the consensus average as a second evaluated model (collective).
     std::optional<EvalResult> ev_consensus;
     strategy->consensus_eval([&] { ev_consensus = evaluate(*model, data.test, eval_opt); });
-
-    result.train_loss = mean_loss;
-    result.train_acc = train_acc;
+    EpochFacts ef;
+    ef.epoch = epoch + 1;
+    ef.epochs = epochs;
+    ef.complete = epoch_done;
+    ef.step = loop.global_step;
+    ef.mine = rank_epoch;
+    ef.computed_steps = epoch_computed;
+    ef.lr = optimizer.lr();
+    ef.comm = comm;
+    ef.ev = ev;
+    ef.consensus = ev_consensus;
+    ef.algo_state = strategy->state();
+    ef.nonfinite_skipped = epoch_nonfinite_skipped;
+    ef.slowdown = slowdown.factor();
+    ef.slowdown_sleep_s = slowdown.total_slept_s() - slept_before;
+    // Collective: loss, accuracy and images/s over every rank (the records' and the result's).
+    const GlobalEpoch global = report.epoch(ef, summary);
+    result.train_loss = global.loss();
+    result.train_acc = global.train_acc();
     result.test_acc = ev.accuracy;
     result.test_loss = ev.loss;
     result.test_acc5 = ev.top5 ? ev.accuracy5 : -1;
-    if (rank0) {
-      const double ips = epoch_time > 0 ? double(epoch_images) / epoch_time : 0;
-      nlohmann::json rec = {{"kind", "epoch"},
-                            {"epoch", epoch + 1},
-                            {"complete", epoch_done},
-                            {"step", loop.global_step},
-                            {"loss", mean_loss},
-                            {"train_acc", train_acc},
-                            {"test_loss", ev.loss},
-                            {"test_acc", ev.accuracy},
-                            {"images_per_s", ips},
-                            {"time_s", epoch_time},
-                            {"lr", optimizer.lr()},
-                            {"comm_bytes", comm.bytes_sent},
-                            {"comm_collectives", comm.collectives},
-                            {"comm_allreduces", comm.allreduces},
-                            {"comm_in_flight_s", comm.in_flight_s},
-                            {"comm_exposed_wait_s", comm.exposed_wait_s},
-                            // the same three under the names the metrics format documents
-                            {"bytes_sent", comm.bytes_sent},
-                            {"allreduces", comm.allreduces},
-                            {"exposed_wait_s", comm.exposed_wait_s},
-                            // steps dropped by nonfinite = skip (always 0 with stop)
-                            {"nonfinite_skipped_steps", epoch_nonfinite_skipped}};
-      if (ev.top5) rec["test_acc5"] = ev.accuracy5;
-      for (const auto& [k, v] : strategy->state()) rec["algo." + k] = v;
-      if (ev_consensus) {
-        rec["test_acc_consensus"] = ev_consensus->accuracy;
-        rec["test_loss_consensus"] = ev_consensus->loss;
-        if (ev_consensus->top5) rec["test_acc5_consensus"] = ev_consensus->accuracy5;
-      }
-      metrics.write(rec);
-      summary << fmt::format(
-          "epoch {}/{}{}  loss {:.4f}  train_acc {:.4f}  test_acc {:.4f}{}  {:.0f} img/s  {:.1f} "
-          "s{}\n",
-          epoch + 1, epochs, epoch_done ? "" : " (partial)", mean_loss, train_acc, ev.accuracy,
-          ev.top5 ? fmt::format("  test_acc5 {:.4f}", ev.accuracy5) : "", ips, epoch_time,
-          epoch_nonfinite_skipped > 0
-              ? fmt::format("  {} non-finite steps skipped (rank 0)", epoch_nonfinite_skipped)
-              : "");
-      summary.flush();
-    }
     // Pre-empted at the last step of an epoch: the epoch ended as usual (checkpoint policy,
     // evaluation, record); the pre-emption checkpoint is this step's (written now if the policy
     // did not).
@@ -729,7 +719,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   }
   result.epochs_done = loop.epoch;
   result.global_step = loop.global_step;
-  result.images_per_s = train_time > 0 ? double(train_images) / train_time : 0;
+  result.images_per_s = report.total_images_per_s();
   result.time_s = seconds_since(t_start);
   result.nonfinite_skipped_steps = loop.nonfinite_skipped;
   // The final model with PyTorch names (rank 0's: the one evaluated), for eval and PyTorch;
@@ -742,21 +732,15 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
       result.final_checkpoint = path.string();
     }
   }
-  if (rank0) {
-    nlohmann::json fin = {{"kind", "final"},
-                          {"epoch", last_epoch_number},
-                          {"epochs_completed", loop.epoch},
-                          {"step", loop.global_step},
-                          {"loss", result.train_loss},
-                          {"train_acc", result.train_acc},
-                          {"test_loss", result.test_loss},
-                          {"test_acc", result.test_acc},
-                          {"images_per_s", result.images_per_s},
-                          {"time_s", result.time_s},
-                          {"nonfinite_skipped_steps", loop.nonfinite_skipped}};
-    if (result.test_acc5 >= 0) fin["test_acc5"] = result.test_acc5;
-    metrics.write(fin);
-  }
+  FinalFacts ff;
+  ff.epoch = last_epoch_number;
+  ff.epochs_completed = loop.epoch;
+  ff.step = loop.global_step;
+  ff.test_loss = result.test_loss;
+  ff.test_acc = result.test_acc;
+  ff.test_acc5 = result.test_acc5;
+  ff.nonfinite_skipped = loop.nonfinite_skipped;
+  report.final(ff);
   finish_run_trace(tracer, ranks, out_dir);  // OUT/trace.json (rank 0), after every rank's file
   return result;
 }

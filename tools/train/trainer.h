@@ -15,14 +15,15 @@ namespace dplab {
 struct TrainResult {
   int64_t epochs_done = 0;  // completed epochs
   int64_t global_step = 0;  // iterations done in total (including before a resume)
-  double train_loss = 0;    // mean over the last (possibly partial) epoch
-  double train_acc = 0;
+  double train_loss = 0;    // mean over the last (possibly partial) epoch and every rank
+  double train_acc = 0;     // (weighted by each rank's sample count)
   double test_acc = 0;
   double test_loss = 0;
-  double test_acc5 = -1;         // top-5, when the test set has more than 10 classes; else -1
-  double images_per_s = 0;       // this process, training iterations only
-  double time_s = 0;             // wall time of this process's training and evaluation
-  std::string final_checkpoint;  // empty without --out
+  double test_acc5 = -1;  // top-5, when the test set has more than 10 classes; else -1
+  double images_per_s =
+      0;              // every rank's images over the epochs' times (tools/train/epoch_record.h)
+  double time_s = 0;  // wall time of this process's training and evaluation
+  std::string final_checkpoint;         // empty without --out
   int64_t nonfinite_skipped_steps = 0;  // steps dropped by nonfinite = skip (this run)
   bool is_rank0 = true;                 // only rank 0 prints results
 };

@@ -1,0 +1,87 @@
+#include "dplab/tools/train/run_config.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "dplab/tools/train/config.h"
+
+namespace dplab {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// A JSON option value as Options text: integers in decimal, other numbers in shortest
+// round-trip form (what run.json's own strings hold), arrays comma-joined like TOML's.
+std::string value_text(const nlohmann::json& v, const std::string& key, const std::string& path) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number_integer()) return v.dump();
+  if (v.is_number_float()) return fmt::format("{}", v.get<double>());
+  if (v.is_array()) {
+    std::string r;
+    for (size_t i = 0; i < v.size(); ++i)
+      r += (i ? "," : "") + value_text(v[i], key + "[" + std::to_string(i) + "]", path);
+    return r;
+  }
+  throw UsageError(
+      fmt::format("{}: option '{}': expected a string, number, boolean or array, "
+                  "found {}",
+                  path, key, v.type_name()));
+}
+
+}  // namespace
+
+void load_json_options(std::string_view text, const std::string& path, Options& opt) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw UsageError(
+        fmt::format("{}: not valid JSON at byte offset {}: {}", path, e.byte, e.what()));
+  }
+  if (!j.is_object() || !j.contains("options"))
+    throw UsageError(
+        fmt::format("{}: expected a run record (an object with an \"options\" "
+                    "object, as dplab train writes to OUT/run.json), found {}",
+                    path, j.is_object() ? "no \"options\" key" : j.type_name()));
+  const nlohmann::json& o = j["options"];
+  if (!o.is_object())
+    throw UsageError(
+        fmt::format("{}: \"options\": expected an object, found {}", path, o.type_name()));
+  for (const auto& [key, entry] : o.items()) {
+    if (entry.is_object()) {
+      if (!entry.contains("value"))
+        throw UsageError(
+            fmt::format("{}: option '{}': expected a value or an object with "
+                        "\"value\", found an object without it",
+                        path, key));
+      opt.set(key, value_text(entry["value"], key, path));
+    } else {
+      opt.set(key, value_text(entry, key, path));
+    }
+  }
+}
+
+void load_config_file(const std::string& path, Options& opt) {
+  if (!ends_with(path, ".json")) {
+    load_toml_options(path, opt);
+    return;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in.good()) throw UsageError(fmt::format("{}: cannot open the config file", path));
+  std::string text;
+  text.resize(kMaxTomlBytes + 1);  // the same bound as TOML configs
+  in.read(text.data(), std::streamsize(text.size()));
+  if (in.bad()) throw UsageError(fmt::format("{}: read error", path));
+  text.resize(size_t(in.gcount()));
+  if (text.size() > kMaxTomlBytes)
+    throw UsageError(
+        fmt::format("{}: config file exceeds the limit of {} bytes", path, kMaxTomlBytes));
+  load_json_options(text, path, opt);
+}
+
+}  // namespace dplab

@@ -1,0 +1,52 @@
+// The run record: OUT/run.json, written by rank 0 before the first step, and the run header
+// rank 0 prints. run.json holds every option the run read with its value and whether it is the
+// default, and what the run ran on and with (docs/metrics_schema.md lists its fields). It is a
+// valid --config: `dplab train --config OUT/run.json --out OTHER` reads its "options" section
+// only (tools/train/run_config.h) and repeats the run bitwise. The options `out`, `resume` and
+// `resume.override` are left out of that section (listed under "run" instead), so a re-run
+// neither resumes nor overwrites the recorded run: it is a fresh run of the same trajectory,
+// which for a resumed run is the uninterrupted run's.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "dplab/core/options.h"
+#include "dplab/tools/train/rank_group.h"
+
+namespace dplab {
+
+// What the driver knows once everything is set up.
+struct RunFacts {
+  std::string model;
+  int64_t parameters = 0;  // trainable values
+  std::string algo;
+  int64_t batch = 0;  // per rank
+  int64_t accumulate_steps = 1;
+  std::string device;
+  int threads = 1;  // OpenMP threads per rank
+  std::string data;
+  int64_t train_samples = 0, test_samples = 0;
+  std::chrono::system_clock::time_point start;
+};
+
+// Keys of the run record's "options" section never holds (paths of this run's own output and
+// of the run it continued).
+bool run_record_excludes(const std::string& key);
+
+// The record (every rank's host name in `hosts`, rank order).
+nlohmann::json run_record(const Options& opt, const RunFacts& f,
+                          const std::vector<std::string>& hosts);
+
+// Collective over `ranks` (gathers the host names): rank 0 prints the header to `out` and,
+// when the option out is set, writes OUT/run.json (replacing a predecessor's on --resume).
+void record_run_start(const Options& opt, const RankGroup& ranks, const RunFacts& f,
+                      std::ostream& out);
+
+// "2026-11-24T04:26:23Z".
+std::string utc_iso8601(std::chrono::system_clock::time_point t);
+
+}  // namespace dplab
