@@ -401,12 +401,18 @@ TEST(Metrics, OneRankPrintsItsRateWithoutTheGlobalLabel) {
 TEST_F(TwoRankRun, PlotSeriesHoldEpochRecordsOnly) {
   ASSERT_EQ(result_->status, 0) << result_->err;
   const auto epochs = of_kind(read_records(run() / "metrics.jsonl"), "epoch");
-  const auto s = plot::read_metrics_series((run() / "metrics.jsonl").string(), "epoch", "loss");
+  const auto file = plot::read_metrics_file((run() / "metrics.jsonl").string());
+  plot::SeriesRequest req;
+  req.x_key = "epoch";
+  req.y_key = "loss";
+  const auto s = plot::series_of(file, req).series;
   ASSERT_EQ(s.x, (std::vector<double>{1, 2}));
   EXPECT_EQ(s.y, (std::vector<double>{num(epochs[0], "loss"), num(epochs[1], "loss")}));
-  const auto t = plot::read_metrics_series((run() / "metrics.jsonl").string(), "elapsed_s", "loss");
-  EXPECT_EQ(t.x.size(), 2u);
-  EXPECT_LT(t.x[0], t.x[1]);
+  req.x_key = "elapsed_s";
+  const auto t = plot::series_of(file, req);
+  EXPECT_FALSE(t.elapsed_from_time_s);  // the records' own elapsed_s
+  ASSERT_EQ(t.series.x.size(), 2u);
+  EXPECT_LT(t.series.x[0], t.series.x[1]);
 }
 
 // A resumed run's record re-runs as a fresh run: the uninterrupted run, not a second resume.
