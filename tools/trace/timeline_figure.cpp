@@ -67,12 +67,13 @@ Kind kind_of(const Event& e) {
   return kOther;
 }
 
-// 1, 2 or 5 times a power of ten, giving about `target` ticks over `span`.
+// 1, 2 or 5 times a power of ten: the one whose tick count over `span` is nearest `target`.
 double nice_step(double span, int target) {
-  const double raw = span / target, p = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0})
-    if (m * p >= raw) return m * p;
-  return 10 * p;
+  const double p = std::pow(10.0, std::floor(std::log10(span / target)));
+  double best = p;
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (std::abs(span / (m * p) - target) < std::abs(span / best - target)) best = m * p;
+  return best;
 }
 
 std::string tick_label(double v, double step) {

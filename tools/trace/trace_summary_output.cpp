@@ -82,8 +82,10 @@ std::string format_summary(const TraceSummary& s) {
                      s.world_size);
   for (const auto& r : s.ranks)
     if (r.incomplete_events > 0)
-      o += fmt::format("note: rank {}: {} events of steps that never ended, left out\n", r.rank,
-                       r.incomplete_events);
+      o += fmt::format(
+          "note: rank {}: {} events of steps without a step event (the epoch's last loader call, "
+          "or a stopped run's unfinished step) left out\n",
+          r.rank, r.incomplete_events);
 
   o += "\nper step, mean over the window's steps, wall time in ms (per rank, then the mean over "
        "ranks):\n";
