@@ -13,6 +13,7 @@
 #include "dplab/core/error.h"
 #include "dplab/tools/trace/timeline_figure.h"
 #include "dplab/tools/trace/trace_file.h"
+#include "dplab/tools/trace/trace_summary.h"
 #include "dplab/tools/train/config.h"  // UsageError
 #include "run_cli.h"
 #include "trace_fixture.h"
@@ -20,6 +21,7 @@
 namespace dplab {
 namespace {
 
+using nlohmann::json;
 using trace::FigRect;
 using trace::TimelineLayout;
 
@@ -95,6 +97,32 @@ TEST(TraceFigure, StepsAndEventsAreWhereTheTraceSays) {
        {"rank 0", "rank 1", "node 0, hostA", "compute", "comm", "wait", "GPU comm", "step 11",
         "forward", "backward", "optimizer", "time (ms) from the start of step 11", "0", "2"})
     EXPECT_TRUE(has_text(L, t)) << t;
+}
+
+// Hierarchical buckets' stages (cat comm_stage, tid 2, nested in their bucket) go to the comm
+// lane, in a row below the bucket that holds them; the summary does not count them again.
+TEST(TraceFigure, BucketStagesSitUnderTheirBucket) {
+  json doc = test::two_rank_trace();
+  for (auto [name, ts] : {std::pair{"bucket 0 reduce_scatter (node)", 5000.0},
+                          std::pair{"bucket 0 allreduce (cross)", 5800.0}})
+    doc["traceEvents"].push_back(test::x_event(name, "comm_stage", 0, 2, ts, 800, {{"step", 10}}));
+  const auto data = trace::parse_trace(doc.dump(), "t.json");
+  EXPECT_DOUBLE_EQ(trace::summarize(data).ranks[0].f.in_flight_us, 4000);
+  trace::TimelineSpec spec;
+  spec.first_step = 10;
+  spec.end_step = 11;
+  const TimelineLayout L = trace::layout_timeline(data, spec);
+  const FigRect bucket = rects_named(L, "allreduce bucket 0", 0).at(0);
+  const FigRect fwd = rects_named(L, "forward", 0).at(0),
+                wait = rects_named(L, "wait allreduce", 0).at(0);
+  for (const char* stage : {"bucket 0 reduce_scatter (node)", "bucket 0 allreduce (cross)"}) {
+    const auto r = rects_named(L, stage, 0);
+    ASSERT_EQ(r.size(), 1u) << stage;
+    EXPECT_DOUBLE_EQ(r[0].y, bucket.y + bucket.h) << stage;  // the next row of the comm lane
+    EXPECT_GT(r[0].y, fwd.y + fwd.h) << stage;
+    EXPECT_LT(r[0].y + r[0].h, wait.y) << stage;
+  }
+  EXPECT_TRUE(has_text(L, "stage of a bucket's allreduce"));
 }
 
 TEST(TraceFigure, DefaultIsTheFirstThreeStepsAndOutOfRangeIsAnError) {

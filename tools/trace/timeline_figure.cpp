@@ -22,8 +22,8 @@ constexpr Rgb hex(unsigned v) {
 }
 constexpr Rgb kForward = hex(0x0072B2), kBackward = hex(0x56B4E9), kOptimizer = hex(0x009E73),
               kOtherCompute = hex(0xF0E442), kDataWait = hex(0xBBBBBB), kComm = hex(0xCC79A7),
-              kWait = hex(0xD55E00), kLoader = hex(0x999999), kText = hex(0x222222),
-              kGrid = hex(0x888888), kBand = hex(0xF2F2F2);
+              kCommStage = hex(0xE7BFD6), kWait = hex(0xD55E00), kLoader = hex(0x999999),
+              kText = hex(0x222222), kGrid = hex(0x888888), kBand = hex(0xF2F2F2);
 
 constexpr double kMargin = 8, kLaneH = 10, kSubRowH = 6, kLaneGap = 2, kBandPad = 3, kBandGap = 7,
                  kStepRow = 11;
@@ -37,22 +37,35 @@ const char* const kLaneNames[kLaneCount] = {"compute", "comm",        "wait",
 Lane lane_of(const Event& e) {
   if (e.tid == kTidGpuCompute) return kGpuCompute;
   if (e.tid == kTidGpuComm) return kGpuComm;
-  if (e.cat == "comm") return kCommLane;
+  // tid 2 also holds the stages of hierarchical buckets (cat comm_stage), nested in them.
+  if (e.cat == "comm" || e.tid == kTidComm) return kCommLane;
   if (e.tid == kTidLoader) return kLoaderLane;
   if (e.cat == "wait" || e.name == "data_wait") return kWaitLane;
   return kComputeLane;
 }
 
 // What a shape stands for: its colour and legend entry.
-enum Kind { kFwd, kBwd, kOpt, kOther, kData, kCommKind, kWaitKind, kLoaderKind, kKindCount };
-const Rgb kKindColour[kKindCount] = {kForward,  kBackward, kOptimizer, kOtherCompute,
-                                     kDataWait, kComm,     kWait,      kLoader};
+enum Kind {
+  kFwd,
+  kBwd,
+  kOpt,
+  kOther,
+  kData,
+  kCommKind,
+  kStageKind,
+  kWaitKind,
+  kLoaderKind,
+  kKindCount
+};
+const Rgb kKindColour[kKindCount] = {kForward, kBackward,  kOptimizer, kOtherCompute, kDataWait,
+                                     kComm,    kCommStage, kWait,      kLoader};
 const char* const kKindName[kKindCount] = {"forward",
                                            "backward",
                                            "optimizer",
                                            "eval, checkpoint, other",
                                            "data wait",
                                            "communication (launch to completion)",
+                                           "stage of a bucket's allreduce",
                                            "wait for communication",
                                            "loader"};
 
@@ -62,6 +75,7 @@ Kind kind_of(const Event& e) {
   if (e.name == "optimizer") return kOpt;
   if (e.name == "data_wait") return kData;
   if (e.cat == "comm") return kCommKind;
+  if (e.tid == kTidComm) return kStageKind;
   if (e.cat == "wait") return kWaitKind;
   if (e.tid == kTidLoader) return kLoaderKind;
   return kOther;
@@ -168,7 +182,9 @@ TimelineLayout layout_timeline(const TraceData& trace, const TimelineSpec& spec)
       if (e.pid == r && e.tid != kTidSteps && e.end() > L.t0_us && e.ts < L.t1_us)
         lane_events[lane_of(e)].push_back(&e);
     for (auto& v : lane_events)
-      std::sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->ts < b->ts; });
+      std::sort(v.begin(), v.end(), [](auto* a, auto* b) {  // enclosing (longer) first on ties
+        return a->ts < b->ts || (a->ts == b->ts && a->end() > b->end());
+      });
 
     const double band_top = y;
     L.rects.push_back({0, band_top, 0, 0, kBand, "band", r, false});  // sized below
