@@ -267,6 +267,15 @@ TEST(TraceFile, MissingFieldsNameTheEventAndTheField) {
   doc = test::two_rank_trace();
   doc["traceEvents"][5].erase("ph");
   EXPECT_NE(error_of(doc.dump()).find("traceEvents[5]: missing field ph"), std::string::npos);
+  doc = test::two_rank_trace();
+  doc["traceEvents"][9] = 42;
+  EXPECT_NE(error_of(doc.dump()).find("traceEvents[9] is number, expected an object"),
+            std::string::npos)
+      << error_of(doc.dump());
+  doc["traceEvents"][9] = json::array({1});
+  EXPECT_NE(error_of(doc.dump()).find("traceEvents[9] is array, expected an object"),
+            std::string::npos)
+      << error_of(doc.dump());
   EXPECT_NE(error_of("[1, 2]").find("expected a JSON object with traceEvents, found array"),
             std::string::npos);
   EXPECT_NE(error_of("{}").find("no traceEvents array"), std::string::npos);

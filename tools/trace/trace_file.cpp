@@ -79,27 +79,9 @@ Event read_complete_event(const json& ev, const std::string& source, size_t i) {
 }  // namespace
 
 TraceData parse_trace(const std::string& text, const std::string& source) {
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& err) {
-    DPLAB_FAIL("{}: not valid JSON at byte {} of {}: {}", source, err.byte, text.size(),
-               err.what());
-  }
-  DPLAB_CHECK(doc.is_object(), "{}: expected a JSON object with traceEvents, found {}", source,
-              doc.type_name());
-  auto evs = doc.find("traceEvents");
-  DPLAB_CHECK(evs != doc.end() && evs->is_array(), "{}: no traceEvents array", source);
-
   TraceData t;
   t.files.push_back(source);
-  if (auto od = doc.find("otherData"); od != doc.end() && od->is_object()) {
-    t.version = od->value("dplab_trace_version", 0);
-    t.world_size = od->value("world_size", 0);
-    if (auto s = od->find("steps"); s != od->end() && s->is_string()) t.window = *s;
-  }
-  for (size_t i = 0; i < evs->size(); ++i) {
-    const json& ev = (*evs)[i];
+  const auto take = [&](const json& ev, size_t i) {
     DPLAB_CHECK(ev.is_object(), "{}: traceEvents[{}] is {}, expected an object", source, i,
                 ev.type_name());
     const std::string ph = text_field(ev, "ph", source, i);
@@ -110,6 +92,37 @@ TraceData parse_trace(const std::string& text, const std::string& source) {
       t.process_names[pid] = ev.contains("args") ? ev["args"].value("name", "") : "";
     }
     // Other phases (thread names, sort indices, counters) carry nothing the summary uses.
+  };
+  // Events are taken as the parser completes each one and then dropped from the document, so a
+  // long trace (trace.steps = all) never exists twice in memory: once as JSON values, once as
+  // Events. nlohmann's callback depths: 1 for the top object's keys, 2 for traceEvents' items.
+  bool in_events = false;
+  size_t index = 0;
+  const json::parser_callback_t keep = [&](int depth, json::parse_event_t what, json& parsed) {
+    if (depth == 1 && what == json::parse_event_t::key) in_events = parsed == "traceEvents";
+    if (depth != 2 || !in_events) return true;
+    if (what == json::parse_event_t::object_end || what == json::parse_event_t::array_end ||
+        what == json::parse_event_t::value) {
+      take(parsed, index++);
+      return false;
+    }
+    return true;
+  };
+  json doc;
+  try {
+    doc = json::parse(text, keep);
+  } catch (const json::parse_error& err) {
+    DPLAB_FAIL("{}: not valid JSON at byte {} of {}: {}", source, err.byte, text.size(),
+               err.what());
+  }
+  DPLAB_CHECK(doc.is_object(), "{}: expected a JSON object with traceEvents, found {}", source,
+              doc.type_name());
+  auto evs = doc.find("traceEvents");
+  DPLAB_CHECK(evs != doc.end() && evs->is_array(), "{}: no traceEvents array", source);
+  if (auto od = doc.find("otherData"); od != doc.end() && od->is_object()) {
+    t.version = od->value("dplab_trace_version", 0);
+    t.world_size = od->value("world_size", 0);
+    if (auto s = od->find("steps"); s != od->end() && s->is_string()) t.window = *s;
   }
   return t;
 }
