@@ -49,19 +49,5 @@ for seed in $SEEDS; do                # seed-major: a partial study still covers
 done
 /usr/bin/python3 "$HERE/summarize.py" "$RUNS" "$HERE"
 
-# Figures: `dplab plot`, one PNG per dataset and K, test accuracy per epoch of seed 0's runs
-# (rank 0's model; the last point is after the final average), stage changes dashed.
-for data in $DATASETS; do
-  for K in $KS; do
-    files=() labels=()
-    for algo in $PLOT_ALGOS; do
-      m=$RUNS/$data/$algo/K$K/seed0/metrics.jsonl
-      [ -f "$RUNS/$data/$algo/K$K/seed0/done" ] || continue
-      files+=("$m") labels+=("$algo")
-    done
-    [ ${#files[@]} -gt 0 ] || continue
-    "$DPLAB" plot "${files[@]}" --label "${labels[@]}" --vline-key algo.stage \
-      --title "mnist_cnn on $data, K = $K, seed 0 (dashed: stage changes)" \
-      --out "$HERE/accuracy_${data}_K$K.png"
-  done
-done
+# Figures: `dplab plot` (figures.sh, which draws from the runs on disk without training).
+RUNS=$RUNS DATASETS=$DATASETS KS=$KS "$HERE/figures.sh"

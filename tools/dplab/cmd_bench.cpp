@@ -2,6 +2,7 @@
 //   train      forward + backward + SGD step, exactly the calls the trainer makes per step
 //   infer      eval-mode forward under NoGradGuard
 //   allreduce  dplab's Communicator::allreduce against MPI_Allreduce on the same buffer
+//   loader     decode + training transform of JPEG folders/shards (bench_loader.h)
 // Timings are per step/call after warm-up; we report the median (robust to the other work on
 // a shared machine) and the min/max spread. --compare-pytorch runs tools/bench/
 // torch_train_step.py with the same model, batch and threads in the same invocation.
@@ -9,10 +10,8 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -26,6 +25,8 @@
 #include "dplab/core/param_arena.h"
 #include "dplab/models/registry.h"
 #include "dplab/optim/sgd.h"
+#include "dplab/tools/dplab/bench_loader.h"
+#include "dplab/tools/dplab/bench_python.h"
 #include "dplab/tools/dplab/command.h"
 #include "dplab/tools/train/trainer.h"
 
@@ -108,56 +109,12 @@ void device_reset_peak(Device d) {
 #endif
 }
 
-// The PyTorch script: $DPLAB_TORCH_BENCH, else the checkout this binary was built from, else
-// <prefix>/share/dplab/bench/ next to an installed dplab.
-std::filesystem::path torch_script() {
-  namespace fs = std::filesystem;
-  if (const char* e = std::getenv("DPLAB_TORCH_BENCH")) return e;
-  const fs::path in_tree = DPLAB_TORCH_BENCH_IN_TREE;
-  if (fs::exists(in_tree)) return in_tree;
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  const fs::path installed =
-      exe.parent_path().parent_path() / "share/dplab/bench/torch_train_step.py";
-  DPLAB_CHECK(!ec && fs::exists(installed),
-              "--compare-pytorch: torch_train_step.py not found (looked at {} and {}); set "
-              "DPLAB_TORCH_BENCH to its path",
-              in_tree.string(), installed.string());
-  return installed;
-}
-
-std::string shell_quote(const std::string& s) {
-  std::string r = "'";
-  for (char c : s) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return r + "'";
-}
-
 nlohmann::json run_pytorch(const ModelBenchArgs& a, int threads, const std::string& mode) {
-  const char* py = std::getenv("DPLAB_PYTHON");
-  const std::string cmd =
-      fmt::format("{} {} --model {} --batch {} --threads {} --warmup {} --steps {} --mode {} 2>&1",
-                  shell_quote(py ? py : "/usr/bin/python3"), shell_quote(torch_script().string()),
-                  shell_quote(a.model), a.batch, threads, a.warmup, a.steps, mode);
-  FILE* f = popen(cmd.c_str(), "r");
-  DPLAB_CHECK(f != nullptr, "--compare-pytorch: cannot run '{}'", cmd);
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (size_t n = fread(buf.data(), 1, buf.size(), f)) out.append(buf.data(), n);
-  const int rc = pclose(f);
-  // The JSON object is the last line; anything before it (warnings) is ignored.
-  std::string last;
-  for (size_t b = 0, e; b < out.size(); b = e + 1) {
-    e = out.find('\n', b);
-    if (e == std::string::npos) e = out.size();
-    if (e > b) last = out.substr(b, e - b);
-  }
-  DPLAB_CHECK(rc == 0 && !last.empty() && last.front() == '{',
-              "--compare-pytorch: '{}' failed (status {}):\n{}", cmd, rc, out);
-  try {
-    return nlohmann::json::parse(last);
-  } catch (const nlohmann::json::exception& e) {
-    DPLAB_FAIL("--compare-pytorch: unreadable output of '{}': {}\n{}", cmd, e.what(), out);
-  }
+  return run_python_json(
+      bench_script("torch_train_step.py", "DPLAB_TORCH_BENCH", "--compare-pytorch"),
+      fmt::format("--model {} --batch {} --threads {} --warmup {} --steps {} --mode {}",
+                  shell_quote(a.model), a.batch, threads, a.warmup, a.steps, mode),
+      "--compare-pytorch");
 }
 
 int run_model_bench(const ModelBenchArgs& a, bool train) {
@@ -404,8 +361,8 @@ int run_allreduce_bench(const AllreduceArgs& a) {
 
 CommandSpec bench_command() {
   return {"bench", [](CLI::App& app) -> Action {
-            CLI::App* b =
-                app.add_subcommand("bench", "time training steps, inference or allreduce");
+            CLI::App* b = app.add_subcommand(
+                "bench", "time training steps, inference, allreduce or the loader");
             b->require_subcommand(1);
             auto tr = std::make_shared<ModelBenchArgs>();
             auto inf = std::make_shared<ModelBenchArgs>();
@@ -429,9 +386,11 @@ CommandSpec bench_command() {
             r->add_option("--wait", ar->wait, "dplab's waiting: auto, spin or backoff")
                 ->capture_default_str();
             r->add_flag("--json", ar->json, "rank 0 prints one JSON object");
+            const Action loader = add_loader_bench(*b);
             return [=]() {
               if (*t) return run_model_bench(*tr, true);
               if (*i) return run_model_bench(*inf, false);
+              if (*b->get_subcommand("loader")) return loader();
               return run_allreduce_bench(*ar);
             };
           }};

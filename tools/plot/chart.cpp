@@ -1,228 +1,284 @@
+// draw_chart: grid, bands, curves with point markers, vertical markers, axes, texts and the
+// legend, where layout_chart put them.
 #include "dplab/tools/plot/chart.h"
 
-#include <fmt/format.h>
+#include <cairo.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <limits>
+#include <numbers>
 
-#include "dplab/core/error.h"
+#include "dplab/tools/plot/chart_style.h"
+#include "dplab/tools/plot/surface.h"
+#include "dplab/tools/plot/ticks.h"
 
 namespace dplab::plot {
 namespace {
 
-constexpr Rgb kBlack{0, 0, 0}, kGrid{225, 225, 225}, kWhite{255, 255, 255}, kFrame{120, 120, 120};
-constexpr int kFont = 2;  // font magnification for labels
-constexpr double kLine = 2.5;
+using namespace style;
 
-struct Range {
-  double lo = std::numeric_limits<double>::infinity();
-  double hi = -std::numeric_limits<double>::infinity();
-  void add(double v) {
-    if (!std::isfinite(v)) return;
-    lo = std::min(lo, v);
-    hi = std::max(hi, v);
-  }
-  bool empty() const { return lo > hi; }
-};
+void set_color(cairo_t* cr, Color c, double alpha = 1) {
+  cairo_set_source_rgba(cr, c.r, c.g, c.b, alpha);
+}
 
-// Widens an empty or zero-width range so that the axis has a scale.
-void widen(Range& r) {
-  if (r.empty()) {
-    r.lo = 0;
-    r.hi = 1;
-  } else if (r.lo == r.hi) {
-    const double d = r.lo == 0 ? 1 : std::abs(r.lo) * 0.1;
-    r.lo -= d;
-    r.hi += d;
+constexpr Color kInk{0.1, 0.1, 0.1}, kGrid{0.9, 0.9, 0.9}, kFrame{0.35, 0.35, 0.35},
+    kGrey{0.4, 0.4, 0.4};
+
+// Point marker of series i at (x, y): a shape per series (circle, square, triangle, diamond,
+// inverted triangle, cross: shapes that stay distinct at 7 px), filled in the series' colour with a
+// thin white edge so that overlapping curves stay apart.
+void point_marker(cairo_t* cr, size_t i, double x, double y, Color c) {
+  const double r = kMarkerSize;
+  switch (i % 6) {
+    case 0:
+      cairo_arc(cr, x, y, r, 0, 2 * std::numbers::pi);
+      break;
+    case 1:
+      cairo_rectangle(cr, x - 0.85 * r, y - 0.85 * r, 1.7 * r, 1.7 * r);
+      break;
+    case 2:
+      cairo_move_to(cr, x, y - 1.15 * r);
+      cairo_line_to(cr, x + r, y + 0.75 * r);
+      cairo_line_to(cr, x - r, y + 0.75 * r);
+      cairo_close_path(cr);
+      break;
+    case 3:
+      cairo_move_to(cr, x, y - 1.2 * r);
+      cairo_line_to(cr, x + 1.2 * r, y);
+      cairo_line_to(cr, x, y + 1.2 * r);
+      cairo_line_to(cr, x - 1.2 * r, y);
+      cairo_close_path(cr);
+      break;
+    case 4:
+      cairo_move_to(cr, x, y + 1.15 * r);
+      cairo_line_to(cr, x + r, y - 0.75 * r);
+      cairo_line_to(cr, x - r, y - 0.75 * r);
+      cairo_close_path(cr);
+      break;
+    default:  // a cross
+      cairo_rectangle(cr, x - 1.1 * r, y - 0.35 * r, 2.2 * r, 0.7 * r);
+      cairo_rectangle(cr, x - 0.35 * r, y - 1.1 * r, 0.7 * r, 2.2 * r);
+      break;
   }
+  set_color(cr, c);
+  cairo_fill_preserve(cr);
+  cairo_set_source_rgb(cr, 1, 1, 1);
+  cairo_set_line_width(cr, 0.6);
+  cairo_stroke(cr);
+}
+
+// The final record: a hollow marker, twice the size, with a whisker over its band, shifted
+// `dodge` pixels sideways so that several series' whiskers at the same x stay apart.
+void final_marker(cairo_t* cr, const ChartLayout& L, const Series::Final& f, Color c,
+                  double dodge) {
+  const double x = L.px(f.x) + dodge, y = L.py(f.y);
+  set_color(cr, c);
+  cairo_set_line_width(cr, 1.4);
+  if (f.hi > f.lo) {
+    for (double v : {f.lo, f.hi}) {
+      cairo_move_to(cr, x - 4, L.py(v));
+      cairo_line_to(cr, x + 4, L.py(v));
+    }
+    cairo_move_to(cr, x, L.py(f.hi));
+    cairo_line_to(cr, x, L.py(f.lo));
+    cairo_stroke(cr);
+  }
+  cairo_arc(cr, x, y, 2 * kMarkerSize, 0, 2 * std::numbers::pi);
+  cairo_set_source_rgb(cr, 1, 1, 1);
+  cairo_fill_preserve(cr);
+  set_color(cr, c);
+  cairo_set_line_width(cr, 1.8);
+  cairo_stroke(cr);
+}
+
+void draw_series(cairo_t* cr, const ChartLayout& L, const Series& s, size_t i, double dodge) {
+  const Color c = series_color(i);
+  if (!s.lo.empty()) {
+    cairo_move_to(cr, L.px(s.x[0]), L.py(s.hi[0]));
+    for (size_t k = 1; k < s.x.size(); ++k) cairo_line_to(cr, L.px(s.x[k]), L.py(s.hi[k]));
+    for (size_t k = s.x.size(); k-- > 0;) cairo_line_to(cr, L.px(s.x[k]), L.py(s.lo[k]));
+    cairo_close_path(cr);
+    set_color(cr, c, 0.18);
+    cairo_fill(cr);
+  }
+  cairo_move_to(cr, L.px(s.x[0]), L.py(s.y[0]));
+  for (size_t k = 1; k < s.x.size(); ++k) cairo_line_to(cr, L.px(s.x[k]), L.py(s.y[k]));
+  set_color(cr, c);
+  cairo_set_line_width(cr, kLineWidth);
+  cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
+  cairo_stroke(cr);
+  // Long series get markers on every n-th point (first and last always) to stay readable.
+  const size_t every = (s.x.size() + kMaxMarkersPerSeries - 1) / kMaxMarkersPerSeries;
+  for (size_t k = 0; k < s.x.size(); ++k)
+    if (k % every == 0 || k + 1 == s.x.size()) point_marker(cr, i, L.px(s.x[k]), L.py(s.y[k]), c);
+  if (s.final_point) final_marker(cr, L, *s.final_point, c, dodge);
+}
+
+void draw_axes(cairo_t* cr, const ChartSpec& spec, const ChartLayout& L) {
+  const Rect& P = L.plot;
+  cairo_set_line_width(cr, 0.8);
+  set_color(cr, kGrid);
+  for (double t : L.y_ticks) {
+    cairo_move_to(cr, P.x0, std::round(L.py(t)) + 0.5);
+    cairo_line_to(cr, P.x1, std::round(L.py(t)) + 0.5);
+  }
+  for (double t : L.x_ticks) {
+    cairo_move_to(cr, std::round(L.px(t)) + 0.5, P.y0);
+    cairo_line_to(cr, std::round(L.px(t)) + 0.5, P.y1);
+  }
+  cairo_stroke(cr);
+  set_color(cr, kInk);
+  cairo_set_line_width(cr, 1);
+  for (double t : L.y_ticks) {
+    const double y = std::round(L.py(t)) + 0.5;
+    cairo_move_to(cr, P.x0 - kTickLen, y);
+    cairo_line_to(cr, P.x0, y);
+    cairo_stroke(cr);
+    draw_text(cr, kTickFont, tick_label(t, L.y_step), P.x0 - kTickLen - kTickGap, y, HAlign::right,
+              VAlign::middle);
+  }
+  for (double t : L.x_ticks) {
+    const double x = std::round(L.px(t)) + 0.5;
+    cairo_move_to(cr, x, P.y1);
+    cairo_line_to(cr, x, P.y1 + kTickLen);
+    cairo_stroke(cr);
+    draw_text(cr, kTickFont, tick_label(t, L.x_step), x, P.y1 + kTickLen + kTickGap, HAlign::center,
+              VAlign::top);
+  }
+  const double tick_h = line_height(cr, kTickFont);
+  if (!spec.x_label.empty())
+    draw_text(cr, kLabelFont, spec.x_label, (P.x0 + P.x1) / 2,
+              P.y1 + kTickLen + kTickGap + tick_h + kLabelGap, HAlign::center, VAlign::top);
+  if (!spec.y_label.empty())
+    draw_text(cr, kLabelFont, spec.y_label, kPad, (P.y0 + P.y1) / 2, HAlign::center, VAlign::top,
+              true);
+  if (!spec.title.empty()) {
+    // A title wider than the figure is drawn smaller rather than cut.
+    Font f = kTitleFont;
+    const double w = text_width(cr, f, spec.title), room = spec.width - 2 * kPad;
+    if (w > room) f.size *= room / w;
+    const double cx = std::clamp((P.x0 + P.x1) / 2, kPad + std::min(w, room) / 2,
+                                 spec.width - kPad - std::min(w, room) / 2);
+    draw_text(cr, f, spec.title, cx, kPad, HAlign::center, VAlign::top);
+  }
+  set_color(cr, kFrame);
+  cairo_rectangle(cr, std::round(P.x0) + 0.5, std::round(P.y0) + 0.5, std::round(P.x1 - P.x0),
+                  std::round(P.y1 - P.y0));
+  cairo_stroke(cr);
+}
+
+void draw_legend(cairo_t* cr, const ChartSpec& spec, const ChartLayout& L) {
+  const Rect& B = L.legend;
+  if (B.x1 <= B.x0) return;
+  const double row_h = line_height(cr, kLegendFont) * 1.5;
+  double text_w = 0;
+  for (const auto& s : spec.series)
+    if (!s.label.empty()) text_w = std::max(text_w, text_width(cr, kLegendFont, s.label));
+  const double entry_w = 8 + kSwatch + 6 + text_w + 8;
+  const int cols = L.legend_cols;
+  cairo_set_source_rgb(cr, 1, 1, 1);
+  cairo_rectangle(cr, B.x0, B.y0, B.x1 - B.x0, B.y1 - B.y0);
+  cairo_fill_preserve(cr);
+  set_color(cr, kGrid);
+  cairo_set_line_width(cr, 1);
+  cairo_stroke(cr);
+  int k = 0;
+  for (size_t i = 0; i < spec.series.size(); ++i) {
+    const Series& s = spec.series[i];
+    if (s.label.empty()) continue;
+    const double x = B.x0 + (k % cols) * entry_w + 8, y = B.y0 + 6 + (k / cols) * row_h + row_h / 2;
+    ++k;
+    const Color c = series_color(i);
+    if (!s.lo.empty()) {
+      set_color(cr, c, 0.18);
+      cairo_rectangle(cr, x, y - row_h * 0.32, kSwatch, row_h * 0.64);
+      cairo_fill(cr);
+    }
+    set_color(cr, c);
+    cairo_set_line_width(cr, kLineWidth);
+    cairo_move_to(cr, x, y);
+    cairo_line_to(cr, x + kSwatch, y);
+    cairo_stroke(cr);
+    point_marker(cr, i, x + kSwatch / 2, y, c);
+    set_color(cr, kInk);
+    draw_text(cr, kLegendFont, s.label, x + kSwatch + 6, y, HAlign::left, VAlign::middle);
+  }
+  const int rows = (k + cols - 1) / cols;
+  set_color(cr, kGrey);
+  for (size_t n = 0; n < spec.notes.size(); ++n)
+    draw_text(cr, kNoteFont, spec.notes[n], B.x0 + 8,
+              B.y0 + 6 + (rows + double(n)) * row_h + row_h / 2, HAlign::left, VAlign::middle);
+}
+
+std::string description(const ChartSpec& spec) {
+  std::string d = "x: " + spec.x_label + "; y: " + spec.y_label;
+  for (const auto& s : spec.series)
+    if (!s.label.empty()) d += "; series: " + s.label;
+  for (const auto& n : spec.notes) d += "; " + n;
+  return d;
 }
 
 }  // namespace
 
-Rgb series_color(size_t i) {
-  static constexpr std::array<Rgb, 10> kPalette{{{31, 119, 180},
-                                                 {255, 127, 14},
-                                                 {44, 160, 44},
-                                                 {214, 39, 40},
-                                                 {148, 103, 189},
-                                                 {140, 86, 75},
-                                                 {227, 119, 194},
-                                                 {127, 127, 127},
-                                                 {188, 189, 34},
-                                                 {23, 190, 207}}};
+Color series_color(size_t i) {
+  // Okabe and Ito's colour-blind-safe palette, its yellow darkened to read on white.
+  static constexpr std::array<Color, 8> kPalette{{{0.000, 0.447, 0.698},
+                                                  {0.835, 0.369, 0.000},
+                                                  {0.000, 0.620, 0.451},
+                                                  {0.800, 0.475, 0.655},
+                                                  {0.902, 0.624, 0.000},
+                                                  {0.337, 0.706, 0.914},
+                                                  {0.000, 0.000, 0.000},
+                                                  {0.600, 0.560, 0.100}}};
   return kPalette[i % kPalette.size()];
 }
 
-std::vector<double> nice_ticks(double lo, double hi, int target, double* step) {
-  DPLAB_CHECK(hi > lo && std::isfinite(lo) && std::isfinite(hi), "nice_ticks: bad range [{}, {}]",
-              lo, hi);
-  const double raw = (hi - lo) / std::max(1, target);
-  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
-  double s = 10 * mag;
-  for (double m : {1.0, 2.0, 5.0})
-    if (m * mag >= raw) {
-      s = m * mag;
-      break;
-    }
-  std::vector<double> t;
-  const double first = std::floor(lo / s + 1e-9), last = std::ceil(hi / s - 1e-9);
-  for (double k = first; k <= last + 0.5; k += 1) t.push_back(k * s == 0 ? 0.0 : k * s);
-  if (step) *step = s;
-  return t;
-}
+void draw_chart(cairo_t* cr, const ChartSpec& spec) {
+  const ChartLayout L = layout_chart(cr, spec);
+  cairo_set_source_rgb(cr, 1, 1, 1);
+  cairo_paint(cr);
+  draw_axes(cr, spec, L);
 
-std::string tick_label(double v, double step) {
-  if (std::abs(v) >= 1e6 || (v != 0 && std::abs(v) < 1e-4)) return fmt::format("{:.3g}", v);
-  const int decimals = std::max(0, int(std::ceil(-std::log10(step) - 1e-9)));
-  return fmt::format("{:.{}f}", v, decimals);
-}
-
-ChartLayout layout_chart(const ChartSpec& spec) {
-  Range xr, yr;
-  for (const auto& s : spec.series) {
-    DPLAB_CHECK(s.x.size() == s.y.size(), "series '{}': {} x values but {} y values", s.label,
-                s.x.size(), s.y.size());
-    for (size_t i = 0; i < s.x.size(); ++i) {
-      xr.add(s.x[i]);
-      yr.add(s.y[i]);
-    }
-    for (const auto& m : s.markers) xr.add(m.x);
-  }
-  widen(xr);
-  widen(yr);
-  ChartLayout L;
-  L.x_ticks = nice_ticks(xr.lo, xr.hi, 8, &L.x_step);
-  L.y_ticks = nice_ticks(yr.lo, yr.hi, 6, &L.y_step);
-  // The x axis spans the data exactly (epochs 1..N fill the width); the y axis extends to the
-  // enclosing ticks so that the curves never touch the frame.
-  L.x_lo = xr.lo;
-  L.x_hi = xr.hi;
-  L.y_lo = L.y_ticks.front();
-  L.y_hi = L.y_ticks.back();
-  std::erase_if(L.x_ticks, [&](double t) {
-    return t < L.x_lo - 1e-9 * L.x_step || t > L.x_hi + 1e-9 * L.x_step;
-  });
-  int label_w = 0;
-  for (double t : L.y_ticks)
-    label_w = std::max(label_w, Canvas::text_width(tick_label(t, L.y_step), kFont));
-  const int th = Canvas::text_height(kFont);
-  L.left = 8 + (spec.y_label.empty() ? 0 : th + 8) + label_w + 8;
-  L.top = spec.title.empty() ? 14 : 14 + th + 10;
-  L.right = spec.width - 1 - 16 - Canvas::text_width(tick_label(L.x_hi, L.x_step), kFont) / 2;
-  L.bottom = spec.height - 1 - 8 - th - 6 - (spec.x_label.empty() ? 0 : th + 8);
-  DPLAB_CHECK(L.right - L.left >= 40 && L.bottom - L.top >= 40,
-              "figure {}x{} is too small for its labels (plot area {}x{})", spec.width, spec.height,
-              L.right - L.left, L.bottom - L.top);
-  return L;
-}
-
-Canvas render_chart(const ChartSpec& spec) {
-  const ChartLayout L = layout_chart(spec);
-  Canvas c(spec.width, spec.height);
-  const int th = Canvas::text_height(kFont);
-
-  // Grid and tick labels.
-  for (double t : L.y_ticks) {
-    const int y = int(std::lround(L.py(t)));
-    c.line(L.left, y, L.right, y, 1, kGrid);
-    c.line(L.left - 5, y, L.left, y, 1, kBlack);
-    const std::string s = tick_label(t, L.y_step);
-    c.text(L.left - 8 - Canvas::text_width(s, kFont), y - th / 2, s, kFont, kBlack);
-  }
-  for (double t : L.x_ticks) {
-    const int x = int(std::lround(L.px(t)));
-    c.line(x, L.top, x, L.bottom, 1, kGrid);
-    c.line(x, L.bottom, x, L.bottom + 5, 1, kBlack);
-    const std::string s = tick_label(t, L.x_step);
-    c.text(x - Canvas::text_width(s, kFont) / 2, L.bottom + 8, s, kFont, kBlack);
-  }
-  // Frame.
-  c.line(L.left, L.top, L.left, L.bottom, 1, kFrame);
-  c.line(L.left, L.bottom, L.right, L.bottom, 1, kFrame);
-  c.line(L.right, L.top, L.right, L.bottom, 1, kFrame);
-  c.line(L.left, L.top, L.right, L.top, 1, kFrame);
-
-  // Axis labels and title.
-  if (!spec.x_label.empty())
-    c.text((L.left + L.right - Canvas::text_width(spec.x_label, kFont)) / 2,
-           spec.height - 1 - 6 - th, spec.x_label, kFont, kBlack);
-  if (!spec.y_label.empty())
-    c.text_up(8, (L.top + L.bottom - Canvas::text_width(spec.y_label, kFont)) / 2, spec.y_label,
-              kFont, kBlack);
-  if (!spec.title.empty())
-    c.text((spec.width - Canvas::text_width(spec.title, kFont)) / 2, 10, spec.title, kFont, kBlack);
-
-  // Markers under the curves, then the curves. Marker texts go on successive rows (cycling
-  // every 8) so that nearby markers do not print over each other.
-  int text_row = 0;
+  // Data only inside the plot area (widened by a marker so that end points stay whole).
+  cairo_save(cr);
+  const double m = 2 * kMarkerSize + 2;  // the final record's marker
+  cairo_rectangle(cr, L.plot.x0 - m, L.plot.y0 - m, L.plot.x1 - L.plot.x0 + 2 * m,
+                  L.plot.y1 - L.plot.y0 + 2 * m);
+  cairo_clip(cr);
+  // Vertical markers under the curves, dashed in their series' colour.
+  const double dash[] = {5, 3};
+  cairo_set_dash(cr, dash, 2, 0);
+  cairo_set_line_width(cr, 1.1);
   for (size_t i = 0; i < spec.series.size(); ++i)
-    for (const auto& m : spec.series[i].markers) {
-      const double x = L.px(m.x);
-      c.dashed_line(x, L.top + 1, x, L.bottom - 1, 1.5, series_color(i));
-      if (!m.text.empty()) {
-        // Right of the marker, or left of it when the text would leave the plot.
-        const int tw = Canvas::text_width(m.text, 1);
-        const int tx = int(x) + 4 + tw <= L.right - 2 ? int(x) + 4 : int(x) - 4 - tw;
-        c.text(tx, L.top + 4 + (text_row++ % 8) * (Canvas::text_height(1) + 3), m.text, 1,
-               series_color(i));
-      }
+    for (const auto& mk : spec.series[i].markers) {
+      const double x = std::round(L.px(mk.x)) + 0.5;
+      set_color(cr, series_color(i), 0.8);
+      cairo_move_to(cr, x, L.plot.y0);
+      cairo_line_to(cr, x, L.plot.y1);
+      cairo_stroke(cr);
     }
+  cairo_set_dash(cr, nullptr, 0, 0);
+  const auto finals = std::count_if(spec.series.begin(), spec.series.end(),
+                                    [](const Series& s) { return s.final_point.has_value(); });
+  double dodge = -3.0 * double(finals - 1) / 2;
   for (size_t i = 0; i < spec.series.size(); ++i) {
-    const auto& s = spec.series[i];
-    const Rgb col = series_color(i);
-    for (size_t k = 0; k < s.x.size(); ++k) {
-      const double x = L.px(s.x[k]), y = L.py(s.y[k]);
-      if (k > 0)
-        c.line(L.px(s.x[k - 1]), L.py(s.y[k - 1]), x, y, kLine, col);
-      else if (s.x.size() == 1)
-        c.line(x - 3, y, x + 3, y, kLine, col);  // a lone point
-    }
+    if (!spec.series[i].x.empty()) draw_series(cr, L, spec.series[i], i, dodge);
+    if (spec.series[i].final_point) dodge += 3.0;
   }
+  cairo_restore(cr);
 
-  // Legend: in the plot corner holding the fewest data points, on a white box.
-  std::vector<const Series*> named;
-  for (const auto& s : spec.series)
-    if (!s.label.empty()) named.push_back(&s);
-  if (!named.empty()) {
-    int lw = 0;
-    for (const auto* s : named) lw = std::max(lw, Canvas::text_width(s->label, kFont));
-    const int row = th + 6, bw = 12 + 24 + 6 + lw + 10, bh = 8 + int(named.size()) * row;
-    std::array<std::pair<int, int>, 4> corners{{{L.right - 8 - bw, L.top + 8},
-                                                {L.left + 8, L.top + 8},
-                                                {L.right - 8 - bw, L.bottom - 8 - bh},
-                                                {L.left + 8, L.bottom - 8 - bh}}};
-    size_t best = 0;
-    int best_count = std::numeric_limits<int>::max();
-    for (size_t k = 0; k < corners.size(); ++k) {
-      const auto [x0, y0] = corners[k];
-      int count = 0;
-      for (const auto& s : spec.series)
-        for (size_t j = 0; j < s.x.size(); ++j) {
-          const double x = L.px(s.x[j]), y = L.py(s.y[j]);
-          count += x >= x0 - 6 && x <= x0 + bw + 6 && y >= y0 - 6 && y <= y0 + bh + 6;
-        }
-      if (count < best_count) {
-        best_count = count;
-        best = k;
-      }
-    }
-    const auto [x0, y0] = corners[best];
-    c.fill_rect(x0, y0, x0 + bw, y0 + bh, kWhite);
-    c.line(x0, y0, x0 + bw, y0, 1, kFrame);
-    c.line(x0, y0 + bh, x0 + bw, y0 + bh, 1, kFrame);
-    c.line(x0, y0, x0, y0 + bh, 1, kFrame);
-    c.line(x0 + bw, y0, x0 + bw, y0 + bh, 1, kFrame);
-    size_t k = 0;
-    for (size_t i = 0; i < spec.series.size(); ++i) {
-      if (spec.series[i].label.empty()) continue;
-      const int y = y0 + 6 + int(k++) * row;
-      c.line(x0 + 12, y + th / 2, x0 + 36, y + th / 2, kLine, series_color(i));
-      c.text(x0 + 42, y, spec.series[i].label, kFont, kBlack);
-    }
+  for (const auto& ml : L.marker_labels) {
+    set_color(cr, ml.series < 0 ? kGrey : series_color(size_t(ml.series)));
+    draw_text(cr, kMarkerFont, ml.text, ml.box.x0, ml.box.y0, HAlign::left, VAlign::top);
   }
-  return c;
+  draw_legend(cr, spec, L);
+}
+
+void render_chart(const ChartSpec& spec, const std::string& path) {
+  Surface surface(path, spec.width, spec.height, spec.scale);
+  draw_chart(surface.cr(), spec);
+  surface.finish(spec.title, description(spec));
 }
 
 }  // namespace dplab::plot

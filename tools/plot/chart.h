@@ -1,51 +1,64 @@
-// Line charts: series of (x, y) points, axes with "nice" ticks (1, 2 or 5 times a power of ten)
-// and numeric labels, a title, a legend placed in the corner with the fewest points, and
-// optional dashed vertical markers (e.g. where a training stage begins).
+// Line charts for papers: series with point markers (a different shape per series), optional
+// bands and dashed vertical markers, axes with nice ticks, a title, and a legend outside the
+// plot area (right of it, or below it when the names are long) so that no text covers data.
 #pragma once
 #include <string>
 #include <vector>
 
-#include "dplab/tools/plot/canvas.h"
+#include "dplab/tools/plot/series.h"
+
+typedef struct _cairo cairo_t;
 
 namespace dplab::plot {
 
-struct VMarker {
-  double x = 0;
-  std::string text;  // drawn at the top of the marker; may be empty
-};
-
-struct Series {
-  std::string label;
-  std::vector<double> x, y;
-  std::vector<VMarker> markers;  // drawn in the series' colour
-};
-
 struct ChartSpec {
-  int width = 800, height = 500;
+  int width = 800, height = 500;  // pixels (PNG) or points (SVG, PDF)
+  double scale = 1;               // a PNG's pixels per unit (surface.h)
   std::string title, x_label, y_label;
   std::vector<Series> series;
+  // Last, grey legend lines: what the bands and hollow markers mean.
+  std::vector<std::string> notes;
 };
 
-// Where data lands on the canvas: the plot rectangle (pixels, inclusive) and the axis ranges.
+struct Rect {
+  double x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+  bool overlaps(const Rect& o) const { return x0 < o.x1 && o.x0 < x1 && y0 < o.y1 && o.y0 < y1; }
+};
+
+// A vertical marker's text, placed above the plot area on row `row` (0 nearest the plot).
+struct MarkerLabel {
+  double x = 0;  // data x of the marker
+  std::string text;
+  int series = -1;  // the colour's series, or -1 when several series share the marker
+  Rect box;         // where the text goes, in figure coordinates
+};
+
+// Where everything lands in figure coordinates (origin top-left, y down).
 struct ChartLayout {
-  int left = 0, top = 0, right = 0, bottom = 0;
+  Rect plot;  // the plot area: data is drawn only inside it
   double x_lo = 0, x_hi = 1, y_lo = 0, y_hi = 1;
   std::vector<double> x_ticks, y_ticks;
   double x_step = 1, y_step = 1;
-  double px(double x) const { return left + (x - x_lo) / (x_hi - x_lo) * (right - left); }
-  double py(double y) const { return bottom - (y - y_lo) / (y_hi - y_lo) * (bottom - top); }
+  Rect legend;  // empty (zero size) when no series is named
+  bool legend_below = false;
+  int legend_cols = 1;  // entries per legend row
+  std::vector<MarkerLabel> marker_labels;
+  double px(double x) const { return plot.x0 + (x - x_lo) / (x_hi - x_lo) * (plot.x1 - plot.x0); }
+  double py(double y) const { return plot.y1 - (y - y_lo) / (y_hi - y_lo) * (plot.y1 - plot.y0); }
 };
 
-// The colour of series i (a fixed, distinguishable palette; cycles after 10).
-Rgb series_color(size_t i);
+// The colour of series i as RGB in [0, 1] (a fixed, colour-blind-friendly palette of 8).
+struct Color {
+  double r = 0, g = 0, b = 0;
+};
+Color series_color(size_t i);
 
-// Tick positions covering [lo, hi] with about `target` steps of a nice size; `step` receives
-// the step. The returned ticks start at or below lo and end at or above hi.
-std::vector<double> nice_ticks(double lo, double hi, int target, double* step);
-// A tick label with as many decimals as the step needs ("0.25", "1e+06" for huge values).
-std::string tick_label(double v, double step);
-
+// Throws dplab::Error when the figure is too small for its labels or a series is malformed.
+ChartLayout layout_chart(cairo_t* cr, const ChartSpec& spec);
+// The same layout measured on a scratch surface (tests, callers without a surface).
 ChartLayout layout_chart(const ChartSpec& spec);
-Canvas render_chart(const ChartSpec& spec);
+void draw_chart(cairo_t* cr, const ChartSpec& spec);
+// Draws `spec` into `path`: PNG, SVG or PDF by its extension (surface.h).
+void render_chart(const ChartSpec& spec, const std::string& path);
 
 }  // namespace dplab::plot

