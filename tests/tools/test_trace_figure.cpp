@@ -158,6 +158,11 @@ TEST(TraceFigure, SvgGlyphRunsSpellTheLabels) {
   EXPECT_NE(svg.find(fmt::format("viewBox=\"0 0 {:g} {:g}\"", L.width, L.height)),
             std::string::npos);
   EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  // The labels as text for search and screen readers (<desc>), as well as drawn.
+  const size_t desc = svg.find("<desc>"), desc_end = svg.find("</desc>");
+  ASSERT_LT(desc, desc_end);
+  for (const char* label : {"rank 0;", "rank 1;", "node 0, hostA;", "step 10;", "backward;"})
+    EXPECT_NE(svg.substr(desc, desc_end - desc).find(label), std::string::npos) << label;
 
   std::vector<std::vector<std::string>> runs;  // glyph ids of each text group
   const std::regex group_re(

@@ -266,7 +266,7 @@ TimelineLayout layout_timeline(const TraceData& trace, const TimelineSpec& spec)
     L.texts.push_back({x + 12, y, name, kLegendSize, FigText::kLeft, false, kText});
     x += w + 12;
   }
-  L.height = y + 6 + kMargin;
+  L.height = std::ceil(y + 6 + kMargin);  // whole points: the surface's size is an integer
   return L;
 }
 

@@ -1,16 +1,15 @@
-// Drawing a TimelineLayout with cairo: its own SVG and PDF surfaces (vector, text as embedded
-// font glyphs) and an image surface written as PNG at 3x (216 dpi) so a raster copy is still
-// sharp in print. Text goes through cairo's toy API with the fontconfig face "sans-serif"
-// (DejaVu Sans on Debian), which is enough for the short labels here and needs no pango.
-#include <cairo-pdf.h>
-#include <cairo-svg.h>
+// Drawing a TimelineLayout with cairo, on `dplab plot`'s surface (tools/plot/surface.h): SVG and
+// PDF are vector files with the font embedded (the SVG's <desc> lists the labels), PNG is drawn
+// at 3 pixels per point (216 dpi) so a raster copy is still sharp in print. Text goes through
+// cairo's toy API with the fontconfig face "sans-serif" (DejaVu Sans on Debian), which is enough
+// for the short labels here and needs no pango.
 #include <cairo.h>
+#include <fmt/format.h>
 
-#include <cctype>
-#include <filesystem>
-#include <memory>
+#include <cmath>
 
 #include "dplab/core/error.h"
+#include "dplab/tools/plot/surface.h"
 #include "dplab/tools/trace/timeline_figure.h"
 #include "dplab/tools/train/config.h"
 
@@ -19,12 +18,6 @@ namespace {
 
 constexpr double kPngScale = 3;
 constexpr const char* kFace = "sans-serif";
-
-std::string extension_of(const std::string& path) {
-  std::string ext = std::filesystem::path(path).extension().string();
-  for (char& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return ext;
-}
 
 void set_font(cairo_t* cr, double size, bool bold) {
   cairo_select_font_face(cr, kFace, CAIRO_FONT_SLANT_NORMAL,
@@ -74,57 +67,42 @@ void draw(cairo_t* cr, const TimelineLayout& L) {
   }
 }
 
-struct SurfaceDeleter {
-  void operator()(cairo_surface_t* s) const { cairo_surface_destroy(s); }
-};
-struct ContextDeleter {
-  void operator()(cairo_t* c) const { cairo_destroy(c); }
-};
-using Surface = std::unique_ptr<cairo_surface_t, SurfaceDeleter>;
-using Context = std::unique_ptr<cairo_t, ContextDeleter>;
-
-void check_status(cairo_status_t st, const std::string& path) {
-  DPLAB_CHECK(st == CAIRO_STATUS_SUCCESS, "cannot write figure {}: {}", path,
-              cairo_status_to_string(st));
+// Every label, for the SVG's <desc> (cairo draws SVG text as glyph outlines): the figure's words
+// stay searchable and readable by screen readers.
+std::string description(const TimelineLayout& L) {
+  std::string d = fmt::format("Timeline of steps {} to {}:", L.first_step, L.end_step - 1);
+  for (const FigText& t : L.texts) d += " " + t.text + ";";
+  return d;
 }
 
 }  // namespace
 
 void check_figure_path(const std::string& path) {
-  const std::string ext = extension_of(path);
-  if (ext != ".svg" && ext != ".pdf" && ext != ".png")
-    throw UsageError(fmt::format("--out {}: unknown figure format '{}'; accepted: .svg, .pdf, .png",
-                                 path, ext.empty() ? "(no extension)" : ext));
+  try {
+    plot::format_for_path(path);
+  } catch (const Error& e) {
+    throw UsageError(fmt::format("--out: {}", e.what()));  // a wrong argument: exit status 2
+  }
 }
 
 void write_figure(const TimelineLayout& L, const std::string& path) {
   check_figure_path(path);
-  const std::string ext = extension_of(path);
-  Surface surface;
-  if (ext == ".svg") surface.reset(cairo_svg_surface_create(path.c_str(), L.width, L.height));
-  if (ext == ".pdf") surface.reset(cairo_pdf_surface_create(path.c_str(), L.width, L.height));
-  if (ext == ".png")
-    surface.reset(cairo_image_surface_create(CAIRO_FORMAT_RGB24, int(L.width * kPngScale + 0.5),
-                                             int(L.height * kPngScale + 0.5)));
-  check_status(cairo_surface_status(surface.get()), path);
-  {
-    Context cr(cairo_create(surface.get()));
-    if (ext == ".png") cairo_scale(cr.get(), kPngScale, kPngScale);
-    draw(cr.get(), L);
-    check_status(cairo_status(cr.get()), path);
-  }
-  if (ext == ".png") check_status(cairo_surface_write_to_png(surface.get(), path.c_str()), path);
-  cairo_surface_finish(surface.get());  // SVG and PDF are written out here
-  check_status(cairo_surface_status(surface.get()), path);
+  // dplab plot's surface: the format by extension, nothing written unless drawing succeeded.
+  plot::Surface surface(path, int(std::ceil(L.width)), int(std::ceil(L.height)), kPngScale);
+  draw(surface.cr(), L);
+  surface.finish(fmt::format("dplab trace: steps {} to {}", L.first_step, L.end_step - 1),
+                 description(L));
 }
 
 double text_width(const std::string& text, double size, bool bold) {
   if (text.empty()) return 0;
-  Surface s(cairo_image_surface_create(CAIRO_FORMAT_A8, 1, 1));
-  Context cr(cairo_create(s.get()));
-  set_font(cr.get(), size, bold);
+  cairo_surface_t* s = cairo_image_surface_create(CAIRO_FORMAT_A8, 1, 1);
+  cairo_t* cr = cairo_create(s);
+  set_font(cr, size, bold);
   cairo_text_extents_t ext;
-  cairo_text_extents(cr.get(), text.c_str(), &ext);
+  cairo_text_extents(cr, text.c_str(), &ext);
+  cairo_destroy(cr);
+  cairo_surface_destroy(s);
   return ext.x_advance;
 }
 
