@@ -47,7 +47,7 @@ CommandSpec trace_command() {
             auto a = std::make_shared<TraceArgs>();
             CLI::App* t = app.add_subcommand(
                 "trace",
-                "Where each step's time goes: summary of a --trace run (per rank and mean over "
+                "where each step's time goes: summary of a --trace run (per rank and mean over "
                 "ranks), or a timeline figure with --out");
             t->add_option("out_dir", a->where,
                           "run directory (holding trace.json, or trace/rank_*.json of a stopped "
