@@ -125,6 +125,26 @@ TEST(TraceFigure, BucketStagesSitUnderTheirBucket) {
   EXPECT_TRUE(has_text(L, "stage of a bucket's allreduce"));
 }
 
+// Two loader workers loading at once (tids 3 and 31): a loader lane, one row each.
+TEST(TraceFigure, ConcurrentLoaderWorkersGetTheirOwnRows) {
+  json doc = test::two_rank_trace();
+  doc["traceEvents"].push_back(
+      test::x_event("load batch", "data", 1, 3, 1000, 3000, {{"step", 11}}));
+  doc["traceEvents"].push_back(
+      test::x_event("load batch", "data", 1, 31, 2000, 3000, {{"step", 12}}));
+  trace::TimelineSpec spec;
+  spec.first_step = 10;
+  spec.end_step = 11;
+  const TimelineLayout L = trace::layout_timeline(trace::parse_trace(doc.dump(), "t.json"), spec);
+  const auto loads = rects_named(L, "load batch", 1);
+  ASSERT_EQ(loads.size(), 2u);
+  EXPECT_DOUBLE_EQ(loads[1].y, loads[0].y + loads[0].h);
+  const FigRect wait = rects_named(L, "data_wait", 1).at(0);
+  EXPECT_GT(loads[0].y, wait.y + wait.h);  // the loader lane comes after the wait lane
+  EXPECT_TRUE(has_text(L, "loader"));
+  EXPECT_EQ(rects_named(L, "load batch", 0).size(), 0u);
+}
+
 TEST(TraceFigure, DefaultIsTheFirstThreeStepsAndOutOfRangeIsAnError) {
   trace::TimelineSpec spec;
   const auto data = trace::parse_trace(test::two_rank_trace().dump(), "t.json");

@@ -171,6 +171,19 @@ TEST(TraceSummary, EventsOfAStepThatNeverEndedAreLeftOut) {
             std::string::npos);
 }
 
+// Loader workers' `load batch` events (cat data; worker 0 on tid 3, worker w on tid 30 + w)
+// prefetch, also for steps past the window: neither data wait nor a step left unfinished.
+TEST(TraceSummary, LoaderWorkersAreNotTheStepsDataWait) {
+  json doc = test::two_rank_trace();
+  for (auto [tid, step] : {std::pair{3, 10L}, std::pair{31, 11L}, std::pair{3, 13L}})
+    doc["traceEvents"].push_back(x_event("load batch", "data", 0, tid, 100.0 * step, 4000,
+                                         {{"step", step}, {"worker", tid % 30}}));
+  const TraceSummary s = summary_of(doc);
+  EXPECT_DOUBLE_EQ(s.ranks[0].f.data_wait_us, 500);
+  EXPECT_DOUBLE_EQ(s.ranks[0].f.step_us, 10000);
+  EXPECT_EQ(s.ranks[0].incomplete_events, 0);
+}
+
 // Random traces: overlapping and disjoint communication, steps without any, three ranks of
 // different speeds; every figure against trace_reference.h's independent computation.
 TEST(TraceSummary, RandomTracesAgreeWithAnIndependentComputation) {

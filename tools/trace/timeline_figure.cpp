@@ -39,7 +39,7 @@ Lane lane_of(const Event& e) {
   if (e.tid == kTidGpuComm) return kGpuComm;
   // tid 2 also holds the stages of hierarchical buckets (cat comm_stage), nested in them.
   if (e.cat == "comm" || e.tid == kTidComm) return kCommLane;
-  if (e.tid == kTidLoader) return kLoaderLane;
+  if (on_loader_track(e)) return kLoaderLane;
   if (e.cat == "wait" || e.name == "data_wait") return kWaitLane;
   return kComputeLane;
 }
@@ -77,7 +77,7 @@ Kind kind_of(const Event& e) {
   if (e.cat == "comm") return kCommKind;
   if (e.tid == kTidComm) return kStageKind;
   if (e.cat == "wait") return kWaitKind;
-  if (e.tid == kTidLoader) return kLoaderKind;
+  if (on_loader_track(e)) return kLoaderKind;
   return kOther;
 }
 

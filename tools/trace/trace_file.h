@@ -30,6 +30,12 @@ struct Event {
 // The thread ids of the format (TRACE_FORMAT / docs/trace_summary.md).
 inline constexpr int kTidSteps = 0, kTidCompute = 1, kTidComm = 2, kTidLoader = 3,
                      kTidGpuCompute = 4, kTidGpuComm = 5;
+// Loader worker w >= 1 has tid 30 + w (worker 0 has kTidLoader), so concurrent workers never
+// share a track.
+inline constexpr int kTidLoaderWorkers = 30;
+inline bool on_loader_track(const Event& e) {
+  return e.tid == kTidLoader || e.tid > kTidLoaderWorkers;
+}
 
 struct TraceData {
   std::vector<std::string> files;  // what was read, in order

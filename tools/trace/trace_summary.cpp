@@ -43,6 +43,15 @@ bool host_side(const Event& e) {
   return e.tid != kTidGpuCompute && e.tid != kTidGpuComm;
 }
 
+// The events the figures add up. Loader workers' `load batch` events are left out: they prefetch
+// (run before the step that consumes the batch, possibly outside the window), and the training
+// thread's own `data_wait` is what the step waited for data.
+bool summed(const Event& e) {
+  if (!host_side(e) || on_loader_track(e)) return false;
+  return e.name == "forward" || e.name == "backward" || e.name == "optimizer" ||
+         e.name == "data_wait" || e.cat == "comm" || e.cat == "wait";
+}
+
 RankFigures rank_figures(int rank, const std::vector<const Event*>& evs) {
   RankFigures r;
   r.rank = rank;
@@ -63,7 +72,7 @@ RankFigures rank_figures(int rank, const std::vector<const Event*>& evs) {
   std::map<long, std::vector<std::pair<double, double>>> comm_by_step;
   std::map<int, BucketTotals> buckets;
   for (const Event* e : evs) {
-    if (e->cat == "step" || !host_side(*e) || e->step < 0) continue;
+    if (e->cat == "step" || !summed(*e) || e->step < 0) continue;
     if (!steps.count(e->step)) {
       ++r.incomplete_events;  // its step never finished (stopped run): not averaged
       continue;
