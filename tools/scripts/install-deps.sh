@@ -17,7 +17,8 @@ packages=(
   # fuzzing (tools/scripts/fuzz.sh, test.sh): clang with libFuzzer and the sanitizer runtimes,
   # its OpenMP runtime (dplab_core uses OpenMP) and llvm-symbolizer for readable stacks
   clang libclang-rt-dev libomp-dev llvm
-  # `dplab plot`: cairo (PNG, SVG, PDF surfaces) and a sans-serif font fontconfig resolves
+  # `dplab plot`, `dplab trace --out`: cairo (PNG, SVG, PDF surfaces) and a sans-serif font
+  # fontconfig resolves
   libcairo2-dev fonts-dejavu-core
   # side-by-side comparisons, checkpoint interop tests and figures (Debian's PyTorch 1.13)
   python3-torch python3-torchvision python3-matplotlib

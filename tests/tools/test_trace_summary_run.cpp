@@ -1,0 +1,101 @@
+// `dplab trace` on a recorded trace (issue #17, item 8): `mpiexec -n 2 dplab train --trace`
+// writes one, and every figure of `dplab trace --json` equals what trace_reference.h computes
+// itself from trace.json (no code shared with tools/trace); the figure command draws it.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "data/temp_dir.h"
+#include "run_cli.h"
+#include "trace_reference.h"
+
+namespace dplab {
+namespace {
+
+using nlohmann::json;
+using test::ScopedTempDir;
+
+// 512 training images: 4 steps of 64 per rank on two ranks; steps 1 to 3 traced. Buckets of
+// 0.01 MiB split mnist_cnn's gradients into 3 buckets.
+const std::string kJob =
+    "train --model mnist_cnn --data fashion-mnist --batch 64 --threads 1 --algo allreduce "
+    "--set data.train_limit=512 --set data.test_limit=200 --set progress=off "
+    "--set allreduce.first_bucket_mb=0.01 --set allreduce.bucket_cap_mb=0.01 "
+    "--trace --set trace.steps=1:4";
+
+void expect_close(const json& got, double want, const std::string& what) {
+  ASSERT_TRUE(got.is_number()) << what << ": " << got.dump();
+  EXPECT_NEAR(got.get<double>(), want, 1e-9 * std::abs(want) + 1e-12) << what;
+}
+
+TEST(TraceSummaryRun, FiguresEqualTheTestsOwnComputationFromTheJson) {
+  ScopedTempDir dir("trace-summary-run");
+  const auto out = dir.path / "run";
+  const auto train = test::run_dplab_mpi(2, kJob + " --out " + out.string(), dir.path / "train",
+                                         "OMP_NUM_THREADS=1");
+  ASSERT_EQ(train.status, 0) << train.err;
+  const json doc = json::parse(test::slurp(out / "trace.json"));
+  const auto ref = test::reference_sums(doc);
+
+  const auto r = test::run_dplab("trace " + out.string() + " --json", dir.path / "summary");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["window"], "1:4");
+  EXPECT_EQ(j["world_size"], 2);
+  EXPECT_EQ(j["steps_found"], 3);
+  EXPECT_EQ(j["first_step"], 1);
+  EXPECT_EQ(j["last_step"], 3);
+  ASSERT_EQ(j["ranks"].size(), 2u);
+  ASSERT_EQ(ref.size(), 2u);
+
+  double mean[5] = {}, fastest = 1e300, slowest = 0;
+  int slowest_rank = -1;
+  for (const json& rank : j["ranks"]) {
+    const test::RefRank& x = ref.at(rank["rank"].get<int>());
+    SCOPED_TRACE(fmt::format("rank {}", rank["rank"].get<int>()));
+    ASSERT_EQ(x.steps, 3);
+    EXPECT_EQ(rank["steps"], 3);
+    const double n = x.steps, s = 1e-6;  // per-step means, us -> s
+    const double figures[5] = {x.step / n, x.compute / n, x.data_wait / n, x.in_flight / n,
+                               x.exposed / n};
+    const char* keys[5] = {"step_time_s", "compute_s", "data_wait_s", "comm_in_flight_s",
+                           "exposed_wait_s"};
+    for (int k = 0; k < 5; ++k) {
+      expect_close(rank[keys[k]], figures[k] * s, keys[k]);
+      mean[k] += figures[k] / 2;
+    }
+    ASSERT_GT(x.in_flight, 0);
+    expect_close(rank["overlap"], 1 - x.exposed / x.in_flight, "overlap");
+    ASSERT_EQ(rank["buckets"].size(), 3u);
+    ASSERT_EQ(x.buckets.size(), 3u);
+    for (const json& b : rank["buckets"]) {
+      const test::RefBucket& y = x.buckets.at(b["bucket"].get<int>());
+      EXPECT_EQ(b["events"], 3);
+      EXPECT_EQ(y.n, 3);
+      expect_close(b["ready_to_launch_s"], y.delay / y.n * s, "ready_to_launch_s");
+      expect_close(b["duration_s"], y.dur / y.n * s, "duration_s");
+      expect_close(b["bytes"], y.bytes / y.n, "bytes");
+      expect_close(b["bandwidth_bytes_per_s"], y.bytes / (y.dur * s), "bandwidth_bytes_per_s");
+    }
+    fastest = std::min(fastest, x.step / n);
+    if (x.step / n > slowest) slowest = x.step / n, slowest_rank = rank["rank"].get<int>();
+  }
+  const json& m = j["mean_over_ranks"];
+  expect_close(m["step_time_s"], mean[0] * 1e-6, "mean step_time_s");
+  expect_close(m["compute_s"], mean[1] * 1e-6, "mean compute_s");
+  expect_close(m["data_wait_s"], mean[2] * 1e-6, "mean data_wait_s");
+  expect_close(m["comm_in_flight_s"], mean[3] * 1e-6, "mean comm_in_flight_s");
+  expect_close(m["exposed_wait_s"], mean[4] * 1e-6, "mean exposed_wait_s");
+  expect_close(m["overlap"], 1 - mean[4] / mean[3], "mean overlap");
+  EXPECT_EQ(j["slowest_rank"], slowest_rank);
+  expect_close(j["skew"], (slowest - fastest) / mean[0], "skew");
+
+  const auto fig = test::run_dplab(
+      "trace " + out.string() + " --out " + (dir.path / "t.pdf").string(), dir.path / "figure");
+  ASSERT_EQ(fig.status, 0) << fig.err;
+  EXPECT_EQ(test::slurp(dir.path / "t.pdf").substr(0, 5), "%PDF-");
+}
+
+}  // namespace
+}  // namespace dplab
