@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <sstream>
+
 #include "data/temp_dir.h"
 #include "run_cli.h"
 #include "trace_reference.h"
@@ -95,6 +97,52 @@ TEST(TraceSummaryRun, FiguresEqualTheTestsOwnComputationFromTheJson) {
       "trace " + out.string() + " --out " + (dir.path / "t.pdf").string(), dir.path / "figure");
   ASSERT_EQ(fig.status, 0) << fig.err;
   EXPECT_EQ(test::slurp(dir.path / "t.pdf").substr(0, 5), "%PDF-");
+}
+
+// The summary agrees with metrics.jsonl's figures for the same steps: every rank's step records
+// (metrics.every_steps = 1, rank_R.jsonl) of the traced steps against dplab trace's means. Both
+// time the same intervals with their own clock reads, a few statements apart (the step: from
+// the batch request to the end of after_step, against the time between two step ends; the
+// waits: the same calls), so they differ by those statements and by a rare context switch
+// between the reads on a loaded machine: up to a scheduler slice, a few ms. The tolerance,
+// 2 ms + 2 %, is far below what a wrong definition or unit gives (a step of ~30 ms counted in
+// ms or per window, the data wait counted in the step, a wait counted twice).
+TEST(TraceSummaryRun, AgreesWithTheStepRecordsOfTheSameSteps) {
+  ScopedTempDir dir("trace-summary-metrics");
+  const auto out = dir.path / "run";
+  const auto train =
+      test::run_dplab_mpi(2, kJob + " --set metrics.every_steps=1 --out " + out.string(),
+                          dir.path / "train", "OMP_NUM_THREADS=1");
+  ASSERT_EQ(train.status, 0) << train.err;
+  const auto r = test::run_dplab("trace " + out.string() + " --json", dir.path / "summary");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out);
+  for (const json& rank : j["ranks"]) {
+    const int R = rank["rank"].get<int>();
+    SCOPED_TRACE(fmt::format("rank {}", R));
+    // Step records of global steps 1, 2 and 3 (0-based; a record's "step" counts steps done).
+    double step = 0, data = 0, exposed = 0;
+    int found = 0;
+    std::istringstream lines(test::slurp(out / fmt::format("rank_{}.jsonl", R)));
+    for (std::string line; std::getline(lines, line);) {
+      const json rec = json::parse(line);
+      if (rec["kind"] != "step" || rec["step"] < 2 || rec["step"] > 4) continue;
+      ASSERT_EQ(rec["window_steps"], 1);
+      step += rec["step_time_s"].get<double>() / 3;
+      data += rec["data_wait_s"].get<double>() / 3;
+      exposed += rec["comm_exposed_wait_s"].get<double>() / 3;
+      ++found;
+    }
+    ASSERT_EQ(found, 3);
+    auto near = [](const json& got, double want, const char* what) {
+      ASSERT_TRUE(got.is_number()) << what;
+      EXPECT_NEAR(got.get<double>(), want, 2e-3 + 0.02 * want) << what;
+    };
+    near(rank["step_time_s"], step, "step_time_s");
+    near(rank["data_wait_s"], data, "data_wait_s");
+    near(rank["exposed_wait_s"], exposed, "exposed_wait_s");
+    EXPECT_GT(step, 0);
+  }
 }
 
 }  // namespace

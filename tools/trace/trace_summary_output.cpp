@@ -99,6 +99,15 @@ std::string format_summary(const TraceSummary& s) {
   o += "compute = forward + backward + optimizer; comm in flight = union of the step's "
        "communication events;\nexposed wait = the compute thread's waits for communication; "
        "overlap = 1 - exposed wait / comm in flight.\n";
+  // A negative overlap is a real measurement, not an error: say what it means.
+  const bool negative = std::any_of(s.ranks.begin(), s.ranks.end(), [](const RankFigures& r) {
+    return r.f.overlap && *r.f.overlap < 0;
+  });
+  if (negative)
+    o += "note: a negative overlap means the compute thread waited longer than communication was "
+         "in flight:\nit also waited for operations that were ready but not yet launched (see "
+         "the buckets' ready-to-launch delay),\ne.g. while the communication thread was not "
+         "running because the ranks' threads outnumber the cores.\n";
 
   const auto slow = std::find_if(s.ranks.begin(), s.ranks.end(),
                                  [&](const RankFigures& r) { return r.rank == s.slowest_rank; });
