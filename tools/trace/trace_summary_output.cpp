@@ -105,9 +105,9 @@ std::string format_summary(const TraceSummary& s) {
   });
   if (negative)
     o += "note: a negative overlap means the compute thread waited longer than communication was "
-         "in flight:\nit also waited for operations that were ready but not yet launched (see "
-         "the buckets' ready-to-launch delay),\ne.g. while the communication thread was not "
-         "running because the ranks' threads outnumber the cores.\n";
+         "in flight:\nits wait also holds operations that were ready but not yet launched (the "
+         "buckets' ready-to-launch delay)\nand its own wake-up after they completed: both grow "
+         "when the ranks' threads outnumber the cores.\n";
 
   const auto slow = std::find_if(s.ranks.begin(), s.ranks.end(),
                                  [&](const RankFigures& r) { return r.rank == s.slowest_rank; });
