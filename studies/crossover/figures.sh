@@ -14,7 +14,8 @@ RUNS=${RUNS:-$HERE/runs}
 declare -A NAME=([allreduce]="AllReduce-SGD" [sgp]="SGP" [crossover]="Crossover-SGD"
   [crossover_hier]="Hierarchical Crossover-SGD (groups of 2)")
 
-for batch in $(awk '{ split($2, p, "/"); print substr(p[1], 2) }' "$HERE/best_runs.txt" | sort -nu); do
+batches=$(awk '{ split($2, p, "/"); print substr(p[1], 2) }' "$HERE/best_runs.txt" | sort -nu)
+for batch in $batches; do
   runs=() labels=()
   while read -r method run; do
     [ "${run%%/*}" = "b$batch" ] || continue
