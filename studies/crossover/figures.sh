@@ -9,7 +9,8 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-DPLAB=${DPLAB_PLOT:-$ROOT/build/bin/dplab}  # the current dplab (run.sh's training binary may be older)
+# The current dplab draws (run.sh's training binary may be older): DPLAB_PLOT overrides it.
+DPLAB=${DPLAB_PLOT:-$ROOT/build/bin/dplab}
 RUNS=${RUNS:-$HERE/runs}
 declare -A NAME=([allreduce]="AllReduce-SGD" [sgp]="SGP" [crossover]="Crossover-SGD"
   [crossover_hier]="Hierarchical Crossover-SGD (groups of 2)")

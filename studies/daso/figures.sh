@@ -8,7 +8,8 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-DPLAB=${DPLAB_PLOT:-$ROOT/build/bin/dplab}  # the current dplab (run.sh's training binary may be older)
+# The current dplab draws (run.sh's training binary may be older): DPLAB_PLOT overrides it.
+DPLAB=${DPLAB_PLOT:-$ROOT/build/bin/dplab}
 RUNS=${RUNS:-$HERE/runs}
 METHODS="allreduce_f32 allreduce_f16 classic daso"
 declare -A NAME=([allreduce_f32]="AllReduce-SGD (f32, fused)"
