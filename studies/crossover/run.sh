@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates the Crossover-SGD study (README.md): every run, then results.md and the figure.
+# Regenerates the Crossover-SGD study (README.md): every run, then results.md and the figures.
 #   studies/crossover/run.sh
 #   METHODS="sgp crossover" BATCHES="32" studies/crossover/run.sh
 # 8 ranks (4 virtual nodes of 2, emulated 100 us / 100 Mbit/s inter-node link) on Fashion-MNIST,
@@ -43,3 +43,4 @@ done
 
 "$HERE/timing.sh"
 /usr/bin/python3 "$HERE/summarize.py" "$RUNS" "$HERE"
+RUNS=$RUNS "$HERE/figures.sh"  # dplab plot (build/bin/dplab, or DPLAB_PLOT)

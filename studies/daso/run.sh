@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates the DASO study (results.md): one run per method, then the table and the figure.
+# Regenerates the DASO study (results.md): one run per method, then the table (summarize.py)
+# and the figures (figures.sh: dplab plot, from the runs on disk).
 #   studies/daso/run.sh
 #   METHODS="daso allreduce_f32" REPEATS="0" studies/daso/run.sh
 # Every run: mpiexec -n 8, 4 virtual nodes x 2 ranks (ranks_per_node = 2 in the configs), the
@@ -33,3 +34,4 @@ for rep in $REPEATS; do   # repeat-major: a partial study still covers every met
   done
 done
 /usr/bin/python3 "$HERE/summarize.py" "$RUNS" "$HERE"
+RUNS=$RUNS "$HERE/figures.sh"

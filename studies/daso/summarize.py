@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""DASO study: reads runs/<method>/rep*/metrics.jsonl, writes table.md and daso_study.png.
+"""DASO study: reads runs/<method>/rep*/metrics.jsonl, writes table.md (figures: figures.sh).
 
 Usage: summarize.py RUNS_DIR OUT_DIR
 Per method (mean over repeats): mean training time per epoch (all epochs, and the DASO cycling
@@ -10,11 +10,6 @@ import json
 import pathlib
 import statistics
 import sys
-
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 
 LABELS = {
     "allreduce_f32": "AllReduce-SGD (f32, fused)",
@@ -71,26 +66,6 @@ def main():
                 f"| {e['test_acc']:.4f} |")
     (out / "table.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
-
-    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
-    for m, reps in data.items():
-        ep, _ = reps[0]
-        ax[0].plot([e["epoch"] for e in ep], [e["time_s"] for e in ep], marker="o",
-                   label=LABELS[m])
-        t, cum = [], 0.0
-        for e in ep:
-            cum += e["time_s"]
-            t.append(cum)
-        ax[1].plot(t, [e["test_acc"] for e in ep], marker="o", label=LABELS[m])
-    ax[0].set_xlabel("epoch")
-    ax[0].set_ylabel("training time per epoch, s")
-    ax[0].set_ylim(bottom=0)
-    ax[1].set_xlabel("cumulative training time, s")
-    ax[1].set_ylabel("test accuracy")
-    ax[0].legend(fontsize=8)
-    fig.suptitle("mnist_cnn / Fashion-MNIST, 8 ranks = 4 nodes x 2, inter-node link 2 ms, 2 MB/s")
-    fig.tight_layout()
-    fig.savefig(out / "daso_study.png", dpi=110)
 
 
 if __name__ == "__main__":

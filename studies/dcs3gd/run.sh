@@ -4,7 +4,8 @@
 #      inter-node links (comm < compute, comm ~ compute, comm > compute) -> bench.txt
 #   2. accuracy: dplab train on Fashion-MNIST, 4 ranks, AllReduce-SGD vs DC-S3GD (and the
 #      lambda0 = 0 ablation) -> runs/<name>/metrics.jsonl
-#   3. summary table and figure -> results.md (numbers pasted by hand), dcs3gd.png
+#   3. figures (figures.sh: dplab plot) -> dcs3gd_accuracy.png, dcs3gd_accuracy_time.png,
+#      dcs3gd_step_time.png; the table in results.md is pasted by hand
 # Usage: studies/dcs3gd/run.sh [BUILD_DIR]   (default build-dcs3gd at the repository root)
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -27,4 +28,4 @@ for RUN in allreduce dcs3gd dcs3gd_nocomp; do
     | tee "$HERE/runs_$RUN.log"
 done
 rm -f "$HERE"/runs/*/*.safetensors  # weights are not part of the study's record
-/usr/bin/python3 "$HERE/plot.py" "$HERE"
+"$HERE/figures.sh"  # dplab plot (build/bin/dplab, or DPLAB_PLOT)

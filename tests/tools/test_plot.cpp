@@ -77,6 +77,13 @@ TEST(Plot, NiceTicksUseOneTwoFiveSteps) {
   t = plot::nice_ticks(0, 2600, 5, &step);  // raw 520 -> 1000
   EXPECT_DOUBLE_EQ(step, 1000.0);
   EXPECT_EQ(t, (std::vector<double>{0, 1000, 2000, 3000}));
+  t = plot::nice_ticks(0.85, 6.15, 10, &step, 1.0);  // epochs 1-6: 0.5 steps would fit, 1 wins
+  EXPECT_DOUBLE_EQ(step, 1.0);
+  EXPECT_EQ(t, (std::vector<double>{0, 1, 2, 3, 4, 5, 6, 7}));
+  t = plot::nice_ticks(0, 100, 4, &step, 1.0);  // a minimum below the nice step changes nothing
+  EXPECT_DOUBLE_EQ(step, 50.0);
+  t = plot::nice_ticks(0, 10, 10, &step, 1.5);  // a minimum that is not nice: the next nice one
+  EXPECT_DOUBLE_EQ(step, 2.0);
   EXPECT_EQ(plot::tick_label(0.25, 0.05), "0.25");
   EXPECT_EQ(plot::tick_label(40, 20), "40");
   EXPECT_EQ(plot::tick_label(0.8, 0.02), "0.80");
@@ -286,6 +293,24 @@ TEST(Plot, FigureGroupsRunsByRunJsonOrByPath) {
   // The final record (time_s = the whole run + 3 s) is not a point: time only goes forward.
   EXPECT_EQ(fig.spec.series[0].x, (std::vector<double>{0.5, 1.5}));
   EXPECT_EQ(fig.spec.y_label, "test_acc, time_s");
+}
+
+// A metrics file named without a directory (`dplab plot metrics.jsonl` inside the run's
+// directory) is read from the current directory and its run named after that directory.
+TEST(Plot, BareFileNameIsARunInTheCurrentDirectory) {
+  ScopedTempDir dir("plot-bare");
+  write_file(dir.file("myrun/metrics.jsonl"), metrics_text({0.25, 0.75}));
+  struct Cwd {  // restores the working directory however the test ends
+    std::filesystem::path before = std::filesystem::current_path();
+    ~Cwd() { std::filesystem::current_path(before); }
+  } cwd;
+  std::filesystem::current_path(dir.file("myrun"));
+  plot::FigureRequest req;
+  req.runs = {"metrics.jsonl"};
+  const auto fig = plot::build_figure(req);
+  ASSERT_EQ(fig.spec.series.size(), 1u);
+  EXPECT_EQ(fig.spec.series[0].label, "myrun");
+  EXPECT_EQ(fig.spec.series[0].y, (std::vector<double>{0.25, 0.75}));
 }
 
 }  // namespace

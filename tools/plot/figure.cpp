@@ -33,7 +33,10 @@ Figure build_figure(const FigureRequest& req) {
   std::vector<std::string> dirs;
   for (const auto& arg : req.runs) {
     const std::string path = metrics_path_of(arg);
-    dirs.push_back(std::filesystem::path(path).parent_path().string());
+    // A bare file name ("metrics.jsonl") lies in the current directory: its run directory is
+    // ".", not "" (which has no absolute form to name the run by).
+    const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+    dirs.push_back(dir.empty() ? std::string(".") : dir.string());
     runs.push_back({dirs.back(), "", read_metrics_file(path)});
   }
   const auto labels = req.labels.empty() ? default_labels(dirs) : req.labels;

@@ -64,6 +64,7 @@ std::vector<MarkerLabel> unique_marker_labels(const ChartSpec& spec) {
 
 ChartLayout layout_chart(cairo_t* cr, const ChartSpec& spec) {
   Range xr, yr;
+  bool whole_x = true;  // every x a whole number (epochs, steps, ranks): no tick between them
   for (const auto& s : spec.series) {
     DPLAB_CHECK(s.x.size() == s.y.size(), "series '{}': {} x values but {} y values", s.label,
                 s.x.size(), s.y.size());
@@ -73,6 +74,7 @@ ChartLayout layout_chart(cairo_t* cr, const ChartSpec& spec) {
     for (size_t i = 0; i < s.x.size(); ++i) {
       xr.add(s.x[i]);
       yr.add(s.y[i]);
+      whole_x = whole_x && s.x[i] == std::round(s.x[i]);
     }
     for (double v : s.lo) yr.add(v);
     for (double v : s.hi) yr.add(v);
@@ -144,7 +146,7 @@ ChartLayout layout_chart(cairo_t* cr, const ChartSpec& spec) {
     L.plot = {left, top, plot_right, bottom};
     // As many x ticks as fit with their labels apart.
     for (int target = std::max(1, int((plot_right - left) / 70));; --target) {
-      L.x_ticks = nice_ticks(L.x_lo, L.x_hi, target, &L.x_step);
+      L.x_ticks = nice_ticks(L.x_lo, L.x_hi, target, &L.x_step, whole_x ? 1.0 : 0.0);
       std::erase_if(L.x_ticks, [&](double t) {
         return t < L.x_lo - 1e-9 * L.x_step || t > L.x_hi + 1e-9 * L.x_step;
       });

@@ -9,10 +9,10 @@
 
 namespace dplab::plot {
 
-std::vector<double> nice_ticks(double lo, double hi, int target, double* step) {
+std::vector<double> nice_ticks(double lo, double hi, int target, double* step, double min_step) {
   DPLAB_CHECK(hi > lo && std::isfinite(lo) && std::isfinite(hi), "nice_ticks: bad range [{}, {}]",
               lo, hi);
-  const double raw = (hi - lo) / std::max(1, target);
+  const double raw = std::max((hi - lo) / std::max(1, target), min_step);
   const double mag = std::pow(10.0, std::floor(std::log10(raw)));
   double s = 10 * mag;
   for (double m : {1.0, 2.0, 5.0})

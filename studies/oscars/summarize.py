@@ -1,18 +1,17 @@
-"""Oscars study: test accuracy against training wall-clock time, and per-rank idle fraction.
+"""Oscars study: the table of results.md (summary.md) and the points of the idle-fraction figure.
 
+Usage: python3 summarize.py STUDY_DIR [POINTS_DIR]
 Reads runs/<algo>/metrics.jsonl (rank 0: per-epoch test accuracy, epoch time) and
-runs/<algo>/rank_R.jsonl (every rank: epoch time, time waiting in collectives), writes
-oscars.png and summary.md (the table of results.md)."""
+runs/<algo>/rank_R.jsonl (every rank: epoch time, time waiting in collectives) and writes
+summary.md. With POINTS_DIR, also POINTS_DIR/<algo>.jsonl: one record per rank (rank,
+slowdown, idle_fraction over the whole run) for figures.sh, which draws the figures with
+dplab plot."""
 import json
 import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
 here = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+points = sys.argv[2] if len(sys.argv) > 2 else None
 runs = [("allreduce", "BSP (AllReduce-SGD)"), ("local_sgd", "local SGD, H = 4"),
         ("oscars", "Oscars (exact, M = 4)")]
 
@@ -22,44 +21,33 @@ def read(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
-fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4))
 rows = []
-for i, (name, label) in enumerate(runs):
+for name, label in runs:
     d = os.path.join(here, "runs", name)
     if not os.path.exists(os.path.join(d, "metrics.jsonl")):
         continue
     ep = [r for r in read(os.path.join(d, "metrics.jsonl")) if r["kind"] == "epoch"]
-    t, acc, clock = [], [], 0.0
-    for r in ep:
-        clock += r["time_s"]
-        t.append(clock)
-        acc.append(r["test_acc"])
-    ax.plot(t, acc, marker="o", label=label)
-    idle, steps = [], []
+    clock = sum(r["time_s"] for r in ep)
+    acc = [r["test_acc"] for r in ep]
+    idle, steps, slowdown = [], [], []
     for rank in range(4):
         rr = [r for r in read(os.path.join(d, f"rank_{rank}.jsonl")) if r["kind"] == "rank_epoch"]
         wait = sum(r["comm_exposed_wait_s"] for r in rr)
         tot = sum(r["time_s"] for r in rr)
         idle.append(wait / tot if tot > 0 else 0.0)
         steps.append(sum(r["computed_steps"] for r in rr))
-    bx.bar([x + 0.27 * (i - 1) for x in range(4)], idle, width=0.27, label=label)
+        slowdown.append(rr[0].get("slowdown", 1.0))
+    if points:
+        os.makedirs(points, exist_ok=True)
+        with open(os.path.join(points, f"{name}.jsonl"), "w") as f:
+            for rank in range(4):
+                f.write(json.dumps({"rank": rank, "slowdown": slowdown[rank],
+                                    "idle_fraction": idle[rank]}) + "\n")
     tau = ""
     if "algo.tau_r0" in ep[-1]:
         tau = "/".join(str(int(ep[-1][f"algo.tau_r{k}"])) for k in range(4))
         tau += f" (T* = {ep[-1]['algo.T_us'] / 1000:.0f} ms)"
     rows.append((label, clock, acc[-1], max(acc), idle, steps, ep[-1]["comm_allreduces"], tau))
-ax.set_xlabel("training wall-clock time (s, evaluation excluded)")
-ax.set_ylabel("test accuracy (2000 Fashion-MNIST test images)")
-ax.grid(alpha=0.3)
-ax.legend()
-bx.set_xticks(range(4))
-bx.set_xticklabels(["rank 0 (1x)", "rank 1 (1x)", "rank 2 (1.5x)", "rank 3 (2x)"])
-bx.set_ylabel("idle fraction (wait in collectives / epoch time)")
-bx.grid(alpha=0.3, axis="y")
-bx.legend()
-fig.suptitle("4 ranks, slowdowns 1 / 1 / 1.5 / 2, mnist_cnn, 6 epochs of 4096 samples")
-fig.tight_layout()
-fig.savefig(os.path.join(here, "oscars.png"), dpi=110)
 
 with open(os.path.join(here, "summary.md"), "w") as f:
     f.write("| algorithm | train time (s) | final test acc | best test acc | idle fraction "
