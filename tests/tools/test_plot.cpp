@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 
+#include "common/harness.h"
 #include "data/temp_dir.h"
 #include "dplab/core/error.h"
 #include "dplab/tools/plot/figure.h"
@@ -26,14 +27,7 @@ void write_file(const std::string& path, const std::string& text) {
   std::ofstream(path) << text;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using test::error_of;  // tests/common/harness.h
 
 // A start record, epoch records (time_s = 0.5 * epoch: the epoch's own time), optional stage
 // key, and a final record holding the whole run's totals (its time_s is the process time, its

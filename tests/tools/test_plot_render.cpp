@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 
+#include "common/harness.h"
 #include "data/temp_dir.h"
 #include "dplab/core/error.h"
 #include "dplab/tools/plot/chart.h"
@@ -30,14 +31,7 @@ void write_file(const std::string& path, const std::string& text) {
   std::ofstream(path) << text;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using test::error_of;  // tests/common/harness.h
 
 plot::ChartSpec two_series() {
   plot::ChartSpec spec;

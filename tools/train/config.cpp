@@ -224,7 +224,7 @@ void load_toml_string(std::string_view text, const std::string& path, Options& o
   flatten(t, "", path, opt);
 }
 
-void load_toml_options(const std::string& path, Options& opt) {
+std::string read_config_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in.good()) throw UsageError(fmt::format("{}: cannot open the config file", path));
   // Read one byte past the limit, no more: a huge file is refused without being held.
@@ -236,7 +236,11 @@ void load_toml_options(const std::string& path, Options& opt) {
   if (text.size() > kMaxTomlBytes)
     throw UsageError(
         fmt::format("{}: config file exceeds the limit of {} bytes", path, kMaxTomlBytes));
-  load_toml_string(text, path, opt);
+  return text;
+}
+
+void load_toml_options(const std::string& path, Options& opt) {
+  load_toml_string(read_config_text(path), path, opt);
 }
 
 void apply_set_option(const std::string& key_value, Options& opt) {

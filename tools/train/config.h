@@ -40,6 +40,9 @@ std::string option_default(const std::string& key);
 // arrays (dplab's own keys nest 3 deep; toml++ recurses once per level).
 constexpr size_t kMaxTomlBytes = size_t(1) << 20;
 constexpr int kMaxTomlDepth = 32;
+// A config file's text (TOML or a run.json), refused with a UsageError naming the file when it
+// cannot be read or exceeds kMaxTomlBytes.
+std::string read_config_text(const std::string& path);
 
 // Reads a TOML file into `opt`: nested tables become dotted keys ([lr] schedule = "step" ->
 // "lr.schedule"; `value` in a table is the table's own key: [lr] value = 0.1 -> "lr"), arrays

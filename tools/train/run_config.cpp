@@ -71,17 +71,7 @@ void load_config_file(const std::string& path, Options& opt) {
     load_toml_options(path, opt);
     return;
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in.good()) throw UsageError(fmt::format("{}: cannot open the config file", path));
-  std::string text;
-  text.resize(kMaxTomlBytes + 1);  // the same bound as TOML configs
-  in.read(text.data(), std::streamsize(text.size()));
-  if (in.bad()) throw UsageError(fmt::format("{}: read error", path));
-  text.resize(size_t(in.gcount()));
-  if (text.size() > kMaxTomlBytes)
-    throw UsageError(
-        fmt::format("{}: config file exceeds the limit of {} bytes", path, kMaxTomlBytes));
-  load_json_options(text, path, opt);
+  load_json_options(read_config_text(path), path, opt);
 }
 
 }  // namespace dplab
