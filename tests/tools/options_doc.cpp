@@ -9,11 +9,11 @@
 //    help line and whether a resumed run may change it; the same table `dplab train --help`
 //    prints;
 //  - keys read by the algorithms, the communicator and the LR schedules, which declare their
-//    defaults where they read them (Options::get_* with a default). Their parsers are called
-//    on empty options and every key they read is listed with the default they passed
-//    (Options::read_values). Only parsers that need no MPI are reachable this way: the keys of
-//    oscars, local_sgd and post_local_sgd are read in constructors that first build the
-//    topology (MPI), so they are listed on their pages in docs/algorithms/ only.
+//    defaults where they read them (Options::get_* with a default): every algorithm of the
+//    registry is constructed (make_strategy; one process, so MPI starts as a singleton) and
+//    every LR schedule made, each on fresh options, and every key they read is listed with the
+//    default they passed (Options::default_read). An algorithm added to the registry appears
+//    here without a change to this file.
 #include <fmt/format.h>
 
 #include <functional>
@@ -23,12 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "dplab/comm/algorithms/crossover.h"
-#include "dplab/comm/algorithms/daso.h"
-#include "dplab/comm/algorithms/dcs3gd.h"
-#include "dplab/comm/algorithms/hybrid.h"
-#include "dplab/comm/communicator.h"
-#include "dplab/comm/grad_sync.h"
+#include "dplab/comm/registry.h"
 #include "dplab/core/options.h"
 #include "dplab/optim/schedule.h"
 #include "dplab/tools/train/config.h"
@@ -57,63 +52,43 @@ std::string code(const std::string& s) {
   return s.empty() ? "*(empty)*" : "`" + s + "`";
 }
 
-// One group of keys read by code outside the driver's table.
-struct Reader {
-  std::string title;                                 // section heading
-  std::string source;                                // where the keys are declared
-  std::string page;                                  // documentation page, relative to docs/
-  std::vector<std::function<void(Options&)>> reads;  // each on fresh, empty options
-  std::string note;
-};
+// Every key `read` reads on fresh options that the driver's table does not hold, with the
+// default its reader passed.
+std::map<std::string, std::string> keys_read(const std::set<std::string>& in_table,
+                                             const std::function<void(Options&)>& read) {
+  Options o;
+  read(o);
+  std::map<std::string, std::string> r;
+  for (const auto& [k, v] : o.read_values())
+    if (!in_table.count(k)) r.emplace(k, o.default_read(k).value_or(v));
+  return r;
+}
 
-std::vector<Reader> readers() {
-  using namespace dplab;
-  auto grad_sync = [](const std::string& prefix) {
-    return [prefix](Options& o) { GradSyncOptions::from_options(o, prefix); };
-  };
-  std::vector<std::function<void(Options&)>> schedules;
-  for (const char* kind : {"constant", "step", "multistep", "poly", "cosine", "plateau"})
-    schedules.push_back([kind](Options& o) {
-      o.set("lr.schedule", kind);
-      o.set("lr.warmup_epochs", "1");  // so the warm-up's own key is read too
-      make_lr_schedule(o, 90);
-    });
-  return {
-      {"Communicator and topology",
-       "comm/mpi_communicator.cpp (CommConfig::from_options)",
-       "algorithms/README.md",
-       {[](Options& o) { CommConfig::from_options(o); }},
-       "Read by every distributed algorithm (`algo` other than `local`)."},
-      {"allreduce",
-       "comm/grad_sync.cpp (GradSyncOptions::from_options)",
-       "algorithms/allreduce.md",
-       {grad_sync("allreduce.")},
-       "Also read by post_local_sgd for its AllReduce-SGD phase."},
-      {"hybrid",
-       "comm/algorithms/hybrid.cpp, comm/grad_sync.cpp",
-       "algorithms/hybrid.md",
-       {[](Options& o) { HybridConfig::from_options(o); }, grad_sync("hybrid.")},
-       ""},
+std::string key_table(const std::map<std::string, std::string>& keys) {
+  std::string md = "\n| key | default |\n|---|---|\n";
+  for (const auto& [k, v] : keys) md += fmt::format("| `{}` | {} |\n", k, code(v));
+  return md;
+}
+
+// The documentation page of each algorithm (docs/algorithms/) and what the table of defaults
+// alone cannot say.
+const std::map<std::string, std::pair<std::string, std::string>>& algorithm_pages() {
+  static const std::map<std::string, std::pair<std::string, std::string>> pages = {
+      {"allreduce", {"allreduce.md", ""}},
+      {"hybrid", {"hybrid.md", ""}},
       {"daso",
-       "comm/algorithms/daso.cpp, comm/grad_sync.cpp",
-       "algorithms/daso.md",
-       {[](Options& o) { DasoConfig::from_options(o); }, grad_sync("daso.local.")},
-       "daso.local.hierarchical = true is refused (the node-local sync is flat)."},
-      {"dcs3gd",
-       "comm/algorithms/dcs3gd.cpp",
-       "algorithms/dcs3gd.md",
-       {[](Options& o) { Dcs3gdOptions::from_options(o); }},
-       ""},
+       {"daso.md", "daso.local.hierarchical = true is refused (the node-local sync is flat)."}},
+      {"dcs3gd", {"dcs3gd.md", ""}},
       {"crossover",
-       "comm/algorithms/crossover.cpp, comm/grad_sync.cpp",
-       "algorithms/crossover.md",
-       {[](Options& o) { CrossoverOptions::from_options(o); }},
-       "crossover.seed defaults to the run's `seed` (0 unless set); crossover.sync.hierarchical "
-       "= true is refused."},
-      {"LR schedules", "optim/schedule.cpp (make_lr_schedule)", "", schedules,
-       "Each key is read only by the schedules named beside it; lr.warmup_start_factor only "
-       "when lr.warmup_epochs > 0."},
+       {"crossover.md",
+        "crossover.seed defaults to the run's `seed` (0 unless set); crossover.sync.hierarchical "
+        "= true is refused."}},
+      {"sgp", {"sgp.md", ""}},
+      {"oscars", {"oscars.md", ""}},
+      {"local_sgd", {"local_sgd.md", ""}},
+      {"post_local_sgd", {"local_sgd.md", ""}},
   };
+  return pages;
 }
 
 }  // namespace
@@ -142,42 +117,62 @@ int main() {
   }
   md +=
       "\n## Keys of the algorithms, the communicator and the LR schedules\n\n"
-      "Declared where they are read, with their defaults; listed here by calling each parser "
-      "on empty options. What each key does: the page linked in each section. Not listed "
-      "here (their parsers build the MPI topology first): `oscars.*` "
-      "([algorithms/oscars.md](algorithms/oscars.md)), `local_sgd.H` and "
-      "`post_local_sgd.switch_epoch` ([algorithms/local_sgd.md](algorithms/local_sgd.md)).\n";
-  std::set<std::string> listed;
-  for (const auto& r : readers()) {
-    // key -> default, and for readers with several variants, which variants read it.
-    std::map<std::string, std::string> defaults;
-    std::map<std::string, std::vector<std::string>> variants;
-    static const char* kinds[] = {"constant", "step", "multistep", "poly", "cosine", "plateau"};
-    for (size_t i = 0; i < r.reads.size(); ++i) {
-      Options o;
-      r.reads[i](o);
-      for (const auto& [k, v] : o.read_values()) {
-        if (in_table.count(k)) continue;
-        // The reader's own default, also for keys set above to reach a branch.
-        defaults.emplace(k, o.default_read(k).value_or(v));
-        if (r.title == "LR schedules") variants[k].push_back(kinds[i]);
-      }
+      "Declared where they are read, with their defaults; listed here by constructing every "
+      "algorithm of the registry (comm/registry.cpp) and every LR schedule on empty options. "
+      "What each key does: the page linked in each section.\n";
+  // Keys every distributed algorithm reads: the communicator's and the topology's.
+  std::map<std::string, std::map<std::string, std::string>> by_algo;
+  for (const auto& name : strategy_names()) {
+    if (name == "local") continue;  // one process, no communication: reads nothing
+    by_algo[name] = keys_read(in_table, [&](Options& o) {
+      o.set("algo", name);
+      make_strategy(o);
+    });
+  }
+  std::map<std::string, std::string> common;
+  if (!by_algo.empty()) {
+    common = by_algo.begin()->second;
+    for (const auto& [name, keys] : by_algo)
+      std::erase_if(common, [&](const auto& kv) { return !keys.count(kv.first); });
+  }
+  md +=
+      "\n### Communicator and topology\n\nRead by every distributed algorithm (`algo` other "
+      "than `local`); described in [algorithms/README.md](algorithms/README.md).\n";
+  md += key_table(common);
+  for (const auto& name : strategy_names()) {
+    if (name == "local") continue;
+    auto keys = by_algo[name];
+    std::erase_if(keys, [&](const auto& kv) { return common.count(kv.first) > 0; });
+    md += fmt::format("\n### `algo = {}`\n\n", name);
+    const auto page = algorithm_pages().find(name);
+    if (page != algorithm_pages().end()) {
+      md += fmt::format("Described in [algorithms/{0}](algorithms/{0}).\n", page->second.first);
+      if (!page->second.second.empty()) md += "\n" + page->second.second + "\n";
     }
-    md += fmt::format("\n### {}\n\nDeclared in {}", r.title, r.source);
-    md += r.page.empty() ? ".\n" : fmt::format("; described in [{}]({}).\n", r.page, r.page);
-    if (!r.note.empty()) md += "\n" + r.note + "\n";
-    md += variants.empty() ? "\n| key | default |\n|---|---|\n"
-                           : "\n| key | default | read by lr.schedule = |\n|---|---|---|\n";
-    for (const auto& [k, v] : defaults) {
-      if (!listed.insert(k).second) continue;
-      if (variants.empty()) {
-        md += fmt::format("| `{}` | {} |\n", k, code(v));
-      } else {
-        std::string by;
-        for (const auto& kind : variants[k]) by += (by.empty() ? "" : ", ") + kind;
-        md += fmt::format("| `{}` | {} | {} |\n", k, code(v), by);
-      }
+    md += keys.empty() ? "\nNo keys of its own.\n" : key_table(keys);
+  }
+  // LR schedules: key -> default, and which schedules read it.
+  std::map<std::string, std::string> lr_defaults;
+  std::map<std::string, std::vector<std::string>> read_by;
+  for (const char* kind : {"constant", "step", "multistep", "poly", "cosine", "plateau"}) {
+    const auto keys = keys_read(in_table, [&](Options& o) {
+      o.set("lr.schedule", kind);
+      o.set("lr.warmup_epochs", "1");  // so the warm-up's own key is read too
+      make_lr_schedule(o, 90);
+    });
+    for (const auto& [k, v] : keys) {
+      lr_defaults.emplace(k, v);
+      read_by[k].push_back(kind);
     }
+  }
+  md +=
+      "\n### LR schedules\n\nDeclared in optim/schedule.cpp (make_lr_schedule). Each key is "
+      "read only by the schedules named beside it; lr.warmup_start_factor only when "
+      "lr.warmup_epochs > 0.\n\n| key | default | read by lr.schedule = |\n|---|---|---|\n";
+  for (const auto& [k, v] : lr_defaults) {
+    std::string by;
+    for (const auto& kind : read_by[k]) by += (by.empty() ? "" : ", ") + kind;
+    md += fmt::format("| `{}` | {} | {} |\n", k, code(v), by);
   }
   std::cout << md;
   return 0;
