@@ -28,6 +28,7 @@
 #include "dplab/tools/train/eval_split.h"
 #include "dplab/tools/train/evaluate.h"
 #include "dplab/tools/train/metrics.h"
+#include "dplab/tools/train/model_parts.h"
 #include "dplab/tools/train/nonfinite_guard.h"
 #include "dplab/tools/train/preemption.h"
 #include "dplab/tools/train/progress.h"
@@ -54,9 +55,6 @@ int64_t get_int(const Options& opt, const std::string& key) {
 }
 double get_double(const Options& opt, const std::string& key) {
   return opt.get_double(key, std::stod(option_default(key)));
-}
-bool get_bool(const Options& opt, const std::string& key) {
-  return opt.get_bool(key, option_default(key) == "true");
 }
 
 }  // namespace
@@ -138,38 +136,13 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
   // Data, model, optimizer, schedule and algorithm by name from `registry` (registry.h).
   const std::string data_spec = get(opt, "data");
   const TrainData data = registry.dataset(data_spec).make(data_spec, opt);
-  const ModelEntry& info = registry.model(model_name);
-  // Image data: the model's channels must match; convolutional models take any H x W.
-  const bool shape_ok = data.images ? !info.input_shape.empty() &&
-                                          info.input_shape[0] == data.train->sample_shape()[0]
-                                    : info.input_shape == data.train->sample_shape();
-  DPLAB_CHECK(shape_ok, "model {} takes inputs of shape {}, dataset {} has samples of shape {}",
-              model_name, shape_str(info.input_shape), get(opt, "data"),
-              shape_str(data.train->sample_shape()));
-  auto model = registry.make_model(
-      model_name,
-      ModelArgs{seed, data.train->num_classes(), get_bool(opt, "model.zero_init_residual"), &opt});
-  model->train();
-  // --init-from: a new run from a checkpoint's weights (before setup, which broadcasts them).
-  if (!init_from.empty()) load_model_weights(init_from, *model);
-  // Parameters and buffers move first, so the arena, the optimizer state and every
-  // activation live on the device.
-  model->to(device);
-  ParamArena arena(model->named_parameters());
-  arena.mark_norm_parameters(norm_parameter_names(*model));
-  SGDOptions so;
-  so.lr = get_double(opt, "lr");
-  so.momentum = get_double(opt, "momentum");
-  so.nesterov = get_bool(opt, "nesterov");
-  so.dampening = get_double(opt, "dampening");
-  so.weight_decay = get_double(opt, "wd");
-  // optim = sgd | lars (tools/train/optimizer_factory.h) | an experiment's.
-  std::unique_ptr<Optimizer> optimizer_owner =
-      registry.optimizer(get(opt, "optim")).make(opt, arena, so);
-  Optimizer& optimizer = *optimizer_owner;
-  // f16 gradients need dynamic loss scaling; bf16 has f32's exponent range and needs none.
-  std::optional<GradScaler> scaler;
-  if (amp == "f16") scaler.emplace(optimizer.arena());
+  // Model, arena, optimizer and loss scaler (tools/train/model_parts.h).
+  ModelParts built =
+      build_model_parts(opt, registry, model_name, data, seed, init_from, device, amp == "f16");
+  const std::shared_ptr<Module> model = built.model;
+  ParamArena& arena = *built.arena;
+  Optimizer& optimizer = *built.optimizer;
+  GradScaler* const scaler = built.scaler.get();
   const GradAccumulation accumulation(get_int(opt, "accumulate_steps"));
   // Summing micro-batch gradients commutes only with averaging algorithms.
   DPLAB_CHECK(
@@ -182,15 +155,7 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
   // Timeline (tools/train/run_trace.h): outlives the strategy, whose threads record into it.
   const std::unique_ptr<trace::Tracer> run_tracer = make_run_tracer(opt, out_dir, device);
   trace::Tracer* const tracer = run_tracer.get();
-  std::unique_ptr<Strategy> strategy = registry.strategy(get(opt, "algo")).make(opt);
-  TrainContext ctx;
-  ctx.model = model.get();
-  ctx.arena = &arena;
-  ctx.optimizer = &optimizer;
-  ctx.options = &opt;
-  ctx.buffers = model->named_buffers();  // broadcast at setup, averaged before evaluation
-  ctx.tracer = tracer;
-  strategy->setup(ctx);
+  const std::unique_ptr<Strategy> strategy = set_up_strategy(opt, registry, built, tracer);
   const bool rank0 = strategy->rank() == 0;
   // Every rank learns whether any rank saw a non-finite value or a pre-emption signal, kLag
   // ticks later (a non-blocking 8-byte allreduce per tick; tools/train/step_agreement.h).
@@ -253,7 +218,7 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
   parts.optimizer = &optimizer;
   parts.strategy = strategy.get();
   parts.schedule = schedule.get();
-  parts.scaler = scaler ? &*scaler : nullptr;
+  parts.scaler = scaler;
   LoopState loop;
   if (!resume.empty()) {
     const Manifest m = find_resume_checkpoint(resume, ranks, progress_out);
@@ -328,7 +293,7 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
   result.is_rank0 = rank0;
   bool stop = max_steps > 0 && loop.optimizer_steps >= max_steps;
   int64_t skipped_steps = 0;  // StepPlan::compute == false ticks (count toward max_steps)
-  const double base_lr = so.lr;
+  const double base_lr = built.base_lr;
   bool evaluated = false;
   int64_t last_epoch_number = loop.epoch;  // 1-based number of the last epoch trained
   // nonfinite = skip: the optimizer step in progress is dropped (set at the tick whose check
