@@ -12,6 +12,7 @@
 #include "dplab/layers/linear.h"
 #include "dplab/layers/sequential.h"
 #include "dplab/models/registry.h"
+#include "dplab/optim/sgd.h"
 #include "dplab/tools/train/config.h"
 #include "dplab/tools/train/registry.h"
 #include "dplab/tools/train/trainer.h"
@@ -201,6 +202,65 @@ TEST(Registry, ExperimentModelAndDataRunThroughTheDriverAndResume) {
     EXPECT_EQ(a[i].name, b[i].name);
     EXPECT_EQ(a[i].tensor.to_vector(), b[i].tensor.to_vector()) << a[i].name;
   }
+}
+
+// A single-process algorithm of the experiment's own: the loop's call points, counted.
+class CountingStrategy : public Strategy {
+ public:
+  explicit CountingStrategy(std::shared_ptr<int64_t> steps) : steps_(std::move(steps)) {}
+  std::string name() const override { return "counting"; }
+  void after_step(const StepInfo&) override { ++*steps_; }
+
+ private:
+  std::shared_ptr<int64_t> steps_;
+};
+
+// An experiment's algorithm, optimizer and lr schedule are the ones the driver uses: "counting"
+// sees every step; "plain_sgd" is SGD under another name; "half" multiplies the lr by 0.5
+// throughout. With lr 0.2 the run is, bit for bit, the built-in local + sgd + constant run with
+// lr 0.1 (0.2 x 0.5 is exactly 0.1 in binary floating point).
+TEST(Registry, ExperimentAlgorithmOptimizerAndScheduleAreTheOnesUsed) {
+  ScopedTempDir dir("registry-parts");
+  Registry r = toy_registry();
+  auto steps = std::make_shared<int64_t>(0);
+  r.add(StrategyEntry{"counting", "counts steps", {}, [steps](const Options&) {
+                        return std::unique_ptr<Strategy>(std::make_unique<CountingStrategy>(steps));
+                      }});
+  r.add(OptimizerEntry{
+      "plain_sgd", "SGD", {}, [](const Options&, ParamArena& a, const SGDOptions& so) {
+        return std::unique_ptr<Optimizer>(std::make_unique<SGD>(a, so));
+      }});
+  struct Half : LrSchedule {
+    double factor(int64_t, int64_t) const override { return 0.5; }
+    std::string describe() const override { return "half"; }
+  };
+  r.add(ScheduleEntry{"half", "0.5 x lr", {}, [](const Options&, int64_t) {
+                        return std::unique_ptr<LrSchedule>(std::make_unique<Half>());
+                      }});
+  std::ostringstream s1, p1, s2, p2;
+  Options builtin = toy_options(dir.file("builtin"));
+  builtin.set("lr", "0.1");
+  run_training(builtin, r, s1, p1);
+  Options mine = toy_options(dir.file("mine"));
+  mine.set("algo", "counting");
+  mine.set("optim", "plain_sgd");
+  mine.set("lr.schedule", "half");
+  const TrainResult res = run_training(mine, r, s2, p2);
+  EXPECT_EQ(*steps, 8);  // 2 epochs x 4 batches
+  EXPECT_EQ(res.global_step, 8);
+  std::string ma, mb;
+  const auto a = final_weights(dir.file("builtin"), &ma);
+  const auto b = final_weights(dir.file("mine"), &mb);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    EXPECT_EQ(a[i].tensor.to_vector(), b[i].tensor.to_vector()) << a[i].name;
+  // The learning rate did change something: a run at lr 0.2 without "half" differs.
+  std::ostringstream s3, p3;
+  Options faster = toy_options(dir.file("faster"));
+  run_training(faster, r, s3, p3);
+  std::string mc;
+  const auto c = final_weights(dir.file("faster"), &mc);
+  EXPECT_NE(a[0].tensor.to_vector(), c[0].tensor.to_vector());
 }
 
 // The registry's names are what the driver resolves: the built-in driver does not know the
