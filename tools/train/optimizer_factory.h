@@ -12,5 +12,8 @@ namespace dplab {
 // `sgd` carries the SGD-family values the trainer already read (lr, momentum, wd, ...).
 std::unique_ptr<Optimizer> make_train_optimizer(const Options& opt, ParamArena& arena,
                                                 const SGDOptions& sgd);
+// LARS from the shared values and lars.eta, lars.eps (refuses nesterov and dampening).
+std::unique_ptr<Optimizer> make_lars_optimizer(const Options& opt, ParamArena& arena,
+                                               const SGDOptions& sgd);
 
 }  // namespace dplab

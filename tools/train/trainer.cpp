@@ -11,33 +11,28 @@
 #include <ostream>
 
 #include "dplab/comm/mpi_env.h"
-#include "dplab/comm/registry.h"
 #include "dplab/comm/slowdown.h"
 #include "dplab/comm/world.h"
 #include "dplab/core/autocast.h"
 #include "dplab/core/autograd.h"
 #include "dplab/core/ops.h"
-#include "dplab/data/image_folder.h"
-#include "dplab/data/loader.h"
-#include "dplab/data/mnist.h"
-#include "dplab/data/sampler.h"
-#include "dplab/data/shards.h"
-#include "dplab/models/registry.h"
 #include "dplab/optim/grad_scaler.h"
 #include "dplab/optim/schedule.h"
 #include "dplab/optim/sgd.h"
 #include "dplab/tools/train/accumulation.h"
+#include "dplab/tools/train/builtin_datasets.h"
 #include "dplab/tools/train/checkpoint.h"
 #include "dplab/tools/train/config.h"
-#include "dplab/tools/train/device_prefetch.h"
+#include "dplab/tools/train/data_pipeline.h"
 #include "dplab/tools/train/epoch_record.h"
 #include "dplab/tools/train/eval_split.h"
 #include "dplab/tools/train/evaluate.h"
 #include "dplab/tools/train/metrics.h"
+#include "dplab/tools/train/model_parts.h"
 #include "dplab/tools/train/nonfinite_guard.h"
-#include "dplab/tools/train/optimizer_factory.h"
 #include "dplab/tools/train/preemption.h"
 #include "dplab/tools/train/progress.h"
+#include "dplab/tools/train/registry.h"
 #include "dplab/tools/train/run_record.h"
 #include "dplab/tools/train/run_trace.h"
 #include "dplab/tools/train/step_agreement.h"
@@ -61,85 +56,6 @@ int64_t get_int(const Options& opt, const std::string& key) {
 double get_double(const Options& opt, const std::string& key) {
   return opt.get_double(key, std::stod(option_default(key)));
 }
-bool get_bool(const Options& opt, const std::string& key) {
-  return opt.get_bool(key, option_default(key) == "true");
-}
-
-struct Data {
-  std::shared_ptr<Dataset> train, test;
-  std::shared_ptr<ShardDataset> shards;  // train data from tar shards: streamed order
-  bool images = false;                   // encoded images (shards or folder), 3 x S x S
-};
-
-bool starts_with(const std::string& s, const std::string& p) {
-  return s.starts_with(p);
-}
-
-// data.num_classes: 0 (not given) or the class count every label must be below.
-int num_classes_option(const Options& opt) {
-  const int64_t n = get_int(opt, "data.num_classes");
-  DPLAB_CHECK(n >= 0 && n <= (int64_t(1) << 24),
-              "option data.num_classes: expected 0 (not given) to 16777216, got {}", n);
-  return int(n);
-}
-
-// MNIST-style IDX data: 10 classes unless data.num_classes says otherwise (u8 labels).
-int idx_classes(const Options& opt) {
-  const int n = num_classes_option(opt);
-  DPLAB_CHECK(n <= 256, "option data.num_classes: IDX labels are bytes, so at most 256, got {}", n);
-  return n > 0 ? n : 10;
-}
-
-// "shards:GLOB" or "folder:DIR" with the train (RandomResizedCrop + flip) or eval (Resize +
-// CenterCrop) transform.
-std::shared_ptr<Dataset> image_data(const std::string& spec, bool train, const Options& opt) {
-  ImageTransformOptions t;
-  t.size = int(get_int(opt, "data.image_size"));
-  t.train = train;
-  t.max_pixels = get_int(opt, "data.max_image_pixels");
-  DPLAB_CHECK(t.max_pixels > 0, "option data.max_image_pixels: expected > 0, got {}", t.max_pixels);
-  const OnError on_error = parse_on_error(get(opt, "data.on_error"));
-  const int num_classes = num_classes_option(opt);
-  if (starts_with(spec, "shards:"))
-    return std::make_shared<ShardDataset>(expand_glob(spec.substr(7)), t, on_error, num_classes);
-  if (starts_with(spec, "folder:")) {
-    auto folder = std::make_shared<ImageFolderDataset>(spec.substr(7), t, on_error);
-    DPLAB_CHECK(num_classes == 0 || folder->num_classes() <= num_classes,
-                "image folder {} has {} class directories, more than data.num_classes = {}",
-                spec.substr(7), folder->num_classes(), num_classes);
-    return folder;
-  }
-  DPLAB_FAIL("option data.val '{}': expected shards:GLOB or folder:DIR", spec);
-}
-
-Data load_data(const Options& opt) {
-  const std::string name = get(opt, "data");
-  Data d;
-  if (starts_with(name, "shards:") || starts_with(name, "folder:")) {
-    d.images = true;
-    std::string train_spec = name, val_spec = get(opt, "data.val");
-    const std::string dir = name.substr(7);
-    // folder:DIR with DIR/train and DIR/val: the usual ImageNet layout.
-    if (starts_with(name, "folder:") && std::filesystem::is_directory(dir + "/train") &&
-        std::filesystem::is_directory(dir + "/val")) {
-      train_spec = "folder:" + dir + "/train";
-      if (val_spec.empty()) val_spec = "folder:" + dir + "/val";
-    }
-    d.train = image_data(train_spec, true, opt);
-    d.shards = std::dynamic_pointer_cast<ShardDataset>(d.train);
-    if (val_spec.empty()) {
-      std::fprintf(stderr, "dplab train: no data.val given: evaluating on the training data\n");
-      val_spec = train_spec;
-    }
-    d.test = image_data(val_spec, false, opt);
-    return d;
-  }
-  std::string dir = get(opt, "data.dir");
-  if (dir.empty()) dir = find_dataset_dir(name);
-  d.train = load_mnist(dir, "train", get_int(opt, "data.train_limit"), idx_classes(opt));
-  d.test = load_mnist(dir, "test", get_int(opt, "data.test_limit"), idx_classes(opt));
-  return d;
-}
 
 }  // namespace
 
@@ -152,6 +68,11 @@ void apply_thread_option(int64_t threads) {
 }
 
 TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream& progress_out) {
+  return run_training(opt, Registry::with_builtins(), summary, progress_out);
+}
+
+TrainResult run_training(const Options& opt, const Registry& registry, std::ostream& summary,
+                         std::ostream& progress_out) {
   const auto t_start = Clock::now();
   const auto start_time = std::chrono::system_clock::now();  // the run record's start_time
   apply_thread_option(get_int(opt, "threads"));
@@ -212,58 +133,29 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
     use_device(device);  // this thread's device from now on (no context on GPU 0 for rank N)
   }
 
-  Data data = load_data(opt);
-  const ModelInfo info = model_info(model_name);
-  // Image data: the model's channels must match; convolutional models take any H x W.
-  const bool shape_ok = data.images ? !info.input_shape.empty() &&
-                                          info.input_shape[0] == data.train->sample_shape()[0]
-                                    : info.input_shape == data.train->sample_shape();
-  DPLAB_CHECK(shape_ok, "model {} takes inputs of shape {}, dataset {} has samples of shape {}",
-              model_name, shape_str(info.input_shape), get(opt, "data"),
-              shape_str(data.train->sample_shape()));
-  auto model = make_model(model_name, seed, data.train->num_classes(),
-                          get_bool(opt, "model.zero_init_residual"));
-  model->train();
-  // --init-from: a new run from a checkpoint's weights (before setup, which broadcasts them).
-  if (!init_from.empty()) load_model_weights(init_from, *model);
-  // Parameters and buffers move first, so the arena, the optimizer state and every
-  // activation live on the device.
-  model->to(device);
-  ParamArena arena(model->named_parameters());
-  arena.mark_norm_parameters(norm_parameter_names(*model));
-  SGDOptions so;
-  so.lr = get_double(opt, "lr");
-  so.momentum = get_double(opt, "momentum");
-  so.nesterov = get_bool(opt, "nesterov");
-  so.dampening = get_double(opt, "dampening");
-  so.weight_decay = get_double(opt, "wd");
-  // optim = sgd | lars (tools/train/optimizer_factory.h).
-  std::unique_ptr<Optimizer> optimizer_owner = make_train_optimizer(opt, arena, so);
-  Optimizer& optimizer = *optimizer_owner;
-  // f16 gradients need dynamic loss scaling; bf16 has f32's exponent range and needs none.
-  std::optional<GradScaler> scaler;
-  if (amp == "f16") scaler.emplace(optimizer.arena());
+  // Data, model, optimizer, schedule and algorithm by name from `registry` (registry.h).
+  const std::string data_spec = get(opt, "data");
+  const TrainData data = registry.dataset(data_spec).make(data_spec, opt);
+  // Model, arena, optimizer and loss scaler (tools/train/model_parts.h).
+  ModelParts built =
+      build_model_parts(opt, registry, model_name, data, seed, init_from, device, amp == "f16");
+  const std::shared_ptr<Module> model = built.model;
+  ParamArena& arena = *built.arena;
+  Optimizer& optimizer = *built.optimizer;
+  GradScaler* const scaler = built.scaler.get();
   const GradAccumulation accumulation(get_int(opt, "accumulate_steps"));
   // Summing micro-batch gradients commutes only with averaging algorithms.
   DPLAB_CHECK(
       accumulation.steps() == 1 || get(opt, "algo") == "local" || get(opt, "algo") == "allreduce",
       "option accumulate_steps = {} needs algo local or allreduce, got '{}'", accumulation.steps(),
       get(opt, "algo"));
-  opt.get_string("lr.schedule", option_default("lr.schedule"));  // documented default
-  std::unique_ptr<LrSchedule> schedule = make_lr_schedule(opt, epochs);
+  std::unique_ptr<LrSchedule> schedule =
+      registry.schedule(get(opt, "lr.schedule")).make(opt, epochs);
 
   // Timeline (tools/train/run_trace.h): outlives the strategy, whose threads record into it.
   const std::unique_ptr<trace::Tracer> run_tracer = make_run_tracer(opt, out_dir, device);
   trace::Tracer* const tracer = run_tracer.get();
-  std::unique_ptr<Strategy> strategy = make_strategy(opt);
-  TrainContext ctx;
-  ctx.model = model.get();
-  ctx.arena = &arena;
-  ctx.optimizer = &optimizer;
-  ctx.options = &opt;
-  ctx.buffers = model->named_buffers();  // broadcast at setup, averaged before evaluation
-  ctx.tracer = tracer;
-  strategy->setup(ctx);
+  const std::unique_ptr<Strategy> strategy = set_up_strategy(opt, registry, built, tracer);
   const bool rank0 = strategy->rank() == 0;
   // Every rank learns whether any rank saw a non-finite value or a pre-emption signal, kLag
   // ticks later (a non-blocking 8-byte allreduce per tick; tools/train/step_agreement.h).
@@ -274,43 +166,23 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   // --slowdown RANK=FACTOR: this rank's compute is stretched by sleeping (comm/slowdown.h).
   Slowdown slowdown = Slowdown::from_options(opt, strategy->rank(), strategy->world_size());
 
-  SamplerOptions sopt;
-  sopt.rank = strategy->rank();
-  sopt.world_size = strategy->world_size();
-  sopt.seed = seed;
-  sopt.shuffle = true;
-  DistributedSampler sampler(data.train->size(), sopt);
-  LoaderOptions lopt;
-  lopt.batch_size = batch;
-  lopt.workers = int(get_int(opt, "data.workers"));
-  lopt.prefetch = int(get_int(opt, "data.prefetch"));
-  lopt.seed = seed;
-  BatchLoader loader(data.train, lopt);
-  // Batches on the training device, uploaded one step ahead (tools/train/device_prefetch.h).
-  DeviceBatches batches(loader, device);
+  // This rank's batches: sampler or shard stream, loader workers, device upload
+  // (tools/train/data_pipeline.h).
+  DataPipeline pipeline(
+      data.train,
+      DataPipelineOptions::from(opt, strategy->rank(), strategy->world_size(), seed, batch),
+      device);
   StepMetrics step_metrics(device);  // loss and accuracy sums, read back once per log line
-  const int64_t shuffle_buffer = get_int(opt, "data.shuffle_buffer");
-  // Tar shards: shards split across ranks, then a shuffle buffer (data/shards.h); otherwise
-  // the DistributedSampler.
-  auto epoch_indices = [&](int64_t epoch) {
-    if (data.shards)
-      return shard_stream_order(data.shards->shard_begin(), sopt.rank, sopt.world_size, seed, epoch,
-                                shuffle_buffer);
-    sampler.set_epoch(epoch);
-    return sampler.indices();
-  };
   // Evaluation: split across the ranks on a communicator of its own, with the loader's workers
   // (tools/train/evaluate.h); eval.batch 0 picks a batch from the image size.
   std::shared_ptr<Communicator> eval_comm;
   if (strategy->world_size() > 1) eval_comm = eval_world(opt);
   EvalOptions eval_opt;
   eval_opt.batch_size = eval_batch;
-  eval_opt.workers = lopt.workers;
-  eval_opt.prefetch = lopt.prefetch;
+  eval_opt.workers = pipeline.options().workers;
+  eval_opt.prefetch = pipeline.options().prefetch;
   eval_opt.comm = eval_comm.get();
-  const int64_t steps_per_epoch = loader.num_batches_for(
-      data.shards ? shard_stream_count(data.shards->shard_begin(), sopt.world_size)
-                  : sampler.num_samples());
+  const int64_t steps_per_epoch = pipeline.steps_per_epoch();
 
   // ---- resume (tools/train/checkpoint.h) ----------------------------------------------------
   // Every option read so far that changes the trajectory; the checkpoints store it.
@@ -346,7 +218,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   parts.optimizer = &optimizer;
   parts.strategy = strategy.get();
   parts.schedule = schedule.get();
-  parts.scaler = scaler ? &*scaler : nullptr;
+  parts.scaler = scaler;
   LoopState loop;
   if (!resume.empty()) {
     const Manifest m = find_resume_checkpoint(resume, ranks, progress_out);
@@ -421,7 +293,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   result.is_rank0 = rank0;
   bool stop = max_steps > 0 && loop.optimizer_steps >= max_steps;
   int64_t skipped_steps = 0;  // StepPlan::compute == false ticks (count toward max_steps)
-  const double base_lr = so.lr;
+  const double base_lr = built.base_lr;
   bool evaluated = false;
   int64_t last_epoch_number = loop.epoch;  // 1-based number of the last epoch trained
   // nonfinite = skip: the optimizer step in progress is dropped (set at the tick whose check
@@ -515,9 +387,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   // ---- the loop (call points as in comm/strategy.h) -----------------------------------------
   while (loop.epoch < epochs && !stop) {
     const int64_t epoch = loop.epoch;
-    loader.set_tracer(tracer, loop.global_step - loop.step_in_epoch);  // load batch events
-    loader.start_epoch(epoch_indices(epoch), epoch, loop.step_in_epoch);
-    batches.reset();
+    pipeline.start_epoch(epoch, loop.step_in_epoch, tracer, loop.global_step - loop.step_in_epoch);
     strategy->begin_epoch(epoch);
     progress.begin_epoch(epoch, epochs, steps_per_epoch, loop.step_in_epoch);
     const auto t_epoch = Clock::now();
@@ -527,7 +397,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
     const double slept_before = slowdown.total_slept_s();
     Batch b;
     StepTrace step_trace(tracer);  // step and data_wait events
-    while (step_trace.next(batches, b, loop.global_step)) {
+    while (step_trace.next(pipeline.batches(), b, loop.global_step)) {
       step_log.batch_ready();
       StepInfo step;
       step.epoch = epoch;
@@ -746,19 +616,20 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
 }
 
 EvalReport run_evaluation(const Options& opt) {
+  return run_evaluation(opt, Registry::with_builtins());
+}
+
+EvalReport run_evaluation(const Options& opt, const Registry& registry) {
   apply_thread_option(get_int(opt, "threads"));
   const std::string checkpoint = opt.require_string("checkpoint");
   const int64_t eval_batch = get_int(opt, "eval.batch");
-  Data data;
   const std::string name = get(opt, "data");
-  if (starts_with(name, "shards:") || starts_with(name, "folder:")) {
-    data = load_data(opt);
-  } else {
-    std::string dir = get(opt, "data.dir");
-    if (dir.empty()) dir = find_dataset_dir(name);
-    data.test = load_mnist(dir, "test", get_int(opt, "data.test_limit"), idx_classes(opt));
-  }
-  auto model = make_model(get(opt, "model"), 0, data.test->num_classes());
+  const DatasetEntry& entry = registry.dataset(name);
+  // IDX data: the test split alone; any other data set builds both.
+  const std::shared_ptr<Dataset> test =
+      entry.name == "*" ? load_idx_test(name, opt) : entry.make(name, opt).test;
+  auto model =
+      registry.make_model(get(opt, "model"), ModelArgs{0, test->num_classes(), false, &opt});
   load_model_weights(checkpoint, *model);
   EvalOptions eval_opt;
   eval_opt.batch_size = eval_batch;
@@ -769,7 +640,7 @@ EvalReport run_evaluation(const Options& opt) {
   std::shared_ptr<Communicator> comm;
   if (launched_ranks() > 1) comm = eval_world(opt);
   eval_opt.comm = comm.get();
-  const EvalResult r = evaluate(*model, data.test, eval_opt);
+  const EvalResult r = evaluate(*model, test, eval_opt);
   EvalReport report{r.accuracy, r.loss, r.correct, r.count};
   report.top5 = r.top5;
   report.accuracy5 = r.accuracy5;

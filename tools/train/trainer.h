@@ -1,7 +1,8 @@
 // The training driver shared by `dplab train` and experiment binaries: builds model, data,
-// optimizer, lr schedule and Strategy from Options (tools/train/config.h lists the keys), runs
-// the loop at the Strategy's call points (comm/strategy.h), evaluates every epoch, writes
-// metrics JSON lines and checkpoints, and resumes bitwise-identically.
+// optimizer, lr schedule and Strategy from Options (tools/train/config.h lists the keys) by
+// their names in a Registry (tools/train/registry.h), runs the loop at the Strategy's call
+// points (comm/strategy.h), evaluates every epoch, writes metrics JSON lines and checkpoints,
+// and resumes bitwise-identically.
 #pragma once
 #include <cstdint>
 #include <iosfwd>
@@ -11,6 +12,8 @@
 #include "dplab/core/options.h"
 
 namespace dplab {
+
+class Registry;
 
 struct TrainResult {
   int64_t epochs_done = 0;  // completed epochs
@@ -34,6 +37,11 @@ struct TrainResult {
 // a non-finite loss, gradient or state (exit status 3, nothing written) or a pre-emption signal
 // (exit status 4, checkpoint written).
 TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream& progress);
+// The same with the names (model, data, algo, optim, lr.schedule) resolved in `registry`
+// (tools/train/registry.h): Registry::with_builtins() plus an experiment's own entries. The
+// overload above passes Registry::with_builtins().
+TrainResult run_training(const Options& opt, const Registry& registry, std::ostream& summary,
+                         std::ostream& progress);
 
 struct EvalReport {
   double accuracy = 0;
@@ -47,6 +55,7 @@ struct EvalReport {
 // `dplab eval`: loads the model named by "model" with weights from "checkpoint" and evaluates
 // it on the test split of "data" (with data.workers; under mpiexec split across the ranks).
 EvalReport run_evaluation(const Options& opt);
+EvalReport run_evaluation(const Options& opt, const Registry& registry);
 
 // Applies the "threads" option (0: leave OpenMP's default, all cores).
 void apply_thread_option(int64_t threads);

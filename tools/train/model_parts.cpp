@@ -1,0 +1,71 @@
+#include "dplab/tools/train/model_parts.h"
+
+#include "dplab/tools/train/checkpoint.h"
+#include "dplab/tools/train/config.h"
+
+namespace dplab {
+namespace {
+
+std::string get(const Options& opt, const std::string& key) {
+  return opt.get_string(key, option_default(key));
+}
+double get_double(const Options& opt, const std::string& key) {
+  return opt.get_double(key, std::stod(option_default(key)));
+}
+bool get_bool(const Options& opt, const std::string& key) {
+  return opt.get_bool(key, option_default(key) == "true");
+}
+
+}  // namespace
+
+ModelParts build_model_parts(const Options& opt, const Registry& registry,
+                             const std::string& model_name, const TrainData& data, uint64_t seed,
+                             const std::string& init_from, Device device, bool f16) {
+  const ModelEntry& info = registry.model(model_name);
+  // Image data: the model's channels must match; convolutional models take any H x W.
+  const bool shape_ok = data.images ? !info.input_shape.empty() &&
+                                          info.input_shape[0] == data.train->sample_shape()[0]
+                                    : info.input_shape == data.train->sample_shape();
+  DPLAB_CHECK(shape_ok, "model {} takes inputs of shape {}, dataset {} has samples of shape {}",
+              model_name, shape_str(info.input_shape), get(opt, "data"),
+              shape_str(data.train->sample_shape()));
+  ModelParts p;
+  p.model = registry.make_model(
+      model_name,
+      ModelArgs{seed, data.train->num_classes(), get_bool(opt, "model.zero_init_residual"), &opt});
+  p.model->train();
+  // --init-from: a new run from a checkpoint's weights (before setup, which broadcasts them).
+  if (!init_from.empty()) load_model_weights(init_from, *p.model);
+  // Parameters and buffers move first, so the arena, the optimizer state and every
+  // activation live on the device.
+  p.model->to(device);
+  p.arena = std::make_unique<ParamArena>(p.model->named_parameters());
+  p.arena->mark_norm_parameters(norm_parameter_names(*p.model));
+  SGDOptions so;
+  so.lr = get_double(opt, "lr");
+  so.momentum = get_double(opt, "momentum");
+  so.nesterov = get_bool(opt, "nesterov");
+  so.dampening = get_double(opt, "dampening");
+  so.weight_decay = get_double(opt, "wd");
+  p.base_lr = so.lr;
+  // optim = sgd | lars (tools/train/optimizer_factory.h) | an experiment's.
+  p.optimizer = registry.optimizer(get(opt, "optim")).make(opt, *p.arena, so);
+  if (f16) p.scaler = std::make_unique<GradScaler>(p.optimizer->arena());
+  return p;
+}
+
+std::unique_ptr<Strategy> set_up_strategy(const Options& opt, const Registry& registry,
+                                          ModelParts& parts, trace::Tracer* tracer) {
+  std::unique_ptr<Strategy> strategy = registry.strategy(get(opt, "algo")).make(opt);
+  TrainContext ctx;
+  ctx.model = parts.model.get();
+  ctx.arena = parts.arena.get();
+  ctx.optimizer = parts.optimizer.get();
+  ctx.options = &opt;
+  ctx.buffers = parts.model->named_buffers();  // broadcast at setup, averaged before evaluation
+  ctx.tracer = tracer;
+  strategy->setup(ctx);
+  return strategy;
+}
+
+}  // namespace dplab

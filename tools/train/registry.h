@@ -1,0 +1,133 @@
+// The names the training driver resolves (options model, data, algo, optim, lr.schedule) as one
+// value: `dplab train` builds Registry::with_builtins(); an experiment's main() takes the same
+// and adds its own models, datasets, algorithms, optimizers and schedules, then hands it to
+// run_training (tools/train/trainer.h). The library keeps no table of its own that experiments
+// write into: two registries in one process do not see each other's entries.
+//
+//   Registry r = Registry::with_builtins();
+//   r.add_model("small_vgg", {1, 28, 28}, 10, [](int classes) { return make_small_vgg(classes); },
+//               "a VGG-style net for 28x28 inputs");
+//   TrainResult res = run_training(opt, r, std::cout, std::cerr);
+//
+// Each entry carries a line of help and the option keys its factory reads (for help only: the
+// driver's unknown-key check accepts every key a factory actually reads).
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dplab/comm/strategy.h"
+#include "dplab/core/options.h"
+#include "dplab/data/dataset.h"
+#include "dplab/layers/module.h"
+#include "dplab/optim/optimizer.h"
+#include "dplab/optim/schedule.h"
+#include "dplab/optim/sgd.h"
+
+namespace dplab {
+
+// A training run's data: the training and the evaluation split.
+struct TrainData {
+  std::shared_ptr<Dataset> train, test;
+  // Encoded images (shards, folders) of any height and width: only the channel count must
+  // match the model's input shape; otherwise the whole sample shape must.
+  bool images = false;
+};
+
+struct ModelArgs {
+  uint64_t seed = 0;                 // option seed: the parameters' initialisation
+  int num_classes = -1;              // the training data's class count
+  bool zero_init_residual = false;   // option model.zero_init_residual
+  const Options* options = nullptr;  // for a model's own keys
+};
+
+struct ModelEntry {
+  std::string name;
+  std::string help;
+  Shape input_shape;    // per sample, e.g. {1, 28, 28}
+  int num_classes = 0;  // the default class count
+  std::vector<std::string> keys;
+  // Returns the model with its parameters initialised from args.seed.
+  std::function<std::shared_ptr<Module>(const ModelArgs&)> make;
+};
+
+struct DatasetEntry {
+  // An exact name ("fashion-mnist"), a prefix ending in ':' ("shards:" matches
+  // "shards:/data/train-*.tar"), or "*": any name no other entry matches.
+  std::string name;
+  std::string help;
+  std::vector<std::string> keys;
+  // `spec` is the data option's whole value.
+  std::function<TrainData(const std::string& spec, const Options&)> make;
+};
+
+struct StrategyEntry {
+  std::string name;
+  std::string help;
+  std::vector<std::string> keys;
+  std::function<std::unique_ptr<Strategy>(const Options&)> make;
+};
+
+struct OptimizerEntry {
+  std::string name;
+  std::string help;
+  std::vector<std::string> keys;
+  // `sgd` holds the values every optimizer shares, already read: lr, momentum, wd, nesterov,
+  // dampening.
+  std::function<std::unique_ptr<Optimizer>(const Options&, ParamArena&, const SGDOptions& sgd)>
+      make;
+};
+
+struct ScheduleEntry {
+  std::string name;
+  std::string help;
+  std::vector<std::string> keys;
+  // The multiplier of the base lr (optim/schedule.h); `total_epochs` is option epochs.
+  std::function<std::unique_ptr<LrSchedule>(const Options&, int64_t total_epochs)> make;
+};
+
+class Registry {
+ public:
+  Registry() = default;  // empty
+  // Every model, dataset, algorithm, optimizer and schedule `dplab train` knows.
+  static Registry with_builtins();
+
+  // Adding a name that is already there throws (an experiment replaces nothing by accident).
+  Registry& add(ModelEntry e);
+  Registry& add(DatasetEntry e);
+  Registry& add(StrategyEntry e);
+  Registry& add(OptimizerEntry e);
+  Registry& add(ScheduleEntry e);
+  // A model from a factory of an uninitialised module: the registry initialises its parameters
+  // from the run's seed (layers/module.h initialize), as for the built-in models.
+  Registry& add_model(std::string name, Shape input_shape, int num_classes,
+                      std::function<std::shared_ptr<Module>(int num_classes)> make,
+                      std::string help = "");
+
+  // Lookups by the option's value; an unknown name is a UsageError naming the option and
+  // listing the known names.
+  const ModelEntry& model(const std::string& name) const;
+  const DatasetEntry& dataset(const std::string& spec) const;
+  const StrategyEntry& strategy(const std::string& name) const;
+  const OptimizerEntry& optimizer(const std::string& name) const;
+  const ScheduleEntry& schedule(const std::string& name) const;
+
+  const std::vector<ModelEntry>& models() const { return models_; }
+  const std::vector<DatasetEntry>& datasets() const { return datasets_; }
+  const std::vector<StrategyEntry>& strategies() const { return strategies_; }
+  const std::vector<OptimizerEntry>& optimizers() const { return optimizers_; }
+  const std::vector<ScheduleEntry>& schedules() const { return schedules_; }
+
+  // Builds the model `args` asks for (checks the class count as models/registry.h does).
+  std::shared_ptr<Module> make_model(const std::string& name, const ModelArgs& args) const;
+
+ private:
+  std::vector<ModelEntry> models_;
+  std::vector<DatasetEntry> datasets_;
+  std::vector<StrategyEntry> strategies_;
+  std::vector<OptimizerEntry> optimizers_;
+  std::vector<ScheduleEntry> schedules_;
+};
+
+}  // namespace dplab
