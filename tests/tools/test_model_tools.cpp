@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -275,6 +276,73 @@ TEST(ModelTools, TopKSoftmaxByHand) {
   EXPECT_NEAR(t[1].second, 0.24473, 1e-5);
   const float tie[2] = {0.5f, 0.5f};  // ties: the lower index first
   EXPECT_EQ(top_k(tie, 2, 1)[0].first, 0);
+}
+
+}  // namespace
+}  // namespace dplab
+
+namespace dplab {
+namespace {
+
+// `dplab train` on an image folder records the model and the class names in final.safetensors;
+// eval (on the run directory: its checkpoint's manifest names the model) and predict need no
+// --model, and predict prints the folder's class names.
+TEST(ModelTools, TrainRecordsModelAndClassNames) {
+  ScopedTempDir dir("model-tools-train");
+  write_folder(dir.path / "imgs", 2, 2);
+  auto r = run_dplab("train --model resnet18_cifar --data folder:" + dir.file("imgs") +
+                         " --batch 2 --max-steps 1 --threads 2 --set data.image_size=32 "
+                         "--set progress=off --out " +
+                         dir.file("run"),
+                     dir.path / "a");
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::map<std::string, std::string> meta;
+  load_safetensors(dir.file("run/final.safetensors"), &meta);
+  EXPECT_EQ(meta["dplab.model"], "resnet18_cifar");
+  EXPECT_EQ(meta["dplab.classes"], R"(["cat","dog"])");
+  r = run_dplab("eval --threads 2 --set data.image_size=32 --data folder:" + dir.file("imgs") +
+                    " --checkpoint " + dir.file("run"),
+                dir.path / "b");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("/4)"), std::string::npos) << r.out;
+  const std::string one = dir.file("imgs/dog/d1.jpg");
+  r = run_dplab("predict --top 1 --checkpoint " + dir.file("run/final.safetensors") + " " + one,
+                dir.path / "c");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("class names: from the checkpoint"), std::string::npos) << r.out;
+  const auto top = ranked(r.out, one);
+  ASSERT_EQ(top.size(), 1u) << r.out;
+  EXPECT_TRUE(top[0].first == "cat (0)" || top[0].first == "dog (1)") << r.out;
+}
+
+// `dplab shards` end to end: summary counts, bad images listed on stderr, the val split.
+TEST(ModelTools, ShardsCommandReportsAndSplits) {
+  ScopedTempDir dir("model-tools-shards-cli");
+  write_folder(dir.path / "imgs", 5, 5);
+  std::ofstream(dir.file("imgs/cat/readme.jpg")) << "this is not an image\n";
+  auto r = run_dplab("shards --input " + dir.file("imgs") + " --output " + dir.file("s/ds") +
+                         " --per-shard 3 --val-fraction 0.2",
+                     dir.path / "a");
+  ASSERT_EQ(r.status, 0) << r.err;
+  // 10 good images: round(0.2 * 5) = 1 per class into val, 8 into train (3 + 3 + 2).
+  EXPECT_NE(
+      r.out.find("wrote 8 images of 2 classes into 3 shards; index " + dir.file("s/ds-train.json")),
+      std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("validation: 2 images into 1 shards; index " + dir.file("s/ds-val.json")),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("skipped 1 bad images (listed on stderr)"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("skipped " + dir.file("imgs/cat/readme.jpg") + ": not a JPEG"),
+            std::string::npos)
+      << r.err;
+  // Brace ranges in shards: evaluate on the val set.
+  const std::string ckpt = export_file(dir, "resnet18_cifar", 2);
+  r = run_dplab("eval --threads 2 --set data.image_size=32 --data 'shards:" +
+                    dir.file("s/ds-train-{000000..000002}.tar") + "' --checkpoint " + ckpt,
+                dir.path / "b");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("/8)"), std::string::npos) << r.out;
 }
 
 }  // namespace
