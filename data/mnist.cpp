@@ -1,5 +1,6 @@
 #include "dplab/data/mnist.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -97,7 +98,7 @@ std::shared_ptr<MnistDataset> load_mnist(const std::string& dir, const std::stri
 }
 
 std::vector<std::string> dataset_names() {
-  return {"fashion-mnist", "mnist"};
+  return {"fashion-mnist", "mnist", "mnist-10k"};
 }
 
 std::string default_fetch_dir(const std::string& name) {
@@ -105,25 +106,100 @@ std::string default_fetch_dir(const std::string& name) {
   return (fs::path(home_dir()) / ".cache" / "dplab" / "data" / name).string();
 }
 
+IdxSplitCounts idx_split_counts(const std::string& dir) {
+  IdxSplitCounts c;
+  for (const char* split : {"train", "test"}) {
+    const std::string lab = locate(dir, fmt::format("{}-labels-idx1-ubyte", prefix_of(split)));
+    DPLAB_CHECK(!lab.empty(), "{}: no {}-labels-idx1-ubyte[.gz]", dir, prefix_of(split));
+    (split[1] == 'r' ? c.train : c.test) = int64_t(read_idx_labels(lab).size());
+  }
+  return c;
+}
+
+namespace {
+
+// `mnist` is the standard set; the 10,000-digit subset (mnist-10k) is refused under that name.
+void check_dataset_counts(const std::string& name, const std::string& dir) {
+  if (name != "mnist" && name != "mnist-10k") return;
+  const IdxSplitCounts c = idx_split_counts(dir);
+  if (name == "mnist") {
+    DPLAB_CHECK(!(c.train == kMnist10kTrain && c.test == kMnist10kTest),
+                "{} holds the 10,000-digit MNIST subset (8,000 train / 2,000 test) that older "
+                "dplab versions fetched as 'mnist': use --data mnist-10k:{} for it; --data mnist "
+                "is the standard MNIST (60,000 / 10,000 IDX files, give their directory with "
+                "--data mnist:DIR)",
+                dir, dir);
+    DPLAB_CHECK(c.train == kMnistTrain && c.test == kMnistTest,
+                "{}: expected the standard MNIST IDX files (60,000 train / 10,000 test images), "
+                "found {} / {}",
+                dir, c.train, c.test);
+  } else {
+    DPLAB_CHECK(c.train == kMnist10kTrain && c.test == kMnist10kTest,
+                "{}: expected the mnist-10k subset (8,000 train / 2,000 test, `dplab data fetch "
+                "mnist-10k`), found {} / {}{}",
+                dir, c.train, c.test,
+                c.train == kMnistTrain ? "; that is the standard MNIST: use --data mnist" : "");
+  }
+}
+
+}  // namespace
+
 std::string find_dataset_dir(const std::string& name) {
   std::vector<std::string> candidates;
   if (const char* d = std::getenv("DPLAB_DATA"); d && *d)
     candidates.push_back((fs::path(d) / name).string());
+  const fs::path cache = fs::path(home_dir()) / ".cache" / "dplab" / "data";
   if (name == "fashion-mnist") {
     candidates.push_back("/usr/share/datasets/fashion-mnist");
   } else if (name == "mnist") {
-    candidates.push_back((fs::path(home_dir()) / ".cache" / "dplab" / "data" / "mnist").string());
+    candidates.push_back((cache / "mnist").string());
+    candidates.push_back("/usr/share/datasets/mnist");
+  } else if (name == "mnist-10k") {
+    candidates.push_back((cache / "mnist-10k").string());
   } else {
-    DPLAB_FAIL("unknown dataset '{}' (known: fashion-mnist, mnist)", name);
+    DPLAB_FAIL(
+        "unknown dataset '{}' (known: fashion-mnist, mnist, mnist-10k; or "
+        "shards:GLOB, folder:DIR)",
+        name);
   }
-  for (const auto& c : candidates)
-    if (has_mnist_files(c)) return c;
   std::string tried;
-  for (const auto& c : candidates) tried += (tried.empty() ? "" : ", ") + c;
+  for (const auto& c : candidates) {
+    if (has_mnist_files(c)) {
+      check_dataset_counts(name, c);
+      return c;
+    }
+    tried += (tried.empty() ? "" : ", ") + c;
+  }
+  if (name == "mnist")
+    DPLAB_FAIL(
+        "dataset 'mnist' (the standard 60,000 / 10,000 MNIST IDX files) not found (looked "
+        "in {}); give their directory with --data mnist:DIR (or --set data.dir=DIR); "
+        "`dplab data fetch mnist-10k` installs the 10,000-digit subset as mnist-10k",
+        tried);
   DPLAB_FAIL(
-      "dataset '{}' not found (looked in {}); run `dplab data fetch {}` or set "
-      "--set data.dir=DIR",
-      name, tried, name);
+      "dataset '{}' not found (looked in {}); run `dplab data fetch {}` or give the directory "
+      "with --data {}:DIR",
+      name, tried, name, name);
+}
+
+std::string idx_dataset_dir(const std::string& spec, const std::string& data_dir) {
+  const auto colon = spec.find(':');
+  const std::string name = spec.substr(0, colon);
+  const auto names = dataset_names();
+  DPLAB_CHECK(std::find(names.begin(), names.end(), name) != names.end(),
+              "unknown dataset '{}' (known: fashion-mnist, mnist, mnist-10k, each optionally "
+              "NAME:DIR; or shards:GLOB, folder:DIR)",
+              spec);
+  std::string dir = colon == std::string::npos ? data_dir : spec.substr(colon + 1);
+  DPLAB_CHECK(colon == std::string::npos || data_dir.empty() || data_dir == dir,
+              "--data {} and data.dir = {} name two directories", spec, data_dir);
+  if (dir.empty()) return find_dataset_dir(name);
+  DPLAB_CHECK(has_mnist_files(dir),
+              "{}: expected the IDX files {{train,t10k}}-{{images-idx3,labels-idx1}}-ubyte[.gz] "
+              "of dataset '{}'",
+              dir, name);
+  check_dataset_counts(name, dir);
+  return dir;
 }
 
 }  // namespace dplab

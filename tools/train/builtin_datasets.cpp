@@ -33,10 +33,9 @@ int idx_classes(const Options& opt) {
   return n > 0 ? n : 10;
 }
 
+// NAME or NAME:DIR, or data.dir (data/mnist.h idx_dataset_dir).
 std::string idx_dir(const std::string& name, const Options& opt) {
-  std::string dir = get(opt, "data.dir");
-  if (dir.empty()) dir = find_dataset_dir(name);
-  return dir;
+  return idx_dataset_dir(name, get(opt, "data.dir"));
 }
 
 // "shards:GLOB" or "folder:DIR" with the train (RandomResizedCrop + flip) or eval (Resize +
@@ -81,6 +80,15 @@ TrainData load_image_data(const std::string& name, const Options& opt) {
   }
   d.test = image_data(val_spec, false, opt);
   return d;
+}
+
+std::shared_ptr<Dataset> load_image_eval_data(const std::string& name, const Options& opt) {
+  std::string spec = get(opt, "data.val");
+  const std::string dir = name.substr(7);
+  if (spec.empty() && name.starts_with("folder:") &&
+      std::filesystem::is_directory(dir + "/train") && std::filesystem::is_directory(dir + "/val"))
+    spec = "folder:" + dir + "/val";
+  return image_data(spec.empty() ? name : spec, false, opt);
 }
 
 TrainData load_idx_data(const std::string& name, const Options& opt) {

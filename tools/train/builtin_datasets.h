@@ -13,6 +13,10 @@ namespace dplab {
 // "shards:GLOB" or "folder:DIR": the train split with RandomResizedCrop + flip, the test split
 // (data.val, or the training data with a notice) with Resize + CenterCrop.
 TrainData load_image_data(const std::string& spec, const Options& opt);
+// The evaluation set `dplab eval` names with "shards:GLOB" or "folder:DIR": data.val when
+// given, DIR/val of a folder:DIR with train/ and val/, else the data named itself (Resize +
+// CenterCrop).
+std::shared_ptr<Dataset> load_image_eval_data(const std::string& spec, const Options& opt);
 // IDX files in data.dir, or found by `name` (data/mnist.h find_dataset_dir).
 TrainData load_idx_data(const std::string& name, const Options& opt);
 // The test split alone of IDX data (dplab eval).

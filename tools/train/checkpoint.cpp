@@ -456,31 +456,43 @@ Manifest weights_checkpoint(const fs::path& p) {
 
 }  // namespace
 
-void load_model_weights(const std::string& path, Module& model) {
+ModelWeights read_model_weights(const std::string& path) {
   std::error_code ec;
+  ModelWeights w;
   if (fs::is_directory(path, ec)) {
     const Manifest m = weights_checkpoint(path);
-    const std::string file = (m.dir / m.files[0].name).string();
-    StateDict s(file);
+    w.file = (m.dir / m.files[0].name).string();
+    StateDict s(w.file);
     std::map<std::string, std::string> meta;
-    s.assign(load_safetensors(file, &meta), std::move(meta));
-    naming(file, "the model weights",
-           [&] { model.load_state_dict(tensors_with(s, kModel, true), /*strict=*/true); });
-    return;
+    s.assign(load_safetensors(w.file, &meta), std::move(meta));
+    w.tensors = tensors_with(s, kModel, true);
+    if (auto it = m.config.find("model"); it != m.config.end()) w.model = it->second;
+    w.meta = s.values();
+    return w;
   }
   DPLAB_CHECK(fs::exists(path, ec), "checkpoint {} does not exist", path);
-  naming(path, "model weights", [&] { model.load_state_dict(load_safetensors(path), true); });
+  w.file = path;
+  w.tensors = load_safetensors(path, &w.meta);
+  if (auto it = w.meta.find("dplab.model"); it != w.meta.end()) w.model = it->second;
+  return w;
+}
+
+void load_model_weights(const std::string& path, Module& model) {
+  const ModelWeights w = read_model_weights(path);
+  naming(w.file, "the model weights", [&] { model.load_state_dict(w.tensors, /*strict=*/true); });
 }
 
 void export_model(const fs::path& path, const Module& model, const std::string& model_name,
-                  const LoopState& loop) {
+                  const LoopState& loop, const std::vector<std::string>& class_names) {
   if (path.has_parent_path()) fs::create_directories(path.parent_path());
-  const std::map<std::string, std::string> meta = {
+  std::map<std::string, std::string> meta = {
       {"format", "pt"},  // what PyTorch's safetensors loader expects
       {"dplab.epoch", std::to_string(loop.epoch)},
       {"dplab.global_step", std::to_string(loop.global_step)},
       {"dplab.model", model_name},
   };
+  // Class names (image folders and shard sets) so `dplab predict` can print them.
+  if (!class_names.empty()) meta["dplab.classes"] = nlohmann::json(class_names).dump();
   save_safetensors(path.string(), model.state_dict(), meta);
   fsync_path(path.has_parent_path() ? path.parent_path() : fs::path("."));
 }

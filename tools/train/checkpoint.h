@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "dplab/core/param_arena.h"  // NamedTensor
 #include "dplab/tools/train/checkpoint_store.h"
 #include "dplab/tools/train/rank_group.h"
 
@@ -110,11 +111,21 @@ LoopState load_rank_state(const Manifest& m, int rank, const TrainingParts& part
 // gives rank 0's model. Errors name the file.
 void load_model_weights(const std::string& path, Module& model);
 
+// A model's weights as stored, before loading: `path` as for load_model_weights.
+struct ModelWeights {
+  std::string file;                         // the .safetensors file read
+  std::vector<NamedTensor> tensors;         // PyTorch names
+  std::map<std::string, std::string> meta;  // the file's metadata (dplab.model, ...)
+  std::string model;  // the model name recorded (dplab.model, or the run's "model"), or ""
+};
+ModelWeights read_model_weights(const std::string& path);
+
 // Writes `model`'s state_dict with PyTorch names (loads into PyTorch with strict=True) to
 // `path` atomically (tmp file, fsync, rename, fsync of the directory); metadata names the
-// model, epoch and global step.
+// model, epoch and global step, and the class names when given (dplab.classes, a JSON array).
 void export_model(const std::filesystem::path& path, const Module& model,
-                  const std::string& model_name, const LoopState& loop);
+                  const std::string& model_name, const LoopState& loop,
+                  const std::vector<std::string>& class_names = {});
 
 // "a,b.*" -> {"a", "b.*"} (empty items dropped).
 std::vector<std::string> split_override_list(const std::string& list);

@@ -22,8 +22,10 @@ const std::vector<OptionSpec>& train_option_specs() {
       {"model.zero_init_residual", "false",
        "resnets: zero each residual block's last BatchNorm gamma (Goyal et al.)"},
       {"data", "fashion-mnist",
-       "dataset: fashion-mnist, mnist, shards:GLOB (WebDataset tar shards) or folder:DIR "
-       "(<class>/<file> images; DIR/train + DIR/val if present)"},
+       "dataset: fashion-mnist, mnist (the standard 60k/10k IDX files), mnist-10k (the "
+       "10,000-digit "
+       "subset), each as NAME or NAME:DIR; shards:GLOB (WebDataset tar shards; {000000..000099} "
+       "ranges) or folder:DIR (<class>/<file> images; DIR/train + DIR/val if present)"},
       {"data.val", "", "evaluation data for shards:/folder: (shards:GLOB or folder:DIR)", false},
       {"data.image_size", "224", "shards:/folder: image side after cropping"},
       {"data.on_error", "skip", "shards:/folder: damaged sample: skip (report, count) or fail"},

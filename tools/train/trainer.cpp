@@ -28,6 +28,7 @@
 #include "dplab/tools/train/eval_split.h"
 #include "dplab/tools/train/evaluate.h"
 #include "dplab/tools/train/metrics.h"
+#include "dplab/tools/train/model_file.h"
 #include "dplab/tools/train/model_parts.h"
 #include "dplab/tools/train/nonfinite_guard.h"
 #include "dplab/tools/train/preemption.h"
@@ -598,7 +599,7 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
     check_state_finite("final.safetensors");
     if (rank0) {
       const auto path = std::filesystem::path(out_dir) / "final.safetensors";
-      export_model(path, *model, model_name, loop);
+      export_model(path, *model, model_name, loop, dataset_class_names(*data.train));
       result.final_checkpoint = path.string();
     }
   }
@@ -625,12 +626,19 @@ EvalReport run_evaluation(const Options& opt, const Registry& registry) {
   const int64_t eval_batch = get_int(opt, "eval.batch");
   const std::string name = get(opt, "data");
   const DatasetEntry& entry = registry.dataset(name);
-  // IDX data: the test split alone; any other data set builds both.
-  const std::shared_ptr<Dataset> test =
-      entry.name == "*" ? load_idx_test(name, opt) : entry.make(name, opt).test;
-  auto model =
-      registry.make_model(get(opt, "model"), ModelArgs{0, test->num_classes(), false, &opt});
-  load_model_weights(checkpoint, *model);
+  // IDX data: the test split alone; images: the evaluation set named (data.val, DIR/val of a
+  // folder:DIR with train/ and val/, else --data itself); any other data set builds both.
+  const std::shared_ptr<Dataset> test = entry.name == "*" ? load_idx_test(name, opt)
+                                        : (entry.name == "shards:" || entry.name == "folder:")
+                                            ? load_image_eval_data(name, opt)
+                                            : entry.make(name, opt).test;
+  // The model: --model when given, else the one the checkpoint records (tools/train/model_file.h).
+  const ModelWeights weights = read_model_weights(checkpoint);
+  const std::string model_name = model_for_file(opt.has("model") ? get(opt, "model") : "", weights);
+  const int file_classes = classes_in_file(weights);
+  auto model = registry.make_model(
+      model_name, ModelArgs{0, file_classes > 0 ? file_classes : test->num_classes(), false, &opt});
+  load_model_file(weights, *model, model_name);
   EvalOptions eval_opt;
   eval_opt.batch_size = eval_batch;
   eval_opt.workers = int(get_int(opt, "data.workers"));
