@@ -7,6 +7,7 @@
 #include "dplab/comm/registry.h"
 #include "dplab/models/registry.h"
 #include "dplab/tools/dplab/command.h"
+#include "dplab/tools/dplab/usage_agreement.h"
 #include "dplab/tools/train/nonfinite_guard.h"
 #include "dplab/tools/train/run_config.h"
 #include "dplab/tools/train/trainer.h"
@@ -54,7 +55,7 @@ CommandSpec train_command() {
         tf.add(*train, "--model", "model", "model: " + joined(model_names()));
         tf.add(*train, "--data", "data", "dataset: fashion-mnist or mnist");
         tf.add(*train, "--epochs", "epochs", "number of epochs");
-        tf.add(*train, "--batch", "batch", "batch size per rank");
+        tf.add(*train, "--batch,--batch-size", "batch", "batch size per rank");
         tf.add(*train, "--lr", "lr", "base learning rate");
         tf.add(*train, "--momentum", "momentum", "SGD momentum");
         a->nesterov_flag =
@@ -64,7 +65,7 @@ CommandSpec train_command() {
             "--trace", a->trace,
             "write a per-rank timeline to DIR/trace/ and DIR/trace.json (option trace; window: "
             "trace.steps) [default: off]");
-        tf.add(*train, "--wd", "wd", "weight decay");
+        tf.add(*train, "--wd,--weight-decay", "wd", "weight decay");
         tf.add(*train, "--seed", "seed", "seed of weights and data order");
         tf.add(*train, "--threads", "threads", "OpenMP threads for the ops",
                fmt::format("{} (the number of cores)", cores));
@@ -111,11 +112,15 @@ CommandSpec train_command() {
           // instead of leaving the others waiting in MPI_Init (comm/mpi_env.h).
           start_mpi_if_launched();
           Options o;
-          if (!a->config.empty()) load_config_file(a->config, o);
-          a->flags.apply(o);
-          if (a->nesterov_flag->count() > 0) o.set("nesterov", a->nesterov ? "true" : "false");
-          if (a->trace_flag->count() > 0) o.set("trace", "true");
-          for (const auto& s : a->sets) apply_set_option(s, o);
+          // A usage error here is every rank's: printed once, exit status 2 on every rank.
+          agree_on_usage([&] {
+            if (!a->config.empty()) load_config_file(a->config, o);
+            a->flags.apply(o);
+            if (a->nesterov_flag->count() > 0) o.set("nesterov", a->nesterov ? "true" : "false");
+            if (a->trace_flag->count() > 0) o.set("trace", "true");
+            for (const auto& s : a->sets) apply_set_option(s, o);
+            check_option_values(o);  // types, ranges and choices of config file and --set values
+          });
           TrainResult r;
           try {
             r = run_training(o, std::cout, std::cerr);
