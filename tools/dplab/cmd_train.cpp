@@ -7,6 +7,7 @@
 #include "dplab/comm/registry.h"
 #include "dplab/models/registry.h"
 #include "dplab/tools/dplab/command.h"
+#include "dplab/tools/dplab/option_help.h"
 #include "dplab/tools/dplab/usage_agreement.h"
 #include "dplab/tools/train/nonfinite_guard.h"
 #include "dplab/tools/train/run_config.h"
@@ -17,13 +18,11 @@ namespace {
 
 std::string option_table() {
   std::string r =
-      "Option keys (for --config files and --set KEY=VALUE). A checkpoint stores every key a "
-      "run reads (set or defaulted, algorithm and lr.* keys too) except those marked [run]; a "
-      "resumed run must keep them (--resume-override KEY,... allows a change):\n";
-  for (const auto& s : train_option_specs())
-    r += fmt::format("  {:<26} {} [default: {}]{}\n", s.key, s.help,
-                     s.default_value.empty() ? "\"\"" : s.default_value,
-                     s.trajectory ? "" : " [run]");
+      "Option keys (for --config files and --set KEY=VALUE; also: dplab options [PREFIX]), by "
+      "area. A checkpoint stores every key a run reads (set or defaulted) except those marked "
+      "[run]; a resumed run must keep them (--resume-override KEY,... allows a change). "
+      "--algo NAME --help shows NAME's keys only.\n\n";
+  r += option_reference("");
   r += fmt::format(
       "\nExit status: 0 done, 1 runtime error, 2 usage error, {} stopped on a non-finite loss, "
       "gradient or state (option nonfinite; no checkpoint written), {} pre-empted by a signal in "

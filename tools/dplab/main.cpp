@@ -6,6 +6,7 @@
 
 #include "dplab/comm/mpi_env.h"
 #include "dplab/tools/dplab/command.h"
+#include "dplab/tools/dplab/option_help.h"
 #include "dplab/tools/dplab/unknown_flag.h"
 #include "dplab/tools/dplab/usage_agreement.h"
 #include "dplab/tools/dplab/version.h"
@@ -22,6 +23,7 @@ int run(int argc, char** argv) {
     dplab::cli::Action act = spec.add(app);
     actions.emplace_back(app.get_subcommand(spec.name), std::move(act));
   }
+  dplab::cli::focus_train_help(app, argc, argv);  // train --algo NAME --help: NAME's keys
   const bool report = dplab::cli::reports_usage_errors();
   try {
     app.parse(argc, argv);

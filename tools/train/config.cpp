@@ -278,7 +278,7 @@ void check_no_unknown_options(const Options& opt) {
   for (const auto& k : unused) list += (list.empty() ? "" : ", ") + k + did_you_mean(k, known);
   throw UsageError(fmt::format(
       "unknown option{} {} (not used by the model, data, optimizer, schedule or algorithm "
-      "'{}'; see dplab train --help)",
+      "'{}'; every key: dplab options, an algorithm's: dplab options ALGO)",
       unused.size() > 1 ? "s" : "", list, opt.get_string("algo", "local")));
 }
 
