@@ -11,6 +11,7 @@
 #include "dplab/tools/dplab/usage_agreement.h"
 #include "dplab/tools/train/nonfinite_guard.h"
 #include "dplab/tools/train/run_config.h"
+#include "dplab/tools/train/setting_warnings.h"
 #include "dplab/tools/train/trainer.h"
 
 namespace dplab::cli {
@@ -105,7 +106,7 @@ CommandSpec train_command() {
         train->add_option("--set", a->sets, "KEY=VALUE option override (repeatable); see below")
             ->take_all();
         train->footer(option_table());
-        return [a]() {
+        return [a, cores]() {
           // Under mpiexec, MPI (and the death watch) start before anything can fail, so a rank
           // that fails while reading its data or config aborts every rank, naming itself,
           // instead of leaving the others waiting in MPI_Init (comm/mpi_env.h).
@@ -120,6 +121,14 @@ CommandSpec train_command() {
             for (const auto& s : a->sets) apply_set_option(s, o);
             check_option_values(o);  // types, ranges and choices of config file and --set values
           });
+          // Settings that do nothing here: said once, by rank 0.
+          if (reports_usage_errors()) {
+            RunShape shape;
+            shape.world_size = mpi_active() ? MpiEnv::get().world_size() : 1;
+            shape.local_ranks = local_ranks_hint();
+            shape.cores = int(cores);
+            for (const std::string& w : ineffective_settings(o, shape)) std::cerr << w << "\n";
+          }
           TrainResult r;
           try {
             r = run_training(o, std::cout, std::cerr);

@@ -8,6 +8,7 @@
 #define TOML_ASSERT(expr) static_assert(true)
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 
@@ -275,7 +276,14 @@ void check_no_unknown_options(const Options& opt) {
   for (const auto& s : train_option_specs()) known.push_back(s.key);
   for (const auto& [k, v] : opt.read_values()) known.push_back(k);
   std::string list;
-  for (const auto& k : unused) list += (list.empty() ? "" : ", ") + k + did_you_mean(k, known);
+  for (const auto& k : unused) {
+    // A key of the table that this run does not read (another algorithm's, link.* without a
+    // distributed algorithm): named as such, not "did you mean" itself.
+    const bool listed = std::find(known.begin(), known.end(), k) != known.end();
+    list += (list.empty() ? "" : ", ") + k +
+            (listed ? fmt::format(" (an option of area {}, not read by this run)", option_area(k))
+                    : did_you_mean(k, known));
+  }
   throw UsageError(fmt::format(
       "unknown option{} {} (not used by the model, data, optimizer, schedule or algorithm "
       "'{}'; every key: dplab options, an algorithm's: dplab options ALGO)",

@@ -40,6 +40,7 @@
 #include "dplab/tools/train/progress.h"
 #include "dplab/tools/train/run_record.h"
 #include "dplab/tools/train/run_trace.h"
+#include "dplab/tools/train/setting_warnings.h"
 #include "dplab/tools/train/step_agreement.h"
 #include "dplab/tools/train/step_metrics.h"
 #include "dplab/tools/train/step_record.h"
@@ -308,9 +309,13 @@ TrainResult run_training(const Options& opt, std::ostream& summary, std::ostream
   eval_opt.workers = lopt.workers;
   eval_opt.prefetch = lopt.prefetch;
   eval_opt.comm = eval_comm.get();
-  const int64_t steps_per_epoch = loader.num_batches_for(
-      data.shards ? shard_stream_count(data.shards->shard_begin(), sopt.world_size)
-                  : sampler.num_samples());
+  const int64_t rank_samples = data.shards
+                                   ? shard_stream_count(data.shards->shard_begin(), sopt.world_size)
+                                   : sampler.num_samples();
+  const int64_t steps_per_epoch = loader.num_batches_for(rank_samples);
+  // A batch larger than a rank's share: said once (tools/train/setting_warnings.h).
+  if (const std::string w = batch_warning(batch, rank_samples); !w.empty() && rank0)
+    progress_out << w << "\n";
 
   // ---- resume (tools/train/checkpoint.h) ----------------------------------------------------
   // Every option read so far that changes the trajectory; the checkpoints store it.
