@@ -44,14 +44,28 @@ std::string unknown_argument_message(const CLI::App& app, int argc, char** argv)
   if (!sub)
     return fmt::format("unknown command '{}'{}; commands: {}", first, did_you_mean(first, commands),
                        fmt::join(commands, ", "));
+  // Follow nested commands (bench loader); a flag is known when the command or one of its
+  // parents takes it.
+  std::vector<const CLI::App*> chain = {sub};
+  std::string path = first;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--") break;  // positional arguments follow
-    if (arg.size() < 2 || arg[0] != '-' || is_number(arg)) continue;
+    if (!arg.empty() && arg[0] != '-') {
+      for (const CLI::App* s : chain.back()->get_subcommands({}))
+        if (s->get_name() == arg) {
+          chain.push_back(s);
+          path += " " + arg;
+        }
+      continue;
+    }
+    if (arg.size() < 2 || is_number(arg)) continue;
     const std::string name = arg.substr(0, arg.find('='));
-    if (sub->get_option_no_throw(name)) continue;
-    return fmt::format("unknown flag {} for dplab {}{}", name, first,
-                       did_you_mean(name, long_flags(*sub)));
+    bool known = false;
+    for (const CLI::App* c : chain) known = known || c->get_option_no_throw(name) != nullptr;
+    if (known) continue;
+    return fmt::format("unknown flag {} for dplab {}{}", name, path,
+                       did_you_mean(name, long_flags(*chain.back())));
   }
   return "";
 }
