@@ -24,6 +24,7 @@ size_t count(const std::string& text, const std::string& what) {
 }
 
 #define EXPECT_HAS(text, what) EXPECT_NE((text).find(what), std::string::npos) << (text)
+#define EXPECT_LACKS(text, what) EXPECT_EQ((text).find(what), std::string::npos) << (text)
 
 TEST(Suggest, EditDistanceByHand) {
   EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);  // k->s, e->i, +g
@@ -70,6 +71,16 @@ TEST(CliUsage, BadValuesExitWith2NamingOptionValueAndExpectation) {
     EXPECT_EQ(r.status, 2) << c.args << "\n" << r.err;
     for (const auto& s : c.says) EXPECT_HAS(r.err, s) << " for: " << c.args;
   }
+}
+
+TEST(CliUsage, FlagsAreTypedInHelp) {
+  ScopedTempDir dir("cli-usage-help");
+  const auto r = run_dplab("train --help", dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* s : {"--epochs INT=1", "--batch,--batch-size INT=64", "--lr FLOAT=0.01",
+                        "--wd,--weight-decay FLOAT=0", "--wait spin|backoff|auto=auto"})
+    EXPECT_HAS(r.out, s);
+  EXPECT_LACKS(r.out, "--epochs TEXT");
 }
 
 TEST(CliUsage, ConfigFileValuesAreCheckedLikeFlags) {
