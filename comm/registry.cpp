@@ -12,6 +12,8 @@
 #include "dplab/comm/algorithms/oscars.h"
 #include "dplab/comm/algorithms/sgp.h"
 #include "dplab/core/error.h"
+#include "dplab/core/suggest.h"
+#include "dplab/core/usage_error.h"
 
 namespace dplab {
 
@@ -55,7 +57,8 @@ std::unique_ptr<Strategy> make_strategy(const Options& opt) {
     if (n == algo) return f(opt);
   std::string known;
   for (auto& n : strategy_names()) known += (known.empty() ? "" : ", ") + n;
-  DPLAB_FAIL("unknown algorithm '{}' (option algo / --algo): known: {}", algo, known);
+  throw UsageError(fmt::format("option algo (--algo): unknown algorithm '{}'{}; known: {}", algo,
+                               did_you_mean(algo, strategy_names()), known));
 }
 
 }  // namespace dplab

@@ -4,6 +4,7 @@
 #include <system_error>
 
 #include "dplab/core/error.h"
+#include "dplab/core/usage_error.h"
 
 namespace dplab {
 namespace {
@@ -31,8 +32,8 @@ int64_t Options::get_int(const std::string& key, int64_t def) const {
   const std::string& s = it->second;
   int64_t v = 0;
   auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-  DPLAB_CHECK(r.ec == std::errc() && r.ptr == s.data() + s.size(),
-              "option {}: expected an integer, got '{}'", key, s);
+  if (r.ec != std::errc() || r.ptr != s.data() + s.size())
+    throw UsageError(fmt::format("option {}: expected an integer, got '{}'", key, s));
   return v;
 }
 
@@ -42,14 +43,16 @@ double Options::get_double(const std::string& key, double def) const {
   defaults_read_.emplace(key, double_text(def));
   if (it == values_.end()) return def;
   const std::string& s = it->second;
+  size_t pos = 0;
+  double v = 0;
   try {
-    size_t pos = 0;
-    double v = std::stod(s, &pos);
-    DPLAB_CHECK(pos == s.size(), "option {}: expected a number, got '{}'", key, s);
-    return v;
+    v = std::stod(s, &pos);
   } catch (const std::logic_error&) {
-    DPLAB_FAIL("option {}: expected a number, got '{}'", key, s);
+    pos = std::string::npos;
   }
+  if (pos != s.size())
+    throw UsageError(fmt::format("option {}: expected a number, got '{}'", key, s));
+  return v;
 }
 
 bool Options::get_bool(const std::string& key, bool def) const {
@@ -60,13 +63,13 @@ bool Options::get_bool(const std::string& key, bool def) const {
   const std::string& s = it->second;
   if (s == "true" || s == "1" || s == "yes" || s == "on") return true;
   if (s == "false" || s == "0" || s == "no" || s == "off") return false;
-  DPLAB_FAIL("option {}: expected true or false, got '{}'", key, s);
+  throw UsageError(fmt::format("option {}: expected true or false, got '{}'", key, s));
 }
 
 std::string Options::require_string(const std::string& key) const {
   used_.insert(key);
   auto it = values_.find(key);
-  DPLAB_CHECK(it != values_.end(), "missing required option '{}'", key);
+  if (it == values_.end()) throw UsageError(fmt::format("missing required option '{}'", key));
   return it->second;
 }
 

@@ -1,6 +1,7 @@
 // Options: a flat, typed view of configuration keys ("hybrid.W" -> "8"). The `dplab` command
 // fills it from a TOML file and --set KEY=VALUE; algorithms and layers read typed values with
-// defaults, and an unparsable value is an error that names the key.
+// defaults, and an unparsable value is a UsageError (core/usage_error.h) that names the key, the
+// value and the type expected.
 #pragma once
 #include <map>
 #include <optional>

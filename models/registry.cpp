@@ -4,6 +4,9 @@
 
 #include <functional>
 
+#include "dplab/core/error.h"
+#include "dplab/core/suggest.h"
+#include "dplab/core/usage_error.h"
 #include "dplab/models/mnist_cnn.h"
 #include "dplab/models/resnet.h"
 
@@ -50,7 +53,8 @@ const std::vector<Entry>& table() {
 const Entry& find(const std::string& name) {
   for (const Entry& e : table())
     if (e.info.name == name) return e;
-  DPLAB_FAIL("unknown model '{}': known models are {}", name, fmt::join(model_names(), ", "));
+  throw UsageError(fmt::format("option model: unknown model '{}'{}; known models are {}", name,
+                               did_you_mean(name, model_names()), fmt::join(model_names(), ", ")));
 }
 
 }  // namespace

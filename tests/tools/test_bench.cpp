@@ -100,7 +100,7 @@ TEST(Bench, InferTableAndUsageErrors) {
       << r.out;
   EXPECT_NE(r.out.find("images/s"), std::string::npos) << r.out;
   r = run_dplab("bench train --model no_such_model --steps 1 --warmup 0 --json", dir.path);
-  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.status, 2);  // a usage error
   EXPECT_NE(r.err.find("no_such_model"), std::string::npos) << r.err;
   r = run_dplab("bench", dir.path);  // a bench kind is required
   EXPECT_EQ(r.status, 2) << r.err;

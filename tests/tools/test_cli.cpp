@@ -57,7 +57,9 @@ TEST(Cli, UsageErrorsExitWith2) {
   EXPECT_NE(r.err.find("--set 'novalue': expected KEY=VALUE"), std::string::npos) << r.err;
   r = run_dplab(kSmall + " --max-steps 1 --set optimizr.lr=3 --set data.wrokers=2", dir.path);
   EXPECT_EQ(r.status, 2) << r.err;
-  EXPECT_NE(r.err.find("unknown options data.wrokers, optimizr.lr"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("unknown options data.wrokers (did you mean 'data.workers'?), optimizr.lr"),
+            std::string::npos)
+      << r.err;
   r = run_dplab("data fetch cifar10", dir.path);
   EXPECT_EQ(r.status, 2) << r.err;
 }

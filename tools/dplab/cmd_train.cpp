@@ -7,8 +7,11 @@
 #include "dplab/comm/registry.h"
 #include "dplab/models/registry.h"
 #include "dplab/tools/dplab/command.h"
+#include "dplab/tools/dplab/option_help.h"
+#include "dplab/tools/dplab/usage_agreement.h"
 #include "dplab/tools/train/nonfinite_guard.h"
 #include "dplab/tools/train/run_config.h"
+#include "dplab/tools/train/setting_warnings.h"
 #include "dplab/tools/train/trainer.h"
 
 namespace dplab::cli {
@@ -16,13 +19,11 @@ namespace {
 
 std::string option_table() {
   std::string r =
-      "Option keys (for --config files and --set KEY=VALUE). A checkpoint stores every key a "
-      "run reads (set or defaulted, algorithm and lr.* keys too) except those marked [run]; a "
-      "resumed run must keep them (--resume-override KEY,... allows a change):\n";
-  for (const auto& s : train_option_specs())
-    r += fmt::format("  {:<26} {} [default: {}]{}\n", s.key, s.help,
-                     s.default_value.empty() ? "\"\"" : s.default_value,
-                     s.trajectory ? "" : " [run]");
+      "Option keys (for --config files and --set KEY=VALUE; also: dplab options [PREFIX]), by "
+      "area. A checkpoint stores every key a run reads (set or defaulted) except those marked "
+      "[run]; a resumed run must keep them (--resume-override KEY,... allows a change). "
+      "--algo NAME --help shows NAME's keys only.\n\n";
+  r += option_reference("");
   r += fmt::format(
       "\nExit status: 0 done, 1 runtime error, 2 usage error, {} stopped on a non-finite loss, "
       "gradient or state (option nonfinite; no checkpoint written), {} pre-empted by a signal in "
@@ -54,7 +55,7 @@ CommandSpec train_command() {
         tf.add(*train, "--model", "model", "model: " + joined(model_names()));
         tf.add(*train, "--data", "data", "dataset: fashion-mnist or mnist");
         tf.add(*train, "--epochs", "epochs", "number of epochs");
-        tf.add(*train, "--batch", "batch", "batch size per rank");
+        tf.add(*train, "--batch,--batch-size", "batch", "batch size per rank");
         tf.add(*train, "--lr", "lr", "base learning rate");
         tf.add(*train, "--momentum", "momentum", "SGD momentum");
         a->nesterov_flag =
@@ -64,7 +65,7 @@ CommandSpec train_command() {
             "--trace", a->trace,
             "write a per-rank timeline to DIR/trace/ and DIR/trace.json (option trace; window: "
             "trace.steps) [default: off]");
-        tf.add(*train, "--wd", "wd", "weight decay");
+        tf.add(*train, "--wd,--weight-decay", "wd", "weight decay");
         tf.add(*train, "--seed", "seed", "seed of weights and data order");
         tf.add(*train, "--threads", "threads", "OpenMP threads for the ops",
                fmt::format("{} (the number of cores)", cores));
@@ -105,17 +106,29 @@ CommandSpec train_command() {
         train->add_option("--set", a->sets, "KEY=VALUE option override (repeatable); see below")
             ->take_all();
         train->footer(option_table());
-        return [a]() {
+        return [a, cores]() {
           // Under mpiexec, MPI (and the death watch) start before anything can fail, so a rank
           // that fails while reading its data or config aborts every rank, naming itself,
           // instead of leaving the others waiting in MPI_Init (comm/mpi_env.h).
           start_mpi_if_launched();
           Options o;
-          if (!a->config.empty()) load_config_file(a->config, o);
-          a->flags.apply(o);
-          if (a->nesterov_flag->count() > 0) o.set("nesterov", a->nesterov ? "true" : "false");
-          if (a->trace_flag->count() > 0) o.set("trace", "true");
-          for (const auto& s : a->sets) apply_set_option(s, o);
+          // A usage error here is every rank's: printed once, exit status 2 on every rank.
+          agree_on_usage([&] {
+            if (!a->config.empty()) load_config_file(a->config, o);
+            a->flags.apply(o);
+            if (a->nesterov_flag->count() > 0) o.set("nesterov", a->nesterov ? "true" : "false");
+            if (a->trace_flag->count() > 0) o.set("trace", "true");
+            for (const auto& s : a->sets) apply_set_option(s, o);
+            check_option_values(o);  // types, ranges and choices of config file and --set values
+          });
+          // Settings that do nothing here: said once, by rank 0.
+          if (reports_usage_errors()) {
+            RunShape shape;
+            shape.world_size = mpi_active() ? MpiEnv::get().world_size() : 1;
+            shape.local_ranks = local_ranks_hint();
+            shape.cores = int(cores);
+            for (const std::string& w : ineffective_settings(o, shape)) std::cerr << w << "\n";
+          }
           TrainResult r;
           try {
             r = run_training(o, std::cout, std::cerr);

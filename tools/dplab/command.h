@@ -12,6 +12,7 @@
 
 #include "dplab/core/options.h"
 #include "dplab/tools/train/config.h"
+#include "dplab/tools/train/option_values.h"
 
 namespace dplab::cli {
 
@@ -42,8 +43,13 @@ struct FlagSet {
     auto b = std::make_unique<Bound>();
     b->key = key;
     const std::string def = default_text.empty() ? option_default(key) : default_text;
+    // Typed, with the option's range or choices (tools/train/option_values.h): a bad value is
+    // refused while parsing, exit status 2.
     b->opt = app.add_option(flag, b->value, fmt::format("{} (option {})", help, key))
-                 ->default_str(def.empty() ? "\"\"" : def);
+                 ->default_str(def.empty() ? "\"\"" : def)
+                 ->type_name(option_type_name(key))
+                 ->check(CLI::Validator(
+                     [key](std::string& v) { return check_option_value(key, v); }, ""));
     bound.push_back(std::move(b));
     return bound.back()->opt;
   }

@@ -8,15 +8,21 @@
 #define TOML_ASSERT(expr) static_assert(true)
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 
 #include "dplab/core/error.h"
+#include "dplab/core/suggest.h"
+#include "dplab/tools/train/option_keys.h"
 #include "dplab/tools/train/toml_nesting.h"
 
 namespace dplab {
 
-const std::vector<OptionSpec>& train_option_specs() {
+namespace {
+
+// The driver's own keys; component_option_specs() (option_keys.cpp) adds its parts'.
+const std::vector<OptionSpec>& driver_option_specs() {
   static const std::vector<OptionSpec> specs = {
       {"model", "mnist_cnn", "model name (models/registry.h)"},
       {"model.zero_init_residual", "false",
@@ -141,6 +147,17 @@ const std::vector<OptionSpec>& train_option_specs() {
   return specs;
 }
 
+}  // namespace
+
+const std::vector<OptionSpec>& train_option_specs() {
+  static const std::vector<OptionSpec> specs = [] {
+    std::vector<OptionSpec> all = driver_option_specs();
+    for (const OptionSpec& s : component_option_specs()) all.push_back(s);
+    return all;
+  }();
+  return specs;
+}
+
 std::string option_default(const std::string& key) {
   for (const auto& s : train_option_specs())
     if (s.key == key) return s.default_value;
@@ -255,11 +272,23 @@ void apply_set_option(const std::string& key_value, Options& opt) {
 void check_no_unknown_options(const Options& opt) {
   const auto unused = opt.unused_keys();
   if (unused.empty()) return;
+  // Candidates for "did you mean": the table's keys and every key this run read (an
+  // algorithm's, a schedule's).
+  std::vector<std::string> known;
+  for (const auto& s : train_option_specs()) known.push_back(s.key);
+  for (const auto& [k, v] : opt.read_values()) known.push_back(k);
   std::string list;
-  for (const auto& k : unused) list += (list.empty() ? "" : ", ") + k;
+  for (const auto& k : unused) {
+    // A key of the table that this run does not read (another algorithm's, link.* without a
+    // distributed algorithm): named as such, not "did you mean" itself.
+    const bool listed = std::find(known.begin(), known.end(), k) != known.end();
+    list += (list.empty() ? "" : ", ") + k +
+            (listed ? fmt::format(" (an option of area {}, not read by this run)", option_area(k))
+                    : did_you_mean(k, known));
+  }
   throw UsageError(fmt::format(
       "unknown option{} {} (not used by the model, data, optimizer, schedule or algorithm "
-      "'{}'; see dplab train --help)",
+      "'{}'; every key: dplab options, an algorithm's: dplab options ALGO)",
       unused.size() > 1 ? "s" : "", list, opt.get_string("algo", "local")));
 }
 

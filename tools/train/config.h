@@ -10,19 +10,15 @@
 
 #include "dplab/core/options.h"
 
-#include "dplab/core/error.h"
+#include "dplab/core/usage_error.h"
 
 namespace dplab {
 
-// A mistake in how dplab was invoked (unknown option key, malformed --set, unreadable config
-// file): the `dplab` command exits with status 2 for these, 1 for other errors.
-class UsageError : public Error {
- public:
-  using Error::Error;
-};
+// dplab::UsageError (core/usage_error.h): unknown keys, malformed --set, unreadable config files.
 
 // One key the training driver reads, with its default and a line of help; the `dplab`
-// command's --help and the README are generated from this table.
+// command's --help and `dplab options` print this table (grouped by option_area,
+// tools/train/option_keys.h).
 struct OptionSpec {
   std::string key;
   std::string default_value;
@@ -32,6 +28,8 @@ struct OptionSpec {
   // other key a run reads is part of its trajectory (trajectory_config).
   bool trajectory = true;
 };
+// Every key of `dplab train`: the driver's own (config.cpp), then the communicator's, the lr
+// schedule's and each algorithm's (option_keys.cpp).
 const std::vector<OptionSpec>& train_option_specs();
 // The table's default for `key` (throws for a key not in it).
 std::string option_default(const std::string& key);

@@ -47,8 +47,9 @@ DataPipeline::DataPipeline(std::shared_ptr<Dataset> train, const DataPipelineOpt
       loader_(train, loader_options(o)),
       batches_(loader_, device) {
   // Tar shards: every rank streams the same number of samples (the rest is dropped).
-  steps_per_epoch_ = loader_.num_batches_for(
-      shards_ ? shard_stream_count(shards_->shard_begin(), o.world_size) : sampler_.num_samples());
+  rank_samples_ =
+      shards_ ? shard_stream_count(shards_->shard_begin(), o.world_size) : sampler_.num_samples();
+  steps_per_epoch_ = loader_.num_batches_for(rank_samples_);
 }
 
 std::vector<int64_t> DataPipeline::epoch_indices(int64_t epoch) {

@@ -39,6 +39,8 @@ class DataPipeline {
 
   // Batches per epoch on this rank (every rank has the same count, so collective steps match).
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
+  // Samples this rank reads per epoch (its shard of the data).
+  int64_t rank_samples() const { return rank_samples_; }
   // This rank's sample order in `epoch` (a function of seed, rank, world size and epoch only).
   std::vector<int64_t> epoch_indices(int64_t epoch);
   // Starts `epoch` at batch `first_batch` (resume in the middle of an epoch); the loader's
@@ -56,6 +58,7 @@ class DataPipeline {
   BatchLoader loader_;
   DeviceBatches batches_;
   int64_t steps_per_epoch_ = 0;
+  int64_t rank_samples_ = 0;
 };
 
 }  // namespace dplab

@@ -36,6 +36,7 @@
 #include "dplab/tools/train/registry.h"
 #include "dplab/tools/train/run_record.h"
 #include "dplab/tools/train/run_trace.h"
+#include "dplab/tools/train/setting_warnings.h"
 #include "dplab/tools/train/step_agreement.h"
 #include "dplab/tools/train/step_metrics.h"
 #include "dplab/tools/train/step_record.h"
@@ -184,6 +185,9 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
   eval_opt.prefetch = pipeline.options().prefetch;
   eval_opt.comm = eval_comm.get();
   const int64_t steps_per_epoch = pipeline.steps_per_epoch();
+  // A batch larger than a rank's share: said once (tools/train/setting_warnings.h).
+  if (const std::string w = batch_warning(batch, pipeline.rank_samples()); !w.empty() && rank0)
+    progress_out << w << "\n";
 
   // ---- resume (tools/train/checkpoint.h) ----------------------------------------------------
   // Every option read so far that changes the trajectory; the checkpoints store it.

@@ -1,0 +1,122 @@
+// Every option key is reachable from help: `dplab options [PREFIX]`, `dplab train --help`
+// (grouped by area) and `dplab train --algo NAME --help`. The reference list of keys is taken
+// from the sources themselves (every literal key read through Options), not from the table.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <regex>
+#include <set>
+
+#include "data/temp_dir.h"
+#include "run_cli.h"
+
+namespace dplab {
+namespace {
+
+namespace fs = std::filesystem;
+using test::run_dplab;
+using test::ScopedTempDir;
+
+#define EXPECT_HAS(text, what) EXPECT_NE((text).find(what), std::string::npos) << (text)
+#define EXPECT_LACKS(text, what) EXPECT_EQ((text).find(what), std::string::npos) << (text)
+
+// Keys read with a literal name in the library and the training driver: opt.get_int("k", ..),
+// and the driver's get(opt, "k") / get_int(opt, "k") helpers. Only `dplab eval` reads
+// "checkpoint".
+std::set<std::string> keys_read_in_sources() {
+  const char* src = std::getenv("DPLAB_SOURCE_DIR");
+  EXPECT_NE(src, nullptr);
+  if (!src) return {};
+  const std::regex pat(
+      R"re(\bopt\.(?:get_int|get_double|get_string|get_bool|require_string)\("([^"]+)"|\bget(?:_int|_double|_bool)?\(opt, "([^"]+)")re");
+  std::set<std::string> keys;
+  for (const char* dir : {"comm", "optim", "tools/train", "models", "data", "layers", "core"})
+    for (const auto& e : fs::recursive_directory_iterator(fs::path(src) / dir)) {
+      const std::string ext = e.path().extension().string();
+      if (ext != ".cpp" && ext != ".h") continue;
+      const std::string text = test::slurp(e.path());
+      for (std::sregex_iterator m(text.begin(), text.end(), pat), end; m != end; ++m)
+        keys.insert((*m)[1].matched ? (*m)[1].str() : (*m)[2].str());
+    }
+  keys.erase("checkpoint");
+  return keys;
+}
+
+TEST(CliOptions, EveryKeyReadInTheSourcesIsInTheTableAndInTrainHelp) {
+  ScopedTempDir dir("cli-options-all");
+  const std::set<std::string> read = keys_read_in_sources();
+  ASSERT_GT(read.size(), 80u);  // the scan found the algorithms' keys (daso.*, hybrid.*, ...)
+  ASSERT_TRUE(read.count("daso.B_max") && read.count("lr.milestones") &&
+              read.count("comm.timeout_s") && read.count("link.inter"));
+  const auto json = run_dplab("options --json", dir.path);
+  ASSERT_EQ(json.status, 0) << json.err;
+  std::set<std::string> table;
+  for (const auto& k : nlohmann::json::parse(json.out)) {
+    table.insert(k["key"].get<std::string>());
+    EXPECT_FALSE(k["help"].get<std::string>().empty()) << k.dump();
+  }
+  for (const auto& k : read) EXPECT_TRUE(table.count(k)) << k << " is read but not documented";
+  const auto help = run_dplab("train --help", dir.path);
+  ASSERT_EQ(help.status, 0) << help.err;
+  for (const auto& k : table) EXPECT_HAS(help.out, "  " + k + " ") << " lacks " << k;
+  for (const char* area : {"\nrun:\n", "\ndata:\n", "\noptimizer:\n", "\nschedule:\n",
+                           "\ncheckpoint:\n", "\ncomm:\n", "\ndaso:\n", "\nhybrid:\n"})
+    EXPECT_HAS(help.out, area);
+}
+
+TEST(CliOptions, PrefixSelectsAnAlgorithmsKeys) {
+  ScopedTempDir dir("cli-options-daso");
+  auto r = run_dplab("options daso", dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_HAS(r.out, "daso.B_max");
+  EXPECT_HAS(r.out, "[default: 4]");  // DasoConfig's B_max (comm/algorithms/daso.h)
+  EXPECT_HAS(r.out, "daso.local.bucket_cap_mb");
+  EXPECT_LACKS(r.out, "hybrid.W");
+  EXPECT_LACKS(r.out, "\nlr ");
+  r = run_dplab("options lr.", dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_HAS(r.out, "lr.milestones");
+  EXPECT_HAS(r.out, "30,60,80");
+  r = run_dplab("options nosuchthing", dir.path);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_HAS(r.err, "no option key or area starts with 'nosuchthing'");
+}
+
+TEST(CliOptions, TrainHelpWithAnAlgorithmShowsItsKeysOnly) {
+  ScopedTempDir dir("cli-options-algo-help");
+  auto r = run_dplab("train --algo daso --help", dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_HAS(r.out, "daso.B_max");
+  EXPECT_HAS(r.out, "comm.timeout_s");
+  EXPECT_HAS(r.out, "lr.milestones");
+  EXPECT_LACKS(r.out, "hybrid.W");
+  EXPECT_LACKS(r.out, "dcs3gd.lambda0");
+  r = run_dplab("train --algo=post_local_sgd --help", dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_HAS(r.out, "post_local_sgd.switch_epoch");
+  EXPECT_HAS(r.out, "allreduce.bucket_cap_mb");  // its allreduce phase's buckets
+  EXPECT_LACKS(r.out, "daso.B_max");
+}
+
+TEST(CliOptions, AlgorithmValuesAreCheckedBeforeTheRun) {
+  ScopedTempDir dir("cli-options-values");
+  auto r = run_dplab("train --algo daso --set daso.B_max=0", dir.path);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_HAS(r.err, "option daso.B_max: expected an integer >= 1, got '0'");
+  r = run_dplab("train --algo daso --set daso.S_reduction=halv", dir.path);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_HAS(r.err, "did you mean 'halve'?");
+  // An unknown key's error says where the keys are listed.
+  r = run_dplab(
+      "train --max-steps 1 --threads 1 --set data.train_limit=64 --set "
+      "data.test_limit=10 --set progress=off --set daso.Bmax=3",
+      dir.path);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_HAS(r.err, "daso.Bmax (did you mean 'daso.B_max'?)");
+  EXPECT_HAS(r.err, "dplab options");
+}
+
+}  // namespace
+}  // namespace dplab

@@ -1,0 +1,90 @@
+// Warnings for settings that do nothing (tools/train/setting_warnings.h): the rules on hand-made
+// run shapes, then the command printing them once, on rank 0.
+#include <gtest/gtest.h>
+
+#include "data/temp_dir.h"
+#include "dplab/tools/train/setting_warnings.h"
+#include "run_cli.h"
+
+namespace dplab {
+namespace {
+
+using test::ScopedTempDir;
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+Options opts(std::initializer_list<std::pair<const char*, const char*>> kv) {
+  Options o;
+  for (const auto& [k, v] : kv) o.set(k, v);
+  return o;
+}
+
+TEST(SettingWarnings, LinkAndDasoOnOneNode) {
+  const Options o = opts({{"link.inter", "20us,1GB/s"}, {"algo", "daso"}});
+  // 4 ranks on one host, no virtual nodes: one node.
+  auto w = ineffective_settings(o, {4, 4, 8});
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_NE(w[0].find("link.inter = 20us,1GB/s does nothing"), std::string::npos) << w[0];
+  EXPECT_NE(w[1].find("algo = daso on one node"), std::string::npos) << w[1];
+  // Virtual nodes of 2: two nodes, both settings act.
+  Options two = o;
+  two.set("ranks_per_node", "2");
+  EXPECT_TRUE(ineffective_settings(two, {4, 4, 8}).empty());
+  // Virtual nodes as large as the world: one node again.
+  two.set("ranks_per_node", "4");
+  EXPECT_EQ(ineffective_settings(two, {4, 4, 8}).size(), 2u);
+  // Two hosts of 2 ranks: two real nodes.
+  EXPECT_TRUE(ineffective_settings(o, {4, 2, 8}).empty());
+  // link = off is not a setting.
+  EXPECT_TRUE(ineffective_settings(opts({{"link.inter", "off"}}), {1, 1, 8}).empty());
+  // The values were only looked at: nothing marked read.
+  EXPECT_EQ(o.unused_keys().size(), 2u);
+}
+
+TEST(SettingWarnings, ThreadsBeyondCoresAndBatchBeyondShard) {
+  // 3 threads x 2 ranks = 6 > 4 cores; 2 x 2 = 4 is not.
+  auto w = ineffective_settings(opts({{"threads", "3"}}), {2, 2, 4});
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("6 threads on 4 cores"), std::string::npos) << w[0];
+  EXPECT_TRUE(ineffective_settings(opts({{"threads", "2"}}), {2, 2, 4}).empty());
+  EXPECT_TRUE(ineffective_settings(opts({{"threads", "0"}}), {2, 2, 4}).empty());
+  EXPECT_EQ(batch_warning(64, 64), "");
+  EXPECT_NE(batch_warning(128, 32).find("batch = 128 is larger than the 32 training samples"),
+            std::string::npos);
+}
+
+const std::string kTiny =
+    "train --threads 1 --max-steps 1 --set data.train_limit=64 --set data.test_limit=10 "
+    "--set progress=off";
+
+TEST(SettingWarnings, PrintedOnceByTheCommand) {
+  ScopedTempDir dir("setting-warnings");
+  // (allreduce reads the link keys; algo local would refuse them as unread.)
+  auto r = test::run_dplab(kTiny + " --algo allreduce --batch 100 --set link.inter=20us,1GB/s",
+                           dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(count(r.err, "warning: link.inter = 20us,1GB/s does nothing"), 1u) << r.err;
+  EXPECT_EQ(count(r.err, "warning: batch = 100 is larger than the 64 training samples"), 1u)
+      << r.err;
+  // With algo local nobody reads link.inter: the run refuses it, saying it is a known key.
+  r = test::run_dplab(kTiny + " --set link.inter=20us,1GB/s", dir.path / "local");
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("link.inter (an option of area comm, not read by this run)"),
+            std::string::npos)
+      << r.err;
+#ifdef DPLAB_MPIEXEC
+  // Two ranks on this host: the warning once (rank 0), and 32 samples per rank.
+  r = test::run_dplab_mpi(2, kTiny + " --algo daso --batch 40", dir.path / "mpi");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(count(r.err, "warning: algo = daso on one node"), 1u) << r.err;
+  EXPECT_EQ(count(r.err, "warning: batch = 40 is larger than the 32 training samples"), 1u)
+      << r.err;
+#endif
+}
+
+}  // namespace
+}  // namespace dplab

@@ -1,0 +1,41 @@
+// `dplab options [PREFIX] [--json]`: every option key of `dplab train` with its default and
+// help, grouped by area; PREFIX selects keys or areas by prefix (daso, lr., data).
+#include <iostream>
+
+#include "dplab/core/usage_error.h"
+#include "dplab/tools/dplab/command.h"
+#include "dplab/tools/dplab/option_help.h"
+
+namespace dplab::cli {
+
+struct OptionsArgs {
+  std::string prefix;
+  bool json = false;
+};
+
+CommandSpec options_command() {
+  return {"options", [](CLI::App& app) -> Action {
+            auto a = std::make_shared<OptionsArgs>();
+            CLI::App* cmd = app.add_subcommand(
+                "options",
+                "list the option keys of dplab train (config files, --set KEY=VALUE) with "
+                "defaults and help, by area");
+            cmd->add_option("PREFIX", a->prefix,
+                            "only keys or areas starting with this (daso, lr., data, comm)");
+            cmd->add_flag("--json", a->json,
+                          "a JSON array of {key, default, help, area, trajectory}");
+            return [a]() {
+              if (a->json) {
+                std::cout << option_reference_json(a->prefix);
+                return 0;
+              }
+              const std::string text = option_reference(a->prefix);
+              if (text.empty())
+                throw UsageError(fmt::format("no option key or area starts with '{}'", a->prefix));
+              std::cout << text;
+              return 0;
+            };
+          }};
+}
+
+}  // namespace dplab::cli

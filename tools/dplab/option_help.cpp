@@ -1,0 +1,90 @@
+#include "dplab/tools/dplab/option_help.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "dplab/tools/train/option_keys.h"
+
+namespace dplab::cli {
+namespace {
+
+const std::vector<std::string> kAlgorithmAreas = {"allreduce", "hybrid", "daso",     "dcs3gd",
+                                                  "crossover", "oscars", "local_sgd"};
+
+bool is_algorithm_area(const std::string& area) {
+  for (const auto& a : kAlgorithmAreas)
+    if (a == area) return true;
+  return false;
+}
+
+// The areas an algorithm's run reads besides the common ones: its own, and for local_sgd and
+// post_local_sgd also allreduce.* (the averaging phase's GradSync).
+bool area_of_algo(const std::string& area, const std::string& algo) {
+  if (area == algo) return true;
+  if (algo == "post_local_sgd" || algo == "local_sgd")
+    return area == "local_sgd" || area == "allreduce";
+  return false;
+}
+
+bool selected(const OptionSpec& s, const std::string& prefix) {
+  return prefix.empty() || s.key.rfind(prefix, 0) == 0 || option_area(s.key).rfind(prefix, 0) == 0;
+}
+
+}  // namespace
+
+std::string option_reference(const std::string& prefix, const std::string& algo) {
+  std::string r;
+  bool left_out = false;
+  for (const std::string& area : option_areas()) {
+    if (!algo.empty() && is_algorithm_area(area) && !area_of_algo(area, algo)) {
+      left_out = true;
+      continue;
+    }
+    std::string lines;
+    for (const OptionSpec& s : train_option_specs()) {
+      if (option_area(s.key) != area || !selected(s, prefix)) continue;
+      lines += fmt::format("  {:<28} {} [default: {}]{}\n", s.key, s.help,
+                           s.default_value.empty() ? "\"\"" : s.default_value,
+                           s.trajectory ? "" : " [run]");
+    }
+    if (!lines.empty()) r += fmt::format("{}{}:\n{}", r.empty() ? "" : "\n", area, lines);
+  }
+  if (left_out)
+    r += fmt::format(
+        "\n(the other algorithms' keys: dplab options ALGO, or dplab train --algo ALGO --help)\n");
+  return r;
+}
+
+std::string option_reference_json(const std::string& prefix) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const OptionSpec& s : train_option_specs())
+    if (selected(s, prefix))
+      a.push_back({{"key", s.key},
+                   {"default", s.default_value},
+                   {"help", s.help},
+                   {"area", option_area(s.key)},
+                   {"trajectory", s.trajectory}});
+  return a.dump(1) + "\n";
+}
+
+void focus_train_help(CLI::App& app, int argc, char** argv) {
+  if (argc < 3 || std::string(argv[1]) != "train") return;
+  std::string algo;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--algo" && i + 1 < argc) algo = argv[i + 1];
+    if (a.rfind("--algo=", 0) == 0) algo = a.substr(7);
+  }
+  CLI::App* train = nullptr;
+  for (CLI::App* s : app.get_subcommands({}))
+    if (s->get_name() == "train") train = s;
+  if (algo.empty() || !train) return;
+  train->footer(
+      fmt::format("Option keys of a run with algo = {} (for --config files and --set "
+                  "KEY=VALUE):\n{}",
+                  algo, option_reference("", algo)));
+}
+
+}  // namespace dplab::cli

@@ -1,0 +1,20 @@
+// The option table as text (`dplab train --help`, `dplab options`) and as JSON
+// (`dplab options --json`), grouped by area (tools/train/option_keys.h).
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace dplab::cli {
+
+// Every key whose name or area starts with `prefix` ("" for all), one line each, under a
+// heading per area. With `algo` set, the keys of other algorithms are left out (a line says
+// where they are).
+std::string option_reference(const std::string& prefix, const std::string& algo = "");
+// [{"key", "default", "help", "area", "trajectory"}, ...] for the same selection.
+std::string option_reference_json(const std::string& prefix);
+// `dplab train --algo NAME --help`: the train command's footer shows NAME's keys only.
+// Called before parsing, with the raw command line.
+void focus_train_help(CLI::App& app, int argc, char** argv);
+
+}  // namespace dplab::cli

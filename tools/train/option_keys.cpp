@@ -1,0 +1,169 @@
+// The option keys the training driver's parts read beyond its own (tools/train/config.cpp):
+// the communicator, the learning-rate schedule and each distributed algorithm. The help texts
+// summarise the headers that define them (comm/communicator.h, optim/schedule.h,
+// comm/algorithms/*.h); a test (tests/tools/test_cli_options.cpp) fails when a key read in the
+// sources is missing here.
+#include "dplab/tools/train/option_keys.h"
+
+#include <string>
+
+namespace dplab {
+namespace {
+
+// GradSync's bucket keys under `prefix` ("allreduce.", "hybrid.", "daso.local.", ...).
+void add_grad_sync(std::vector<OptionSpec>& v, const std::string& prefix, const std::string& what) {
+  v.push_back({prefix + "first_bucket_mb", "1",
+               what + ": size of the first gradient bucket, MiB (small: communication starts "
+                      "early in the backward pass; comm/grad_sync.h)"});
+  v.push_back({prefix + "bucket_cap_mb", "25",
+               what + ": size of the later gradient buckets, MiB (0: one allreduce per tensor)"});
+  v.push_back(
+      {prefix + "wire", "f32",
+       what + ": wire type of the gradient allreduce: f32, bf16 or f16 (f32 accumulation)"});
+}
+
+std::vector<OptionSpec> make_specs() {
+  std::vector<OptionSpec> v = {
+      // ---- communicator (comm/communicator.h, comm/link_emulation.h) ----
+      {"ranks_per_node", "0",
+       "virtual nodes of N consecutive ranks (0: nodes are the hosts); the node level of every "
+       "hierarchical algorithm and of link emulation"},
+      {"link.intra", "",
+       "emulated link inside a node, \"LATENCY,BANDWIDTH\" (e.g. 2us,20GB/s; comm/"
+       "link_emulation.h); empty or off: none"},
+      {"link.inter", "",
+       "emulated link between nodes, \"LATENCY,BANDWIDTH\" (e.g. 20us,1.25GB/s); empty or off: "
+       "none; needs more than one node (ranks_per_node or several hosts)"},
+      {"comm.wait", "auto",
+       "waiting in MPI: spin, backoff (test, then sleep comm.backoff_sleep_us) or auto (backoff "
+       "when ranks outnumber cores)",
+       false},
+      {"comm.timeout_s", "60",
+       "a communication wait longer than this fails, naming the ranks that did not arrive "
+       "(0: never)",
+       false},
+      {"comm.backoff_sleep_us", "20",
+       "sleep between tests of a pending request (comm.wait = backoff)", false},
+      // ---- learning-rate schedule (optim/schedule.h; lr.schedule is in the driver's table) ----
+      {"lr.warmup_epochs", "0", "linear warm-up over this many epochs (fractional allowed)"},
+      {"lr.warmup_start_factor", "0", "lr factor at the start of the warm-up"},
+      {"lr.step_size", "30", "step: epochs between decays"},
+      {"lr.gamma", "0.1", "step and multistep: decay factor"},
+      {"lr.milestones", "30,60,80", "multistep: epochs at which the lr decays by lr.gamma"},
+      {"lr.power", "2", "poly: factor (1 - t/T)^power"},
+      {"lr.min_factor", "0", "cosine, poly and plateau: floor of the lr factor"},
+      {"lr.patience", "10", "plateau: epochs without improvement before a decay"},
+      {"lr.factor", "0.1", "plateau: decay factor"},
+      {"lr.threshold", "0.0001", "plateau: relative improvement that counts"},
+      {"lr.mode", "min", "plateau: min (the epoch loss) or max"},
+      // ---- hybrid (comm/algorithms/hybrid.h) ----
+      {"hybrid.mode", "hybrid",
+       "hybrid (three stages), each_iter (P-SGD every iteration) or only_end (local steps, one "
+       "final average)"},
+      {"hybrid.W", "8", "stage-2 accumulation length (>= 1)"},
+      {"hybrid.R", "12", "stage-3 sync interval (>= 1)"},
+      {"hybrid.split", "ceil", "stage boundaries: ceil (thesis code, S = ceil(E/3)) or thirds"},
+      {"hybrid.counter", "global",
+       "iteration counter of stages 2 and 3: global (thesis code) or epoch (Algorithm 4)"},
+      {"hybrid.carry_grad", "true",
+       "stage 2 starts on top of the last stage-1 gradient (thesis code)"},
+      {"hybrid.final_average", "true", "average the parameters once at the end"},
+      {"hybrid.accumulate", "sum",
+       "stage-2 step on the sum of the W gradients (thesis code) or their mean"},
+      {"hybrid.hierarchical", "false", "GradSync: reduce within nodes first, then across"},
+      // ---- daso (comm/algorithms/daso.h) ----
+      {"daso.B_max", "4", "batches between global syncs at the start of a cycle"},
+      {"daso.S", "1", "batches between sending and merging at the start of a cycle"},
+      {"daso.warmup_epochs", "4", "blocking bf16 phase at the start (epochs)"},
+      {"daso.cooldown_epochs", "4", "blocking bf16 phase at the end (epochs)"},
+      {"daso.plateau_threshold", "0.05",
+       "relative improvement of the epoch loss that counts as progress"},
+      {"daso.plateau_patience", "2",
+       "a plateau is the (patience+1)-th consecutive epoch without progress"},
+      {"daso.S_reduction", "halve", "on a plateau: halve (paper) or decrement (authors' code)"},
+      {"daso.phases", "true",
+       "false: fixed B = B_max and S, no warm-up, cool-down or plateau cycle (Table 2)"},
+      {"daso.epoch_end_sync", "true", "blocking plain-average sync at each epoch's last batch"},
+      {"daso.blocking_wire", "bf16", "wire type of the warm-up and cool-down syncs"},
+      {"daso.global_wire", "f32", "wire type of the cycling-phase syncs"},
+      // ---- dcs3gd (comm/algorithms/dcs3gd.h) ----
+      {"dcs3gd.lambda0", "0.2", "λ0 of eq. 17; 0: no delay compensation"},
+      {"dcs3gd.norm", "per_tensor", "norms of eq. 17: per_tensor or global"},
+      {"dcs3gd.correct_from", "start", "apply the correction from start or from warmup_end"},
+      {"dcs3gd.schedule", "warmup_linear",
+       "warmup_linear (the paper's) or loop (the lr.* schedule, wd scaled with it)"},
+      {"dcs3gd.warmup_epochs", "-1", "warm-up length in epochs; < 0: dcs3gd.warmup_frac"},
+      {"dcs3gd.warmup_frac", "0.166667", "warm-up as a fraction of all iterations"},
+      {"dcs3gd.wd_mult", "2.3", "multiplier of wd"},
+      {"dcs3gd.wd_exclude", "bn", "parameters without weight decay: bn, bn_bias or none"},
+      {"dcs3gd.momentum", "-1", "momentum μ; < 0: the optimizer's momentum"},
+      {"dcs3gd.wire", "f32", "wire type of the update allreduce: f32, bf16 or f16"},
+      {"dcs3gd.progress_us", "200",
+       "a helper thread tests the in-flight allreduce this often (us); 0: no helper"},
+      // ---- crossover (comm/algorithms/crossover.h) ----
+      {"crossover.segments", "blocks",
+       "how the parameters are cut: blocks, layers, tensors, model or \"p1,p2|p3|...\" groups "
+       "of name prefixes"},
+      {"crossover.sampler", "balanced", "derangement sampler: balanced (the paper's) or uniform"},
+      {"crossover.interval", "1", "communication interval: micro-batches per step"},
+      {"crossover.hierarchical", "false",
+       "gradient allreduce inside a node's group, gossip among group leaders"},
+      {"crossover.seed", "(seed)", "seed of the shared topology stream (default: seed)"},
+      {"crossover.check_maps", "false", "allgather every drawn map and fail if ranks disagree"},
+      // ---- oscars (comm/algorithms/oscars.h) ----
+      {"oscars.M", "4", "step-gap bound of Eq. 3 (tau_fast - tau_slow < M)"},
+      {"oscars.tau_max", "16", "largest tau the search considers"},
+      {"oscars.search", "exact", "exact, alg1 (Algorithm 1 literally) or text (T += step)"},
+      {"oscars.text_step_us", "1000", "the T increment of search = text (us)"},
+      {"oscars.profile_discard", "5", "profiling iterations discarded (warm-up)"},
+      {"oscars.profile_measure", "20", "profiling iterations measured (median)"},
+      {"oscars.reprofile_rounds", "0", "re-measure and re-search every N rounds (0: never)"},
+      {"oscars.t_us", "", "fixed iteration times \"t0,t1,...\" (us) instead of profiling"},
+      // ---- local_sgd, post_local_sgd (comm/algorithms/local_sgd.h) ----
+      {"local_sgd.H", "4", "local steps between parameter averages"},
+      {"post_local_sgd.switch_epoch", "1", "epochs of allreduce SGD before local SGD"},
+  };
+  add_grad_sync(v, "allreduce.", "allreduce (and post_local_sgd's first phase)");
+  v.push_back({"allreduce.hierarchical", "false",
+               "allreduce: reduce within nodes first, then across nodes"});
+  add_grad_sync(v, "hybrid.", "hybrid");
+  add_grad_sync(v, "daso.local.", "daso: node-local syncs");
+  add_grad_sync(v, "crossover.sync.", "crossover.hierarchical: the group allreduce");
+  return v;
+}
+
+}  // namespace
+
+const std::vector<OptionSpec>& component_option_specs() {
+  static const std::vector<OptionSpec> specs = make_specs();
+  return specs;
+}
+
+std::string option_area(const std::string& key) {
+  const std::string head = key.substr(0, key.find('.'));
+  const bool dotted = key.find('.') != std::string::npos;
+  if (head == "model") return "model";
+  if (head == "data" || key == "eval.batch") return "data";
+  if (key == "lr.schedule" || (head == "lr" && dotted)) return "schedule";
+  for (const char* k : {"lr", "momentum", "nesterov", "dampening", "wd", "optim", "lars",
+                        "accumulate_steps", "label_smoothing", "amp"})
+    if (head == k) return "optimizer";
+  for (const char* k : {"algo", "comm", "ranks_per_node", "link", "slowdown"})
+    if (head == k) return "comm";
+  for (const char* k : {"checkpoint", "out", "resume", "init_from", "nonfinite", "preempt"})
+    if (head == k) return "checkpoint";
+  for (const char* k : {"trace", "metrics", "progress"})
+    if (head == k) return "reporting";
+  if (head == "post_local_sgd") return "local_sgd";
+  if (dotted) return head;  // an algorithm's own keys: daso, hybrid, allreduce, ...
+  return "run";
+}
+
+const std::vector<std::string>& option_areas() {
+  static const std::vector<std::string> a = {
+      "run",       "model",  "data", "optimizer", "schedule",  "checkpoint", "reporting", "comm",
+      "allreduce", "hybrid", "daso", "dcs3gd",    "crossover", "oscars",     "local_sgd"};
+  return a;
+}
+
+}  // namespace dplab

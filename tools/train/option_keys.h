@@ -1,0 +1,20 @@
+// Every option key of `dplab train` in one table, grouped by area: the driver's own keys
+// (tools/train/config.cpp) and those of its parts (option_keys.cpp: communicator, lr schedule,
+// each algorithm). `dplab train --help` and `dplab options` print it.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "dplab/tools/train/config.h"
+
+namespace dplab {
+
+// The communicator's, the schedule's and the algorithms' keys (part of train_option_specs()).
+const std::vector<OptionSpec>& component_option_specs();
+// The area a key is listed under: run, model, data, optimizer, schedule, checkpoint,
+// reporting, comm, or an algorithm's name (allreduce, hybrid, daso, ..., local_sgd).
+std::string option_area(const std::string& key);
+// The areas in help order.
+const std::vector<std::string>& option_areas();
+
+}  // namespace dplab
