@@ -16,6 +16,7 @@
 //    here without a change to this file.
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -52,21 +53,45 @@ std::string code(const std::string& s) {
   return s.empty() ? "*(empty)*" : "`" + s + "`";
 }
 
-// Every key `read` reads on fresh options that the driver's table does not hold, with the
-// default its reader passed.
-std::map<std::string, std::string> keys_read(const std::set<std::string>& in_table,
+// The same default: the same text, or the same number however it is spelled (1e-04, 0.0001).
+bool same_default(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  char *ea = nullptr, *eb = nullptr;
+  const double x = std::strtod(a.c_str(), &ea), y = std::strtod(b.c_str(), &eb);
+  return !a.empty() && !b.empty() && *ea == '\0' && *eb == '\0' && x == y;
+}
+
+// The driver's table: key -> (default, help).
+using Table = std::map<std::string, std::pair<std::string, std::string>>;
+
+// Every key `read` reads on fresh options, with the default its reader passed. A key whose
+// table default differs from its reader's is an error: one of the two is wrong.
+std::map<std::string, std::string> keys_read(const Table& table,
                                              const std::function<void(Options&)>& read) {
   Options o;
   read(o);
   std::map<std::string, std::string> r;
-  for (const auto& [k, v] : o.read_values())
-    if (!in_table.count(k)) r.emplace(k, o.default_read(k).value_or(v));
+  for (const auto& [k, v] : o.read_values()) {
+    const std::string d = o.default_read(k).value_or(v);
+    // A table default in parentheses describes one ("(seed)": the run's seed), not a value.
+    if (const auto t = table.find(k); t != table.end() && !t->second.first.starts_with("(") &&
+                                      !same_default(t->second.first, d)) {
+      std::cerr << fmt::format("option {}: the table says default '{}', its reader uses '{}'\n", k,
+                               t->second.first, d);
+      std::exit(1);
+    }
+    r.emplace(k, d);
+  }
   return r;
 }
 
-std::string key_table(const std::map<std::string, std::string>& keys) {
-  std::string md = "\n| key | default |\n|---|---|\n";
-  for (const auto& [k, v] : keys) md += fmt::format("| `{}` | {} |\n", k, code(v));
+std::string key_table(const std::map<std::string, std::string>& keys, const Table& table) {
+  std::string md = "\n| key | default | meaning |\n|---|---|---|\n";
+  for (const auto& [k, v] : keys) {
+    const auto t = table.find(k);
+    md += fmt::format("| `{}` | {} | {} |\n", k, code(v),
+                      t == table.end() ? "*(not in the table)*" : cell(t->second.second));
+  }
   return md;
 }
 
@@ -95,7 +120,7 @@ const std::map<std::string, std::pair<std::string, std::string>>& algorithm_page
 
 int main() {
   using namespace dplab;
-  std::set<std::string> in_table;
+  Table table;
   std::string md;
   md +=
       "# Option reference\n\n"
@@ -111,20 +136,21 @@ int main() {
       "prints.\n\n"
       "| key | default | run | meaning |\n|---|---|---|---|\n";
   for (const auto& s : train_option_specs()) {
-    in_table.insert(s.key);
+    table[s.key] = {s.default_value, s.help};
     md += fmt::format("| `{}` | {} | {} | {} |\n", s.key, code(s.default_value),
                       s.trajectory ? "" : "*run*", cell(s.help));
   }
   md +=
       "\n## Keys of the algorithms, the communicator and the LR schedules\n\n"
-      "Declared where they are read, with their defaults; listed here by constructing every "
-      "algorithm of the registry (comm/registry.cpp) and every LR schedule on empty options. "
-      "What each key does: the page linked in each section.\n";
+      "The keys each algorithm and each LR schedule reads (also in the table above), found by "
+      "constructing every algorithm of the registry (comm/registry.cpp) and every LR schedule "
+      "on empty options, with the default its reader uses (the generator fails when the table "
+      "says otherwise). More on each: the page linked in each section.\n";
   // Keys every distributed algorithm reads: the communicator's and the topology's.
   std::map<std::string, std::map<std::string, std::string>> by_algo;
   for (const auto& name : strategy_names()) {
     if (name == "local") continue;  // one process, no communication: reads nothing
-    by_algo[name] = keys_read(in_table, [&](Options& o) {
+    by_algo[name] = keys_read(table, [&](Options& o) {
       o.set("algo", name);
       make_strategy(o);
     });
@@ -138,7 +164,7 @@ int main() {
   md +=
       "\n### Communicator and topology\n\nRead by every distributed algorithm (`algo` other "
       "than `local`); described in [algorithms/README.md](algorithms/README.md).\n";
-  md += key_table(common);
+  md += key_table(common, table);
   for (const auto& name : strategy_names()) {
     if (name == "local") continue;
     auto keys = by_algo[name];
@@ -149,13 +175,13 @@ int main() {
       md += fmt::format("Described in [algorithms/{0}](algorithms/{0}).\n", page->second.first);
       if (!page->second.second.empty()) md += "\n" + page->second.second + "\n";
     }
-    md += keys.empty() ? "\nNo keys of its own.\n" : key_table(keys);
+    md += keys.empty() ? "\nNo keys of its own.\n" : key_table(keys, table);
   }
   // LR schedules: key -> default, and which schedules read it.
   std::map<std::string, std::string> lr_defaults;
   std::map<std::string, std::vector<std::string>> read_by;
   for (const char* kind : {"constant", "step", "multistep", "poly", "cosine", "plateau"}) {
-    const auto keys = keys_read(in_table, [&](Options& o) {
+    const auto keys = keys_read(table, [&](Options& o) {
       o.set("lr.schedule", kind);
       o.set("lr.warmup_epochs", "1");  // so the warm-up's own key is read too
       make_lr_schedule(o, 90);

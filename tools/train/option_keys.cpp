@@ -93,7 +93,7 @@ std::vector<OptionSpec> make_specs() {
       {"dcs3gd.schedule", "warmup_linear",
        "warmup_linear (the paper's) or loop (the lr.* schedule, wd scaled with it)"},
       {"dcs3gd.warmup_epochs", "-1", "warm-up length in epochs; < 0: dcs3gd.warmup_frac"},
-      {"dcs3gd.warmup_frac", "0.166667", "warm-up as a fraction of all iterations"},
+      {"dcs3gd.warmup_frac", "0.16666666666666666", "warm-up as a fraction of all iterations (1/6)"},
       {"dcs3gd.wd_mult", "2.3", "multiplier of wd"},
       {"dcs3gd.wd_exclude", "bn", "parameters without weight decay: bn, bn_bias or none"},
       {"dcs3gd.momentum", "-1", "momentum μ; < 0: the optimizer's momentum"},
