@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "common/harness.h"
 #include "dplab/core/error.h"
 #include "dplab/data/idx.h"
 #include "dplab/data/mnist.h"
@@ -35,14 +36,7 @@ std::string idx_dir(const test::ScopedTempDir& dir, const std::string& name, int
   return d.string();
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;  // tests/common/harness.h
 
 TEST(MnistNames, StandardMnistByDirectory) {
   test::ScopedTempDir dir("mnist-names-std");
