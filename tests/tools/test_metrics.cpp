@@ -143,7 +143,9 @@ class TwoRankRun : public ::testing::Test {
     dir_ = new ScopedTempDir("metrics-2ranks");
     result_ = new test::CliResult(test::run_dplab_mpi(
         2,
-        kJob + " --algo allreduce --epochs 2 --set metrics.every_steps=2 --out " +
+        kJob +
+            " --algo allreduce --epochs 2 --set metrics.every_steps=2 --set progress=lines "
+            "--out " +
             dir_->file("run"),
         dir_->path));
   }
@@ -187,6 +189,14 @@ TEST_F(TwoRankRun, GlobalImagesPerSecondIsAllRanksImagesOverTheSlowestRanksEpoch
       result_->out.find(fmt::format("img/s global (2 ranks)  {:.1f} s", num(epochs[0], "time_s"))),
       std::string::npos)
       << result_->out;
+}
+
+// The progress lines show rank 0's own running loss and rate, and say so; the epoch line the
+// global ones.
+TEST_F(TwoRankRun, ProgressLinesSayTheyAreRankZerosOwn) {
+  ASSERT_EQ(result_->status, 0) << result_->err;
+  EXPECT_NE(result_->err.find(" img/s (rank 0's own)\n"), std::string::npos) << result_->err;
+  EXPECT_NE(result_->out.find(" img/s global (2 ranks)"), std::string::npos) << result_->out;
 }
 
 TEST_F(TwoRankRun, LossAndAccuracyAreSampleWeightedMeansOverRanks) {
@@ -380,8 +390,11 @@ TEST_F(TwoRankRun, StepRecordsDoNotChangeTraining) {
 
 TEST(Metrics, OneRankPrintsItsRateWithoutTheGlobalLabel) {
   ScopedTempDir dir("metrics-1rank");
-  const auto r = run_dplab(kJob + " --max-steps 3 --out " + dir.file("run"), dir.path);
+  const auto r =
+      run_dplab(kJob + " --max-steps 3 --set progress=lines --out " + dir.file("run"), dir.path);
   ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find(" img/s\n"), std::string::npos) << r.err;  // one rank: no scope to say
+  EXPECT_EQ(r.err.find("rank 0's own"), std::string::npos) << r.err;
   const auto m = read_records(dir.path / "run" / "metrics.jsonl");
   ASSERT_EQ(m.size(), 2u);
   EXPECT_EQ(m[0]["images"], 96);  // 3 steps of 32

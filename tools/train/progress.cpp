@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <utility>
+
 #include "dplab/core/error.h"
 
 namespace dplab {
@@ -15,8 +17,11 @@ Progress::Mode Progress::parse_mode(const std::string& mode) {
   DPLAB_FAIL("option progress: expected auto, bar, lines or off, got '{}'", mode);
 }
 
-Progress::Progress(Mode mode, int every_percent, std::ostream& out)
-    : mode_(mode), every_percent_(every_percent < 1 ? 1 : every_percent), out_(out) {}
+Progress::Progress(Mode mode, int every_percent, std::ostream& out, std::string scope)
+    : mode_(mode),
+      every_percent_(every_percent < 1 ? 1 : every_percent),
+      out_(out),
+      scope_(std::move(scope)) {}
 
 void Progress::begin_epoch(int64_t epoch, int64_t total_epochs, int64_t steps, int64_t first_step) {
   epoch_ = epoch;
@@ -33,8 +38,8 @@ void Progress::update(int64_t done, double mean_loss, double images_per_s) {
   if (mode_ == Mode::lines) {
     if (percent < next_percent_) return;
     while (next_percent_ <= percent) next_percent_ += every_percent_;
-    out_ << fmt::format("epoch {}/{} {:3d}% step {}/{} loss {:.4f} {:.0f} img/s\n", epoch_ + 1,
-                        total_epochs_, percent, done, steps_, mean_loss, images_per_s);
+    out_ << fmt::format("epoch {}/{} {:3d}% step {}/{} loss {:.4f} {:.0f} img/s{}\n", epoch_ + 1,
+                        total_epochs_, percent, done, steps_, mean_loss, images_per_s, scope_);
     out_.flush();
     return;
   }
@@ -45,10 +50,10 @@ void Progress::update(int64_t done, double mean_loss, double images_per_s) {
   drawn_ = true;
   constexpr int kWidth = 30;
   const int filled = int(kWidth * done / steps_);
-  out_ << fmt::format("\repoch {}/{} [{}{}] {:3d}% {}/{} loss {:.4f} {:.0f} img/s", epoch_ + 1,
+  out_ << fmt::format("\repoch {}/{} [{}{}] {:3d}% {}/{} loss {:.4f} {:.0f} img/s{}", epoch_ + 1,
                       total_epochs_, std::string(size_t(filled), '#'),
                       std::string(size_t(kWidth - filled), '.'), percent, done, steps_, mean_loss,
-                      images_per_s);
+                      images_per_s, scope_);
   out_.flush();
 }
 

@@ -293,7 +293,8 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
                                  loop.global_step, loop.global_step == 1 ? "" : "s"),
                      agreed);
   };
-  Progress progress(rank0 ? progress_mode : Progress::Mode::off, every_percent, progress_out);
+  Progress progress(rank0 ? progress_mode : Progress::Mode::off, every_percent, progress_out,
+                    strategy->world_size() > 1 ? " (rank 0's own)" : "");
   TrainResult result;
   result.is_rank0 = rank0;
   bool stop = max_steps > 0 && loop.optimizer_steps >= max_steps;
