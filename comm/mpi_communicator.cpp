@@ -14,6 +14,7 @@
 #include "dplab/comm/mpi_env.h"
 #include "dplab/comm/stall_report.h"
 #include "dplab/core/error.h"
+#include "dplab/core/usage_error.h"
 
 namespace dplab {
 
@@ -473,8 +474,8 @@ class MpiCommunicator : public Communicator {
 CommConfig CommConfig::from_options(const Options& opt) {
   CommConfig c;
   c.ranks_per_node = static_cast<int>(opt.get_int("ranks_per_node", 0));
-  DPLAB_CHECK(c.ranks_per_node >= 0, "option ranks_per_node: must be >= 0, got {}",
-              c.ranks_per_node);
+  DPLAB_CHECK_OPTION(c.ranks_per_node >= 0, "option ranks_per_node: must be >= 0, got {}",
+                     c.ranks_per_node);
   const std::string intra = opt.get_string("link.intra", "");
   const std::string inter = opt.get_string("link.inter", "");
   if (!intra.empty() && intra != "off") c.link_intra = LinkSpec::parse(intra, "option link.intra");

@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "dplab/core/error.h"
+#include "dplab/core/usage_error.h"
 
 namespace dplab {
 
@@ -20,8 +21,8 @@ std::map<int, double> Slowdown::parse(const std::string& spec) {
     pos = end + 1;
     if (item.empty()) continue;
     const size_t eq = item.find('=');
-    DPLAB_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < item.size(),
-                "option slowdown: entry '{}' is not RANK=FACTOR (in '{}')", item, spec);
+    DPLAB_CHECK_OPTION(eq != std::string::npos && eq > 0 && eq + 1 < item.size(),
+                       "option slowdown: entry '{}' is not RANK=FACTOR (in '{}')", item, spec);
     int rank = -1;
     double factor = 0;
     try {
@@ -30,12 +31,13 @@ std::map<int, double> Slowdown::parse(const std::string& spec) {
       factor = std::stod(item.substr(eq + 1), &n2);
       DPLAB_CHECK(n1 == eq && n2 == item.size() - eq - 1, "trailing characters");
     } catch (const std::exception&) {
-      DPLAB_FAIL("option slowdown: entry '{}' is not RANK=FACTOR (in '{}')", item, spec);
+      DPLAB_FAIL_OPTION("option slowdown: entry '{}' is not RANK=FACTOR (in '{}')", item, spec);
     }
-    DPLAB_CHECK(rank >= 0, "option slowdown: rank {} < 0 (in '{}')", rank, spec);
-    DPLAB_CHECK(factor >= 1.0, "option slowdown: factor {} of rank {} < 1 (in '{}')", factor, rank,
-                spec);
-    DPLAB_CHECK(r.count(rank) == 0, "option slowdown: rank {} given twice (in '{}')", rank, spec);
+    DPLAB_CHECK_OPTION(rank >= 0, "option slowdown: rank {} < 0 (in '{}')", rank, spec);
+    DPLAB_CHECK_OPTION(factor >= 1.0, "option slowdown: factor {} of rank {} < 1 (in '{}')", factor,
+                       rank, spec);
+    DPLAB_CHECK_OPTION(r.count(rank) == 0, "option slowdown: rank {} given twice (in '{}')", rank,
+                       spec);
     r[rank] = factor;
   }
   return r;
@@ -44,7 +46,7 @@ std::map<int, double> Slowdown::parse(const std::string& spec) {
 Slowdown Slowdown::from_options(const Options& opt, int rank, int world_size) {
   const auto m = parse(opt.get_string("slowdown", ""));
   for (const auto& [r, f] : m)
-    DPLAB_CHECK(r < world_size, "option slowdown: rank {} but only {} ranks", r, world_size);
+    DPLAB_CHECK_OPTION(r < world_size, "option slowdown: rank {} but only {} ranks", r, world_size);
   auto it = m.find(rank);
   return Slowdown(it == m.end() ? 1.0 : it->second);
 }

@@ -1,4 +1,5 @@
 #include "dplab/data/image_dataset.h"
+#include "dplab/core/usage_error.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +10,7 @@ namespace dplab {
 OnError parse_on_error(const std::string& s) {
   if (s == "skip") return OnError::skip;
   if (s == "fail") return OnError::fail;
-  DPLAB_FAIL("option data.on_error: expected skip or fail, got '{}'", s);
+  DPLAB_FAIL_OPTION("option data.on_error: expected skip or fail, got '{}'", s);
 }
 
 EncodedImageDataset::EncodedImageDataset(ImageTransformOptions transform, OnError on_error)

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "dplab/core/error.h"
+#include "dplab/core/usage_error.h"
 
 namespace dplab {
 
@@ -217,14 +218,14 @@ std::vector<int64_t> parse_milestones(const std::string& key, const std::string&
     item.erase(item.find_last_not_of(" \t") + 1);
     int64_t v = 0;
     auto res = std::from_chars(item.data(), item.data() + item.size(), v);
-    DPLAB_CHECK(
+    DPLAB_CHECK_OPTION(
         !item.empty() && res.ec == std::errc() && res.ptr == item.data() + item.size() && v >= 0,
         "option {}: expected comma-separated epochs like \"30,60,80\", got '{}'", key, s);
     r.push_back(v);
     pos = end + 1;
   }
-  DPLAB_CHECK(std::is_sorted(r.begin(), r.end()), "option {}: milestones must increase, got '{}'",
-              key, s);
+  DPLAB_CHECK_OPTION(std::is_sorted(r.begin(), r.end()),
+                     "option {}: milestones must increase, got '{}'", key, s);
   return r;
 }
 
@@ -240,14 +241,14 @@ std::unique_ptr<LrSchedule> make_lr_schedule(const Options& opt, int64_t total_e
   };
   auto min_factor = [&]() {
     const double m = opt.get_double("lr.min_factor", 0.0);
-    DPLAB_CHECK(m >= 0 && m <= 1, "option lr.min_factor must be in [0, 1], got {}", m);
+    DPLAB_CHECK_OPTION(m >= 0 && m <= 1, "option lr.min_factor must be in [0, 1], got {}", m);
     return m;
   };
   if (kind == "constant") {
     s = std::make_unique<ConstantSchedule>();
   } else if (kind == "step") {
     const int64_t step_size = opt.get_int("lr.step_size", 30);
-    DPLAB_CHECK(step_size > 0, "option lr.step_size must be > 0, got {}", step_size);
+    DPLAB_CHECK_OPTION(step_size > 0, "option lr.step_size must be > 0, got {}", step_size);
     s = std::make_unique<StepSchedule>(step_size, opt.get_double("lr.gamma", 0.1));
   } else if (kind == "multistep") {
     s = std::make_unique<MultiStepSchedule>(
@@ -255,17 +256,18 @@ std::unique_ptr<LrSchedule> make_lr_schedule(const Options& opt, int64_t total_e
         opt.get_double("lr.gamma", 0.1));
   } else if (kind == "poly") {
     const double power = opt.get_double("lr.power", 2.0);
-    DPLAB_CHECK(power > 0, "option lr.power must be > 0, got {}", power);
+    DPLAB_CHECK_OPTION(power > 0, "option lr.power must be > 0, got {}", power);
     s = std::make_unique<PolySchedule>(need_total(), power, min_factor());
   } else if (kind == "cosine") {
     s = std::make_unique<CosineSchedule>(need_total(), min_factor());
   } else if (kind == "plateau") {
     const int64_t patience = opt.get_int("lr.patience", 10);
-    DPLAB_CHECK(patience >= 0, "option lr.patience must be >= 0, got {}", patience);
+    DPLAB_CHECK_OPTION(patience >= 0, "option lr.patience must be >= 0, got {}", patience);
     const double factor = opt.get_double("lr.factor", 0.1);
-    DPLAB_CHECK(factor > 0 && factor < 1, "option lr.factor must be in (0, 1), got {}", factor);
+    DPLAB_CHECK_OPTION(factor > 0 && factor < 1, "option lr.factor must be in (0, 1), got {}",
+                       factor);
     const double threshold = opt.get_double("lr.threshold", 1e-4);
-    DPLAB_CHECK(threshold >= 0, "option lr.threshold must be >= 0, got {}", threshold);
+    DPLAB_CHECK_OPTION(threshold >= 0, "option lr.threshold must be >= 0, got {}", threshold);
     const std::string mode = opt.get_string("lr.mode", "min");
     DPLAB_CHECK(mode == "min" || mode == "max", "option lr.mode must be min or max, got '{}'",
                 mode);
@@ -278,11 +280,11 @@ std::unique_ptr<LrSchedule> make_lr_schedule(const Options& opt, int64_t total_e
         kind);
   }
   const double warmup = opt.get_double("lr.warmup_epochs", 0.0);
-  DPLAB_CHECK(warmup >= 0, "option lr.warmup_epochs must be >= 0, got {}", warmup);
+  DPLAB_CHECK_OPTION(warmup >= 0, "option lr.warmup_epochs must be >= 0, got {}", warmup);
   if (warmup > 0) {
     const double start = opt.get_double("lr.warmup_start_factor", 0.0);
-    DPLAB_CHECK(start >= 0 && start <= 1, "option lr.warmup_start_factor must be in [0, 1], got {}",
-                start);
+    DPLAB_CHECK_OPTION(start >= 0 && start <= 1,
+                       "option lr.warmup_start_factor must be in [0, 1], got {}", start);
     s = std::make_unique<WarmupSchedule>(std::move(s), warmup, start);
   }
   return s;

@@ -8,6 +8,7 @@
 #include "dplab/comm/algorithms/allreduce.h"
 #include "dplab/core/backend.h"
 #include "dplab/core/error.h"
+#include "dplab/core/usage_error.h"
 
 namespace dplab {
 
@@ -88,23 +89,25 @@ std::vector<std::string> keys_for(const std::vector<ArenaSegment>& segs, const s
   }
   // Explicit groups of prefixes.
   const auto groups = split(spec, '|');
-  DPLAB_CHECK(!spec.empty(),
-              "option crossover.segments is empty (expected blocks, layers, tensors, model or "
-              "'|'-separated groups of name prefixes)");
+  DPLAB_CHECK_OPTION(
+      !spec.empty(),
+      "option crossover.segments is empty (expected blocks, layers, tensors, model or "
+      "'|'-separated groups of name prefixes)");
   for (auto& s : segs) {
     int match = -1;
     for (size_t g = 0; g < groups.size(); ++g)
       for (auto& p : split(groups[g], ','))
         if (!p.empty() && has_prefix(s.name, p)) {
-          DPLAB_CHECK(match == -1 || match == int(g),
-                      "option crossover.segments = '{}': parameter {} matches groups {} and {}",
-                      spec, s.name, match, g);
+          DPLAB_CHECK_OPTION(
+              match == -1 || match == int(g),
+              "option crossover.segments = '{}': parameter {} matches groups {} and {}", spec,
+              s.name, match, g);
           match = int(g);
         }
-    DPLAB_CHECK(match >= 0,
-                "option crossover.segments = '{}': parameter {} matches no group (expected "
-                "blocks, layers, tensors, model or '|'-separated groups of name prefixes)",
-                spec, s.name);
+    DPLAB_CHECK_OPTION(match >= 0,
+                       "option crossover.segments = '{}': parameter {} matches no group (expected "
+                       "blocks, layers, tensors, model or '|'-separated groups of name prefixes)",
+                       spec, s.name);
     keys.push_back(groups[size_t(match)]);
   }
   return keys;
@@ -124,10 +127,10 @@ std::vector<GossipSegment> plan_gossip_segments(const ParamArena& arena, const s
       out.back().last_tensor = int(i);
       continue;
     }
-    DPLAB_CHECK(!closed.count(keys[i]),
-                "option crossover.segments = '{}': segment '{}' is not contiguous in the "
-                "parameter arena (tensor {} is separated from the rest of its group)",
-                spec, keys[i], segs[i].name);
+    DPLAB_CHECK_OPTION(!closed.count(keys[i]),
+                       "option crossover.segments = '{}': segment '{}' is not contiguous in the "
+                       "parameter arena (tensor {} is separated from the rest of its group)",
+                       spec, keys[i], segs[i].name);
     if (!out.empty()) closed.insert(out.back().name);
     GossipSegment g;
     g.name = keys[i];
@@ -148,16 +151,18 @@ CrossoverOptions CrossoverOptions::from_options(const Options& opt) {
   o.sampler = parse_derangement_sampler(opt.get_string("crossover.sampler", "balanced"),
                                         "crossover.sampler");
   o.interval = opt.get_int("crossover.interval", 1);
-  DPLAB_CHECK(o.interval >= 1, "option crossover.interval: expected >= 1, got {}", o.interval);
+  DPLAB_CHECK_OPTION(o.interval >= 1, "option crossover.interval: expected >= 1, got {}",
+                     o.interval);
   o.hierarchical = opt.get_bool("crossover.hierarchical", false);
   o.seed = static_cast<uint64_t>(opt.get_int("crossover.seed", opt.get_int("seed", 0)));
   o.check_maps = opt.get_bool("crossover.check_maps", false);
   // "crossover.hierarchical" is the group mode; GradSync's keys live under "crossover.sync."
   // so they cannot clash with it.
   o.sync = GradSyncOptions::from_options(opt, "crossover.sync.");
-  DPLAB_CHECK(!o.sync.hierarchical,
-              "option crossover.sync.hierarchical: the group gradient allreduce runs inside one "
-              "node and has no hierarchy; use crossover.hierarchical for Crossover's group mode");
+  DPLAB_CHECK_OPTION(
+      !o.sync.hierarchical,
+      "option crossover.sync.hierarchical: the group gradient allreduce runs inside one "
+      "node and has no hierarchy; use crossover.hierarchical for Crossover's group mode");
   return o;
 }
 

@@ -7,6 +7,7 @@
 #include "dplab/comm/algorithms/allreduce.h"
 #include "dplab/core/error.h"
 #include "dplab/core/ops/elementwise.h"
+#include "dplab/core/usage_error.h"
 
 namespace dplab {
 
@@ -30,21 +31,21 @@ DType wire_option(const Options& opt, const std::string& key, const std::string&
 DasoConfig DasoConfig::from_options(const Options& opt) {
   DasoConfig c;
   c.B_max = static_cast<int>(opt.get_int("daso.B_max", c.B_max));
-  DPLAB_CHECK(c.B_max >= 1, "option daso.B_max: expected >= 1, got {}", c.B_max);
+  DPLAB_CHECK_OPTION(c.B_max >= 1, "option daso.B_max: expected >= 1, got {}", c.B_max);
   c.S_init = static_cast<int>(opt.get_int("daso.S", c.S_init));
-  DPLAB_CHECK(c.S_init >= 0, "option daso.S: expected >= 0, got {}", c.S_init);
+  DPLAB_CHECK_OPTION(c.S_init >= 0, "option daso.S: expected >= 0, got {}", c.S_init);
   c.warmup_epochs = opt.get_int("daso.warmup_epochs", c.warmup_epochs);
-  DPLAB_CHECK(c.warmup_epochs >= 0, "option daso.warmup_epochs: expected >= 0, got {}",
-              c.warmup_epochs);
+  DPLAB_CHECK_OPTION(c.warmup_epochs >= 0, "option daso.warmup_epochs: expected >= 0, got {}",
+                     c.warmup_epochs);
   c.cooldown_epochs = opt.get_int("daso.cooldown_epochs", c.cooldown_epochs);
-  DPLAB_CHECK(c.cooldown_epochs >= 0, "option daso.cooldown_epochs: expected >= 0, got {}",
-              c.cooldown_epochs);
+  DPLAB_CHECK_OPTION(c.cooldown_epochs >= 0, "option daso.cooldown_epochs: expected >= 0, got {}",
+                     c.cooldown_epochs);
   c.plateau_threshold = opt.get_double("daso.plateau_threshold", c.plateau_threshold);
-  DPLAB_CHECK(c.plateau_threshold >= 0, "option daso.plateau_threshold: expected >= 0, got {}",
-              c.plateau_threshold);
+  DPLAB_CHECK_OPTION(c.plateau_threshold >= 0,
+                     "option daso.plateau_threshold: expected >= 0, got {}", c.plateau_threshold);
   c.plateau_patience = static_cast<int>(opt.get_int("daso.plateau_patience", c.plateau_patience));
-  DPLAB_CHECK(c.plateau_patience >= 0, "option daso.plateau_patience: expected >= 0, got {}",
-              c.plateau_patience);
+  DPLAB_CHECK_OPTION(c.plateau_patience >= 0, "option daso.plateau_patience: expected >= 0, got {}",
+                     c.plateau_patience);
   const std::string red = opt.get_string("daso.S_reduction", "halve");
   DPLAB_CHECK(red == "halve" || red == "decrement",
               "option daso.S_reduction: expected halve or decrement, got '{}'", red);
@@ -152,8 +153,9 @@ DasoStrategy::DasoStrategy(std::shared_ptr<Topology> topo, const Options& opt)
       cfg_(DasoConfig::from_options(opt)),
       local_opt_(GradSyncOptions::from_options(opt, "daso.local.")),
       cycle_(cfg_) {
-  DPLAB_CHECK(!local_opt_.hierarchical,
-              "option daso.local.hierarchical: the node-local gradient sync is flat by design");
+  DPLAB_CHECK_OPTION(
+      !local_opt_.hierarchical,
+      "option daso.local.hierarchical: the node-local gradient sync is flat by design");
 }
 
 void DasoStrategy::setup(TrainContext& ctx) {

@@ -10,6 +10,7 @@
 #include "dplab/comm/algorithms/dcs3gd_functors.h"
 #include "dplab/core/autograd.h"
 #include "dplab/core/backend.h"
+#include "dplab/core/usage_error.h"
 #include "dplab/optim/sgd.h"
 
 namespace dplab {
@@ -30,35 +31,36 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 Dcs3gdOptions Dcs3gdOptions::from_options(const Options& opt) {
   Dcs3gdOptions o;
   o.lambda0 = opt.get_double("dcs3gd.lambda0", o.lambda0);
-  DPLAB_CHECK(o.lambda0 >= 0 && std::isfinite(o.lambda0),
-              "option dcs3gd.lambda0: expected a finite value >= 0, got {}", o.lambda0);
+  DPLAB_CHECK_OPTION(o.lambda0 >= 0 && std::isfinite(o.lambda0),
+                     "option dcs3gd.lambda0: expected a finite value >= 0, got {}", o.lambda0);
   const std::string norm = opt.get_string("dcs3gd.norm", "per_tensor");
   if (norm == "per_tensor")
     o.norm = Norm::per_tensor;
   else if (norm == "global")
     o.norm = Norm::global;
   else
-    DPLAB_FAIL("option dcs3gd.norm: expected per_tensor or global, got '{}'", norm);
+    DPLAB_FAIL_OPTION("option dcs3gd.norm: expected per_tensor or global, got '{}'", norm);
   const std::string from = opt.get_string("dcs3gd.correct_from", "start");
   if (from == "start")
     o.correct_after_warmup = false;
   else if (from == "warmup_end")
     o.correct_after_warmup = true;
   else
-    DPLAB_FAIL("option dcs3gd.correct_from: expected start or warmup_end, got '{}'", from);
+    DPLAB_FAIL_OPTION("option dcs3gd.correct_from: expected start or warmup_end, got '{}'", from);
   const std::string sched = opt.get_string("dcs3gd.schedule", "warmup_linear");
   if (sched == "warmup_linear")
     o.schedule = Schedule::warmup_linear;
   else if (sched == "loop")
     o.schedule = Schedule::loop;
   else
-    DPLAB_FAIL("option dcs3gd.schedule: expected warmup_linear or loop, got '{}'", sched);
+    DPLAB_FAIL_OPTION("option dcs3gd.schedule: expected warmup_linear or loop, got '{}'", sched);
   o.warmup_epochs = opt.get_double("dcs3gd.warmup_epochs", o.warmup_epochs);
   o.warmup_frac = opt.get_double("dcs3gd.warmup_frac", o.warmup_frac);
-  DPLAB_CHECK(o.warmup_frac >= 0 && o.warmup_frac <= 1,
-              "option dcs3gd.warmup_frac: expected a value in [0, 1], got {}", o.warmup_frac);
+  DPLAB_CHECK_OPTION(o.warmup_frac >= 0 && o.warmup_frac <= 1,
+                     "option dcs3gd.warmup_frac: expected a value in [0, 1], got {}",
+                     o.warmup_frac);
   o.wd_mult = opt.get_double("dcs3gd.wd_mult", o.wd_mult);
-  DPLAB_CHECK(o.wd_mult >= 0, "option dcs3gd.wd_mult: expected >= 0, got {}", o.wd_mult);
+  DPLAB_CHECK_OPTION(o.wd_mult >= 0, "option dcs3gd.wd_mult: expected >= 0, got {}", o.wd_mult);
   const std::string ex = opt.get_string("dcs3gd.wd_exclude", "bn");
   if (ex == "bn")
     o.wd_exclude = WdExclude::bn;
@@ -67,15 +69,16 @@ Dcs3gdOptions Dcs3gdOptions::from_options(const Options& opt) {
   else if (ex == "none")
     o.wd_exclude = WdExclude::none;
   else
-    DPLAB_FAIL("option dcs3gd.wd_exclude: expected bn, bn_bias or none, got '{}'", ex);
+    DPLAB_FAIL_OPTION("option dcs3gd.wd_exclude: expected bn, bn_bias or none, got '{}'", ex);
   o.momentum = opt.get_double("dcs3gd.momentum", o.momentum);
-  DPLAB_CHECK(o.momentum < 1, "option dcs3gd.momentum: expected < 1, got {}", o.momentum);
+  DPLAB_CHECK_OPTION(o.momentum < 1, "option dcs3gd.momentum: expected < 1, got {}", o.momentum);
   const std::string wire = opt.get_string("dcs3gd.wire", "f32");
   o.wire = parse_dtype(wire);
   const double us = opt.get_double("dcs3gd.progress_us", o.progress_s * 1e6);
-  DPLAB_CHECK(us >= 0, "option dcs3gd.progress_us: expected >= 0, got {}", us);
+  DPLAB_CHECK_OPTION(us >= 0, "option dcs3gd.progress_us: expected >= 0, got {}", us);
   o.progress_s = us * 1e-6;
-  DPLAB_CHECK(is_floating(o.wire), "option dcs3gd.wire: expected f32, bf16 or f16, got '{}'", wire);
+  DPLAB_CHECK_OPTION(is_floating(o.wire), "option dcs3gd.wire: expected f32, bf16 or f16, got '{}'",
+                     wire);
   return o;
 }
 

@@ -3,13 +3,14 @@
 #include <numeric>
 
 #include "dplab/core/error.h"
+#include "dplab/core/usage_error.h"
 
 namespace dplab {
 
 DerangementSampler parse_derangement_sampler(const std::string& text, const std::string& what) {
   if (text == "balanced") return DerangementSampler::balanced;
   if (text == "uniform") return DerangementSampler::uniform;
-  DPLAB_FAIL("option {}: expected balanced or uniform, got '{}'", what, text);
+  DPLAB_FAIL_OPTION("option {}: expected balanced or uniform, got '{}'", what, text);
 }
 
 std::vector<int> balanced_derangement(PhiloxStream& rng, int n,

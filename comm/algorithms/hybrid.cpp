@@ -3,6 +3,7 @@
 #include "dplab/comm/algorithms/algo_state.h"
 #include "dplab/comm/algorithms/allreduce.h"
 #include "dplab/core/ops.h"
+#include "dplab/core/usage_error.h"
 
 namespace dplab {
 
@@ -12,19 +13,19 @@ HybridMode parse_mode(const std::string& s) {
   if (s == "hybrid") return HybridMode::hybrid;
   if (s == "each_iter") return HybridMode::each_iter;
   if (s == "only_end") return HybridMode::only_end;
-  DPLAB_FAIL("option hybrid.mode: expected hybrid, each_iter or only_end, got '{}'", s);
+  DPLAB_FAIL_OPTION("option hybrid.mode: expected hybrid, each_iter or only_end, got '{}'", s);
 }
 
 HybridSplit parse_split(const std::string& s) {
   if (s == "ceil") return HybridSplit::ceil;
   if (s == "thirds") return HybridSplit::thirds;
-  DPLAB_FAIL("option hybrid.split: expected ceil or thirds, got '{}'", s);
+  DPLAB_FAIL_OPTION("option hybrid.split: expected ceil or thirds, got '{}'", s);
 }
 
 HybridCounter parse_counter(const std::string& s) {
   if (s == "global") return HybridCounter::global;
   if (s == "epoch") return HybridCounter::epoch;
-  DPLAB_FAIL("option hybrid.counter: expected global or epoch, got '{}'", s);
+  DPLAB_FAIL_OPTION("option hybrid.counter: expected global or epoch, got '{}'", s);
 }
 
 // The iteration before `s` (steps_per_epoch is the same in every epoch).
@@ -87,8 +88,8 @@ HybridConfig HybridConfig::from_options(const Options& opt) {
   DPLAB_CHECK(acc == "sum" || acc == "mean",
               "option hybrid.accumulate: expected sum or mean, got '{}'", acc);
   c.accumulate_mean = acc == "mean";
-  DPLAB_CHECK(c.W >= 1, "option hybrid.W: expected >= 1, got {}", c.W);
-  DPLAB_CHECK(c.R >= 1, "option hybrid.R: expected >= 1, got {}", c.R);
+  DPLAB_CHECK_OPTION(c.W >= 1, "option hybrid.W: expected >= 1, got {}", c.W);
+  DPLAB_CHECK_OPTION(c.R >= 1, "option hybrid.R: expected >= 1, got {}", c.R);
   return c;
 }
 

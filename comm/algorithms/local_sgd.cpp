@@ -2,6 +2,7 @@
 
 #include "dplab/comm/algorithms/algo_state.h"
 #include "dplab/comm/algorithms/allreduce.h"
+#include "dplab/core/usage_error.h"
 
 namespace dplab {
 
@@ -26,11 +27,11 @@ LocalSgdStrategy::LocalSgdStrategy(const Options& opt, bool post_local)
 LocalSgdStrategy::LocalSgdStrategy(std::shared_ptr<Topology> topo, const Options& opt,
                                    bool post_local)
     : topo_(std::move(topo)), post_local_(post_local), H_(opt.get_int("local_sgd.H", 4)) {
-  DPLAB_CHECK(H_ >= 1, "option local_sgd.H: expected >= 1, got {}", H_);
+  DPLAB_CHECK_OPTION(H_ >= 1, "option local_sgd.H: expected >= 1, got {}", H_);
   if (post_local_) {
     switch_epoch_ = opt.get_int("post_local_sgd.switch_epoch", 1);
-    DPLAB_CHECK(switch_epoch_ >= 0, "option post_local_sgd.switch_epoch: expected >= 0, got {}",
-                switch_epoch_);
+    DPLAB_CHECK_OPTION(switch_epoch_ >= 0,
+                       "option post_local_sgd.switch_epoch: expected >= 0, got {}", switch_epoch_);
     sync_opt_ = GradSyncOptions::from_options(opt, "allreduce.");
   }
 }

@@ -7,6 +7,7 @@
 #include "dplab/comm/algorithms/algo_state.h"
 #include "dplab/comm/algorithms/allreduce.h"
 #include "dplab/comm/algorithms/local_sgd.h"
+#include "dplab/core/usage_error.h"
 
 namespace dplab {
 
@@ -21,9 +22,9 @@ std::vector<int64_t> parse_times(const std::string& s) {
     try {
       r.push_back(std::stoll(item));
     } catch (const std::exception&) {
-      DPLAB_FAIL("option oscars.t_us: '{}' is not an integer (in '{}')", item, s);
+      DPLAB_FAIL_OPTION("option oscars.t_us: '{}' is not an integer (in '{}')", item, s);
     }
-    DPLAB_CHECK(r.back() >= 1, "option oscars.t_us: {} < 1 us (in '{}')", r.back(), s);
+    DPLAB_CHECK_OPTION(r.back() >= 1, "option oscars.t_us: {} < 1 us (in '{}')", r.back(), s);
     pos = end + 1;
   }
   return r;
@@ -43,13 +44,15 @@ OscarsStrategy::OscarsStrategy(std::shared_ptr<Topology> topo, const Options& op
   search_opt_.mode = parse_oscars_search_mode(opt.get_string("oscars.search", "exact"));
   search_opt_.text_step_us = opt.get_int("oscars.text_step_us", 1000);
   fixed_t_us_ = parse_times(opt.get_string("oscars.t_us", ""));
-  DPLAB_CHECK(discard_ >= 0, "option oscars.profile_discard: expected >= 0, got {}", discard_);
-  DPLAB_CHECK(measure_ >= 1, "option oscars.profile_measure: expected >= 1, got {}", measure_);
-  DPLAB_CHECK(reprofile_rounds_ >= 0, "option oscars.reprofile_rounds: expected >= 0, got {}",
-              reprofile_rounds_);
-  DPLAB_CHECK(fixed_t_us_.empty() || int(fixed_t_us_.size()) == topo_->world().size(),
-              "option oscars.t_us: {} times for {} ranks", fixed_t_us_.size(),
-              topo_->world().size());
+  DPLAB_CHECK_OPTION(discard_ >= 0, "option oscars.profile_discard: expected >= 0, got {}",
+                     discard_);
+  DPLAB_CHECK_OPTION(measure_ >= 1, "option oscars.profile_measure: expected >= 1, got {}",
+                     measure_);
+  DPLAB_CHECK_OPTION(reprofile_rounds_ >= 0,
+                     "option oscars.reprofile_rounds: expected >= 0, got {}", reprofile_rounds_);
+  DPLAB_CHECK_OPTION(fixed_t_us_.empty() || int(fixed_t_us_.size()) == topo_->world().size(),
+                     "option oscars.t_us: {} times for {} ranks", fixed_t_us_.size(),
+                     topo_->world().size());
   // Checked here so a typo fails before training (the search itself runs after profiling).
   oscars_search(std::vector<int64_t>{1}, search_opt_);
 }

@@ -4,6 +4,7 @@
 #include <queue>
 
 #include "dplab/core/error.h"
+#include "dplab/core/usage_error.h"
 
 namespace dplab {
 
@@ -11,7 +12,7 @@ OscarsSearchMode parse_oscars_search_mode(const std::string& s) {
   if (s == "exact") return OscarsSearchMode::exact;
   if (s == "alg1") return OscarsSearchMode::alg1;
   if (s == "text") return OscarsSearchMode::text;
-  DPLAB_FAIL("option oscars.search: expected exact, alg1 or text, got '{}'", s);
+  DPLAB_FAIL_OPTION("option oscars.search: expected exact, alg1 or text, got '{}'", s);
 }
 
 namespace {
@@ -27,10 +28,10 @@ int64_t max_wait(const std::vector<int64_t>& t, int64_t T) {  // Eq. 2
 OscarsSchedule oscars_search(const std::vector<int64_t>& t, const OscarsSearchOptions& opt) {
   DPLAB_CHECK(!t.empty(), "oscars_search: no iteration times");
   for (int64_t ti : t) DPLAB_CHECK(ti >= 1, "oscars_search: iteration time {} us < 1 us", ti);
-  DPLAB_CHECK(opt.M >= 1, "oscars.M: expected >= 1, got {}", opt.M);
-  DPLAB_CHECK(opt.tau_cap >= 1, "oscars.tau_max: expected >= 1, got {}", opt.tau_cap);
-  DPLAB_CHECK(opt.text_step_us >= 1, "oscars.text_step_us: expected >= 1, got {}",
-              opt.text_step_us);
+  DPLAB_CHECK_OPTION(opt.M >= 1, "option oscars.M: expected >= 1, got {}", opt.M);
+  DPLAB_CHECK_OPTION(opt.tau_cap >= 1, "option oscars.tau_max: expected >= 1, got {}", opt.tau_cap);
+  DPLAB_CHECK_OPTION(opt.text_step_us >= 1, "option oscars.text_step_us: expected >= 1, got {}",
+                     opt.text_step_us);
   const int64_t t_min = *std::min_element(t.begin(), t.end());
   const int64_t t_max = *std::max_element(t.begin(), t.end());
   // The constraint of Eq. 3, plus the tau cap on the fastest worker.

@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "dplab/core/error.h"
+#include "dplab/core/usage_error.h"
 
 namespace dplab::trace {
 namespace {
@@ -32,11 +33,12 @@ StepWindow parse_step_window(const std::string& text, int64_t total_steps) {
   }
   const auto colon = text.find(':');
   int64_t a = 0, b = 0;
-  DPLAB_CHECK(colon != std::string::npos && parse_int(std::string_view(text).substr(0, colon), a) &&
-                  parse_int(std::string_view(text).substr(colon + 1), b) && a >= 0 && b > a,
-              "option trace.steps: expected A:B (global steps A <= step < B, 0 <= A < B), all or "
-              "auto, got '{}'",
-              text);
+  DPLAB_CHECK_OPTION(
+      colon != std::string::npos && parse_int(std::string_view(text).substr(0, colon), a) &&
+          parse_int(std::string_view(text).substr(colon + 1), b) && a >= 0 && b > a,
+      "option trace.steps: expected A:B (global steps A <= step < B, 0 <= A < B), all or "
+      "auto, got '{}'",
+      text);
   return {a, b};
 }
 

@@ -69,4 +69,34 @@ inline void set_rank_values(const std::filesystem::path& ckpt, int rank,
   reseal_manifest(ckpt, rank);
 }
 
+// What differs between two checkpoint rank files, or "" when they hold the same state: every
+// tensor's bytes and every metadata value, except the measured wall times (values named
+// algo.*_s or loop.*_s, e.g. Oscars' profiled step times and loop.elapsed_s), which differ
+// between runs of one trajectory.
+inline std::string state_difference(const std::filesystem::path& x,
+                                    const std::filesystem::path& y) {
+  std::map<std::string, std::string> mx, my;
+  const auto tx = load_safetensors(x.string(), &mx), ty = load_safetensors(y.string(), &my);
+  std::string d;
+  std::map<std::string, std::string> bytes_x;
+  for (const auto& t : tx)
+    bytes_x[t.name] = std::string(static_cast<const char*>(t.tensor.raw_data()), t.tensor.nbytes());
+  if (tx.size() != ty.size()) d += fmt::format(" {} vs {} tensors;", tx.size(), ty.size());
+  for (const auto& t : ty) {
+    auto it = bytes_x.find(t.name);
+    if (it == bytes_x.end() ||
+        it->second != std::string(static_cast<const char*>(t.tensor.raw_data()), t.tensor.nbytes()))
+      d += " tensor " + t.name + ";";
+  }
+  auto measured = [](const std::string& k) {
+    return (k.starts_with("algo.") || k.starts_with("loop.")) && k.ends_with("_s");
+  };
+  for (const auto& [k, v] : mx)
+    if (!measured(k) && (!my.count(k) || my[k] != v))
+      d += fmt::format(" value {} '{}' vs '{}';", k, v, my.count(k) ? my[k] : "(none)");
+  for (const auto& [k, v] : my)
+    if (!mx.count(k)) d += fmt::format(" value {} only in the second;", k);
+  return d;
+}
+
 }  // namespace dplab::test

@@ -453,6 +453,26 @@ TEST(Metrics, RunJsonOfAResumedRunRerunsTheUninterruptedRun) {
               slurp(dir.path / "b" / "final.safetensors"));
 }
 
+// elapsed_s continues across a resume: the checkpoint carries the run's elapsed time, so a
+// metrics.jsonl that a resumed run appends to stays in time order. The first process trains
+// two epochs and is stopped (max_steps) after the second's checkpoint; the resumed process
+// trains the third. Counting from its own start (the old behaviour) the third epoch's record
+// would show about one epoch of time, less than the second's two.
+TEST(Metrics, ElapsedContinuesAcrossAResume) {
+  ScopedTempDir dir("metrics-elapsed-resume");
+  const std::string job = kJob + " --epochs 3 --out " + dir.file("a");
+  auto r = run_dplab(job + " --max-steps 16", dir.path / "1");  // 8 steps per epoch
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = run_dplab(job + " --resume " + dir.file("a"), dir.path / "2");
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_NE(r.out.find("at epoch 3 step 0"), std::string::npos) << r.out;
+  const auto epochs = of_kind(read_records(dir.path / "a" / "metrics.jsonl"), "epoch");
+  ASSERT_EQ(epochs.size(), 3u);
+  for (size_t e = 1; e < epochs.size(); ++e)
+    EXPECT_GT(num(epochs[e], "elapsed_s"), num(epochs[e - 1], "elapsed_s"))
+        << "epoch " << e + 1 << " after epoch " << e;
+}
+
 TEST(Metrics, JsonConfigErrorsNameTheFileAndWhere) {
   ScopedTempDir dir("metrics-config");
   const std::string bad = dir.file("bad.json");

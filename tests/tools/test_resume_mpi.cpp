@@ -24,6 +24,7 @@ namespace fs = std::filesystem;
 using test::entries;
 using test::ScopedTempDir;
 using test::slurp;
+using test::state_difference;
 
 // 256 training images over 4 ranks in batches of 16: 4 iterations per epoch, 8 in 2 epochs.
 const std::string kRun =
@@ -50,32 +51,6 @@ std::ostream& operator<<(std::ostream& os, const Algo& a) {
 }
 
 class ResumeAt4Ranks : public ::testing::TestWithParam<Algo> {};
-
-// What differs between two rank files: every tensor (model, optimizer, algorithm) by its
-// bytes, every value, except an algorithm's wall-clock measurements (values named "algo.*_s",
-// e.g. DC-S3GD's epoch_compute_s statistic), which no two runs share.
-std::string state_difference(const fs::path& x, const fs::path& y) {
-  std::map<std::string, std::string> mx, my;
-  const auto tx = load_safetensors(x.string(), &mx), ty = load_safetensors(y.string(), &my);
-  std::string d;
-  std::map<std::string, std::string> bytes_x;
-  for (const auto& t : tx)
-    bytes_x[t.name] = std::string(static_cast<const char*>(t.tensor.raw_data()), t.tensor.nbytes());
-  if (tx.size() != ty.size()) d += fmt::format(" {} vs {} tensors;", tx.size(), ty.size());
-  for (const auto& t : ty) {
-    auto it = bytes_x.find(t.name);
-    if (it == bytes_x.end() ||
-        it->second != std::string(static_cast<const char*>(t.tensor.raw_data()), t.tensor.nbytes()))
-      d += " tensor " + t.name + ";";
-  }
-  auto measured = [](const std::string& k) { return k.starts_with("algo.") && k.ends_with("_s"); };
-  for (const auto& [k, v] : mx)
-    if (!measured(k) && (!my.count(k) || my[k] != v))
-      d += fmt::format(" value {} '{}' vs '{}';", k, v, my.count(k) ? my[k] : "(none)");
-  for (const auto& [k, v] : my)
-    if (!mx.count(k)) d += fmt::format(" value {} only in the second;", k);
-  return d;
-}
 
 // Every rank's state in the final checkpoint, and the final model, are the same.
 void expect_same_end(const fs::path& a, const fs::path& b, const std::string& what) {

@@ -8,13 +8,14 @@
 
 #include "dplab/core/error.h"
 #include "dplab/core/ops/elementwise.h"
+#include "dplab/core/usage_error.h"
 
 namespace dplab {
 
 class GradAccumulation {
  public:
   explicit GradAccumulation(int64_t steps) : k_(steps) {
-    DPLAB_CHECK(steps >= 1, "option accumulate_steps: expected >= 1, got {}", steps);
+    DPLAB_CHECK_OPTION(steps >= 1, "option accumulate_steps: expected >= 1, got {}", steps);
   }
   int64_t steps() const { return k_; }
   // Whether iteration `it` (0-based) starts a group (zero the gradients) / ends one (step).

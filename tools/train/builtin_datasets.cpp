@@ -1,4 +1,5 @@
 #include "dplab/tools/train/builtin_datasets.h"
+#include "dplab/core/usage_error.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -21,15 +22,16 @@ int64_t get_int(const Options& opt, const std::string& key) {
 // data.num_classes: 0 (not given) or the class count every label must be below.
 int num_classes_option(const Options& opt) {
   const int64_t n = get_int(opt, "data.num_classes");
-  DPLAB_CHECK(n >= 0 && n <= (int64_t(1) << 24),
-              "option data.num_classes: expected 0 (not given) to 16777216, got {}", n);
+  DPLAB_CHECK_OPTION(n >= 0 && n <= (int64_t(1) << 24),
+                     "option data.num_classes: expected 0 (not given) to 16777216, got {}", n);
   return int(n);
 }
 
 // MNIST-style IDX data: 10 classes unless data.num_classes says otherwise (u8 labels).
 int idx_classes(const Options& opt) {
   const int n = num_classes_option(opt);
-  DPLAB_CHECK(n <= 256, "option data.num_classes: IDX labels are bytes, so at most 256, got {}", n);
+  DPLAB_CHECK_OPTION(n <= 256,
+                     "option data.num_classes: IDX labels are bytes, so at most 256, got {}", n);
   return n > 0 ? n : 10;
 }
 
@@ -45,7 +47,8 @@ std::shared_ptr<Dataset> image_data(const std::string& spec, bool train, const O
   t.size = int(get_int(opt, "data.image_size"));
   t.train = train;
   t.max_pixels = get_int(opt, "data.max_image_pixels");
-  DPLAB_CHECK(t.max_pixels > 0, "option data.max_image_pixels: expected > 0, got {}", t.max_pixels);
+  DPLAB_CHECK_OPTION(t.max_pixels > 0, "option data.max_image_pixels: expected > 0, got {}",
+                     t.max_pixels);
   const OnError on_error = parse_on_error(get(opt, "data.on_error"));
   const int num_classes = num_classes_option(opt);
   if (spec.starts_with("shards:"))
@@ -57,7 +60,7 @@ std::shared_ptr<Dataset> image_data(const std::string& spec, bool train, const O
                 spec.substr(7), folder->num_classes(), num_classes);
     return folder;
   }
-  DPLAB_FAIL("option data.val '{}': expected shards:GLOB or folder:DIR", spec);
+  DPLAB_FAIL_OPTION("option data.val '{}': expected shards:GLOB or folder:DIR", spec);
 }
 
 }  // namespace

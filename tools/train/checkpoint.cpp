@@ -68,6 +68,7 @@ StateDict collect_rank_state(const TrainingParts& p, const LoopState& loop, int 
   s.put_int("loop.nonfinite_skipped", loop.nonfinite_skipped);
   s.put_int("loop.epoch_nonfinite_skipped", loop.epoch_nonfinite_skipped);
   s.put_doubles("loop.epoch_losses", loop.epoch_losses);
+  s.put_double("loop.elapsed_s", loop.elapsed_s);  // wall time, not part of the trajectory
   s.put_int("dplab.format_version", kCheckpointFormatVersion);
   s.put_int("dplab.rank", rank);
   s.put_int("dplab.world_size", world);
@@ -364,6 +365,13 @@ LoopState read_loop(const StateDict& s, int64_t steps_per_epoch) {
               "{}: state value 'loop.epoch_losses' has {} entries, expected one per finished "
               "epoch ({})",
               file, l.epoch_losses.size(), l.epoch);
+  // Written since elapsed_s carries across a resume; a checkpoint without it counts from 0.
+  if (s.has("loop.elapsed_s")) {
+    l.elapsed_s = s.get_double("loop.elapsed_s");
+    DPLAB_CHECK(std::isfinite(l.elapsed_s) && l.elapsed_s >= 0,
+                "{}: state value 'loop.elapsed_s' = {}: expected a finite time >= 0", file,
+                l.elapsed_s);
+  }
   return l;
 }
 
@@ -495,6 +503,25 @@ void export_model(const fs::path& path, const Module& model, const std::string& 
   if (!class_names.empty()) meta["dplab.classes"] = nlohmann::json(class_names).dump();
   save_safetensors(path.string(), model.state_dict(), meta);
   fsync_path(path.has_parent_path() ? path.parent_path() : fs::path("."));
+}
+
+LoopState resume_run(const std::string& path, const std::vector<std::string>& overrides,
+                     const RankGroup& group, RunIdentity& run, const TrainingParts& parts,
+                     int64_t steps_per_epoch, std::ostream& summary, std::ostream& report) {
+  const Manifest m = find_resume_checkpoint(path, group, report);
+  std::vector<std::string> allowed;
+  LoopState loop;
+  group.agree([&] {  // a refusal, or one rank's unreadable file, stops every rank together
+    allowed = check_resume_identity(m, group, run, overrides);
+    loop = load_rank_state(m, group.rank(), parts, steps_per_epoch);
+  });
+  if (!m.init_from.empty()) run.init_from = m.init_from;
+  if (group.rank() == 0) {
+    for (const auto& a : allowed) summary << "resume: " << a << " (allowed by resume.override)\n";
+    summary << fmt::format("resumed from {} at epoch {} step {} (global step {})\n", m.dir.string(),
+                           loop.epoch + 1, loop.step_in_epoch, loop.global_step);
+  }
+  return loop;
 }
 
 }  // namespace dplab

@@ -44,6 +44,9 @@ struct LoopState {
   int64_t nonfinite_skipped = 0;        // steps dropped by nonfinite = skip, whole run
   int64_t epoch_nonfinite_skipped = 0;  // of them, in `epoch`
   std::vector<double> epoch_losses;     // mean train loss of every finished epoch
+  // Seconds since the run's start when the checkpoint was written (metrics' elapsed_s): a
+  // resumed run continues from it. Wall time, so it differs between runs of one trajectory.
+  double elapsed_s = 0;
 };
 
 // Everything of one rank that a checkpoint saves and restores (scaler may be null).
@@ -104,6 +107,15 @@ std::vector<std::string> check_resume_identity(const Manifest& m, const RankGrou
 // = epoch * steps_per_epoch + step_in_epoch, ...); errors name the file and the key.
 LoopState load_rank_state(const Manifest& m, int rank, const TrainingParts& parts,
                           int64_t steps_per_epoch);
+
+// `--resume PATH` whole: the checkpoint (find_resume_checkpoint, skipped ones reported to
+// `report`), its identity checked against `run` (check_resume_identity; run.init_from then
+// comes from the checkpoint) and this rank's state loaded into `parts`. A refusal or one rank's
+// unreadable file stops every rank together (RankGroup::agree). Rank 0 tells `summary` what
+// resume.override allowed and where the run continues.
+LoopState resume_run(const std::string& path, const std::vector<std::string>& overrides,
+                     const RankGroup& group, RunIdentity& run, const TrainingParts& parts,
+                     int64_t steps_per_epoch, std::ostream& summary, std::ostream& report);
 
 // Model weights only (evaluation, prediction, --init-from), strict: `path` is a model
 // .safetensors file (PyTorch names, e.g. OUT/final.safetensors), a checkpoint directory, or a

@@ -6,6 +6,7 @@
 #include "dplab/comm/communicator.h"
 #include "dplab/core/autograd.h"
 #include "dplab/core/ops.h"
+#include "dplab/core/usage_error.h"
 #include "dplab/data/loader.h"
 #include "dplab/tools/train/device_prefetch.h"
 #include "dplab/tools/train/eval_split.h"
@@ -95,8 +96,8 @@ EvalSums evaluate_indices(Module& model, std::shared_ptr<const Dataset> data,
 }  // namespace
 
 EvalResult evaluate(Module& model, std::shared_ptr<const Dataset> data, const EvalOptions& opt) {
-  DPLAB_CHECK(opt.batch_size >= 0, "option eval.batch: expected >= 0 (0: default), got {}",
-              opt.batch_size);
+  DPLAB_CHECK_OPTION(opt.batch_size >= 0, "option eval.batch: expected >= 0 (0: default), got {}",
+                     opt.batch_size);
   const bool split = opt.comm != nullptr && opt.comm->size() > 1;
   const bool top5 = data->num_classes() > 10;
   const bool was_training = model.is_training();

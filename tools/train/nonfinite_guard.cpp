@@ -6,6 +6,7 @@
 
 #include "dplab/core/autograd.h"
 #include "dplab/core/backend.h"
+#include "dplab/core/usage_error.h"
 
 namespace dplab {
 namespace {
@@ -21,7 +22,7 @@ Tensor as_flat_f32(const Tensor& x) {
 NonfinitePolicy parse_nonfinite_policy(const std::string& value) {
   if (value == "stop") return NonfinitePolicy::stop;
   if (value == "skip") return NonfinitePolicy::skip;
-  DPLAB_FAIL("option nonfinite: expected stop or skip, got '{}'", value);
+  DPLAB_FAIL_OPTION("option nonfinite: expected stop or skip, got '{}'", value);
 }
 
 std::vector<size_t> nonfinite_indices(const std::vector<Tensor>& tensors) {

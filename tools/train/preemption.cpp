@@ -7,6 +7,7 @@
 #include <cctype>
 
 #include "dplab/core/error.h"
+#include "dplab/core/usage_error.h"
 
 namespace dplab {
 namespace {
@@ -54,10 +55,11 @@ std::vector<int> parse_preempt_signals(const std::string& spec) {
     int sig = 0;
     for (const Known& k : kKnown)
       if (item == k.name) sig = k.sig;
-    DPLAB_CHECK(sig != 0,
-                "option preempt.signals = '{}': unknown signal '{}' (expected a comma-separated "
-                "list of TERM, INT, HUP, USR1, USR2, or empty to disable)",
-                spec, item);
+    DPLAB_CHECK_OPTION(
+        sig != 0,
+        "option preempt.signals = '{}': unknown signal '{}' (expected a comma-separated "
+        "list of TERM, INT, HUP, USR1, USR2, or empty to disable)",
+        spec, item);
     bool seen = false;
     for (int s : r) seen = seen || s == sig;
     if (!seen) r.push_back(sig);

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "dplab/core/error.h"
+#include "dplab/core/usage_error.h"
 
 namespace dplab {
 
@@ -14,7 +15,7 @@ Progress::Mode Progress::parse_mode(const std::string& mode) {
   if (mode == "bar") return Mode::bar;
   if (mode == "lines") return Mode::lines;
   if (mode == "off") return Mode::off;
-  DPLAB_FAIL("option progress: expected auto, bar, lines or off, got '{}'", mode);
+  DPLAB_FAIL_OPTION("option progress: expected auto, bar, lines or off, got '{}'", mode);
 }
 
 Progress::Progress(Mode mode, int every_percent, std::ostream& out, std::string scope)

@@ -1,4 +1,5 @@
 #include "dplab/tools/train/registry.h"
+#include "dplab/core/usage_error.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -71,10 +72,11 @@ Registry& Registry::add_model(std::string name, Shape input_shape, int num_class
   e.input_shape = std::move(input_shape);
   e.num_classes = num_classes;
   e.make = [name, make = std::move(make)](const ModelArgs& a) {
-    DPLAB_CHECK(!a.zero_init_residual,
-                "option model.zero_init_residual: model '{}' does not take it (built-in resnets "
-                "only)",
-                name);
+    DPLAB_CHECK_OPTION(
+        !a.zero_init_residual,
+        "option model.zero_init_residual: model '{}' does not take it (built-in resnets "
+        "only)",
+        name);
     std::shared_ptr<Module> m = make(a.num_classes);
     DPLAB_CHECK(m != nullptr, "Registry: model '{}': the factory returned no module", name);
     initialize(*m, a.seed);

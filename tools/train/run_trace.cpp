@@ -9,6 +9,7 @@
 
 #include "dplab/core/error.h"
 #include "dplab/core/trace/merge.h"
+#include "dplab/core/usage_error.h"
 #include "dplab/tools/train/config.h"
 #include "dplab/tools/train/device_prefetch.h"
 #include "dplab/tools/train/rank_group.h"
@@ -31,7 +32,8 @@ std::unique_ptr<trace::Tracer> make_run_tracer(const Options& opt, const std::st
   t.steps = opt.get_string("trace.steps", option_default("trace.steps"));
   (void)trace::parse_step_window(t.steps, 0);  // a bad value fails before training, traced or not
   if (!on) return nullptr;
-  DPLAB_CHECK(!out_dir.empty(), "option trace: needs an output directory (option out, --out)");
+  DPLAB_CHECK_OPTION(!out_dir.empty(),
+                     "option trace: needs an output directory (option out, --out)");
   t.dir = (std::filesystem::path(out_dir) / "trace").string();
   t.device = device;
   return std::make_unique<trace::Tracer>(t);

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dplab/core/error.h"
+#include "dplab/core/usage_error.h"
 
 namespace dplab {
 namespace {
@@ -34,7 +35,8 @@ StepLog::StepLog(int64_t every_steps, const RankGroup& ranks, MetricsWriter& met
       metrics_(metrics),
       rank_metrics_(rank_metrics),
       run_start_(run_start) {
-  DPLAB_CHECK(every_steps >= 0, "option metrics.every_steps: expected >= 0, got {}", every_steps);
+  DPLAB_CHECK_OPTION(every_steps >= 0, "option metrics.every_steps: expected >= 0, got {}",
+                     every_steps);
 }
 
 void StepLog::start_window(const LoopState& loop) {

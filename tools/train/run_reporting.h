@@ -1,0 +1,60 @@
+// What a run reports, in one place: rank 0's OUT/metrics.jsonl and every rank's
+// OUT/rank_R.jsonl (several ranks), the epoch and final records over every rank
+// (tools/train/epoch_record.h), the step records (tools/train/step_record.h), the algorithm's
+// communication statistics taken by windows, rank 0's progress line, and the summary stream
+// (stdout in `dplab train`) with the stream for progress and warnings (stderr).
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include "dplab/tools/train/epoch_record.h"
+#include "dplab/tools/train/metrics.h"
+#include "dplab/tools/train/progress.h"
+#include "dplab/tools/train/rank_group.h"
+#include "dplab/tools/train/step_record.h"
+
+namespace dplab {
+
+struct ReportingOptions {
+  std::string out_dir;              // empty: no files
+  bool append = false;              // a resumed run continues its predecessor's files
+  int64_t metrics_every_steps = 0;  // option metrics.every_steps (0: no step records)
+  Progress::Mode progress = Progress::Mode::off;
+  int every_percent = 10;  // option progress.every_percent
+};
+
+class RunReporting {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // `origin`: the run's start for elapsed_s (earlier than this process's start when the run
+  // was resumed: the time its predecessors trained, see LoopState::elapsed_s).
+  RunReporting(const ReportingOptions& o, const RankGroup& ranks, Clock::time_point origin,
+               std::ostream& summary, std::ostream& progress);
+  RunReporting(const RunReporting&) = delete;
+  RunReporting& operator=(const RunReporting&) = delete;
+
+  // Seconds since the run's start, resumed processes' training included.
+  double elapsed_s() const;
+  MetricsWriter& metrics() { return metrics_; }  // rank 0's metrics.jsonl
+  RunReport& report() { return report_; }
+  StepLog& step_log() { return step_log_; }
+  CommTally& comm_tally() { return comm_tally_; }
+  Progress& progress() { return progress_; }
+  std::ostream& summary() { return summary_; }
+  std::ostream& messages() { return messages_; }  // progress and warnings (stderr)
+
+ private:
+  Clock::time_point origin_;
+  MetricsWriter metrics_;
+  MetricsWriter rank_metrics_;  // this rank's own timing (idle fraction) in OUT/rank_R.jsonl
+  RunReport report_;
+  CommTally comm_tally_;
+  StepLog step_log_;
+  Progress progress_;
+  std::ostream& summary_;
+  std::ostream& messages_;
+};
+
+}  // namespace dplab

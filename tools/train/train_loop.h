@@ -1,0 +1,162 @@
+// The training loop of one rank: epochs of steps at the Strategy's call points
+// (comm/strategy.h), the checkpoint policy, evaluation and records at each epoch's end, and the
+// two ways a run stops on purpose (non-finite values, pre-emption). run_training builds its
+// parts from the options (tools/train/trainer.cpp); an experiment that builds them itself can
+// run the same loop.
+//
+//   step:   plan -> zero_grad -> before_forward -> forward -> loss -> backward
+//           -> after_backward -> non-finite check (agreed kLag ticks later) -> optimizer
+//           -> after_step -> metrics, progress, mid-epoch checkpoint
+//   epoch:  drain -> checkpoint policy -> finish_training (last) -> evaluation -> records
+//
+// train_loop.cpp holds the step and the epoch; train_loop_stops.cpp the checkpoints and the
+// stops, which must act at the same tick on every rank (tools/train/step_agreement.h).
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dplab/comm/slowdown.h"
+#include "dplab/comm/strategy.h"
+#include "dplab/core/dtype.h"
+#include "dplab/core/trace/tracer.h"
+#include "dplab/data/dataset.h"
+#include "dplab/optim/grad_scaler.h"
+#include "dplab/optim/optimizer.h"
+#include "dplab/optim/schedule.h"
+#include "dplab/tools/train/accumulation.h"
+#include "dplab/tools/train/checkpoint.h"
+#include "dplab/tools/train/data_pipeline.h"
+#include "dplab/tools/train/evaluate.h"
+#include "dplab/tools/train/nonfinite_guard.h"
+#include "dplab/tools/train/preemption.h"
+#include "dplab/tools/train/rank_group.h"
+#include "dplab/tools/train/registry.h"
+#include "dplab/tools/train/run_reporting.h"
+#include "dplab/tools/train/step_agreement.h"
+#include "dplab/tools/train/step_metrics.h"
+#include "dplab/tools/train/trainer.h"
+
+namespace dplab {
+
+struct Batch;
+class StepTrace;
+
+// The loop's own settings (options epochs, max_steps, checkpoint.*, label_smoothing, amp,
+// nonfinite, lr).
+struct LoopSettings {
+  int64_t epochs = 1;
+  int64_t max_steps = 0;  // optimizer steps, skipped ticks included (0: no limit)
+  int64_t checkpoint_every_epochs = 0;
+  int64_t checkpoint_every_steps = 0;
+  int64_t checkpoint_keep = 0;
+  std::string out_dir;     // empty: no checkpoints and no final.safetensors
+  std::string model_name;  // recorded in final.safetensors
+  float label_smoothing = 0;
+  DType amp_dtype = DType::f32;  // autocast in the forward pass (amp = bf16 | f16)
+  NonfinitePolicy nonfinite = NonfinitePolicy::stop;
+  double base_lr = 0;             // the schedule multiplies it
+  Device device = Device::cpu();  // the model's: where the loss and accuracy sums are kept
+};
+
+// What the loop runs on. Borrowed: the caller owns every part and keeps it alive.
+struct LoopParts {
+  Module& model;
+  Optimizer& optimizer;
+  GradScaler* scaler;  // amp = f16 only, else null
+  Strategy& strategy;
+  LrSchedule& schedule;
+  const GradAccumulation& accumulation;
+  DataPipeline& pipeline;
+  const TrainData& data;
+  EvalOptions eval;
+  trace::Tracer* tracer;  // null: no timeline
+};
+
+// What watches the run: the ranks' agreement on stops, this rank's non-finite check, its
+// --slowdown and its pre-emption signals.
+struct LoopWatch {
+  StepAgreement& agreement;
+  NonfiniteGuard& guard;
+  Slowdown& slowdown;
+  PreemptionSignals& preemption;
+};
+
+class TrainLoop {
+ public:
+  // `start`: the loop state to continue from (a fresh LoopState, or a resumed one); `run` is
+  // what the checkpoints record; `reporting` writes the records and the progress.
+  TrainLoop(const LoopSettings& settings, LoopParts parts, LoopWatch watch, RunReporting& reporting,
+            const RankGroup& ranks, const RunIdentity& run, LoopState start);
+  TrainLoop(const TrainLoop&) = delete;
+  TrainLoop& operator=(const TrainLoop&) = delete;
+
+  // Trains to the end (epochs or max_steps), then evaluates and writes the final model.
+  // Throws RunStopped (tools/train/run_stopped.h) on every rank for a stop on purpose.
+  TrainResult run();
+  const LoopState& state() const { return loop_; }
+
+ private:
+  // One epoch's own figures (its record's "mine").
+  struct EpochTally {
+    int64_t epoch = 0;
+    std::chrono::steady_clock::time_point start;
+    int64_t images = 0;    // this rank's images in computed steps
+    int64_t computed = 0;  // steps this rank computed
+    double slept_before = 0;
+    StepTrace* trace = nullptr;  // the epoch's step and data_wait events
+  };
+  // train_loop.cpp
+  void run_epoch();
+  StepInfo step_info(int64_t epoch) const;
+  // A tick this rank skips (StepPlan::compute false); returns whether the epoch ends here.
+  bool skip_tick(const StepInfo& step, EpochTally& tally);
+  // A computed tick; returns whether the epoch ends here.
+  bool train_step(const StepInfo& step, const StepPlan& plan, const Batch& b, EpochTally& tally);
+  void apply_update(const StepPlan& plan);
+  // After a tick (computed or skipped): whether max_steps is reached (stop_ is set), else the
+  // mid-epoch checkpoint; returns whether the epoch's loop ends.
+  bool after_tick();
+  void end_epoch(const EpochTally& tally);
+  void evaluate_and_record(const EpochTally& tally, const RankEpoch& mine, bool complete,
+                           int64_t nonfinite_skipped);
+  TrainResult finish();
+
+  // train_loop_stops.cpp
+  void act_on(const std::vector<Agreement>& due);
+  void tick_check(const StepInfo& step, bool local_nonfinite, const Tensor* loss);
+  [[noreturn]] void stop_nonfinite(const std::string& what, const Agreement& agreed);
+  void check_state_finite(const std::string& name);
+  std::filesystem::path checkpoint();
+  void step_checkpoint();
+  [[noreturn]] void preempt_exit();
+
+  const LoopSettings& s_;
+  LoopParts p_;
+  LoopWatch w_;
+  RunReporting& rep_;
+  const RankGroup& ranks_;
+  const RunIdentity& run_;
+  TrainingParts saved_;  // what a checkpoint holds
+  LoopState loop_;
+  const int64_t steps_per_epoch_;
+  const bool rank0_;
+  StepMetrics step_metrics_;  // loss and accuracy sums, read back once per log line
+  TrainResult result_;
+  bool stop_ = false;
+  int64_t skipped_steps_ = 0;  // StepPlan::compute == false ticks (count toward max_steps)
+  bool evaluated_ = false;
+  int64_t last_epoch_number_ = 0;  // 1-based number of the last epoch trained
+  // nonfinite = skip: the optimizer step in progress is dropped (set at the tick whose check
+  // failed, applied at the tick that would step: accumulated micro-batches are dropped whole).
+  bool drop_step_ = false;
+  bool preempted_ = false;       // some rank received a pre-emption signal (agreed)
+  std::string preempt_reports_;  // which rank received which signal
+  int64_t last_checkpoint_step_ = -1;
+  std::filesystem::path last_checkpoint_dir_;
+};
+
+}  // namespace dplab

@@ -1,0 +1,136 @@
+// The training loop's checkpoints and its stops on purpose (train_loop.h). Every decision
+// here is taken at the same tick on every rank: the ranks agree on each tick's non-finite
+// check and pre-emption signals kLag ticks later (tools/train/step_agreement.h), and a
+// checkpoint is collective.
+#include <fmt/format.h>
+
+#include "dplab/tools/train/run_stopped.h"
+#include "dplab/tools/train/run_trace.h"
+#include "dplab/tools/train/train_loop.h"
+
+namespace dplab {
+
+// Acts on agreed ticks, on every rank at the same point.
+void TrainLoop::act_on(const std::vector<Agreement>& due) {
+  for (const Agreement& a : due) {
+    if (a.nonfinite && s_.nonfinite == NonfinitePolicy::stop) {
+      rep_.progress().end_epoch();  // ends a progress bar's line before the message
+      stop_nonfinite(fmt::format("at global step {} (0-based; epoch {}, batch {} of {})", a.tick,
+                                 a.tick / steps_per_epoch_ + 1, a.tick % steps_per_epoch_ + 1,
+                                 steps_per_epoch_),
+                     a);
+    }
+    if (a.preempt && !preempted_) {
+      preempted_ = true;
+      std::string who;
+      for (size_t r = 0; r < a.reports.size(); ++r)
+        if (const size_t at = a.reports[r].find("received SIG"); at != std::string::npos)
+          who += fmt::format("{}rank {} {}", who.empty() ? "" : ", ", r, a.reports[r].substr(at));
+      preempt_reports_ = who;
+    }
+  }
+}
+
+// One tick's part, on every rank at every tick (also the ticks a rank skips). A rank whose own
+// loss or gradient is non-finite never applies that update, under either policy; the agreement
+// then stops every rank at the same tick (stop). Under skip each rank drops its own non-finite
+// steps: with gradients averaged in after_backward every rank drops the same.
+void TrainLoop::tick_check(const StepInfo& step, bool local_nonfinite, const Tensor* loss) {
+  const int sig = w_.preemption.received();
+  std::string report;
+  if (local_nonfinite) report = w_.guard.describe(*loss);  // per tensor: only on this path
+  if (sig != 0) report += (report.empty() ? "received " : "; received ") + preempt_signal_name(sig);
+  if (local_nonfinite) {
+    drop_step_ = true;
+    if (s_.nonfinite == NonfinitePolicy::skip && loop_.nonfinite_skipped < 10)  // the first few
+      rep_.messages() << fmt::format(
+          "dplab: rank {}: dropped the step at global step {} (nonfinite = skip): {}\n",
+          ranks_.rank(), step.global_step, report);
+  }
+  act_on(w_.agreement.tick(step.global_step, local_nonfinite, sig != 0, report));
+}
+
+// A run stopped for non-finite values: the record, then RunStopped on every rank (exit 3).
+void TrainLoop::stop_nonfinite(const std::string& what, const Agreement& agreed) {
+  p_.strategy.drain();  // every rank is here at the same tick: nothing left in flight
+  if (rank0_)
+    rep_.metrics().write({{"kind", "stopped"},
+                          {"reason", "nonfinite"},
+                          {"step", loop_.global_step},
+                          {"ranks", agreed.reporting_ranks()},
+                          {"detail", agreed.joined_reports()}});
+  finish_run_trace(p_.tracer, ranks_, s_.out_dir, &rep_.messages());  // the trace so far
+  throw RunStopped(
+      fmt::format("non-finite values {}: {}; every rank stopped (nonfinite = stop, exit status "
+                  "{}); no checkpoint was written{}",
+                  what, agreed.joined_reports(), kExitNonfinite,
+                  s_.out_dir.empty() ? "" : ", any earlier one in " + s_.out_dir + " is as it was"),
+      kExitNonfinite, rank0_);
+}
+
+// No checkpoint holds an inf or NaN (the model's state_dict, the optimizer's and the
+// algorithm's state): every rank checks its own and they agree before anything is written.
+// (Every tick was flushed and acted on first: at the end of its epoch's loop, or by
+// checkpoint().)
+void TrainLoop::check_state_finite(const std::string& name) {
+  std::vector<NamedTensor> state = p_.model.state_dict();
+  for (const NamedTensor& t : p_.optimizer.state()) state.push_back(t);
+  StateDict algo;
+  p_.strategy.save_state(algo);
+  std::vector<std::string> bad = nonfinite_names(state);
+  for (const std::string& n : nonfinite_entries(algo)) bad.push_back("algo." + n);
+  const Agreement agreed = w_.agreement.agree(
+      !bad.empty(), false, [&] { return fmt::format("non-finite {}", name_list(bad)); });
+  if (agreed.nonfinite)
+    stop_nonfinite(fmt::format("in the state to be written to {} after {} step{}", name,
+                               loop_.global_step, loop_.global_step == 1 ? "" : "s"),
+                   agreed);
+}
+
+// A checkpoint of every rank (collective), once per global step, never with an inf or NaN in
+// it (tools/train/nonfinite_guard.h). In the middle of an epoch it is written without
+// strategy.drain(), which is part of the trajectory for some algorithms (comm/strategy.h): a
+// run that checkpoints follows the same trajectory as one that does not. Returns the
+// checkpoint's directory.
+std::filesystem::path TrainLoop::checkpoint() {
+  if (s_.out_dir.empty() || last_checkpoint_step_ == loop_.global_step) return last_checkpoint_dir_;
+  trace::Span traced(p_.tracer, "checkpoint", "io");
+  act_on(w_.agreement.flush());  // every tick decided before the state check's own vote
+  check_state_finite("a checkpoint");
+  // Wall time, not part of the trajectory: a resumed run's elapsed_s continues from it.
+  loop_.elapsed_s = rep_.elapsed_s();
+  last_checkpoint_dir_ =
+      write_checkpoint({s_.out_dir, s_.checkpoint_keep}, ranks_, run_, saved_, loop_);
+  last_checkpoint_step_ = loop_.global_step;
+  return last_checkpoint_dir_;
+}
+
+// Mid-epoch checkpoints every checkpoint.every_steps iterations (the epoch's last step is
+// checkpointed after end_epoch, with the epoch finished).
+void TrainLoop::step_checkpoint() {
+  if (s_.checkpoint_every_steps > 0 && loop_.global_step % s_.checkpoint_every_steps == 0 &&
+      loop_.step_in_epoch < steps_per_epoch_)
+    checkpoint();
+}
+
+// Pre-empted (tools/train/preemption.h): checkpoint (collective, committed by rank 0 before
+// any rank returns), record, then RunStopped on every rank (exit 4).
+void TrainLoop::preempt_exit() {
+  const std::string path = checkpoint().string();
+  if (rank0_)
+    rep_.metrics().write({{"kind", "preempted"},
+                          {"epoch", loop_.epoch + 1},
+                          {"step", loop_.global_step},
+                          {"step_in_epoch", loop_.step_in_epoch},
+                          {"detail", preempt_reports_},
+                          {"checkpoint", path}});
+  w_.agreement.barrier();
+  finish_run_trace(p_.tracer, ranks_, s_.out_dir, &rep_.messages());  // the trace so far
+  throw RunStopped(fmt::format("pre-empted ({}) after {} step{}: wrote {}; continue with "
+                               "--resume {} (exit status {})",
+                               preempt_reports_, loop_.global_step,
+                               loop_.global_step == 1 ? "" : "s", path, s_.out_dir, kExitPreempted),
+                   kExitPreempted, rank0_);
+}
+
+}  // namespace dplab
