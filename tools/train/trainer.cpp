@@ -122,7 +122,8 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
   const int64_t metrics_every_steps = get_int(opt, "metrics.every_steps");
   // comm = mpi | nccl | auto (comm/world.h), validated for every algorithm. NCCL needs a GPU per
   // rank: a bare "cuda" then means this rank's (local rank mod device count).
-  const bool nccl = comm_backend(opt) == "nccl" && get(opt, "algo") != "local";
+  const bool nccl =
+      comm_backend(opt) == "nccl" && uses_communicator(registry.strategy(get(opt, "algo")));
   const Device device = nccl && get(opt, "device") == "cuda" ? Device::cuda(nccl_rank_device())
                                                              : Device::parse(get(opt, "device"));
   // device = cpu | cuda[:N]: checked before any data is read, so a run on a machine without
@@ -147,10 +148,7 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
   GradScaler* const scaler = built.scaler.get();
   const GradAccumulation accumulation(get_int(opt, "accumulate_steps"));
   // Summing micro-batch gradients commutes only with averaging algorithms.
-  DPLAB_CHECK(
-      accumulation.steps() == 1 || get(opt, "algo") == "local" || get(opt, "algo") == "allreduce",
-      "option accumulate_steps = {} needs algo local or allreduce, got '{}'", accumulation.steps(),
-      get(opt, "algo"));
+  check_accumulation(registry.strategy(get(opt, "algo")), accumulation.steps());
   std::unique_ptr<LrSchedule> schedule =
       registry.schedule(get(opt, "lr.schedule")).make(opt, epochs);
 
