@@ -84,11 +84,12 @@ grep -q "resumed from .* at epoch 3 step 0 (global step 64)" "$tmp/topk-resume.l
 # uninterrupted 3-epoch run.
 topk epochs=3 out="$tmp/topk-straight" >"$tmp/topk-straight.log" 2>&1 ||
   { cat "$tmp/topk-straight.log"; exit 1; }
-same="$(sed -n 's/^test accuracy: //p' "$tmp/topk-straight.log")"
+cmp "$run/final.safetensors" "$tmp/topk-straight/final.safetensors" ||
+  { echo "topk: the resumed run's final model differs from the uninterrupted run's"; exit 1; }
 acc="$(sed -n 's/^test accuracy: //p' "$tmp/topk-resume.log")"
-test "$acc" = "$same" || { echo "topk: resumed accuracy $acc, uninterrupted $same"; exit 1; }
 # Fashion-MNIST has 10 classes: chance is 0.1, and a chance-level classifier's accuracy on 500
-# test images has sd 0.013, so 0.5 is 30 sd above it.
+# test images has sd 0.013, so 0.5 is 30 sd above it (this run, 1% of the gradient per step,
+# reaches 0.68 after 3 epochs; allreduce, 0.7).
 awk -v a="$acc" 'BEGIN { exit !(a > 0.5) }' || { echo "topk: test accuracy $acc <= 0.5"; exit 1; }
 
 # ---- csv_dataset: a Dataset read from CSV, and an MLP ------------------------------------------
@@ -105,7 +106,8 @@ test "$(grep -c '"kind": *"epoch"' "$run/metrics.jsonl")" = 5 ||
   { echo "csv_dataset: expected 5 epoch records"; cat "$run/metrics.jsonl"; exit 1; }
 grep -q '"dplab.model":"mlp"' "$run/final.safetensors" || { echo "final model is not mlp"; exit 1; }
 # Two balanced classes (chance 0.5, sd 0.022 on 500 test points); the moons are not linearly
-# separable (a linear classifier stays near 0.88), the MLP reaches above 0.95.
+# separable: logistic regression on these files reaches 0.90 (torch, LBFGS), the MLP 1.0 after 5
+# epochs, so 0.95 asks for what only a non-linear model learns.
 acc="$(sed -n 's/^test accuracy: //p' "$tmp/csv.log")"
 awk -v a="$acc" 'BEGIN { exit !(a > 0.95) }' || { echo "csv_dataset: test accuracy $acc <= 0.95"; exit 1; }
 # A malformed line: a runtime error (exit 1) naming the file, the line and what was expected.

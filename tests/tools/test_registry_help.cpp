@@ -85,6 +85,8 @@ TEST(RegistryHelp, BuiltinAlgorithmsListTheirKeysFromTheOptionTable) {
   std::set<std::string> post = allreduce;
   post.insert({"local_sgd.H", "post_local_sgd.switch_epoch"});
   EXPECT_EQ(keys("post_local_sgd"), post);
+  post.erase("post_local_sgd.switch_epoch");
+  EXPECT_EQ(keys("local_sgd"), post);
   EXPECT_TRUE(keys("daso").count("daso.B_max"));
   EXPECT_TRUE(keys("daso").count("daso.local.bucket_cap_mb"));
   EXPECT_FALSE(keys("daso").count("hybrid.W"));

@@ -1,6 +1,8 @@
 #include "dplab/tools/train/experiment_main.h"
 
+#include <algorithm>
 #include <iostream>
+#include <thread>
 
 #include "dplab/comm/mpi_env.h"
 #include "dplab/core/usage_error.h"
@@ -8,6 +10,7 @@
 #include "dplab/tools/train/option_values.h"
 #include "dplab/tools/train/registry_help.h"
 #include "dplab/tools/train/run_stopped.h"
+#include "dplab/tools/train/setting_warnings.h"
 #include "dplab/tools/train/trainer.h"
 
 namespace dplab {
@@ -29,6 +32,13 @@ int experiment_main(int argc, char** argv, const Registry& registry, const Exper
   try {
     for (int i = 1; i < argc; ++i) apply_set_option(argv[i], opt);
     check_option_values(opt, registry);  // types, ranges, and this registry's names
+    if (rank0) {  // settings that do nothing here, as `dplab train` reports them
+      RunShape shape;
+      shape.world_size = mpi_active() ? MpiEnv::get().world_size() : 1;
+      shape.local_ranks = local_ranks_hint();
+      shape.cores = int(std::max(1u, std::thread::hardware_concurrency()));
+      for (const std::string& w : ineffective_settings(opt, shape)) std::cerr << w << "\n";
+    }
     const TrainResult r = run_training(opt, registry, std::cout, std::cerr);
     if (r.is_rank0) std::cout << "test accuracy: " << r.test_acc << "\n";
     return 0;

@@ -25,7 +25,8 @@ struct Experiment {
 };
 
 // Starts MPI under a launcher (comm/mpi_env.h), reads argv, and trains with `registry`. Rank 0
-// prints "test accuracy: A" at the end. --help (or -h) prints the usage, `about`, and the
+// warns about settings that do nothing (tools/train/setting_warnings.h) and prints "test
+// accuracy: A" at the end. --help (or -h) prints the usage, `about`, and the
 // registry's names with their help and keys (tools/train/registry_help.h), then returns 0.
 int experiment_main(int argc, char** argv, const Registry& registry, const Experiment& exp);
 

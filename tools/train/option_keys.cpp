@@ -185,6 +185,8 @@ std::vector<std::string> algorithm_option_keys(const std::string& algo) {
   std::vector<std::string> keys;
   for (const OptionSpec& s : train_option_specs()) {
     const std::string area = option_area(s.key);
+    // post_local_sgd.* sits in the local_sgd area, but plain local_sgd never reads it.
+    if (algo == "local_sgd" && s.key.starts_with("post_local_sgd.")) continue;
     if (is_algorithm_area(area) && algorithm_reads_area(algo, area)) keys.push_back(s.key);
   }
   return keys;

@@ -4,7 +4,7 @@
 // is registered as "mlp". Ranks, metrics, checkpoints and evaluation are the driver's.
 //
 //   ./csv_dataset make-data DIR       writes two interleaved half-moons (2 features, 2 classes)
-//   mpiexec -n 2 ./csv_dataset data=csv:DIR epochs=10 out=runs/moons
+//   mpiexec -n 2 ./csv_dataset data=csv:DIR epochs=5 out=runs/moons    (algo=allreduce by default)
 //
 // A malformed line stops the run naming FILE:LINE, what was expected and what was found.
 #include <charconv>
@@ -119,6 +119,7 @@ int main(int argc, char** argv) {
   registry.add_model("mlp", {2}, 2, make_mlp, "2 -> 32 -> 32 -> classes, ReLU");
   Options defaults;
   defaults.set("model", "mlp");
+  defaults.set("algo", "allreduce");
   defaults.set("lr", "0.1");
   defaults.set("momentum", "0.9");
   defaults.set("batch", "32");

@@ -13,6 +13,7 @@
 #pragma once
 #include <algorithm>
 #include <numeric>
+#include <utility>
 
 #include "dplab/comm/algorithms/algo_state.h"
 #include "dplab/comm/algorithms/allreduce.h"
