@@ -24,6 +24,10 @@ cmake -S "$source/tools/examples/vgg_fashion" -B "$tmp/vgg" -G Ninja \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$tmp/prefix" >"$tmp/configure-vgg.log" ||
   { cat "$tmp/configure-vgg.log"; exit 1; }
 cmake --build "$tmp/vgg" || exit 1
+# Its --help lists its registry: the built-in names and small_vgg.
+"$tmp/vgg/vgg_fashion" --help >"$tmp/vgg-help.log"
+grep -q "^  small_vgg  *two VGG blocks" "$tmp/vgg-help.log" && grep -q "^  resnet18 " "$tmp/vgg-help.log" ||
+  { echo "vgg_fashion --help does not list small_vgg and the built-in models"; cat "$tmp/vgg-help.log"; exit 1; }
 run="$tmp/vgg-run"
 vgg() {
   OMP_NUM_THREADS=1 "$mpiexec" -n 2 "$tmp/vgg/vgg_fashion" algo=allreduce batch=32 \
