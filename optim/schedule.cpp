@@ -232,6 +232,10 @@ std::vector<int64_t> parse_milestones(const std::string& key, const std::string&
 }  // namespace
 
 std::unique_ptr<LrSchedule> make_lr_schedule(const Options& opt, int64_t total_epochs) {
+  return with_warmup(make_base_lr_schedule(opt, total_epochs), opt);
+}
+
+std::unique_ptr<LrSchedule> make_base_lr_schedule(const Options& opt, int64_t total_epochs) {
   const std::string kind = opt.get_string("lr.schedule", "constant");
   std::unique_ptr<LrSchedule> s;
   auto need_total = [&]() {
@@ -279,6 +283,11 @@ std::unique_ptr<LrSchedule> make_lr_schedule(const Options& opt, int64_t total_e
         "plateau",
         kind);
   }
+  return s;
+}
+
+std::unique_ptr<LrSchedule> with_warmup(std::unique_ptr<LrSchedule> s, const Options& opt) {
+  DPLAB_CHECK(s != nullptr, "with_warmup: no schedule to wrap");
   const double warmup = opt.get_double("lr.warmup_epochs", 0.0);
   DPLAB_CHECK_OPTION(warmup >= 0, "option lr.warmup_epochs must be >= 0, got {}", warmup);
   if (warmup > 0) {

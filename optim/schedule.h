@@ -45,6 +45,15 @@ class LrSchedule {
 // at lr.min_factor.
 std::unique_ptr<LrSchedule> make_lr_schedule(const Options& opt, int64_t total_epochs);
 
+// The same schedule without the warm-up: make_lr_schedule = with_warmup(make_base_lr_schedule).
+std::unique_ptr<LrSchedule> make_base_lr_schedule(const Options& opt, int64_t total_epochs);
+
+// `s` behind the linear warm-up of options lr.warmup_epochs and lr.warmup_start_factor (see
+// above), or `s` itself when lr.warmup_epochs is 0. Any schedule takes it: the training
+// driver's Registry applies it to every schedule entry, an experiment's too
+// (tools/train/registry.h).
+std::unique_ptr<LrSchedule> with_warmup(std::unique_ptr<LrSchedule> s, const Options& opt);
+
 // A relative-threshold plateau detector on a per-epoch metric (lower is better): returns true
 // when the metric failed to improve on the best by more than `threshold` (relative) for
 // `patience` consecutive epochs, then resets its count. DASO uses it too. "Improve" means

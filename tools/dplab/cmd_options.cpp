@@ -1,10 +1,13 @@
 // `dplab options [PREFIX] [--json]`: every option key of `dplab train` with its default and
-// help, grouped by area; PREFIX selects keys or areas by prefix (daso, lr., data).
+// help, grouped by area, then the names the options model, data, algo, optim and lr.schedule
+// take (the built-in registry's) with their help and keys; PREFIX selects keys, areas, names
+// or kinds by prefix (daso, lr., data, algo).
 #include <iostream>
 
 #include "dplab/core/usage_error.h"
 #include "dplab/tools/dplab/command.h"
 #include "dplab/tools/dplab/option_help.h"
+#include "dplab/tools/train/registry_help.h"
 
 namespace dplab::cli {
 
@@ -29,7 +32,12 @@ CommandSpec options_command() {
                 std::cout << option_reference_json(a->prefix);
                 return 0;
               }
-              const std::string text = option_reference(a->prefix);
+              // The keys, then the names of models, datasets, algorithms, optimizers and
+              // schedules (with their help and keys) that the prefix selects.
+              std::string text = option_reference(a->prefix);
+              const std::string names = registry_reference(Registry::with_builtins(), a->prefix);
+              if (!names.empty())
+                text += (text.empty() ? "" : "\n") + std::string("Names:\n\n") + names;
               if (text.empty())
                 throw UsageError(fmt::format("no option key or area starts with '{}'", a->prefix));
               std::cout << text;

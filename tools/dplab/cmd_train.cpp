@@ -10,6 +10,7 @@
 #include "dplab/tools/dplab/option_help.h"
 #include "dplab/tools/dplab/usage_agreement.h"
 #include "dplab/tools/train/nonfinite_guard.h"
+#include "dplab/tools/train/registry_help.h"
 #include "dplab/tools/train/run_config.h"
 #include "dplab/tools/train/setting_warnings.h"
 #include "dplab/tools/train/trainer.h"
@@ -24,6 +25,9 @@ std::string option_table() {
       "[run]; a resumed run must keep them (--resume-override KEY,... allows a change). "
       "--algo NAME --help shows NAME's keys only.\n\n";
   r += option_reference("");
+  r += "\nNames the options model, data, algo, optim and lr.schedule take (an experiment binary's "
+       "--help lists its own):\n\n" +
+       registry_reference(Registry::with_builtins());
   r += fmt::format(
       "\nExit status: 0 done, 1 runtime error, 2 usage error, {} stopped on a non-finite loss, "
       "gradient or state (option nonfinite; no checkpoint written), {} pre-empted by a signal in "

@@ -10,24 +10,6 @@
 namespace dplab::cli {
 namespace {
 
-const std::vector<std::string> kAlgorithmAreas = {"allreduce", "hybrid", "daso",     "dcs3gd",
-                                                  "crossover", "oscars", "local_sgd"};
-
-bool is_algorithm_area(const std::string& area) {
-  for (const auto& a : kAlgorithmAreas)
-    if (a == area) return true;
-  return false;
-}
-
-// The areas an algorithm's run reads besides the common ones: its own, and for local_sgd and
-// post_local_sgd also allreduce.* (the averaging phase's GradSync).
-bool area_of_algo(const std::string& area, const std::string& algo) {
-  if (area == algo) return true;
-  if (algo == "post_local_sgd" || algo == "local_sgd")
-    return area == "local_sgd" || area == "allreduce";
-  return false;
-}
-
 bool selected(const OptionSpec& s, const std::string& prefix) {
   return prefix.empty() || s.key.rfind(prefix, 0) == 0 || option_area(s.key).rfind(prefix, 0) == 0;
 }
@@ -38,7 +20,7 @@ std::string option_reference(const std::string& prefix, const std::string& algo)
   std::string r;
   bool left_out = false;
   for (const std::string& area : option_areas()) {
-    if (!algo.empty() && is_algorithm_area(area) && !area_of_algo(area, algo)) {
+    if (!algo.empty() && is_algorithm_area(area) && !algorithm_reads_area(algo, area)) {
       left_out = true;
       continue;
     }

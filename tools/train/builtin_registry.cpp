@@ -2,10 +2,13 @@
 // optim/schedule.h, tools/train/optimizer_factory.h, tools/train/builtin_datasets.h) as
 // registry entries. Each entry delegates to the function `dplab train` called before the
 // registry existed, so a built-in name builds exactly what it built then.
+#include <map>
+
 #include "dplab/comm/registry.h"
 #include "dplab/models/registry.h"
 #include "dplab/tools/train/builtin_datasets.h"
 #include "dplab/tools/train/optimizer_factory.h"
+#include "dplab/tools/train/option_keys.h"
 #include "dplab/tools/train/registry.h"
 
 namespace dplab {
@@ -26,12 +29,27 @@ Registry Registry::with_builtins() {
                      }});
   }
   add_builtin_datasets(r);
-  // make_strategy reads option algo itself and builds the same name.
-  for (const std::string& name : strategy_names())
-    r.add(StrategyEntry{name,
-                        "built-in algorithm (ALGORITHMS.md; keys under " + name + ".)",
-                        {},
-                        [](const Options& o) { return make_strategy(o); }});
+  // make_strategy reads option algo itself and builds the same name. The keys come from the
+  // option table (tools/train/option_keys.h), the help from docs/algorithms/README.md.
+  const std::map<std::string, std::string> algo_help = {
+      {"local", "one process: forward, backward, optimizer step; no communication"},
+      {"allreduce", "averaged gradients every step (DDP, Horovod; docs/algorithms/allreduce.md)"},
+      {"hybrid", "gradients averaged in three stages of decreasing frequency (hybrid.md)"},
+      {"daso", "node-local gradients every step, parameters across nodes every B steps (daso.md)"},
+      {"dcs3gd", "the last update, one step stale, with delay compensation (dcs3gd.md)"},
+      {"crossover", "parameter segments gossiped with random peers (crossover.md)"},
+      {"sgp", "stochastic gradient push: parameters and push-sum weights (sgp.md)"},
+      {"oscars", "parameters averaged after tau_i local steps per rank (oscars.md)"},
+      {"local_sgd", "parameters averaged every local_sgd.H steps (local_sgd.md)"},
+      {"post_local_sgd", "allreduce SGD, then local SGD from post_local_sgd.switch_epoch"}};
+  for (const std::string& name : strategy_names()) {
+    StrategyEntry e{name, "", algorithm_option_keys(name),
+                    [](const Options& o) { return make_strategy(o); }};
+    if (auto it = algo_help.find(name); it != algo_help.end()) e.help = it->second;
+    e.averages_gradients = name == "local" || name == "allreduce";
+    e.single_process = name == "local";
+    r.add(std::move(e));
+  }
   r.add(OptimizerEntry{"sgd",
                        "SGD with momentum, Nesterov, dampening and weight decay",
                        {"lr", "momentum", "nesterov", "dampening", "wd"},
@@ -42,19 +60,29 @@ Registry Registry::with_builtins() {
                        "LARS (You et al.): layer-wise trust ratio",
                        {"lr", "momentum", "wd", "lars.eta", "lars.eps"},
                        make_lars_optimizer});
-  // make_lr_schedule reads lr.schedule itself (and wraps any schedule in lr.warmup_epochs).
-  const std::vector<std::pair<std::string, std::vector<std::string>>> schedules = {
-      {"constant", {}},
-      {"step", {"lr.step_size", "lr.gamma"}},
-      {"multistep", {"lr.milestones", "lr.gamma"}},
-      {"poly", {"lr.power", "lr.min_factor"}},
-      {"cosine", {"lr.min_factor"}},
-      {"plateau", {"lr.patience", "lr.factor", "lr.threshold", "lr.mode", "lr.min_factor"}}};
-  for (const auto& [name, keys] : schedules) {
-    std::vector<std::string> k = keys;
+  // make_base_lr_schedule reads lr.schedule itself; Registry::add puts the warm-up
+  // (lr.warmup_epochs) in front of each, as make_lr_schedule did.
+  struct Sched {
+    const char* name;
+    const char* help;
+    std::vector<std::string> keys;
+  };
+  const std::vector<Sched> schedules = {
+      {"constant", "the base lr throughout", {}},
+      {"step", "times lr.gamma every lr.step_size epochs", {"lr.step_size", "lr.gamma"}},
+      {"multistep", "times lr.gamma at each epoch of lr.milestones", {"lr.milestones", "lr.gamma"}},
+      {"poly",
+       "(1 - t/T)^lr.power over the run, floored at lr.min_factor",
+       {"lr.power", "lr.min_factor"}},
+      {"cosine", "half a cosine from 1 to lr.min_factor over the run", {"lr.min_factor"}},
+      {"plateau",
+       "times lr.factor when the epoch loss stops improving (ReduceLROnPlateau)",
+       {"lr.patience", "lr.factor", "lr.threshold", "lr.mode", "lr.min_factor"}}};
+  for (const Sched& sc : schedules) {
+    std::vector<std::string> k = sc.keys;
     k.push_back("lr.warmup_epochs");
     k.push_back("lr.warmup_start_factor");
-    r.add(ScheduleEntry{name, "optim/schedule.h", k, make_lr_schedule});
+    r.add(ScheduleEntry{sc.name, sc.help, k, make_base_lr_schedule});
   }
   return r;
 }

@@ -167,4 +167,29 @@ const std::vector<std::string>& option_areas() {
   return a;
 }
 
+bool is_algorithm_area(const std::string& area) {
+  for (const char* a :
+       {"allreduce", "hybrid", "daso", "dcs3gd", "crossover", "oscars", "local_sgd"})
+    if (area == a) return true;
+  return false;
+}
+
+bool algorithm_reads_area(const std::string& algo, const std::string& area) {
+  if (area == algo) return true;
+  if (algo == "post_local_sgd" || algo == "local_sgd")
+    return area == "local_sgd" || area == "allreduce";
+  return false;
+}
+
+std::vector<std::string> algorithm_option_keys(const std::string& algo) {
+  std::vector<std::string> keys;
+  for (const OptionSpec& s : train_option_specs()) {
+    const std::string area = option_area(s.key);
+    // post_local_sgd.* sits in the local_sgd area, but plain local_sgd never reads it.
+    if (algo == "local_sgd" && s.key.starts_with("post_local_sgd.")) continue;
+    if (is_algorithm_area(area) && algorithm_reads_area(algo, area)) keys.push_back(s.key);
+  }
+  return keys;
+}
+
 }  // namespace dplab

@@ -6,11 +6,10 @@
 #include <cmath>
 #include <map>
 
-#include "dplab/comm/registry.h"
 #include "dplab/core/error.h"
 #include "dplab/core/suggest.h"
 #include "dplab/core/usage_error.h"
-#include "dplab/models/registry.h"
+#include "dplab/tools/train/registry.h"
 
 namespace dplab {
 namespace {
@@ -48,11 +47,20 @@ ValueRule choice(std::vector<std::string> v) {
   return choice([v] { return v; });
 }
 
+// The names a key takes from `dplab train`'s registry (Registry::with_builtins(): built once,
+// never changed). An experiment's registry is checked by check_option_values(opt, registry).
+ValueRule builtin_names(const std::string& key) {
+  return choice([key] {
+    static const Registry builtins = Registry::with_builtins();
+    return *builtins.names_for(key);
+  });
+}
+
 // Only limits a run would refuse anyway (or cannot mean): a rule never forbids a setting the
 // code accepts.
 const std::map<std::string, ValueRule>& rules() {
   static const std::map<std::string, ValueRule> r = {
-      {"model", choice(model_names)},
+      {"model", builtin_names("model")},
       {"model.zero_init_residual", boolean()},
       {"data.image_size", integer(1)},
       {"data.on_error", choice({"skip", "fail"})},
@@ -78,7 +86,8 @@ const std::map<std::string, ValueRule>& rules() {
       {"seed", integer(0)},
       {"threads", integer(0)},
       {"max_steps", integer(0)},
-      {"algo", choice(strategy_names)},
+      {"algo", builtin_names("algo")},
+      {"optim", builtin_names("optim")},
       {"comm", choice({"mpi", "nccl", "auto"})},
       {"comm.wait", choice({"spin", "backoff", "auto"})},
       {"ranks_per_node", integer(0)},
@@ -91,7 +100,7 @@ const std::map<std::string, ValueRule>& rules() {
       {"progress", choice({"auto", "bar", "lines", "off"})},
       {"progress.every_percent", integer(1, 100)},
       {"metrics.every_steps", integer(0)},
-      {"lr.schedule", choice({"constant", "step", "multistep", "poly", "cosine", "plateau"})},
+      {"lr.schedule", builtin_names("lr.schedule")},
       {"lr.warmup_epochs", number(0)},
       {"lr.mode", choice({"min", "max"})},
       {"lr.patience", integer(0)},
@@ -242,6 +251,24 @@ std::string check_option_value(const std::string& key, const std::string& value)
 void check_option_values(const Options& opt) {
   for (const auto& [key, value] : opt.values()) {
     const std::string why = check_option_value(key, value);
+    if (!why.empty()) throw UsageError(why);
+  }
+}
+
+void check_option_values(const Options& opt, const Registry& registry) {
+  for (const auto& [key, value] : opt.values()) {
+    std::string why;
+    if (key == "data") {
+      (void)registry.dataset(value);  // exact name, prefix or "*"; a UsageError otherwise
+    } else if (const auto names = registry.names_for(key)) {
+      bool known = false;
+      for (const auto& n : *names) known = known || n == value;
+      if (!known)
+        why = fmt::format("option {}: unknown value '{}'{}; expected {}", key, value,
+                          did_you_mean(value, *names), joined_choices(*names));
+    } else {
+      why = check_option_value(key, value);
+    }
     if (!why.empty()) throw UsageError(why);
   }
 }

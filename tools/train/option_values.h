@@ -13,6 +13,8 @@
 
 namespace dplab {
 
+class Registry;  // tools/train/registry.h
+
 struct ValueRule {
   enum class Kind { text, integer, number, boolean, choice };
   Kind kind = Kind::text;
@@ -32,6 +34,11 @@ std::string option_type_name(const std::string& key);
 std::string check_option_value(const std::string& key, const std::string& value);
 // Checks every key `opt` holds that has a rule (without marking it read); throws a UsageError
 // for the first that does not fit.
+// The values of model, algo, optim and lr.schedule are those of `dplab train`'s registry
+// (Registry::with_builtins()).
 void check_option_values(const Options& opt);
+// The same with the names of `registry` (an experiment's): model, data, algo, optim and
+// lr.schedule are checked against its entries, the other keys as above.
+void check_option_values(const Options& opt, const Registry& registry);
 
 }  // namespace dplab

@@ -58,6 +58,11 @@ Registry& Registry::add(OptimizerEntry e) {
   return *this;
 }
 Registry& Registry::add(ScheduleEntry e) {
+  // The warm-up is applied here, the one place every schedule passes (registry.h).
+  if (e.make)
+    e.make = [inner = std::move(e.make)](const Options& o, int64_t total_epochs) {
+      return with_warmup(inner(o, total_epochs), o);
+    };
   add_entry(schedules_, std::move(e), "lr schedule");
   return *this;
 }
@@ -111,6 +116,24 @@ const OptimizerEntry& Registry::optimizer(const std::string& name) const {
 const ScheduleEntry& Registry::schedule(const std::string& name) const {
   if (const ScheduleEntry* e = find_entry(schedules_, name)) return *e;
   unknown("lr.schedule", "lr schedule", name, names_of(schedules_));
+}
+
+std::optional<std::vector<std::string>> Registry::names_for(const std::string& key) const {
+  if (key == "model") return names_of(models_);
+  if (key == "data") return names_of(datasets_);
+  if (key == "algo") return names_of(strategies_);
+  if (key == "optim") return names_of(optimizers_);
+  if (key == "lr.schedule") return names_of(schedules_);
+  return std::nullopt;
+}
+
+void check_accumulation(const StrategyEntry& algo, int64_t steps) {
+  if (steps <= 1 || algo.averages_gradients) return;
+  throw UsageError(fmt::format(
+      "option accumulate_steps = {}: algorithm '{}' does not average gradients step by step "
+      "(summing micro-batch gradients commutes only with averaging algorithms such as local "
+      "and allreduce); use accumulate_steps = 1",
+      steps, algo.name));
 }
 
 std::shared_ptr<Module> Registry::make_model(const std::string& name, const ModelArgs& args) const {

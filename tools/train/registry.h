@@ -14,6 +14,7 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,7 +68,23 @@ struct StrategyEntry {
   std::string help;
   std::vector<std::string> keys;
   std::function<std::unique_ptr<Strategy>(const Options&)> make;
+  // Capabilities the driver checks instead of names (check_accumulation, uses_communicator).
+  // Every step's update is the optimizer's step on the gradient averaged over the ranks (or
+  // this rank's own, in one process), and the strategy calls after_backward only where the
+  // plan says optimizer_step: summing micro-batch gradients (accumulate_steps) commutes with
+  // it. local and allreduce.
+  bool averages_gradients = false;
+  // One process, no communicator (local): option comm = nccl then asks for nothing.
+  bool single_process = false;
 };
+
+// Throws a UsageError naming option accumulate_steps when `steps` > 1 and `algo` does not
+// average gradients (StrategyEntry::averages_gradients).
+void check_accumulation(const StrategyEntry& algo, int64_t steps);
+// Whether a run of `algo` builds communicators (so option comm = nccl applies to it).
+inline bool uses_communicator(const StrategyEntry& algo) {
+  return !algo.single_process;
+}
 
 struct OptimizerEntry {
   std::string name;
@@ -83,7 +100,10 @@ struct ScheduleEntry {
   std::string name;
   std::string help;
   std::vector<std::string> keys;
-  // The multiplier of the base lr (optim/schedule.h); `total_epochs` is option epochs.
+  // The multiplier of the base lr (optim/schedule.h); `total_epochs` is option epochs. The
+  // factory builds the schedule without warm-up: Registry::add wraps every entry's factory in
+  // the linear warm-up of lr.warmup_epochs and lr.warmup_start_factor (optim/schedule.h
+  // with_warmup), so an experiment's schedule takes the warm-up as the built-in ones do.
   std::function<std::unique_ptr<LrSchedule>(const Options&, int64_t total_epochs)> make;
 };
 
@@ -118,6 +138,11 @@ class Registry {
   const std::vector<StrategyEntry>& strategies() const { return strategies_; }
   const std::vector<OptimizerEntry>& optimizers() const { return optimizers_; }
   const std::vector<ScheduleEntry>& schedules() const { return schedules_; }
+
+  // The names option `key` takes from this registry (model, algo, optim, lr.schedule; for data
+  // the exact names and prefixes), nullopt for any other key: option_values.h checks the values
+  // of these keys against an experiment's registry, not a fixed list.
+  std::optional<std::vector<std::string>> names_for(const std::string& key) const;
 
   // Builds the model `args` asks for (checks the class count as models/registry.h does).
   std::shared_ptr<Module> make_model(const std::string& name, const ModelArgs& args) const;

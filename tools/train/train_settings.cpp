@@ -68,10 +68,11 @@ TrainSettings read_train_settings(const Options& opt) {
   return t;
 }
 
-Device set_up_train_device(const Options& opt) {
+Device set_up_train_device(const Options& opt, const Registry& registry) {
   // comm = mpi | nccl | auto (comm/world.h), validated for every algorithm. NCCL needs a GPU per
   // rank: a bare "cuda" then means this rank's (local rank mod device count).
-  const bool nccl = comm_backend(opt) == "nccl" && get(opt, "algo") != "local";
+  const bool nccl =
+      comm_backend(opt) == "nccl" && uses_communicator(registry.strategy(get(opt, "algo")));
   const Device device = nccl && get(opt, "device") == "cuda" ? Device::cuda(nccl_rank_device())
                                                              : Device::parse(get(opt, "device"));
   if (device.is_cuda()) {

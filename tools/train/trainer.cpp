@@ -101,7 +101,7 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
   const TrainSettings set = read_train_settings(opt);
   // Installed at once, so a signal during set-up (data indexing can take minutes) is not lost.
   PreemptionSignals preemption(set.preempt_signals);
-  const Device device = set_up_train_device(opt);
+  const Device device = set_up_train_device(opt, registry);
 
   // Data, model, optimizer, schedule and algorithm by name from `registry` (registry.h).
   const TrainData data = registry.dataset(set.data_spec).make(set.data_spec, opt);
@@ -110,10 +110,7 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
                                        device, set.f16);
   const GradAccumulation accumulation(set.accumulate_steps);
   // Summing micro-batch gradients commutes only with averaging algorithms.
-  DPLAB_CHECK(
-      accumulation.steps() == 1 || get(opt, "algo") == "local" || get(opt, "algo") == "allreduce",
-      "option accumulate_steps = {} needs algo local or allreduce, got '{}'", accumulation.steps(),
-      get(opt, "algo"));
+  check_accumulation(registry.strategy(get(opt, "algo")), accumulation.steps());
   std::unique_ptr<LrSchedule> schedule =
       registry.schedule(get(opt, "lr.schedule")).make(opt, set.loop.epochs);
 

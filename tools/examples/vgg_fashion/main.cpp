@@ -6,10 +6,8 @@
 //
 //   mpiexec -n 2 ./vgg_fashion algo=allreduce epochs=2 out=runs/vgg
 //
-// Arguments are KEY=VALUE option keys (those of `dplab train --help`).
-#include <iostream>
-
-#include "dplab/comm/mpi_env.h"
+// Arguments are KEY=VALUE option keys (those of `dplab train --help`); --help lists the models,
+// datasets, algorithms, optimizers and schedules this binary knows, small_vgg among them.
 #include "dplab/layers/batchnorm2d.h"
 #include "dplab/layers/conv2d.h"
 #include "dplab/layers/flatten.h"
@@ -17,10 +15,7 @@
 #include "dplab/layers/maxpool2d.h"
 #include "dplab/layers/relu.h"
 #include "dplab/layers/sequential.h"
-#include "dplab/tools/train/config.h"
-#include "dplab/tools/train/registry.h"
-#include "dplab/tools/train/run_stopped.h"
-#include "dplab/tools/train/trainer.h"
+#include "dplab/tools/train/experiment_main.h"
 
 namespace {
 
@@ -51,29 +46,16 @@ std::shared_ptr<Module> make_small_vgg(int num_classes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  start_mpi_if_launched();  // before anything can fail, as `dplab train` (comm/mpi_env.h)
-  Options opt;
-  opt.set("model", "small_vgg");
-  opt.set("data", "fashion-mnist");
-  opt.set("lr", "0.05");
-  opt.set("momentum", "0.9");
-  opt.set("batch", "64");
-  try {
-    for (int i = 1; i < argc; ++i) apply_set_option(argv[i], opt);
-    Registry registry = Registry::with_builtins();
-    registry.add_model("small_vgg", {1, 28, 28}, 10, make_small_vgg,
-                       "two VGG blocks (16, 32 channels) and a linear classifier");
-    const TrainResult r = run_training(opt, registry, std::cout, std::cerr);
-    if (r.is_rank0) std::cout << "test accuracy: " << r.test_acc << "\n";
-    return 0;
-  } catch (const RunStopped& e) {
-    if (e.report()) std::cerr << "vgg_fashion: " << e.what() << "\n";
-    return e.exit_code();
-  } catch (const UsageError& e) {
-    std::cerr << "vgg_fashion: " << e.what() << "\n";
-    return 2;
-  } catch (const Error& e) {
-    std::cerr << "vgg_fashion: error: " << e.what() << "\n";
-    return 1;
-  }
+  Registry registry = Registry::with_builtins();
+  registry.add_model("small_vgg", {1, 28, 28}, 10, make_small_vgg,
+                     "two VGG blocks (16, 32 channels) and a linear classifier");
+  Options defaults;
+  defaults.set("model", "small_vgg");
+  defaults.set("data", "fashion-mnist");
+  defaults.set("lr", "0.05");
+  defaults.set("momentum", "0.9");
+  defaults.set("batch", "64");
+  // experiment_main: KEY=VALUE arguments, --help (this registry's names), run_training, exit codes.
+  return experiment_main(argc, argv, registry,
+                         {"vgg_fashion", "A small VGG-style model on Fashion-MNIST.", defaults});
 }

@@ -1,0 +1,32 @@
+// What it shows: a distributed algorithm written outside the library, chosen with algo=topk and
+// trained by the full driver. TopKStrategy (topk_strategy.h, under 100 lines) sends only the
+// largest topk.ratio of each rank's gradient, keeps the rest as a residual for the next step
+// (error feedback), and uses the library's Topology, allgather, CommStats (metrics.jsonl's
+// comm_bytes) and StateDict (a resumed run is bitwise the uninterrupted one).
+//
+//   mpiexec -n 2 ./topk_algo epochs=2 topk.ratio=0.01 out=runs/topk
+//   ./topk_algo --help          the registry's names, topk among the algorithms
+#include "dplab/tools/train/experiment_main.h"
+#include "topk_strategy.h"
+
+int main(int argc, char** argv) {
+  using namespace dplab;
+  Registry registry = Registry::with_builtins();
+  registry.add(StrategyEntry{
+      "topk",
+      "top-k sparsified gradient averaging with error feedback (allgather of indices and "
+      "values); k = topk.ratio x parameters [default ratio 0.01]",
+      {"topk.ratio"},
+      [](const Options& o) {
+        return std::make_unique<TopKStrategy>(std::make_shared<Topology>(Topology::from_options(o)),
+                                              o.get_double("topk.ratio", 0.01));
+      }});
+  Options defaults;
+  defaults.set("algo", "topk");
+  defaults.set("model", "mnist_cnn");
+  defaults.set("data", "fashion-mnist");
+  defaults.set("lr", "0.05");
+  defaults.set("momentum", "0.9");
+  return experiment_main(argc, argv, registry,
+                         {"topk_algo", "Top-k gradient averaging with error feedback.", defaults});
+}

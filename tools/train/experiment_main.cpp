@@ -1,0 +1,57 @@
+#include "dplab/tools/train/experiment_main.h"
+
+#include <algorithm>
+#include <iostream>
+#include <thread>
+
+#include "dplab/comm/mpi_env.h"
+#include "dplab/core/usage_error.h"
+#include "dplab/tools/train/config.h"
+#include "dplab/tools/train/option_values.h"
+#include "dplab/tools/train/registry_help.h"
+#include "dplab/tools/train/run_stopped.h"
+#include "dplab/tools/train/setting_warnings.h"
+#include "dplab/tools/train/trainer.h"
+
+namespace dplab {
+
+int experiment_main(int argc, char** argv, const Registry& registry, const Experiment& exp) {
+  start_mpi_if_launched();  // before anything can fail, as `dplab train`
+  const bool rank0 = !mpi_active() || MpiEnv::get().world_rank() == 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a != "--help" && a != "-h") continue;
+    if (rank0)
+      std::cout << "usage: " << exp.name << " [KEY=VALUE ...]\n\n"
+                << exp.about << "\n\nArguments are option keys (dplab options [PREFIX] lists "
+                << "them). Names this binary knows, with their help and the keys they read:\n\n"
+                << registry_reference(registry);
+    return 0;
+  }
+  Options opt = exp.defaults;
+  try {
+    for (int i = 1; i < argc; ++i) apply_set_option(argv[i], opt);
+    check_option_values(opt, registry);  // types, ranges, and this registry's names
+    if (rank0) {  // settings that do nothing here, as `dplab train` reports them
+      RunShape shape;
+      shape.world_size = mpi_active() ? MpiEnv::get().world_size() : 1;
+      shape.local_ranks = local_ranks_hint();
+      shape.cores = int(std::max(1u, std::thread::hardware_concurrency()));
+      for (const std::string& w : ineffective_settings(opt, shape)) std::cerr << w << "\n";
+    }
+    const TrainResult r = run_training(opt, registry, std::cout, std::cerr);
+    if (r.is_rank0) std::cout << "test accuracy: " << r.test_acc << "\n";
+    return 0;
+  } catch (const RunStopped& e) {
+    if (e.report()) std::cerr << exp.name << ": " << e.what() << "\n";
+    return e.exit_code();
+  } catch (const UsageError& e) {
+    std::cerr << exp.name << ": " << e.what() << " (" << exp.name << " --help)\n";
+    return 2;
+  } catch (const Error& e) {
+    std::cerr << exp.name << ": error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace dplab
