@@ -35,8 +35,12 @@ for seed in $SEEDS; do                # seed-major: a partial study still covers
         while [ -e "$PAUSE" ]; do sleep 5; done
         rm -rf "$dir"
         mkdir -p "$dir"
+        # The study's "mnist" is the 10,000-digit subset (8,000 / 2,000), now named mnist-10k;
+        # `--data mnist` is the standard 60,000 / 10,000 set. Run directories keep the old name.
+        data_arg=$data
+        [ "$data" = mnist ] && data_arg=mnist-10k
         cmd=(mpiexec -n "$K" nice -n "$NICE" "$DPLAB" train --config "$HERE/configs/$algo.toml"
-             --data "$data" --seed "$seed" --out "$dir")
+             --data "$data_arg" --seed "$seed" --out "$dir")
         echo "${cmd[*]}" >"$dir/command.txt"
         echo "[$(date -u +%FT%TZ)] ${cmd[*]}"
         start=$(date +%s)

@@ -17,6 +17,7 @@
 #include "dplab/tools/dplab/command.h"
 #include "dplab/tools/train/model_file.h"
 #include "dplab/tools/train/predict_input.h"
+#include "dplab/tools/train/trainer.h"
 
 namespace dplab::cli {
 namespace {
@@ -25,6 +26,7 @@ struct PredictArgs {
   std::vector<std::string> inputs;
   int top = 5;
   int image_size = 0;
+  int threads = 0;  // 0: OpenMP's default (every core)
 };
 
 Tensor read_input(const std::string& path) {
@@ -125,7 +127,11 @@ CommandSpec predict_command() {
         c->add_option("--image-size", a->image_size,
                       "image side fed to the model (default: the model's input size)")
             ->check(CLI::PositiveNumber);
+        c->add_option("--threads", a->threads, "OpenMP threads (0: every core)")
+            ->default_val(0)
+            ->check(CLI::NonNegativeNumber);
         return [a]() {
+          apply_thread_option(a->threads);
           const ModelWeights w = read_model_weights(a->checkpoint);
           const std::string model_name = model_for_file(a->model, w);
           const bool batch = a->inputs.size() == 1 &&

@@ -8,12 +8,12 @@
 #include "dplab/models/registry.h"
 #include "dplab/tools/dplab/command.h"
 #include "dplab/tools/dplab/option_help.h"
-#include "dplab/tools/dplab/usage_agreement.h"
 #include "dplab/tools/train/nonfinite_guard.h"
 #include "dplab/tools/train/registry_help.h"
 #include "dplab/tools/train/run_config.h"
 #include "dplab/tools/train/setting_warnings.h"
 #include "dplab/tools/train/trainer.h"
+#include "dplab/tools/train/usage_agreement.h"
 
 namespace dplab::cli {
 namespace {
@@ -57,7 +57,9 @@ CommandSpec train_command() {
             app.add_subcommand("train", "train a model; prints a summary line per epoch");
         FlagSet& tf = a->flags;
         tf.add(*train, "--model", "model", "model: " + joined(model_names()));
-        tf.add(*train, "--data", "data", "dataset: fashion-mnist or mnist");
+        tf.add(*train, "--data", "data",
+               "dataset: fashion-mnist, mnist-10k, mnist:DIR (the standard 60k/10k IDX files), "
+               "shards:GLOB (tar shards, brace ranges) or folder:DIR (class folders)");
         tf.add(*train, "--epochs", "epochs", "number of epochs");
         tf.add(*train, "--batch,--batch-size", "batch", "batch size per rank");
         tf.add(*train, "--lr", "lr", "base learning rate");

@@ -1,14 +1,14 @@
 // The `dplab` command: one subcommand per cmd_<name>.cpp (see commands.cpp).
 // Exit status: 0 success, 1 runtime error, 2 usage error (an unknown flag, option key or value,
 // a value of the wrong type or out of range; dplab::UsageError). Under mpiexec a usage error is
-// printed by rank 0 only and every rank exits 2 (tools/dplab/usage_agreement.h).
+// printed by rank 0 only and every rank exits 2 (tools/train/usage_agreement.h).
 #include <iostream>
 
 #include "dplab/comm/mpi_env.h"
 #include "dplab/tools/dplab/command.h"
 #include "dplab/tools/dplab/option_help.h"
 #include "dplab/tools/dplab/unknown_flag.h"
-#include "dplab/tools/dplab/usage_agreement.h"
+#include "dplab/tools/train/usage_agreement.h"
 #include "dplab/tools/dplab/version.h"
 
 namespace {

@@ -12,6 +12,7 @@
 #include "dplab/tools/train/run_stopped.h"
 #include "dplab/tools/train/setting_warnings.h"
 #include "dplab/tools/train/trainer.h"
+#include "dplab/tools/train/usage_agreement.h"
 
 namespace dplab {
 
@@ -30,8 +31,11 @@ int experiment_main(int argc, char** argv, const Registry& registry, const Exper
   }
   Options opt = exp.defaults;
   try {
-    for (int i = 1; i < argc; ++i) apply_set_option(argv[i], opt);
-    check_option_values(opt, registry);  // types, ranges, and this registry's names
+    // A usage error is every rank's: the ranks agree on it, rank 0 prints it, all exit 2.
+    cli::agree_on_usage([&] {
+      for (int i = 1; i < argc; ++i) apply_set_option(argv[i], opt);
+      check_option_values(opt, registry);  // types, ranges, and this registry's names
+    });
     if (rank0) {  // settings that do nothing here, as `dplab train` reports them
       RunShape shape;
       shape.world_size = mpi_active() ? MpiEnv::get().world_size() : 1;
@@ -46,9 +50,11 @@ int experiment_main(int argc, char** argv, const Registry& registry, const Exper
     if (e.report()) std::cerr << exp.name << ": " << e.what() << "\n";
     return e.exit_code();
   } catch (const UsageError& e) {
-    std::cerr << exp.name << ": " << e.what() << " (" << exp.name << " --help)\n";
+    if (cli::reports_usage_errors())
+      std::cerr << exp.name << ": " << e.what() << " (" << exp.name << " --help)\n";
     return 2;
   } catch (const Error& e) {
+    abort_if_distributed(e.what());  // under mpiexec: names this rank, stops every rank
     std::cerr << exp.name << ": error: " << e.what() << "\n";
     return 1;
   }

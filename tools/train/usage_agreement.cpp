@@ -1,4 +1,4 @@
-#include "dplab/tools/dplab/usage_agreement.h"
+#include "dplab/tools/train/usage_agreement.h"
 
 #include <fmt/format.h>
 
