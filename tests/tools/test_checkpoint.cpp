@@ -195,10 +195,10 @@ TEST(Checkpoint, ResumeRefusesChangedTrajectoryOptionsUnlessOverridden) {
                     dir.file("run"),
                 dir.path);
   EXPECT_EQ(r.status, 0) << r.err;
-  // --resume and --init-from exclude each other.
+  // --resume and --init-from exclude each other: a usage error (exit status 2).
   r = run_dplab(kTiny + " --resume " + dir.file("run") + " --init-from " + dir.file("run"),
                 dir.path);
-  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(has(r.err, "init_from")) << r.err;
 }
 
