@@ -42,6 +42,10 @@ Registry Registry::with_builtins() {
                        "LARS (You et al.): layer-wise trust ratio",
                        {"lr", "momentum", "wd", "lars.eta", "lars.eps"},
                        make_lars_optimizer});
+  r.add(OptimizerEntry{"adamw",
+                       "AdamW (torch.optim.AdamW): Adam with decoupled weight decay",
+                       {"lr", "wd", "adamw.beta1", "adamw.beta2", "adamw.eps"},
+                       make_adamw_optimizer});
   // make_lr_schedule reads lr.schedule itself (and wraps any schedule in lr.warmup_epochs).
   const std::vector<std::pair<std::string, std::vector<std::string>>> schedules = {
       {"constant", {}},

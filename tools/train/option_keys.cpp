@@ -146,7 +146,7 @@ std::string option_area(const std::string& key) {
   if (head == "model") return "model";
   if (head == "data" || key == "eval.batch") return "data";
   if (key == "lr.schedule" || (head == "lr" && dotted)) return "schedule";
-  for (const char* k : {"lr", "momentum", "nesterov", "dampening", "wd", "optim", "lars",
+  for (const char* k : {"lr", "momentum", "nesterov", "dampening", "wd", "optim", "lars", "adamw",
                         "accumulate_steps", "label_smoothing", "amp"})
     if (head == k) return "optimizer";
   for (const char* k : {"algo", "comm", "ranks_per_node", "link", "slowdown"})
