@@ -410,6 +410,37 @@ TEST(Resume, PostLocalSgd) {
   check_resume(c);
 }
 
+TEST(Resume, DiLoCo) {
+  // H = 4 with 6 steps per epoch: outer steps after steps 4 and 6 of every epoch.
+  Case c;
+  c.algo = "diloco";
+  c.options = {{"diloco.H", "4"}};
+  c.snaps = {{8}, {15}};  // 8: two inner steps into a round, after two outer steps
+  c.check_interesting = [](const StateDict& s) {
+    EXPECT_EQ(s.get_int("inner_steps"), 2);
+    EXPECT_EQ(s.get_int("outer_steps"), 2);
+    EXPECT_GT(
+        max_abs_diff(s.tensor("outer_momentum"), Tensor::zeros(s.tensor("outer_momentum").shape())),
+        0.0);
+  };
+  check_resume(c);
+}
+
+TEST(Resume, SlowMo) {
+  Case c;
+  c.algo = "slowmo";
+  c.options = {{"slowmo.frequency", "4"}};
+  c.snaps = {{9}, {13}};  // 9: three base steps into a round, after two slow steps
+  c.check_interesting = [](const StateDict& s) {
+    EXPECT_EQ(s.get_int("local_steps"), 3);
+    EXPECT_EQ(s.get_int("rounds"), 2);
+    EXPECT_GT(
+        max_abs_diff(s.tensor("slow_momentum"), Tensor::zeros(s.tensor("slow_momentum").shape())),
+        0.0);
+  };
+  check_resume(c);
+}
+
 TEST(Resume, LoadStateRejectsMismatches) {
   Options opt;
   opt.set("algo", "dcs3gd");

@@ -137,7 +137,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Algo{"dcs3gd", ""}, Algo{"crossover", ""}, Algo{"sgp", ""},
                       Algo{"oscars", "--set oscars.t_us=1000,2000,1000,3000"},
                       Algo{"local_sgd", "--set local_sgd.H=3"},
-                      Algo{"post_local_sgd", "--set local_sgd.H=3"}),
+                      Algo{"post_local_sgd", "--set local_sgd.H=3"},
+                      Algo{"diloco", "--set optim=adamw --wd 0.01 --set diloco.H=3"},
+                      Algo{"slowmo", "--set slowmo.frequency=3"}),
     [](const ::testing::TestParamInfo<Algo>& i) { return i.param.name; });
 
 TEST(CheckpointAt4Ranks, FailedWriteOnOneRankLeavesNothingAndNamesIt) {
