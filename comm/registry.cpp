@@ -13,6 +13,7 @@
 #include "dplab/comm/algorithms/oscars.h"
 #include "dplab/comm/algorithms/sgp.h"
 #include "dplab/comm/algorithms/slowmo.h"
+#include "dplab/comm/algorithms/streaming_diloco.h"
 #include "dplab/core/error.h"
 #include "dplab/core/suggest.h"
 #include "dplab/core/usage_error.h"
@@ -44,6 +45,7 @@ const std::vector<std::pair<std::string, Factory>>& factories() {
       {"post_local_sgd", make_post_local_sgd_strategy},
       {"diloco", make_diloco_strategy},
       {"slowmo", make_slowmo_strategy},
+      {"streaming_diloco", make_streaming_diloco_strategy},
   };
   return f;
 }

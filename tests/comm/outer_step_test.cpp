@@ -1,5 +1,6 @@
-// DiLoCo (comm/algorithms/diloco.h) and SlowMo (comm/algorithms/slowmo.h) on 2 and 4 ranks
-// against a serial simulation of the N workers written out here: each worker's local steps on
+// DiLoCo (comm/algorithms/diloco.h), SlowMo (comm/algorithms/slowmo.h) and Streaming DiLoCo
+// (comm/algorithms/streaming_diloco.h: its fragment schedule by hand, then the strategy) on 2 and 4
+// ranks against a serial simulation of the N workers written out here: each worker's local steps on
 // its own batches, then the outer step computed in double from the N local models, exactly as
 // the papers' Algorithm 1 states it (DiLoCo lines 11-15 with PyTorch's Nesterov SGD as OuterOpt;
 // SlowMo lines 7-9). Rounds end after H (τ) local steps and at the end of every epoch.
@@ -15,11 +16,13 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <set>
 
 #include "common/harness.h"
 #include "common/mnist_replica.h"
 #include "dplab/comm/algorithms/diloco.h"
 #include "dplab/comm/algorithms/slowmo.h"
+#include "dplab/comm/algorithms/streaming_diloco.h"
 #include "dplab/comm/mpi_env.h"
 #include "dplab/core/autograd.h"
 #include "dplab/core/ops/loss.h"
@@ -254,6 +257,157 @@ TEST(SlowMo, SlowLrAndMomentumMatchTheUpdateFormula) {
 TEST(SlowMo, RejectsBadOptions) {
   EXPECT_THROW(SlowMoStrategy(slowmo_options(0, 1.0, 0.5)), Error);
   EXPECT_THROW(SlowMoStrategy(slowmo_options(3, 1.0, 1.0)), Error);
+}
+
+// ---- Streaming DiLoCo -------------------------------------------------------------------------
+
+// The staggered schedule by hand: H = 8, P = 2 (offsets 4 and 8), τ = 2; and H = 10, P = 3
+// (offsets 3, 6, 10).
+TEST(StreamingDiLoCo, FragmentScheduleIsStaggered) {
+  StreamingSchedule sc{8, 2, 2};
+  sc.check();
+  std::vector<int64_t> sends, applies;
+  for (int64_t s = 0; s <= 20; ++s) {
+    sends.push_back(sc.sends_after(s));
+    applies.push_back(sc.applies_after(s));
+  }
+  //                               s: 0   1   2   3  4   5   6   7  8   9  10  11 12  13 14  15 16
+  //                               17 18  19 20
+  EXPECT_EQ(sends, (std::vector<int64_t>{-1, -1, -1, -1, 0,  -1, -1, -1, 1,  -1, -1,
+                                         -1, 0,  -1, -1, -1, 1,  -1, -1, -1, 0}));
+  EXPECT_EQ(applies, (std::vector<int64_t>{-1, -1, -1, -1, -1, -1, 0,  -1, -1, -1, 1,
+                                           -1, -1, -1, 0,  -1, -1, -1, 1,  -1, -1}));
+  StreamingSchedule three{10, 3, 0};
+  three.check();
+  std::vector<int64_t> got;
+  for (int64_t s = 1; s <= 13; ++s) got.push_back(three.sends_after(s));
+  EXPECT_EQ(got, (std::vector<int64_t>{-1, -1, 0, -1, -1, 1, -1, -1, -1, 2, -1, -1, 0}));
+  // τ must stay below ⌊H/P⌋, P within 1 .. H.
+  EXPECT_THROW((StreamingSchedule{8, 2, 4}.check()), Error);
+  EXPECT_THROW((StreamingSchedule{8, 9, 0}.check()), Error);
+  EXPECT_NO_THROW((StreamingSchedule{8, 2, 3}.check()));
+}
+
+// Fragments cover the arena, in order, cut at tensor boundaries, about equal in size.
+TEST(StreamingDiLoCo, FragmentsAreContiguousTensorRanges) {
+  Replica r(1);
+  const auto& segs = r.arena->segments();
+  std::set<int64_t> bounds = {r.arena->numel()};
+  for (const auto& sg : segs) bounds.insert(sg.offset);
+  for (int64_t P : {int64_t(1), int64_t(2), int64_t(3)}) {
+    const auto f = arena_fragments(*r.arena, P);
+    ASSERT_EQ(int64_t(f.size()), P);
+    EXPECT_EQ(f.front().first, 0);
+    EXPECT_EQ(f.back().second, r.arena->numel());
+    for (size_t i = 0; i < f.size(); ++i) {
+      EXPECT_LT(f[i].first, f[i].second) << P;
+      EXPECT_TRUE(bounds.count(f[i].second)) << P;
+      if (i > 0) {
+        EXPECT_EQ(f[i].first, f[i - 1].second) << P;
+      }
+    }
+  }
+  EXPECT_THROW(arena_fragments(*r.arena, int64_t(segs.size()) + 1), Error);
+}
+
+// The strategy at H = 4, P = 2, τ = 1, α = 0.5 against the schedule written by hand (fragment
+// 0 sends after steps 2, 6, 10, fragment 1 after 4, 8, 12, each applied one step later) and the
+// outer step and mixing in double: Δ_p = θ_g[p] − mean θ_i[p] at the send; at the apply
+// θ_g[p] ← Nesterov SGD(θ_g[p], Δ_p), θ_i[p] ← θ_g[p] + α (θ_i[p] − θ_g[p]) per replica. At the
+// end the pending fragment is applied, then every fragment takes one blocking outer step with
+// α = 0.
+TEST(StreamingDiLoCo, OuterStepsAndMixingMatchTheSerialReference) {
+  const int N = MpiEnv::get().world_size(), R = MpiEnv::get().world_rank();
+  const double lr = 0.7, mu = 0.9, alpha = 0.5;
+  Options o;
+  o.set("streaming_diloco.H", "4");
+  o.set("streaming_diloco.fragments", "2");
+  o.set("streaming_diloco.fragment_sync_delay", "1");
+  o.set("streaming_diloco.fragment_update_alpha", "0.5");
+  o.set("comm.timeout_s", "20");
+  StreamingDiLoCoStrategy s(o);
+  Replica dist(11 + uint64_t(R));
+  Options none;
+  TrainContext ctx;
+  ctx.model = dist.model.get();
+  ctx.arena = dist.arena.get();
+  ctx.optimizer = dist.sgd.get();
+  ctx.options = &none;
+  s.setup(ctx);
+  const auto frags = s.fragments();
+  ASSERT_EQ(frags.size(), 2u);
+
+  std::vector<Replica> reps;
+  for (int i = 0; i < N; ++i) reps.emplace_back(11);
+  std::vector<double> theta = reps[0].params(), b(theta.size(), 0.0);
+  std::vector<int64_t> outer(2, 0);
+  std::vector<std::vector<double>> delta(2);
+  auto send = [&](int p) {
+    const auto avg = mean_params(reps);
+    delta[size_t(p)].clear();
+    for (int64_t j = frags[size_t(p)].first; j < frags[size_t(p)].second; ++j)
+      delta[size_t(p)].push_back(theta[size_t(j)] - avg[size_t(j)]);
+  };
+  double mixed_apart = 0;  // how far mixing leaves the local models from θ_g (α > 0 matters)
+  auto apply = [&](int p, double a) {
+    const int64_t lo = frags[size_t(p)].first, hi = frags[size_t(p)].second;
+    for (int64_t j = lo; j < hi; ++j) {
+      const double d = delta[size_t(p)][size_t(j - lo)];
+      b[size_t(j)] = outer[size_t(p)] == 0 ? d : mu * b[size_t(j)] + d;
+      theta[size_t(j)] -= lr * (d + mu * b[size_t(j)]);
+    }
+    ++outer[size_t(p)];
+    for (auto& r : reps) {
+      std::vector<double> v = r.params();
+      for (int64_t j = lo; j < hi; ++j) {
+        const double t = theta[size_t(j)];
+        v[size_t(j)] = t + a * (v[size_t(j)] - t);
+        mixed_apart = std::max(mixed_apart, std::fabs(v[size_t(j)] - t));
+      }
+      r.set_params(v);
+    }
+  };
+  const int64_t epochs = 2, steps = 6;
+  int64_t global = 0, pending = -1;
+  for (int64_t e = 0; e < epochs; ++e) {
+    s.begin_epoch(e);
+    for (int64_t k = 0; k < steps; ++k, ++global) {
+      StepInfo info{e, k, global, steps, epochs};
+      s.plan(info);
+      dist.grad(R, e, k);
+      s.after_backward(info);
+      dist.sgd->step();
+      s.after_step(info);
+      for (int i = 0; i < N; ++i) reps[size_t(i)].grad(i, e, k);
+      for (auto& r : reps) r.sgd->step();
+      const int64_t done = global + 1;
+      if (pending >= 0 && done % 2 == 1) {  // one step after the send
+        apply(int(pending), alpha);
+        pending = -1;
+      }
+      if (done % 4 == 2) pending = 0;
+      if (done % 4 == 0) pending = 1;
+      if (done % 2 == 0) send(int(pending));
+    }
+    s.end_epoch(e, 0.0);
+    s.drain();
+  }
+  s.finish_training();
+  ASSERT_EQ(pending, 1);  // sent after step 12, applied by finish_training
+  apply(1, alpha);
+  for (int p = 0; p < 2; ++p) {
+    send(p);
+    apply(p, 0.0);
+  }
+  EXPECT_EQ(s.outer_steps(), (std::vector<int64_t>{4, 4}));
+  const double d = rel_diff(as_double(dist.arena->params()), reps[size_t(R)].params());
+  EXPECT_LT(d, 1e-5) << "rank " << R;
+  EXPECT_LT(rel_diff(as_double(s.theta_global()), theta), 1e-5);
+  EXPECT_TRUE(same_bytes_everywhere(dist.arena->params()));
+  if (N > 1) {
+    EXPECT_GT(mixed_apart, 0.0);  // α = 0.5 left local progress in the models
+  }
+  if (R == 0) std::printf("[streaming_diloco] %d ranks: rel diff %.3g\n", N, d);
 }
 
 }  // namespace

@@ -441,6 +441,23 @@ TEST(Resume, SlowMo) {
   check_resume(c);
 }
 
+TEST(Resume, StreamingDiLoCo) {
+  // H = 4, P = 2, τ = 1: fragment 0 sends after steps 2, 6, 10, 14, fragment 1 after 4, 8, 12,
+  // 16, each applied one step later; the schedule runs across epochs.
+  Case c;
+  c.algo = "streaming_diloco";
+  c.options = {{"streaming_diloco.H", "4"},
+               {"streaming_diloco.fragments", "2"},
+               {"streaming_diloco.fragment_sync_delay", "1"}};
+  c.snaps = {{14}, {8}, {11}};  // 14, 8: an exchange in flight; 11: none
+  c.check_interesting = [](const StateDict& s) {
+    EXPECT_EQ(s.get_int("pending_fragment"), 0);
+    EXPECT_EQ(s.get_int("pending_sent_at"), 14);
+    EXPECT_EQ(s.get_ints("outer_steps"), (std::vector<int64_t>{3, 3}));
+  };
+  check_resume(c);
+}
+
 TEST(Resume, LoadStateRejectsMismatches) {
   Options opt;
   opt.set("algo", "dcs3gd");

@@ -78,7 +78,8 @@ TEST(Registry, BuiltinsNameWhatDplabTrainKnows) {
   const Registry r = Registry::with_builtins();
   for (const char* m : {"mnist_cnn", "resnet18", "resnet50_cifar"})
     EXPECT_TRUE(has(names(r.models()), m)) << m;
-  for (const char* a : {"local", "allreduce", "daso", "sgp", "post_local_sgd", "diloco", "slowmo"})
+  for (const char* a : {"local", "allreduce", "daso", "sgp", "post_local_sgd", "diloco", "slowmo",
+                        "streaming_diloco"})
     EXPECT_TRUE(has(names(r.strategies()), a)) << a;
   EXPECT_EQ(names(r.optimizers()), (std::vector<std::string>{"sgd", "lars", "adamw"}));
   EXPECT_EQ(names(r.schedules()), (std::vector<std::string>{"constant", "step", "multistep", "poly",

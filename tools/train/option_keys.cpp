@@ -130,6 +130,20 @@ std::vector<OptionSpec> make_specs() {
       {"diloco.outer_lr", "0.7", "learning rate of the outer SGD on the averaged outer gradient"},
       {"diloco.outer_momentum", "0.9", "momentum of the outer SGD (0: plain SGD)"},
       {"diloco.outer_nesterov", "true", "Nesterov outer momentum (ignored when momentum is 0)"},
+      // ---- streaming_diloco (comm/algorithms/streaming_diloco.h) ----
+      {"streaming_diloco.H", "50", "inner steps between two syncs of the same fragment"},
+      {"streaming_diloco.fragments", "2",
+       "P: fragments (cut at tensor boundaries), synchronised on a staggered schedule"},
+      {"streaming_diloco.fragment_sync_delay", "1",
+       "tau: inner steps a fragment's allreduce overlaps before it is applied (< H / P)"},
+      {"streaming_diloco.fragment_update_alpha", "0.5",
+       "alpha: local share when mixing, local = (1 - alpha) global + alpha local"},
+      {"streaming_diloco.wire", "f32",
+       "wire type of the outer gradients: f32, bf16 or f16 (f32 accumulation)"},
+      {"streaming_diloco.outer_lr", "0.7", "learning rate of the outer SGD"},
+      {"streaming_diloco.outer_momentum", "0.9", "momentum of the outer SGD (0: plain SGD)"},
+      {"streaming_diloco.outer_nesterov", "true",
+       "Nesterov outer momentum (ignored when momentum is 0)"},
       // ---- slowmo (comm/algorithms/slowmo.h) ----
       {"slowmo.frequency", "48", "tau: local steps between exact averages with slow momentum"},
       {"slowmo.lr", "1", "alpha: slow learning rate (1 with momentum 0: plain local SGD)"},
@@ -175,7 +189,7 @@ const std::vector<std::string>& option_areas() {
   static const std::vector<std::string> a = {
       "run",       "model",  "data",      "optimizer", "schedule", "checkpoint",
       "reporting", "comm",   "allreduce", "hybrid",    "daso",     "dcs3gd",
-      "crossover", "oscars", "local_sgd", "diloco",    "slowmo"};
+      "crossover", "oscars", "local_sgd", "diloco",    "slowmo",   "streaming_diloco"};
   return a;
 }
 
