@@ -7,10 +7,13 @@
 #include "dplab/comm/algorithms/crossover.h"
 #include "dplab/comm/algorithms/daso.h"
 #include "dplab/comm/algorithms/dcs3gd.h"
+#include "dplab/comm/algorithms/diloco.h"
 #include "dplab/comm/algorithms/hybrid.h"
 #include "dplab/comm/algorithms/local_sgd.h"
 #include "dplab/comm/algorithms/oscars.h"
 #include "dplab/comm/algorithms/sgp.h"
+#include "dplab/comm/algorithms/slowmo.h"
+#include "dplab/comm/algorithms/streaming_diloco.h"
 #include "dplab/core/error.h"
 #include "dplab/core/suggest.h"
 #include "dplab/core/usage_error.h"
@@ -40,6 +43,9 @@ const std::vector<std::pair<std::string, Factory>>& factories() {
       {"oscars", make_oscars_strategy},
       {"local_sgd", make_local_sgd_strategy},
       {"post_local_sgd", make_post_local_sgd_strategy},
+      {"diloco", make_diloco_strategy},
+      {"slowmo", make_slowmo_strategy},
+      {"streaming_diloco", make_streaming_diloco_strategy},
   };
   return f;
 }

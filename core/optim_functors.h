@@ -4,6 +4,7 @@
 // so a dplab step equals torch.optim's bit for bit on the same inputs.
 #pragma once
 #include <cmath>
+#include <cstdint>
 
 #include "dplab/core/hostdevice.h"
 
@@ -120,6 +121,48 @@ struct Dcs3gdUpdate {
     s = v;                                      // the next iteration's send buffer
   }
 };
+
+// ---- AdamW (optim/adamw.h) --------------------------------------------------------------------
+// torch.optim.AdamW (Loshchilov & Hutter; amsgrad off, maximize off) for one element at step t
+// (1-based), in PyTorch's operation order with the scalars PyTorch computes in double and rounds
+// to f32 once:
+//   p = p * decay                         decay = f32(1 - lr * wd)   (decoupled weight decay)
+//   m = m * beta1 + (1 - beta1) * g
+//   v = v * beta2 + (1 - beta2) * g * g
+//   denom = sqrt(v) / f32(sqrt(1 - beta2^t)) + eps
+//   p = p + f32(-lr / (1 - beta1^t)) * (m / denom)
+// wd is already masked by the caller (0 for tensors excluded from decay: decay = 1, skipped).
+struct AdamWUpdate {
+  float decay;  // 1 - lr * wd
+  float beta1, one_minus_beta1;
+  float beta2, one_minus_beta2;
+  float bias_correction2_sqrt;  // sqrt(1 - beta2^t)
+  float eps;
+  float neg_step_size;  // -lr / (1 - beta1^t)
+
+  DPLAB_HD void operator()(float* p, float grad, float* m, float* v) const {
+    float x = *p;
+    if (decay != 1.f) x = x * decay;
+    const float mm = *m * beta1 + one_minus_beta1 * grad;
+    const float vv = *v * beta2 + one_minus_beta2 * grad * grad;
+    *m = mm;
+    *v = vv;
+    const float denom = sqrtf(vv) / bias_correction2_sqrt + eps;
+    *p = x + neg_step_size * (mm / denom);
+  }
+};
+
+// The functor of step t (1-based) from the double hyper-parameters, as torch.optim.AdamW forms
+// its scalars (bias corrections and step size in double, one rounding to f32 each).
+inline AdamWUpdate make_adamw_update(double lr, double beta1, double beta2, double eps, double wd,
+                                     int64_t t) {
+  const double bc1 = 1.0 - std::pow(beta1, double(t));
+  const double bc2 = 1.0 - std::pow(beta2, double(t));
+  return AdamWUpdate{static_cast<float>(1.0 - lr * wd), static_cast<float>(beta1),
+                     static_cast<float>(1.0 - beta1),   static_cast<float>(beta2),
+                     static_cast<float>(1.0 - beta2),   static_cast<float>(std::sqrt(bc2)),
+                     static_cast<float>(eps),           static_cast<float>(-lr / bc1)};
+}
 
 // ---- dynamic loss scaling (optim/grad_scaler.h) ----------------------------------------------
 // g = g * inv_scale; returns true when g was inf or NaN before (x - x is 0 exactly for finite x

@@ -30,6 +30,19 @@ void sgd_step(Tensor& param, const Tensor& grad, Tensor& buf, const SgdStepArgs&
   }
 }
 
+void adamw_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                const AdamWStepArgs& args) {
+  check_adamw_operands(param, grad, exp_avg, exp_avg_sq, args);
+  const AdamWUpdate f = make_adamw_update(args);
+  float* p = param.data<float>();
+  const float* g = grad.data<float>();
+  float* m = exp_avg.data<float>();
+  float* v = exp_avg_sq.data<float>();
+  const int64_t n = param.numel();
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) f(p + i, g[i], m + i, v + i);
+}
+
 void lars_norms(const Tensor& param, const Tensor& grad, Tensor& norms) {
   check_lars_norm_operands(param, grad, norms);
   static const ReduceKernels reduce = cpu_reduce_kernels();
@@ -145,6 +158,7 @@ void find_nonfinite(const Tensor& x, Tensor& flags, int64_t slot) {
 OptimKernels cpu_optim_kernels() {
   OptimKernels k{};
   k.sgd_step = sgd_step;
+  k.adamw_step = adamw_step;
   k.lars_norms = lars_norms;
   k.lars_step = lars_step;
   k.dcs3gd_average = dcs3gd_average;

@@ -25,6 +25,9 @@ inline int optim_reduce_blocks(int64_t n) {
 cudaError_t launch_sgd_step(float* p, const float* g, float* buf, int64_t n, SgdUpdate f,
                             cudaStream_t stream);
 
+cudaError_t launch_adamw_step(float* p, const float* g, float* m, float* v, int64_t n,
+                              AdamWUpdate f, cudaStream_t stream);
+
 // norms[0] = f32(sqrt(Σp²)), norms[1] = f32(sqrt(Σg²)); partials: 2 * optim_reduce_blocks(n).
 cudaError_t launch_lars_norms(const float* p, const float* g, int64_t n, double* partials,
                               float* norms, cudaStream_t stream);

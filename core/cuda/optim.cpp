@@ -51,6 +51,16 @@ void sgd_step(Tensor& param, const Tensor& grad, Tensor& buf, const SgdStepArgs&
                                          make_sgd_update(args), cur.stream()));
 }
 
+void adamw_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                const AdamWStepArgs& args) {
+  check_adamw_operands(param, grad, exp_avg, exp_avg_sq, args);
+  check_on_cuda(param, "adamw_step");
+  CurrentDevice cur(param);
+  DPLAB_CUDA_CHECK(cuda::launch_adamw_step(param.data<float>(), grad.data<float>(),
+                                           exp_avg.data<float>(), exp_avg_sq.data<float>(),
+                                           param.numel(), make_adamw_update(args), cur.stream()));
+}
+
 void lars_norms(const Tensor& param, const Tensor& grad, Tensor& norms) {
   check_lars_norm_operands(param, grad, norms);
   check_on_cuda(param, "lars_norms");
@@ -135,6 +145,7 @@ void find_nonfinite(const Tensor& x, Tensor& flags, int64_t slot) {
 OptimKernels cuda_optim_kernels() {
   OptimKernels k{};
   k.sgd_step = sgd_step;
+  k.adamw_step = adamw_step;
   k.lars_norms = lars_norms;
   k.lars_step = lars_step;
   k.dcs3gd_average = dcs3gd_average;

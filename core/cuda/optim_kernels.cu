@@ -72,6 +72,13 @@ __global__ void sgd_kernel(float* p, const float* g, float* buf, int64_t n, SgdU
     f(p + i, g[i], buf != nullptr ? buf + i : nullptr);
 }
 
+__global__ void adamw_kernel(float* p, const float* g, float* m, float* v, int64_t n,
+                             AdamWUpdate f) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    f(p + i, g[i], m + i, v + i);
+}
+
 __global__ void lars_norms_kernel(const float* p, const float* g, int64_t n, double* partials) {
   double acc[2] = {0.0, 0.0};
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
@@ -189,6 +196,13 @@ cudaError_t launch_amp_unscale(float* g, int64_t n, float inv_scale, float* foun
 cudaError_t launch_find_nonfinite(const float* x, int64_t n, float* flag, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   find_nonfinite_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, n, flag);
+  return cudaPeekAtLastError();
+}
+
+cudaError_t launch_adamw_step(float* p, const float* g, float* m, float* v, int64_t n,
+                              AdamWUpdate f, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  adamw_kernel<<<blocks_for(n), kThreads, 0, stream>>>(p, g, m, v, n, f);
   return cudaPeekAtLastError();
 }
 

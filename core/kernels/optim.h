@@ -35,6 +35,17 @@ struct LarsStepArgs {
   bool first_step = false;  // momentum buffer is set to the first update (equal to mu * 0 + u)
 };
 
+// One AdamW step (optim/adamw.h) on one tensor: the hyper-parameters in double, as
+// torch.optim.AdamW holds them; make_adamw_update rounds the per-step scalars once.
+struct AdamWStepArgs {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;  // already masked: 0 for segments excluded from weight decay
+  int64_t step = 1;           // t, 1-based: the bias corrections' exponent
+};
+
 // DC-S3GD's λ for every tensor (comm/algorithms/dcs3gd.h), from the pass-1 sums.
 struct Dcs3gdLambdaArgs {
   double lambda0 = 0.2;
@@ -53,6 +64,11 @@ struct OptimKernels {
   // contiguous f32 tensors with the same number of elements on the same device; buf may be
   // undefined when momentum == 0.
   void (*sgd_step)(Tensor& param, const Tensor& grad, Tensor& buf, const SgdStepArgs& args);
+
+  // One AdamW step in place on param, exp_avg (m) and exp_avg_sq (v): AdamWUpdate per element.
+  // All four contiguous f32 with the same number of elements on one device.
+  void (*adamw_step)(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                     const AdamWStepArgs& args);
 
   // norms[0] = ||param||, norms[1] = ||grad||: each sqrt of the sum of squares accumulated in
   // f64, rounded to f32 (exactly what the l2_norm op returns on the same backend). param and grad
@@ -103,6 +119,9 @@ OptimKernels cuda_optim_kernels();
 void check_sgd_operands(const Tensor& param, const Tensor& grad, const Tensor& buf,
                         const SgdStepArgs& args);
 
+void check_adamw_operands(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                          const Tensor& exp_avg_sq, const AdamWStepArgs& args);
+
 // Validation shared by every backend of the kernels above (core/cpu/ref/optim.cpp).
 void check_lars_operands(const Tensor& param, const Tensor& grad, const Tensor& buf,
                          const Tensor& norms, const LarsStepArgs& args);
@@ -126,6 +145,10 @@ void set_f64_slot(Tensor& slots, int64_t i, double v);
 
 inline SgdUpdate make_sgd_update(const SgdStepArgs& a) {
   return SgdUpdate{a.lr, a.momentum, 1.f - a.dampening, a.weight_decay, a.nesterov, a.first_step};
+}
+
+inline AdamWUpdate make_adamw_update(const AdamWStepArgs& a) {
+  return make_adamw_update(a.lr, a.beta1, a.beta2, a.eps, a.weight_decay, a.step);
 }
 
 }  // namespace dplab

@@ -410,6 +410,54 @@ TEST(Resume, PostLocalSgd) {
   check_resume(c);
 }
 
+TEST(Resume, DiLoCo) {
+  // H = 4 with 6 steps per epoch: outer steps after steps 4 and 6 of every epoch.
+  Case c;
+  c.algo = "diloco";
+  c.options = {{"diloco.H", "4"}};
+  c.snaps = {{8}, {15}};  // 8: two inner steps into a round, after two outer steps
+  c.check_interesting = [](const StateDict& s) {
+    EXPECT_EQ(s.get_int("inner_steps"), 2);
+    EXPECT_EQ(s.get_int("outer_steps"), 2);
+    EXPECT_GT(
+        max_abs_diff(s.tensor("outer_momentum"), Tensor::zeros(s.tensor("outer_momentum").shape())),
+        0.0);
+  };
+  check_resume(c);
+}
+
+TEST(Resume, SlowMo) {
+  Case c;
+  c.algo = "slowmo";
+  c.options = {{"slowmo.frequency", "4"}};
+  c.snaps = {{9}, {13}};  // 9: three base steps into a round, after two slow steps
+  c.check_interesting = [](const StateDict& s) {
+    EXPECT_EQ(s.get_int("local_steps"), 3);
+    EXPECT_EQ(s.get_int("rounds"), 2);
+    EXPECT_GT(
+        max_abs_diff(s.tensor("slow_momentum"), Tensor::zeros(s.tensor("slow_momentum").shape())),
+        0.0);
+  };
+  check_resume(c);
+}
+
+TEST(Resume, StreamingDiLoCo) {
+  // H = 4, P = 2, τ = 1: fragment 0 sends after steps 2, 6, 10, 14, fragment 1 after 4, 8, 12,
+  // 16, each applied one step later; the schedule runs across epochs.
+  Case c;
+  c.algo = "streaming_diloco";
+  c.options = {{"streaming_diloco.H", "4"},
+               {"streaming_diloco.fragments", "2"},
+               {"streaming_diloco.fragment_sync_delay", "1"}};
+  c.snaps = {{14}, {8}, {11}};  // 14, 8: an exchange in flight; 11: none
+  c.check_interesting = [](const StateDict& s) {
+    EXPECT_EQ(s.get_int("pending_fragment"), 0);
+    EXPECT_EQ(s.get_int("pending_sent_at"), 14);
+    EXPECT_EQ(s.get_ints("outer_steps"), (std::vector<int64_t>{3, 3}));
+  };
+  check_resume(c);
+}
+
 TEST(Resume, LoadStateRejectsMismatches) {
   Options opt;
   opt.set("algo", "dcs3gd");

@@ -112,6 +112,9 @@ const std::map<std::string, std::pair<std::string, std::string>>& algorithm_page
       {"oscars", {"oscars.md", ""}},
       {"local_sgd", {"local_sgd.md", ""}},
       {"post_local_sgd", {"local_sgd.md", ""}},
+      {"diloco", {"diloco.md", ""}},
+      {"slowmo", {"slowmo.md", ""}},
+      {"streaming_diloco", {"streaming_diloco.md", ""}},
   };
   return pages;
 }

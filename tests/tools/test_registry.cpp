@@ -78,9 +78,10 @@ TEST(Registry, BuiltinsNameWhatDplabTrainKnows) {
   const Registry r = Registry::with_builtins();
   for (const char* m : {"mnist_cnn", "resnet18", "resnet50_cifar"})
     EXPECT_TRUE(has(names(r.models()), m)) << m;
-  for (const char* a : {"local", "allreduce", "daso", "sgp", "post_local_sgd"})
+  for (const char* a : {"local", "allreduce", "daso", "sgp", "post_local_sgd", "diloco", "slowmo",
+                        "streaming_diloco"})
     EXPECT_TRUE(has(names(r.strategies()), a)) << a;
-  EXPECT_EQ(names(r.optimizers()), (std::vector<std::string>{"sgd", "lars"}));
+  EXPECT_EQ(names(r.optimizers()), (std::vector<std::string>{"sgd", "lars", "adamw"}));
   EXPECT_EQ(names(r.schedules()), (std::vector<std::string>{"constant", "step", "multistep", "poly",
                                                             "cosine", "plateau"}));
   EXPECT_EQ(r.model("resnet18_cifar").input_shape, (Shape{3, 32, 32}));
@@ -111,7 +112,8 @@ TEST(Registry, UnknownNamesAreUsageErrorsListingTheKnownOnes) {
   const std::string a = usage_error_of([&] { r.strategy("topk"); });
   EXPECT_NE(a.find("option algo: unknown algorithm 'topk'"), std::string::npos) << a;
   const std::string o = usage_error_of([&] { r.optimizer("adam"); });
-  EXPECT_NE(o.find("option optim: unknown optimizer 'adam' (known: sgd, lars)"), std::string::npos)
+  EXPECT_NE(o.find("option optim: unknown optimizer 'adam' (known: sgd, lars, adamw)"),
+            std::string::npos)
       << o;
   const std::string s = usage_error_of([&] { r.schedule("linear"); });
   EXPECT_NE(s.find("option lr.schedule: unknown lr schedule 'linear'"), std::string::npos) << s;

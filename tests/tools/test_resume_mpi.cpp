@@ -105,14 +105,18 @@ TEST_P(ResumeAt4Ranks, FromEpochBoundaryAndMidEpochIsBitwiseIdentical) {
 
 INSTANTIATE_TEST_SUITE_P(
     EveryAlgorithm, ResumeAt4Ranks,
-    ::testing::Values(Algo{"allreduce", ""}, Algo{"hybrid", "--set hybrid.W=2 --set hybrid.R=3"},
-                      Algo{"daso",
-                           "--ranks-per-node 2 --set daso.warmup_epochs=0 --set "
-                           "daso.cooldown_epochs=0 --set daso.B_max=3"},
-                      Algo{"dcs3gd", ""}, Algo{"crossover", ""}, Algo{"sgp", ""},
-                      Algo{"oscars", "--set oscars.t_us=1000,2000,1000,3000"},
-                      Algo{"local_sgd", "--set local_sgd.H=3"},
-                      Algo{"post_local_sgd", "--set local_sgd.H=3"}),
+    ::testing::Values(
+        Algo{"allreduce", ""}, Algo{"hybrid", "--set hybrid.W=2 --set hybrid.R=3"},
+        Algo{"daso",
+             "--ranks-per-node 2 --set daso.warmup_epochs=0 --set "
+             "daso.cooldown_epochs=0 --set daso.B_max=3"},
+        Algo{"dcs3gd", ""}, Algo{"crossover", ""}, Algo{"sgp", ""},
+        Algo{"oscars", "--set oscars.t_us=1000,2000,1000,3000"},
+        Algo{"local_sgd", "--set local_sgd.H=3"}, Algo{"post_local_sgd", "--set local_sgd.H=3"},
+        Algo{"diloco", "--set optim=adamw --wd 0.01 --set diloco.H=3"},
+        Algo{"slowmo", "--set slowmo.frequency=3"},
+        Algo{"streaming_diloco",
+             "--set streaming_diloco.H=4 --set streaming_diloco.fragment_sync_delay=1"}),
     [](const ::testing::TestParamInfo<Algo>& i) { return i.param.name; });
 
 TEST(CheckpointAt4Ranks, FailedWriteOnOneRankLeavesNothingAndNamesIt) {

@@ -41,7 +41,12 @@ Registry Registry::with_builtins() {
       {"sgp", "stochastic gradient push: parameters and push-sum weights (sgp.md)"},
       {"oscars", "parameters averaged after tau_i local steps per rank (oscars.md)"},
       {"local_sgd", "parameters averaged every local_sgd.H steps (local_sgd.md)"},
-      {"post_local_sgd", "allreduce SGD, then local SGD from post_local_sgd.switch_epoch"}};
+      {"post_local_sgd", "allreduce SGD, then local SGD from post_local_sgd.switch_epoch"},
+      {"diloco", "H inner steps, then an outer Nesterov step on the averaged outer gradient "
+                 "(diloco.md)"},
+      {"slowmo", "local SGD with an exact average and slow momentum every tau steps (slowmo.md)"},
+      {"streaming_diloco", "DiLoCo by fragments on a staggered, overlapped schedule "
+                           "(streaming_diloco.md)"}};
   for (const std::string& name : strategy_names()) {
     StrategyEntry e{name, "", algorithm_option_keys(name),
                     [](const Options& o) { return make_strategy(o); }};
@@ -60,6 +65,10 @@ Registry Registry::with_builtins() {
                        "LARS (You et al.): layer-wise trust ratio",
                        {"lr", "momentum", "wd", "lars.eta", "lars.eps"},
                        make_lars_optimizer});
+  r.add(OptimizerEntry{"adamw",
+                       "AdamW (torch.optim.AdamW): Adam with decoupled weight decay",
+                       {"lr", "wd", "adamw.beta1", "adamw.beta2", "adamw.eps"},
+                       make_adamw_optimizer});
   // make_base_lr_schedule reads lr.schedule itself; Registry::add puts the warm-up
   // (lr.warmup_epochs) in front of each, as make_lr_schedule did.
   struct Sched {

@@ -1,5 +1,8 @@
-// The trainer's optimizer by option `optim`: "sgd" (optim/sgd.h) or "lars" (optim/lars.h).
-// Both read lr, momentum and wd; SGD also nesterov and dampening, LARS lars.eta and lars.eps.
+// The trainer's optimizer by option `optim`: "sgd" (optim/sgd.h), "lars" (optim/lars.h) or
+// "adamw" (optim/adamw.h). All read lr and wd; SGD also momentum, nesterov and dampening, LARS
+// momentum, lars.eta and lars.eps, AdamW adamw.beta1, adamw.beta2 and adamw.eps (momentum is
+// unused by AdamW). lr and wd keep the project's defaults (0.01 and 0) for every optimizer, so
+// PyTorch's AdamW defaults (lr 1e-3, weight_decay 1e-2) are --lr 0.001 --wd 0.01.
 #pragma once
 #include <memory>
 
@@ -15,5 +18,10 @@ std::unique_ptr<Optimizer> make_train_optimizer(const Options& opt, ParamArena& 
 // LARS from the shared values and lars.eta, lars.eps (refuses nesterov and dampening).
 std::unique_ptr<Optimizer> make_lars_optimizer(const Options& opt, ParamArena& arena,
                                                const SGDOptions& sgd);
+
+// AdamW from the shared lr and wd and adamw.beta1, adamw.beta2, adamw.eps (refuses nesterov and
+// dampening).
+std::unique_ptr<Optimizer> make_adamw_optimizer(const Options& opt, ParamArena& arena,
+                                                const SGDOptions& sgd);
 
 }  // namespace dplab

@@ -123,6 +123,31 @@ std::vector<OptionSpec> make_specs() {
       // ---- local_sgd, post_local_sgd (comm/algorithms/local_sgd.h) ----
       {"local_sgd.H", "4", "local steps between parameter averages"},
       {"post_local_sgd.switch_epoch", "1", "epochs of allreduce SGD before local SGD"},
+      // ---- diloco (comm/algorithms/diloco.h) ----
+      {"diloco.H", "50",
+       "inner steps per round (the paper's 500 is for language models; 50, the smallest H of "
+       "its ablation, gives several rounds per epoch of this project's models)"},
+      {"diloco.outer_lr", "0.7", "learning rate of the outer SGD on the averaged outer gradient"},
+      {"diloco.outer_momentum", "0.9", "momentum of the outer SGD (0: plain SGD)"},
+      {"diloco.outer_nesterov", "true", "Nesterov outer momentum (ignored when momentum is 0)"},
+      // ---- streaming_diloco (comm/algorithms/streaming_diloco.h) ----
+      {"streaming_diloco.H", "50", "inner steps between two syncs of the same fragment"},
+      {"streaming_diloco.fragments", "2",
+       "P: fragments (cut at tensor boundaries), synchronised on a staggered schedule"},
+      {"streaming_diloco.fragment_sync_delay", "1",
+       "tau: inner steps a fragment's allreduce overlaps before it is applied (< H / P)"},
+      {"streaming_diloco.fragment_update_alpha", "0.5",
+       "alpha: local share when mixing, local = (1 - alpha) global + alpha local"},
+      {"streaming_diloco.wire", "f32",
+       "wire type of the outer gradients: f32, bf16 or f16 (f32 accumulation)"},
+      {"streaming_diloco.outer_lr", "0.7", "learning rate of the outer SGD"},
+      {"streaming_diloco.outer_momentum", "0.9", "momentum of the outer SGD (0: plain SGD)"},
+      {"streaming_diloco.outer_nesterov", "true",
+       "Nesterov outer momentum (ignored when momentum is 0)"},
+      // ---- slowmo (comm/algorithms/slowmo.h) ----
+      {"slowmo.frequency", "48", "tau: local steps between exact averages with slow momentum"},
+      {"slowmo.lr", "1", "alpha: slow learning rate (1 with momentum 0: plain local SGD)"},
+      {"slowmo.momentum", "0.5", "beta: slow momentum (0: none)"},
   };
   add_grad_sync(v, "allreduce.", "allreduce (and post_local_sgd's first phase)");
   v.push_back({"allreduce.hierarchical", "false",
@@ -146,7 +171,7 @@ std::string option_area(const std::string& key) {
   if (head == "model") return "model";
   if (head == "data" || key == "eval.batch") return "data";
   if (key == "lr.schedule" || (head == "lr" && dotted)) return "schedule";
-  for (const char* k : {"lr", "momentum", "nesterov", "dampening", "wd", "optim", "lars",
+  for (const char* k : {"lr", "momentum", "nesterov", "dampening", "wd", "optim", "lars", "adamw",
                         "accumulate_steps", "label_smoothing", "amp"})
     if (head == k) return "optimizer";
   for (const char* k : {"algo", "comm", "ranks_per_node", "link", "slowdown"})
@@ -162,8 +187,9 @@ std::string option_area(const std::string& key) {
 
 const std::vector<std::string>& option_areas() {
   static const std::vector<std::string> a = {
-      "run",       "model",  "data", "optimizer", "schedule",  "checkpoint", "reporting", "comm",
-      "allreduce", "hybrid", "daso", "dcs3gd",    "crossover", "oscars",     "local_sgd"};
+      "run",       "model",  "data",      "optimizer", "schedule", "checkpoint",
+      "reporting", "comm",   "allreduce", "hybrid",    "daso",     "dcs3gd",
+      "crossover", "oscars", "local_sgd", "diloco",    "slowmo",   "streaming_diloco"};
   return a;
 }
 

@@ -61,6 +61,16 @@ void check_lars_operands(const Tensor& param, const Tensor& grad, const Tensor& 
   if (!args.excluded) check_slots(norms, 2, DType::f32, param.device(), "lars_step norms");
 }
 
+void check_adamw_operands(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                          const Tensor& exp_avg_sq, const AdamWStepArgs& args) {
+  DPLAB_CHECK(param.defined(), "adamw_step: param is undefined");
+  check_flat_f32(param, param.numel(), param.device(), "adamw_step param");
+  check_flat_f32(grad, param.numel(), param.device(), "adamw_step grad");
+  check_flat_f32(exp_avg, param.numel(), param.device(), "adamw_step exp_avg");
+  check_flat_f32(exp_avg_sq, param.numel(), param.device(), "adamw_step exp_avg_sq");
+  DPLAB_CHECK(args.step >= 1, "adamw_step: step {} (the bias corrections need t >= 1)", args.step);
+}
+
 void check_dcs3gd_average_operands(const Tensor& wbar, const Tensor& r, const Tensor& w,
                                    const Tensor& g, const Dcs3gdAverageArgs& args,
                                    const Tensor& sums) {
@@ -146,6 +156,18 @@ void sgd_step(Tensor& param, const Tensor& grad, Tensor& buf, const SgdStepArgs&
   float* b = args.momentum != 0.f ? buf.data<float>() : nullptr;
   const int64_t n = param.numel();
   for (int64_t i = 0; i < n; ++i) f(p + i, g[i], b ? b + i : nullptr);
+}
+
+void adamw_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                const AdamWStepArgs& args) {
+  check_adamw_operands(param, grad, exp_avg, exp_avg_sq, args);
+  const AdamWUpdate f = make_adamw_update(args);
+  float* p = param.data<float>();
+  const float* g = grad.data<float>();
+  float* m = exp_avg.data<float>();
+  float* v = exp_avg_sq.data<float>();
+  const int64_t n = param.numel();
+  for (int64_t i = 0; i < n; ++i) f(p + i, g[i], m + i, v + i);
 }
 
 double sum_sq(const float* x, int64_t n) {
@@ -278,6 +300,7 @@ void find_nonfinite(const Tensor& x, Tensor& flags, int64_t slot) {
 OptimKernels ref_optim_kernels() {
   OptimKernels k{};
   k.sgd_step = sgd_step;
+  k.adamw_step = adamw_step;
   k.lars_norms = lars_norms;
   k.lars_step = lars_step;
   k.dcs3gd_average = dcs3gd_average;

@@ -1,0 +1,89 @@
+// SlowMo, slow momentum (Wang, Tantia, Ballas, Rabbat, "SlowMo: Improving Communication-Efficient
+// Distributed SGD with Slow Momentum", ICLR 2020, arXiv:1910.00643), Algorithm 1, with local SGD
+// as the base algorithm:
+//
+//   1  u_0 = 0
+//   2  for t = 0, 1, …: at every worker i in parallel
+//   3    (base optimizer buffers: maintained, see below)
+//   4-5  for k = 0 … τ−1:  x_{t,k+1}^(i) = x_{t,k}^(i) − γ_t d_{t,k}^(i)   base optimizer, alone
+//   7    x_{t,τ} = (1/m) Σ_i x_{t,τ}^(i)                                   exact average
+//   (allreduce) 8    u_{t+1} = β u_t + (x_{t,0} − x_{t,τ}) / γ_t                       slow
+//   momentum 9    x_{t+1,0} = x_{t,0} − α γ_t u_{t+1}                               outer iterate
+//
+// m = the world size (each rank a worker); the base optimizer is the run's optimizer, stepped by
+// the training loop on the rank's own batches with no communication (local SGD; the paper's
+// other base, SGP, is not offered here); γ_t is its learning rate at the exact average (the
+// lr schedule's value then, as fairscale reads param_groups' lr at the SlowMo step). Line 3:
+// the base optimizer's buffers (momentum, Adam moments) are maintained: they stay local, neither
+// reset nor averaged. Lines 8-9 are the SGD heavy-ball step (PyTorch's rule, no Nesterov) on
+// the gradient (x_{t,0} − x_{t,τ}) / γ_t with learning rate α γ_t, run by the fused SGD kernel
+// (u_0 = 0 makes its first step u_1 = g exactly). With α = 1 and β = 0, x_{t+1,0} is the average
+// (to rounding): local SGD with period τ.
+//
+// Rounds: τ base steps; the last step of every epoch also ends a round (so the evaluated model
+// is x_{t+1,0}, the same on every rank, as local_sgd and diloco), and so does the end of training
+// (max_steps) when a round is in progress. One blocking f32 allreduce of the parameters per
+// round, traced ("parameter average") and counted in CommStats. γ_t must be > 0 at every
+// average (line 8 divides by it).
+//
+// Options (fairscale's SlowMoDistributedDataParallel defaults):
+//   slowmo.frequency   48    τ
+//   slowmo.lr          1     α
+//   slowmo.momentum    0.5   β (0: no slow momentum)
+// (fairscale's base local SGD may also average every localsgd_frequency steps inside a round;
+// here the base steps alone, the paper's Algorithm 1 with local SGD.)
+//
+// Checkpoints: x_{t,0} of the round in progress ("x_start"), u ("slow_momentum", when β > 0),
+// base steps done in the round and rounds so far; each rank's model and base optimizer are the
+// trainer's.
+#pragma once
+#include <memory>
+
+#include "dplab/comm/strategy.h"
+#include "dplab/comm/topology.h"
+
+namespace dplab {
+
+struct SlowMoOptions {
+  int64_t frequency = 48;  // τ
+  double lr = 1.0;         // α
+  double momentum = 0.5;   // β
+  static SlowMoOptions from_options(const Options& opt);
+};
+
+class SlowMoStrategy : public Strategy {
+ public:
+  explicit SlowMoStrategy(const Options& opt);
+  SlowMoStrategy(std::shared_ptr<Topology> topo, const Options& opt);
+  std::string name() const override { return "slowmo"; }
+  void setup(TrainContext& ctx) override;
+  void after_step(const StepInfo& step) override;
+  void finish_training() override;
+  void drain() override;
+  CommStats take_stats() override;
+  std::map<std::string, double> state() const override;
+  void save_state(StateDict& out) const override;
+  void load_state(const StateDict& in) override;
+  int rank() const override { return topo_->world().rank(); }
+  int world_size() const override { return topo_->world().size(); }
+
+  const SlowMoOptions& options() const { return opt_; }
+  int64_t rounds() const { return rounds_; }
+  const Tensor& x_start() const { return x_start_; }
+  const Tensor& slow_momentum() const { return u_; }
+
+ private:
+  void slow_step();  // lines 7-9
+  std::shared_ptr<Topology> topo_;
+  SlowMoOptions opt_;
+  Tensor x_start_;           // x_{t,0}
+  Tensor u_;                 // u_t (undefined when β = 0)
+  Tensor g_;                 // scratch: (x_{t,0} − x_{t,τ}) / γ_t
+  int64_t local_steps_ = 0;  // base steps done in the round in progress
+  int64_t rounds_ = 0;
+  CommStats stats_;
+};
+
+std::unique_ptr<Strategy> make_slowmo_strategy(const Options& opt);
+
+}  // namespace dplab

@@ -1,0 +1,269 @@
+#include "dplab/comm/algorithms/streaming_diloco.h"
+
+#include "dplab/comm/algorithms/algo_state.h"
+#include "dplab/comm/algorithms/allreduce.h"
+#include "dplab/core/autograd.h"
+#include "dplab/core/backend.h"
+#include "dplab/core/ops/elementwise.h"
+#include "dplab/core/trace/tracer.h"
+
+namespace dplab {
+
+void StreamingSchedule::check() const {
+  DPLAB_CHECK(H >= 1, "option streaming_diloco.H: expected >= 1 inner steps, got {}", H);
+  DPLAB_CHECK(fragments >= 1 && fragments <= H,
+              "option streaming_diloco.fragments: expected 1 .. H = {} fragments, got {}", H,
+              fragments);
+  DPLAB_CHECK(delay >= 0 && delay < H / fragments,
+              "option streaming_diloco.fragment_sync_delay: expected 0 <= delay < H / fragments "
+              "= {} (an exchange must complete before the next fragment sends), got {}",
+              H / fragments, delay);
+}
+
+int64_t StreamingSchedule::sends_after(int64_t s) const {
+  if (s < 1) return -1;
+  const int64_t r = s % H;
+  // o_p = ((p + 1) H) / P is increasing in p and distinct (P <= H); o_{P−1} = H ≡ 0.
+  for (int64_t p = 0; p < fragments; ++p)
+    if (offset(p) % H == r && s >= offset(p)) return p;
+  return -1;
+}
+
+std::vector<std::pair<int64_t, int64_t>> arena_fragments(const ParamArena& arena,
+                                                         int64_t fragments) {
+  const auto& segs = arena.segments();
+  DPLAB_CHECK(fragments >= 1 && fragments <= int64_t(segs.size()),
+              "option streaming_diloco.fragments: {} fragments, but the model has {} parameter "
+              "tensors (fragments are cut at tensor boundaries)",
+              fragments, segs.size());
+  const int64_t total = arena.numel();
+  std::vector<std::pair<int64_t, int64_t>> out;
+  int64_t begin = 0;
+  size_t i = 0;
+  for (int64_t p = 0; p < fragments; ++p) {
+    const int64_t target = ((p + 1) * total) / fragments;
+    const size_t later = size_t(fragments - 1 - p);  // tensors the later fragments still need
+    int64_t end = begin;
+    do {
+      end = segs[i].offset + segs[i].numel;
+      ++i;
+    } while (i < segs.size() - later && end < target);
+    if (p == fragments - 1) end = total;  // the last fragment takes the rest
+    out.push_back({begin, end});
+    begin = end;
+  }
+  return out;
+}
+
+StreamingDiLoCoOptions StreamingDiLoCoOptions::from_options(const Options& opt) {
+  StreamingDiLoCoOptions o;
+  o.schedule.H = opt.get_int("streaming_diloco.H", 50);
+  o.schedule.fragments = opt.get_int("streaming_diloco.fragments", 2);
+  o.schedule.delay = opt.get_int("streaming_diloco.fragment_sync_delay", 1);
+  o.schedule.check();
+  o.alpha = opt.get_double("streaming_diloco.fragment_update_alpha", 0.5);
+  DPLAB_CHECK(o.alpha >= 0 && o.alpha <= 1,
+              "option streaming_diloco.fragment_update_alpha: expected a value in [0, 1], got {}",
+              o.alpha);
+  const std::string wire = opt.get_string("streaming_diloco.wire", "f32");
+  DPLAB_CHECK(wire == "f32" || wire == "bf16" || wire == "f16",
+              "option streaming_diloco.wire: expected f32, bf16 or f16, got '{}'", wire);
+  o.wire = parse_dtype(wire);
+  o.outer_lr = opt.get_double("streaming_diloco.outer_lr", 0.7);
+  o.outer_momentum = opt.get_double("streaming_diloco.outer_momentum", 0.9);
+  o.outer_nesterov = opt.get_bool("streaming_diloco.outer_nesterov", true);
+  DPLAB_CHECK(o.outer_lr >= 0, "option streaming_diloco.outer_lr: expected >= 0, got {}",
+              o.outer_lr);
+  DPLAB_CHECK(o.outer_momentum >= 0 && o.outer_momentum < 1,
+              "option streaming_diloco.outer_momentum: expected a value in [0, 1), got {}",
+              o.outer_momentum);
+  return o;
+}
+
+StreamingDiLoCoStrategy::StreamingDiLoCoStrategy(const Options& opt)
+    : StreamingDiLoCoStrategy(std::make_shared<Topology>(Topology::from_options(opt)), opt) {}
+
+StreamingDiLoCoStrategy::StreamingDiLoCoStrategy(std::shared_ptr<Topology> topo, const Options& opt)
+    : topo_(std::move(topo)), opt_(StreamingDiLoCoOptions::from_options(opt)) {}
+
+void StreamingDiLoCoStrategy::setup(TrainContext& ctx) {
+  Strategy::setup(ctx);
+  DPLAB_CHECK(ctx.arena != nullptr, "streaming_diloco: setup needs the parameter arena");
+  stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer));
+  frags_ = arena_fragments(*ctx.arena, opt_.schedule.fragments);
+  theta_ = ctx.arena->params().clone();
+  delta_ = Tensor::zeros(theta_.shape(), DType::f32, theta_.device());
+  if (opt_.outer_momentum > 0)
+    momentum_ = Tensor::zeros(theta_.shape(), DType::f32, theta_.device());
+  outer_steps_.assign(frags_.size(), 0);
+}
+
+Tensor StreamingDiLoCoStrategy::range(const Tensor& t, int64_t p) const {
+  return t.flat_range(frags_[size_t(p)].first, frags_[size_t(p)].second);
+}
+
+void StreamingDiLoCoStrategy::send(int64_t p) {
+  NoGradGuard no_grad;
+  // δ_p = θ_g[p] − θ_i[p](s), averaged over the replicas while training goes on.
+  Tensor d = range(delta_, p);
+  d.copy_(range(theta_, p));
+  add_(d, range(ctx_.arena->params(), p), -1.f);
+  pending_ = p;
+  pending_sent_at_ = inner_steps_;
+  pending_wait_s_ = 0;
+  Communicator& comm = topo_->world();
+  if (comm.size() > 1) {
+    posted_ = Clock::now();
+    req_ = comm.iallreduce(d, ReduceOp::average, opt_.wire);
+    stats_.bytes_sent += static_cast<double>(d.numel()) * dtype_size(opt_.wire);
+    ++stats_.collectives;
+    ++stats_.allreduces;
+  }
+}
+
+void StreamingDiLoCoStrategy::wait_pending() const {
+  if (!req_.valid()) return;
+  const auto t0 = Clock::now();
+  req_.complete_before_compute();
+  pending_wait_s_ += std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+void StreamingDiLoCoStrategy::apply(int64_t p, double alpha) {
+  NoGradGuard no_grad;
+  DPLAB_CHECK(pending_ == p, "streaming_diloco: fragment {} is due, but fragment {} is in flight",
+              p, pending_);
+  const auto t0 = Clock::now();
+  wait_pending();
+  if (req_.valid()) {
+    const double bytes = static_cast<double>(range(delta_, p).numel()) * dtype_size(opt_.wire);
+    trace::record_comm(ctx_.tracer, "outer gradient fragment", "wait outer gradient fragment",
+                       posted_, t0, Clock::now(), bytes);
+    stats_.in_flight_s += req_.seconds_in_flight();
+    stats_.exposed_wait_s += pending_wait_s_;
+    req_ = Request();
+  }
+  // θ_g[p] ← OuterOpt(θ_g[p], Δ_p): DiLoCo's outer SGD on the fragment's range.
+  Tensor theta = range(theta_, p);
+  Tensor delta = range(delta_, p);
+  Tensor buf = momentum_.defined() ? range(momentum_, p) : Tensor();
+  SgdStepArgs a;
+  a.lr = static_cast<float>(opt_.outer_lr);
+  a.momentum = static_cast<float>(opt_.outer_momentum);
+  a.nesterov = opt_.outer_nesterov && opt_.outer_momentum > 0;
+  a.first_step = outer_steps_[size_t(p)] == 0;
+  backend_for(theta.device()).optim.sgd_step(theta, delta, buf, a);
+  ++outer_steps_[size_t(p)];
+  // θ_i[p] ← θ_g[p] + α (θ_i[p] − θ_g[p]), reusing δ's range as scratch.
+  Tensor local = range(ctx_.arena->params(), p);
+  if (alpha == 0) {
+    local.copy_(theta);
+  } else {
+    delta.copy_(local);
+    add_(delta, theta, -1.f);
+    local.copy_(theta);
+    add_(local, delta, static_cast<float>(alpha));
+  }
+  pending_ = -1;
+}
+
+void StreamingDiLoCoStrategy::after_step(const StepInfo&) {
+  ++inner_steps_;
+  // Helps a non-blocking MPI allreduce progress while the inner steps go on.
+  if (req_.valid()) req_.test();
+  const int64_t due = opt_.schedule.applies_after(inner_steps_);
+  if (due >= 0 && pending_ == due) apply(due, opt_.alpha);
+  const int64_t sends = opt_.schedule.sends_after(inner_steps_);
+  if (sends >= 0) {
+    send(sends);
+    if (opt_.schedule.delay == 0) apply(sends, opt_.alpha);
+  }
+}
+
+void StreamingDiLoCoStrategy::finish_training() {
+  if (pending_ >= 0) apply(pending_, opt_.alpha);
+  // One last outer step of every fragment, blocking, taking the global fragment (α = 0): the
+  // final model is θ_g, the same on every rank.
+  for (int64_t p = 0; p < int64_t(frags_.size()); ++p) {
+    send(p);
+    apply(p, 0.0);
+  }
+}
+
+void StreamingDiLoCoStrategy::drain() {
+  wait_pending();  // nothing in flight; applied at its step as scheduled
+  stats_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer));
+}
+
+CommStats StreamingDiLoCoStrategy::take_stats() {
+  CommStats s = stats_;
+  stats_ = {};
+  return s;
+}
+
+std::map<std::string, double> StreamingDiLoCoStrategy::state() const {
+  int64_t total = 0;
+  for (int64_t n : outer_steps_) total += n;
+  return {{"H", double(opt_.schedule.H)},
+          {"fragments", double(frags_.size())},
+          {"outer_steps", double(total)}};
+}
+
+void StreamingDiLoCoStrategy::save_state(StateDict& out) const {
+  save_algorithm_name(out, name());
+  out.put_int("H", opt_.schedule.H);
+  out.put_int("fragments", opt_.schedule.fragments);
+  out.put_int("fragment_sync_delay", opt_.schedule.delay);
+  out.put_int("inner_steps", inner_steps_);
+  out.put_ints("outer_steps", outer_steps_);
+  out.put_tensor("theta_global", theta_);
+  if (momentum_.defined()) out.put_tensor("outer_momentum", momentum_);
+  out.put_int("pending_fragment", pending_);
+  if (pending_ >= 0) {
+    wait_pending();  // the averaged Δ, applied after the resume at its step
+    out.put_int("pending_sent_at", pending_sent_at_);
+    out.put_tensor("pending_delta", range(delta_, pending_));
+  }
+}
+
+void StreamingDiLoCoStrategy::load_state(const StateDict& in) {
+  check_algorithm_name(in, name());
+  const auto& sc = opt_.schedule;
+  state_int(in, name(), "H", sc.H, sc.H);
+  state_int(in, name(), "fragments", sc.fragments, sc.fragments);
+  state_int(in, name(), "fragment_sync_delay", sc.delay, sc.delay);
+  const int64_t inner = state_int(in, name(), "inner_steps", 0, INT64_MAX);
+  const std::vector<int64_t> outer = in.get_ints("outer_steps");
+  const std::string where = in.origin().empty() ? std::string("state") : in.origin();
+  DPLAB_CHECK(outer.size() == frags_.size(),
+              "{}: streaming_diloco state 'outer_steps' has {} entries, expected {} fragments",
+              where, outer.size(), frags_.size());
+  restore_tensor(in, name(), "theta_global", theta_);
+  DPLAB_CHECK(in.has("outer_momentum") == momentum_.defined(),
+              "{}: streaming_diloco state {} an outer momentum buffer but "
+              "streaming_diloco.outer_momentum is {}",
+              where, momentum_.defined() ? "lacks" : "has", opt_.outer_momentum);
+  if (momentum_.defined()) restore_tensor(in, name(), "outer_momentum", momentum_);
+  const int64_t pending = state_int(in, name(), "pending_fragment", -1, sc.fragments - 1);
+  req_ = Request();
+  if (pending >= 0) {
+    // In flight since inner step `sent`: due after step sent + τ, which is still to come.
+    const int64_t sent = state_int(in, name(), "pending_sent_at", inner - sc.delay + 1, inner);
+    DPLAB_CHECK(sc.sends_after(sent) == pending,
+                "{}: streaming_diloco state: fragment {} in flight since step {}, but the "
+                "schedule sends fragment {} then",
+                where, pending, sent, sc.sends_after(sent));
+    pending_ = pending;
+    restore_tensor(in, name(), "pending_delta", range(delta_, pending));
+    pending_sent_at_ = sent;
+  } else {
+    pending_ = -1;
+  }
+  inner_steps_ = inner;
+  outer_steps_ = outer;
+}
+
+std::unique_ptr<Strategy> make_streaming_diloco_strategy(const Options& opt) {
+  return std::make_unique<StreamingDiLoCoStrategy>(opt);
+}
+
+}  // namespace dplab

@@ -1,0 +1,129 @@
+// Streaming DiLoCo (Douillard et al., "Streaming DiLoCo with overlapping communication: towards
+// a distributed free lunch", 2025, arXiv:2501.18512): DiLoCo (comm/algorithms/diloco.h) with
+// three changes, each as the paper and torchft's StreamingDiLoCo name them:
+//
+//  1. Fragments. The parameters are cut into P fragments (contiguous ranges of the arena, cut
+//     at tensor boundaries, of about equal size). Each fragment p keeps DiLoCo's round of H inner
+//     steps, but the fragments are staggered: fragment p sends after inner step s when
+//       s ≡ o_p (mod H),   o_p = ((p + 1) · H) / P  (integer division; o_{P−1} = H),
+//     so at most one fragment is exchanged at a time and the peak bandwidth is 1/P of DiLoCo's.
+//  2. Overlap (torchft fragment_sync_delay, τ). At the send (step s) the fragment's outer
+//     gradient δ_p = θ_g[p] − θ_i[p](s) is averaged by a non-blocking allreduce, and training
+//     goes on for τ more inner steps; after step s + τ the average Δ_p is waited for (τ = 0:
+//     at once) and the outer optimizer (SGD, Nesterov, as DiLoCo) updates θ_g[p].
+//  3. Mixing (torchft fragment_update_alpha, α). The fragment's local parameters become
+//       θ_i[p] ← (1 − α) · θ_g[p] + α · θ_i[p](s + τ)
+//     (α = 0: the global fragment, as DiLoCo; the paper's α = 0.5 keeps half of the τ steps'
+//     local progress). Computed as θ_g + α (θ_i − θ_g), torch's lerp.
+//  4. Low precision (torchft should_quantize). The outer gradient travels as `wire` (f32, bf16
+//     or f16, summed in f32 by the communicator, as GradSync's wire); the paper's 4-bit (E3M0)
+//     and torchft's 8-bit quantisation are not offered (the communicator has no such types).
+//     The outer optimizer's state and θ_g stay f32.
+//
+// Each rank is a replica, as in diloco.h. The schedule runs on the count of inner steps since the
+// start of training, across epochs: epochs do not end rounds (unlike diloco). Between epochs
+// the evaluated model is each rank's own local model (they differ, as with sgp). At the end of
+// training (finish_training) the exchange in flight is applied, then every fragment takes one
+// more outer step at once (blocking, α = 0), so the final model is θ_g, the same on every rank.
+// Constraints: 1 ≤ P ≤ H and P ≤ the number of parameter tensors; 0 ≤ τ < ⌊H/P⌋ (an exchange
+// completes before the next fragment sends).
+//
+// Options:
+//   streaming_diloco.H                       50    inner steps between two syncs of a fragment
+//   streaming_diloco.fragments               2     P
+//   streaming_diloco.fragment_sync_delay     1     τ (torchft's default is 0: no overlap)
+//   streaming_diloco.fragment_update_alpha   0.5   α, the paper's (torchft's default is 0)
+//   streaming_diloco.wire                    f32   wire type of the outer gradients
+//   streaming_diloco.outer_lr                0.7   as diloco
+//   streaming_diloco.outer_momentum          0.9
+//   streaming_diloco.outer_nesterov          true
+//
+// Checkpoints: θ_g, the outer momentum, the inner step count, each fragment's outer step count,
+// and an exchange in flight (its fragment, send step and averaged Δ: save_state waits for it
+// without applying it, so the resumed run applies it at the same step).
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "dplab/comm/communicator.h"
+#include "dplab/comm/strategy.h"
+#include "dplab/comm/topology.h"
+
+namespace dplab {
+
+// The staggered schedule of points 1-2 (a pure function of H, P, τ; tested on its own).
+struct StreamingSchedule {
+  int64_t H = 50;
+  int64_t fragments = 2;
+  int64_t delay = 1;  // τ
+  // Throws naming the option when H, P or τ break the constraints above.
+  void check() const;
+  int64_t offset(int64_t p) const { return ((p + 1) * H) / fragments; }
+  // The fragment that sends after inner step s (1-based count of steps done), or -1.
+  int64_t sends_after(int64_t s) const;
+  // The fragment whose exchange is applied after inner step s (sent after s − τ), or -1.
+  int64_t applies_after(int64_t s) const { return s - delay >= 1 ? sends_after(s - delay) : -1; }
+};
+
+// The fragments of an arena: P contiguous ranges [begin, end) of elements, cut at segment
+// boundaries, each closing at the first boundary at or after (p + 1) / P of all elements (and
+// leaving at least one tensor to each later fragment). Throws when P exceeds the segment count.
+std::vector<std::pair<int64_t, int64_t>> arena_fragments(const ParamArena& arena,
+                                                         int64_t fragments);
+
+struct StreamingDiLoCoOptions {
+  StreamingSchedule schedule;
+  double alpha = 0.5;
+  DType wire = DType::f32;
+  double outer_lr = 0.7;
+  double outer_momentum = 0.9;
+  bool outer_nesterov = true;
+  static StreamingDiLoCoOptions from_options(const Options& opt);
+};
+
+class StreamingDiLoCoStrategy : public Strategy {
+ public:
+  explicit StreamingDiLoCoStrategy(const Options& opt);
+  StreamingDiLoCoStrategy(std::shared_ptr<Topology> topo, const Options& opt);
+  std::string name() const override { return "streaming_diloco"; }
+  void setup(TrainContext& ctx) override;
+  void after_step(const StepInfo& step) override;
+  void finish_training() override;
+  void drain() override;
+  CommStats take_stats() override;
+  std::map<std::string, double> state() const override;
+  void save_state(StateDict& out) const override;
+  void load_state(const StateDict& in) override;
+  int rank() const override { return topo_->world().rank(); }
+  int world_size() const override { return topo_->world().size(); }
+
+  const StreamingDiLoCoOptions& options() const { return opt_; }
+  const std::vector<std::pair<int64_t, int64_t>>& fragments() const { return frags_; }
+  const Tensor& theta_global() const { return theta_; }
+  int64_t inner_steps() const { return inner_steps_; }
+  const std::vector<int64_t>& outer_steps() const { return outer_steps_; }
+
+ private:
+  void send(int64_t p);                 // δ_p and its allreduce (point 2)
+  void apply(int64_t p, double alpha);  // wait, outer step on θ_g[p], mixing (points 2-3)
+  void wait_pending() const;            // completes the allreduce in flight, applies nothing
+  Tensor range(const Tensor& t, int64_t p) const;
+  std::shared_ptr<Topology> topo_;
+  StreamingDiLoCoOptions opt_;
+  std::vector<std::pair<int64_t, int64_t>> frags_;
+  Tensor theta_;     // θ_g
+  Tensor momentum_;  // outer momentum buffer (undefined when μ = 0)
+  Tensor delta_;     // δ_p, then Δ_p, of the fragment in flight (its range)
+  int64_t inner_steps_ = 0;
+  std::vector<int64_t> outer_steps_;  // per fragment
+  int64_t pending_ = -1;              // fragment in flight, or -1
+  int64_t pending_sent_at_ = 0;       // inner step count at its send
+  mutable Request req_;
+  mutable double pending_wait_s_ = 0;  // exposed wait spent in wait_pending (drain, save_state)
+  Clock::time_point posted_{};
+  CommStats stats_;
+};
+
+std::unique_ptr<Strategy> make_streaming_diloco_strategy(const Options& opt);
+
+}  // namespace dplab

@@ -1,0 +1,8 @@
+# DiLoCo and SlowMo (comm/algorithms/diloco.h, slowmo.h): the strategies on 2 and 4 ranks against
+# serial simulations of the N workers and of the papers' outer steps.
+dplab_add_mpi_test(test_comm_outer_step ${CMAKE_CURRENT_SOURCE_DIR}/outer_step_test.cpp RANKS 2 4
+                   TIMEOUT 120)
+foreach(n 2 4)
+  set_tests_properties(test_comm_outer_step_np${n} PROPERTIES
+    ENVIRONMENT "OMP_NUM_THREADS=1;DPLAB_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+endforeach()

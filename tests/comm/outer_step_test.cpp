@@ -1,0 +1,456 @@
+// DiLoCo (comm/algorithms/diloco.h), SlowMo (comm/algorithms/slowmo.h) and Streaming DiLoCo
+// (comm/algorithms/streaming_diloco.h: its fragment schedule by hand, then the strategy) on 2 and 4
+// ranks against a serial simulation of the N workers written out here: each worker's local steps on
+// its own batches, then the outer step computed in double from the N local models, exactly as
+// the papers' Algorithm 1 states it (DiLoCo lines 11-15 with PyTorch's Nesterov SGD as OuterOpt;
+// SlowMo lines 7-9). Rounds end after H (τ) local steps and at the end of every epoch.
+//
+// Tolerance: the strategies compute the outer step in f32 (the reference in double) and every
+// rank's local steps are the serial replica's (same code, same batches), so the two differ by
+// f32 rounding carried through a few dozen steps of a small CNN: 1e-5 relative (local_sgd's
+// test's bound). Each reference checks that its outer step really differs from a plain average
+// at that point, so a strategy that only averaged would fail.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <set>
+
+#include "common/harness.h"
+#include "common/mnist_replica.h"
+#include "dplab/comm/algorithms/diloco.h"
+#include "dplab/comm/algorithms/slowmo.h"
+#include "dplab/comm/algorithms/streaming_diloco.h"
+#include "dplab/comm/mpi_env.h"
+#include "dplab/core/autograd.h"
+#include "dplab/core/ops/loss.h"
+
+namespace dplab {
+namespace {
+
+constexpr int kB = 4;
+constexpr double kLr = 0.05;  // the inner (base) SGD's lr: SlowMo's γ
+
+struct Replica : test::MnistReplica {
+  explicit Replica(uint64_t seed) : MnistReplica(seed, kLr, 0.9) {}
+  void grad(int rank, int64_t epoch, int64_t tick) {
+    Tensor x, y;
+    test::rank_batch(rank, epoch, tick, kB, x, y);
+    sgd->zero_grad();
+    backward(cross_entropy(model->forward(x), y));
+  }
+  std::vector<double> params() const {
+    const auto v = arena->params().to_vector();
+    return {v.begin(), v.end()};
+  }
+  void set_params(const std::vector<double>& p) {
+    std::vector<float> f(p.begin(), p.end());
+    Tensor t = arena->params();  // a handle on the arena's storage
+    t.copy_(Tensor::from_vector(f, {int64_t(f.size())}));
+  }
+};
+
+// The mean over the replicas of their parameters, in double.
+std::vector<double> mean_params(const std::vector<Replica>& reps) {
+  std::vector<double> sum(size_t(reps[0].arena->numel()), 0.0);
+  for (const auto& r : reps) {
+    const auto v = r.params();
+    for (size_t i = 0; i < v.size(); ++i) sum[i] += v[i];
+  }
+  for (double& s : sum) s /= double(reps.size());
+  return sum;
+}
+
+double rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    num += (a[i] - b[i]) * (a[i] - b[i]);
+    den += b[i] * b[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+std::vector<double> as_double(const Tensor& t) {
+  const auto v = t.to_vector();
+  return {v.begin(), v.end()};
+}
+
+bool same_bytes_everywhere(const Tensor& params) {
+  auto world_ptr = mpi_world();
+  Communicator& world = *world_ptr;
+  const int64_t n = params.numel();
+  Tensor all = Tensor::zeros({n * world.size()});
+  world.allgather(params, all);
+  for (int r = 0; r < world.size(); ++r)
+    if (std::memcmp(all.data<float>() + r * n, params.data<float>(), size_t(n) * 4) != 0)
+      return false;
+  return true;
+}
+
+// The serial outer step after a round: the N local models in, the new global model out (every
+// replica restarts from it).
+using OuterStep = std::function<std::vector<double>(const std::vector<Replica>&)>;
+
+struct Loop {
+  int64_t epochs, steps, period;
+};
+
+// Runs `strategy` on this rank and the serial simulation side by side; returns the number of
+// serial outer steps. Compares the models at the end.
+int64_t run_both(Strategy& s, const Loop& loop, const OuterStep& outer, const char* what) {
+  const int N = MpiEnv::get().world_size(), R = MpiEnv::get().world_rank();
+  Replica dist(11 + uint64_t(R));  // setup() broadcasts rank 0's parameters
+  Options none;
+  TrainContext ctx;
+  ctx.model = dist.model.get();
+  ctx.arena = dist.arena.get();
+  ctx.optimizer = dist.sgd.get();
+  ctx.options = &none;
+  s.setup(ctx);
+
+  std::vector<Replica> reps;
+  for (int i = 0; i < N; ++i) reps.emplace_back(11);
+  int64_t global = 0, rounds = 0, diverged = 0;
+  for (int64_t e = 0; e < loop.epochs; ++e) {
+    s.begin_epoch(e);
+    int64_t since = 0;
+    for (int64_t k = 0; k < loop.steps; ++k, ++global) {
+      StepInfo info{e, k, global, loop.steps, loop.epochs};
+      s.plan(info);
+      dist.grad(R, e, k);
+      s.after_backward(info);
+      dist.sgd->step();
+      s.after_step(info);
+      for (int i = 0; i < N; ++i) reps[size_t(i)].grad(i, e, k);
+      for (auto& r : reps) r.sgd->step();
+      if (++since == loop.period || k + 1 == loop.steps) {
+        const std::vector<double> next = outer(reps);
+        for (auto& r : reps) r.set_params(next);
+        since = 0;
+        ++rounds;
+      } else if (N > 1 && !same_bytes_everywhere(dist.arena->params())) {
+        ++diverged;  // inside a round the local models really differ
+      }
+    }
+    s.end_epoch(e, 0.0);
+    s.drain();
+  }
+  s.finish_training();
+  const double d = rel_diff(as_double(dist.arena->params()), reps[size_t(R)].params());
+  EXPECT_LT(d, 1e-5) << what << ", rank " << R;
+  EXPECT_TRUE(same_bytes_everywhere(dist.arena->params())) << what;
+  if (N > 1 && loop.period > 1) {
+    EXPECT_GT(diverged, 0) << what;
+  }
+  if (R == 0)
+    std::printf("[%s] %d ranks: %lld outer steps, rel diff %.3g\n", what, N, (long long)rounds, d);
+  return rounds;
+}
+
+Options diloco_options(int64_t H, double lr, double momentum, bool nesterov) {
+  Options o;
+  o.set("diloco.H", std::to_string(H));
+  o.set("diloco.outer_lr", std::to_string(lr));
+  o.set("diloco.outer_momentum", std::to_string(momentum));
+  o.set("diloco.outer_nesterov", nesterov ? "true" : "false");
+  o.set("comm.timeout_s", "20");
+  return o;
+}
+
+// H = 1, outer lr 1, no outer momentum: θ(t) = θ(t−1) − (θ(t−1) − mean θ_i) = mean θ_i, i.e.
+// parameter averaging after every step. The reference is that average, nothing else.
+TEST(DiLoCo, H1OuterLr1NoMomentumIsParameterAveragingEveryStep) {
+  DiLoCoStrategy s(diloco_options(1, 1.0, 0.0, false));
+  const int64_t rounds = run_both(s, {2, 5, 1}, mean_params, "diloco H=1 averaging");
+  EXPECT_EQ(s.outer_steps(), rounds);
+  EXPECT_EQ(rounds, 10);
+}
+
+// H = 4 (and the epoch's end after 6 steps: rounds of 4 and 2), outer SGD with Nesterov
+// momentum at the paper's lr 0.7 and μ 0.9, against lines 11-15 in double.
+TEST(DiLoCo, OuterStepMatchesSerialNesterovForH4) {
+  DiLoCoStrategy s(diloco_options(4, 0.7, 0.9, true));
+  std::vector<double> theta, b;  // θ(t−1) and the outer momentum buffer
+  double moved = 0, apart = 0;   // max |Δ| and max |θ(t) − mean θ_i| over all outer steps
+  auto outer = [&](const std::vector<Replica>& reps) {
+    const size_t n = size_t(reps[0].arena->numel());
+    const std::vector<double> avg = mean_params(reps);
+    std::vector<double> delta(n);
+    for (size_t j = 0; j < n; ++j) delta[j] = theta[j] - avg[j];  // (1/k) Σ_i (θ − θ_i)
+    const bool first = b.empty();
+    if (first) b.assign(n, 0.0);
+    for (size_t j = 0; j < n; ++j) {
+      b[j] = first ? delta[j] : 0.9 * b[j] + delta[j];
+      const double d = delta[j] + 0.9 * b[j];  // Nesterov
+      theta[j] -= 0.7 * d;
+      moved = std::max(moved, std::fabs(delta[j]));
+      apart = std::max(apart, std::fabs(theta[j] - avg[j]));
+    }
+    return theta;
+  };
+  // θ(0) is rank 0's initial model: every serial replica starts from seed 11 as rank 0 does.
+  theta = Replica(11).params();
+  const int64_t rounds = run_both(s, {2, 6, 4}, outer, "diloco H=4 nesterov");
+  EXPECT_EQ(rounds, 4);
+  EXPECT_EQ(s.outer_steps(), 4);
+  EXPECT_EQ(s.inner_steps(), 0);
+  EXPECT_LT(rel_diff(as_double(s.theta_global()), theta), 1e-5);
+  // The outer step is not the plain average (the test can tell the two apart).
+  EXPECT_GT(apart, 0.1 * moved);
+}
+
+TEST(DiLoCo, RejectsBadOptions) {
+  EXPECT_THROW(DiLoCoStrategy(diloco_options(0, 0.7, 0.9, true)), Error);
+  EXPECT_THROW(DiLoCoStrategy(diloco_options(4, 0.7, 1.0, true)), Error);
+  EXPECT_THROW(DiLoCoStrategy(diloco_options(4, -1.0, 0.9, true)), Error);
+}
+
+Options slowmo_options(int64_t tau, double alpha, double beta) {
+  Options o;
+  o.set("slowmo.frequency", std::to_string(tau));
+  o.set("slowmo.lr", std::to_string(alpha));
+  o.set("slowmo.momentum", std::to_string(beta));
+  o.set("comm.timeout_s", "20");
+  return o;
+}
+
+// Lines 7-9 in double: x_avg = mean, u = β u + (x_start − x_avg) / γ, x = x_start − α γ u.
+void check_slowmo(double alpha, double beta) {
+  SlowMoStrategy s(slowmo_options(3, alpha, beta));
+  std::vector<double> x_start = Replica(11).params(), u(x_start.size(), 0.0);
+  double moved = 0, apart = 0;  // max |x_{t,0} − x_{t,τ}| and max |x_{t+1,0} − x_{t,τ}|
+  auto outer = [&](const std::vector<Replica>& reps) {
+    const std::vector<double> avg = mean_params(reps);
+    for (size_t j = 0; j < x_start.size(); ++j) {
+      moved = std::max(moved, std::fabs(x_start[j] - avg[j]));
+      u[j] = beta * u[j] + (x_start[j] - avg[j]) / kLr;
+      x_start[j] -= alpha * kLr * u[j];
+      apart = std::max(apart, std::fabs(x_start[j] - avg[j]));
+    }
+    return x_start;
+  };
+  const std::string what =
+      "slowmo alpha " + std::to_string(alpha) + " beta " + std::to_string(beta);
+  const int64_t rounds = run_both(s, {2, 5, 3}, outer, what.c_str());
+  EXPECT_EQ(rounds, 4);  // rounds of 3 and 2 steps per epoch
+  EXPECT_EQ(s.rounds(), 4);
+  EXPECT_LT(rel_diff(as_double(s.x_start()), x_start), 1e-5);
+  if (beta > 0) {
+    // u holds differences of nearly equal f32 models divided by γ: cancellation costs a few
+    // digits relative to u itself (the models above still agree to 1e-5).
+    EXPECT_LT(rel_diff(as_double(s.slow_momentum()), u), 1e-4);
+  }
+  // The slow step is not the plain average (the test can tell the two apart).
+  EXPECT_GT(apart, 0.1 * moved);
+}
+
+TEST(SlowMo, DefaultsMatchTheUpdateFormula) {
+  check_slowmo(1.0, 0.5);  // fairscale's slowmo_lr and slowmo_momentum
+}
+
+TEST(SlowMo, SlowLrAndMomentumMatchTheUpdateFormula) {
+  check_slowmo(0.8, 0.7);
+}
+
+TEST(SlowMo, RejectsBadOptions) {
+  EXPECT_THROW(SlowMoStrategy(slowmo_options(0, 1.0, 0.5)), Error);
+  EXPECT_THROW(SlowMoStrategy(slowmo_options(3, 1.0, 1.0)), Error);
+}
+
+// ---- Streaming DiLoCo -------------------------------------------------------------------------
+
+// The staggered schedule by hand: H = 8, P = 2 (offsets 4 and 8), τ = 2; and H = 10, P = 3
+// (offsets 3, 6, 10).
+TEST(StreamingDiLoCo, FragmentScheduleIsStaggered) {
+  StreamingSchedule sc{8, 2, 2};
+  sc.check();
+  std::vector<int64_t> sends, applies;
+  for (int64_t s = 0; s <= 20; ++s) {
+    sends.push_back(sc.sends_after(s));
+    applies.push_back(sc.applies_after(s));
+  }
+  //                               s: 0   1   2   3  4   5   6   7  8   9  10  11 12  13 14  15 16
+  //                               17 18  19 20
+  EXPECT_EQ(sends, (std::vector<int64_t>{-1, -1, -1, -1, 0,  -1, -1, -1, 1,  -1, -1,
+                                         -1, 0,  -1, -1, -1, 1,  -1, -1, -1, 0}));
+  EXPECT_EQ(applies, (std::vector<int64_t>{-1, -1, -1, -1, -1, -1, 0,  -1, -1, -1, 1,
+                                           -1, -1, -1, 0,  -1, -1, -1, 1,  -1, -1}));
+  StreamingSchedule three{10, 3, 0};
+  three.check();
+  std::vector<int64_t> got;
+  for (int64_t s = 1; s <= 13; ++s) got.push_back(three.sends_after(s));
+  EXPECT_EQ(got, (std::vector<int64_t>{-1, -1, 0, -1, -1, 1, -1, -1, -1, 2, -1, -1, 0}));
+  // τ must stay below ⌊H/P⌋, P within 1 .. H.
+  EXPECT_THROW((StreamingSchedule{8, 2, 4}.check()), Error);
+  EXPECT_THROW((StreamingSchedule{8, 9, 0}.check()), Error);
+  EXPECT_NO_THROW((StreamingSchedule{8, 2, 3}.check()));
+}
+
+// Fragments cover the arena, in order, cut at tensor boundaries, about equal in size.
+TEST(StreamingDiLoCo, FragmentsAreContiguousTensorRanges) {
+  Replica r(1);
+  const auto& segs = r.arena->segments();
+  std::set<int64_t> bounds = {r.arena->numel()};
+  for (const auto& sg : segs) bounds.insert(sg.offset);
+  for (int64_t P : {int64_t(1), int64_t(2), int64_t(3)}) {
+    const auto f = arena_fragments(*r.arena, P);
+    ASSERT_EQ(int64_t(f.size()), P);
+    EXPECT_EQ(f.front().first, 0);
+    EXPECT_EQ(f.back().second, r.arena->numel());
+    for (size_t i = 0; i < f.size(); ++i) {
+      EXPECT_LT(f[i].first, f[i].second) << P;
+      EXPECT_TRUE(bounds.count(f[i].second)) << P;
+      if (i > 0) {
+        EXPECT_EQ(f[i].first, f[i - 1].second) << P;
+      }
+    }
+  }
+  EXPECT_THROW(arena_fragments(*r.arena, int64_t(segs.size()) + 1), Error);
+}
+
+// The strategy at H = 4, P = 2, τ = 1, α = 0.5 against the schedule written by hand (fragment
+// 0 sends after steps 2, 6, 10, fragment 1 after 4, 8, 12, each applied one step later) and the
+// outer step and mixing in double: Δ_p = θ_g[p] − mean θ_i[p] at the send; at the apply
+// θ_g[p] ← Nesterov SGD(θ_g[p], Δ_p), θ_i[p] ← θ_g[p] + α (θ_i[p] − θ_g[p]) per replica. At the
+// end the pending fragment is applied, then every fragment takes one blocking outer step with
+// α = 0.
+TEST(StreamingDiLoCo, OuterStepsAndMixingMatchTheSerialReference) {
+  const int N = MpiEnv::get().world_size(), R = MpiEnv::get().world_rank();
+  const double lr = 0.7, mu = 0.9, alpha = 0.5;
+  Options o;
+  o.set("streaming_diloco.H", "4");
+  o.set("streaming_diloco.fragments", "2");
+  o.set("streaming_diloco.fragment_sync_delay", "1");
+  o.set("streaming_diloco.fragment_update_alpha", "0.5");
+  o.set("comm.timeout_s", "20");
+  StreamingDiLoCoStrategy s(o);
+  Replica dist(11 + uint64_t(R));
+  Options none;
+  TrainContext ctx;
+  ctx.model = dist.model.get();
+  ctx.arena = dist.arena.get();
+  ctx.optimizer = dist.sgd.get();
+  ctx.options = &none;
+  s.setup(ctx);
+  const auto frags = s.fragments();
+  ASSERT_EQ(frags.size(), 2u);
+
+  std::vector<Replica> reps;
+  for (int i = 0; i < N; ++i) reps.emplace_back(11);
+  std::vector<double> theta = reps[0].params(), b(theta.size(), 0.0);
+  std::vector<int64_t> outer(2, 0);
+  std::vector<std::vector<double>> delta(2);
+  auto send = [&](int p) {
+    const auto avg = mean_params(reps);
+    delta[size_t(p)].clear();
+    for (int64_t j = frags[size_t(p)].first; j < frags[size_t(p)].second; ++j)
+      delta[size_t(p)].push_back(theta[size_t(j)] - avg[size_t(j)]);
+  };
+  double mixed_apart = 0;  // how far mixing leaves the local models from θ_g (α > 0 matters)
+  auto apply = [&](int p, double a) {
+    const int64_t lo = frags[size_t(p)].first, hi = frags[size_t(p)].second;
+    for (int64_t j = lo; j < hi; ++j) {
+      const double d = delta[size_t(p)][size_t(j - lo)];
+      b[size_t(j)] = outer[size_t(p)] == 0 ? d : mu * b[size_t(j)] + d;
+      theta[size_t(j)] -= lr * (d + mu * b[size_t(j)]);
+    }
+    ++outer[size_t(p)];
+    for (auto& r : reps) {
+      std::vector<double> v = r.params();
+      for (int64_t j = lo; j < hi; ++j) {
+        const double t = theta[size_t(j)];
+        v[size_t(j)] = t + a * (v[size_t(j)] - t);
+        mixed_apart = std::max(mixed_apart, std::fabs(v[size_t(j)] - t));
+      }
+      r.set_params(v);
+    }
+  };
+  const int64_t epochs = 2, steps = 6;
+  int64_t global = 0, pending = -1;
+  for (int64_t e = 0; e < epochs; ++e) {
+    s.begin_epoch(e);
+    for (int64_t k = 0; k < steps; ++k, ++global) {
+      StepInfo info{e, k, global, steps, epochs};
+      s.plan(info);
+      dist.grad(R, e, k);
+      s.after_backward(info);
+      dist.sgd->step();
+      s.after_step(info);
+      for (int i = 0; i < N; ++i) reps[size_t(i)].grad(i, e, k);
+      for (auto& r : reps) r.sgd->step();
+      const int64_t done = global + 1;
+      if (pending >= 0 && done % 2 == 1) {  // one step after the send
+        apply(int(pending), alpha);
+        pending = -1;
+      }
+      if (done % 4 == 2) pending = 0;
+      if (done % 4 == 0) pending = 1;
+      if (done % 2 == 0) send(int(pending));
+    }
+    s.end_epoch(e, 0.0);
+    s.drain();
+  }
+  s.finish_training();
+  ASSERT_EQ(pending, 1);  // sent after step 12, applied by finish_training
+  apply(1, alpha);
+  for (int p = 0; p < 2; ++p) {
+    send(p);
+    apply(p, 0.0);
+  }
+  EXPECT_EQ(s.outer_steps(), (std::vector<int64_t>{4, 4}));
+  const double d = rel_diff(as_double(dist.arena->params()), reps[size_t(R)].params());
+  EXPECT_LT(d, 1e-5) << "rank " << R;
+  EXPECT_LT(rel_diff(as_double(s.theta_global()), theta), 1e-5);
+  EXPECT_TRUE(same_bytes_everywhere(dist.arena->params()));
+  if (N > 1) {
+    EXPECT_GT(mixed_apart, 0.0);  // α = 0.5 left local progress in the models
+  }
+  if (R == 0) std::printf("[streaming_diloco] %d ranks: rel diff %.3g\n", N, d);
+}
+
+// The wire: bf16 outer gradients cost half the bytes of f32 and are rounded: θ_g moves off the
+// f32 run's (so the wire is really used) by at most the bf16 rounding of Δ, 2^-9 of |Δ|, and
+// |Δ| (a few local steps) is well below |θ|: under 1e-2 of θ's norm.
+TEST(StreamingDiLoCo, Bf16WireHalvesTheBytesAndRoundsTheOuterGradient) {
+  const int N = MpiEnv::get().world_size(), R = MpiEnv::get().world_rank();
+  auto run = [&](const char* wire, CommStats& stats) {
+    Options o;
+    o.set("streaming_diloco.H", "2");
+    o.set("streaming_diloco.fragments", "2");
+    o.set("streaming_diloco.fragment_sync_delay", "0");
+    o.set("streaming_diloco.wire", wire);
+    o.set("comm.timeout_s", "20");
+    StreamingDiLoCoStrategy s(o);
+    Replica dist(11 + uint64_t(R));
+    Options none;
+    TrainContext ctx;
+    ctx.model = dist.model.get();
+    ctx.arena = dist.arena.get();
+    ctx.optimizer = dist.sgd.get();
+    ctx.options = &none;
+    s.setup(ctx);
+    s.take_stats();  // the setup broadcast
+    for (int64_t k = 0; k < 4; ++k) {
+      StepInfo info{0, k, k, 4, 1};
+      dist.grad(R, 0, k);
+      dist.sgd->step();
+      s.after_step(info);
+    }
+    stats = s.take_stats();
+    return as_double(s.theta_global());
+  };
+  CommStats f32, bf16;
+  const auto a = run("f32", f32), b = run("bf16", bf16);
+  if (N == 1) return;
+  EXPECT_EQ(f32.allreduces, 4);  // one fragment after each step
+  EXPECT_EQ(bf16.bytes_sent * 2, f32.bytes_sent);
+  const double d = rel_diff(b, a);
+  EXPECT_GT(d, 0.0);
+  EXPECT_LT(d, 1e-2);
+  if (R == 0) std::printf("[streaming_diloco bf16] theta rel diff to f32 %.3g\n", d);
+}
+
+}  // namespace
+}  // namespace dplab
