@@ -14,6 +14,7 @@
 #include "dplab/comm/mpi_env.h"
 #include "dplab/comm/nccl_check.h"
 #include "dplab/comm/p2p_order.h"
+#include "dplab/comm/stall_report.h"
 #include "dplab/core/backend.h"
 #include "dplab/core/cuda/check.h"
 #include "dplab/core/cuda/device_guard.h"
@@ -603,8 +604,18 @@ std::shared_ptr<Communicator> nccl_world(const CommConfig& cfg) {
               "use comm = mpi to emulate links");
   auto mpi = mpi_world(cfg);
   DPLAB_CHECK(cuda_available(), "comm = nccl: {}", cuda_unavailable_reason());
-  // comm.timeout_s also bounds the host's waits for the device (stream_wait.h, item 3).
-  cuda::set_host_wait_timeout(cfg.wait.timeout_s);
+  // comm.timeout_s also bounds the host's waits for the device (stream_wait.h, item 3); those
+  // waits take part in the stall report like every MPI wait (comm/stall_report.h).
+  cuda::HostWaitHooks hooks;
+  hooks.idle = [](const std::string& what, double waited) {
+    answer_stall_queries(
+        [&] { return fmt::format("{} (waiting for the GPU for {:.1f} s)", what, waited); });
+  };
+  const double grace_s = std::clamp(cfg.wait.timeout_s / 4, 1.0, 5.0);  // as polite_wait
+  hooks.on_timeout = [grace_s](const std::string& what) {
+    return ask_who_did_not_arrive(what, {}, grace_s);
+  };
+  cuda::set_host_wait_timeout(cfg.wait.timeout_s, std::move(hooks));
   return make_nccl_communicator(std::move(mpi), nccl_local_device());
 }
 

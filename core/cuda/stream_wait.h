@@ -7,18 +7,28 @@
 // destroy at teardown, nccl_communicator.cpp).
 //
 // The limit is comm.timeout_s: nccl_world() sets it when it builds the communicators (0 = no
-// limit, the default, right for a single device where no peer can stall the stream). It is
-// process-wide configuration, set once at start-up and read with an atomic load: the one global
-// of core/cuda besides the per-device streams and handles.
+// limit, the default, right for a single device where no peer can stall the stream), with hooks
+// into comm/stall_report.h: while waiting, the rank answers other ranks' "what are you waiting
+// in?" queries (as every MPI wait does), and at its own timeout it asks the others and names the
+// ranks that did not arrive. It is process-wide configuration, set once at start-up: the one
+// global of core/cuda besides the per-device streams and handles.
 #pragma once
 #include <cuda_runtime.h>
 
+#include <functional>
 #include <string>
 
 namespace dplab::cuda {
 
-// Seconds a host wait for a stream may take before it throws (0: unbounded).
-void set_host_wait_timeout(double seconds);
+struct HostWaitHooks {
+  // Called every 64 polls (about every 3 ms) with what waits and for how long so far.
+  std::function<void(const std::string& what, double waited_s)> idle;
+  // Called once at the timeout; its text ends the error message.
+  std::function<std::string(const std::string& what)> on_timeout;
+};
+
+// Seconds a host wait for a stream may take before it throws (0: unbounded), and the hooks.
+void set_host_wait_timeout(double seconds, HostWaitHooks hooks = {});
 double host_wait_timeout();
 
 // Waits until all work enqueued on `stream` has completed: a short spin, then polling with

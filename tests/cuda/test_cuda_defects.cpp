@@ -89,6 +89,12 @@ TEST(CudaWatchdog, BoundedStreamWaitTimesOut) {
   DPLAB_CUDA_TEST_GATE();
   OwnStream other;
   StreamGate gate(other.s);
+  // The hooks nccl_world() sets to the stall report: answered while waiting, asked at the end.
+  std::atomic<int> idle_calls{0};
+  cuda::HostWaitHooks hooks;
+  hooks.idle = [&](const std::string&, double) { ++idle_calls; };
+  hooks.on_timeout = [](const std::string& what) { return "nobody came to " + what; };
+  cuda::set_host_wait_timeout(0, hooks);
   const auto t0 = std::chrono::steady_clock::now();
   try {
     cuda::wait_stream(other.s, "test wait", 0.3);
@@ -98,7 +104,11 @@ TEST(CudaWatchdog, BoundedStreamWaitTimesOut) {
               std::string::npos)
         << e.what();
     EXPECT_NE(std::string(e.what()).find("comm.timeout_s"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("nobody came to test wait"), std::string::npos)
+        << e.what();
   }
+  cuda::set_host_wait_timeout(0);
+  EXPECT_GT(idle_calls.load(), 0);
   const double waited =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_GE(waited, 0.3);
