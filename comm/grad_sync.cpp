@@ -249,7 +249,13 @@ void GradSync::reduce_bucket(int b) {
     Communicator& c = opt_.hierarchical ? *cross_ : *world_;
     // On a device, the time in flight is measured there too (see the header).
     if (device_flight_) device_flight_->begin(DeviceStream::compute);
-    Request r = c.iallreduce(g, op, opt_.wire);
+    Request r;
+    try {
+      r = c.iallreduce(g, op, opt_.wire);
+    } catch (...) {
+      if (device_flight_) device_flight_->end(DeviceStream::comm);  // closed for the next pass
+      throw;
+    }
     if (device_flight_) device_flight_->end(DeviceStream::comm);
     if (r.device_ordered()) {
       s.in_flight_s = -1;  // from the device: take_stats() adds it
