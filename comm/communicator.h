@@ -86,6 +86,10 @@ class Request {
     // True for backends whose operations complete on a device (NCCL): complete_before_compute()
     // orders them before later compute instead of waiting on the host.
     virtual bool device_ordered() const { return false; }
+    // Called when wait() fails (timeout, or an error the operation reported), before the error
+    // propagates: a device backend aborts what is stuck (NCCL: ncclCommAbort) so teardown
+    // cannot hang on it.
+    virtual void on_wait_failed(const std::string& /*why*/) {}
     std::mutex mu;
     bool done = false;
     WaitOptions wait;

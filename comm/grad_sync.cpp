@@ -1,5 +1,7 @@
 #include "dplab/comm/grad_sync.h"
 
+#include "dplab/core/device_intervals.h"
+
 #include <fmt/format.h>
 
 #include <utility>
@@ -88,6 +90,9 @@ GradSync::GradSync(ParamArena& arena, std::shared_ptr<Communicator> world,
       if (auto st = weak.lock()) st->owner->on_ready(seg);
     });
   }
+  // Exposed wait on a device: measured with CUDA events (null on the CPU, see finish()).
+  device_waits_ = make_device_intervals(arena_.device());
+  if (!opt_.hierarchical) device_flight_ = make_device_intervals(arena_.device());
   // The device is read here, not by the thread: the thread must touch nothing outside this
   // object before its first bucket.
   thread_ = std::thread([this, device = arena_.device()] { comm_loop(device); });
@@ -153,7 +158,11 @@ void GradSync::finish() {
   std::exception_ptr err = std::exchange(error_, nullptr);
   lock.unlock();  // the communication thread is idle until the next backward's hooks
   // Device requests: the compute stream waits for them (no host wait). Ordered even after an
-  // error, so no later kernel overtakes communication that is still in flight.
+  // error, so no later kernel overtakes communication that is still in flight. The exposed wait
+  // is then the compute stream's stall, measured on the device between two events around the
+  // waits (core/device_intervals.h); the host only enqueued them (issue #19, item 10).
+  const bool on_device = !posted.empty() && device_waits_ != nullptr;
+  if (on_device) device_waits_->begin();
   for (Request& r : posted) {
     try {
       r.complete_before_compute();
@@ -161,9 +170,10 @@ void GradSync::finish() {
       if (!err) err = std::current_exception();
     }
   }
+  if (on_device) device_waits_->end();
   const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
   wait_span.end();
-  {
+  if (!on_device) {
     std::lock_guard<std::mutex> relock(mu_);
     stats_.exposed_wait_s += waited;
   }
@@ -171,8 +181,13 @@ void GradSync::finish() {
 }
 
 CommStats GradSync::take_stats() {
+  // Device stalls finished by now (no wait: later ones count in a later window).
+  const double device_wait = device_waits_ ? device_waits_->take_seconds() : 0.0;
+  const double device_flight = device_flight_ ? device_flight_->take_seconds() : 0.0;
   std::lock_guard<std::mutex> lock(mu_);
   CommStats s = stats_;
+  s.exposed_wait_s += device_wait;
+  s.in_flight_s += device_flight;
   stats_ = {};
   return s;
 }
@@ -232,8 +247,18 @@ void GradSync::reduce_bucket(int b) {
   };
   if (!opt_.hierarchical || node_->size() == 1) {
     Communicator& c = opt_.hierarchical ? *cross_ : *world_;
-    Request r = c.iallreduce(g, op, opt_.wire);
+    // On a device, the time in flight is measured there too (see the header).
+    if (device_flight_) device_flight_->begin(DeviceStream::compute);
+    Request r;
+    try {
+      r = c.iallreduce(g, op, opt_.wire);
+    } catch (...) {
+      if (device_flight_) device_flight_->end(DeviceStream::comm);  // closed for the next pass
+      throw;
+    }
+    if (device_flight_) device_flight_->end(DeviceStream::comm);
     if (r.device_ordered()) {
+      s.in_flight_s = -1;  // from the device: take_stats() adds it
       // NCCL: posted on the comm stream; finish() orders it before compute (see the header).
       std::lock_guard<std::mutex> lock(mu_);
       device_pending_.push_back(std::move(r));
@@ -273,7 +298,7 @@ void GradSync::reduce_bucket(int b) {
     s.allreduces = 1;
   }
   const auto t1 = Clock::now();
-  s.in_flight_s = std::chrono::duration<double>(t1 - t0).count();
+  s.in_flight_s = s.in_flight_s < 0 ? 0.0 : std::chrono::duration<double>(t1 - t0).count();
   if (tr) {
     if (gpu_span >= 0)
       tr->gpu()->end(gpu_span, fmt::format("allreduce bucket {}", b), "comm", step);

@@ -18,11 +18,14 @@
 // an event), and finish() waits until every bucket is posted, then makes the compute stream
 // wait for all of them (Request::complete_before_compute), so the optimizer step that follows
 // runs after the average without a host synchronisation. The bucket's statistics then count
-// posting time as "in flight". Requests are not made to wait on the compute stream earlier,
-// from the communication thread: that would stall the rest of backward behind each bucket.
-// The hierarchical mode still waits for each stage on the communication thread (its scaling
-// between the node-local and cross-node stages runs as a compute kernel in between), so its
-// finish() waits for the device.
+// time in flight from the compute stream's position at posting to the end of the allreduce on
+// the comm stream, and the exposed wait as the compute stream's stall at finish(), both timed
+// with CUDA events on the device and read back by take_stats() without waiting (an interval
+// still running counts in a later window). Requests are
+// not made to wait on the compute stream earlier, from the communication thread: that would stall
+// the rest of backward behind each bucket. The hierarchical mode still waits for each stage on the
+// communication thread (its scaling between the node-local and cross-node stages runs as a compute
+// kernel in between), so its finish() waits for the device.
 //
 // Checkpoints: nothing here survives a step. finish() leaves no bucket in flight, the bucket plan
 // comes from the arena and the options, and no_sync / average are set by the owning strategy
@@ -42,6 +45,7 @@
 
 #include "dplab/comm/communicator.h"
 #include "dplab/comm/strategy.h"
+#include "dplab/core/device_intervals.h"
 #include "dplab/core/param_arena.h"
 #include "dplab/core/trace/tracer.h"
 
@@ -123,6 +127,11 @@ class GradSync {
   std::vector<Request> device_pending_;
   std::exception_ptr error_;
   CommStats stats_;
+  // NCCL: the compute stream's stalls in finish(), timed on the device (core/device_intervals.h).
+  std::unique_ptr<DeviceIntervals> device_waits_;
+  // NCCL flat mode: each bucket from posting (compute stream) to the end of its allreduce (comm
+  // stream), timed on the device; used by the communication thread only.
+  std::unique_ptr<DeviceIntervals> device_flight_;
   trace::Tracer* tracer_ = nullptr;
   // When each bucket's last tensor became ready (recorded only while tracing).
   std::vector<trace::Clock::time_point> ready_at_;

@@ -83,8 +83,13 @@ bool Request::test() {
 
 void Request::wait() {
   if (!impl_) return;
-  polite_wait([this] { return test(); }, impl_->wait, [this] { return impl_->describe(); },
-              impl_->world_members);
+  try {
+    polite_wait([this] { return test(); }, impl_->wait, [this] { return impl_->describe(); },
+                impl_->world_members);
+  } catch (const std::exception& e) {
+    impl_->on_wait_failed(e.what());
+    throw;
+  }
 }
 
 double Request::seconds_in_flight() const {

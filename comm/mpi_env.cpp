@@ -75,7 +75,28 @@ MpiEnv::MpiEnv() {
   if (we_initialised_) {
     DPLAB_MPI(MPI_Comm_dup, MPI_COMM_WORLD, &stall_comm_);
     MPI_Comm_set_errhandler(stall_comm_, MPI_ERRORS_RETURN);
+    // The host placement is a collective too: done here, where every rank is.
+    std::call_once(placement_once_, [this] { compute_placement(); });
   }
+}
+
+void MpiEnv::compute_placement() const {
+  MPI_Comm shm = MPI_COMM_NULL;
+  DPLAB_MPI(MPI_Comm_split_type, MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank_, MPI_INFO_NULL,
+            &shm);
+  DPLAB_MPI(MPI_Comm_rank, shm, &local_rank_);
+  DPLAB_MPI(MPI_Comm_size, shm, &local_size_);
+  DPLAB_MPI(MPI_Comm_free, &shm);
+}
+
+int MpiEnv::local_rank() const {
+  std::call_once(placement_once_, [this] { compute_placement(); });
+  return local_rank_;
+}
+
+int MpiEnv::local_size() const {
+  std::call_once(placement_once_, [this] { compute_placement(); });
+  return local_size_;
 }
 
 MpiEnv::~MpiEnv() {

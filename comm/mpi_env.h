@@ -17,6 +17,7 @@
 #include <mpi.h>
 
 #include <functional>
+#include <mutex>
 #include <string>
 
 namespace dplab {
@@ -37,6 +38,14 @@ class MpiEnv {
   // A dup of MPI_COMM_WORLD for the timeout diagnosis only (comm/stall_report.h); MPI_COMM_NULL
   // when MPI was initialised by someone else.
   MPI_Comm stall_comm() const { return stall_comm_; }
+  // This rank's place among the world ranks on its host (MPI_Comm_split_type(SHARED)): its local
+  // rank and their number. Computed once, while every rank constructs MpiEnv in MPI_Init's wake,
+  // so asking is never a collective and any subset of ranks may ask, any number of times (issue
+  // #19, item 4: asking per tensor on some ranks only deadlocked). When someone else initialised
+  // MPI, MpiEnv may be constructed on one rank only; the placement is then computed on the first
+  // call, which every rank of the world must make (nccl_world() does).
+  int local_rank() const;
+  int local_size() const;
   // Prints "dplab: rank R of N failed: <why>; aborting all ranks" to stderr and MPI_Abort()s.
   [[noreturn]] void abort(const std::string& why, int code = 1) const;
 
@@ -51,6 +60,9 @@ class MpiEnv {
   MPI_Op sum_bf16_ = MPI_OP_NULL, sum_f16_ = MPI_OP_NULL;
   MPI_Op max_bf16_ = MPI_OP_NULL, max_f16_ = MPI_OP_NULL;
   MPI_Comm stall_comm_ = MPI_COMM_NULL;
+  void compute_placement() const;
+  mutable std::once_flag placement_once_;
+  mutable int local_rank_ = 0, local_size_ = 1;
 };
 
 // Throws dplab::Error "MPI_<call> failed: <MPI error string> (<context>)" when rc != MPI_SUCCESS.

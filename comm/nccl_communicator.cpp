@@ -5,16 +5,22 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <optional>
+#include <thread>
 
+#include "dplab/comm/local_device.h"
 #include "dplab/comm/mpi_env.h"
 #include "dplab/comm/nccl_check.h"
+#include "dplab/comm/p2p_order.h"
+#include "dplab/comm/stall_report.h"
 #include "dplab/core/backend.h"
 #include "dplab/core/cuda/check.h"
 #include "dplab/core/cuda/device_guard.h"
 #include "dplab/core/cuda/event.h"
 #include "dplab/core/cuda/stream.h"
+#include "dplab/core/cuda/stream_wait.h"
 #include "dplab/core/device.h"
 #include "dplab/core/error.h"
 
@@ -55,19 +61,6 @@ ncclRedOp_t nccl_op(ReduceOp op, DType wire) {
   DPLAB_FAIL("unknown reduce op");
 }
 
-// A local-rank view of this host: (rank among the world ranks on this host, their number).
-std::pair<int, int> host_placement() {
-  MpiEnv& env = MpiEnv::get();
-  MPI_Comm shm = MPI_COMM_NULL;
-  DPLAB_MPI(MPI_Comm_split_type, MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, env.world_rank(),
-            MPI_INFO_NULL, &shm);
-  int local_rank = 0, local_size = 1;
-  DPLAB_MPI(MPI_Comm_rank, shm, &local_rank);
-  DPLAB_MPI(MPI_Comm_size, shm, &local_size);
-  DPLAB_MPI(MPI_Comm_free, &shm);
-  return {local_rank, local_size};
-}
-
 // What one communicator shares with its in-flight requests: they may outlive the Communicator
 // object (a dropped communicator with a pending request), so the NCCL handle lives here.
 struct NcclState;
@@ -90,6 +83,7 @@ struct NcclRequest : Request::Impl {
   void order_before_compute() override;
   bool device_ordered() const override { return true; }
   std::string describe() const override { return desc; }
+  void on_wait_failed(const std::string& why) override;
   ~NcclRequest() override;
 
  private:
@@ -102,23 +96,75 @@ struct P2pOp {
   bool is_send = false;
   Tensor t;
   int peer = 0, tag = 0;
-  std::shared_ptr<NcclRequest> req;
+  std::shared_ptr<NcclRequest> req;  // req->state: the communicator it was posted on
+};
+
+// What the communicators of one family (a world and everything split from it) share: they post
+// to the same comm stream, so one lock serialises their NCCL calls (NCCL communicators are not
+// thread-safe, and GradSync's communication thread and the training thread may post at once),
+// and one queue holds the point-to-point operations of all of them, issued by the family's next
+// operation of any kind (comm/p2p_order.h, issue #19, item 7). On a failure or timeout every
+// member is aborted: a collective stuck on the shared stream blocks them all.
+struct NcclFamily {
+  std::mutex mu;
+  std::vector<P2pOp> pending;
+  std::vector<std::weak_ptr<NcclState>> members;
+  int next_id = 0;
+  void flush_p2p_locked();
+  void abort_all_locked(const std::string& why);
 };
 
 struct NcclState {
-  ncclComm_t comm = nullptr;
+  ncclComm_t comm = nullptr;  // null once aborted
   int device = 0;
+  int id = 0;                     // within the family
   cudaStream_t stream = nullptr;  // cuda::comm_stream(device)
   std::string name;
-  // NCCL communicators are not thread-safe: one thread at a time posts (GradSync's
-  // communication thread and the training thread may share a communicator).
-  std::mutex mu;
-  std::vector<P2pOp> pending;  // queued point-to-point operations, issued as one group
+  double timeout_s = 0;  // comm.timeout_s (0: none)
+  std::string aborted_why;
+  std::shared_ptr<NcclFamily> family;
 
   ~NcclState() {
-    // Every request holds this state, so no operation of ours is in flight. Destructors
-    // cannot throw: a failure here is left to the driver's teardown.
-    if (comm) ncclCommDestroy(comm);
+    // Every request holds this state, so no operation of ours is still to be issued; some may
+    // still run on the device. ncclCommDestroy finalises, which waits for the communicator to be
+    // quiescent (nccl.h: ncclCommFinalize "flushes all issued communications"; the state changes
+    // "when the communicator is globally quiescent"): with a stalled peer, teardown would hang.
+    // So the comm stream gets comm.timeout_s to drain (polled, never blocking without limit),
+    // and the communicator is destroyed only when it drained without an error; otherwise it is
+    // aborted, which never waits for peers (nccl.h: ncclCommAbort "aborts any operations that
+    // might still be running on the device"). PyTorch's ProcessGroupNCCL likewise aborts its
+    // communicators in its destructor rather than risk a blocking destroy. Cannot throw.
+    if (!comm) return;
+    int prev = -1;
+    if (cudaGetDevice(&prev) == cudaSuccess && prev != device) cudaSetDevice(device);
+    if (drained() && no_async_error())
+      ncclCommDestroy(comm);
+    else
+      ncclCommAbort(comm);
+    if (prev >= 0 && prev != device) cudaSetDevice(prev);
+  }
+
+  bool drained() const {
+    const auto start = Clock::now();
+    for (;;) {
+      const cudaError_t e = cudaStreamQuery(stream);
+      if (e == cudaSuccess) return true;
+      (void)cudaGetLastError();  // NotReady (or an error) must not stay in the record
+      if (e != cudaErrorNotReady) return false;
+      if (timeout_s > 0 && std::chrono::duration<double>(Clock::now() - start).count() > timeout_s)
+        return false;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+  bool no_async_error() const {
+    ncclResult_t async = ncclSuccess;
+    return ncclCommGetAsyncError(comm, &async) == ncclSuccess && async == ncclSuccess;
+  }
+
+  void check_usable() const {
+    DPLAB_CHECK(comm != nullptr,
+                "NCCL communicator '{}' was aborted ({}); no further operation can run on it", name,
+                aborted_why);
   }
 
   // Makes the comm stream wait for the work enqueued on the compute stream so far.
@@ -128,17 +174,11 @@ struct NcclState {
     ready.make_wait(stream);
   }
 
-  // Issues the queued point-to-point operations as one NCCL group. Caller holds `mu` and has
-  // made `device` current.
-  void flush_p2p_locked() {
-    if (pending.empty()) return;
-    std::vector<P2pOp> ops = std::move(pending);
-    pending.clear();
-    // NCCL pairs a rank's sends to a peer with the peer's receives in call order; ordering both
-    // sides by tag makes the pairing the one MPI's tag matching would give.
-    std::stable_sort(ops.begin(), ops.end(), [](const P2pOp& a, const P2pOp& b) {
-      return a.peer != b.peer ? a.peer < b.peer : a.tag < b.tag;
-    });
+  // Issues `ops` (all on this communicator, in issue order) as one NCCL group. Caller holds the
+  // family's lock.
+  void issue_group_locked(const std::vector<P2pOp>& ops) {
+    check_usable();
+    cuda::ScopedDevice on(device);
     order_after_compute();
     const std::string ctx =
         fmt::format("group of {} send/recv on NCCL communicator '{}'", ops.size(), name);
@@ -163,23 +203,49 @@ struct NcclState {
     DPLAB_NCCL_CHECK_CTX(ncclGroupEnd(), ctx);
     auto done = std::make_shared<cuda::Event>(device);
     done->record(stream);
-    for (P2pOp& op : ops) {
+    for (const P2pOp& op : ops) {
       op.req->comm_done = done;
       op.req->issued.store(true, std::memory_order_release);
     }
   }
 };
 
+void NcclFamily::flush_p2p_locked() {
+  if (pending.empty()) return;
+  std::vector<P2pOp> ops = std::move(pending);
+  pending.clear();
+  std::vector<QueuedP2p> queued;
+  queued.reserve(ops.size());
+  for (const P2pOp& op : ops) queued.push_back({op.req->state->id, op.peer, op.tag});
+  for (const std::vector<size_t>& g : p2p_issue_groups(queued)) {
+    std::vector<P2pOp> group;
+    for (size_t i : g) group.push_back(ops[i]);
+    group.front().req->state->issue_group_locked(group);
+  }
+}
+
+void NcclFamily::abort_all_locked(const std::string& why) {
+  // PyTorch's watchdog does the same on a timeout: abort the communicators (ncclCommAbort never
+  // blocks), then let the error end the process; here run_mpi_main aborts every rank.
+  for (const auto& w : members)
+    if (auto st = w.lock(); st && st->comm) {
+      ncclCommAbort(st->comm);
+      st->comm = nullptr;
+      st->aborted_why = why;
+    }
+}
+
 void NcclRequest::ensure_issued() {
   if (issued.load(std::memory_order_acquire)) return;
-  cuda::ScopedDevice on(state->device);
-  std::lock_guard<std::mutex> lock(state->mu);
-  state->flush_p2p_locked();
+  std::lock_guard<std::mutex> lock(state->family->mu);
+  state->family->flush_p2p_locked();
   DPLAB_CHECK(issued.load(std::memory_order_acquire), "{}: queued but not issued by its group",
               desc);
 }
 
 void NcclRequest::check_async_error() const {
+  std::lock_guard<std::mutex> lock(state->family->mu);  // abort may clear `comm` meanwhile
+  state->check_usable();
   ncclResult_t async = ncclSuccess;
   DPLAB_NCCL_CHECK_CTX(ncclCommGetAsyncError(state->comm, &async), desc);
   if (async != ncclSuccess && async != ncclInProgress)
@@ -223,6 +289,14 @@ void NcclRequest::order_before_compute() {
   if (post) enqueue_post();
 }
 
+void NcclRequest::on_wait_failed(const std::string& why) {
+  // A timeout (comm.timeout_s) or an error NCCL reported: abort the family's communicators now,
+  // so neither this rank's teardown nor anything queued behind the stuck operation on the shared
+  // stream waits for it (issue #19, item 3).
+  std::lock_guard<std::mutex> lock(state->family->mu);
+  state->family->abort_all_locked(fmt::format("{} failed: {}", desc, why));
+}
+
 NcclRequest::~NcclRequest() {
   // Dropped before its completion was seen: later compute-stream work (which may reuse the
   // freed buffers through the caching allocator) must not overtake the communication.
@@ -232,7 +306,10 @@ NcclRequest::~NcclRequest() {
 
 class NcclCommunicator : public Communicator {
  public:
-  NcclCommunicator(std::shared_ptr<Communicator> mpi, int device) : mpi_(std::move(mpi)) {
+  // `family`: the communicator this one was split from shares its family (null: a new one).
+  NcclCommunicator(std::shared_ptr<Communicator> mpi, int device,
+                   std::shared_ptr<NcclFamily> family = nullptr)
+      : mpi_(std::move(mpi)) {
     DPLAB_CHECK(mpi_ != nullptr, "NCCL communicator: no MPI communicator to bootstrap from");
     DPLAB_CHECK(cuda_available(), "NCCL communicator '{}': {}", mpi_->name(),
                 cuda_unavailable_reason());
@@ -243,6 +320,8 @@ class NcclCommunicator : public Communicator {
     st_->device = device;
     st_->name = mpi_->name();
     st_->stream = cuda::comm_stream(device);
+    st_->timeout_s = mpi_->wait_options().timeout_s;
+    st_->family = family ? std::move(family) : std::make_shared<NcclFamily>();
     // Rank 0 makes the unique id; MPI carries it to the others as 128 raw bytes.
     ncclUniqueId id;
     std::memset(&id, 0, sizeof(id));
@@ -256,6 +335,9 @@ class NcclCommunicator : public Communicator {
     DPLAB_NCCL_CHECK_CTX(ncclCommInitRank(&st_->comm, mpi_->size(), id, mpi_->rank()),
                          fmt::format("communicator '{}', rank {} of {}, CUDA device {}", st_->name,
                                      mpi_->rank(), mpi_->size(), device));
+    std::lock_guard<std::mutex> lock(st_->family->mu);
+    st_->id = st_->family->next_id++;
+    st_->family->members.push_back(st_);
   }
 
   int rank() const override { return mpi_->rank(); }
@@ -395,13 +477,12 @@ class NcclCommunicator : public Communicator {
   std::shared_ptr<Communicator> split(int color, int key, const std::string& name) override {
     {
       // Anything queued goes out before the (collective) split, as it would before a collective.
-      cuda::ScopedDevice on(st_->device);
-      std::lock_guard<std::mutex> lock(st_->mu);
-      st_->flush_p2p_locked();
+      std::lock_guard<std::mutex> lock(st_->family->mu);
+      st_->family->flush_p2p_locked();
     }
     auto sub = mpi_->split(color, key, name);
     if (!sub) return nullptr;
-    return std::make_shared<NcclCommunicator>(std::move(sub), st_->device);
+    return std::make_shared<NcclCommunicator>(std::move(sub), st_->device, st_->family);
   }
 
  private:
@@ -469,8 +550,10 @@ class NcclCommunicator : public Communicator {
   template <typename F>
   void post(const std::shared_ptr<NcclRequest>& r, F&& nccl) {
     cuda::ScopedDevice on(st_->device);
-    std::lock_guard<std::mutex> lock(st_->mu);
-    st_->flush_p2p_locked();
+    std::lock_guard<std::mutex> lock(st_->family->mu);
+    // Every queued send/recv of the family first (comm/p2p_order.h).
+    st_->family->flush_p2p_locked();
+    st_->check_usable();
     st_->order_after_compute();
     nccl(st_->stream);
     r->comm_done = std::make_shared<cuda::Event>(st_->device);
@@ -488,8 +571,9 @@ class NcclCommunicator : public Communicator {
     init(*r, fmt::format("{} of {} {} rank {} (tag {}) on NCCL communicator '{}'", what, t.str(),
                          is_send ? "to" : "from", peer, tag, name()));
     r->keep_alive.push_back(t);
-    std::lock_guard<std::mutex> lock(st_->mu);
-    st_->pending.push_back(P2pOp{is_send, t, peer, tag, r});
+    std::lock_guard<std::mutex> lock(st_->family->mu);
+    st_->check_usable();
+    st_->family->pending.push_back(P2pOp{is_send, t, peer, tag, r});
     return Request(r);
   }
 
@@ -501,7 +585,12 @@ class NcclCommunicator : public Communicator {
 
 int nccl_local_device() {
   DPLAB_CHECK(cuda_available(), "NCCL: {}", cuda_unavailable_reason());
-  return host_placement().first % cuda_device_count();
+  // Placement computed once at MPI start (MpiEnv), so this is not a collective (item 4).
+  const MpiEnv& env = MpiEnv::get();
+  const LocalDeviceChoice c =
+      choose_local_device(env.local_rank(), env.local_size(), cuda_device_count());
+  DPLAB_CHECK(c.device >= 0, "rank {}: {}", env.world_rank(), c.error);
+  return c.device;
 }
 
 std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicator> mpi,
@@ -515,14 +604,19 @@ std::shared_ptr<Communicator> nccl_world(const CommConfig& cfg) {
               "use comm = mpi to emulate links");
   auto mpi = mpi_world(cfg);
   DPLAB_CHECK(cuda_available(), "comm = nccl: {}", cuda_unavailable_reason());
-  const auto [local_rank, local_size] = host_placement();
-  const int devices = cuda_device_count();
-  DPLAB_CHECK(local_size <= devices,
-              "comm = nccl needs one CUDA device per rank: {} ranks run on this host, which has "
-              "{} device(s) (NCCL rejects two ranks on one GPU); start fewer ranks per host or "
-              "use comm = mpi",
-              local_size, devices);
-  return make_nccl_communicator(std::move(mpi), local_rank % devices);
+  // comm.timeout_s also bounds the host's waits for the device (stream_wait.h, item 3); those
+  // waits take part in the stall report like every MPI wait (comm/stall_report.h).
+  cuda::HostWaitHooks hooks;
+  hooks.idle = [](const std::string& what, double waited) {
+    answer_stall_queries(
+        [&] { return fmt::format("{} (waiting for the GPU for {:.1f} s)", what, waited); });
+  };
+  const double grace_s = std::clamp(cfg.wait.timeout_s / 4, 1.0, 5.0);  // as polite_wait
+  hooks.on_timeout = [grace_s](const std::string& what) {
+    return ask_who_did_not_arrive(what, {}, grace_s);
+  };
+  cuda::set_host_wait_timeout(cfg.wait.timeout_s, std::move(hooks));
+  return make_nccl_communicator(std::move(mpi), nccl_local_device());
 }
 
 }  // namespace dplab

@@ -6,10 +6,11 @@
 // Topology built on an NCCL world has one NCCL communicator per group (world, node, cross).
 // node_of(), wait options and names come from the MPI communicator.
 //
-// Device: rank r uses CUDA device (local rank on its host) mod (device count), the local rank
-// coming from MPI_Comm_split_type(SHARED). NCCL refuses two ranks on one GPU, so nccl_world()
-// throws when a host runs more ranks than it has devices. Tensors must be contiguous CUDA
-// tensors on that device (an error names the tensor otherwise).
+// Device: comm/local_device.h: a rank that sees one GPU (CUDA_VISIBLE_DEVICES per rank, Slurm
+// --gpus-per-task=1) uses it; otherwise rank r of the host uses device r, the local rank coming
+// from MPI_Comm_split_type(SHARED) computed once at MPI start (MpiEnv::local_rank). NCCL refuses
+// two ranks on one GPU, so nccl_world() throws when a host runs more ranks than it has devices.
+// Tensors must be contiguous CUDA tensors on that device (an error names the tensor otherwise).
 //
 // Streams and ordering: every operation runs on dplab::cuda::comm_stream(device). Posting one
 // records an event on the compute stream and makes the comm stream wait on it (device-side,
@@ -38,12 +39,24 @@
 // NCCL's ring/tree order of additions differs. Without a conversion, average is ncclAvg.
 //
 // Point-to-point: NCCL has no tags and a lone send can deadlock against the peer's lone send.
-// isend/irecv therefore queue; the queue is issued as one ncclGroupStart/End group at the first
-// test/wait/order_before_compute of any queued request or before the next collective, sorted by
-// (peer, tag) with posting order kept for equal tags. Both ranks must post the matching messages
-// before either waits (the "post all, then wait all" pattern of Crossover and SGP); a receive
-// that waits while its matching send is still queued on a later group is a usage error NCCL
-// cannot detect (counts would be paired in the wrong order).
+// isend/irecv therefore queue; the queue of the whole family (the world and every communicator
+// split from it, which share the comm stream) is issued before the family's next operation of
+// any kind: a collective or split on any of its communicators, or the first test/wait/
+// order_before_compute of a queued request (comm/p2p_order.h has the rule and why). Each
+// communicator's share goes out as one ncclGroupStart/End group, sorted by (peer, tag) with
+// posting order kept for equal tags. Both ranks must post the matching messages before either
+// waits (the "post all, then wait all" pattern of Crossover and SGP); a receive that waits while
+// its matching send is still queued on a later group is a usage error NCCL cannot detect
+// (counts would be paired in the wrong order).
+//
+// Failures (the watchdog, issue #19 item 3): Request::wait() has the MPI backend's limit
+// (comm.timeout_s) and stall report; when it fails (timeout, or an error NCCL reports), every
+// communicator of the family is aborted (ncclCommAbort) before the error propagates, and later
+// operations on them fail saying so. comm.timeout_s also bounds the host's waits for the device
+// (core/cuda/stream_wait.h: the cross-entropy target check, reading a tensor back), since the
+// compute stream may be waiting for a stalled collective. At teardown a communicator whose comm
+// stream does not drain within comm.timeout_s, or which has an asynchronous error, is aborted
+// instead of destroyed (ncclCommDestroy would wait for the peers).
 //
 // Link emulation (link.intra / link.inter) is an MPI backend feature: nccl_world() rejects it.
 #pragma once
@@ -53,8 +66,8 @@
 
 namespace dplab {
 
-// The CUDA device this rank uses with NCCL (local rank mod device count). Throws naming the
-// reason when no device is visible.
+// The CUDA device this rank uses with NCCL (comm/local_device.h). Not a collective: any rank may
+// ask at any time. Throws naming the reason when no device can be chosen.
 int nccl_local_device();
 
 // The NCCL world communicator (initialising MPI if needed), configured by `cfg`.

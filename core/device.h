@@ -26,6 +26,9 @@ bool cuda_available();
 int cuda_device_count();
 // Why CUDA is unavailable ("built without DPLAB_CUDA", "no CUDA device: ..."); empty if it is.
 std::string cuda_unavailable_reason();
+// True when the CUDA probe failed for another reason than "no device / no driver installed"
+// (core/device_probe.h): a driver that is installed but broken. Tests fail on it, never skip.
+bool cuda_probe_failed();
 
 // Makes `d` the calling thread's current CUDA device (nothing to do for the CPU; throws naming
 // the device and the reason when it cannot). Kernel wrappers switch to their tensors' device and

@@ -14,6 +14,9 @@ int cuda_device_count() {
 std::string cuda_unavailable_reason() {
   return "dplab was built without DPLAB_CUDA";
 }
+bool cuda_probe_failed() {
+  return false;
+}
 void use_device(Device d) {
   DPLAB_CHECK(d.is_cpu(), "cannot use {}: {}", d.str(), cuda_unavailable_reason());
 }

@@ -150,7 +150,7 @@ void forward_eval(const Tensor& x, const Tensor& weight, const Tensor& bias,
 // `y` (the fused forward's output) is read only when Relu.
 template <bool Relu>
 void backward_impl(const Tensor& dy, const Tensor& x, const Tensor& y, const Tensor& weight,
-                   const Tensor& mean, const Tensor& invstd, bool training, Tensor& dx,
+                   const Tensor& mean, const Tensor& invstd, float eps, bool training, Tensor& dx,
                    Tensor& dweight, Tensor& dbias) {
   if (x.is_blocked())
     return blocked_bn_backward(dy, x, Relu ? y : Tensor(), weight, mean, invstd, training, dx,
@@ -158,9 +158,10 @@ void backward_impl(const Tensor& dy, const Tensor& x, const Tensor& y, const Ten
   if (!fast_ok(x) || !fast_ok(dy) || (Relu && !fast_ok(y)) ||
       (dx.defined() && !dx.is_contiguous())) {
     if (Relu)
-      return spec().batch_norm_relu_backward(dy, x, y, weight, mean, invstd, training, dx, dweight,
-                                             dbias);
-    return spec().batch_norm_backward(dy, x, weight, mean, invstd, training, dx, dweight, dbias);
+      return spec().batch_norm_relu_backward(dy, x, y, weight, mean, invstd, eps, training, dx,
+                                             dweight, dbias);
+    return spec().batch_norm_backward(dy, x, weight, mean, invstd, eps, training, dx, dweight,
+                                      dbias);
   }
   const Dims d = dims(x);
   const int64_t m = d.n * d.hw;
@@ -205,8 +206,9 @@ void backward_impl(const Tensor& dy, const Tensor& x, const Tensor& y, const Ten
 }
 
 void backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& mean,
-              const Tensor& invstd, bool training, Tensor& dx, Tensor& dweight, Tensor& dbias) {
-  backward_impl<false>(dy, x, Tensor(), weight, mean, invstd, training, dx, dweight, dbias);
+              const Tensor& invstd, float eps, bool training, Tensor& dx, Tensor& dweight,
+              Tensor& dbias) {
+  backward_impl<false>(dy, x, Tensor(), weight, mean, invstd, eps, training, dx, dweight, dbias);
 }
 
 }  // namespace

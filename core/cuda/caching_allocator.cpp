@@ -1,10 +1,12 @@
 #include "dplab/core/cuda/caching_allocator.h"
 
 #include <algorithm>
+#include <map>
 #include <memory>
 
 #include "dplab/core/cuda/check.h"
 #include "dplab/core/cuda/stream.h"
+#include "dplab/core/cuda/stream_wait.h"
 #include "dplab/core/storage.h"
 #include "dplab/core/tensor.h"
 
@@ -25,80 +27,64 @@ class DeviceGuard {
 };
 }  // namespace
 
-size_t CachingAllocator::round_size(size_t n) {
-  if (n == 0) n = 1;
-  constexpr size_t kSmall = 512, kLarge = 2u << 20, kSplit = 1u << 20;
-  const size_t unit = n < kSplit ? kSmall : kLarge;
-  return (n + unit - 1) / unit * unit;
+CachingAllocator::CachingAllocator(int device) : device_(device) {
+  BlockPoolBacking backing;
+  backing.allocate = [device](size_t bytes) -> void* {
+    DeviceGuard guard(device);
+    void* p = nullptr;
+    const cudaError_t e = cudaMalloc(&p, bytes);
+    if (e == cudaErrorMemoryAllocation) {
+      // Out of memory is an answer, not a failure: the pool frees its cache and retries. The
+      // runtime keeps it as the thread's last error, which the next kernel launcher would
+      // report (issue #19, item 1): clear it, as PyTorch's allocator does.
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    DPLAB_CUDA_CHECK(e);
+    return p;
+  };
+  backing.release = [device](void* p) {
+    // Also runs at process exit, when the driver may be shutting down: never throws.
+    int prev = -1;
+    if (cudaGetDevice(&prev) == cudaSuccess && prev != device) cudaSetDevice(device);
+    if (cudaFree(p) != cudaSuccess) (void)cudaGetLastError();
+    if (prev >= 0 && prev != device) cudaSetDevice(prev);
+  };
+  pool_ = std::make_unique<BlockPool>(std::move(backing), fmt::format("cuda:{}", device));
 }
 
-CachingAllocator::~CachingAllocator() {
-  // Process exit: the driver may already be shutting down; release quietly.
-  for (auto& [size, p] : free_) cudaFree(p);
-}
+CachingAllocator::~CachingAllocator() = default;
 
 void* CachingAllocator::allocate(size_t nbytes) {
-  const size_t size = round_size(nbytes);
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = free_.find(size);
-  void* p = nullptr;
-  if (it != free_.end()) {
-    p = it->second;
-    free_.erase(it);
-    ++stats_.cache_hits;
-  } else {
-    DeviceGuard guard(device_);
-    cudaError_t e = cudaMalloc(&p, size);
-    if (e == cudaErrorMemoryAllocation) {
-      // Out of memory: give the cache back and try once more before failing.
-      cudaGetLastError();
-      for (auto& [s, q] : free_) {
-        DPLAB_CUDA_CHECK(cudaFree(q));
-        stats_.reserved_bytes -= s;
-      }
-      free_.clear();
-      e = cudaMalloc(&p, size);
-    }
-    DPLAB_CHECK(e == cudaSuccess,
-                "cudaMalloc({} bytes) on cuda:{} failed: {} ({}); {} bytes in use", size, device_,
-                cudaGetErrorName(e), cudaGetErrorString(e), stats_.allocated_bytes);
-    stats_.reserved_bytes += size;
-    ++stats_.cuda_malloc_calls;
-  }
-  live_[p] = size;
-  stats_.allocated_bytes += size;
-  stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
-  return p;
+  return pool_->allocate(nbytes, reinterpret_cast<uintptr_t>(compute_stream(device_)));
 }
 
 void CachingAllocator::release(void* p) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = live_.find(p);
-  DPLAB_CHECK(it != live_.end(), "CachingAllocator::release of unknown pointer on cuda:{}",
-              device_);
-  stats_.allocated_bytes -= it->second;
-  free_.emplace(it->second, p);
-  live_.erase(it);
+  pool_->release(p);
 }
 
 void CachingAllocator::empty_cache() {
   std::lock_guard<std::mutex> lock(mu_);
-  DeviceGuard guard(device_);
-  for (auto& [size, p] : free_) {
-    DPLAB_CUDA_CHECK(cudaFree(p));
-    stats_.reserved_bytes -= size;
-  }
-  free_.clear();
+  pool_->release_cached();
 }
 
 AllocatorStats CachingAllocator::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  const BlockPoolStats& b = pool_->stats();
+  AllocatorStats s;
+  s.allocated_bytes = b.allocated_bytes;
+  s.reserved_bytes = b.reserved_bytes;
+  s.cuda_malloc_calls = b.backing_calls;
+  s.cache_hits = b.cache_hits;
+  s.peak_allocated_bytes = b.peak_allocated_bytes;
+  return s;
 }
 
 void CachingAllocator::reset_peak() {
   std::lock_guard<std::mutex> lock(mu_);
-  stats_.peak_allocated_bytes = stats_.allocated_bytes;
+  pool_->reset_peak();
 }
 
 CachingAllocator& device_allocator(int index) {
@@ -144,8 +130,9 @@ void cuda_copy_between_devices(const Tensor& src, Tensor& dst) {
     const cudaMemcpyKind kind = upload ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
     DPLAB_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), s.raw_data(), s.nbytes(), kind, stream));
     // Pinned host memory would make the upload truly asynchronous: wait for it too, so the
-    // host may reuse its buffer (the batch prefetcher is the asynchronous path).
-    DPLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+    // host may reuse its buffer (the batch prefetcher is the asynchronous path). Bounded by
+    // comm.timeout_s (stream_wait.h): compute may be waiting on a stalled collective.
+    cuda::wait_stream(stream, fmt::format("copy {} -> {}", src.str(), dst.str()));
     return;
   }
   // Device to device: same device in its compute stream order; across devices the source's

@@ -1,13 +1,18 @@
 // A caching device allocator (one per device), so the training loop never calls cudaMalloc or
-// cudaFree after the first step: freed blocks go to a free list binned by rounded size and are
-// reused by the next request of that size class. Sizes round up to 512 B below 1 MiB and to
-// 2 MiB above, which keeps the number of distinct classes small for a training step's
-// repeating pattern of allocations.
+// cudaFree after the first step. The bookkeeping is core/block_pool.h (PyTorch's scheme: 512 B
+// rounding, 2 MiB / 20 MiB segments, block splitting and merging, per-stream reuse, free the
+// cache and retry on out-of-memory); this class backs it with cudaMalloc/cudaFree on its device.
+// Every block is allocated for the device's compute stream: all kernels and copies that use a
+// tensor's memory run on it, and buffers used by the comm stream are kept alive by their NCCL
+// request until the compute stream is ordered after the operation (nccl_communicator.cpp), so
+// a released block may serve the next request at once.
 #pragma once
 #include <cstddef>
-#include <map>
+#include <memory>
 #include <mutex>
 #include <vector>
+
+#include "dplab/core/block_pool.h"
 
 namespace dplab::cuda {
 
@@ -21,7 +26,7 @@ struct AllocatorStats {
 
 class CachingAllocator {
  public:
-  explicit CachingAllocator(int device) : device_(device) {}
+  explicit CachingAllocator(int device);
   ~CachingAllocator();
   void* allocate(size_t nbytes);
   void release(void* p);
@@ -30,14 +35,12 @@ class CachingAllocator {
   AllocatorStats stats() const;
   // Starts a new peak measurement at the bytes handed out now (dplab bench --device cuda).
   void reset_peak();
-  static size_t round_size(size_t nbytes);
+  static size_t round_size(size_t nbytes) { return BlockPool::round_size(nbytes); }
 
  private:
   int device_;
   mutable std::mutex mu_;
-  std::multimap<size_t, void*> free_;  // size class -> block
-  std::map<void*, size_t> live_;       // block -> size class
-  AllocatorStats stats_;
+  std::unique_ptr<BlockPool> pool_;
 };
 
 // The allocator of device `index` (created on first use; lives until exit).

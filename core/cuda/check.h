@@ -15,8 +15,15 @@
                         cudaGetErrorString(dplab_err_)));                                    \
   } while (0)
 
-// After a kernel launch: launch-configuration errors surface here, not at the next sync.
-#define DPLAB_CUDA_CHECK_LAUNCH(name) DPLAB_CUDA_CHECK(cudaPeekAtLastError())
+// After a kernel launch: launch-configuration errors surface here, not at the next sync. The
+// launchers (core/cuda/*_kernels.cu) return cudaGetLastError(), which also resets the record
+// (cuda_runtime_api.h: cudaPeekAtLastError "does not reset the error to cudaSuccess like
+// cudaGetLastError()"), so an error is reported once, by the launch that caused it, and never
+// again by every later launch; PyTorch's C10_CUDA_KERNEL_LAUNCH_CHECK does the same. Calls
+// that leave an expected status in the record (cudaEventQuery/cudaStreamQuery's
+// cudaErrorNotReady, a cudaMalloc that is retried) clear it at once (event.cpp,
+// caching_allocator.cpp, stream_wait.cpp).
+#define DPLAB_CUDA_CHECK_LAUNCH(name) DPLAB_CUDA_CHECK(cudaGetLastError())
 
 // cuDNN and cuBLAS calls, in the same style. The macros name types and functions of cudnn.h /
 // cublas_v2.h only where they are expanded, so this header stays free of those includes: a file

@@ -49,7 +49,7 @@ cudaError_t launch_add_channel_bias(void* y, DType yt, int64_t N, int64_t C, int
   const int64_t total = N * C * HW;
   if (total == 0) return cudaSuccess;
   add_channel_bias_kernel<<<blocks_for(total), kThreads, 0, s>>>(y, yt, C, HW, total, b, bt);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 cudaError_t launch_channel_sum(const void* dy, DType dyt, int64_t N, int64_t C, int64_t HW,
@@ -57,7 +57,7 @@ cudaError_t launch_channel_sum(const void* dy, DType dyt, int64_t N, int64_t C, 
   if (C == 0) return cudaSuccess;
   if (C > 0x7fffffff) return cudaErrorInvalidValue;
   channel_sum_kernel<<<static_cast<unsigned>(C), kThreads, 0, s>>>(dy, dyt, N, C, HW, db, dbt);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 }  // namespace dplab::cuda

@@ -109,7 +109,7 @@ cudaError_t launch_fill(void* y, int elem_size, uint64_t bits, const Indexer<1>&
     default:
       return cudaErrorInvalidValue;
   }
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 cudaError_t launch_copy_bytes(const void* src, void* dst, int elem_size, const Indexer<2>& ix,
@@ -135,21 +135,21 @@ cudaError_t launch_copy_bytes(const void* src, void* dst, int elem_size, const I
     default:
       return cudaErrorInvalidValue;
   }
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 cudaError_t launch_convert(const void* src, DType st, void* dst, DType dt, const Indexer<2>& ix,
                            int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   convert_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, st, dst, dt, ix, n);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 cudaError_t launch_axpy(float alpha, const void* x, DType xt, float* y, const Indexer<2>& ix,
                         int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   axpy_kernel<<<blocks_for(n), kThreads, 0, stream>>>(alpha, x, xt, y, ix, n);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 cudaError_t launch_unary(UnaryOp op, float s, const void* x, DType xt, float* y,
@@ -158,7 +158,7 @@ cudaError_t launch_unary(UnaryOp op, float s, const void* x, DType xt, float* y,
   dispatch_unary(op, s, [&](auto f) {
     unary_kernel<<<blocks_for(n), kThreads, 0, stream>>>(f, x, xt, y, ix, n);
   });
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 cudaError_t launch_binary(BinaryOp op, const void* a, DType at, const void* b, DType bt, float* y,
@@ -167,7 +167,7 @@ cudaError_t launch_binary(BinaryOp op, const void* a, DType at, const void* b, D
   dispatch_binary(op, [&](auto f) {
     binary_kernel<<<blocks_for(n), kThreads, 0, stream>>>(f, a, at, b, bt, y, ix, n);
   });
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 cudaError_t launch_add_int(void* y, bool wide, int64_t v, const Indexer<1>& ix, int64_t n,
@@ -177,7 +177,7 @@ cudaError_t launch_add_int(void* y, bool wide, int64_t v, const Indexer<1>& ix, 
     add_int_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<int64_t*>(y), v, ix, n);
   else
     add_int_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<int32_t*>(y), v, ix, n);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 }  // namespace dplab::cuda

@@ -42,7 +42,14 @@ void Event::make_wait(cudaStream_t stream) const {
 bool Event::query() const {
   DPLAB_CHECK(event_ != nullptr, "cuda::Event::query on a moved-from event");
   const cudaError_t e = cudaEventQuery(event_);
-  if (e == cudaErrorNotReady) return false;
+  if (e == cudaErrorNotReady) {
+    // Not an error (driver_types.h: "This result is not actually an error"), but the runtime
+    // keeps it as the thread's last error, and the kernel launchers return the last error: the
+    // next launch on this thread would throw cudaErrorNotReady (issue #19, item 1). Clear it,
+    // as PyTorch's CUDAEvent::query does.
+    (void)cudaGetLastError();
+    return false;
+  }
   DPLAB_CUDA_CHECK(e);
   return true;
 }

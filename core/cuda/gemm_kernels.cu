@@ -56,7 +56,7 @@ cudaError_t launch_add_row_bias(void* y, DType yt, int64_t M, int64_t N, int64_t
                                 DType bt, cudaStream_t s) {
   if (M * N == 0) return cudaSuccess;
   add_row_bias_kernel<<<blocks_for(M * N), kThreads, 0, s>>>(y, yt, M, N, ld, b, bt);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 cudaError_t launch_sum_rows(const void* dy, DType dyt, int64_t M, int64_t N, int64_t ld, void* db,
@@ -66,14 +66,14 @@ cudaError_t launch_sum_rows(const void* dy, DType dyt, int64_t M, int64_t N, int
   if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
   sum_rows_kernel<<<static_cast<unsigned>(blocks), dim3(kCols, kRows), 0, s>>>(dy, dyt, M, N, ld,
                                                                                db, dbt);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 cudaError_t launch_scale_matrix(void* c, DType ct, int64_t M, int64_t N, int64_t ld, float beta,
                                 cudaStream_t s) {
   if (M * N == 0) return cudaSuccess;
   scale_matrix_kernel<<<blocks_for(M * N), kThreads, 0, s>>>(c, ct, M, N, ld, beta);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 }  // namespace dplab::cuda

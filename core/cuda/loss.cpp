@@ -12,6 +12,7 @@
 #include "dplab/core/cuda/check.h"
 #include "dplab/core/cuda/kernel_scope.h"
 #include "dplab/core/cuda/launch_loss.h"
+#include "dplab/core/cuda/stream_wait.h"
 #include "dplab/core/kernels/loss.h"
 
 namespace dplab {
@@ -54,13 +55,13 @@ void check_class_targets_on_device(const Tensor& target, int64_t num_classes, co
       cuda::launch_check_targets(target.data<int64_t>(), n, num_classes, bad_dev, stream));
   unsigned long long bad = 0;
   DPLAB_CUDA_CHECK(cudaMemcpyAsync(&bad, bad_dev, sizeof(bad), cudaMemcpyDeviceToHost, stream));
-  DPLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+  cuda::wait_stream(stream, fmt::format("{}: target range check", what));
   if (bad == UINT64_MAX) return;
   // The error path: fetch the offending value for the message.
   int64_t value = 0;
   DPLAB_CUDA_CHECK(cudaMemcpyAsync(&value, target.data<int64_t>() + bad, sizeof(value),
                                    cudaMemcpyDeviceToHost, stream));
-  DPLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+  cuda::wait_stream(stream, fmt::format("{}: target range check", what));
   DPLAB_FAIL("{}: target[{}] = {} is outside the class range [0, {})", what, bad, value,
              num_classes);
 }

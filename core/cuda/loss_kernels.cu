@@ -147,7 +147,7 @@ cudaError_t launch_softmax_forward(const float* x, float* y, int64_t outer, int6
   const int64_t rows = outer * inner;
   if (rows == 0 || c == 0) return cudaSuccess;
   softmax_forward_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(x, y, outer, c, inner, log);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 cudaError_t launch_softmax_backward(const float* y, const float* dy, float* dx, int64_t outer,
@@ -156,7 +156,7 @@ cudaError_t launch_softmax_backward(const float* y, const float* dy, float* dx, 
   if (rows == 0 || c == 0) return cudaSuccess;
   softmax_backward_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(y, dy, dx, outer, c, inner,
                                                                      log);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 cudaError_t launch_check_targets(const int64_t* target, int64_t n, int64_t c,
@@ -165,7 +165,7 @@ cudaError_t launch_check_targets(const int64_t* target, int64_t n, int64_t c,
   cudaError_t e = cudaMemsetAsync(bad, 0xff, sizeof(unsigned long long), stream);
   if (e != cudaSuccess || n == 0) return e;
   check_targets_kernel<<<blocks_for(n), kThreads, 0, stream>>>(target, n, c, bad);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 cudaError_t launch_cross_entropy_forward(const float* logits, const int64_t* target, int64_t n,
@@ -174,11 +174,11 @@ cudaError_t launch_cross_entropy_forward(const float* logits, const int64_t* tar
   if (n > 0) {
     cross_entropy_rows_kernel<<<row_blocks(n), kThreads, 0, stream>>>(logits, target, n, c,
                                                                       smoothing, lse, row_loss);
-    const cudaError_t e = cudaPeekAtLastError();
+    const cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
   }
   mean_loss_kernel<<<1, kThreads, 0, stream>>>(row_loss, n, loss);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 cudaError_t launch_cross_entropy_backward(const float* logits, const int64_t* target,
@@ -188,7 +188,7 @@ cudaError_t launch_cross_entropy_backward(const float* logits, const int64_t* ta
   if (total == 0) return cudaSuccess;
   cross_entropy_backward_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
       logits, target, lse, n, c, smoothing, grad_scale, dlogits);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 }  // namespace dplab::cuda

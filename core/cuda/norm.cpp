@@ -176,7 +176,8 @@ void forward_eval(const Tensor& x, const Tensor& weight, const Tensor& bias,
 }
 
 void backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& mean,
-              const Tensor& invstd, bool training, Tensor& dx, Tensor& dweight, Tensor& dbias) {
+              const Tensor& invstd, float eps, bool training, Tensor& dx, Tensor& dweight,
+              Tensor& dbias) {
   const char* what = "batch_norm_backward";
   const Dims d = bn_dims(x, what);
   check_like(dy, x, "dy", what);
@@ -204,13 +205,16 @@ void backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Ten
   Tensor gb = dbias.defined() ? dbias : Tensor::empty({d.c}, DType::f32, x.device());
   BnDescs desc(d);
   const float one = 1.0f, zero = 0.0f;  // overwrite dx, dweight and dbias
-  // With savedMean/savedInvVariance given, cuDNN does not use epsilon; it must still be at
-  // least CUDNN_BN_MIN_EPSILON, and the contract does not pass the forward's value.
-  const double unused_eps = 1e-5;
+  // The forward's epsilon: cudnn_ops.h declares this argument "Same epsilon as forward pass"
+  // (with savedMean/savedInvVariance given it should not change the result, but cuDNN does not
+  // promise to ignore it; a fixed 1e-5 was passed before, issue #19 item 5).
+  DPLAB_CHECK(eps >= CUDNN_BN_MIN_EPSILON, "CUDA {}: eps {} is below cuDNN's minimum {}", what, eps,
+              CUDNN_BN_MIN_EPSILON);
   DPLAB_CUDNN_CHECK(cudnnBatchNormalizationBackward(
       cuda::cudnn_handle(dev), CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, desc.x.get(),
       x.raw_data(), desc.x.get(), dy.raw_data(), desc.x.get(), gx.raw_data(), desc.param.get(),
-      w.raw_data(), gw.raw_data(), gb.raw_data(), unused_eps, mean.raw_data(), invstd.raw_data()));
+      w.raw_data(), gw.raw_data(), gb.raw_data(), static_cast<double>(eps), mean.raw_data(),
+      invstd.raw_data()));
 }
 
 }  // namespace

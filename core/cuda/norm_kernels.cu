@@ -87,7 +87,7 @@ cudaError_t launch_bn_fill(float* p, int64_t n, float value, cudaStream_t s) {
   const int64_t blocks = (n + kThreads - 1) / kThreads;
   fill_kernel<<<static_cast<unsigned>(blocks < 65535 ? blocks : 65535), kThreads, 0, s>>>(p, n,
                                                                                           value);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 cudaError_t launch_bn_train_single(const float* x, const float* w, const float* b,
@@ -99,7 +99,7 @@ cudaError_t launch_bn_train_single(const float* x, const float* w, const float* 
   bn_train_single_kernel<<<static_cast<unsigned>(blocks < 65535 ? blocks : 65535), kThreads, 0,
                            s>>>(x, w, b, running_mean, running_var, momentum, eps, y, save_mean,
                                 save_invstd, C);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 cudaError_t launch_bn_backward(const float* dy, const float* x, const float* w, const float* mean,
@@ -109,7 +109,7 @@ cudaError_t launch_bn_backward(const float* dy, const float* x, const float* w, 
   if (C > 0x7fffffff) return cudaErrorInvalidValue;
   bn_backward_kernel<<<static_cast<unsigned>(C), kThreads, 0, s>>>(dy, x, w, mean, invstd, training,
                                                                    N, C, HW, dx, dweight, dbias);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 }  // namespace dplab::cuda

@@ -63,7 +63,7 @@ template <int K>
 cudaError_t finish_sum(const double* partials, int blocks, double* out, float* out_f32,
                        cudaStream_t stream) {
   finish_sum_kernel<K><<<1, kThreads, 0, stream>>>(partials, blocks, out, out_f32);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 __global__ void sgd_kernel(float* p, const float* g, float* buf, int64_t n, SgdUpdate f) {
@@ -190,13 +190,13 @@ cudaError_t launch_amp_unscale(float* g, int64_t n, float inv_scale, float* foun
   if (n == 0) return cudaSuccess;
   amp_unscale_kernel<<<blocks_for(n), kThreads, 0, stream>>>(g, n, AmpUnscale{inv_scale},
                                                              found_inf);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 cudaError_t launch_find_nonfinite(const float* x, int64_t n, float* flag, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   find_nonfinite_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, n, flag);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 cudaError_t launch_adamw_step(float* p, const float* g, float* m, float* v, int64_t n,
@@ -210,14 +210,14 @@ cudaError_t launch_sgd_step(float* p, const float* g, float* buf, int64_t n, Sgd
                             cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   sgd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(p, g, buf, n, f);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 cudaError_t launch_lars_norms(const float* p, const float* g, int64_t n, double* partials,
                               float* norms, cudaStream_t stream) {
   const int blocks = optim_reduce_blocks(n);
   lars_norms_kernel<<<blocks, kThreads, 0, stream>>>(p, g, n, partials);
-  const cudaError_t e = cudaPeekAtLastError();
+  const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   return finish_sum<2>(partials, blocks, nullptr, norms, stream);
 }
@@ -228,7 +228,7 @@ cudaError_t launch_lars_step(float* p, const float* g, float* buf, const float* 
   if (n == 0) return cudaSuccess;
   lars_step_kernel<<<blocks_for(n), kThreads, 0, stream>>>(
       p, g, buf, norms, n, lr, momentum, weight_decay, eta, eps, excluded, first_step);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 cudaError_t launch_dcs3gd_average(float* wbar, const float* r, const float* w, const float* g,
@@ -237,7 +237,7 @@ cudaError_t launch_dcs3gd_average(float* wbar, const float* r, const float* w, c
   const int blocks = optim_reduce_blocks(n);
   dcs3gd_average_kernel<<<blocks, kThreads, 0, stream>>>(wbar, r, w, g, n, Dcs3gdAverage{ranks},
                                                          have_r, partials);
-  const cudaError_t e = cudaPeekAtLastError();
+  const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   return finish_sum<3>(partials, blocks, sums, nullptr, stream);
 }
@@ -247,7 +247,7 @@ cudaError_t launch_dcs3gd_update(const float* g, const float* wbar, float* w, fl
                                  double* wbar_sq, cudaStream_t stream) {
   const int blocks = optim_reduce_blocks(n);
   dcs3gd_update_kernel<<<blocks, kThreads, 0, stream>>>(g, wbar, w, v, s, n, up, lambda, partials);
-  const cudaError_t e = cudaPeekAtLastError();
+  const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   return finish_sum<1>(partials, blocks, wbar_sq, nullptr, stream);
 }
@@ -256,14 +256,14 @@ cudaError_t launch_dcs3gd_lambda(const double* sums, int64_t count, double lambd
                                  bool correct, float* lambdas, cudaStream_t stream) {
   if (count == 0) return cudaSuccess;
   dcs3gd_lambda_kernel<<<1, 1, 0, stream>>>(sums, count, lambda0, global, correct, lambdas);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 cudaError_t launch_dcs3gd_drain(float* wbar, const float* r, float* w, int64_t n, float ranks,
                                 cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   dcs3gd_drain_kernel<<<blocks_for(n), kThreads, 0, stream>>>(wbar, r, w, n, Dcs3gdAverage{ranks});
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 }  // namespace dplab::cuda

@@ -192,7 +192,7 @@ cudaError_t launch_max_pool_forward(const float* x, float* y, int32_t* argmax, c
   const int64_t n = g.P * g.OH * g.OW;
   if (n == 0) return cudaSuccess;
   max_forward_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, y, argmax, g);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 cudaError_t launch_max_pool_backward(const float* dy, const int32_t* argmax, float* dx,
@@ -200,14 +200,14 @@ cudaError_t launch_max_pool_backward(const float* dy, const int32_t* argmax, flo
   const int64_t n = g.P * g.H * g.W;
   if (n == 0) return cudaSuccess;
   max_backward_kernel<<<blocks_for(n), kThreads, 0, s>>>(dy, argmax, dx, g);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 cudaError_t launch_avg_pool_forward(const float* x, float* y, const PoolGeom& g, cudaStream_t s) {
   const int64_t n = g.P * g.OH * g.OW;
   if (n == 0) return cudaSuccess;
   avg_forward_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, y, g);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 cudaError_t launch_avg_pool_backward(const float* dy, float* dx, const PoolGeom& g,
@@ -215,7 +215,7 @@ cudaError_t launch_avg_pool_backward(const float* dy, float* dx, const PoolGeom&
   const int64_t n = g.P * g.H * g.W;
   if (n == 0) return cudaSuccess;
   avg_backward_kernel<<<blocks_for(n), kThreads, 0, s>>>(dy, dx, g);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 cudaError_t launch_adaptive_avg_forward(const float* x, float* y, const PoolGeom& g,
@@ -223,7 +223,7 @@ cudaError_t launch_adaptive_avg_forward(const float* x, float* y, const PoolGeom
   const int64_t n = g.P * g.OH * g.OW;
   if (n == 0) return cudaSuccess;
   adaptive_forward_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, y, g);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 cudaError_t launch_adaptive_avg_backward(const float* dy, float* dx, const PoolGeom& g,
@@ -231,7 +231,7 @@ cudaError_t launch_adaptive_avg_backward(const float* dy, float* dx, const PoolG
   const int64_t n = g.P * g.H * g.W;
   if (n == 0) return cudaSuccess;
   adaptive_backward_kernel<<<blocks_for(n), kThreads, 0, s>>>(dy, dx, g);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 }  // namespace dplab::cuda

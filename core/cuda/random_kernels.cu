@@ -36,21 +36,21 @@ cudaError_t launch_dropout_forward(const float* x, float p, float scale, uint64_
   if (n == 0) return cudaSuccess;
   dropout_forward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, p, scale, seed, rng_stream, y,
                                                                  mask, n);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 cudaError_t launch_dropout_backward(const float* dy, const uint8_t* mask, float scale, float* dx,
                                     int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   dropout_backward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(dy, mask, scale, dx, n);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 cudaError_t launch_uniform(uint64_t seed, uint64_t rng_stream, float lo, float hi, float* y,
                            int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   uniform_kernel<<<blocks_for(n), kThreads, 0, stream>>>(seed, rng_stream, lo, hi, y, n);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 }  // namespace dplab::cuda

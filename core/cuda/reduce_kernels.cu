@@ -184,18 +184,18 @@ cudaError_t launch_sum(const void* x, DType xt, float* y, const Indexer<2>& kept
   if (chunks == 0) {
     sum_rows_kernel<<<blocks_for(outputs), kThreads, 0, stream>>>(x, xt, y, kept, red, outputs, len,
                                                                   scale);
-    return cudaPeekAtLastError();
+    return cudaGetLastError();
   }
   const int64_t chunk = ceil_div(len, chunks);
   const dim3 grid(static_cast<unsigned>(chunks),
                   static_cast<unsigned>(outputs < 65535 ? outputs : 65535));
   partial_sums_kernel<false>
       <<<grid, kThreads, 0, stream>>>(x, xt, kept, red, outputs, len, chunk, chunks, partials);
-  const cudaError_t e = cudaPeekAtLastError();
+  const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   finish_sum_kernel<<<blocks_for(outputs), kThreads, 0, stream>>>(partials, chunks, y, kept,
                                                                   outputs, scale);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 int64_t sum_of_squares_chunks(int64_t n) {
@@ -212,10 +212,10 @@ cudaError_t launch_sum_of_squares(const void* x, DType xt, const Indexer<1>& ix,
   const int64_t chunk = n > 0 ? ceil_div(n, chunks) : 0;
   partial_sums_kernel<true><<<dim3(static_cast<unsigned>(chunks), 1), kThreads, 0, stream>>>(
       x, xt, whole, ix, 1, n, chunk, chunks, partials);
-  const cudaError_t e = cudaPeekAtLastError();
+  const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   finish_total_kernel<<<1, 1, 0, stream>>>(partials, chunks, result);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 cudaError_t launch_argmax(const void* x, DType xt, int64_t* out, const Indexer<2>& kept,
@@ -229,7 +229,7 @@ cudaError_t launch_argmax(const void* x, DType xt, int64_t* out, const Indexer<2
     argmax_rows_kernel<<<blocks_for(outputs), kThreads, 0, stream>>>(x, xt, out, kept, outputs, len,
                                                                      step);
   }
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 }  // namespace dplab::cuda

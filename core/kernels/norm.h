@@ -23,9 +23,11 @@ struct NormKernels {
   // batch statistics, so dx includes their dependence on x (PyTorch's formula):
   //   dx = w·invstd/M · (M·dy − Σdy − x̂·Σ(dy·x̂));  otherwise dx = w·invstd·dy.
   // dweight = Σ dy·x̂, dbias = Σ dy. Any of dx, dweight, dbias may be undefined (not wanted).
+  // eps: the forward's epsilon (cuDNN's backward takes it: cudnn_ops.h, "Same epsilon as forward
+  // pass"; kernels that use invstd alone ignore it).
   void (*batch_norm_backward)(const Tensor& dy, const Tensor& x, const Tensor& weight,
-                              const Tensor& mean, const Tensor& invstd, bool training, Tensor& dx,
-                              Tensor& dweight, Tensor& dbias);
+                              const Tensor& mean, const Tensor& invstd, float eps, bool training,
+                              Tensor& dx, Tensor& dweight, Tensor& dbias);
 
   // Batch norm followed by ReLU in one pass (a ResNet's conv -> bn -> relu), optional: where
   // null the op runs batch norm, then relu. Forward: y = relu(batch norm of x), arguments as
@@ -40,7 +42,7 @@ struct NormKernels {
                                        float eps, Tensor& y) = nullptr;
   void (*batch_norm_relu_backward)(const Tensor& dy, const Tensor& x, const Tensor& y,
                                    const Tensor& weight, const Tensor& mean, const Tensor& invstd,
-                                   bool training, Tensor& dx, Tensor& dweight,
+                                   float eps, bool training, Tensor& dx, Tensor& dweight,
                                    Tensor& dbias) = nullptr;
 };
 

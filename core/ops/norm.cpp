@@ -21,12 +21,13 @@ class BatchNormBackward : public Node {
  public:
   // y: the fused batch_norm2d_relu's output (its mask), undefined for plain batch norm.
   BatchNormBackward(const Tensor& x, const Tensor& y, const Tensor& weight, Tensor mean,
-                    Tensor invstd, bool training)
+                    Tensor invstd, float eps, bool training)
       : x_(x.detach()),
         y_(y.defined() ? y.detach() : Tensor()),
         weight_(weight.defined() ? weight.detach() : Tensor()),
         mean_(std::move(mean)),
         invstd_(std::move(invstd)),
+        eps_(eps),
         training_(training) {}
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor(), Tensor(), Tensor()};
@@ -39,9 +40,9 @@ class BatchNormBackward : public Node {
     if (next_edges[2].fn) db = Tensor::empty({c}, DType::f32, x_.device());
     const NormKernels& k = backend_for(x_.device()).norm;
     if (y_.defined())
-      k.batch_norm_relu_backward(g, x_, y_, weight_, mean_, invstd_, training_, dx, dw, db);
+      k.batch_norm_relu_backward(g, x_, y_, weight_, mean_, invstd_, eps_, training_, dx, dw, db);
     else
-      k.batch_norm_backward(g, x_, weight_, mean_, invstd_, training_, dx, dw, db);
+      k.batch_norm_backward(g, x_, weight_, mean_, invstd_, eps_, training_, dx, dw, db);
     return {dx, dw, db};
   }
   std::string name() const override {
@@ -51,6 +52,7 @@ class BatchNormBackward : public Node {
 
  private:
   Tensor x_, y_, weight_, mean_, invstd_;
+  float eps_;  // the forward's (issue #19, item 5)
   bool training_;
 };
 
@@ -101,9 +103,9 @@ Tensor batch_norm_impl(const Tensor& x_in, const Tensor& weight, const Tensor& b
       be.ew.unary(UnaryOp::sqrt, 0.f, v, v);
       be.ew.binary(BinaryOp::div, Tensor::ones({c}, DType::f32, x.device()), v, invstd);
     }
-    set_history(
-        std::make_shared<BatchNormBackward>(x, relu ? y : Tensor(), weight, mean, invstd, training),
-        {&x_in, &weight, &bias}, {&y});
+    set_history(std::make_shared<BatchNormBackward>(x, relu ? y : Tensor(), weight, mean, invstd,
+                                                    eps, training),
+                {&x_in, &weight, &bias}, {&y});
   }
   return y;
 }

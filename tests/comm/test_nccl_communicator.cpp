@@ -8,10 +8,12 @@
 
 #include <cmath>
 
+#include "dplab/comm/local_device.h"
 #include "dplab/comm/mpi_env.h"
 #include "dplab/comm/nccl_communicator.h"
 #include "dplab/comm/topology.h"
 #include "dplab/comm/world.h"
+#include "dplab/core/cuda/device_guard.h"
 #include "dplab/core/cuda/stream.h"
 #include "dplab/core/device.h"
 #include "dplab/core/ops/elementwise.h"
@@ -20,25 +22,24 @@
 namespace dplab {
 namespace {
 
-using test::nccl_skip_reason;
 std::shared_ptr<Communicator> world() {
   return test::nccl_test_world();
 }
 
-#define SKIP_WITHOUT_DEVICES()                   \
-  do {                                           \
-    const std::string why_ = nccl_skip_reason(); \
-    if (!why_.empty()) GTEST_SKIP() << why_;     \
-  } while (0)
+#define SKIP_WITHOUT_DEVICES() DPLAB_NCCL_TEST_GATE()
 
+// This rank's device (not a collective: issue #19 item 4).
 Device dev() {
   return Device::cuda(nccl_local_device());
 }
 
 // A host tensor copied to this rank's device; the device synchronisation makes the copy land
-// before the comm stream (which does not order against the legacy stream) reads it.
+// before the comm stream (which does not order against the legacy stream) reads it. It must be
+// the rank's device: cudaDeviceSynchronize acts on the thread's current device, which is device
+// 0 here (issue #19 item 6: rank 1 synchronised device 0 and not its own).
 Tensor on_device(const Tensor& host) {
   Tensor d = host.to(dev());
+  cuda::ScopedDevice on(dev().index);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   return d;
 }
@@ -384,6 +385,125 @@ TEST(NcclErrors, BadTensorsAndArgumentsNameTheProblem) {
   EXPECT_THROW(c->isend(t, c->rank(), 1), Error);
   Tensor bytes = on_device(Tensor::zeros({4}, DType::u8));
   EXPECT_THROW(c->allreduce(bytes), Error);
+}
+
+}  // namespace
+}  // namespace dplab
+
+namespace dplab {
+namespace {
+
+// Issue #19 item 1, the setup path it describes (broadcast_model -> wait_all -> the next fill):
+// polling an unfinished NCCL operation leaves cudaErrorNotReady behind in the runtime's record,
+// which the next kernel launch reported as its own failure. After polling to completion, kernels
+// must launch, and the record must be clean.
+TEST(NcclStickyError, KernelsLaunchAfterPollingAnUnfinishedCollective) {
+  SKIP_WITHOUT_DEVICES();
+  auto c = world();
+  const int64_t n = (1 << 22) + 5;  // large enough to be polled while in flight
+  Tensor t = make_input(c->rank(), n);
+  std::vector<Request> reqs = {c->ibroadcast(t, 0)};
+  int polls = 0;
+  while (!reqs[0].test()) ++polls;
+  wait_all(reqs);
+  {
+    cuda::ScopedDevice on(dev().index);
+    EXPECT_EQ(cudaPeekAtLastError(), cudaSuccess) << "after " << polls << " polls";
+  }
+  Tensor f = Tensor::zeros({n}, DType::f32, dev());
+  EXPECT_NO_THROW(f.fill_(2.0f)) << "after " << polls << " polls";
+  expect_all(
+      mul_scalar(f, 1.5f), n, [](int64_t) { return 3.0; }, 0, "fill after polling");
+  expect_all(
+      t, n, [&](int64_t i) { return double(value(0, i)); }, 0, "broadcast from rank 0");
+}
+
+// Issue #19 item 7: rank 0 posts a send on the world, then a collective on a communicator split
+// from it, and only then waits; rank 1 waits for its receive before posting the collective.
+// Issuing queued point-to-point only by the same communicator's next operation put the
+// collective before the send on rank 0 and after the receive on rank 1 (a deadlock, shown as a
+// timeout); the family-wide rule issues the send first on both.
+TEST(NcclPointToPoint, QueuedSendGoesOutBeforeAnotherCommunicatorsCollective) {
+  SKIP_WITHOUT_DEVICES();
+  auto c = world();
+  if (c->size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  auto other = c->split(0, c->rank(), "other");
+  Tensor msg = on_device(Tensor::full({8}, 42.0f));
+  Tensor got = on_device(Tensor::zeros({8}));
+  Tensor sum = make_input(c->rank(), 1000);
+  if (c->rank() == 0) {
+    Request s = c->isend(msg, 1, 3);
+    other->allreduce(sum);
+    s.wait();
+  } else if (c->rank() == 1) {
+    c->irecv(got, 0, 3).wait();
+    other->allreduce(sum);
+    expect_all(
+        got, 8, [](int64_t) { return 42.0; }, 0, "message from rank 0");
+  } else {
+    other->allreduce(sum);
+  }
+  expect_all(
+      sum, 1000, [&](int64_t i) { return serial_reduce(ReduceOp::sum, c->size(), i); }, 1e-6,
+      "allreduce on the split communicator");
+}
+
+// Issue #19 item 3, the watchdog: a collective a peer never joins fails its wait after
+// comm.timeout_s, and the communicator is aborted (ncclCommAbort) instead of hanging; later
+// operations on it say so. Rank 0 times out first while rank 1 waits on MPI, then rank 1.
+TEST(NcclWatchdog, TimedOutWaitAbortsTheCommunicator) {
+  SKIP_WITHOUT_DEVICES();
+  if (world()->size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  CommConfig cfg, calm_cfg;
+  cfg.wait.timeout_s = 2;
+  calm_cfg.wait.timeout_s = 60;
+  auto calm = mpi_world(calm_cfg);  // where the other rank waits meanwhile
+  auto mpi = mpi_world(cfg);        // a new NCCL family, so the shared test world stays usable
+  auto c = make_nccl_communicator(mpi, dev().index);
+  Tensor t = make_input(c->rank(), 64);
+  for (int turn = 0; turn < 2; ++turn) {
+    if (c->rank() == turn) {
+      Request r = c->iallreduce(t);
+      try {
+        r.wait();
+        ADD_FAILURE() << "rank " << turn << ": an allreduce nobody else joined completed";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("did not complete within 2 s"), std::string::npos)
+            << e.what();
+      }
+      try {
+        c->iallreduce(t);
+        ADD_FAILURE() << "an aborted communicator accepted an allreduce";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("was aborted"), std::string::npos) << e.what();
+      }
+    }
+    calm->barrier();  // the other rank waits here, answering the stall report
+  }
+}
+
+}  // namespace
+}  // namespace dplab
+
+namespace dplab {
+namespace {
+
+// Issue #19 item 4 with NCCL: the device query on one rank only, several times, then a
+// collective (a hidden MPI_Comm_split_type per query left rank 0 blocked there, and the others
+// in the collective, forever). Item 2: the device is the one comm/local_device.h chooses.
+TEST(NcclPlacement, DeviceQueryOnOneRankOnlyDoesNotDeadlock) {
+  SKIP_WITHOUT_DEVICES();
+  auto c = world();
+  if (c->rank() == 0)
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(nccl_local_device(), dev().index);
+  Tensor t = make_input(c->rank(), 10);
+  c->allreduce(t);
+  expect_all(
+      t, 10, [&](int64_t i) { return serial_reduce(ReduceOp::sum, c->size(), i); }, 1e-6,
+      "allreduce after the one-sided queries");
+  const MpiEnv& env = MpiEnv::get();
+  EXPECT_EQ(dev().index,
+            choose_local_device(env.local_rank(), env.local_size(), cuda_device_count()).device);
 }
 
 }  // namespace

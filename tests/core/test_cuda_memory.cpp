@@ -2,13 +2,14 @@
 // device when one exists; reported as skipped, with the reason, when none does.
 #include <gtest/gtest.h>
 
+#include "common/cuda_gate.h"
+
 #include "common/harness.h"
 
 namespace dplab {
 namespace {
 
-#define DPLAB_REQUIRE_CUDA() \
-  if (!cuda_available()) GTEST_SKIP() << cuda_unavailable_reason();
+#define DPLAB_REQUIRE_CUDA() DPLAB_CUDA_TEST_GATE();
 
 TEST(CudaMemory, RoundTripsEveryDtype) {
   DPLAB_REQUIRE_CUDA();

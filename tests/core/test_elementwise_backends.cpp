@@ -177,9 +177,9 @@ std::vector<Case> make_cases() {
            b.norm.batch_norm_forward_eval(x, w, bias, rm, rv, 1e-5f, ye);
            Tensor dy = random_tensor(s, 20);
            Tensor dx = out_f32(s), dw = out_f32({c}), db = out_f32({c});
-           b.norm.batch_norm_backward(dy, x, w, mean, invstd, true, dx, dw, db);
+           b.norm.batch_norm_backward(dy, x, w, mean, invstd, 1e-5f, true, dx, dw, db);
            Tensor dxe = out_f32(s), none;
-           b.norm.batch_norm_backward(dy, x, Tensor(), mean, invstd, false, dxe, none, none);
+           b.norm.batch_norm_backward(dy, x, Tensor(), mean, invstd, 1e-5f, false, dxe, none, none);
            return std::vector<Tensor>{y, mean, invstd, rm, rv, ye, dx, dw, db, dxe};
          },
          1e-9});

@@ -4,6 +4,8 @@
 // reason, when no CUDA device is visible.
 #include <gtest/gtest.h>
 
+#include "common/cuda_gate.h"
+
 #include "common/harness.h"
 #include "dplab/core/cuda/caching_allocator.h"
 #include "dplab/layers/loss.h"
@@ -14,7 +16,7 @@ namespace dplab {
 namespace {
 
 TEST(CudaAllocator, TrainingStepsAfterWarmUpMakeNoCudaMalloc) {
-  if (!cuda_available()) GTEST_SKIP() << cuda_unavailable_reason();
+  DPLAB_CUDA_TEST_GATE();
   const Device d = Device::cuda(0);
   auto model = make_model("mnist_cnn", 3);
   model->to(d);

@@ -7,6 +7,8 @@
 // Each test skips with cuda_unavailable_reason() when no CUDA device is visible.
 #include <gtest/gtest.h>
 
+#include "common/cuda_gate.h"
+
 #include <cmath>
 #include <functional>
 #include <vector>
@@ -73,7 +75,7 @@ Conv2dOptions conv_options() {
 }
 
 TEST(CudaAutocast, Conv2dMatchesTheCpuEmulation) {
-  if (!cuda_available()) GTEST_SKIP() << cuda_unavailable_reason();
+  DPLAB_CUDA_TEST_GATE();
   const Tensor x = test::random_tensor({2, 8, 9, 9}, 1), w = test::random_tensor({16, 8, 3, 3}, 2);
   const Tensor b = test::random_tensor({16}, 3), g = test::random_tensor({2, 16, 5, 9}, 4);
   const Op op = [](const std::vector<Tensor>& in) {
@@ -96,7 +98,7 @@ TEST(CudaAutocast, Conv2dMatchesTheCpuEmulation) {
 }
 
 TEST(CudaAutocast, Conv2dRunsOnSixteenBitOperands) {
-  if (!cuda_available()) GTEST_SKIP() << cuda_unavailable_reason();
+  DPLAB_CUDA_TEST_GATE();
   for (DType d : {DType::bf16, DType::f16}) {
     SCOPED_TRACE(dtype_name(d));
     // Forward: without a bias the f32 output is the 16-bit convolution output cast up, so each
@@ -130,7 +132,7 @@ TEST(CudaAutocast, Conv2dRunsOnSixteenBitOperands) {
 }
 
 TEST(CudaAutocast, LinearMatchesTheCpuEmulation) {
-  if (!cuda_available()) GTEST_SKIP() << cuda_unavailable_reason();
+  DPLAB_CUDA_TEST_GATE();
   const Tensor x = test::random_tensor({24, 40}, 8), w = test::random_tensor({12, 40}, 9);
   const Tensor b = test::random_tensor({12}, 10), g = test::random_tensor({24, 12}, 11);
   const Op op = [](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2]); };
@@ -151,7 +153,7 @@ TEST(CudaAutocast, LinearMatchesTheCpuEmulation) {
 }
 
 TEST(CudaAutocast, LinearRunsOnSixteenBitOperands) {
-  if (!cuda_available()) GTEST_SKIP() << cuda_unavailable_reason();
+  DPLAB_CUDA_TEST_GATE();
   for (DType d : {DType::bf16, DType::f16}) {
     SCOPED_TRACE(dtype_name(d));
     const float e = epsilon(d);

@@ -2,6 +2,8 @@
 // gemm kernels (core/cuda/conv.cpp, gemm.cpp). Skipped, with the reason, without a device.
 #include <gtest/gtest.h>
 
+#include "common/cuda_gate.h"
+
 #include <string>
 
 #include "common/harness.h"
@@ -13,8 +15,7 @@
 namespace dplab {
 namespace {
 
-#define DPLAB_REQUIRE_CUDA() \
-  if (!cuda_available()) GTEST_SKIP() << cuda_unavailable_reason();
+#define DPLAB_REQUIRE_CUDA() DPLAB_CUDA_TEST_GATE();
 
 const Device kDev = Device::cuda(0);
 
@@ -140,7 +141,8 @@ TEST(CudaGemm16Bit, AcceptedCombinationsMatchReference) {
 }
 #else
 TEST(CudaConvAlgoCache, FindsOncePerShapeThenReuses) {
-  GTEST_SKIP() << cuda_unavailable_reason();
+  DPLAB_CUDA_TEST_GATE();
+  GTEST_SKIP() << cuda_unavailable_reason();  // not reached: no device without DPLAB_CUDA
 }
 #endif
 

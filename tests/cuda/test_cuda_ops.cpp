@@ -4,6 +4,8 @@
 // per case. Each reports itself skipped, with the reason, when no CUDA device is visible.
 #include <gtest/gtest.h>
 
+#include "common/cuda_gate.h"
+
 #include "common/op_cases.h"
 
 namespace dplab {
@@ -14,7 +16,7 @@ using test::OpCase;
 class CudaOps : public testing::TestWithParam<OpCase> {};
 
 TEST_P(CudaOps, MatchesRefAndFiniteDifferences) {
-  if (!cuda_available()) GTEST_SKIP() << cuda_unavailable_reason();
+  DPLAB_CUDA_TEST_GATE();
   const OpCase& c = GetParam();
   {
     SCOPED_TRACE("parity with ref");
@@ -31,7 +33,7 @@ INSTANTIATE_TEST_SUITE_P(OpCases, CudaOps, testing::ValuesIn(test::op_cases()),
 
 // Outputs and gradients of a case stay on the device: nothing silently falls back to the host.
 TEST(CudaOps, OutputsAndGradientsLiveOnTheDevice) {
-  if (!cuda_available()) GTEST_SKIP() << cuda_unavailable_reason();
+  DPLAB_CUDA_TEST_GATE();
   const Device d = Device::cuda(0);
   Tensor x = test::leaf_on(test::random_tensor({2, 3, 6, 6}, 1), d).set_requires_grad(true);
   Tensor w = test::leaf_on(test::random_tensor({4, 3, 3, 3}, 2), d).set_requires_grad(true);
@@ -47,7 +49,7 @@ TEST(CudaOps, OutputsAndGradientsLiveOnTheDevice) {
 
 // Integer counters (BatchNorm's num_batches_tracked) are incremented on the device, exactly.
 TEST(CudaOps, AddIntIsExactOnTheDevice) {
-  if (!cuda_available()) GTEST_SKIP() << cuda_unavailable_reason();
+  DPLAB_CUDA_TEST_GATE();
   const Device d = Device::cuda(0);
   const int64_t big = int64_t(1) << 40;
   Tensor c = Tensor::from_vector_i64({big, -3, INT64_MAX, 7}, {4}).to(d);

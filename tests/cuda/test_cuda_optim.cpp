@@ -6,6 +6,8 @@
 // different order and agree to rounding. Skipped, with the reason, when no device is visible.
 #include <gtest/gtest.h>
 
+#include "common/cuda_gate.h"
+
 #include <cmath>
 #include <cstring>
 
@@ -16,8 +18,7 @@
 namespace dplab {
 namespace {
 
-#define DPLAB_REQUIRE_CUDA() \
-  if (!cuda_available()) GTEST_SKIP() << cuda_unavailable_reason();
+#define DPLAB_REQUIRE_CUDA() DPLAB_CUDA_TEST_GATE();
 
 bool bitwise_equal(const Tensor& a, const Tensor& b) {
   const Tensor ha = a.to(Device::cpu()).contiguous(), hb = b.to(Device::cpu()).contiguous();

@@ -4,6 +4,8 @@
 // is visible.
 #include <gtest/gtest.h>
 
+#include "common/cuda_gate.h"
+
 #include "../data/temp_dir.h"
 #include "common/harness.h"
 #include "common/trace_check.h"
@@ -12,7 +14,7 @@ namespace dplab {
 namespace {
 
 TEST(TraceGpuTracksCuda, CudaDeviceAddsGpuComputeSpans) {
-  if (!cuda_available()) GTEST_SKIP() << cuda_unavailable_reason();
+  DPLAB_CUDA_TEST_GATE();
   test::ScopedTempDir dir("trace-gpu-cuda");
   const nlohmann::json j = test::run_gpu_span_case(Device::cuda(0), dir.file("trace"), 5);
   bool gpu_thread_named = false;

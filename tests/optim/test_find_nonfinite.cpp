@@ -2,6 +2,8 @@
 // inf or NaN at chosen positions, on every backend, against the positions we put them at.
 #include <gtest/gtest.h>
 
+#include "common/cuda_gate.h"
+
 #include <cfloat>
 #include <cmath>
 #include <limits>
@@ -83,12 +85,12 @@ TEST(FindNonfinite, RejectsBadOperands) {
 
 // The CPU tests' assertions on the device.
 TEST(FindNonfiniteCuda, FlagsExactlyTheTensorsWithInfOrNan) {
-  if (!cuda_available()) GTEST_SKIP() << cuda_unavailable_reason();
+  DPLAB_CUDA_TEST_GATE();
   expect_flags_exactly_the_bad_tensors(cuda_backend(), Device::cuda(0));
 }
 
 TEST(FindNonfiniteCuda, LeavesASetFlagAndOtherSlotsAlone) {
-  if (!cuda_available()) GTEST_SKIP() << cuda_unavailable_reason();
+  DPLAB_CUDA_TEST_GATE();
   expect_set_flags_and_other_slots_left_alone(cuda_backend(), Device::cuda(0));
 }
 

@@ -2,6 +2,8 @@
 // training of mnist_cnn: bf16 autocast and f16 autocast with the scaler both still learn.
 #include <gtest/gtest.h>
 
+#include "common/cuda_gate.h"
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -144,7 +146,7 @@ TEST(GradScaler, UnscaleKernelCpuMatchesRef) {
 }
 
 TEST(GradScalerCuda, UnscaleKernelMatchesRef) {
-  if (!cuda_available()) GTEST_SKIP() << cuda_unavailable_reason();
+  DPLAB_CUDA_TEST_GATE();
   for (int64_t n : {1, 1000, 70001}) {
     for (int64_t bad_at : {int64_t(-1), n - 1}) {
       std::vector<float> v = test::random_tensor({n}, 50 + n, -1000.f, 1000.f).to_vector();

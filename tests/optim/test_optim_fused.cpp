@@ -3,6 +3,8 @@
 // kernels existed (bit for bit), and the CUDA kernels against ref when a device exists.
 #include <gtest/gtest.h>
 
+#include "common/cuda_gate.h"
+
 #include <cmath>
 #include <cstring>
 
@@ -288,7 +290,7 @@ TEST(OptimFused, Dcs3gdLambdaFromSums) {
 // (compiled without FMA contraction), so with the same norms they agree bit for bit; the
 // reductions sum in a different (tree) order, so sums and norms agree to rounding.
 TEST(OptimFusedCuda, LarsMatchesRef) {
-  if (!cuda_available()) GTEST_SKIP() << cuda_unavailable_reason();
+  DPLAB_CUDA_TEST_GATE();
   const Device dev = Device::cuda(0);
   const auto cases = lars_cases();
   for (int64_t n : kSizes) {
@@ -320,7 +322,7 @@ TEST(OptimFusedCuda, LarsMatchesRef) {
 }
 
 TEST(OptimFusedCuda, Dcs3gdMatchesRef) {
-  if (!cuda_available()) GTEST_SKIP() << cuda_unavailable_reason();
+  DPLAB_CUDA_TEST_GATE();
   for (int64_t n : kSizes) {
     for (bool have_r : {false, true}) {
       const Dcs3gdOperands base(n);

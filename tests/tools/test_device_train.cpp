@@ -5,6 +5,8 @@
 // themselves skipped with cuda_unavailable_reason(); the CPU tests always run.
 #include <gtest/gtest.h>
 
+#include "common/cuda_gate.h"
+
 #include <sstream>
 
 #include "common/harness.h"
@@ -30,8 +32,7 @@
 namespace dplab {
 namespace {
 
-#define DPLAB_REQUIRE_CUDA() \
-  if (!cuda_available()) GTEST_SKIP() << cuda_unavailable_reason();
+#define DPLAB_REQUIRE_CUDA() DPLAB_CUDA_TEST_GATE();
 
 using test::run_dplab;
 using test::ScopedTempDir;

@@ -40,7 +40,8 @@ std::vector<OptionSpec> make_specs() {
        false},
       {"comm.timeout_s", "60",
        "a communication wait longer than this fails, naming the ranks that did not arrive "
-       "(0: never)",
+       "(0: never); with comm = nccl also a host wait for the GPU, and the NCCL communicators "
+       "are aborted",
        false},
       {"comm.backoff_sleep_us", "20",
        "sleep between tests of a pending request (comm.wait = backoff)", false},

@@ -8,8 +8,20 @@
 
 namespace dplab {
 
+namespace {
+constexpr int64_t kInitialSlots = 64;  // steps between flushes before the buffer grows
+}
+
+void add_metric_slots(const std::vector<float>& slots, int64_t steps, double& loss_sum,
+                      int64_t& correct) {
+  for (int64_t s = 0; s < steps; ++s) {
+    loss_sum += double(slots[size_t(2 * s)]);
+    correct += int64_t(std::llround(slots[size_t(2 * s + 1)]));
+  }
+}
+
 StepMetrics::StepMetrics(Device device) : device_(device) {
-  if (!device.is_cpu()) sums_ = Tensor::zeros({2}, DType::f32, device);
+  if (!device.is_cpu()) slots_ = Tensor::zeros({kInitialSlots * 2}, DType::f32, device);
 }
 
 void StepMetrics::add(const Tensor& loss, const Tensor& logits, const Tensor& labels,
@@ -21,25 +33,29 @@ void StepMetrics::add(const Tensor& loss, const Tensor& logits, const Tensor& la
     return;
   }
   NoGradGuard no_grad;
+  if (2 * (used_ + 1) > slots_.numel()) {  // more steps than slots between flushes: grow
+    Tensor bigger = Tensor::zeros({slots_.numel() * 2}, DType::f32, device_);
+    bigger.flat_range(0, slots_.numel()).copy_(slots_);
+    slots_ = bigger;
+  }
   // Correct predictions as floats: relu(1 - |argmax - label|) is 1 where the (integer) class
-  // indices agree and 0 elsewhere; class indices are exact in f32.
+  // indices agree and 0 elsewhere; class indices are exact in f32, and so is the batch's sum.
   const Tensor pred = argmax(logits.detach(), 1).to(DType::f32).view({n});
   const Tensor truth = labels.to(DType::f32).view({n});
   const Tensor hit = relu(add_scalar(neg(abs(sub(pred, truth))), 1.0f));
-  Tensor loss_slot = sums_.flat_range(0, 1);
-  Tensor correct_slot = sums_.flat_range(1, 2);
+  Tensor loss_slot = slots_.flat_range(2 * used_, 2 * used_ + 1);
+  Tensor correct_slot = slots_.flat_range(2 * used_ + 1, 2 * used_ + 2);
   add_(loss_slot, loss.detach().contiguous().view({1}), float(n));
   add_(correct_slot, sum(hit).view({1}));
-  pending_ = true;
+  ++used_;
 }
 
 void StepMetrics::flush(double& loss_sum, int64_t& correct) {
-  if (!pending_) return;
-  const std::vector<float> v = sums_.to_vector();  // the one device -> host copy
-  loss_sum += double(v[0]);
-  correct += int64_t(std::llround(v[1]));
-  sums_.zero_();
-  pending_ = false;
+  if (used_ == 0) return;
+  const std::vector<float> v = slots_.flat_range(0, 2 * used_).to_vector();  // the one copy
+  add_metric_slots(v, used_, loss_sum, correct);
+  slots_.flat_range(0, 2 * used_).zero_();
+  used_ = 0;
 }
 
 }  // namespace dplab

@@ -3,15 +3,26 @@
 //
 // On the CPU every step adds its loss and count straight into the caller's sums, exactly as
 // before (the double sum of a run, and so its checkpoints, stay bitwise the same). On a CUDA
-// device the two sums stay in device memory (f32, filled by kernels on the compute stream)
-// and flush() reads them back and adds them to the caller's sums: one small device -> host
-// copy per logging interval (a progress line, the end of an epoch), not one per step.
+// device each step's two values (loss x n and the batch's correct count, f32, filled by kernels
+// on the compute stream) go to their own slot of a device buffer, and flush() reads the buffer
+// back and adds the slots on the host: the loss in double and the counts as integers. One small
+// device -> host copy per logging interval (a progress line, the end of an epoch), not one per
+// step. Accumulating on the device in f32 (as before, issue #19 item 8) made the correct count
+// inexact beyond 2^24 (16.7 M samples: an ImageNet epoch is 1.28 M, but a count over several
+// intervals or a large batch run is not) and rounded the loss sum step after step; a slot holds
+// one batch's count, exact below 2^24 samples per batch.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "dplab/core/tensor.h"
 
 namespace dplab {
+
+// Adds `steps` slots of (loss x n, correct) pairs, as read back from the device, to the sums:
+// the loss in double, the count as an integer (each slot's count is an exact f32 integer).
+void add_metric_slots(const std::vector<float>& slots, int64_t steps, double& loss_sum,
+                      int64_t& correct);
 
 class StepMetrics {
  public:
@@ -22,12 +33,12 @@ class StepMetrics {
            int64_t& correct);
   // Adds what the device accumulated since the last flush (nothing to do on the CPU).
   void flush(double& loss_sum, int64_t& correct);
-  bool pending() const { return pending_; }
+  bool pending() const { return used_ > 0; }
 
  private:
   Device device_;
-  Tensor sums_;  // device f32 [2]: loss x n, correct
-  bool pending_ = false;
+  Tensor slots_;      // device f32 [capacity, 2]: per step, loss x n and correct
+  int64_t used_ = 0;  // slots filled since the last flush
 };
 
 }  // namespace dplab

@@ -90,7 +90,8 @@ void forward_eval(const Tensor& x, const Tensor& weight, const Tensor& bias,
 }
 
 void backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& mean,
-              const Tensor& invstd, bool training, Tensor& dx, Tensor& dweight, Tensor& dbias) {
+              const Tensor& invstd, float /*eps: invstd has it*/, bool training, Tensor& dx,
+              Tensor& dweight, Tensor& dbias) {
   const Dims d = bn_dims(x, "batch_norm backward");
   const int64_t m = d.n * d.hw;
   const float* xp = x.data<float>();
@@ -147,7 +148,7 @@ void forward_eval_relu(const Tensor& x, const Tensor& weight, const Tensor& bias
 }
 
 void backward_relu(const Tensor& dy, const Tensor& x, const Tensor& y, const Tensor& weight,
-                   const Tensor& mean, const Tensor& invstd, bool training, Tensor& dx,
+                   const Tensor& mean, const Tensor& invstd, float eps, bool training, Tensor& dx,
                    Tensor& dweight, Tensor& dbias) {
   check_shape(y, dy.shape(), "batch_norm_relu backward: output");
   DPLAB_CHECK(dy.is_contiguous() && y.is_contiguous(),
@@ -158,7 +159,7 @@ void backward_relu(const Tensor& dy, const Tensor& x, const Tensor& y, const Ten
   float* m = masked.data<float>();
   const fn::ReluBackward relu_backward;
   for (int64_t i = 0; i < dy.numel(); ++i) m[i] = relu_backward(g[i], out[i]);
-  backward(masked, x, weight, mean, invstd, training, dx, dweight, dbias);
+  backward(masked, x, weight, mean, invstd, eps, training, dx, dweight, dbias);
 }
 
 }  // namespace

@@ -1,0 +1,21 @@
+# Runs one CUDA test with DPLAB_REQUIRE_CUDA=1 and checks that, without a device, it FAILS with
+# the gate's message (tests/common/cuda_gate.h) instead of reporting "skipped" (issue #19).
+# With a device present the check has nothing to show and says so (ctest: skipped).
+# -DCMD="prog;arg;..." (a list)
+set(ENV{DPLAB_REQUIRE_CUDA} 1)
+execute_process(COMMAND ${CMD} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+set(all "${out}${err}")
+if(rc EQUAL 0)
+  if(all MATCHES "DPLAB_REQUIRE_CUDA=1")
+    message(FATAL_ERROR "exit status 0 although the gate failed:\n${all}")
+  endif()
+  message("dplab-skip: a CUDA device is present; this checks the failure without one")
+  return()
+endif()
+if(NOT all MATCHES "DPLAB_REQUIRE_CUDA=1: this test must run on a CUDA device, but the device probe says: ")
+  message(FATAL_ERROR "exit status ${rc} but not the gate's message:\n${all}")
+endif()
+if(all MATCHES "dplab-nccl-skip")
+  message(FATAL_ERROR "the failure also printed the NCCL skip marker:\n${all}")
+endif()
+message("failed as required (exit status ${rc}) with the gate's message")
