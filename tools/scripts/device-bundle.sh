@@ -32,6 +32,13 @@ die() {
   echo "device-bundle: $*" >&2
   exit 1
 }
+last=$start
+phase() {  # phase NAME: how long the part just finished took
+  local now
+  now=$(date +%s.%N)
+  awk -v n="$1" -v a="$last" -v b="$now" 'BEGIN{printf "device-bundle: %-10s %5.1f s\n", n, b-a}' >&2
+  last=$now
+}
 for tool in patchelf strip xz tar ldd ctest "$py"; do
   command -v "$tool" >/dev/null || die "needs $tool (tools/scripts/install-deps.sh installs it)"
 done
@@ -102,6 +109,7 @@ sort -u "$stage/libs" | while read -r name path; do
   cp -L "$path" "$kit/lib/$name"
 done
 chmod u+w "$kit"/lib/* "$kit"/bin/*
+phase collect
 
 # ---- strip, and point every ELF at the kit's lib/ -----------------------------------------
 for f in "$kit"/bin/*; do
@@ -113,6 +121,29 @@ for f in "$kit"/lib/*.so* "$kit"/lib/ucx/*; do
   patchelf --force-rpath --set-rpath '$ORIGIN' "$f"
 done
 for f in "$kit"/lib/ucx/*; do patchelf --force-rpath --set-rpath '$ORIGIN/..' "$f"; done
+phase strip
+
+# ---- verify: relocatable, and complete but for glibc and NVIDIA -----------------------------
+# Every ELF's search path is inside the kit (DT_RPATH of $ORIGIN forms only, no RUNPATH), and
+# ldd, with this machine's copies of the same libraries on its default path, still takes every
+# non-glibc, non-NVIDIA library from the kit's lib/ (a library missing from the kit would
+# resolve to /lib/... here and be caught; on the device it would be "not found").
+for f in "$kit"/bin/* "$kit"/lib/*.so* "$kit"/lib/ucx/*; do
+  rp="$(patchelf --print-rpath "$f")"
+  case "$rp" in '$ORIGIN' | '$ORIGIN/../lib' | '$ORIGIN/..') ;;
+    *) die "$(basename "$f"): search path '$rp' is not inside the kit" ;; esac
+  readelf -d "$f" | grep -q '(RUNPATH)' && die "$(basename "$f"): has a RUNPATH"
+  env -u LD_LIBRARY_PATH ldd "$f" | while read -r name arrow path _; do
+    [ "$arrow" = "=>" ] || continue
+    is_glibc "$name" && continue
+    is_nvidia "$name" && continue
+    case "$(readlink -f "$path")" in
+      "$kit"/lib/*) ;;
+      *) die "$(basename "$f"): $name resolves to $path, outside the kit" ;;
+    esac
+  done
+done
+phase verify
 
 # ---- data, the CPU reference, scripts -----------------------------------------------------
 "$py" - "$fmnist" "$kit/data/fashion-mnist" <<'EOF'
@@ -151,6 +182,7 @@ for i in range(256):
         draw.rectangle([x0, y0, x1, y1], fill=tuple(rng.randrange(256) for _ in range(3)))
     img.save(f"{c}/{i:04d}.JPEG", quality=90)
 EOF
+phase data
 cp "$root/tools/bench/torch_train_step.py" "$kit/share/dplab/bench/"
 cp "$root/tools/scripts/device-check.sh" "$kit/"
 # The mnist_cnn run device-check.sh repeats on the GPU; {DEVICE} and {OUT} are filled in there.
@@ -179,11 +211,13 @@ printf 'test_acc %s\n' "$ref_acc" >"$kit/data/cpu_reference.txt"
   done | sort -uV | tail -1)"
   echo "CPU reference (mnist_cnn, $(nproc) cores): test_acc $ref_acc"
 } >"$kit/KIT.txt"
+phase reference
 
 # ---- pack -----------------------------------------------------------------------------------
 mkdir -p "$(dirname "$out")"
 tar -C "$stage" -cf - dplab-kit | xz -9 -T"${DPLAB_KIT_XZ_THREADS:-0}" >"$out.part"
 mv "$out.part" "$out"
+phase xz
 bytes=$(stat -c %s "$out")
 mib=$(awk -v b="$bytes" 'BEGIN{printf "%.1f", b/1048576}')
 secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN{printf "%.0f", e-s}')

@@ -105,6 +105,7 @@ export PATH="$kit/bin:$PATH"             # mpiexec starts hydra_pmi_proxy from P
 export UCX_MODULE_DIR="$kit/lib/ucx"     # MPICH's UCX: the kit's modules, not the host's
 export DPLAB_TORCH_BENCH="$kit/share/dplab/bench/torch_train_step.py"
 export DPLAB_REQUIRE_CUDA=1              # every CUDA test fails, not skips, without a device
+export DPLAB_CLI="$kit/bin/dplab"        # tests that run the CLI: the kit's, not the build tree's
 export DPLAB_DATA="$kit/data"           # test_tools' DeviceTrain tests find fashion-mnist there
 torch_py=""
 for p in "${pythons[@]}"; do
@@ -126,7 +127,8 @@ step() {
   local log="$work/logs/$name.log" t0 t1 rc secs numbers
   echo "device-check: $name ..." >&2
   t0=$(date +%s.%N)
-  timeout --kill-after=30 "$limit" "$@" >"$log" 2>&1
+  # stdin: not the caller's (mpiexec forwards it, and would eat the loop's tests.tsv)
+  timeout --kill-after=30 "$limit" "$@" >"$log" 2>&1 </dev/null
   rc=$?
   t1=$(date +%s.%N)
   secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')
@@ -135,6 +137,7 @@ step() {
   if [ $rc -eq 0 ] && [[ "$numbers" == *"MISMATCH"* ]]; then rc=1; fi
   [ $rc -eq 124 ] || [ $rc -eq 137 ] && numbers="timed out after ${limit} s; $numbers"
   local cmd="${*//$work/\$W}"
+  cmd="${cmd//|/\\|}" # a | would end the table cell
   rows+=("| $name | \`$cmd\` | $rc | $secs | $numbers |")
   if [ $rc -ne 0 ]; then
     failed=1
@@ -174,12 +177,58 @@ torch_keys() {
   echo "images/s $(json_field "$1" images_per_s), ms/step $(json_field "$1" ms_per_step_median), peak device MB $(json_field "$1" peak_device_mb)"
 }
 
+# ---- the report -------------------------------------------------------------------------------
+write_report() {
+{
+  echo "# dplab device check"
+  echo
+  echo "- started $started, finished $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -n)"
+  echo "- GPUs: $ngpu ($(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1))"
+  echo "- archive: $archive; work directory (\$W): $work (logs in \$W/logs)"
+  for lib in libcudnn.so.9 libcublas.so.13 libcublasLt.so.13 libnccl.so.2; do
+    echo "- $lib: ${libdir_of[$lib]:-NOT FOUND}"
+  done
+  echo "- PyTorch: ${torch_py:-none with CUDA} $([ -n "$torch_py" ] && "$torch_py" -c 'import torch; print(torch.__version__, "cuDNN", torch.backends.cudnn.version())' 2>/dev/null)"
+  echo "- cuDNN algorithms chosen: dplab does not report them yet (core/cuda/conv.cpp keeps counts only)"
+  echo "- result: $([ $failed -eq 0 ] && echo 'every step passed' || echo 'SOME STEPS FAILED')"
+  echo
+  echo '```'
+  cat "$kit/KIT.txt"
+  echo '```'
+  echo
+  echo "| step | command | exit | seconds | key numbers |"
+  echo "| --- | --- | --- | --- | --- |"
+  printf '%s\n' "${rows[@]}"
+  echo
+  if [ ${#details[@]} -gt 0 ]; then
+    printf '%s\n' "## Failed steps (last 40 lines of each log)" "" "${details[@]}"
+  fi
+} >"$report"
+}
+
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+# The kit carries everything but glibc, which must be at least the build machine's.
+glibc_keys() {
+  local need have
+  need=$(sed -n 's/^glibc needed: GLIBC_//p' "$kit/KIT.txt")
+  have=$(getconf GNU_LIBC_VERSION | awk '{print $2}')
+  echo "needs $need, has $have"
+  [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -1)" = "$need" ] || echo "MISMATCH: glibc too old"
+}
+step glibc 10 glibc_keys true
 step environment 120 - bash -c "nvidia-smi; echo; '$kit/bin/dplab' --version; ldd '$kit/bin/dplab'"
 step libraries_resolve 60 - bash -c "! ldd '$kit/bin/dplab' '$kit'/bin/test_* | grep 'not found'"
 # A one-step probe: says at once (dplab's own reason) when the runtime sees no device.
-step cuda_probe 300 bench_keys "$kit/bin/dplab" bench train --device cuda --model mnist_cnn \
-  --batch 8 --steps 1 --warmup 1 --json
+if ! step cuda_probe 300 bench_keys "$kit/bin/dplab" bench train --device cuda \
+  --model mnist_cnn --batch 8 --steps 1 --warmup 1 --json &&
+  reason="$(grep -o 'no CUDA device: .*' "$work/logs/cuda_probe.log" | head -1)" &&
+  [ -n "$reason" ]; then
+  # nvidia-smi saw a GPU but the CUDA runtime cannot use it (driver too old, device busy or
+  # hidden): the runtime's reason is the answer, and nothing below could run.
+  write_report
+  echo "device-check: $reason (nvidia-smi lists $ngpu GPU(s)); report: $report" >&2
+  exit 2
+fi
 
 # The ctest entries of the kit: gtest binaries once each, MPI entries at their rank counts.
 while IFS=$'\t' read -r name labels ranks limit binary args; do
@@ -217,29 +266,6 @@ else
   note pytorch_resnet50 "no python3 with a CUDA-enabled PyTorch found (tried: ${pythons[*]})"
 fi
 
-# ---- the report -------------------------------------------------------------------------------
-{
-  echo "# dplab device check"
-  echo
-  echo "- started $started, finished $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -n)"
-  echo "- GPUs: $ngpu ($(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1))"
-  echo "- archive: $archive; work directory (\$W): $work (logs in \$W/logs)"
-  for lib in libcudnn.so.9 libcublas.so.13 libcublasLt.so.13 libnccl.so.2; do
-    echo "- $lib: ${libdir_of[$lib]:-NOT FOUND}"
-  done
-  echo "- PyTorch: ${torch_py:-none with CUDA} $([ -n "$torch_py" ] && "$torch_py" -c 'import torch; print(torch.__version__, "cuDNN", torch.backends.cudnn.version())' 2>/dev/null)"
-  echo "- cuDNN algorithms chosen: dplab does not report them yet (core/cuda/conv.cpp keeps counts only)"
-  echo "- result: $([ $failed -eq 0 ] && echo 'every step passed' || echo 'SOME STEPS FAILED')"
-  echo
-  echo '```'
-  cat "$kit/KIT.txt"
-  echo '```'
-  echo
-  echo "| step | command | exit | seconds | key numbers |"
-  echo "| --- | --- | --- | --- | --- |"
-  printf '%s\n' "${rows[@]}"
-  echo
-  [ ${#details[@]} -gt 0 ] && printf '%s\n' "## Failed steps (last 40 lines of each log)" "" "${details[@]}"
-} >"$report"
+write_report
 echo "device-check: report written to $report" >&2
 exit $failed

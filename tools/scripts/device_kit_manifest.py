@@ -35,10 +35,16 @@ def main():
     ap.add_argument("--cpu", default="", help="comma-separated CPU test binaries to carry")
     ap.add_argument("--name-regex", default=r"(?i)cuda|nccl",
                     help="also carry tests whose ctest name matches (labelled cuda in the kit)")
+    # OpCaseTable.CoversEveryOpDeclaredInCoreOps reads core/ops.h from the source tree, which
+    # the kit does not carry (it checks the source, not the binary).
+    ap.add_argument("--exclude-regex", default=r"^OpCaseTable\.CoversEveryOpDeclared",
+                    help="ctest names never carried (tests that read the source tree)")
     ap.add_argument("--binaries", required=True, help="write the selected binaries' paths here")
     a = ap.parse_args()
     cpu = {c for c in a.cpu.split(",") if c}
     named = re.compile(a.name_regex)
+    excluded = re.compile(a.exclude_regex) if a.exclude_regex else None
+    names_of = {}  # binary path -> the gtest names of all its ctest entries
     listing = json.load(sys.stdin)
 
     gtest = {}  # (binary path, CUDA part?) -> {"labels", "timeout", "filters"}
@@ -48,12 +54,14 @@ def main():
         cmd = t.get("command") or []
         if cmd:
             entries[cmd[0]] = entries.get(cmd[0], 0) + 1
+            names_of.setdefault(cmd[0], []).extend(
+                x.split("=", 1)[1] for x in cmd[1:] if x.startswith("--gtest_filter="))
     for t in listing.get("tests", []):
         cmd = t.get("command") or []
         labels = list(prop(t, "LABELS", []) or [])
         if "cuda" not in labels and named.search(t["name"]):
             labels.append("cuda")
-        if not cmd:
+        if not cmd or (excluded and excluded.search(t["name"])):
             continue
         timeout = int(float(prop(t, "TIMEOUT", 300) or 300))
         is_mpi = os.path.basename(cmd[0]).startswith("mpiexec") and len(cmd) >= 4 and cmd[1] == "-n"
@@ -89,16 +97,18 @@ def main():
         # capped: a hung test is caught by the step's timeout, not by waiting hours.
         timeout = min(g["timeout"], 1800)
         # All of a binary's entries selected: no filter (test_cuda's is thousands of names).
-        # A --cpu binary's CPU part is "all but its CUDA tests" (a short negative filter).
-        other = gtest.get((binary, not cuda_part))
-        if not g["filters"] or len(g["filters"]) == entries[binary]:
+        # A --cpu binary's CPU part is "all but the rest" (its CUDA tests and the excluded ones:
+        # a short negative filter).
+        chosen = set(g["filters"])
+        if not g["filters"] or len(chosen) == entries[binary]:
             args, name = "", os.path.basename(binary)
-        elif not cuda_part and other and other["filters"]:
-            args = "--gtest_filter=" + shlex.quote("-" + ":".join(other["filters"]))
+        elif not cuda_part:
+            rest = [n for n in names_of[binary] if n not in chosen]
+            args = "--gtest_filter=" + shlex.quote("-" + ":".join(rest))
             name = os.path.basename(binary)
         else:
             args = "--gtest_filter=" + shlex.quote(":".join(g["filters"]))
-            name = os.path.basename(binary) + ("_cuda" if cuda_part else "")
+            name = os.path.basename(binary) + "_cuda"
         out.write("\t".join([name, ";".join(sorted(g["labels"])), "0",
                              str(timeout), os.path.basename(binary), args]) + "\n")
     for name, labels, ranks, timeout, binary, args in sorted(mpi):
