@@ -56,7 +56,7 @@ def main():
     torch.manual_seed(0)
     dev = torch.device(a.device)
     cuda = dev.type == "cuda"
-    if cuda:
+    if cuda and dev.index is not None:  # "cuda" alone: the current device
         torch.cuda.set_device(dev)
     net, shape, classes = build(a.model)
     net = net.to(dev)

@@ -19,6 +19,7 @@
 # libraries) and applies to indirect dependencies too. Binaries are stripped; xz -9.
 # Prints the size and the time taken; fails above $DPLAB_KIT_LIMIT_MIB (60) MiB.
 set -euo pipefail
+shopt -s nullglob  # an empty lib/ucx (MPICH without UCX) is no error
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${DPLAB_BUILD_DIR:-$root/build}"
 out="${1:-$build/dplab-device-kit.tar.xz}"
@@ -63,14 +64,18 @@ while read -r b; do
   cp "$b" "$kit/bin/"
 done <"$stage/binaries"
 # MPICH's launcher: mpiexec is a chain of links to mpiexec.hydra, which starts
-# hydra_pmi_proxy from its own directory.
+# hydra_pmi_proxy (device-check.sh puts the kit's bin/ on PATH for it).
 mpiexec_real="$(readlink -f "$(command -v mpiexec.hydra || command -v mpiexec)")"
 [ -x "$mpiexec_real" ] || die "no mpiexec.hydra found"
 cp "$mpiexec_real" "$kit/bin/mpiexec"
 cp "$(dirname "$mpiexec_real")/hydra_pmi_proxy" "$kit/bin/" ||
   die "no hydra_pmi_proxy beside $mpiexec_real"
-ucx_mod="$(dirname "$(readlink -f "$(ldconfig -p | awk '/libucs\.so\.0 /{print $NF; exit}')")")/ucx"
-[ -f "$ucx_mod/libuct_cma.so.0" ] && cp -L "$ucx_mod/libuct_cma.so.0" "$kit/lib/ucx/"
+# UCX (MPICH's transport) loads its transports as modules: the kit carries the shared-memory one
+# (cross-memory attach); device-check.sh points UCX_MODULE_DIR at lib/ucx.
+ucs="$(ldconfig -p | awk '/libucs\.so\.0 / && !p {p = $NF} END {print p}')"  # no early exit: pipefail
+ucx_mod=""
+[ -n "$ucs" ] && ucx_mod="$(dirname "$(readlink -f "$ucs")")/ucx"
+if [ -f "$ucx_mod/libuct_cma.so.0" ]; then cp -L "$ucx_mod/libuct_cma.so.0" "$kit/lib/ucx/"; fi
 
 # ---- the libraries they need --------------------------------------------------------------
 # glibc stays the device's own (it must match the device's loader); NVIDIA's libraries are
@@ -94,7 +99,7 @@ is_nvidia() {
 : >"$stage/libs"
 sources=("$build/bin/dplab" "$mpiexec_real" "$(dirname "$mpiexec_real")/hydra_pmi_proxy")
 mapfile -t -O ${#sources[@]} sources <"$stage/binaries"
-[ -f "$kit/lib/ucx/libuct_cma.so.0" ] && sources+=("$ucx_mod/libuct_cma.so.0")
+if [ -f "$kit/lib/ucx/libuct_cma.so.0" ]; then sources+=("$ucx_mod/libuct_cma.so.0"); fi
 for f in "${sources[@]}"; do
   # ldd lists the whole closure, found through the build tree's RUNPATHs (so: the originals).
   ldd "$f" | while read -r name arrow path _; do

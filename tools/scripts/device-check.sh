@@ -14,7 +14,10 @@
 # Exit status: 0 when every step passed, 1 when one failed, 2 with no CUDA device (said at once
 # as "device-check: no CUDA device: <reason>"), 3 on a usage or archive error.
 # Environment: DPLAB_CHECK_DIR (work directory; default a new one under /tmp),
-# DPLAB_CHECK_STEPS (bench timed steps, default 20), DPLAB_PYTHON (python3 with PyTorch).
+# DPLAB_CHECK_STEPS (bench timed steps, default 20), DPLAB_PYTHON (python3 with PyTorch),
+# DPLAB_CHECK_ONLY / DPLAB_CHECK_SKIP (extended regexes on step names: run a part, e.g. to fit
+# a 10-minute lease; the first checks always run), DPLAB_CHECK_STEP_LIMIT (cap on any step's
+# timeout, default 600 s).
 set -uo pipefail
 
 usage() {
@@ -124,6 +127,14 @@ failed=0
 step() {
   local name="$1" limit="$2" keys="$3"
   shift 3
+  if [ "${always:-0}" -eq 0 ]; then
+    if { [ -n "${DPLAB_CHECK_ONLY:-}" ] && ! [[ "$name" =~ $DPLAB_CHECK_ONLY ]]; } ||
+      { [ -n "${DPLAB_CHECK_SKIP:-}" ] && [[ "$name" =~ $DPLAB_CHECK_SKIP ]]; }; then
+      rows+=("| $name | - | not run | - | left out by DPLAB_CHECK_ONLY/SKIP |")
+      return 0
+    fi
+  fi
+  [ "$limit" -gt "${DPLAB_CHECK_STEP_LIMIT:-600}" ] && limit="${DPLAB_CHECK_STEP_LIMIT:-600}"
   local log="$work/logs/$name.log" t0 t1 rc secs numbers
   echo "device-check: $name ..." >&2
   t0=$(date +%s.%N)
@@ -215,6 +226,7 @@ glibc_keys() {
   echo "needs $need, has $have"
   [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -1)" = "$need" ] || echo "MISMATCH: glibc too old"
 }
+always=1
 step glibc 10 glibc_keys true
 step environment 120 - bash -c "nvidia-smi; echo; '$kit/bin/dplab' --version; ldd '$kit/bin/dplab'"
 step libraries_resolve 60 - bash -c "! ldd '$kit/bin/dplab' '$kit'/bin/test_* | grep 'not found'"
@@ -229,6 +241,7 @@ if ! step cuda_probe 300 bench_keys "$kit/bin/dplab" bench train --device cuda \
   echo "device-check: $reason (nvidia-smi lists $ngpu GPU(s)); report: $report" >&2
   exit 2
 fi
+always=0
 
 # The ctest entries of the kit: gtest binaries once each, MPI entries at their rank counts.
 while IFS=$'\t' read -r name labels ranks limit binary args; do
