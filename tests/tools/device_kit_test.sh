@@ -71,7 +71,7 @@ expect_no_device nogpu "$rc" "lists no GPU"
 mkdir -p "$tmp/one"
 printf '#!/bin/sh\necho "GPU 0: NVIDIA H200 (UUID: GPU-0)"\n' >"$tmp/one/nvidia-smi"
 chmod +x "$tmp/one/nvidia-smi"
-rc=$(CUDA_VISIBLE_DEVICES= run hidden "$tmp/one")
+rc=$(CUDA_VISIBLE_DEVICES='' run hidden "$tmp/one")
 expect_no_device hidden "$rc" "CUDA_VISIBLE_DEVICES is set but empty"
 
 # 5. The gate opens when a GPU is listed: the missing archive is the next thing it reports.

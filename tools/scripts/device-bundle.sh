@@ -227,7 +227,7 @@ bytes=$(stat -c %s "$out")
 mib=$(awk -v b="$bytes" 'BEGIN{printf "%.1f", b/1048576}')
 secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN{printf "%.0f", e-s}')
 echo "device-bundle: $out: $mib MiB ($bytes bytes; unpacked $(du -sm "$kit" | cut -f1) MiB), " \
-  "$(ls "$kit/bin" | wc -l) binaries, $(ls "$kit/lib" | grep -c '\.so') libraries, ${secs} s"
+  "$(find "$kit/bin" -type f | wc -l) binaries, $(find "$kit/lib" -maxdepth 1 -name '*.so*' | wc -l) libraries, ${secs} s"
 if [ "$bytes" -gt $((limit_mib * 1048576)) ]; then
   die "$out is $mib MiB, above the limit of $limit_mib MiB"
 fi

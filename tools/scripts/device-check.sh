@@ -178,7 +178,8 @@ mnist_keys() {
   awk -v a="${acc:-nan}" -v r="${ref:-nan}" 'BEGIN{d=a-r; if(d<0)d=-d; if(!(d<=0.02)) print "MISMATCH (> 0.02)"}'
 }
 resnet_keys() {
-  local d="$work/runs/$(basename "$1" .log)"
+  local d
+  d="$work/runs/$(basename "$1" .log)"
   echo "images/s $(final_field "$d/metrics.jsonl" total_images_per_s), loss $(final_field "$d/metrics.jsonl" loss)"
 }
 bench_keys() {
