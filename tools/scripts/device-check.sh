@@ -6,8 +6,8 @@
 #   the CUDA tests with DPLAB_REQUIRE_CUDA=1 (no device = failure, not skip); the NCCL tests at
 #   1 rank and, with two GPUs, at 2; `dplab train --device cuda` of mnist_cnn against the CPU
 #   accuracy the kit recorded; resnet50 training on the kit's synthetic JPEGs (f32, amp=bf16);
-#   `dplab bench train --device cuda --model resnet50 --batch 256` beside PyTorch's step
-#   (share/dplab/bench/torch_train_step.py) in f32 and bf16.
+#   `dplab bench train --device cuda --model resnet50 --batch 256 --compare-pytorch` (PyTorch's
+#   step: share/dplab/bench/torch_train_step.py) with --amp off and --amp bf16.
 # cuDNN, cuBLAS and NCCL are looked for on LD_LIBRARY_PATH, in ldconfig's cache, under
 # /usr/local/cuda and in every python3's site-packages/nvidia/*/lib (where pip's nvidia-* wheels
 # put them); the directories found go on LD_LIBRARY_PATH.
@@ -183,10 +183,9 @@ resnet_keys() {
   echo "images/s $(final_field "$d/metrics.jsonl" total_images_per_s), loss $(final_field "$d/metrics.jsonl" loss)"
 }
 bench_keys() {
-  echo "images/s $(json_field "$1" images_per_s), ms/step $(json_field "$1" ms_per_step_median), peak device MB $(json_field "$1" peak_device_mb)"
-}
-torch_keys() {
-  echo "images/s $(json_field "$1" images_per_s), ms/step $(json_field "$1" ms_per_step_median), peak device MB $(json_field "$1" peak_device_mb)"
+  echo "dplab images/s $(json_field "$1" images_per_s), ms/step $(json_field "$1" ms_per_step_median), peak device MB $(json_field "$1" peak_device_mb)"
+  grep -q pytorch_images_per_s "$1" &&
+    echo "; PyTorch images/s $(json_field "$1" pytorch_images_per_s), peak device MB $(json_field "$1" pytorch_peak_device_mb), ratio $(json_field "$1" ratio)"
 }
 
 # ---- the report -------------------------------------------------------------------------------
@@ -268,17 +267,20 @@ for amp in off bf16; do
     --set amp=$amp --set data.workers=8 --set data.test_limit=64 --out "$work/runs/resnet50_train_$amp"
 done
 steps="${DPLAB_CHECK_STEPS:-20}"
-step bench_resnet50_f32 900 bench_keys "$kit/bin/dplab" bench train --device cuda \
-  --model resnet50 --batch 256 --steps "$steps" --warmup 5 --json
-note bench_resnet50_bf16 "dplab bench train has no precision flag yet: bf16 is measured by resnet50_train_bf16 (amp=bf16) only"
+# dplab and PyTorch on the same GPU in one invocation (--compare-pytorch: the kit's
+# torch_train_step.py with the same model, batch, device and precision).
+compare=()
 if [ -n "$torch_py" ]; then
-  for dt in f32 bf16; do
-    step "pytorch_resnet50_$dt" 900 torch_keys "$torch_py" "$DPLAB_TORCH_BENCH" --device cuda \
-      --model resnet50 --batch 256 --steps "$steps" --warmup 5 --dtype "$dt"
-  done
+  export DPLAB_PYTHON="$torch_py"
+  compare=(--compare-pytorch)
 else
-  note pytorch_resnet50 "no python3 with a CUDA-enabled PyTorch found (tried: ${pythons[*]})"
+  note pytorch "no python3 with a CUDA-enabled PyTorch found (tried: ${pythons[*]}): dplab alone"
 fi
+for amp in off bf16; do
+  step "bench_resnet50_$([ $amp = off ] && echo f32 || echo bf16)" 900 bench_keys \
+    "$kit/bin/dplab" bench train --device cuda --model resnet50 --batch 256 --steps "$steps" \
+    --warmup 5 --amp $amp --json "${compare[@]}"
+done
 
 write_report
 echo "device-check: report written to $report" >&2
