@@ -170,14 +170,15 @@ for split, n in (("train", 10000), ("t10k", 2000)):
             f.write(hdr + body)
 EOF
 "$py" - "$kit/data/synthetic-jpeg" <<'EOF'
-# 256 small JPEGs in 4 class folders for resnet50 training steps (folder:DIR): the loader
-# decodes and crops them to 224 x 224; their content does not matter, only that steps run.
+# Small JPEGs in 4 class folders for resnet50 training steps (folder:DIR with DIR/train, 256
+# images, and DIR/val, 32, evaluated after each epoch): the loader decodes and crops them to
+# 224 x 224; their content does not matter, only that steps run.
 import os, random, sys
 from PIL import Image, ImageDraw
 dst = sys.argv[1]
 rng = random.Random(0)
-for i in range(256):
-    c = f"{dst}/class{i % 4}"
+for i in range(256 + 32):
+    c = f"{dst}/{'train' if i < 256 else 'val'}/class{i % 4}"
     os.makedirs(c, exist_ok=True)
     img = Image.new("RGB", (96, 96), tuple(rng.randrange(256) for _ in range(3)))
     draw = ImageDraw.Draw(img)

@@ -264,7 +264,7 @@ step mnist_cuda 900 mnist_keys "$kit/bin/dplab" $mnist_cmd
 for amp in off bf16; do
   step "resnet50_train_$amp" 900 resnet_keys "$kit/bin/dplab" train --model resnet50 \
     --data "folder:$kit/data/synthetic-jpeg" --batch 64 --max-steps 30 --epochs 8 --device cuda \
-    --set amp=$amp --set data.workers=8 --set data.test_limit=64 --out "$work/runs/resnet50_train_$amp"
+    --set amp=$amp --set data.workers=8 --out "$work/runs/resnet50_train_$amp"
 done
 steps="${DPLAB_CHECK_STEPS:-20}"
 # dplab and PyTorch on the same GPU in one invocation (--compare-pytorch: the kit's
