@@ -14,7 +14,10 @@ struct CliResult {
   std::string out, err;
 };
 
+// The build tree's binary by default; DPLAB_CLI in the environment names another one (the
+// device kit runs test binaries far from the tree they were built in: device-check.sh).
 inline std::string dplab_exe() {
+  if (const char* e = std::getenv("DPLAB_CLI"); e && *e) return e;
 #ifdef DPLAB_CLI_PATH
   return DPLAB_CLI_PATH;
 #endif

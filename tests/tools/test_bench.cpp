@@ -2,6 +2,7 @@
 // machine is shared, so only the shape and sanity of the numbers are checked).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
@@ -57,6 +58,32 @@ TEST(Bench, ComparePytorchReportsBothAndTheRatio) {
   EXPECT_NEAR(j["ratio"].get<double>(),
               j["images_per_s"].get<double>() / j["pytorch_images_per_s"].get<double>(),
               1e-9 * j["ratio"].get<double>());
+}
+
+// --amp bf16 runs the forward under autocast: from the same seed (same weights, same batch) the
+// last step's loss moves off the f32 one by bf16 rounding only, and PyTorch is asked for the
+// same precision. A precision bench does not know is a usage error.
+TEST(Bench, AmpBf16RunsTheForwardInBf16OnBothSides) {
+  ScopedTempDir dir("bench-amp");
+  const std::string args =
+      "bench train --model mnist_cnn --batch 8 --steps 2 --warmup 0 --json --threads 1 --seed 3";
+  auto f32 = run_dplab(args, dir.path);
+  auto bf16 = run_dplab(args + " --amp bf16 --compare-pytorch", dir.path);
+  ASSERT_EQ(f32.status, 0) << f32.err;
+  ASSERT_EQ(bf16.status, 0) << bf16.err;
+  const auto a = nlohmann::json::parse(f32.out), b = nlohmann::json::parse(bf16.out);
+  EXPECT_EQ(a["amp"], "off");
+  EXPECT_EQ(b["amp"], "bf16");
+  EXPECT_EQ(b["pytorch_dtype"], "bf16");
+  const double la = a["last_loss"].get<double>(), lb = b["last_loss"].get<double>();
+  // Cross-entropy of 10 classes near initialisation: about ln 10.
+  EXPECT_NEAR(la, std::log(10.0), 0.5);
+  EXPECT_NE(la, lb) << "bf16 operands left the loss bit-identical: autocast did not apply";
+  // bf16 keeps 8 significant bits (relative rounding 2^-9 per operand): the loss agrees closely.
+  EXPECT_NEAR(lb, la, 0.02 * la);
+  auto bad = run_dplab(args + " --amp f16", dir.path);
+  EXPECT_EQ(bad.status, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--amp"), std::string::npos) << bad.err;
 }
 
 // 3x3 stride-1 convolutions run oneDNN's Winograd kernels unless DPLAB_CPU_WINOGRAD=0, and a

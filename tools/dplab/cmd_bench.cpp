@@ -5,7 +5,8 @@
 //   loader     decode + training transform of JPEG folders/shards (bench_loader.h)
 // Timings are per step/call after warm-up; we report the median (robust to the other work on
 // a shared machine) and the min/max spread. --compare-pytorch runs tools/bench/
-// torch_train_step.py with the same model, batch and threads in the same invocation.
+// torch_train_step.py with the same model, batch, threads, device and precision (--amp bf16:
+// torch.autocast to bfloat16) in the same invocation.
 #include <omp.h>
 #include <sys/resource.h>
 
@@ -19,6 +20,7 @@
 
 #include "dplab/comm/communicator.h"
 #include "dplab/comm/mpi_env.h"
+#include "dplab/core/autocast.h"
 #include "dplab/core/autograd.h"
 #include "dplab/core/error.h"
 #include "dplab/core/ops.h"
@@ -72,6 +74,7 @@ struct ModelBenchArgs {
   uint64_t seed = 0;
   bool compare = false, json = false;
   std::string device = "cpu";
+  std::string amp = "off";  // off or bf16: the forward under AutocastGuard, as the trainer does
 };
 
 // Device-side timing boundaries and memory (--device cuda). Kernels run asynchronously: a
@@ -112,8 +115,10 @@ void device_reset_peak(Device d) {
 nlohmann::json run_pytorch(const ModelBenchArgs& a, int threads, const std::string& mode) {
   return run_python_json(
       bench_script("torch_train_step.py", "DPLAB_TORCH_BENCH", "--compare-pytorch"),
-      fmt::format("--model {} --batch {} --threads {} --warmup {} --steps {} --mode {}",
-                  shell_quote(a.model), a.batch, threads, a.warmup, a.steps, mode),
+      fmt::format("--model {} --batch {} --threads {} --warmup {} --steps {} --mode {} --device {} "
+                  "--dtype {}",
+                  shell_quote(a.model), a.batch, threads, a.warmup, a.steps, mode,
+                  shell_quote(Device::parse(a.device).str()), a.amp == "bf16" ? "bf16" : "f32"),
       "--compare-pytorch");
 }
 
@@ -126,10 +131,6 @@ int run_model_bench(const ModelBenchArgs& a, bool train) {
     DPLAB_CHECK(cuda_available(), "bench --device {}: {}", device.str(), cuda_unavailable_reason());
     DPLAB_CHECK(device.index < cuda_device_count(), "bench --device {}: only {} CUDA device(s)",
                 device.str(), cuda_device_count());
-    DPLAB_CHECK(!a.compare,
-                "bench --device {}: --compare-pytorch times PyTorch on the CPU only; drop one "
-                "of the two flags",
-                device.str());
     use_device(device);  // this thread's device (core/device.h)
   }
   apply_thread_option(a.threads);
@@ -160,15 +161,21 @@ int run_model_bench(const ModelBenchArgs& a, bool train) {
   const Tensor x = Tensor::from_vector(pixels, shape).to(device);
   const Tensor y = Tensor::from_vector_i64(labels, {a.batch}).to(device);
 
+  const DType amp_dtype = a.amp == "bf16" ? DType::bf16 : DType::f32;
+  Tensor last_loss;  // read once, after the timing: which precision ran shows in its value
+  auto forward = [&] {
+    AutocastGuard autocast(amp_dtype);  // f32 (off) unless --amp bf16
+    return model->forward(x);
+  };
   auto step = [&] {
     if (train) {
       optimizer.zero_grad();
-      Tensor loss = cross_entropy(model->forward(x), y);
-      backward(loss);
+      last_loss = cross_entropy(forward(), y);
+      backward(last_loss);
       optimizer.step();
     } else {
       NoGradGuard no_grad;
-      (void)model->forward(x);
+      (void)forward();
     }
   };
   for (int64_t i = 0; i < a.warmup; ++i) step();
@@ -196,7 +203,9 @@ int run_model_bench(const ModelBenchArgs& a, bool train) {
                       {"ms_per_step_max", s.max},
                       {"images_per_s", ips},
                       {"peak_rss_mb", rss},
-                      {"device", device.str()}};
+                      {"device", device.str()},
+                      {"amp", a.amp}};
+  if (train) j["last_loss"] = last_loss.item();
   if (device.is_cuda()) j["peak_device_mb"] = device_peak_mb(device);
   nlohmann::json pt;
   if (a.compare) {
@@ -205,6 +214,8 @@ int run_model_bench(const ModelBenchArgs& a, bool train) {
                           "images_per_s", "peak_rss_mb"})
       j[std::string("pytorch_") + k] = pt.at(k);
     j["pytorch_framework"] = pt.value("framework", "pytorch");
+    j["pytorch_dtype"] = pt.value("dtype", "f32");
+    if (pt.contains("peak_device_mb")) j["pytorch_peak_device_mb"] = pt["peak_device_mb"];
     j["ratio"] = ips / pt.at("images_per_s").get<double>();
   }
   if (a.json) {
@@ -212,9 +223,9 @@ int run_model_bench(const ModelBenchArgs& a, bool train) {
     return 0;
   }
   std::cout << fmt::format(
-      "dplab bench {}: {}, batch {}, {} thread{}, {} steps after {} warm-up{}\n", mode, a.model,
+      "dplab bench {}: {}, batch {}, {} thread{}, {} steps after {} warm-up{}{}\n", mode, a.model,
       a.batch, threads, threads == 1 ? "" : "s", a.steps, a.warmup,
-      device.is_cuda() ? " on " + device.str() : "");
+      device.is_cuda() ? " on " + device.str() : "", a.amp == "bf16" ? ", amp bf16" : "");
   auto row = [](const std::string& who, double med, double lo, double hi, double ips, double rss) {
     std::cout << fmt::format(
         "  {:<18} median {:9.3f} ms/step (min {:.3f}, max {:.3f})  {:9.1f} images/s  peak RSS "
@@ -228,6 +239,9 @@ int run_model_bench(const ModelBenchArgs& a, bool train) {
   if (a.compare) {
     row(pt.value("framework", "pytorch"), pt.at("ms_per_step_median"), pt.at("ms_per_step_min"),
         pt.at("ms_per_step_max"), pt.at("images_per_s"), pt.at("peak_rss_mb"));
+    if (pt.contains("peak_device_mb"))
+      std::cout << fmt::format("  pytorch device memory peak {:.1f} MB (max_memory_allocated)\n",
+                               pt["peak_device_mb"].get<double>());
     std::cout << fmt::format("  ratio (dplab speed / pytorch speed): {:.3f}\n",
                              j["ratio"].get<double>());
   }
@@ -247,6 +261,11 @@ void add_model_flags(CLI::App* c, ModelBenchArgs& a) {
               "also time the same network in PyTorch (tools/bench/torch_train_step.py, "
               "/usr/bin/python3 or $DPLAB_PYTHON) and print the ratio");
   c->add_flag("--json", a.json, "print one JSON object instead of the table");
+  c->add_option("--amp", a.amp,
+                "off or bf16: the forward under autocast (conv and linear on bf16 operands, f32 "
+                "weights; core/autocast.h), PyTorch's under torch.autocast(bfloat16)")
+      ->check(CLI::IsMember({"off", "bf16"}))
+      ->capture_default_str();
   c->add_option("--device", a.device,
                 "cpu, cuda or cuda:N (on a device: timed between device synchronisations, memory "
                 "as the caching allocator's peak)")

@@ -24,6 +24,9 @@ packages=(
   python3-torch python3-torchvision python3-matplotlib
   # `dplab bench loader --compare-torchvision` and tools/scripts/make_jpeg_set.py
   python3-pil python3-numpy
+  # the device kit: tools/scripts/device-bundle.sh (RPATH $ORIGIN, xz archive) and
+  # device-kit-selftest.sh (a bare Debian root)
+  patchelf xz-utils debootstrap
 )
 # npm may come with a nodejs build from elsewhere (it ships its own npm): only install Debian's
 # when there is no npm at all.
