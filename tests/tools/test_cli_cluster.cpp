@@ -1,0 +1,64 @@
+// `dplab cluster list|show` and `dplab train --cluster` (issue #20; the platforms themselves are
+// tested in tests/comm/cluster_platform_test.cpp).
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "data/temp_dir.h"
+#include "run_cli.h"
+
+namespace dplab {
+namespace {
+
+using test::run_dplab;
+using test::ScopedTempDir;
+
+#define EXPECT_HAS(text, what) EXPECT_NE((text).find(what), std::string::npos) << (text)
+
+TEST(CliCluster, ListNamesEveryPreset) {
+  ScopedTempDir dir("cli-cluster-list");
+  const auto r = run_dplab("cluster list", dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* name : {"dgx-h100", "a3-mega", "gpu4-25gbe", "cpu-10gbe", "local-shm"})
+    EXPECT_HAS(r.out, name);
+  EXPECT_HAS(r.out, "8 x 400 Gbit/s");
+}
+
+TEST(CliCluster, ShowPrintsLinksSourcesAndTheModel) {
+  ScopedTempDir dir("cli-cluster-show");
+  auto r = run_dplab("cluster show dgx-h100", dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_HAS(r.out, "450 GB/s (3600 Gbit/s) per direction x efficiency 0.8 = 360 GB/s");
+  EXPECT_HAS(r.out, "https://github.com/NVIDIA/nccl-tests/issues/212");
+  EXPECT_HAS(r.out, "allreduce (model)");
+  std::ofstream(dir.file("lab.toml")) << "name = \"lab\"\n[intra]\nlatency = \"1us\"\n"
+                                         "bandwidth = \"10GB/s\"\n[network]\nlatency = \"20us\"\n"
+                                         "bandwidth = \"25Gbit/s\"\n";
+  r = run_dplab("cluster show " + dir.file("lab.toml"), dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_HAS(r.out, "lab\n");
+  EXPECT_HAS(r.out, "3.125 GB/s (25 Gbit/s)");
+  std::ofstream(dir.file("bad.toml")) << "name = \"bad\"\n[network]\nlatency = 5\n";
+  r = run_dplab("cluster show " + dir.file("bad.toml"), dir.path);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_HAS(r.err, "bad.toml:3: key 'network.latency': expected a latency string");
+  r = run_dplab("cluster show nope", dir.path);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_HAS(r.err, "'nope' is neither a preset (dgx-h100,");
+}
+
+TEST(CliCluster, TrainRefusesTheClusterUntilItIsWired) {
+  ScopedTempDir dir("cli-cluster-train");
+  const std::string job =
+      "train --model mnist_cnn --data fashion-mnist --batch 32 --threads 1 --set "
+      "data.train_limit=64 --set data.test_limit=32 --set progress=off --cluster ";
+  auto r = run_dplab(job + "dgx-h100", dir.path);
+  EXPECT_NE(r.status, 0);
+  EXPECT_HAS(r.err, "option cluster = 'dgx-h100': the virtual cluster is not yet wired");
+  r = run_dplab(job + "nope", dir.path);
+  EXPECT_NE(r.status, 0);
+  EXPECT_HAS(r.err, "'nope' is neither a preset");
+}
+
+}  // namespace
+}  // namespace dplab
