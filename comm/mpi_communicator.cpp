@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <climits>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <thread>
 
 #include "dplab/comm/cluster/cluster_option.h"
+#include "dplab/comm/cluster/virtual_time.h"
 #include "dplab/comm/communicator.h"
 #include "dplab/comm/mpi_env.h"
 #include "dplab/comm/stall_report.h"
@@ -70,8 +72,7 @@ void polite_wait(const std::function<bool()>& done, const WaitOptions& opt,
   }
 }
 
-bool Request::test() {
-  if (!impl_) return true;
+bool Request::test_real() {
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->done) return true;
   if (impl_->progress()) {
@@ -81,14 +82,39 @@ bool Request::test() {
   return impl_->done;
 }
 
+bool Request::test() {
+  if (!impl_) return true;
+  if (!impl_->vt) return test_real();
+  if (impl_->virtual_done) return true;
+  // By virtual time: the same answer whatever the load (docs/virtual_cluster.md).
+  cluster::VirtualClock& clock = impl_->vt->clock;
+  const double now = clock.now();
+  const double end = impl_->virtual_end();
+  clock.discard_cpu();  // learning the end was communication, not compute
+  if (end > now) return false;
+  wait();  // the real completion; the clock stays (end <= now)
+  return true;
+}
+
 void Request::wait() {
   if (!impl_) return;
-  polite_wait([this] { return test(); }, impl_->wait, [this] { return impl_->describe(); },
+  if (impl_->vt) impl_->vt->clock.now();  // commit the compute before waiting
+  polite_wait([this] { return test_real(); }, impl_->wait, [this] { return impl_->describe(); },
               impl_->world_members);
+  if (impl_->vt && !impl_->virtual_done) {
+    impl_->vt->clock.wait_until(impl_->virtual_end());
+    impl_->virtual_done = true;
+  }
+}
+
+double Request::virtual_end() const {
+  DPLAB_CHECK(impl_ && impl_->vt, "Request::virtual_end: {} has no virtual time", describe());
+  return impl_->virtual_end();
 }
 
 double Request::seconds_in_flight() const {
   if (!impl_ || !impl_->done) return 0.0;
+  if (impl_->vt) return impl_->virtual_end() - impl_->virtual_post;
   return std::chrono::duration<double>(impl_->completed - impl_->posted).count();
 }
 
@@ -196,6 +222,13 @@ void convert_scale(const Tensor& dst, const Tensor& src, double factor) {
 // passed; then `finish` converts/scales the result into the caller's tensor.
 struct MpiRequest : Request::Impl {
   std::vector<MPI_Request> reqs;
+  // Virtual time of a point-to-point message (comm/cluster/virtual_time.h): the end, once
+  // known (a send knows it when posted); a receive learns the sender's transmission start from
+  // the header (reqs[1] receives into `header`) and completes it with its own port.
+  std::optional<double> vend;
+  std::array<double, 2> header{};  // {sender's transmission start, sender's post time}
+  bool same_node = false;
+  double bytes = 0;
   Clock::time_point not_before{};
   std::function<void()> finish;
   std::string desc;
@@ -220,18 +253,46 @@ struct MpiRequest : Request::Impl {
     return true;
   }
   std::string describe() const override { return desc; }
+
+  double virtual_end() override {
+    if (vend) return *vend;
+    // A receive: wait for the sender's header (the sender posts it with the payload), never for
+    // the payload itself.
+    polite_wait(
+        [this] {
+          std::lock_guard<std::mutex> lock(mu);  // progress() tests the same handles
+          if (mpi_done || reqs[1] == MPI_REQUEST_NULL) return true;
+          int flag = 0;
+          mpi_check(MPI_Test(&reqs[1], &flag, MPI_STATUS_IGNORE), "MPI_Test", desc + " (header)");
+          return flag != 0;
+        },
+        wait, [this] { return desc + " (virtual-time header)"; }, world_members);
+    std::lock_guard<std::mutex> lock(vt->port_mu);
+    if (vend) return *vend;
+    const double ser = bytes / vt->rate(same_node);
+    const double arrival =
+        vt->port(same_node).arrive(header[0], vt->link(same_node).latency_s, ser);
+    // Eager: data that arrives before the receive is posted completes at the post.
+    vend = std::max(arrival, virtual_post);
+    return *vend;
+  }
 };
 
 class MpiCommunicator : public Communicator {
  public:
   MpiCommunicator(MPI_Comm comm, std::string name, std::vector<int> node_of_rank,
-                  std::shared_ptr<LinkEmulator> link, WaitOptions wait)
+                  std::shared_ptr<LinkEmulator> link, WaitOptions wait,
+                  std::shared_ptr<cluster::VirtualTime> vt)
       : comm_(comm),
         name_(std::move(name)),
         node_of_(std::move(node_of_rank)),
         link_(std::move(link)),
-        wait_(wait) {
+        wait_(wait),
+        vt_(std::move(vt)) {
     mpi_check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", name_);
+    // Virtual time: headers travel on a duplicate, so they never match a payload receive, and
+    // MPI's non-overtaking order per (source, tag, communicator) pairs them with their payloads.
+    if (vt_) mpi_check(MPI_Comm_dup(comm_, &shadow_), "MPI_Comm_dup", name_);
     mpi_check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank", name_);
     mpi_check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size", name_);
     DPLAB_CHECK(static_cast<int>(node_of_.size()) == size_,
@@ -254,6 +315,7 @@ class MpiCommunicator : public Communicator {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    if (!finalized && shadow_ != MPI_COMM_NULL) MPI_Comm_free(&shadow_);
   }
 
   int rank() const override { return rank_; }
@@ -360,6 +422,7 @@ class MpiCommunicator : public Communicator {
   }
 
   Request ibarrier() override {
+    refuse_virtual("barrier");
     auto r = std::make_shared<MpiRequest>();
     r->wait = wait_;
     r->world_members = world_members_;
@@ -393,12 +456,21 @@ class MpiCommunicator : public Communicator {
     std::vector<int> nodes(n);
     for (int i = 0; i < n; ++i) nodes[i] = node_of_[old_ranks[i]];
     std::string nm = name.empty() ? fmt::format("{}/split({},{})", name_, color, key) : name;
-    return std::make_shared<MpiCommunicator>(nc, nm, std::move(nodes), link_, wait_);
+    return std::make_shared<MpiCommunicator>(nc, nm, std::move(nodes), link_, wait_, vt_);
   }
 
  private:
+  // Collectives in virtual time need the participants' post times (a shadow max-allreduce,
+  // docs/virtual_cluster.md): not wired yet, so they refuse rather than run in wall-clock time.
+  void refuse_virtual(const std::string& what) const {
+    DPLAB_CHECK(!vt_,
+                "{} on communicator '{}': collectives are not wired into virtual time yet (issue "
+                "#20); only point-to-point messages are",
+                what, name_);
+  }
   std::shared_ptr<MpiRequest> make(const std::string& what, const Tensor& t,
                                    std::optional<ReduceOp> op, DType wire) {
+    refuse_virtual(what);
     auto r = std::make_shared<MpiRequest>();
     r->wait = wait_;
     r->world_members = world_members_;
@@ -446,6 +518,7 @@ class MpiCommunicator : public Communicator {
     r->keep_alive.push_back(t);
     r->world_members = std::make_shared<const std::vector<int>>(1, (*world_members_)[peer]);
     const int n = checked_count(t.numel(), what);
+    if (vt_) return virtual_p2p(r, t, n, peer, tag, is_send);
     const LinkClass c = node_of_[peer] != node_of_[rank_] ? LinkClass::inter : LinkClass::intra;
     r->not_before = link_->reserve(c, CollectiveKind::p2p, 2, double(t.nbytes()));
     r->reqs.resize(1);
@@ -457,12 +530,48 @@ class MpiCommunicator : public Communicator {
                 "MPI_Irecv", r->desc);
     return Request(r);
   }
+  // A point-to-point message in virtual time (docs/virtual_cluster.md, "Point to point"): the
+  // sender takes its post time from the clock, starts transmitting when its port's egress is
+  // free and sends that start in a 16-byte header beside the payload; its request ends when the
+  // last byte has left (eager). The receiver ends at max(its post, arrival through its port's
+  // ingress + latency). Full duplex: egress and ingress queue separately.
+  Request virtual_p2p(const std::shared_ptr<MpiRequest>& r, const Tensor& t, int n, int peer,
+                      int tag, bool is_send) {
+    r->vt = vt_;
+    r->same_node = node_of_[peer] == node_of_[rank_];
+    r->bytes = double(t.nbytes());
+    r->virtual_post = vt_->clock.now();
+    r->reqs.assign(2, MPI_REQUEST_NULL);
+    if (is_send) {
+      const double ser = r->bytes / vt_->rate(r->same_node);
+      double start = 0;
+      {
+        std::lock_guard<std::mutex> lock(vt_->port_mu);
+        start = vt_->port(r->same_node).depart(r->virtual_post, ser);
+      }
+      r->vend = start + ser;
+      r->header = {start, r->virtual_post};
+      mpi_check(MPI_Isend(t.raw_data(), n, mpi_type(t.dtype()), peer, tag, comm_, &r->reqs[0]),
+                "MPI_Isend", r->desc);
+      mpi_check(MPI_Isend(r->header.data(), 2, MPI_DOUBLE, peer, tag, shadow_, &r->reqs[1]),
+                "MPI_Isend", r->desc + " (header)");
+    } else {
+      mpi_check(MPI_Irecv(t.raw_data(), n, mpi_type(t.dtype()), peer, tag, comm_, &r->reqs[0]),
+                "MPI_Irecv", r->desc);
+      mpi_check(MPI_Irecv(r->header.data(), 2, MPI_DOUBLE, peer, tag, shadow_, &r->reqs[1]),
+                "MPI_Irecv", r->desc + " (header)");
+    }
+    vt_->clock.discard_cpu();  // posting is communication, not compute
+    return Request(r);
+  }
 
   MPI_Comm comm_;
   std::string name_;
   std::vector<int> node_of_;
   std::shared_ptr<LinkEmulator> link_;
   WaitOptions wait_;
+  std::shared_ptr<cluster::VirtualTime> vt_;
+  MPI_Comm shadow_ = MPI_COMM_NULL;  // virtual-time headers (point to point)
   std::shared_ptr<const std::vector<int>> world_members_;
   std::atomic<uint64_t> collectives_{0};  // collectives posted so far (see make())
   int rank_ = 0, size_ = 1;
@@ -518,7 +627,17 @@ std::shared_ptr<Communicator> mpi_world(const CommConfig& cfg) {
   int leader = rank;
   DPLAB_MPI(MPI_Allreduce, MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, shm);
   MPI_Comm_free(&shm);
-  if (cfg.ranks_per_node > 0) {
+  DPLAB_CHECK(!cfg.virtual_time || (!cfg.link_intra && !cfg.link_inter),
+              "options link.intra / link.inter and a virtual cluster exclude each other: the "
+              "cluster's platform is the one cost model");
+  if (cfg.virtual_time) {
+    // The platform's nodes (comm/cluster/platform.h shape_of): the cost model and the node
+    // communicators must agree.
+    const cluster::Shape& s = cfg.virtual_time->shape;
+    DPLAB_CHECK(s.world() == size, "virtual cluster {}: shape {} x {} for a world of {} ranks",
+                cfg.virtual_time->platform.name, s.nodes, s.ranks_per_node, size);
+    for (int r = 0; r < size; ++r) node_of[r] = s.node_of(r);
+  } else if (cfg.ranks_per_node > 0) {
     DPLAB_CHECK(size % cfg.ranks_per_node == 0,
                 "ranks_per_node (--ranks-per-node) = {} does not divide the world size {}: virtual "
                 "nodes need equal sizes",
@@ -548,7 +667,8 @@ std::shared_ptr<Communicator> mpi_world(const CommConfig& cfg) {
   MPI_Comm dup = MPI_COMM_NULL;
   DPLAB_MPI(MPI_Comm_dup, MPI_COMM_WORLD, &dup);
   auto link = std::make_shared<LinkEmulator>(cfg.link_intra, cfg.link_inter);
-  return std::make_shared<MpiCommunicator>(dup, "world", std::move(node_of), link, wait);
+  return std::make_shared<MpiCommunicator>(dup, "world", std::move(node_of), link, wait,
+                                           cfg.virtual_time);
 }
 
 }  // namespace dplab

@@ -1,0 +1,47 @@
+// A rank's virtual clock (docs/virtual_cluster.md, "The clock"): seconds of modelled time.
+// Compute advances it by the CPU time of the rank's compute thread (the thread that built the
+// clock) x compute_scale, so descheduled time (other processes, 64 ranks on 2 cores) does not
+// count; or, in manual mode, only by add_compute() (compute profiles, tests). Communication
+// moves it: wait_until(end) after a wait. CPU time the compute thread spends inside
+// communication calls (posting, spinning in a wait) is discarded, not counted as compute.
+// Thread-safe; the CPU clock read is always the owner thread's, whoever calls.
+#pragma once
+#include <pthread.h>
+#include <time.h>
+
+#include <mutex>
+
+namespace dplab::cluster {
+
+class VirtualClock {
+ public:
+  enum class Compute { measured, manual };
+  // Binds to the calling thread (its CPU time is the rank's compute). Starts at 0.
+  VirtualClock(Compute mode, double compute_scale);
+
+  Compute mode() const { return mode_; }
+  double compute_scale() const { return scale_; }
+  // Commits the compute since the last reading and returns the virtual time.
+  double now();
+  // Adds dt seconds of compute as they are (manual and profile mode: dt is already the modelled
+  // device's time, so compute_scale does not apply).
+  void add_compute(double dt);
+  // Forgets the owner's CPU time since the last reading: it was spent in communication.
+  void discard_cpu();
+  // After a wait for an operation ending at `end`: the clock moves there if that is later
+  // (overlap is counted, not assumed); CPU time spent waiting is discarded.
+  void wait_until(double end);
+  // The owner thread's CPU seconds (CLOCK_THREAD_CPUTIME_ID of that thread).
+  double owner_cpu_seconds() const;
+
+ private:
+  void commit_locked();
+  Compute mode_;
+  double scale_;
+  clockid_t cpu_clock_{};
+  std::mutex mu_;
+  double t_ = 0;         // virtual seconds
+  double cpu_last_ = 0;  // owner CPU seconds at the last commit or discard
+};
+
+}  // namespace dplab::cluster
