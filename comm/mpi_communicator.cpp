@@ -8,10 +8,13 @@
 #include <climits>
 #include <cstring>
 #include <ctime>
+#include <map>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "dplab/comm/cluster/cluster_option.h"
+#include "dplab/comm/cluster/cost_collectives.h"
 #include "dplab/comm/cluster/virtual_time.h"
 #include "dplab/comm/communicator.h"
 #include "dplab/comm/mpi_env.h"
@@ -226,9 +229,18 @@ struct MpiRequest : Request::Impl {
   // known (a send knows it when posted); a receive learns the sender's transmission start from
   // the header (reqs[1] receives into `header`) and completes it with its own port.
   std::optional<double> vend;
-  std::array<double, 2> header{};  // {sender's transmission start, sender's post time}
+  // Point to point: {sender's transmission start, sender's post time}; collectives: {the
+  // latest post time among the members} (a shadow max-allreduce into header[0]).
+  std::array<double, 2> header{};
   bool same_node = false;
   double bytes = 0;
+  bool collective = false;
+  cluster::Op op = cluster::Op::barrier;
+  cluster::Group group;
+  // The previous collective of the same communicator: this one starts after it ends. Dropped
+  // once the end is known.
+  std::shared_ptr<MpiRequest> prev;
+  std::mutex vend_mu;  // guards vend, header and prev while the end is computed
   Clock::time_point not_before{};
   std::function<void()> finish;
   std::string desc;
@@ -255,9 +267,10 @@ struct MpiRequest : Request::Impl {
   std::string describe() const override { return desc; }
 
   double virtual_end() override {
+    std::lock_guard<std::mutex> vlock(vend_mu);
     if (vend) return *vend;
     // A receive: wait for the sender's header (the sender posts it with the payload), never for
-    // the payload itself.
+    // the payload itself; a collective: for the max-allreduce of the members' post times.
     polite_wait(
         [this] {
           std::lock_guard<std::mutex> lock(mu);  // progress() tests the same handles
@@ -267,8 +280,16 @@ struct MpiRequest : Request::Impl {
           return flag != 0;
         },
         wait, [this] { return desc + " (virtual-time header)"; }, world_members);
+    if (collective) {
+      // Starts at the latest post time among the members, after the communicator's previous
+      // operation; lasts what the platform's model says (cost_collectives.h).
+      double start = header[0];
+      if (prev) start = std::max(start, prev->virtual_end());
+      prev.reset();
+      vend = start + cluster::collective_time(vt->platform, op, group, bytes);
+      return *vend;
+    }
     std::lock_guard<std::mutex> lock(vt->port_mu);
-    if (vend) return *vend;
     const double ser = bytes / vt->rate(same_node);
     const double arrival =
         vt->port(same_node).arrive(header[0], vt->link(same_node).latency_s, ser);
@@ -292,7 +313,10 @@ class MpiCommunicator : public Communicator {
     mpi_check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", name_);
     // Virtual time: headers travel on a duplicate, so they never match a payload receive, and
     // MPI's non-overtaking order per (source, tag, communicator) pairs them with their payloads.
-    if (vt_) mpi_check(MPI_Comm_dup(comm_, &shadow_), "MPI_Comm_dup", name_);
+    if (vt_) {
+      mpi_check(MPI_Comm_dup(comm_, &shadow_), "MPI_Comm_dup", name_);
+      group_ = virtual_group();
+    }
     mpi_check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank", name_);
     mpi_check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size", name_);
     DPLAB_CHECK(static_cast<int>(node_of_.size()) == size_,
@@ -318,6 +342,20 @@ class MpiCommunicator : public Communicator {
     if (!finalized && shadow_ != MPI_COMM_NULL) MPI_Comm_free(&shadow_);
   }
 
+  // The communicator as the cost model sees it: the nodes it spans, its members per node (the
+  // most on any node), and how many communicators of its shape run at once on those nodes: a
+  // group with fewer members per node than the node has ranks (DASO's cross-node groups, one
+  // per local rank) is taken to run beside the others of its kind, sharing the interfaces.
+  cluster::Group virtual_group() const {
+    std::map<int, int> per_node;
+    for (int n : node_of_) ++per_node[n];
+    cluster::Group g;
+    g.nodes = static_cast<int>(per_node.size());
+    for (const auto& [node, count] : per_node) g.ranks_per_node = std::max(g.ranks_per_node, count);
+    g.concurrent = g.nodes > 1 ? std::max(1, vt_->shape.ranks_per_node / g.ranks_per_node) : 1;
+    return g;
+  }
+
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string name() const override { return name_; }
@@ -334,7 +372,7 @@ class MpiCommunicator : public Communicator {
     auto r = make("allreduce", t, op, w);
     Tensor buf = wire_buffer(t, w);
     const int n = checked_count(t.numel(), "allreduce");
-    r->not_before = reserve(CollectiveKind::allreduce, double(n) * dtype_size(w));
+    reserve(r, CollectiveKind::allreduce, double(n) * dtype_size(w));
     post(r, "MPI_Iallreduce", [&](MPI_Request* q) {
       return MPI_Iallreduce(MPI_IN_PLACE, buf.raw_data(), n, mpi_type(w), mpi_op(op, w), comm_, q);
     });
@@ -349,7 +387,7 @@ class MpiCommunicator : public Communicator {
     auto r = make(fmt::format("reduce(root {})", root), t, op, w);
     Tensor buf = wire_buffer(t, w);
     const int n = checked_count(t.numel(), "reduce");
-    r->not_before = reserve(CollectiveKind::reduce, double(n) * dtype_size(w));
+    reserve(r, CollectiveKind::reduce, double(n) * dtype_size(w));
     const bool is_root = rank_ == root;
     post(r, "MPI_Ireduce", [&](MPI_Request* q) {
       return MPI_Ireduce(is_root ? MPI_IN_PLACE : buf.raw_data(),
@@ -367,7 +405,7 @@ class MpiCommunicator : public Communicator {
     auto r = make(fmt::format("broadcast(root {})", root), t, std::nullopt, w);
     Tensor buf = wire_buffer(t, w);
     const int n = checked_count(t.numel(), "broadcast");
-    r->not_before = reserve(CollectiveKind::broadcast, double(n) * dtype_size(w));
+    reserve(r, CollectiveKind::broadcast, double(n) * dtype_size(w));
     post(r, "MPI_Ibcast", [&](MPI_Request* q) {
       return MPI_Ibcast(buf.raw_data(), n, mpi_type(w), root, comm_, q);
     });
@@ -390,7 +428,7 @@ class MpiCommunicator : public Communicator {
     Tensor rbuf = w == recv.dtype() ? recv : Tensor::empty({recv.numel()}, w);
     r->keep_alive.push_back(rbuf);
     const int n = checked_count(send.numel(), "allgather");
-    r->not_before = reserve(CollectiveKind::allgather, double(recv.numel()) * dtype_size(w));
+    reserve(r, CollectiveKind::allgather, double(recv.numel()) * dtype_size(w));
     post(r, "MPI_Iallgather", [&](MPI_Request* q) {
       return MPI_Iallgather(sbuf.raw_data(), n, mpi_type(w), rbuf.raw_data(), n, mpi_type(w), comm_,
                             q);
@@ -412,7 +450,7 @@ class MpiCommunicator : public Communicator {
     Tensor rbuf = w == recv.dtype() ? recv : Tensor::empty({recv.numel()}, w);
     r->keep_alive.push_back(rbuf);
     const int n = checked_count(recv.numel(), "reduce_scatter");
-    r->not_before = reserve(CollectiveKind::reduce_scatter, double(send.numel()) * dtype_size(w));
+    reserve(r, CollectiveKind::reduce_scatter, double(send.numel()) * dtype_size(w));
     post(r, "MPI_Ireduce_scatter_block", [&](MPI_Request* q) {
       return MPI_Ireduce_scatter_block(sbuf.raw_data(), rbuf.raw_data(), n, mpi_type(w),
                                        mpi_op(op, w), comm_, q);
@@ -422,13 +460,12 @@ class MpiCommunicator : public Communicator {
   }
 
   Request ibarrier() override {
-    refuse_virtual("barrier");
     auto r = std::make_shared<MpiRequest>();
     r->wait = wait_;
     r->world_members = world_members_;
     r->desc =
         fmt::format("barrier #{} on communicator '{}' ({} ranks)", ++collectives_, name_, size_);
-    r->not_before = reserve(CollectiveKind::barrier, 0);
+    reserve(r, CollectiveKind::barrier, 0);
     post(r, "MPI_Ibarrier", [&](MPI_Request* q) { return MPI_Ibarrier(comm_, q); });
     return Request(r);
   }
@@ -460,17 +497,8 @@ class MpiCommunicator : public Communicator {
   }
 
  private:
-  // Collectives in virtual time need the participants' post times (a shadow max-allreduce,
-  // docs/virtual_cluster.md): not wired yet, so they refuse rather than run in wall-clock time.
-  void refuse_virtual(const std::string& what) const {
-    DPLAB_CHECK(!vt_,
-                "{} on communicator '{}': collectives are not wired into virtual time yet (issue "
-                "#20); only point-to-point messages are",
-                what, name_);
-  }
   std::shared_ptr<MpiRequest> make(const std::string& what, const Tensor& t,
                                    std::optional<ReduceOp> op, DType wire) {
-    refuse_virtual(what);
     auto r = std::make_shared<MpiRequest>();
     r->wait = wait_;
     r->world_members = world_members_;
@@ -496,11 +524,58 @@ class MpiCommunicator : public Communicator {
   }
   template <typename F>
   void post(const std::shared_ptr<MpiRequest>& r, const char* call, F&& f) {
-    r->reqs.resize(1);
+    if (!r->vt) {
+      r->reqs.resize(1);
+      mpi_check(f(&r->reqs[0]), call, r->desc);
+      return;
+    }
+    // Virtual time: the shadow max-allreduce of the post times, then the payload, both under
+    // one lock so that the shadow communicator sees the payload's order (a communicator used
+    // by two threads, as GradSync's and the compute thread may, still orders both alike).
+    // Non-blocking: no new blocking point, so no new deadlock (docs/virtual_cluster.md).
+    std::lock_guard<std::mutex> lock(post_mu_);
+    r->reqs.assign(2, MPI_REQUEST_NULL);
+    r->header = {r->virtual_post, 0.0};
+    mpi_check(MPI_Iallreduce(MPI_IN_PLACE, r->header.data(), 1, MPI_DOUBLE, MPI_MAX, shadow_,
+                             &r->reqs[1]),
+              "MPI_Iallreduce", r->desc + " (virtual post times)");
     mpi_check(f(&r->reqs[0]), call, r->desc);
+    // Operations of one communicator queue behind each other on its links.
+    r->prev = std::exchange(last_collective_, r);
+    vt_->clock.discard_cpu();  // posting is communication, not compute
   }
-  Clock::time_point reserve(CollectiveKind kind, double bytes) {
-    return link_->reserve(spans_nodes_ ? LinkClass::inter : LinkClass::intra, kind, size_, bytes);
+  // Link emulation's reservation, or the virtual-time set-up of a collective: its kind, bytes
+  // (as cost_collectives.h counts them) and the group it runs on.
+  void reserve(const std::shared_ptr<MpiRequest>& r, CollectiveKind kind, double bytes) {
+    if (!vt_) {
+      r->not_before =
+          link_->reserve(spans_nodes_ ? LinkClass::inter : LinkClass::intra, kind, size_, bytes);
+      return;
+    }
+    r->vt = vt_;
+    r->collective = true;
+    r->op = virtual_op(kind);
+    r->bytes = bytes;
+    r->group = group_;
+    r->virtual_post = vt_->clock.now();
+  }
+  static cluster::Op virtual_op(CollectiveKind kind) {
+    switch (kind) {
+      case CollectiveKind::allreduce:
+        return cluster::Op::allreduce;
+      case CollectiveKind::reduce_scatter:
+        return cluster::Op::reduce_scatter;
+      case CollectiveKind::allgather:
+        return cluster::Op::allgather;
+      case CollectiveKind::broadcast:
+        return cluster::Op::broadcast;
+      case CollectiveKind::reduce:
+        return cluster::Op::reduce;
+      case CollectiveKind::barrier:
+      case CollectiveKind::p2p:
+        break;
+    }
+    return cluster::Op::barrier;
   }
   void check_rank(int r, const char* what) const {
     DPLAB_CHECK(r >= 0 && r < size_, "{} {} out of range for communicator '{}' of {} ranks", what,
@@ -571,7 +646,10 @@ class MpiCommunicator : public Communicator {
   std::shared_ptr<LinkEmulator> link_;
   WaitOptions wait_;
   std::shared_ptr<cluster::VirtualTime> vt_;
-  MPI_Comm shadow_ = MPI_COMM_NULL;  // virtual-time headers (point to point)
+  MPI_Comm shadow_ = MPI_COMM_NULL;  // virtual-time headers and post-time allreduces
+  std::mutex post_mu_;               // virtual time: a collective's shadow and payload posts
+  std::shared_ptr<MpiRequest> last_collective_;  // guarded by post_mu_
+  cluster::Group group_;                         // this communicator on the platform
   std::shared_ptr<const std::vector<int>> world_members_;
   std::atomic<uint64_t> collectives_{0};  // collectives posted so far (see make())
   int rank_ = 0, size_ = 1;
