@@ -188,6 +188,8 @@ class Communicator {
   virtual std::shared_ptr<Communicator> split(int color, int key, const std::string& name = {}) = 0;
   // The (virtual) node of each rank of this communicator, and this rank's.
   virtual int node_of(int rank) const = 0;
+  // The virtual cluster's time this communicator's operations are timed in; null without one.
+  virtual std::shared_ptr<cluster::VirtualTime> virtual_time() const { return nullptr; }
 
   // Blocking forms.
   void allreduce(const Tensor& t, ReduceOp op = ReduceOp::sum, std::optional<DType> wire = {}) {

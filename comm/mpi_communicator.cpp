@@ -87,7 +87,7 @@ bool Request::test_real() {
 
 bool Request::test() {
   if (!impl_) return true;
-  if (!impl_->vt) return test_real();
+  if (!impl_->vt || !impl_->vt->clock.is_owner()) return test_real();
   if (impl_->virtual_done) return true;
   // By virtual time: the same answer whatever the load (docs/virtual_cluster.md).
   cluster::VirtualClock& clock = impl_->vt->clock;
@@ -101,10 +101,12 @@ bool Request::test() {
 
 void Request::wait() {
   if (!impl_) return;
-  if (impl_->vt) impl_->vt->clock.now();  // commit the compute before waiting
+  // Only the rank's compute thread moves the clock (a helper thread's wait is real only).
+  const bool clocked = impl_->vt && impl_->vt->clock.is_owner();
+  if (clocked) impl_->vt->clock.now();  // commit the compute before waiting
   polite_wait([this] { return test_real(); }, impl_->wait, [this] { return impl_->describe(); },
               impl_->world_members);
-  if (impl_->vt && !impl_->virtual_done) {
+  if (clocked && !impl_->virtual_done) {
     impl_->vt->clock.wait_until(impl_->virtual_end());
     impl_->virtual_done = true;
   }
@@ -356,6 +358,7 @@ class MpiCommunicator : public Communicator {
     return g;
   }
 
+  std::shared_ptr<cluster::VirtualTime> virtual_time() const override { return vt_; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string name() const override { return name_; }
@@ -557,7 +560,7 @@ class MpiCommunicator : public Communicator {
     r->op = virtual_op(kind);
     r->bytes = bytes;
     r->group = group_;
-    r->virtual_post = vt_->clock.now();
+    r->virtual_post = vt_->post_time();
   }
   static cluster::Op virtual_op(CollectiveKind kind) {
     switch (kind) {
@@ -615,7 +618,7 @@ class MpiCommunicator : public Communicator {
     r->vt = vt_;
     r->same_node = node_of_[peer] == node_of_[rank_];
     r->bytes = double(t.nbytes());
-    r->virtual_post = vt_->clock.now();
+    r->virtual_post = vt_->post_time();
     r->reqs.assign(2, MPI_REQUEST_NULL);
     if (is_send) {
       const double ser = r->bytes / vt_->rate(r->same_node);

@@ -8,7 +8,7 @@
 namespace dplab::cluster {
 
 VirtualClock::VirtualClock(Compute mode, double compute_scale)
-    : mode_(mode), scale_(compute_scale) {
+    : mode_(mode), scale_(compute_scale), owner_(pthread_self()) {
   DPLAB_CHECK(compute_scale > 0, "virtual clock: compute_scale must be positive, got {}",
               compute_scale);
   const int rc = pthread_getcpuclockid(pthread_self(), &cpu_clock_);
@@ -43,11 +43,13 @@ void VirtualClock::add_compute(double dt) {
 }
 
 void VirtualClock::discard_cpu() {
+  if (!is_owner()) return;
   std::lock_guard<std::mutex> lock(mu_);
   cpu_last_ = owner_cpu_seconds();
 }
 
 void VirtualClock::wait_until(double end) {
+  if (!is_owner()) return;
   std::lock_guard<std::mutex> lock(mu_);
   cpu_last_ = owner_cpu_seconds();
   if (end > t_) t_ = end;
