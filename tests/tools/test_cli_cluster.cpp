@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "data/temp_dir.h"
 #include "run_cli.h"
@@ -58,6 +59,27 @@ TEST(CliCluster, TrainRefusesTheClusterUntilItIsWired) {
   r = run_dplab(job + "nope", dir.path);
   EXPECT_NE(r.status, 0);
   EXPECT_HAS(r.err, "'nope' is neither a preset");
+}
+
+TEST(CliCluster, BenchAllreduceInVirtualTimeMatchesTheHandFormula) {
+  ScopedTempDir dir("cli-cluster-bench");
+  const auto r = test::run_dplab_mpi(
+      2, "bench allreduce --cluster cpu-10gbe --ranks-per-node 1 --sizes 1M --iters 3 --json",
+      dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["nodes"], 2);
+  const auto& row = j["rows"][0];
+  // cpu-10gbe: 30 us, 10 Gbit/s x TCP's 1448/1538 per node. n = 1 MiB, 2 nodes of 1 rank:
+  //   allreduce (ring = tree here): 2(P-1) alpha + 2(P-1)/P n/B = 60 us + n/B
+  //   exchange (full duplex): alpha + n/B = 30 us + n/B
+  const double B = 10e9 / 8 * 1448.0 / 1538.0, n = 1048576;
+  const double allreduce_us = (60e-6 + n / B) * 1e6, exchange_us = (30e-6 + n / B) * 1e6;
+  EXPECT_NEAR(row["allreduce_virtual_us"].get<double>(), allreduce_us, 1e-6 * allreduce_us);
+  EXPECT_NEAR(row["allreduce_formula_us"].get<double>(), allreduce_us, 1e-6 * allreduce_us);
+  EXPECT_NEAR(row["exchange_virtual_us"].get<double>(), exchange_us, 1e-6 * exchange_us);
+  EXPECT_NEAR(row["exchange_formula_us"].get<double>(), exchange_us, 1e-6 * exchange_us);
+  EXPECT_EQ(row["algorithm"], "ring");
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include "dplab/optim/sgd.h"
 #include "dplab/tools/dplab/bench_loader.h"
 #include "dplab/tools/dplab/bench_python.h"
+#include "dplab/tools/dplab/bench_virtual.h"
 #include "dplab/tools/dplab/command.h"
 #include "dplab/tools/train/trainer.h"
 
@@ -260,6 +261,8 @@ struct AllreduceArgs {
   int64_t iters = 0, warmup = 3;
   std::string wait = "auto";
   bool json = false;
+  std::string cluster;  // virtual time on a modelled cluster (bench_virtual.h)
+  int ranks_per_node = 0;
 };
 
 // "4", "1K", "16M", "1G": bytes (powers of 1024).
@@ -300,6 +303,9 @@ int run_allreduce_bench(const AllreduceArgs& a) {
     if (e > b) sizes.push_back(parse_size(a.sizes.substr(b, e - b)));
   }
   if (sizes.empty()) throw UsageError("--sizes: no sizes given");
+  if (!a.cluster.empty())
+    return run_virtual_allreduce_bench(
+        {a.cluster, a.ranks_per_node, sizes, a.iters > 0 ? a.iters : 5, a.json});
   Options o;
   o.set("comm.wait", a.wait);
   auto world = mpi_world(CommConfig::from_options(o));
@@ -386,6 +392,13 @@ CommandSpec bench_command() {
             r->add_option("--wait", ar->wait, "dplab's waiting: auto, spin or backoff")
                 ->capture_default_str();
             r->add_flag("--json", ar->json, "rank 0 prints one JSON object");
+            r->add_option("--cluster", ar->cluster,
+                          "PRESET|FILE: time allreduce and a point-to-point exchange in virtual "
+                          "time on a modelled cluster, beside the model's formula "
+                          "(dplab cluster list)");
+            r->add_option("--ranks-per-node", ar->ranks_per_node,
+                          "with --cluster: ranks per node (0: the platform's)")
+                ->capture_default_str();
             const Action loader = add_loader_bench(*b);
             return [=]() {
               if (*t) return run_model_bench(*tr, true);
