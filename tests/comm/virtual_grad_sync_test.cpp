@@ -94,5 +94,31 @@ TEST(VirtualGradSync, TheSameVirtualTimesOnAnotherStep) {
   EXPECT_TIME(sync.take_stats().exposed_wait_s, 9e-3 + kRing4 - 10e-3);
 }
 
+TEST(VirtualGradSync, HierarchicalStagesRunOneAfterAnother) {
+  // 2 nodes x 2 ranks; two buckets of 4 MB. Per bucket, stage by stage:
+  //   reduce-scatter in the node (2 ranks, intra): 1 x 1 us + 1/2 x 4e6 / 100e9 = 1 us + 20 us
+  //   allreduce of the 2 MB shard across the 2 nodes, both local ranks at once through one
+  //     interface (0.5 GB/s each): 2 x 1 x 10 us + 1 x 2e6 / 0.5e9 = 20 us + 4 ms
+  //   allgather in the node of the 4 MB: 1 us + 20 us
+  // = 4.062 ms per bucket; the node and cross communicators each queue their own stages.
+  World w = make_world(2);
+  const int R = w.comm->rank();
+  auto node = w.comm->split(R / 2, R, "node");
+  auto cross = w.comm->split(R % 2, R / 2, "cross");
+  auto arena = two_segments();
+  GradSyncOptions o = one_bucket_per_segment();
+  o.hierarchical = true;
+  GradSync sync(*arena, w.comm, o, node, cross);
+  // Bucket 0 ready at 1 ms: ends 5.062 ms. Bucket 1 ready at 2 ms: its reduce-scatter waits
+  // for the node communicator's previous operation (bucket 0's allgather, ending 5.062 ms):
+  // ends 5.062 + 4.062 = 9.124 ms. Backward ends at 3 ms.
+  const double bucket = 21e-6 + 4.02e-3 + 21e-6;
+  backward(*arena, w, {1e-3, 1e-3}, 1e-3);
+  sync.finish();
+  EXPECT_TIME(clock_of(w), 1e-3 + 2 * bucket);
+  EXPECT_TIME(sync.take_stats().exposed_wait_s, 1e-3 + 2 * bucket - 3e-3);
+  EXPECT_EQ(arena->grads().data<float>()[0], 2.5f);
+}
+
 }  // namespace
 }  // namespace dplab::test
