@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "data/temp_dir.h"
+#include "dplab/comm/cluster/compute_profile.h"
 #include "run_cli.h"
 
 namespace dplab {
@@ -80,6 +81,33 @@ TEST(CliCluster, BenchAllreduceInVirtualTimeMatchesTheHandFormula) {
   EXPECT_NEAR(row["exchange_virtual_us"].get<double>(), exchange_us, 1e-6 * exchange_us);
   EXPECT_NEAR(row["exchange_formula_us"].get<double>(), exchange_us, 1e-6 * exchange_us);
   EXPECT_EQ(row["algorithm"], "ring");
+}
+
+TEST(CliCluster, BenchTrainWritesAComputeProfile) {
+  ScopedTempDir dir("cli-cluster-profile");
+  const std::string file = dir.file("mnist_cnn.profile.json");
+  const auto r = run_dplab(
+      "bench train --model mnist_cnn --batch 8 --steps 3 --warmup 1 "
+      "--threads 1 --profile-out " +
+          file,
+      dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const cluster::ComputeProfile p = cluster::load_compute_profile(file);
+  EXPECT_EQ(p.model, "mnist_cnn");
+  EXPECT_EQ(p.batch, 8);
+  EXPECT_EQ(p.steps, 3);
+  EXPECT_GT(p.forward_s, 0);
+  EXPECT_GT(p.backward_s, 0);
+  EXPECT_GT(p.optimizer_s, 0);
+  double fc1 = -1, cnn1 = -1;
+  for (const auto& s : p.segments) {
+    if (s.name == "fc1.weight") fc1 = s.ready_fraction;
+    if (s.name == "cnn1.weight") cnn1 = s.ready_fraction;
+  }
+  ASSERT_GE(fc1, 0) << "no fc1.weight in the profile";
+  ASSERT_GE(cnn1, 0) << "no cnn1.weight in the profile";
+  // Backward runs from the output to the input: the last layer's gradient is ready first.
+  EXPECT_LT(fc1, cnn1);
 }
 
 }  // namespace

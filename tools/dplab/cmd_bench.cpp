@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -26,6 +27,7 @@
 #include "dplab/models/registry.h"
 #include "dplab/optim/sgd.h"
 #include "dplab/tools/dplab/bench_loader.h"
+#include "dplab/tools/dplab/bench_profile.h"
 #include "dplab/tools/dplab/bench_python.h"
 #include "dplab/tools/dplab/bench_virtual.h"
 #include "dplab/tools/dplab/command.h"
@@ -73,6 +75,7 @@ struct ModelBenchArgs {
   uint64_t seed = 0;
   bool compare = false, json = false;
   std::string device = "cpu";
+  std::string profile_out;  // train: write a compute profile (bench_profile.h)
 };
 
 // Device-side timing boundaries and memory (--device cuda). Kernels run asynchronously: a
@@ -180,6 +183,18 @@ int run_model_bench(const ModelBenchArgs& a, bool train) {
     step();
     device_sync(device);
     ms.push_back(ms_since(t0));
+  }
+  if (train && !a.profile_out.empty()) {
+    // The virtual cluster's compute profile: a separate pass, phase by phase.
+    cluster::ComputeProfile prof = profile_train_steps(*model, arena, optimizer, x, y, a.steps,
+                                                       [device] { device_sync(device); });
+    prof.model = a.model;
+    prof.batch = a.batch;
+    prof.device = device.str();
+    prof.threads = threads;
+    std::ofstream out(a.profile_out);
+    out << cluster::compute_profile_json(prof) << "\n";
+    DPLAB_CHECK(out.good(), "bench --profile-out {}: cannot write the file", a.profile_out);
   }
   const Spread s = spread(ms);
   const double ips = double(a.batch) * 1e3 / s.median;
@@ -376,6 +391,10 @@ CommandSpec bench_command() {
             CLI::App* t = b->add_subcommand(
                 "train", "forward + backward + SGD step on a random batch (median over steps)");
             add_model_flags(t, *tr);
+            t->add_option("--profile-out", tr->profile_out,
+                          "FILE: also write a compute profile (forward, backward, optimizer "
+                          "times, when each gradient is ready) for a virtual cluster's "
+                          "cluster.compute = profile:FILE (docs/virtual_cluster.md)");
             CLI::App* i =
                 b->add_subcommand("infer", "eval-mode forward without autograd on a random batch");
             add_model_flags(i, *inf);
