@@ -23,9 +23,10 @@ void refuse_cluster_until_wired(const Options& opt) {
   const auto p = platform_from_options(opt);
   if (!p) return;
   DPLAB_FAIL(
-      "option cluster = '{}': the virtual cluster is not yet wired into the communicators "
-      "(issue #20: the platform and its cost model exist, virtual time does not); run without "
-      "--cluster, or see `dplab cluster show {}` for what it models",
+      "option cluster = '{}': the virtual cluster is not yet wired into training (issue #20: "
+      "the communicators can run in virtual time, the driver's time figures cannot yet); run "
+      "without --cluster, or see `dplab cluster show {}` and `dplab bench allreduce --cluster` "
+      "for what it models",
       opt.get_string("cluster", ""), p->name);
 }
 

@@ -12,9 +12,10 @@ namespace dplab::cluster {
 // option is empty or "off".
 std::optional<Platform> platform_from_options(const Options& opt);
 
-// Virtual time is not wired into the communicators yet: a run given `cluster` fails here with
-// a clear message (after checking that the platform itself is valid) instead of silently
-// running in wall-clock time. Called where a world communicator is configured.
+// Virtual time is not wired into the training driver yet (its time figures, the trace, the
+// algorithms' statistics are wall-clock): a run given `cluster` fails here with a clear message
+// (after checking that the platform itself is valid) instead of silently running in wall-clock
+// time. Called by the driver and where a world communicator is configured from options.
 void refuse_cluster_until_wired(const Options& opt);
 
 }  // namespace dplab::cluster

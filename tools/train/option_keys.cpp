@@ -36,8 +36,8 @@ std::vector<OptionSpec> make_specs() {
        "none; needs more than one node (ranks_per_node or several hosts)"},
       {"cluster", "",
        "virtual cluster (issue #20, docs/virtual_cluster.md): a preset (dplab cluster list) or "
-       "a TOML cluster file; empty or off: none. Not yet wired into the communicators: a run "
-       "given it stops with an error"},
+       "a TOML cluster file; empty or off: none. Not yet wired into dplab train: a run given "
+       "it stops with an error (dplab bench allreduce --cluster uses it)"},
       {"cluster.compute_scale", "0",
        "virtual cluster: virtual compute time = thread CPU time x this (0: the platform's "
        "compute_scale); not yet wired"},
