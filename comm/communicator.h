@@ -114,7 +114,9 @@ class Request {
   explicit Request(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
   // Non-blocking. Under virtual time it answers by the virtual clock, so that the answer does
   // not depend on host load: true iff the operation's virtual end is not after now (it then
-  // waits for the real completion); learning the end may wait for the peers' post times.
+  // waits for the real completion); learning the end waits for the peers' post times, so under
+  // virtual time a test() must not come before a post its peers wait for (a receive tested
+  // before this rank's own send to that peer would deadlock; no algorithm here does that).
   bool test();
   // Polite; throws on timeout naming the operation. Under virtual time the clock then moves to
   // the operation's virtual end if that is later.
