@@ -40,6 +40,10 @@
 
 namespace dplab {
 
+namespace cluster {
+struct VirtualTime;  // comm/cluster/virtual_time.h
+}
+
 enum class ReduceOp { sum, average, max };
 enum class WaitPolicy { spin, backoff };
 
@@ -65,6 +69,10 @@ struct CommConfig {
   std::optional<LinkSpec> link_intra, link_inter;  // [link.intra], [link.inter]
   WaitOptions wait;  // [comm.wait = auto|spin|backoff], [comm.timeout_s]
   std::string wait_name = "auto";
+  // Virtual cluster (comm/cluster/virtual_time.h): when set, the world's nodes are its shape's
+  // and point-to-point messages are timed in virtual time (collectives refuse: not wired yet).
+  // Not read from options yet: `cluster` is refused until the collectives are wired.
+  std::shared_ptr<cluster::VirtualTime> virtual_time;
   // Reads the options above. "auto" wait = backoff when ranks on this node outnumber its cores
   // (resolved once the world communicator knows the node size).
   static CommConfig from_options(const Options& opt);
@@ -97,11 +105,26 @@ class Request {
     std::shared_ptr<const std::vector<int>> world_members;
     Clock::time_point posted = Clock::now();
     Clock::time_point completed{};
+    // Virtual time (null without a cluster): the post time on this rank's virtual clock, and
+    // whether wait() has moved the clock to the end already.
+    std::shared_ptr<cluster::VirtualTime> vt;
+    double virtual_post = 0;
+    bool virtual_done = false;
+    // The operation's end in virtual time. May wait (politely) until the peers' times have
+    // arrived, never for the payload. Called only with vt set.
+    virtual double virtual_end() { return virtual_post; }
   };
   Request() = default;
   explicit Request(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
-  bool test();  // non-blocking
-  void wait();  // polite; throws on timeout naming the operation
+  // Non-blocking. Under virtual time it answers by the virtual clock, so that the answer does
+  // not depend on host load: true iff the operation's virtual end is not after now (it then
+  // waits for the real completion); learning the end waits for the peers' post times, so under
+  // virtual time a test() must not come before a post its peers wait for (a receive tested
+  // before this rank's own send to that peer would deadlock; no algorithm here does that).
+  bool test();
+  // Polite; throws on timeout naming the operation. Under virtual time the clock then moves to
+  // the operation's virtual end if that is later.
+  void wait();
   // Device backends (NCCL): kernels enqueued on the compute stream after this call see the
   // result, and the host does not wait. The request still has to be waited or tested to
   // completion (or dropped) before its buffers are released. No-op for MPI and empty requests.
@@ -124,11 +147,15 @@ class Request {
   // Whether the request completes on a device (see complete_before_compute).
   bool device_ordered() const { return impl_ && impl_->device_ordered(); }
   bool valid() const { return impl_ != nullptr; }
-  // Seconds from posting to completion (0 before completion or for an empty request).
+  // Under virtual time: the operation's virtual end (may wait for the peers' post times).
+  double virtual_end() const;
+  // Seconds from posting to completion (0 before completion or for an empty request); virtual
+  // seconds under virtual time.
   double seconds_in_flight() const;
   std::string describe() const { return impl_ ? impl_->describe() : "empty request"; }
 
  private:
+  bool test_real();  // the real completion, whatever virtual time says
   std::shared_ptr<Impl> impl_;
 };
 
@@ -167,6 +194,8 @@ class Communicator {
   virtual std::shared_ptr<Communicator> split(int color, int key, const std::string& name = {}) = 0;
   // The (virtual) node of each rank of this communicator, and this rank's.
   virtual int node_of(int rank) const = 0;
+  // The virtual cluster's time this communicator's operations are timed in; null without one.
+  virtual std::shared_ptr<cluster::VirtualTime> virtual_time() const { return nullptr; }
 
   // Blocking forms.
   void allreduce(const Tensor& t, ReduceOp op = ReduceOp::sum, std::optional<DType> wire = {}) {

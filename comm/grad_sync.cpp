@@ -4,8 +4,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <optional>
 #include <utility>
 
+#include "dplab/comm/cluster/virtual_time.h"
 #include "dplab/core/backend.h"
 #include "dplab/core/error.h"
 
@@ -77,6 +80,9 @@ GradSync::GradSync(ParamArena& arena, std::shared_ptr<Communicator> world,
   bucket_of_segment_.resize(arena_.segments().size());
   pending_.resize(buckets_.size());
   ready_at_.resize(buckets_.size());
+  vt_ = world_->virtual_time();
+  ready_virtual_.assign(buckets_.size(), 0.0);
+  end_virtual_.assign(buckets_.size(), 0.0);
   for (size_t b = 0; b < buckets_.size(); ++b) {
     for (int s = buckets_[b].first_segment; s <= buckets_[b].last_segment; ++s)
       bucket_of_segment_[s] = static_cast<int>(b);
@@ -113,8 +119,10 @@ void GradSync::on_ready(int segment) {
   std::lock_guard<std::mutex> lock(mu_);
   active_ = true;
   const int b = bucket_of_segment_[segment];
-  if (pending_[b] > 0 && --pending_[b] == 0 && trace::active(tracer_))
-    ready_at_[b] = trace::Clock::now();
+  if (pending_[b] > 0 && --pending_[b] == 0) {
+    if (trace::active(tracer_)) ready_at_[b] = trace::Clock::now();
+    if (vt_) ready_virtual_[b] = vt_->clock.now();  // the hooks run on the compute thread
+  }
   launch_ready_locked();
 }
 
@@ -130,11 +138,13 @@ void GradSync::launch_ready_locked() {
 void GradSync::finish() {
   if (no_sync_) return;
   const auto t0 = Clock::now();
+  const double virtual_t0 = vt_ ? vt_->clock.now() : 0.0;    // end of backward, virtual
   trace::Span wait_span(tracer_, "wait allreduce", "wait");  // as exposed_wait_s below
   std::unique_lock<std::mutex> lock(mu_);
   // Buckets whose tensors got no gradient this pass still travel, in order, on every rank.
   for (size_t b = 0; b < pending_.size(); ++b) {
     if (pending_[b] > 0 && trace::active(tracer_)) ready_at_[b] = t0;
+    if (pending_[b] > 0) ready_virtual_[b] = virtual_t0;
     pending_[b] = 0;
   }
   launch_ready_locked();
@@ -153,6 +163,9 @@ void GradSync::finish() {
   next_launch_ = 0;
   done_ = 0;
   active_ = false;
+  double virtual_end = virtual_t0;
+  if (vt_ && !error_)
+    for (double e : end_virtual_) virtual_end = std::max(virtual_end, e);
   std::vector<Request> posted = std::move(device_pending_);
   device_pending_.clear();
   std::exception_ptr err = std::exchange(error_, nullptr);
@@ -171,7 +184,12 @@ void GradSync::finish() {
     }
   }
   if (on_device) device_waits_->end();
-  const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
+  double waited = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (vt_) {
+    // Virtual time: the wait lasts until the last bucket's end, if that is after backward.
+    vt_->clock.wait_until(virtual_end);
+    waited = virtual_end - virtual_t0;
+  }
   wait_span.end();
   if (!on_device) {
     std::lock_guard<std::mutex> relock(mu_);
@@ -245,6 +263,22 @@ void GradSync::reduce_bucket(int b) {
       tr->complete(fmt::format("bucket {} {}", b, name), "comm_stage", trace::kComm, from,
                    Clock::now(), step, {{"bucket", double(b)}});
   };
+  // Virtual time: each operation of the bucket is posted at the virtual time it could start on
+  // the compute thread's clock (the bucket's ready time, then the previous stage's end), not
+  // when this thread gets to it; the waits here are real only (this is not the clock's thread).
+  std::optional<cluster::PostAt> post_at;
+  double virtual_ready = 0;
+  if (vt_) {
+    std::lock_guard<std::mutex> lock(mu_);
+    virtual_ready = ready_virtual_[b];
+  }
+  auto post_virtual_at = [&](double t) {
+    if (!vt_) return;
+    post_at.reset();
+    post_at.emplace(*vt_, t);
+  };
+  post_virtual_at(virtual_ready);
+  double virtual_end = virtual_ready;
   if (!opt_.hierarchical || node_->size() == 1) {
     Communicator& c = opt_.hierarchical ? *cross_ : *world_;
     // On a device, the time in flight is measured there too (see the header).
@@ -264,6 +298,7 @@ void GradSync::reduce_bucket(int b) {
       device_pending_.push_back(std::move(r));
     } else {
       r.wait();
+      if (vt_) virtual_end = r.virtual_end();
     }
     s.bytes_sent = wire_bytes;
     s.collectives = 1;
@@ -279,17 +314,25 @@ void GradSync::reduce_bucket(int b) {
     Tensor head = full.flat_range(0, bk.numel());
     if (bk.numel() > 0) be.ew.copy(g, head);
     Tensor shard = Tensor::empty({chunk}, DType::f32, g.device());
+    // A stage: posted at the previous one's virtual end, waited for in real time.
+    auto run_stage = [&](Request r) {
+      r.wait();
+      if (vt_) {
+        virtual_end = r.virtual_end();
+        post_virtual_at(virtual_end);
+      }
+    };
     auto ts = Clock::now();
-    node_->ireduce_scatter(full, shard, ReduceOp::sum, opt_.wire).wait();
+    run_stage(node_->ireduce_scatter(full, shard, ReduceOp::sum, opt_.wire));
     stage("reduce_scatter (node)", ts);
     // Average over all ranks = (sum over the node, then over nodes) / world size.
     ts = Clock::now();
-    cross_->iallreduce(shard, ReduceOp::sum, opt_.wire).wait();
+    run_stage(cross_->iallreduce(shard, ReduceOp::sum, opt_.wire));
     stage("allreduce (cross)", ts);
     if (opt_.average)
       be.ew.unary(UnaryOp::mul_scalar, 1.0f / static_cast<float>(world_->size()), shard, shard);
     ts = Clock::now();
-    node_->iallgather(shard, full, opt_.wire).wait();
+    run_stage(node_->iallgather(shard, full, opt_.wire));
     stage("allgather (node)", ts);
     if (bk.numel() > 0) be.ew.copy(head, g);
     const double ws = dtype_size(opt_.wire);
@@ -299,6 +342,11 @@ void GradSync::reduce_bucket(int b) {
   }
   const auto t1 = Clock::now();
   s.in_flight_s = s.in_flight_s < 0 ? 0.0 : std::chrono::duration<double>(t1 - t0).count();
+  if (vt_) {
+    s.in_flight_s = virtual_end - virtual_ready;  // virtual seconds from ready to the end
+    std::lock_guard<std::mutex> lock(mu_);
+    end_virtual_[b] = virtual_end;
+  }
   if (tr) {
     if (gpu_span >= 0)
       tr->gpu()->end(gpu_span, fmt::format("allreduce bucket {}", b), "comm", step);

@@ -31,6 +31,13 @@
 // comes from the arena and the options, and no_sync / average are set by the owning strategy
 // (each plan() or begin_epoch(), or from its own saved state), so GradSync has no save_state.
 //
+// Virtual time (world communicator with a virtual cluster, docs/virtual_cluster.md): the hook
+// records the bucket's ready time from the rank's clock (the hooks run on the compute thread);
+// the communication thread posts the bucket at that time (cluster::PostAt) and waits in real
+// time only; finish() moves the clock to the last bucket's end if that is later, and counts
+// the difference as exposed wait. So a bucket that ends before backward does adds no exposed
+// wait, and one that does not adds exactly the excess, whatever the host's load.
+//
 // Hierarchical mode (per bucket): reduce-scatter inside the node, allreduce of the node's shard
 // across nodes (cross communicator), allgather inside the node.
 #pragma once
@@ -135,6 +142,10 @@ class GradSync {
   trace::Tracer* tracer_ = nullptr;
   // When each bucket's last tensor became ready (recorded only while tracing).
   std::vector<trace::Clock::time_point> ready_at_;
+  // Virtual time (the world's; null without a virtual cluster): each bucket's ready time on the
+  // compute thread's clock and its end; guarded by mu_.
+  std::shared_ptr<cluster::VirtualTime> vt_;
+  std::vector<double> ready_virtual_, end_virtual_;
   std::thread thread_;
 };
 

@@ -3,13 +3,19 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <climits>
 #include <cstring>
 #include <ctime>
+#include <map>
 #include <set>
 #include <thread>
+#include <utility>
 
+#include "dplab/comm/cluster/cluster_option.h"
+#include "dplab/comm/cluster/cost_collectives.h"
+#include "dplab/comm/cluster/virtual_time.h"
 #include "dplab/comm/communicator.h"
 #include "dplab/comm/mpi_env.h"
 #include "dplab/comm/stall_report.h"
@@ -70,8 +76,7 @@ void polite_wait(const std::function<bool()>& done, const WaitOptions& opt,
   }
 }
 
-bool Request::test() {
-  if (!impl_) return true;
+bool Request::test_real() {
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->done) return true;
   if (impl_->progress()) {
@@ -81,19 +86,46 @@ bool Request::test() {
   return impl_->done;
 }
 
+bool Request::test() {
+  if (!impl_) return true;
+  if (!impl_->vt || !impl_->vt->clock.is_owner()) return test_real();
+  if (impl_->virtual_done) return true;
+  // By virtual time: the same answer whatever the load (docs/virtual_cluster.md).
+  cluster::VirtualClock& clock = impl_->vt->clock;
+  const double now = clock.now();
+  const double end = impl_->virtual_end();
+  clock.discard_cpu();  // learning the end was communication, not compute
+  if (end > now) return false;
+  wait();  // the real completion; the clock stays (end <= now)
+  return true;
+}
+
 void Request::wait() {
   if (!impl_) return;
+  // Only the rank's compute thread moves the clock (a helper thread's wait is real only).
+  const bool clocked = impl_->vt && impl_->vt->clock.is_owner();
+  if (clocked) impl_->vt->clock.now();  // commit the compute before waiting
   try {
-    polite_wait([this] { return test(); }, impl_->wait, [this] { return impl_->describe(); },
+    polite_wait([this] { return test_real(); }, impl_->wait, [this] { return impl_->describe(); },
                 impl_->world_members);
   } catch (const std::exception& e) {
     impl_->on_wait_failed(e.what());
     throw;
   }
+  if (clocked && !impl_->virtual_done) {
+    impl_->vt->clock.wait_until(impl_->virtual_end());
+    impl_->virtual_done = true;
+  }
+}
+
+double Request::virtual_end() const {
+  DPLAB_CHECK(impl_ && impl_->vt, "Request::virtual_end: {} has no virtual time", describe());
+  return impl_->virtual_end();
 }
 
 double Request::seconds_in_flight() const {
   if (!impl_ || !impl_->done) return 0.0;
+  if (impl_->vt) return impl_->virtual_end() - impl_->virtual_post;
   return std::chrono::duration<double>(impl_->completed - impl_->posted).count();
 }
 
@@ -201,6 +233,22 @@ void convert_scale(const Tensor& dst, const Tensor& src, double factor) {
 // passed; then `finish` converts/scales the result into the caller's tensor.
 struct MpiRequest : Request::Impl {
   std::vector<MPI_Request> reqs;
+  // Virtual time of a point-to-point message (comm/cluster/virtual_time.h): the end, once
+  // known (a send knows it when posted); a receive learns the sender's transmission start from
+  // the header (reqs[1] receives into `header`) and completes it with its own port.
+  std::optional<double> vend;
+  // Point to point: {sender's transmission start, sender's post time}; collectives: {the
+  // latest post time among the members} (a shadow max-allreduce into header[0]).
+  std::array<double, 2> header{};
+  bool same_node = false;
+  double bytes = 0;
+  bool collective = false;
+  cluster::Op op = cluster::Op::barrier;
+  cluster::Group group;
+  // The previous collective of the same communicator: this one starts after it ends. Dropped
+  // once the end is known.
+  std::shared_ptr<MpiRequest> prev;
+  std::mutex vend_mu;  // guards vend, header and prev while the end is computed
   Clock::time_point not_before{};
   std::function<void()> finish;
   std::string desc;
@@ -225,18 +273,58 @@ struct MpiRequest : Request::Impl {
     return true;
   }
   std::string describe() const override { return desc; }
+
+  double virtual_end() override {
+    std::lock_guard<std::mutex> vlock(vend_mu);
+    if (vend) return *vend;
+    // A receive: wait for the sender's header (the sender posts it with the payload), never for
+    // the payload itself; a collective: for the max-allreduce of the members' post times.
+    polite_wait(
+        [this] {
+          std::lock_guard<std::mutex> lock(mu);  // progress() tests the same handles
+          if (mpi_done || reqs[1] == MPI_REQUEST_NULL) return true;
+          int flag = 0;
+          mpi_check(MPI_Test(&reqs[1], &flag, MPI_STATUS_IGNORE), "MPI_Test", desc + " (header)");
+          return flag != 0;
+        },
+        wait, [this] { return desc + " (virtual-time header)"; }, world_members);
+    if (collective) {
+      // Starts at the latest post time among the members, after the communicator's previous
+      // operation; lasts what the platform's model says (cost_collectives.h).
+      double start = header[0];
+      if (prev) start = std::max(start, prev->virtual_end());
+      prev.reset();
+      vend = start + cluster::collective_time(vt->platform, op, group, bytes);
+      return *vend;
+    }
+    std::lock_guard<std::mutex> lock(vt->port_mu);
+    const double ser = bytes / vt->rate(same_node);
+    const double arrival =
+        vt->port(same_node).arrive(header[0], vt->link(same_node).latency_s, ser);
+    // Eager: data that arrives before the receive is posted completes at the post.
+    vend = std::max(arrival, virtual_post);
+    return *vend;
+  }
 };
 
 class MpiCommunicator : public Communicator {
  public:
   MpiCommunicator(MPI_Comm comm, std::string name, std::vector<int> node_of_rank,
-                  std::shared_ptr<LinkEmulator> link, WaitOptions wait)
+                  std::shared_ptr<LinkEmulator> link, WaitOptions wait,
+                  std::shared_ptr<cluster::VirtualTime> vt)
       : comm_(comm),
         name_(std::move(name)),
         node_of_(std::move(node_of_rank)),
         link_(std::move(link)),
-        wait_(wait) {
+        wait_(wait),
+        vt_(std::move(vt)) {
     mpi_check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", name_);
+    // Virtual time: headers travel on a duplicate, so they never match a payload receive, and
+    // MPI's non-overtaking order per (source, tag, communicator) pairs them with their payloads.
+    if (vt_) {
+      mpi_check(MPI_Comm_dup(comm_, &shadow_), "MPI_Comm_dup", name_);
+      group_ = virtual_group();
+    }
     mpi_check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank", name_);
     mpi_check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size", name_);
     DPLAB_CHECK(static_cast<int>(node_of_.size()) == size_,
@@ -259,8 +347,24 @@ class MpiCommunicator : public Communicator {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    if (!finalized && shadow_ != MPI_COMM_NULL) MPI_Comm_free(&shadow_);
   }
 
+  // The communicator as the cost model sees it: the nodes it spans, its members per node (the
+  // most on any node), and how many communicators of its shape run at once on those nodes: a
+  // group with fewer members per node than the node has ranks (DASO's cross-node groups, one
+  // per local rank) is taken to run beside the others of its kind, sharing the interfaces.
+  cluster::Group virtual_group() const {
+    std::map<int, int> per_node;
+    for (int n : node_of_) ++per_node[n];
+    cluster::Group g;
+    g.nodes = static_cast<int>(per_node.size());
+    for (const auto& [node, count] : per_node) g.ranks_per_node = std::max(g.ranks_per_node, count);
+    g.concurrent = g.nodes > 1 ? std::max(1, vt_->shape.ranks_per_node / g.ranks_per_node) : 1;
+    return g;
+  }
+
+  std::shared_ptr<cluster::VirtualTime> virtual_time() const override { return vt_; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string name() const override { return name_; }
@@ -277,7 +381,7 @@ class MpiCommunicator : public Communicator {
     auto r = make("allreduce", t, op, w);
     Tensor buf = wire_buffer(t, w);
     const int n = checked_count(t.numel(), "allreduce");
-    r->not_before = reserve(CollectiveKind::allreduce, double(n) * dtype_size(w));
+    reserve(r, CollectiveKind::allreduce, double(n) * dtype_size(w));
     post(r, "MPI_Iallreduce", [&](MPI_Request* q) {
       return MPI_Iallreduce(MPI_IN_PLACE, buf.raw_data(), n, mpi_type(w), mpi_op(op, w), comm_, q);
     });
@@ -292,7 +396,7 @@ class MpiCommunicator : public Communicator {
     auto r = make(fmt::format("reduce(root {})", root), t, op, w);
     Tensor buf = wire_buffer(t, w);
     const int n = checked_count(t.numel(), "reduce");
-    r->not_before = reserve(CollectiveKind::reduce, double(n) * dtype_size(w));
+    reserve(r, CollectiveKind::reduce, double(n) * dtype_size(w));
     const bool is_root = rank_ == root;
     post(r, "MPI_Ireduce", [&](MPI_Request* q) {
       return MPI_Ireduce(is_root ? MPI_IN_PLACE : buf.raw_data(),
@@ -310,7 +414,7 @@ class MpiCommunicator : public Communicator {
     auto r = make(fmt::format("broadcast(root {})", root), t, std::nullopt, w);
     Tensor buf = wire_buffer(t, w);
     const int n = checked_count(t.numel(), "broadcast");
-    r->not_before = reserve(CollectiveKind::broadcast, double(n) * dtype_size(w));
+    reserve(r, CollectiveKind::broadcast, double(n) * dtype_size(w));
     post(r, "MPI_Ibcast", [&](MPI_Request* q) {
       return MPI_Ibcast(buf.raw_data(), n, mpi_type(w), root, comm_, q);
     });
@@ -333,7 +437,7 @@ class MpiCommunicator : public Communicator {
     Tensor rbuf = w == recv.dtype() ? recv : Tensor::empty({recv.numel()}, w);
     r->keep_alive.push_back(rbuf);
     const int n = checked_count(send.numel(), "allgather");
-    r->not_before = reserve(CollectiveKind::allgather, double(recv.numel()) * dtype_size(w));
+    reserve(r, CollectiveKind::allgather, double(recv.numel()) * dtype_size(w));
     post(r, "MPI_Iallgather", [&](MPI_Request* q) {
       return MPI_Iallgather(sbuf.raw_data(), n, mpi_type(w), rbuf.raw_data(), n, mpi_type(w), comm_,
                             q);
@@ -355,7 +459,7 @@ class MpiCommunicator : public Communicator {
     Tensor rbuf = w == recv.dtype() ? recv : Tensor::empty({recv.numel()}, w);
     r->keep_alive.push_back(rbuf);
     const int n = checked_count(recv.numel(), "reduce_scatter");
-    r->not_before = reserve(CollectiveKind::reduce_scatter, double(send.numel()) * dtype_size(w));
+    reserve(r, CollectiveKind::reduce_scatter, double(send.numel()) * dtype_size(w));
     post(r, "MPI_Ireduce_scatter_block", [&](MPI_Request* q) {
       return MPI_Ireduce_scatter_block(sbuf.raw_data(), rbuf.raw_data(), n, mpi_type(w),
                                        mpi_op(op, w), comm_, q);
@@ -370,7 +474,7 @@ class MpiCommunicator : public Communicator {
     r->world_members = world_members_;
     r->desc =
         fmt::format("barrier #{} on communicator '{}' ({} ranks)", ++collectives_, name_, size_);
-    r->not_before = reserve(CollectiveKind::barrier, 0);
+    reserve(r, CollectiveKind::barrier, 0);
     post(r, "MPI_Ibarrier", [&](MPI_Request* q) { return MPI_Ibarrier(comm_, q); });
     return Request(r);
   }
@@ -398,7 +502,7 @@ class MpiCommunicator : public Communicator {
     std::vector<int> nodes(n);
     for (int i = 0; i < n; ++i) nodes[i] = node_of_[old_ranks[i]];
     std::string nm = name.empty() ? fmt::format("{}/split({},{})", name_, color, key) : name;
-    return std::make_shared<MpiCommunicator>(nc, nm, std::move(nodes), link_, wait_);
+    return std::make_shared<MpiCommunicator>(nc, nm, std::move(nodes), link_, wait_, vt_);
   }
 
  private:
@@ -429,11 +533,58 @@ class MpiCommunicator : public Communicator {
   }
   template <typename F>
   void post(const std::shared_ptr<MpiRequest>& r, const char* call, F&& f) {
-    r->reqs.resize(1);
+    if (!r->vt) {
+      r->reqs.resize(1);
+      mpi_check(f(&r->reqs[0]), call, r->desc);
+      return;
+    }
+    // Virtual time: the shadow max-allreduce of the post times, then the payload, both under
+    // one lock so that the shadow communicator sees the payload's order (a communicator used
+    // by two threads, as GradSync's and the compute thread may, still orders both alike).
+    // Non-blocking: no new blocking point, so no new deadlock (docs/virtual_cluster.md).
+    std::lock_guard<std::mutex> lock(post_mu_);
+    r->reqs.assign(2, MPI_REQUEST_NULL);
+    r->header = {r->virtual_post, 0.0};
+    mpi_check(MPI_Iallreduce(MPI_IN_PLACE, r->header.data(), 1, MPI_DOUBLE, MPI_MAX, shadow_,
+                             &r->reqs[1]),
+              "MPI_Iallreduce", r->desc + " (virtual post times)");
     mpi_check(f(&r->reqs[0]), call, r->desc);
+    // Operations of one communicator queue behind each other on its links.
+    r->prev = std::exchange(last_collective_, r);
+    vt_->clock.discard_cpu();  // posting is communication, not compute
   }
-  Clock::time_point reserve(CollectiveKind kind, double bytes) {
-    return link_->reserve(spans_nodes_ ? LinkClass::inter : LinkClass::intra, kind, size_, bytes);
+  // Link emulation's reservation, or the virtual-time set-up of a collective: its kind, bytes
+  // (as cost_collectives.h counts them) and the group it runs on.
+  void reserve(const std::shared_ptr<MpiRequest>& r, CollectiveKind kind, double bytes) {
+    if (!vt_) {
+      r->not_before =
+          link_->reserve(spans_nodes_ ? LinkClass::inter : LinkClass::intra, kind, size_, bytes);
+      return;
+    }
+    r->vt = vt_;
+    r->collective = true;
+    r->op = virtual_op(kind);
+    r->bytes = bytes;
+    r->group = group_;
+    r->virtual_post = vt_->post_time();
+  }
+  static cluster::Op virtual_op(CollectiveKind kind) {
+    switch (kind) {
+      case CollectiveKind::allreduce:
+        return cluster::Op::allreduce;
+      case CollectiveKind::reduce_scatter:
+        return cluster::Op::reduce_scatter;
+      case CollectiveKind::allgather:
+        return cluster::Op::allgather;
+      case CollectiveKind::broadcast:
+        return cluster::Op::broadcast;
+      case CollectiveKind::reduce:
+        return cluster::Op::reduce;
+      case CollectiveKind::barrier:
+      case CollectiveKind::p2p:
+        break;
+    }
+    return cluster::Op::barrier;
   }
   void check_rank(int r, const char* what) const {
     DPLAB_CHECK(r >= 0 && r < size_, "{} {} out of range for communicator '{}' of {} ranks", what,
@@ -451,6 +602,7 @@ class MpiCommunicator : public Communicator {
     r->keep_alive.push_back(t);
     r->world_members = std::make_shared<const std::vector<int>>(1, (*world_members_)[peer]);
     const int n = checked_count(t.numel(), what);
+    if (vt_) return virtual_p2p(r, t, n, peer, tag, is_send);
     const LinkClass c = node_of_[peer] != node_of_[rank_] ? LinkClass::inter : LinkClass::intra;
     r->not_before = link_->reserve(c, CollectiveKind::p2p, 2, double(t.nbytes()));
     r->reqs.resize(1);
@@ -462,12 +614,51 @@ class MpiCommunicator : public Communicator {
                 "MPI_Irecv", r->desc);
     return Request(r);
   }
+  // A point-to-point message in virtual time (docs/virtual_cluster.md, "Point to point"): the
+  // sender takes its post time from the clock, starts transmitting when its port's egress is
+  // free and sends that start in a 16-byte header beside the payload; its request ends when the
+  // last byte has left (eager). The receiver ends at max(its post, arrival through its port's
+  // ingress + latency). Full duplex: egress and ingress queue separately.
+  Request virtual_p2p(const std::shared_ptr<MpiRequest>& r, const Tensor& t, int n, int peer,
+                      int tag, bool is_send) {
+    r->vt = vt_;
+    r->same_node = node_of_[peer] == node_of_[rank_];
+    r->bytes = double(t.nbytes());
+    r->virtual_post = vt_->post_time();
+    r->reqs.assign(2, MPI_REQUEST_NULL);
+    if (is_send) {
+      const double ser = r->bytes / vt_->rate(r->same_node);
+      double start = 0;
+      {
+        std::lock_guard<std::mutex> lock(vt_->port_mu);
+        start = vt_->port(r->same_node).depart(r->virtual_post, ser);
+      }
+      r->vend = start + ser;
+      r->header = {start, r->virtual_post};
+      mpi_check(MPI_Isend(t.raw_data(), n, mpi_type(t.dtype()), peer, tag, comm_, &r->reqs[0]),
+                "MPI_Isend", r->desc);
+      mpi_check(MPI_Isend(r->header.data(), 2, MPI_DOUBLE, peer, tag, shadow_, &r->reqs[1]),
+                "MPI_Isend", r->desc + " (header)");
+    } else {
+      mpi_check(MPI_Irecv(t.raw_data(), n, mpi_type(t.dtype()), peer, tag, comm_, &r->reqs[0]),
+                "MPI_Irecv", r->desc);
+      mpi_check(MPI_Irecv(r->header.data(), 2, MPI_DOUBLE, peer, tag, shadow_, &r->reqs[1]),
+                "MPI_Irecv", r->desc + " (header)");
+    }
+    vt_->clock.discard_cpu();  // posting is communication, not compute
+    return Request(r);
+  }
 
   MPI_Comm comm_;
   std::string name_;
   std::vector<int> node_of_;
   std::shared_ptr<LinkEmulator> link_;
   WaitOptions wait_;
+  std::shared_ptr<cluster::VirtualTime> vt_;
+  MPI_Comm shadow_ = MPI_COMM_NULL;  // virtual-time headers and post-time allreduces
+  std::mutex post_mu_;               // virtual time: a collective's shadow and payload posts
+  std::shared_ptr<MpiRequest> last_collective_;  // guarded by post_mu_
+  cluster::Group group_;                         // this communicator on the platform
   std::shared_ptr<const std::vector<int>> world_members_;
   std::atomic<uint64_t> collectives_{0};  // collectives posted so far (see make())
   int rank_ = 0, size_ = 1;
@@ -477,6 +668,7 @@ class MpiCommunicator : public Communicator {
 }  // namespace
 
 CommConfig CommConfig::from_options(const Options& opt) {
+  cluster::refuse_cluster_until_wired(opt);  // issue #20: virtual time not wired yet
   CommConfig c;
   c.ranks_per_node = static_cast<int>(opt.get_int("ranks_per_node", 0));
   DPLAB_CHECK_OPTION(c.ranks_per_node >= 0, "option ranks_per_node: must be >= 0, got {}",
@@ -522,7 +714,17 @@ std::shared_ptr<Communicator> mpi_world(const CommConfig& cfg) {
   int leader = rank;
   DPLAB_MPI(MPI_Allreduce, MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, shm);
   MPI_Comm_free(&shm);
-  if (cfg.ranks_per_node > 0) {
+  DPLAB_CHECK(!cfg.virtual_time || (!cfg.link_intra && !cfg.link_inter),
+              "options link.intra / link.inter and a virtual cluster exclude each other: the "
+              "cluster's platform is the one cost model");
+  if (cfg.virtual_time) {
+    // The platform's nodes (comm/cluster/platform.h shape_of): the cost model and the node
+    // communicators must agree.
+    const cluster::Shape& s = cfg.virtual_time->shape;
+    DPLAB_CHECK(s.world() == size, "virtual cluster {}: shape {} x {} for a world of {} ranks",
+                cfg.virtual_time->platform.name, s.nodes, s.ranks_per_node, size);
+    for (int r = 0; r < size; ++r) node_of[r] = s.node_of(r);
+  } else if (cfg.ranks_per_node > 0) {
     DPLAB_CHECK(size % cfg.ranks_per_node == 0,
                 "ranks_per_node (--ranks-per-node) = {} does not divide the world size {}: virtual "
                 "nodes need equal sizes",
@@ -552,7 +754,8 @@ std::shared_ptr<Communicator> mpi_world(const CommConfig& cfg) {
   MPI_Comm dup = MPI_COMM_NULL;
   DPLAB_MPI(MPI_Comm_dup, MPI_COMM_WORLD, &dup);
   auto link = std::make_shared<LinkEmulator>(cfg.link_intra, cfg.link_inter);
-  return std::make_shared<MpiCommunicator>(dup, "world", std::move(node_of), link, wait);
+  return std::make_shared<MpiCommunicator>(dup, "world", std::move(node_of), link, wait,
+                                           cfg.virtual_time);
 }
 
 }  // namespace dplab

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -28,7 +29,9 @@
 #include "dplab/models/registry.h"
 #include "dplab/optim/sgd.h"
 #include "dplab/tools/dplab/bench_loader.h"
+#include "dplab/tools/dplab/bench_profile.h"
 #include "dplab/tools/dplab/bench_python.h"
+#include "dplab/tools/dplab/bench_virtual.h"
 #include "dplab/tools/dplab/command.h"
 #include "dplab/tools/train/trainer.h"
 
@@ -75,6 +78,7 @@ struct ModelBenchArgs {
   bool compare = false, json = false;
   std::string device = "cpu";
   std::string amp = "off";  // off or bf16: the forward under AutocastGuard, as the trainer does
+  std::string profile_out;  // train: write a compute profile (bench_profile.h)
 };
 
 // Device-side timing boundaries and memory (--device cuda). Kernels run asynchronously: a
@@ -187,6 +191,18 @@ int run_model_bench(const ModelBenchArgs& a, bool train) {
     device_sync(device);
     ms.push_back(ms_since(t0));
   }
+  if (train && !a.profile_out.empty()) {
+    // The virtual cluster's compute profile: a separate pass, phase by phase.
+    cluster::ComputeProfile prof = profile_train_steps(*model, arena, optimizer, x, y, a.steps,
+                                                       [device] { device_sync(device); });
+    prof.model = a.model;
+    prof.batch = a.batch;
+    prof.device = device.str();
+    prof.threads = threads;
+    std::ofstream out(a.profile_out);
+    out << cluster::compute_profile_json(prof) << "\n";
+    DPLAB_CHECK(out.good(), "bench --profile-out {}: cannot write the file", a.profile_out);
+  }
   const Spread s = spread(ms);
   const double ips = double(a.batch) * 1e3 / s.median;
   const double rss = peak_rss_mb();  // before the PyTorch child runs (it is not counted anyway)
@@ -279,6 +295,8 @@ struct AllreduceArgs {
   int64_t iters = 0, warmup = 3;
   std::string wait = "auto";
   bool json = false;
+  std::string cluster;  // virtual time on a modelled cluster (bench_virtual.h)
+  int ranks_per_node = 0;
 };
 
 // "4", "1K", "16M", "1G": bytes (powers of 1024).
@@ -319,6 +337,9 @@ int run_allreduce_bench(const AllreduceArgs& a) {
     if (e > b) sizes.push_back(parse_size(a.sizes.substr(b, e - b)));
   }
   if (sizes.empty()) throw UsageError("--sizes: no sizes given");
+  if (!a.cluster.empty())
+    return run_virtual_allreduce_bench(
+        {a.cluster, a.ranks_per_node, sizes, a.iters > 0 ? a.iters : 5, a.json});
   Options o;
   o.set("comm.wait", a.wait);
   auto world = mpi_world(CommConfig::from_options(o));
@@ -389,6 +410,10 @@ CommandSpec bench_command() {
             CLI::App* t = b->add_subcommand(
                 "train", "forward + backward + SGD step on a random batch (median over steps)");
             add_model_flags(t, *tr);
+            t->add_option("--profile-out", tr->profile_out,
+                          "FILE: also write a compute profile (forward, backward, optimizer "
+                          "times, when each gradient is ready) for a virtual cluster's "
+                          "cluster.compute = profile:FILE (docs/virtual_cluster.md)");
             CLI::App* i =
                 b->add_subcommand("infer", "eval-mode forward without autograd on a random batch");
             add_model_flags(i, *inf);
@@ -405,6 +430,13 @@ CommandSpec bench_command() {
             r->add_option("--wait", ar->wait, "dplab's waiting: auto, spin or backoff")
                 ->capture_default_str();
             r->add_flag("--json", ar->json, "rank 0 prints one JSON object");
+            r->add_option("--cluster", ar->cluster,
+                          "PRESET|FILE: time allreduce and a point-to-point exchange in virtual "
+                          "time on a modelled cluster, beside the model's formula "
+                          "(dplab cluster list)");
+            r->add_option("--ranks-per-node", ar->ranks_per_node,
+                          "with --cluster: ranks per node (0: the platform's)")
+                ->capture_default_str();
             const Action loader = add_loader_bench(*b);
             return [=]() {
               if (*t) return run_model_bench(*tr, true);

@@ -97,6 +97,9 @@ CommandSpec train_command() {
                "distributed algorithm (" + joined(strategy_names()) + ")");
         tf.add(*train, "--slowdown", "slowdown",
                "RANK=FACTOR[,...]: slow those ranks down by sleeping (heterogeneous workers)");
+        tf.add(*train, "--cluster", "cluster",
+               "PRESET|FILE: time the run on a modelled cluster (dplab cluster list); not yet "
+               "wired: refused");
         tf.add(*train, "--ranks-per-node", "ranks_per_node",
                "virtual nodes of N ranks (0: nodes are hosts)", "0");
         tf.add(*train, "--wait", "comm.wait",

@@ -14,11 +14,13 @@ CommandSpec plot_command();
 CommandSpec bench_command();
 CommandSpec trace_command();
 CommandSpec options_command();
+CommandSpec cluster_command();
 
 std::vector<CommandSpec> commands() {
   return {
-      train_command(), eval_command(), data_command(),  shards_command(), predict_command(),
-      init_command(),  plot_command(), bench_command(), trace_command(),  options_command(),
+      train_command(),   eval_command(),    data_command(),    shards_command(),
+      predict_command(), init_command(),    plot_command(),    bench_command(),
+      trace_command(),   options_command(), cluster_command(),
   };
 }
 

@@ -34,6 +34,19 @@ std::vector<OptionSpec> make_specs() {
       {"link.inter", "",
        "emulated link between nodes, \"LATENCY,BANDWIDTH\" (e.g. 20us,1.25GB/s); empty or off: "
        "none; needs more than one node (ranks_per_node or several hosts)"},
+      {"cluster", "",
+       "virtual cluster (issue #20, docs/virtual_cluster.md): a preset (dplab cluster list) or "
+       "a TOML cluster file; empty or off: none. Not yet wired into dplab train: a run given "
+       "it stops with an error (dplab bench allreduce --cluster uses it)"},
+      {"cluster.compute_scale", "0",
+       "virtual cluster: virtual compute time = thread CPU time x this (0: the platform's "
+       "compute_scale); not yet wired"},
+      {"cluster.compute", "measured",
+       "virtual cluster: compute time from the thread CPU time (measured) or from a profile "
+       "(profile:FILE, as dplab bench train --profile-out writes it); not yet wired"},
+      {"cluster.data_rate", "0",
+       "virtual cluster: samples/s one rank's loader delivers in virtual time (0: loading is "
+       "hidden by prefetch); not yet wired"},
       {"comm.wait", "auto",
        "waiting in MPI: spin, backoff (test, then sleep comm.backoff_sleep_us) or auto (backoff "
        "when ranks outnumber cores)",
@@ -175,7 +188,7 @@ std::string option_area(const std::string& key) {
   for (const char* k : {"lr", "momentum", "nesterov", "dampening", "wd", "optim", "lars", "adamw",
                         "accumulate_steps", "label_smoothing", "amp"})
     if (head == k) return "optimizer";
-  for (const char* k : {"algo", "comm", "ranks_per_node", "link", "slowdown"})
+  for (const char* k : {"algo", "comm", "ranks_per_node", "link", "slowdown", "cluster"})
     if (head == k) return "comm";
   for (const char* k : {"checkpoint", "out", "resume", "init_from", "nonfinite", "preempt"})
     if (head == k) return "checkpoint";

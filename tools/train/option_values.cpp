@@ -94,6 +94,8 @@ const std::map<std::string, ValueRule>& rules() {
       {"comm", choice({"mpi", "nccl", "auto"})},
       {"comm.wait", choice({"spin", "backoff", "auto"})},
       {"ranks_per_node", integer(0)},
+      {"cluster.compute_scale", number(0)},
+      {"cluster.data_rate", number(0)},
       {"eval.batch", integer(0)},
       {"checkpoint.every_epochs", integer(0)},
       {"checkpoint.every_steps", integer(0)},

@@ -10,6 +10,7 @@
 #include <optional>
 #include <ostream>
 
+#include "dplab/comm/cluster/cluster_option.h"
 #include "dplab/comm/mpi_env.h"
 #include "dplab/comm/slowdown.h"
 #include "dplab/comm/world.h"
@@ -97,6 +98,8 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
   const auto t_start = Clock::now();
   const auto start_time = std::chrono::system_clock::now();  // the run record's start_time
   apply_thread_option(get_int(opt, "threads"));
+  cluster::refuse_cluster_until_wired(opt);  // --cluster: virtual time not wired yet (#20)
+
   // ---- set-up: read every option before the first step, so typos fail fast ---------------
   const TrainSettings set = read_train_settings(opt);
   // Installed at once, so a signal during set-up (data indexing can take minutes) is not lost.

@@ -1,0 +1,41 @@
+// A compute profile (`cluster.compute = profile:FILE`, docs/virtual_cluster.md): one training
+// step's compute on some device, as `dplab bench train --profile-out FILE` records it, so that
+// a CPU box can replay a GPU's compute timeline under the real algorithm's communication.
+// Per model and batch: the median forward, backward and optimizer times, and for each
+// parameter tensor (arena order) the median fraction of backward elapsed when its gradient is
+// ready; a gradient bucket is ready when its last tensor is (bucket_ready_fraction).
+//
+// The file is JSON:
+//   {"dplab_compute_profile": 1, "model": "resnet50", "batch": 64, "device": "cuda:0",
+//    "threads": 1, "steps": 20, "forward_s": 0.031, "backward_s": 0.062, "optimizer_s": 0.004,
+//    "segments": [{"name": "conv1.weight", "numel": 9408, "ready_fraction": 0.99}, ...]}
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dplab::cluster {
+
+struct ComputeProfile {
+  std::string model;
+  int64_t batch = 0;
+  std::string device;
+  int64_t threads = 0, steps = 0;
+  double forward_s = 0, backward_s = 0, optimizer_s = 0;
+  struct Segment {
+    std::string name;
+    int64_t numel = 0;
+    double ready_fraction = 0;  // of backward_s, in [0, 1]
+  };
+  std::vector<Segment> segments;
+
+  // Fraction of backward elapsed when segments [first, last] (arena order) are all ready.
+  double bucket_ready_fraction(int first, int last) const;
+};
+
+std::string compute_profile_json(const ComputeProfile& p);
+// `path` names the source in errors (file, key, what was expected).
+ComputeProfile parse_compute_profile(const std::string& text, const std::string& path);
+ComputeProfile load_compute_profile(const std::string& path);
+
+}  // namespace dplab::cluster

@@ -1,0 +1,162 @@
+#include "dplab/comm/cluster/platform_toml.h"
+
+#include <fmt/format.h>
+
+#include <toml++/toml.h>
+#include <fstream>
+#include <set>
+
+#include "dplab/comm/cluster/units.h"
+#include "dplab/core/error.h"
+
+namespace dplab::cluster {
+
+namespace {
+
+// A cluster file is a dozen lines; anything this large is not one.
+constexpr size_t kMaxBytes = 64 * 1024;
+
+const char* type_name(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a number";
+    case toml::node_type::boolean:
+      return "a boolean";
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    default:
+      return "a date or time";
+  }
+}
+
+struct Reader {
+  std::string path;
+
+  std::string where(const toml::node& n, const std::string& key) const {
+    return fmt::format("{}:{}: key '{}'", path, n.source().begin.line, key);
+  }
+  std::string string(const toml::node& n, const std::string& key, const char* expected) const {
+    auto s = n.as_string();
+    DPLAB_CHECK(s, "{}: expected {}, got {}", where(n, key), expected, type_name(n));
+    return s->get();
+  }
+  double number(const toml::node& n, const std::string& key, const char* expected) const {
+    if (auto f = n.as_floating_point()) return f->get();
+    if (auto i = n.as_integer()) return double(i->get());
+    DPLAB_FAIL("{}: expected {}, got {}", where(n, key), expected, type_name(n));
+  }
+  int integer(const toml::node& n, const std::string& key, const char* expected) const {
+    auto i = n.as_integer();
+    DPLAB_CHECK(i, "{}: expected {}, got {}", where(n, key), expected, type_name(n));
+    DPLAB_CHECK(i->get() >= 1 && i->get() <= (1 << 24), "{}: expected {}, got {}", where(n, key),
+                expected, i->get());
+    return int(i->get());
+  }
+
+  void link(const toml::node& n, const std::string& section, Link& out, int* nics) const {
+    auto t = n.as_table();
+    DPLAB_CHECK(t, "{}: expected a table ([{}]), got {}", where(n, section), section, type_name(n));
+    bool has_lat = false, has_bw = false;
+    for (auto&& [k, v] : *t) {
+      const std::string key = section + "." + std::string(k.str());
+      if (k == "latency") {
+        out.latency_s =
+            parse_latency(string(v, key, "a latency string such as '5us'"), where(v, key));
+        has_lat = true;
+      } else if (k == "bandwidth") {
+        out.bandwidth_Bps = parse_bandwidth(
+            string(v, key, "a bandwidth string such as '400Gbit/s'"), where(v, key));
+        has_bw = true;
+      } else if (k == "efficiency") {
+        out.efficiency = number(v, key, "a fraction in (0, 1]");
+        DPLAB_CHECK(out.efficiency > 0 && out.efficiency <= 1,
+                    "{}: expected a fraction in (0, 1], got {}", where(v, key), out.efficiency);
+      } else if (k == "nics" && nics) {
+        *nics = integer(v, key, "an integer >= 1");
+      } else {
+        DPLAB_FAIL("{}: unknown key; [{}] takes latency, bandwidth, efficiency{}", where(v, key),
+                   section, nics ? ", nics" : "");
+      }
+    }
+    DPLAB_CHECK(has_lat && has_bw, "{}: [{}] needs both latency and bandwidth (missing {})", path,
+                section, has_lat ? "bandwidth" : "latency");
+  }
+};
+
+}  // namespace
+
+Platform parse_platform_toml(std::string_view text, const std::string& path) {
+  DPLAB_CHECK(text.size() <= kMaxBytes, "{}: {} bytes exceed the {} bytes a cluster file may have",
+              path, text.size(), kMaxBytes);
+  toml::table t;
+  try {
+    t = toml::parse(text, path);
+  } catch (const toml::parse_error& e) {
+    DPLAB_FAIL("{}:{}:{}: {}", path, e.source().begin.line, e.source().begin.column,
+               e.description());
+  }
+  Reader r{path};
+  Platform p;
+  bool has_intra = false, has_network = false;
+  for (auto&& [k, v] : t) {
+    const std::string key(k.str());
+    if (key == "name") {
+      p.name = r.string(v, key, "a string");
+    } else if (key == "description") {
+      p.description = r.string(v, key, "a string");
+    } else if (key == "ranks_per_node") {
+      p.ranks_per_node = r.integer(v, key, "an integer >= 1");
+    } else if (key == "oversubscription") {
+      p.oversubscription = r.number(v, key, "a number >= 1");
+    } else if (key == "compute_scale") {
+      p.compute_scale = r.number(v, key, "a positive number");
+    } else if (key == "algorithm") {
+      p.algorithm = parse_algorithm(r.string(v, key, "a string"), r.where(v, key));
+    } else if (key == "sources") {
+      auto a = v.as_array();
+      DPLAB_CHECK(a, "{}: expected an array of strings, got {}", r.where(v, key), type_name(v));
+      for (size_t i = 0; i < a->size(); ++i)
+        p.sources.push_back(r.string(*a->get(i), fmt::format("sources[{}]", i), "a string"));
+    } else if (key == "intra") {
+      r.link(v, "intra", p.intra, nullptr);
+      has_intra = true;
+    } else if (key == "network") {
+      r.link(v, "network", p.nic, &p.nics);
+      has_network = true;
+    } else {
+      DPLAB_FAIL(
+          "{}: unknown key; a cluster file takes name, description, ranks_per_node, "
+          "oversubscription, compute_scale, algorithm, sources, [intra], [network]",
+          r.where(v, key));
+    }
+  }
+  DPLAB_CHECK(!p.name.empty(), "{}: key 'name': missing (a cluster file must name itself)", path);
+  DPLAB_CHECK(has_intra,
+              "{}: table [intra] missing (latency and bandwidth between the ranks of "
+              "a node)",
+              path);
+  DPLAB_CHECK(has_network,
+              "{}: table [network] missing (latency and bandwidth of a node's "
+              "interface)",
+              path);
+  p.validate(path);
+  return p;
+}
+
+Platform load_platform_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  DPLAB_CHECK(in.good(), "{}: cannot open the cluster file", path);
+  std::string text(kMaxBytes + 1, '\0');
+  in.read(text.data(), std::streamsize(text.size()));
+  DPLAB_CHECK(!in.bad(), "{}: read error", path);
+  text.resize(size_t(in.gcount()));
+  return parse_platform_toml(text, path);
+}
+
+}  // namespace dplab::cluster

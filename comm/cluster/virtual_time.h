@@ -1,0 +1,78 @@
+// A process's virtual time (issue #20): the platform, the job's shape, the rank's clock and its
+// ports, shared by the world communicator and every communicator split from it (as the link
+// emulator was). With it, point-to-point messages of the MPI backend are timed by the model
+// (comm/mpi_communicator.cpp): the sender's transmission start travels in a 16-byte header
+// message on a shadow communicator, the receiver completes the message from it with its own
+// port; a collective's members' post times meet in a shadow max-allreduce.
+#pragma once
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "dplab/comm/cluster/platform.h"
+#include "dplab/comm/cluster/port.h"
+#include "dplab/comm/cluster/virtual_clock.h"
+
+namespace dplab::cluster {
+
+struct VirtualTime {
+  VirtualTime(Platform p, Shape s, VirtualClock::Compute mode)
+      : platform(std::move(p)), shape(s), clock(mode, platform.compute_scale) {}
+  const Platform platform;
+  const Shape shape;
+  VirtualClock clock;
+  // Full-duplex ports, one per link class (the NVLink/shared-memory port and the network
+  // interface); guarded by port_mu.
+  std::mutex port_mu;
+  Port intra_port, net_port;
+
+  Port& port(bool same_node) { return same_node ? intra_port : net_port; }
+  const Link& link(bool same_node) const { return same_node ? platform.intra : platform.nic; }
+  // Rate of one message: the intra link, or the interface across the switch (one sender).
+  double rate(bool same_node) const {
+    return same_node ? platform.intra.rate() : platform.nic_rate(1);
+  }
+
+  // The post time of an operation the calling thread posts now: the time set for this thread
+  // by PostAt (GradSync's communication thread posts a bucket at the virtual time the compute
+  // thread made it ready, not when the thread got round to it), else the clock's now.
+  double post_time() {
+    {
+      std::lock_guard<std::mutex> lock(post_at_mu_);
+      auto it = post_at_.find(std::this_thread::get_id());
+      if (it != post_at_.end()) return it->second;
+    }
+    return clock.now();
+  }
+  std::optional<double> exchange_post_at(std::optional<double> t) {
+    std::lock_guard<std::mutex> lock(post_at_mu_);
+    const auto id = std::this_thread::get_id();
+    std::optional<double> old;
+    if (auto it = post_at_.find(id); it != post_at_.end()) {
+      old = it->second;
+      post_at_.erase(it);
+    }
+    if (t) post_at_[id] = *t;
+    return old;
+  }
+
+ private:
+  std::mutex post_at_mu_;
+  std::map<std::thread::id, double> post_at_;
+};
+
+// While it lives, the operations the calling thread posts on `vt` are posted at virtual time t.
+class PostAt {
+ public:
+  PostAt(VirtualTime& vt, double t) : vt_(vt), old_(vt.exchange_post_at(t)) {}
+  ~PostAt() { vt_.exchange_post_at(old_); }
+  PostAt(const PostAt&) = delete;
+  PostAt& operator=(const PostAt&) = delete;
+
+ private:
+  VirtualTime& vt_;
+  std::optional<double> old_;
+};
+
+}  // namespace dplab::cluster

@@ -1,0 +1,83 @@
+// Compute profiles (comm/cluster/compute_profile.h): the file round-trips, a bucket is ready
+// with its last tensor, and bad files are refused naming the file, the key and what was
+// expected.
+#include <gtest/gtest.h>
+
+#include "dplab/comm/cluster/compute_profile.h"
+#include "dplab/core/error.h"
+
+namespace dplab::cluster {
+namespace {
+
+ComputeProfile sample() {
+  ComputeProfile p;
+  p.model = "mnist_cnn";
+  p.batch = 64;
+  p.device = "cuda:0";
+  p.threads = 1;
+  p.steps = 20;
+  p.forward_s = 0.002;
+  p.backward_s = 0.004;
+  p.optimizer_s = 0.0005;
+  p.segments = {{"fc1.bias", 10, 0.05}, {"fc1.weight", 5120, 0.04}, {"cnn1.weight", 400, 0.97}};
+  return p;
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_compute_profile(text, "p.json");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ComputeProfile, RoundTrips) {
+  const ComputeProfile p = parse_compute_profile(compute_profile_json(sample()), "p.json");
+  EXPECT_EQ(p.model, "mnist_cnn");
+  EXPECT_EQ(p.batch, 64);
+  EXPECT_EQ(p.device, "cuda:0");
+  EXPECT_EQ(p.steps, 20);
+  EXPECT_DOUBLE_EQ(p.forward_s, 0.002);
+  EXPECT_DOUBLE_EQ(p.backward_s, 0.004);
+  EXPECT_DOUBLE_EQ(p.optimizer_s, 0.0005);
+  ASSERT_EQ(p.segments.size(), 3u);
+  EXPECT_EQ(p.segments[2].name, "cnn1.weight");
+  EXPECT_EQ(p.segments[1].numel, 5120);
+  EXPECT_DOUBLE_EQ(p.segments[0].ready_fraction, 0.05);
+}
+
+TEST(ComputeProfile, ABucketIsReadyWithItsLastTensor) {
+  const ComputeProfile p = sample();
+  EXPECT_DOUBLE_EQ(p.bucket_ready_fraction(0, 1), 0.05);  // max(0.05, 0.04)
+  EXPECT_DOUBLE_EQ(p.bucket_ready_fraction(0, 2), 0.97);
+  EXPECT_THROW(p.bucket_ready_fraction(1, 3), Error);
+}
+
+TEST(ComputeProfile, BadFilesNameTheKey) {
+  const std::string good = compute_profile_json(sample());
+  EXPECT_NE(error_of("{").find("p.json: not JSON"), std::string::npos) << error_of("{");
+  EXPECT_NE(error_of("{}").find("'dplab_compute_profile': expected 1"), std::string::npos);
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string t = good;
+    const size_t i = t.find(from);
+    EXPECT_NE(i, std::string::npos) << from;
+    return t.replace(i, from.size(), to);
+  };
+  std::string e = error_of(with("\"backward_s\": 0.004", "\"backward_s\": \"slow\""));
+  EXPECT_NE(e.find("p.json: key 'backward_s': expected a number of seconds >= 0, got \"slow\""),
+            std::string::npos)
+      << e;
+  e = error_of(with("\"ready_fraction\": 0.97", "\"ready_fraction\": 1.5"));
+  EXPECT_NE(e.find("p.json: segments[2]: key 'ready_fraction': expected a number in [0, 1], "
+                   "got 1.5"),
+            std::string::npos)
+      << e;
+  e = error_of(with("\"batch\": 64", "\"batch\": 0"));
+  EXPECT_NE(e.find("key 'batch': expected an integer >= 1, got 0"), std::string::npos) << e;
+  e = error_of(with("\"model\": \"mnist_cnn\",", ""));
+  EXPECT_NE(e.find("p.json: key 'model' missing"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace dplab::cluster

@@ -1,0 +1,83 @@
+// The virtual clock (comm/cluster/virtual_clock.h): measured compute is the owner thread's CPU
+// time x compute_scale, checked against getrusage(RUSAGE_THREAD), an independent account of the
+// same thread's CPU time; sleeping (what a descheduled rank looks like) does not advance it.
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "dplab/comm/cluster/virtual_clock.h"
+
+namespace dplab::cluster {
+namespace {
+
+double rusage_thread_cpu() {
+  rusage u{};
+  getrusage(RUSAGE_THREAD, &u);
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+// About `seconds` of this thread's CPU time (by rusage), whatever the host's load.
+double burn(double seconds) {
+  const double start = rusage_thread_cpu();
+  volatile double x = 1;
+  while (rusage_thread_cpu() - start < seconds)
+    for (int i = 0; i < 100000; ++i) x = std::sqrt(x + i);
+  return rusage_thread_cpu() - start;
+}
+
+TEST(VirtualClock, MeasuredComputeIsThreadCpuTimeTimesTheScale) {
+  VirtualClock clock(VirtualClock::Compute::measured, 2.0);
+  const double t0 = clock.now();
+  const double used = burn(0.2);
+  const double advanced = clock.now() - t0;
+  // rusage counts in microseconds and the two reads are not simultaneous: 5% + 4 ms.
+  EXPECT_NEAR(advanced, 2.0 * used, 0.05 * 2.0 * used + 4e-3) << "cpu " << used;
+}
+
+TEST(VirtualClock, SleepingDoesNotAdvanceIt) {
+  VirtualClock clock(VirtualClock::Compute::measured, 1.0);
+  const double t0 = clock.now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_LT(clock.now() - t0, 5e-3);  // 200 ms of wall time, almost no CPU time
+}
+
+TEST(VirtualClock, OnlyTheOwnerThreadsCpuCounts) {
+  VirtualClock clock(VirtualClock::Compute::measured, 1.0);
+  const double t0 = clock.now();
+  std::thread other([] { burn(0.2); });  // another thread of the process computes
+  other.join();
+  EXPECT_LT(clock.now() - t0, 5e-3);
+}
+
+TEST(VirtualClock, WaitsMoveItOnlyForwardAndDiscardTheirCpu) {
+  VirtualClock clock(VirtualClock::Compute::manual, 1.0);
+  clock.add_compute(3e-3);
+  clock.wait_until(1e-3);  // ended before now: overlapped, no move
+  EXPECT_DOUBLE_EQ(clock.now(), 3e-3);
+  clock.wait_until(5e-3);
+  EXPECT_DOUBLE_EQ(clock.now(), 5e-3);
+  // Measured mode: CPU burnt while "waiting" (spinning) is not compute.
+  VirtualClock m(VirtualClock::Compute::measured, 1.0);
+  m.now();
+  burn(0.05);
+  m.wait_until(0);
+  EXPECT_LT(m.now(), 5e-3);
+  burn(0.05);
+  m.discard_cpu();
+  EXPECT_LT(m.now(), 5e-3);
+}
+
+TEST(VirtualClock, ManualModeIgnoresCpuTime) {
+  VirtualClock clock(VirtualClock::Compute::manual, 1.0);
+  burn(0.05);
+  EXPECT_DOUBLE_EQ(clock.now(), 0.0);
+  clock.add_compute(0.25);
+  EXPECT_DOUBLE_EQ(clock.now(), 0.25);
+}
+
+}  // namespace
+}  // namespace dplab::cluster
