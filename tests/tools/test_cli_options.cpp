@@ -93,6 +93,12 @@ TEST(CliOptions, TrainHelpWithAnAlgorithmShowsItsKeysOnly) {
   EXPECT_HAS(r.out, "lr.milestones");
   EXPECT_LACKS(r.out, "hybrid.W");
   EXPECT_LACKS(r.out, "dcs3gd.lambda0");
+  for (const char* k : {"diloco.H", "slowmo.lr", "streaming_diloco.fragments"})
+    EXPECT_LACKS(r.out, k);  // the later algorithms' areas are algorithms' areas too
+  r = run_dplab("train --algo diloco --help", dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_HAS(r.out, "diloco.outer_lr");
+  EXPECT_LACKS(r.out, "daso.B_max");
   r = run_dplab("train --algo=post_local_sgd --help", dir.path);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_HAS(r.out, "post_local_sgd.switch_epoch");

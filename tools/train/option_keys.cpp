@@ -5,6 +5,8 @@
 // sources is missing here.
 #include "dplab/tools/train/option_keys.h"
 
+#include <algorithm>
+
 #include <string>
 
 namespace dplab {
@@ -207,11 +209,11 @@ const std::vector<std::string>& option_areas() {
   return a;
 }
 
+// Every area of option_areas() after the driver's own (run ... comm) is an algorithm's.
 bool is_algorithm_area(const std::string& area) {
-  for (const char* a :
-       {"allreduce", "hybrid", "daso", "dcs3gd", "crossover", "oscars", "local_sgd"})
-    if (area == a) return true;
-  return false;
+  const std::vector<std::string>& a = option_areas();
+  const auto first_algo = std::find(a.begin(), a.end(), "allreduce");
+  return std::find(first_algo, a.end(), area) != a.end();
 }
 
 bool algorithm_reads_area(const std::string& algo, const std::string& area) {
