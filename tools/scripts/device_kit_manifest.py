@@ -4,12 +4,12 @@
 device-bundle.sh calls this with the build tree's ctest listing on stdin. A test enters the
 kit when it carries the label `cuda` (every CUDA and NCCL test, whatever the other labels), or
 when its binary is one of the CPU binaries named with --cpu (what device-kit-selftest.sh runs
-in a bare root). ctest lists a gtest binary once per test (--gtest_filter=Suite.Name); the kit
-runs each binary once with the union of its selected filters instead, since a CUDA binary pays
-the device's start-up on every launch. A test named like a CUDA or NCCL one (--name-regex) in a
-binary of another label is carried too (test_core's CudaMemory.*, test_optim's *Cuda.*,
-test_tools' DeviceTrain.Cuda*): those need a device as much as the labelled ones. MPI tests (mpiexec -n N BIN ARGS) stay one entry per
-rank count.
+in a bare root). The label alone decides: the device tests inside CPU binaries (test_core's
+CudaMemory.*, test_optim's *Cuda.*, test_tools' DeviceTrain.Cuda* and PinnedBuffersAreReused)
+carry it too, declared with dplab_add_test's CUDA_TESTS (tests/CMakeLists.txt). ctest lists a
+gtest binary once per test (--gtest_filter=Suite.Name); the kit runs each binary once with the
+union of its selected filters instead, since a CUDA binary pays the device's start-up on every
+launch. MPI tests (mpiexec -n N BIN ARGS) stay one entry per rank count.
 
 Output, one line per entry, tab-separated:
   name  labels(;)  ranks(0: no mpiexec)  timeout_s  binary(basename)  args(shell-quoted)
@@ -33,8 +33,6 @@ def prop(test, key, default=None):
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--cpu", default="", help="comma-separated CPU test binaries to carry")
-    ap.add_argument("--name-regex", default=r"(?i)cuda|nccl",
-                    help="also carry tests whose ctest name matches (labelled cuda in the kit)")
     # OpCaseTable.CoversEveryOpDeclaredInCoreOps reads core/ops.h from the source tree, which
     # the kit does not carry (it checks the source, not the binary).
     ap.add_argument("--exclude-regex", default=r"^OpCaseTable\.CoversEveryOpDeclared",
@@ -42,7 +40,6 @@ def main():
     ap.add_argument("--binaries", required=True, help="write the selected binaries' paths here")
     a = ap.parse_args()
     cpu = {c for c in a.cpu.split(",") if c}
-    named = re.compile(a.name_regex)
     excluded = re.compile(a.exclude_regex) if a.exclude_regex else None
     names_of = {}  # binary path -> the gtest names of all its ctest entries
     listing = json.load(sys.stdin)
@@ -59,8 +56,6 @@ def main():
     for t in listing.get("tests", []):
         cmd = t.get("command") or []
         labels = list(prop(t, "LABELS", []) or [])
-        if "cuda" not in labels and named.search(t["name"]):
-            labels.append("cuda")
         if not cmd or (excluded and excluded.search(t["name"])):
             continue
         timeout = int(float(prop(t, "TIMEOUT", 300) or 300))
