@@ -283,10 +283,16 @@ always=0
 # The ctest entries of the kit: gtest binaries once each, MPI entries at their rank counts.
 while IFS=$'\t' read -r name labels ranks limit binary args; do
   [[ ";$labels;" == *";cuda;"* ]] || continue
+  # `sh -c '... exec @KIT_BIN@/BIN'` entries (device_kit_manifest.py): the system's sh, the kit's BIN.
+  prog="$kit/bin/$binary"
+  if [ "$binary" = sh ]; then
+    prog="$(command -v sh)"
+    args="${args//@KIT_BIN@/$kit/bin}"
+  fi
   if [ "$ranks" -eq 0 ]; then
-    eval "step '$name' '$limit' gtest_counts '$kit/bin/$binary' $args"
+    eval "step '$name' '$limit' gtest_counts '$prog' $args"
   elif [ "$ranks" -le "$ngpu" ]; then
-    eval "step '$name' '$limit' gtest_counts '$kit/bin/mpiexec' -n '$ranks' '$kit/bin/$binary' $args"
+    eval "step '$name' '$limit' gtest_counts '$kit/bin/mpiexec' -n '$ranks' '$prog' $args"
   else
     note "$name" "needs $ranks GPUs, this machine has $ngpu"
   fi

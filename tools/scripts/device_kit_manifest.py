@@ -63,14 +63,30 @@ def main():
         binary = cmd[3] if is_mpi else cmd[0]
         if "cuda" not in labels and os.path.basename(binary) not in cpu:
             continue
+        # ctest entries that run `cmake -P script` (the DPLAB_REQUIRE_CUDA checks) check the
+        # no-device path with build-tree paths: not carried (on a device they skip anyway).
+        if os.path.basename(binary) == "cmake":
+            continue
         if is_mpi:
-            mpi.append((t["name"], labels, int(cmd[2]), timeout, binary, cmd[4:]))
+            args = cmd[4:]
+            carried = binary
+            # `mpiexec -n N sh -c "VAR=... exec /build/path/BIN"` (one GPU per rank): the kit runs
+            # the system's sh with the binary's path as @KIT_BIN@/BIN (device-check.sh fills it in)
+            # and carries BIN itself.
+            if os.path.basename(binary) == "sh" and len(args) == 2 and args[0] == "-c":
+                carried = shlex.split(args[1])[-1]
+                if not os.path.isabs(carried):
+                    sys.exit(f"device_kit_manifest: {t['name']}: sh -c must end by exec'ing a "
+                             f"binary by absolute path, got '{args[1]}'")
+                args = ["-c", args[1].replace(carried, "@KIT_BIN@/" + os.path.basename(carried))]
+                binary = "sh"
+            mpi.append((t["name"], labels, int(cmd[2]), timeout, binary, args, carried))
             continue
         filt = [x for x in cmd[1:] if x.startswith("--gtest_filter=")]
         rest = [x for x in cmd[1:] if not x.startswith("--gtest_filter=")
                 and x != "--gtest_also_run_disabled_tests"]
         if rest:  # a plain add_test with its own arguments: carried as is
-            mpi.append((t["name"], labels, 0, timeout, binary, cmd[1:]))
+            mpi.append((t["name"], labels, 0, timeout, binary, cmd[1:], binary))
             continue
         # A binary's CUDA tests and its CPU tests are separate entries (the CPU ones only when
         # the binary is a --cpu one): device-check.sh runs the first, the self-test the second.
@@ -106,8 +122,8 @@ def main():
             name = os.path.basename(binary) + "_cuda"
         out.write("\t".join([name, ";".join(sorted(g["labels"])), "0",
                              str(timeout), os.path.basename(binary), args]) + "\n")
-    for name, labels, ranks, timeout, binary, args in sorted(mpi):
-        binaries.add(binary)
+    for name, labels, ranks, timeout, binary, args, carried in sorted(mpi):
+        binaries.add(carried)
         out.write("\t".join([name, ";".join(labels), str(ranks), str(timeout),
                              os.path.basename(binary), " ".join(shlex.quote(x) for x in args)])
                   + "\n")
