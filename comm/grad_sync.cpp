@@ -97,8 +97,9 @@ GradSync::GradSync(ParamArena& arena, std::shared_ptr<Communicator> world,
     });
   }
   // Exposed wait on a device: measured with CUDA events (null on the CPU, see finish()).
+  // Both modes: on a CUDA arena the communicators are NCCL (MPI takes CPU tensors only).
   device_waits_ = make_device_intervals(arena_.device());
-  if (!opt_.hierarchical) device_flight_ = make_device_intervals(arena_.device());
+  device_flight_ = make_device_intervals(arena_.device());
   // The device is read here, not by the thread: the thread must touch nothing outside this
   // object before its first bucket.
   thread_ = std::thread([this, device = arena_.device()] { comm_loop(device); });
@@ -140,6 +141,24 @@ void GradSync::finish() {
   const auto t0 = Clock::now();
   const double virtual_t0 = vt_ ? vt_->clock.now() : 0.0;    // end of backward, virtual
   trace::Span wait_span(tracer_, "wait allreduce", "wait");  // as exposed_wait_s below
+  // On a device the exposed wait is the compute stream's stall, measured there between an
+  // event at the end of backward (here) and one after the stream may resume (below), in both
+  // modes: flat, the compute stream waits for the buckets' completion events; hierarchical, the
+  // communication thread waits on the host for each stage, and the next compute work is
+  // enqueued after this host wait, so the stream idles for as long as the communication lasts
+  // beyond backward (core/device_intervals.h; issue #19, items 3 and 10). The host times only
+  // enqueuing there. Closed on every path, errors included, so the next pass can open one.
+  const bool on_device = device_waits_ != nullptr && !vt_;
+  if (on_device) device_waits_->begin();
+  struct CloseWait {
+    DeviceIntervals* iv;
+    ~CloseWait() {
+      try {
+        if (iv) iv->end();
+      } catch (...) {  // already failing: the first error is the one to report
+      }
+    }
+  } close_wait{on_device ? device_waits_.get() : nullptr};
   std::unique_lock<std::mutex> lock(mu_);
   // Buckets whose tensors got no gradient this pass still travel, in order, on every rank.
   for (size_t b = 0; b < pending_.size(); ++b) {
@@ -174,8 +193,6 @@ void GradSync::finish() {
   // error, so no later kernel overtakes communication that is still in flight. The exposed wait
   // is then the compute stream's stall, measured on the device between two events around the
   // waits (core/device_intervals.h); the host only enqueued them (issue #19, item 10).
-  const bool on_device = !posted.empty() && device_waits_ != nullptr;
-  if (on_device) device_waits_->begin();
   for (Request& r : posted) {
     try {
       r.complete_before_compute();
@@ -183,7 +200,10 @@ void GradSync::finish() {
       if (!err) err = std::current_exception();
     }
   }
-  if (on_device) device_waits_->end();
+  if (on_device) {
+    device_waits_->end();
+    close_wait.iv = nullptr;
+  }
   double waited = std::chrono::duration<double>(Clock::now() - t0).count();
   if (vt_) {
     // Virtual time: the wait lasts until the last bucket's end, if that is after backward.
@@ -255,7 +275,9 @@ void GradSync::reduce_bucket(int b) {
   // finish() waits for this bucket before the step ends.
   trace::Tracer* const tr = trace::active(tracer_);
   const int64_t step = tr ? tr->step() : -1;
-  const int gpu_span = tr && tr->gpu() ? tr->gpu()->begin(trace::kGpuComm) : -1;
+  // The GPU span starts when the comm stream has caught up with the compute stream (the
+  // gradients are ready there), not when the comm stream reaches this bucket's wait for them.
+  const int gpu_span = tr && tr->gpu() ? tr->gpu()->begin_comm_after_compute() : -1;
   const auto t0 = Clock::now();
   // A stage of the hierarchical mode, inside the bucket's event.
   auto stage = [&](const char* name, Clock::time_point from) {
@@ -314,6 +336,21 @@ void GradSync::reduce_bucket(int b) {
     Tensor head = full.flat_range(0, bk.numel());
     if (bk.numel() > 0) be.ew.copy(g, head);
     Tensor shard = Tensor::empty({chunk}, DType::f32, g.device());
+    // On a device the time in flight is measured there, as in the flat mode: from the compute
+    // stream's position at posting (the bucket's gradients are ready) to the end of the last
+    // stage on the comm stream. The host waits between stages below order the stages' kernels
+    // (compute stream) after them without making the compute stream wait mid-backward; they
+    // time nothing. Closed on every path so the next bucket can open one.
+    struct CloseFlight {
+      DeviceIntervals* iv;
+      ~CloseFlight() {
+        try {
+          if (iv) iv->end(DeviceStream::comm);
+        } catch (...) {  // already failing: the first error is the one to report
+        }
+      }
+    } close_flight{device_flight_.get()};
+    if (device_flight_) device_flight_->begin(DeviceStream::compute);
     // A stage: posted at the previous one's virtual end, waited for in real time.
     auto run_stage = [&](Request r) {
       r.wait();
@@ -332,7 +369,13 @@ void GradSync::reduce_bucket(int b) {
     if (opt_.average)
       be.ew.unary(UnaryOp::mul_scalar, 1.0f / static_cast<float>(world_->size()), shard, shard);
     ts = Clock::now();
-    run_stage(node_->iallgather(shard, full, opt_.wire));
+    Request gather = node_->iallgather(shard, full, opt_.wire);
+    if (device_flight_) {  // after the last stage on the comm stream, before the host waits
+      device_flight_->end(DeviceStream::comm);
+      close_flight.iv = nullptr;
+      s.in_flight_s = -1;  // from the device: take_stats() adds it
+    }
+    run_stage(std::move(gather));
     stage("allgather (node)", ts);
     if (bk.numel() > 0) be.ew.copy(head, g);
     const double ws = dtype_size(opt_.wire);

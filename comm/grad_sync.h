@@ -25,7 +25,12 @@
 // not made to wait on the compute stream earlier, from the communication thread: that would stall
 // the rest of backward behind each bucket. The hierarchical mode still waits for each stage on the
 // communication thread (its scaling between the node-local and cross-node stages runs as a compute
-// kernel in between), so its finish() waits for the device.
+// kernel in between), so its finish() waits on the host until the last stage has ended; its
+// figures are timed on the device all the same: time in flight from the compute stream's position
+// at posting to the end of the last stage on the comm stream, exposed wait from the end of
+// backward on the compute stream to the point where the next compute work can run.
+// Trace (GPU comm track): a bucket's span starts after the comm stream's device-side wait for the
+// compute stream (GpuTimeline::begin_comm_after_compute), so it holds the communication only.
 //
 // Checkpoints: nothing here survives a step. finish() leaves no bucket in flight, the bucket plan
 // comes from the arena and the options, and no_sync / average are set by the owning strategy
@@ -136,8 +141,8 @@ class GradSync {
   CommStats stats_;
   // NCCL: the compute stream's stalls in finish(), timed on the device (core/device_intervals.h).
   std::unique_ptr<DeviceIntervals> device_waits_;
-  // NCCL flat mode: each bucket from posting (compute stream) to the end of its allreduce (comm
-  // stream), timed on the device; used by the communication thread only.
+  // NCCL, both modes: each bucket from posting (compute stream) to the end of its last collective
+  // (comm stream), timed on the device; used by the communication thread only.
   std::unique_ptr<DeviceIntervals> device_flight_;
   trace::Tracer* tracer_ = nullptr;
   // When each bucket's last tensor became ready (recorded only while tracing).

@@ -28,6 +28,7 @@
 #include <mutex>
 #include <string>
 
+#include "dplab/core/conv_algo_log.h"
 #include "dplab/core/cuda/check.h"
 #include "dplab/core/cuda/cudnn_handle.h"
 #include "dplab/core/cuda/device_guard.h"
@@ -240,19 +241,59 @@ struct Choice {
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
 };
 
+// cuDNN's names for the algorithms (cudnn_ops.h), without the common prefix.
+const char* algo_name(Dir dir, int algo) {
+  static const char* const fwd[] = {
+      "IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT", "FFT", "FFT_TILING",
+      "WINOGRAD",      "WINOGRAD_NONFUSED"};
+  static const char* const data[] = {"ALGO_0",     "ALGO_1",   "FFT",
+                                     "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+  static const char* const filter[] = {
+      "ALGO_0", "ALGO_1", "FFT", "ALGO_3", "WINOGRAD", "WINOGRAD_NONFUSED", "FFT_TILING"};
+  auto at = [algo](const char* const* names, int n) {
+    return algo >= 0 && algo < n ? names[algo] : "?";
+  };
+  switch (dir) {
+    case Dir::forward:
+      return at(fwd, 8);
+    case Dir::backward_data:
+      return at(data, 6);
+    case Dir::backward_filter:
+      return at(filter, 7);
+  }
+  return "?";
+}
+
+const char* log_direction(Dir d) {
+  switch (d) {
+    case Dir::forward:
+      return "forward";
+    case Dir::backward_data:
+      return "backward_data";
+    case Dir::backward_filter:
+      return "backward_filter";
+  }
+  return "?";
+}
+
+const char* math_name(cudnnMathType_t m);
+
 class AlgoCache {
  public:
   bool lookup(const Key& k, Choice* c) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = map_.find(k);
     if (it == map_.end()) return false;
-    *c = it->second;
+    *c = it->second.first;
     ++stats_.hits;
+    log_.used(it->second.second);
     return true;
   }
-  void insert(const Key& k, const Choice& c) {
+  void insert(const Key& k, const Choice& c, Dir dir, const std::string& shape) {
     std::lock_guard<std::mutex> lock(mu_);
-    map_.emplace(k, c);
+    const size_t at = log_.chose(log_direction(dir), shape, algo_name(dir, c.algo),
+                                 math_name(c.math), c.workspace);
+    map_.emplace(k, std::make_pair(c, at));
     ++stats_.finds;
     stats_.entries = map_.size();
   }
@@ -260,11 +301,16 @@ class AlgoCache {
     std::lock_guard<std::mutex> lock(mu_);
     return stats_;
   }
+  std::vector<ConvAlgoUse> choices() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return log_.entries();
+  }
 
  private:
   std::mutex mu_;
-  std::map<Key, Choice> map_;
+  std::map<Key, std::pair<Choice, size_t>> map_;  // the choice and its entry in log_
   cuda::ConvAlgoCacheStats stats_;
+  ConvAlgoLog log_;  // what was chosen per (direction, shape), for reports
 };
 
 AlgoCache& algo_cache() {
@@ -337,7 +383,10 @@ Choice choose(Dir dir, std::initializer_list<const Tensor*> operands, const Geom
   const size_t limit = cuda::conv_workspace_limit();
   Tensor scratch = workspace(limit, anchor.device());
   c = find(ptr(scratch), scratch.defined() ? limit : size_t{0});
-  algo_cache().insert(key, c);
+  algo_cache().insert(
+      key, c, dir,
+      conv_shape_string(anchor.dtype(), g.N, g.C, g.H, g.W, g.O, g.KH, g.KW, p.stride_h, p.stride_w,
+                        p.pad_h, p.pad_w, p.dilation_h, p.dilation_w, p.groups));
   return c;
 }
 
@@ -456,6 +505,10 @@ void backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db,
 namespace cuda {
 ConvAlgoCacheStats conv_algo_cache_stats() {
   return algo_cache().stats();
+}
+
+std::vector<ConvAlgoUse> conv_algo_choices() {
+  return algo_cache().choices();
 }
 }  // namespace cuda
 

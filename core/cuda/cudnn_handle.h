@@ -6,6 +6,9 @@
 #include <cudnn.h>
 
 #include <cstddef>
+#include <vector>
+
+#include "dplab/core/conv_algo_log.h"
 
 namespace dplab::cuda {
 
@@ -23,5 +26,9 @@ struct ConvAlgoCacheStats {
   size_t finds = 0, hits = 0, entries = 0;
 };
 ConvAlgoCacheStats conv_algo_cache_stats();
+
+// The algorithms chosen so far, one entry per (direction, layer shape, algorithm), with the calls
+// that ran each (core/conv_algo_log.h), in the order they were chosen.
+std::vector<ConvAlgoUse> conv_algo_choices();
 
 }  // namespace dplab::cuda

@@ -42,6 +42,7 @@ class CudaTimeline : public GpuTimeline {
     }
     for (cudaEvent_t e : free_) cudaEventDestroy(e);
     if (anchor_) cudaEventDestroy(anchor_);
+    if (order_) cudaEventDestroy(order_);
   }
 
   int begin(int tid) override {
@@ -54,6 +55,18 @@ class CudaTimeline : public GpuTimeline {
     const int h = next_handle_++;
     slots_.emplace(h, std::move(s));
     return h;
+  }
+
+  int begin_comm_after_compute() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cuda::ScopedDevice guard(device_);
+      // One reusable ordering event: a stream wait uses the record made before it.
+      if (!order_) DPLAB_CUDA_CHECK(cudaEventCreateWithFlags(&order_, cudaEventDisableTiming));
+      DPLAB_CUDA_CHECK(cudaEventRecord(order_, cuda::compute_stream(device_)));
+      DPLAB_CUDA_CHECK(cudaStreamWaitEvent(cuda::comm_stream(device_), order_, 0));
+    }
+    return begin(5);  // the comm track (trace::kGpuComm)
   }
 
   void end(int handle, std::string name, const char* cat, int64_t step) override {
@@ -117,6 +130,7 @@ class CudaTimeline : public GpuTimeline {
   int device_;
   mutable std::mutex mu_;
   cudaEvent_t anchor_ = nullptr;
+  cudaEvent_t order_ = nullptr;  // begin_comm_after_compute's cross-stream wait
   Clock::time_point anchor_host_;
   std::map<int, Slot> slots_;  // by handle
   int next_handle_ = 0;

@@ -29,6 +29,11 @@ class GpuTimeline {
   // Opens a span on the compute stream (tid 4) or the comm stream (tid 5): records a start
   // event there. Returns its handle for end(). Any thread.
   virtual int begin(int tid) = 0;
+  // Opens a span on the comm stream that starts when the communication posted next can start:
+  // the comm stream first waits (on the device) for the compute stream's work enqueued so far,
+  // as every NCCL post does, and the start event is recorded after that wait. So the span holds
+  // the operation only, not the comm stream's wait for its inputs (issue #19, item 3). Any thread.
+  virtual int begin_comm_after_compute() = 0;
   // Closes the span `handle` (records the end event on the same stream).
   virtual void end(int handle, std::string name, const char* cat, int64_t step) = 0;
   // Spans begun but not yet read back (resolve() is due when this grows large).

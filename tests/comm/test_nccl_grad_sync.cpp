@@ -225,5 +225,44 @@ TEST(NcclGradSync, ExposedWaitComesFromTheDevice) {
   EXPECT_EQ(next.in_flight_s, 0.0);
 }
 
+// The hierarchical mode (issue #19, item 3): its communication thread waits on the host for each
+// stage, but exposed wait and time in flight come from CUDA events as in the flat mode, with the
+// same assertions as ExposedWaitComesFromTheDevice. All ranks form one node (node size > 1, so
+// the three-stage path runs); each rank is its own cross group. Needs 2 ranks (2 GPUs).
+TEST(NcclGradSync, HierarchicalWaitAndFlightComeFromTheDevice) {
+  DPLAB_NCCL_TEST_GATE();
+  auto c = world();
+  if (c->size() < 2) GTEST_SKIP() << "the hierarchical stages need a node of 2 ranks";
+  auto node = c->split(0, c->rank(), "node");
+  auto cross = c->split(c->rank(), 0, "cross");
+  auto arena = make_arena({1000, 21});  // 21: the padding to a multiple of the node size
+  GradSyncOptions o;
+  o.hierarchical = true;
+  GradSync sync(*arena, c, o, node, cross);
+  ASSERT_EQ(cudaLaunchHostFunc(cuda::comm_stream(dev().index), sleep_200ms, nullptr), cudaSuccess);
+  // Rank r's gradient of segment s is (s + 1) * (r + 1): the average is (s + 1) * (K + 1) / 2.
+  const int K = c->size(), r = c->rank();
+  backward(*arena, [&](int s, int64_t n) {
+    return std::vector<float>(size_t(n), float((s + 1) * (r + 1)));
+  });
+  sync.finish();
+  {
+    cuda::ScopedDevice on(dev().index);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
+  for (size_t s = 0; s < arena->segments().size(); ++s) {
+    const std::vector<float> got = arena->segments()[s].param.grad().to_vector();
+    const float want = float(s + 1) * float(K + 1) / 2.0f;
+    for (float v : got) ASSERT_FLOAT_EQ(v, want) << "segment " << s;
+  }
+  const CommStats st = sync.take_stats();
+  EXPECT_GE(st.exposed_wait_s, 0.15);
+  EXPECT_LT(st.exposed_wait_s, 5.0);
+  EXPECT_GE(st.in_flight_s, 0.15);
+  const CommStats next = sync.take_stats();
+  EXPECT_EQ(next.exposed_wait_s, 0.0);
+  EXPECT_EQ(next.in_flight_s, 0.0);
+}
+
 }  // namespace
 }  // namespace dplab

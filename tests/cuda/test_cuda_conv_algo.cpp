@@ -4,6 +4,7 @@
 
 #include "common/cuda_gate.h"
 
+#include <map>
 #include <string>
 
 #include "common/harness.h"
@@ -82,6 +83,35 @@ TEST(CudaConvAlgoCache, FindsOncePerShapeThenReuses) {
   Tensor y4 = Tensor::empty(c4.y, DType::f32, kDev);
   cu.conv.conv2d_forward(test::random_tensor(c4.x, 15).to(kDev), wd, Tensor(), y4, c4.p);
   EXPECT_EQ(cuda::conv_algo_cache_stats().finds, s3.finds + 1);
+}
+
+// The report of the choices (core/conv_algo_log.h): one entry per direction for the odd shape,
+// named by the layer's shape as written out by hand here, with cuDNN's algorithm names (never
+// "?") and every call counted. Batch 5: a key no other test makes.
+TEST(CudaConvAlgoCache, ReportsTheChosenAlgorithmPerShapeAndDirection) {
+  DPLAB_REQUIRE_CUDA();
+  const Case c = odd_case(5);
+  const Backend& cu = cuda_backend();
+  Tensor xd = test::random_tensor(c.x, 21).to(kDev), wd = test::random_tensor(c.w, 22).to(kDev);
+  Tensor dyd = test::random_tensor(c.y, 23).to(kDev);
+  Tensor y = Tensor::empty(c.y, DType::f32, kDev), dx = Tensor::empty(c.x, DType::f32, kDev);
+  Tensor dw = Tensor::empty(c.w, DType::f32, kDev);
+  for (int i = 0; i < 3; ++i) cu.conv.conv2d_forward(xd, wd, Tensor(), y, c.p);
+  cu.conv.conv2d_backward_data(dyd, wd, dx, c.p);
+  Tensor no_db;
+  cu.conv.conv2d_backward_weight(xd, dyd, dw, no_db, c.p);
+  const std::string shape = "f32 x[5,6,9,13] w[9,2,3,2] stride 2x1 pad 1x2 dilation 1x2 groups 3";
+  std::map<std::string, ConvAlgoUse> got;
+  for (const ConvAlgoUse& u : cuda::conv_algo_choices())
+    if (u.shape == shape) got[u.direction] = u;
+  ASSERT_EQ(got.size(), 3u) << "one entry per direction";
+  EXPECT_EQ(got["forward"].calls, 3);
+  EXPECT_EQ(got["backward_data"].calls, 1);
+  EXPECT_EQ(got["backward_filter"].calls, 1);
+  for (auto& [dir, u] : got) {
+    EXPECT_NE(u.algorithm, "?") << dir;
+    EXPECT_EQ(u.math.find("tensor_op"), std::string::npos) << dir << ": f32 never uses tensor ops";
+  }
 }
 
 TEST(CudaConv16Bit, MatchesReferenceOnRoundedOperands) {

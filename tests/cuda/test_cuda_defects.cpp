@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <random>
 #include <set>
 #include <thread>
@@ -20,6 +21,7 @@
 #include "dplab/core/device_intervals.h"
 #include "dplab/core/ops.h"
 #include "dplab/core/ops/norm.h"
+#include "dplab/core/trace/gpu_timeline.h"
 #include "dplab/tools/train/step_metrics.h"
 
 namespace dplab {
@@ -222,6 +224,36 @@ TEST(CudaDeviceIntervals, MeasureTheStreamNotTheHost) {
   EXPECT_LT(s, 2.0);
   EXPECT_EQ(iv->take_seconds(true), 0.0);
   EXPECT_EQ(make_device_intervals(Device::cpu()), nullptr);
+}
+
+// Item 3 of the conditions: a comm-track span opened by begin_comm_after_compute starts
+// when the comm stream may start the next posted operation, i.e. after the compute stream's work
+// so far, and does not hold the comm stream's wait for it. The compute stream is held 100 ms (a
+// compute-track span around it); the comm span, opened and closed right after, must start no
+// earlier than that span ends and last far less than the hold. A span opened with plain
+// begin(comm) before the same wait holds it: the contrast that shows what the fix removed.
+TEST(CudaGpuTimeline, CommSpanStartsAfterTheWaitForCompute) {
+  DPLAB_CUDA_TEST_GATE();
+  const auto origin = std::chrono::steady_clock::now();
+  auto tl = trace::make_gpu_timeline(kDev);
+  ASSERT_NE(tl, nullptr);
+  const int comp = tl->begin(4);
+  ASSERT_EQ(cudaLaunchHostFunc(cuda::compute_stream(0), sleep_100ms, nullptr), cudaSuccess);
+  tl->end(comp, "hold", "compute", 0);
+  const int plain = tl->begin(5);  // before the comm stream's wait below
+  const int comm = tl->begin_comm_after_compute();
+  tl->end(comm, "comm", "comm", 0);
+  tl->end(plain, "plain", "comm", 0);
+  std::map<std::string, trace::GpuSpan> got;
+  tl->resolve(origin, [&](const trace::GpuSpan& s) { got[s.name] = s; });
+  ASSERT_EQ(got.size(), 3u);
+  const trace::GpuSpan& hold = got["hold"];
+  EXPECT_GE(hold.dur_us, 0.09e6);
+  EXPECT_GE(got["comm"].ts_us, hold.ts_us + hold.dur_us - 1.0);  // 1 us: event rounding
+  EXPECT_LT(got["comm"].dur_us, 0.05e6);
+  EXPECT_GE(got["plain"].dur_us, 0.05e6) << "a span begun before the wait holds it";
+  EXPECT_EQ(got["comm"].tid, 5);
+  EXPECT_EQ(cudaPeekAtLastError(), cudaSuccess);
 }
 
 // Item 11: on a machine with a device the probe reports it and no failure (the classification

@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/cuda_gate.h"
 #include "common/harness.h"
 #include "dplab/core/backend.h"
 #include "dplab/core/kernels/optim.h"
@@ -300,7 +301,7 @@ TEST(AdamW, CpuKernelMatchesRefBitwise) {
 // The CUDA kernel runs the same functor, compiled without FMA contraction, with IEEE sqrt and
 // division: the same bits as ref.
 TEST(AdamWCuda, MatchesRefBitwise) {
-  if (!cuda_available()) GTEST_SKIP() << cuda_unavailable_reason();
+  DPLAB_CUDA_TEST_GATE();  // DPLAB_REQUIRE_CUDA=1: no device is a failure
   const Device dev = Device::cuda(0);
   const int64_t n = 70001;
   Tensor g = test::random_tensor({n}, 11);

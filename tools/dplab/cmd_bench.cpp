@@ -40,6 +40,7 @@
 
 #include "dplab/core/cuda/caching_allocator.h"
 #include "dplab/core/cuda/check.h"
+#include "dplab/core/cuda/cudnn_handle.h"
 #endif
 
 namespace dplab::cli {
@@ -106,6 +107,25 @@ double device_peak_mb(Device d) {
   (void)d;
 #endif
   return 0;
+}
+
+// The cuDNN convolution algorithms chosen so far in this process (core/conv_algo_log.h): one
+// object per (direction, layer shape, algorithm); empty on the CPU or without CUDA.
+nlohmann::json cudnn_algorithms(Device d) {
+  nlohmann::json out = nlohmann::json::array();
+#ifdef DPLAB_WITH_CUDA
+  if (d.is_cuda())
+    for (const ConvAlgoUse& u : cuda::conv_algo_choices())
+      out.push_back({{"direction", u.direction},
+                     {"shape", u.shape},
+                     {"algorithm", u.algorithm},
+                     {"math", u.math},
+                     {"workspace_bytes", u.workspace_bytes},
+                     {"calls", u.calls}});
+#else
+  (void)d;
+#endif
+  return out;
 }
 
 void device_reset_peak(Device d) {
@@ -222,7 +242,10 @@ int run_model_bench(const ModelBenchArgs& a, bool train) {
                       {"device", device.str()},
                       {"amp", a.amp}};
   if (train) j["last_loss"] = last_loss.item();
-  if (device.is_cuda()) j["peak_device_mb"] = device_peak_mb(device);
+  if (device.is_cuda()) {
+    j["peak_device_mb"] = device_peak_mb(device);
+    j["cudnn_algorithms"] = cudnn_algorithms(device);
+  }
   nlohmann::json pt;
   if (a.compare) {
     pt = run_pytorch(a, threads, mode);
@@ -249,9 +272,15 @@ int run_model_bench(const ModelBenchArgs& a, bool train) {
         who, med, lo, hi, ips, rss);
   };
   row("dplab", s.median, s.min, s.max, ips, rss);
-  if (device.is_cuda())
+  if (device.is_cuda()) {
     std::cout << fmt::format("  device memory peak {:.1f} MB (caching allocator, bytes in use)\n",
                              device_peak_mb(device));
+    for (const auto& u : j["cudnn_algorithms"])
+      std::cout << fmt::format("  cuDNN {:<15} {:<22} {:<10} {} ({} calls)\n",
+                               u["direction"].get<std::string>(), u["algorithm"].get<std::string>(),
+                               u["math"].get<std::string>(), u["shape"].get<std::string>(),
+                               u["calls"].get<int64_t>());
+  }
   if (a.compare) {
     row(pt.value("framework", "pytorch"), pt.at("ms_per_step_median"), pt.at("ms_per_step_min"),
         pt.at("ms_per_step_max"), pt.at("images_per_s"), pt.at("peak_rss_mb"));

@@ -200,7 +200,7 @@ write_report() {
     echo "- $lib: ${libdir_of[$lib]:-NOT FOUND}"
   done
   echo "- PyTorch: ${torch_py:-none with CUDA} $([ -n "$torch_py" ] && "$torch_py" -c 'import torch; print(torch.__version__, "cuDNN", torch.backends.cudnn.version())' 2>/dev/null)"
-  echo "- cuDNN algorithms chosen: dplab does not report them yet (core/cuda/conv.cpp keeps counts only)"
+  echo "- cuDNN algorithms chosen: see \"cuDNN algorithms\" below (from the bench steps' cudnn_algorithms)"
   echo "- result: $([ $failed -eq 0 ] && echo 'every step passed' || echo 'SOME STEPS FAILED')"
   echo
   echo '```'
@@ -211,10 +211,47 @@ write_report() {
   echo "| --- | --- | --- | --- | --- |"
   printf '%s\n' "${rows[@]}"
   echo
+  algorithm_tables
   if [ ${#details[@]} -gt 0 ]; then
     printf '%s\n' "## Failed steps (last 40 lines of each log)" "" "${details[@]}"
   fi
 } >"$report"
+}
+
+# The cuDNN convolution algorithms dplab chose in each bench step: `dplab bench --json` prints
+# them as cudnn_algorithms (direction, layer shape, algorithm, math, workspace, calls), one row
+# per (direction, shape, algorithm). Formatted by any python3 the machine has; the raw JSON
+# otherwise.
+raw_json() { echo '```'; grep '"cudnn_algorithms"' "$1" | tail -1; echo '```'; }
+algorithm_tables() {
+  local log p py=""
+  for p in ${torch_py:-} "${pythons[@]}"; do
+    command -v "$p" >/dev/null 2>&1 && { py="$p"; break; }
+  done
+  echo "## cuDNN algorithms"
+  echo
+  for log in "$work"/logs/bench_*.log; do
+    [ -f "$log" ] || continue
+    echo "### $(basename "$log" .log)"
+    echo
+    if ! grep -q '"cudnn_algorithms"' "$log"; then
+      echo "(no cudnn_algorithms in the log: the step failed before printing its JSON)"
+    elif [ -n "$py" ]; then
+      "$py" - "$log" <<'PY' || raw_json "$log"
+import json, sys
+line = [l for l in open(sys.argv[1]) if '"cudnn_algorithms"' in l][-1]
+rows = json.loads(line)["cudnn_algorithms"]
+print("| direction | algorithm | math | workspace MiB | calls | shape |")
+print("| --- | --- | --- | --- | --- | --- |")
+for r in rows:
+    print(f"| {r['direction']} | {r['algorithm']} | {r['math']} | "
+          f"{r['workspace_bytes'] / 2**20:.1f} | {r['calls']} | {r['shape']} |")
+PY
+    else
+      raw_json "$log"
+    fi
+    echo
+  done
 }
 
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -246,10 +283,16 @@ always=0
 # The ctest entries of the kit: gtest binaries once each, MPI entries at their rank counts.
 while IFS=$'\t' read -r name labels ranks limit binary args; do
   [[ ";$labels;" == *";cuda;"* ]] || continue
+  # `sh -c '... exec @KIT_BIN@/BIN'` entries (device_kit_manifest.py): the system's sh, the kit's BIN.
+  prog="$kit/bin/$binary"
+  if [ "$binary" = sh ]; then
+    prog="$(command -v sh)"
+    args="${args//@KIT_BIN@/$kit/bin}"
+  fi
   if [ "$ranks" -eq 0 ]; then
-    eval "step '$name' '$limit' gtest_counts '$kit/bin/$binary' $args"
+    eval "step '$name' '$limit' gtest_counts '$prog' $args"
   elif [ "$ranks" -le "$ngpu" ]; then
-    eval "step '$name' '$limit' gtest_counts '$kit/bin/mpiexec' -n '$ranks' '$kit/bin/$binary' $args"
+    eval "step '$name' '$limit' gtest_counts '$kit/bin/mpiexec' -n '$ranks' '$prog' $args"
   else
     note "$name" "needs $ranks GPUs, this machine has $ngpu"
   fi

@@ -4,12 +4,12 @@
 device-bundle.sh calls this with the build tree's ctest listing on stdin. A test enters the
 kit when it carries the label `cuda` (every CUDA and NCCL test, whatever the other labels), or
 when its binary is one of the CPU binaries named with --cpu (what device-kit-selftest.sh runs
-in a bare root). ctest lists a gtest binary once per test (--gtest_filter=Suite.Name); the kit
-runs each binary once with the union of its selected filters instead, since a CUDA binary pays
-the device's start-up on every launch. A test named like a CUDA or NCCL one (--name-regex) in a
-binary of another label is carried too (test_core's CudaMemory.*, test_optim's *Cuda.*,
-test_tools' DeviceTrain.Cuda*): those need a device as much as the labelled ones. MPI tests (mpiexec -n N BIN ARGS) stay one entry per
-rank count.
+in a bare root). The label alone decides: the device tests inside CPU binaries (test_core's
+CudaMemory.*, test_optim's *Cuda.*, test_tools' DeviceTrain.Cuda* and PinnedBuffersAreReused)
+carry it too, declared with dplab_add_test's CUDA_TESTS (tests/CMakeLists.txt). ctest lists a
+gtest binary once per test (--gtest_filter=Suite.Name); the kit runs each binary once with the
+union of its selected filters instead, since a CUDA binary pays the device's start-up on every
+launch. MPI tests (mpiexec -n N BIN ARGS) stay one entry per rank count.
 
 Output, one line per entry, tab-separated:
   name  labels(;)  ranks(0: no mpiexec)  timeout_s  binary(basename)  args(shell-quoted)
@@ -33,8 +33,6 @@ def prop(test, key, default=None):
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--cpu", default="", help="comma-separated CPU test binaries to carry")
-    ap.add_argument("--name-regex", default=r"(?i)cuda|nccl",
-                    help="also carry tests whose ctest name matches (labelled cuda in the kit)")
     # OpCaseTable.CoversEveryOpDeclaredInCoreOps reads core/ops.h from the source tree, which
     # the kit does not carry (it checks the source, not the binary).
     ap.add_argument("--exclude-regex", default=r"^OpCaseTable\.CoversEveryOpDeclared",
@@ -42,7 +40,6 @@ def main():
     ap.add_argument("--binaries", required=True, help="write the selected binaries' paths here")
     a = ap.parse_args()
     cpu = {c for c in a.cpu.split(",") if c}
-    named = re.compile(a.name_regex)
     excluded = re.compile(a.exclude_regex) if a.exclude_regex else None
     names_of = {}  # binary path -> the gtest names of all its ctest entries
     listing = json.load(sys.stdin)
@@ -59,8 +56,6 @@ def main():
     for t in listing.get("tests", []):
         cmd = t.get("command") or []
         labels = list(prop(t, "LABELS", []) or [])
-        if "cuda" not in labels and named.search(t["name"]):
-            labels.append("cuda")
         if not cmd or (excluded and excluded.search(t["name"])):
             continue
         timeout = int(float(prop(t, "TIMEOUT", 300) or 300))
@@ -68,14 +63,30 @@ def main():
         binary = cmd[3] if is_mpi else cmd[0]
         if "cuda" not in labels and os.path.basename(binary) not in cpu:
             continue
+        # ctest entries that run `cmake -P script` (the DPLAB_REQUIRE_CUDA checks) check the
+        # no-device path with build-tree paths: not carried (on a device they skip anyway).
+        if os.path.basename(binary) == "cmake":
+            continue
         if is_mpi:
-            mpi.append((t["name"], labels, int(cmd[2]), timeout, binary, cmd[4:]))
+            args = cmd[4:]
+            carried = binary
+            # `mpiexec -n N sh -c "VAR=... exec /build/path/BIN"` (one GPU per rank): the kit runs
+            # the system's sh with the binary's path as @KIT_BIN@/BIN (device-check.sh fills it in)
+            # and carries BIN itself.
+            if os.path.basename(binary) == "sh" and len(args) == 2 and args[0] == "-c":
+                carried = shlex.split(args[1])[-1]
+                if not os.path.isabs(carried):
+                    sys.exit(f"device_kit_manifest: {t['name']}: sh -c must end by exec'ing a "
+                             f"binary by absolute path, got '{args[1]}'")
+                args = ["-c", args[1].replace(carried, "@KIT_BIN@/" + os.path.basename(carried))]
+                binary = "sh"
+            mpi.append((t["name"], labels, int(cmd[2]), timeout, binary, args, carried))
             continue
         filt = [x for x in cmd[1:] if x.startswith("--gtest_filter=")]
         rest = [x for x in cmd[1:] if not x.startswith("--gtest_filter=")
                 and x != "--gtest_also_run_disabled_tests"]
         if rest:  # a plain add_test with its own arguments: carried as is
-            mpi.append((t["name"], labels, 0, timeout, binary, cmd[1:]))
+            mpi.append((t["name"], labels, 0, timeout, binary, cmd[1:], binary))
             continue
         # A binary's CUDA tests and its CPU tests are separate entries (the CPU ones only when
         # the binary is a --cpu one): device-check.sh runs the first, the self-test the second.
@@ -111,8 +122,8 @@ def main():
             name = os.path.basename(binary) + "_cuda"
         out.write("\t".join([name, ";".join(sorted(g["labels"])), "0",
                              str(timeout), os.path.basename(binary), args]) + "\n")
-    for name, labels, ranks, timeout, binary, args in sorted(mpi):
-        binaries.add(binary)
+    for name, labels, ranks, timeout, binary, args, carried in sorted(mpi):
+        binaries.add(carried)
         out.write("\t".join([name, ";".join(labels), str(ranks), str(timeout),
                              os.path.basename(binary), " ".join(shlex.quote(x) for x in args)])
                   + "\n")
