@@ -369,6 +369,35 @@ TEST(Compression, ResumesBitwise) {
   check_resume(o);
 }
 
+// Sum mode (set_average(false), as hybrid and crossover use it): full-rank PowerSGD and top-k
+// with ratio 1 (everything sent) both leave the plain sum over ranks, and top-k no residual.
+TEST(Compression, SumModeAtFullRankAndFullRatio) {
+  const int W = MpiEnv::get().world_size(), R = MpiEnv::get().world_rank();
+  auto topo = world_topo();
+  GradSyncOptions tk;
+  tk.compress.kind = "topk";
+  tk.compress.ratio = 1.0;
+  for (const GradSyncOptions& o : {psgd_opts(8, 0, 0.0), tk}) {
+    auto arena = make_arena({{5, 4}, {3}, {3, 6}});
+    GradSync sync(*arena, topo->world_ptr(), o);
+    sync.set_average(false);
+    for (int t = 0; t < 2; ++t) {
+      backward(*arena, R, t, rand_grad);
+      sync.finish();
+      auto g = arena->grads().to_vector();
+      for (int64_t i : elements(*arena)) {
+        double sum = 0;
+        for (int r = 0; r < W; ++r) sum += rand_grad(r, t, i);
+        // Full rank: f32 Gram-Schmidt on well-conditioned random matrices (as above).
+        EXPECT_NEAR(g[i], sum, 1e-4 * W) << o.compress.kind << " step " << t << " elem " << i;
+      }
+    }
+    if (o.compress.kind == "topk")
+      for (float e : dynamic_cast<TopKCompressor*>(sync.compressor())->residual(0).to_vector())
+        EXPECT_EQ(e, 0.0f);
+  }
+}
+
 TEST(Compression, OptionsAndErrors) {
   Options opt;
   opt.set("hybrid.compress", "powersgd");
