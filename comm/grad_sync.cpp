@@ -53,6 +53,7 @@ GradSyncOptions GradSyncOptions::from_options(const Options& opt, const std::str
               "option {}wire: expected f32, bf16 or f16, got '{}'", prefix, wire);
   o.wire = parse_dtype(wire);
   o.hierarchical = opt.get_bool(prefix + "hierarchical", false);
+  o.compress = CompressOptions::from_options(opt, prefix);
   return o;
 }
 
@@ -87,6 +88,26 @@ GradSync::GradSync(ParamArena& arena, std::shared_ptr<Communicator> world,
     for (int s = buckets_[b].first_segment; s <= buckets_[b].last_segment; ++s)
       bucket_of_segment_[s] = static_cast<int>(b);
     pending_[b] = buckets_[b].last_segment - buckets_[b].first_segment + 1;
+  }
+  if (opt_.compress.enabled()) {
+    DPLAB_CHECK(arena_.device().is_cpu(),
+                "GradSync: gradient compression ({}) needs a CPU arena, "
+                "got {}",
+                opt_.compress.kind, arena_.device().str());
+    DPLAB_CHECK(!opt_.hierarchical,
+                "GradSync: gradient compression ({}) works in flat mode only "
+                "(hierarchical = true)",
+                opt_.compress.kind);
+    DPLAB_CHECK(opt_.wire == DType::f32,
+                "GradSync: gradient compression ({}) needs wire f32, got {}", opt_.compress.kind,
+                dtype_name(opt_.wire));
+    std::vector<std::vector<BucketTensor>> bt(buckets_.size());
+    for (size_t b = 0; b < buckets_.size(); ++b)
+      for (int s = buckets_[b].first_segment; s <= buckets_[b].last_segment; ++s) {
+        const ArenaSegment& seg = arena_.segments()[s];
+        bt[b].push_back({seg.offset - buckets_[b].begin, seg.numel, seg.shape});
+      }
+    compressor_ = make_grad_compressor(opt_.compress, bt);
   }
   state_ = std::make_shared<State>(State{this});
   std::weak_ptr<State> weak = state_;
@@ -185,6 +206,8 @@ void GradSync::finish() {
   double virtual_end = virtual_t0;
   if (vt_ && !error_)
     for (double e : end_virtual_) virtual_end = std::max(virtual_end, e);
+  // A synchronised step is over (the communication thread is idle until the next hooks).
+  if (compressor_ && !error_) compressor_->end_step();
   std::vector<Request> posted = std::move(device_pending_);
   device_pending_.clear();
   std::exception_ptr err = std::exchange(error_, nullptr);
@@ -216,6 +239,21 @@ void GradSync::finish() {
     stats_.exposed_wait_s += waited;
   }
   if (err) std::rethrow_exception(err);
+}
+
+void GradSync::save_state(StateDict& out) const {
+  if (compressor_) compressor_->save_state(out);
+}
+
+void GradSync::load_state(const StateDict& in) {
+  if (compressor_) {
+    compressor_->load_state(in);
+  } else {
+    DPLAB_CHECK(!in.has("compress"),
+                "{}: the checkpoint holds gradient compression state ({}), "
+                "this run has compress = none",
+                in.origin(), in.get_string("compress"));
+  }
 }
 
 CommStats GradSync::take_stats() {
@@ -301,7 +339,17 @@ void GradSync::reduce_bucket(int b) {
   };
   post_virtual_at(virtual_ready);
   double virtual_end = virtual_ready;
-  if (!opt_.hierarchical || node_->size() == 1) {
+  if (compressor_) {
+    // Several collectives, one after another, each posted at the previous one's virtual end.
+    auto run = [&](Request r) {
+      r.wait();
+      if (vt_) {
+        virtual_end = r.virtual_end();
+        post_virtual_at(virtual_end);
+      }
+    };
+    compressor_->reduce(b, g, *world_, opt_.average, run, s);
+  } else if (!opt_.hierarchical || node_->size() == 1) {
     Communicator& c = opt_.hierarchical ? *cross_ : *world_;
     // On a device, the time in flight is measured there too (see the header).
     if (device_flight_) device_flight_->begin(DeviceStream::compute);

@@ -32,9 +32,11 @@
 // Trace (GPU comm track): a bucket's span starts after the comm stream's device-side wait for the
 // compute stream (GpuTimeline::begin_comm_after_compute), so it holds the communication only.
 //
-// Checkpoints: nothing here survives a step. finish() leaves no bucket in flight, the bucket plan
-// comes from the arena and the options, and no_sync / average are set by the owning strategy
-// (each plan() or begin_epoch(), or from its own saved state), so GradSync has no save_state.
+// Checkpoints: without compression nothing here survives a step. finish() leaves no bucket in
+// flight, the bucket plan comes from the arena and the options, and no_sync / average are set by
+// the owning strategy (each plan() or begin_epoch(), or from its own saved state). With gradient
+// compression (<prefix>compress, comm/grad_compress.h) the residuals, PowerSGD's Q and its step
+// count do: save_state/load_state carry them, and each owning strategy saves them under "sync.".
 //
 // Virtual time (world communicator with a virtual cluster, docs/virtual_cluster.md): the hook
 // records the bucket's ready time from the rank's clock (the hooks run on the compute thread);
@@ -56,6 +58,7 @@
 #include <vector>
 
 #include "dplab/comm/communicator.h"
+#include "dplab/comm/grad_compress.h"
 #include "dplab/comm/strategy.h"
 #include "dplab/core/device_intervals.h"
 #include "dplab/core/param_arena.h"
@@ -79,8 +82,9 @@ struct GradSyncOptions {
   DType wire = DType::f32;       // [<algo>.wire] f32, bf16 or f16
   bool hierarchical = false;     // [<algo>.hierarchical]
   bool average = true;           // divide by the number of ranks (else leave the sum)
+  CompressOptions compress;      // [<algo>.compress] and its keys (comm/grad_compress.h)
   // Reads "<prefix>first_bucket_mb", "<prefix>bucket_cap_mb", "<prefix>wire",
-  // "<prefix>hierarchical", e.g. prefix "allreduce.".
+  // "<prefix>hierarchical" and the compression keys, e.g. prefix "allreduce.".
   static GradSyncOptions from_options(const Options& opt, const std::string& prefix);
 };
 
@@ -110,6 +114,11 @@ class GradSync {
   CommStats take_stats();
   const std::vector<GradBucket>& buckets() const { return buckets_; }
   const GradSyncOptions& options() const { return opt_; }
+  // The compressor (null without compression), e.g. for tests reading its residuals.
+  GradCompressor* compressor() { return compressor_.get(); }
+  // Compression state (nothing without compression); call between steps.
+  void save_state(StateDict& out) const;
+  void load_state(const StateDict& in);
   int world_size() const { return world_->size(); }
 
  private:
@@ -125,6 +134,7 @@ class GradSync {
   std::vector<GradBucket> buckets_;
   std::vector<int> bucket_of_segment_;
   std::shared_ptr<State> state_;
+  std::unique_ptr<GradCompressor> compressor_;  // used by the communication thread only
   bool no_sync_ = false;
 
   std::mutex mu_;

@@ -88,10 +88,16 @@ CommStats AllReduceStrategy::take_stats() {
 
 void AllReduceStrategy::save_state(StateDict& out) const {
   save_algorithm_name(out, name());
+  if (sync_) {  // gradient compression state (comm/grad_compress.h), if any
+    StateDict sync_state;
+    sync_->save_state(sync_state);
+    out.merge("sync.", sync_state);
+  }
 }
 
 void AllReduceStrategy::load_state(const StateDict& in) {
   check_algorithm_name(in, name());
+  if (sync_) sync_->load_state(in.sub("sync."));
 }
 
 std::map<std::string, double> AllReduceStrategy::state() const {

@@ -356,6 +356,11 @@ void CrossoverStrategy::save_state(StateDict& out) const {
   out.put_int("rounds", rounds_);
   out.put_int("sampler_restarts", restarts_);
   out.put_int("peer_sum", peer_sum_);
+  if (sync_) {  // gradient compression state (comm/grad_compress.h), if any
+    StateDict sync_state;
+    sync_->save_state(sync_state);
+    out.merge("sync.", sync_state);
+  }
 }
 
 void CrossoverStrategy::load_state(const StateDict& in) {
@@ -366,6 +371,7 @@ void CrossoverStrategy::load_state(const StateDict& in) {
   const int64_t restarts = state_int(in, "crossover", "sampler_restarts", 0, INT64_MAX);
   const int64_t peers = state_int(in, "crossover", "peer_sum", 0, INT64_MAX);
   if (micro > 0) restore_tensor(in, "crossover", "grad", ctx_.arena->grads());
+  if (sync_) sync_->load_state(in.sub("sync."));
   micro_ = micro;
   stepping_ = false;
   rounds_ = rounds;

@@ -405,6 +405,11 @@ void DasoStrategy::save_state(StateDict& out) const {
     out.put_tensor("pending." + std::to_string(i) + ".sum", p.buf);
   }
   out.put_ints("pending", flat_syncs(pending));
+  if (local_sync_) {  // gradient compression state (comm/grad_compress.h), if any
+    StateDict sync_state;
+    local_sync_->save_state(sync_state);
+    out.merge("sync.", sync_state);
+  }
 }
 
 void DasoStrategy::load_state(const StateDict& in) {
@@ -435,6 +440,7 @@ void DasoStrategy::load_state(const StateDict& in) {
     restored.push_back(std::move(p));
   }
   cycle_.load_state(in.sub("cycle."));
+  if (local_sync_) local_sync_->load_state(in.sub("sync."));
   pending_ = std::move(restored);
   sched_epoch_ = sched_epoch;
   sched_ = std::move(sched);

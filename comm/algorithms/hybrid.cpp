@@ -225,6 +225,11 @@ void HybridStrategy::save_state(StateDict& out) const {
   out.put_int("syncs", syncs_);
   out.put_bool("final_done", final_done_);
   out.put_bool("final_averaged", averaged_);
+  if (sync_) {  // gradient compression state (comm/grad_compress.h), if any
+    StateDict sync_state;
+    sync_->save_state(sync_state);
+    out.merge("sync.", sync_state);
+  }
 }
 
 void HybridStrategy::load_state(const StateDict& in) {
@@ -234,6 +239,7 @@ void HybridStrategy::load_state(const StateDict& in) {
   const int64_t syncs = state_int(in, "hybrid", "syncs", 0, INT64_MAX);
   const bool done = in.get_bool("final_done"), averaged = in.get_bool("final_averaged");
   restore_tensor(in, "hybrid", "grad", ctx_.arena->grads());
+  if (sync_) sync_->load_state(in.sub("sync."));
   stage_ = int(stage);
   syncs_ = syncs;
   final_done_ = done;

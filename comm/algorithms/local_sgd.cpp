@@ -90,6 +90,11 @@ void LocalSgdStrategy::save_state(StateDict& out) const {
   out.put_int("since_average", since_avg_);
   out.put_int("averages", averages_);
   out.put_bool("allreduce_phase", grad_phase_);
+  if (sync_) {  // gradient compression state (comm/grad_compress.h), if any
+    StateDict sync_state;
+    sync_->save_state(sync_state);
+    out.merge("sync.", sync_state);
+  }
 }
 
 void LocalSgdStrategy::load_state(const StateDict& in) {
@@ -109,6 +114,7 @@ void LocalSgdStrategy::load_state(const StateDict& in) {
   averages_ = averages;
   grad_phase_ = phase;
   if (sync_) sync_->set_no_sync(!grad_phase_);
+  if (sync_) sync_->load_state(in.sub("sync."));
 }
 
 std::map<std::string, double> LocalSgdStrategy::state() const {

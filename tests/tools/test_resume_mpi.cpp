@@ -43,11 +43,13 @@ bool has(const std::string& text, const std::string& what) {
 
 struct Algo {
   std::string name;
-  std::string args;  // extra options
+  std::string args;   // extra options
+  std::string label;  // the test's name when not the algorithm's (a variant)
+  std::string id() const { return label.empty() ? name : label; }
 };
 
 std::ostream& operator<<(std::ostream& os, const Algo& a) {
-  return os << a.name;
+  return os << a.id();
 }
 
 class ResumeAt4Ranks : public ::testing::TestWithParam<Algo> {};
@@ -68,7 +70,7 @@ void expect_same_end(const fs::path& a, const fs::path& b, const std::string& wh
 
 TEST_P(ResumeAt4Ranks, FromEpochBoundaryAndMidEpochIsBitwiseIdentical) {
   const Algo& algo = GetParam();
-  ScopedTempDir dir("resume4-" + algo.name);
+  ScopedTempDir dir("resume4-" + algo.id());
   const std::string base = kRun + " --algo " + algo.name + " " + algo.args;
   auto r = mpirun(4, base + " --out " + dir.file("straight"), dir.path / "s");
   ASSERT_EQ(r.status, 0) << r.err;
@@ -106,7 +108,15 @@ TEST_P(ResumeAt4Ranks, FromEpochBoundaryAndMidEpochIsBitwiseIdentical) {
 INSTANTIATE_TEST_SUITE_P(
     EveryAlgorithm, ResumeAt4Ranks,
     ::testing::Values(
-        Algo{"allreduce", ""}, Algo{"hybrid", "--set hybrid.W=2 --set hybrid.R=3"},
+        Algo{"allreduce", ""},
+        // Gradient compression (comm/grad_compress.h): residuals and PowerSGD's Q and step count
+        // travel in the algorithm's state ("sync."); compression starts at step 2, before the
+        // mid-epoch checkpoint.
+        Algo{"allreduce", "--set allreduce.compress=powersgd --set allreduce.powersgd.start_step=2",
+             "allreduce_powersgd"},
+        Algo{"allreduce", "--set allreduce.compress=topk --set allreduce.topk.ratio=0.05",
+             "allreduce_topk"},
+        Algo{"hybrid", "--set hybrid.W=2 --set hybrid.R=3"},
         Algo{"daso",
              "--ranks-per-node 2 --set daso.warmup_epochs=0 --set "
              "daso.cooldown_epochs=0 --set daso.B_max=3"},
@@ -117,7 +127,7 @@ INSTANTIATE_TEST_SUITE_P(
         Algo{"slowmo", "--set slowmo.frequency=3"},
         Algo{"streaming_diloco",
              "--set streaming_diloco.H=4 --set streaming_diloco.fragment_sync_delay=1"}),
-    [](const ::testing::TestParamInfo<Algo>& i) { return i.param.name; });
+    [](const ::testing::TestParamInfo<Algo>& i) { return i.param.id(); });
 
 TEST(CheckpointAt4Ranks, FailedWriteOnOneRankLeavesNothingAndNamesIt) {
   ScopedTempDir dir("ckpt4-fail");

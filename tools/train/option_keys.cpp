@@ -22,6 +22,24 @@ void add_grad_sync(std::vector<OptionSpec>& v, const std::string& prefix, const 
   v.push_back(
       {prefix + "wire", "f32",
        what + ": wire type of the gradient allreduce: f32, bf16 or f16 (f32 accumulation)"});
+  // Gradient compression (comm/grad_compress.h, docs/algorithms/compression.md).
+  v.push_back({prefix + "compress", "none",
+               what + ": gradient compression: none, powersgd (low rank, Vogels et al. 2019) or "
+                      "topk (sparse, error feedback); CPU arenas, flat mode, wire f32"});
+  v.push_back({prefix + "powersgd.rank", "1",
+               what + ": PowerSGD rank r (each matrix is approximated at min(n, m, r))"});
+  v.push_back({prefix + "powersgd.start_step", "1000",
+               what + ": PowerSGD: synchronised steps of plain allreduce before compression "
+                      "starts (PyTorch's start_powerSGD_iter)"});
+  v.push_back({prefix + "powersgd.min_compression_rate", "2",
+               what + ": PowerSGD: an n x m matrix is compressed only if n m > (n + m) r times "
+                      "this; others travel uncompressed"});
+  v.push_back({prefix + "powersgd.warm_start", "true",
+               what + ": PowerSGD: keep Q between steps (false: a fresh Q from the seed every "
+                      "step)"});
+  v.push_back({prefix + "topk.ratio", "0.01",
+               what + ": top-k: fraction of each bucket's elements sent, k = max(1, ratio n), "
+                      "in (0, 1]"});
 }
 
 std::vector<OptionSpec> make_specs() {

@@ -58,8 +58,21 @@ ValueRule builtin_names(const std::string& key) {
 
 // Only limits a run would refuse anyway (or cannot mean): a rule never forbids a setting the
 // code accepts.
+// GradSync's compression keys under every GradSync prefix (comm/grad_compress.h).
+std::map<std::string, ValueRule> with_compression(std::map<std::string, ValueRule> m) {
+  for (const std::string p : {"allreduce.", "hybrid.", "daso.local.", "crossover.sync."}) {
+    m[p + "compress"] = choice({"none", "powersgd", "topk"});
+    m[p + "powersgd.rank"] = integer(1);
+    m[p + "powersgd.start_step"] = integer(0);
+    m[p + "powersgd.min_compression_rate"] = number(0);
+    m[p + "powersgd.warm_start"] = boolean();
+    m[p + "topk.ratio"] = number(0, 1);  // > 0: checked by CompressOptions::from_options
+  }
+  return m;
+}
+
 const std::map<std::string, ValueRule>& rules() {
-  static const std::map<std::string, ValueRule> r = {
+  static const std::map<std::string, ValueRule> r = with_compression({
       {"model", builtin_names("model")},
       {"model.zero_init_residual", boolean()},
       {"data.image_size", integer(1)},
@@ -171,7 +184,7 @@ const std::map<std::string, ValueRule>& rules() {
       {"crossover.sync.wire", choice({"f32", "bf16", "f16"})},
       {"oscars.search", choice({"exact", "alg1", "text"})},
       {"post_local_sgd.switch_epoch", integer(0)},
-  };
+  });
   return r;
 }
 

@@ -1,0 +1,78 @@
+// Gradient compression for GradSync (issue #22): the bucket's allreduce replaced by a compressed
+// exchange, so every gradient-averaging algorithm can use it through its GradSync keys
+// ("<prefix>compress = none | powersgd | topk"). docs/algorithms/compression.md has the
+// definitions, the defaults and the choices where the papers leave room.
+//
+// PowerSGD (Vogels et al., 2019), per bucket, on the tensors of the bucket viewed as n x m
+// matrices (n = the first dimension, m = the rest), at rank r = min(n, m, powersgd.rank):
+//   M += e (error feedback);  orthogonalise Q;  P = M Q;  allreduce(P);  orthogonalise P;
+//   Q = M^T P;  allreduce(Q);  A = P Q^T / world;  e = M - A;  the result is A (average) or
+//   world * A (sum).
+// Q is kept between steps (warm start) and drawn from the run seed (the same on every rank) at
+// the first compressed step. 1-D tensors and matrices where (n + m) r * min_compression_rate >=
+// n m travel uncompressed, together in one allreduce, with no error feedback (their average is
+// exact). For the first powersgd.start_step synchronised steps every bucket is allreduced plainly.
+//
+// Top-k with error feedback (GRACE's TopKCompressor with residual memory), per bucket (with
+// bucket_cap_mb = 0 a bucket is one tensor, i.e. per tensor): g' = g + r; S = the
+// k = max(1, floor(ratio n)) indices of largest |g'| (ties: lower index), ascending; the payload
+// (S as i32, g'[S] as f32) travels by allgather; the result is the sum of the ranks' sparse
+// payloads (rank order) divided by world (average) or not (sum); r = g' with S zeroed.
+//
+// CPU arenas only (the arithmetic runs on the host); flat mode, f32 wire. CommStats count the
+// bytes this rank hands to the communicator: the compressed payloads.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dplab/comm/communicator.h"
+#include "dplab/comm/strategy.h"
+#include "dplab/core/options.h"
+#include "dplab/core/state_dict.h"
+#include "dplab/core/tensor.h"
+
+namespace dplab {
+
+struct CompressOptions {
+  std::string kind = "none";          // [<prefix>compress] none, powersgd or topk
+  int64_t rank = 1;                   // [<prefix>powersgd.rank]
+  int64_t start_step = 1000;          // [<prefix>powersgd.start_step] (PyTorch's default)
+  double min_compression_rate = 2.0;  // [<prefix>powersgd.min_compression_rate]
+  bool warm_start = true;             // [<prefix>powersgd.warm_start]
+  double ratio = 0.01;                // [<prefix>topk.ratio]
+  uint64_t seed = 0;                  // [seed] the run's seed: Q's initialisation
+  bool enabled() const { return kind != "none"; }
+  static CompressOptions from_options(const Options& opt, const std::string& prefix);
+};
+
+// One tensor of a bucket: its range in the bucket and its shape.
+struct BucketTensor {
+  int64_t offset = 0, numel = 0;
+  Shape shape;
+};
+
+class GradCompressor {
+ public:
+  // Waits for one collective. GradSync supplies it: under virtual time it also moves the post
+  // time of the next collective to this one's end.
+  using Run = std::function<void(Request)>;
+  virtual ~GradCompressor() = default;
+  // Replaces bucket `b`'s local gradient `g` (a CPU f32 slice of the arena) by the compressed
+  // average (or sum) over `comm`; adds what it sent to `s`.
+  virtual void reduce(int b, const Tensor& g, Communicator& comm, bool average, const Run& run,
+                      CommStats& s) = 0;
+  // After every bucket of a synchronised step (GradSync::finish).
+  virtual void end_step() {}
+  // The state that must survive a checkpoint (residuals, Q, the step count), bitwise.
+  virtual void save_state(StateDict& out) const = 0;
+  virtual void load_state(const StateDict& in) = 0;
+};
+
+// `buckets`: the tensors of each bucket of GradSync's plan. Null for kind "none".
+std::unique_ptr<GradCompressor> make_grad_compressor(
+    const CompressOptions& opt, const std::vector<std::vector<BucketTensor>>& buckets);
+
+}  // namespace dplab
