@@ -125,9 +125,13 @@ std::vector<OptionSpec> make_specs() {
        "gradient allreduce inside a node's group, gossip among group leaders"},
       {"crossover.seed", "(seed)", "seed of the shared topology stream (default: seed)"},
       {"crossover.check_maps", "false", "allgather every drawn map and fail if ranks disagree"},
+      // ---- sgp (comm/algorithms/sgp.h) ----
+      {"sgp.interval", "1",
+       "communication interval I: gossip every I-th step, local steps between (1: every step)"},
       // ---- oscars (comm/algorithms/oscars.h) ----
       {"oscars.M", "4", "step-gap bound of Eq. 3 (tau_fast - tau_slow < M)"},
-      {"oscars.tau_max", "16", "largest tau the search considers"},
+      {"oscars.tau_max", "0",
+       "largest tau a worker may get; 0: no cap (Eq. 3 as written; a cap departs from it)"},
       {"oscars.search", "exact", "exact, alg1 (Algorithm 1 literally) or text (T += step)"},
       {"oscars.text_step_us", "1000", "the T increment of search = text (us)"},
       {"oscars.profile_discard", "5", "profiling iterations discarded (warm-up)"},

@@ -166,6 +166,7 @@ const std::map<std::string, ValueRule>& rules() {
       {"dcs3gd.progress_us", number(0)},
       {"crossover.sampler", choice({"balanced", "uniform"})},
       {"crossover.interval", integer(1)},
+      {"sgp.interval", integer(1)},
       {"crossover.hierarchical", boolean()},
       {"crossover.check_maps", boolean()},
       {"crossover.sync.wire", choice({"f32", "bf16", "f16"})},
