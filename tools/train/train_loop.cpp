@@ -10,6 +10,7 @@
 #include "dplab/core/autograd.h"
 #include "dplab/core/ops.h"
 #include "dplab/core/usage_error.h"
+#include "dplab/tools/train/epoch_loss.h"
 #include "dplab/tools/train/model_file.h"
 #include "dplab/tools/train/run_trace.h"
 
@@ -75,11 +76,12 @@ void TrainLoop::run_epoch() {
     const StepInfo step = step_info(tally.epoch);
     p_.optimizer.set_lr(s_.base_lr * p_.schedule.factor(loop_.global_step, steps_per_epoch_));
     const StepPlan plan = p_.strategy.plan(step);
-    DPLAB_CHECK_OPTION(!(plan.strategy_update && s_.nonfinite == NonfinitePolicy::skip),
-                "option nonfinite = skip: algorithm '{}' applies its update inside "
-                "after_backward, before the check, so a step cannot be dropped; use nonfinite = "
-                "stop",
-                p_.strategy.name());
+    DPLAB_CHECK_OPTION(
+        !(plan.strategy_update && s_.nonfinite == NonfinitePolicy::skip),
+        "option nonfinite = skip: algorithm '{}' applies its update inside "
+        "after_backward, before the check, so a step cannot be dropped; use nonfinite = "
+        "stop",
+        p_.strategy.name());
     const bool epoch_ends =
         plan.compute ? train_step(step, plan, b, tally) : skip_tick(step, tally);
     if (epoch_ends) break;
@@ -201,7 +203,8 @@ void TrainLoop::end_epoch(const EpochTally& tally) {
                        epoch_time};
   if (epoch_done) {
     p_.strategy.end_epoch(tally.epoch, mean_loss);
-    p_.schedule.observe_epoch(mean_loss);
+    // The world's loss, so every rank's reduce-on-plateau cuts in the same epoch.
+    observe_epoch_loss(p_.schedule, ranks_, loop_.epoch_loss_sum, loop_.epoch_seen);
     loop_.epoch_losses.push_back(mean_loss);
     ++loop_.epoch;
     loop_.step_in_epoch = 0;
