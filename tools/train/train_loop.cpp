@@ -76,12 +76,11 @@ void TrainLoop::run_epoch() {
     const StepInfo step = step_info(tally.epoch);
     p_.optimizer.set_lr(s_.base_lr * p_.schedule.factor(loop_.global_step, steps_per_epoch_));
     const StepPlan plan = p_.strategy.plan(step);
-    DPLAB_CHECK_OPTION(
-        !(plan.strategy_update && s_.nonfinite == NonfinitePolicy::skip),
-        "option nonfinite = skip: algorithm '{}' applies its update inside "
-        "after_backward, before the check, so a step cannot be dropped; use nonfinite = "
-        "stop",
-        p_.strategy.name());
+    DPLAB_CHECK_OPTION(!(plan.strategy_update && s_.nonfinite == NonfinitePolicy::skip),
+                "option nonfinite = skip: algorithm '{}' applies its update inside "
+                "after_backward, before the check, so a step cannot be dropped; use nonfinite = "
+                "stop",
+                p_.strategy.name());
     const bool epoch_ends =
         plan.compute ? train_step(step, plan, b, tally) : skip_tick(step, tally);
     if (epoch_ends) break;
