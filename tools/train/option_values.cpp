@@ -170,6 +170,7 @@ const std::map<std::string, ValueRule>& rules() {
       {"crossover.hierarchical", boolean()},
       {"crossover.check_maps", boolean()},
       {"crossover.sync.wire", choice({"f32", "bf16", "f16"})},
+      {"oscars.tau_max", integer(0)},
       {"oscars.search", choice({"exact", "alg1", "text"})},
       {"post_local_sgd.switch_epoch", integer(0)},
   };
