@@ -111,6 +111,9 @@ class Strategy {
   virtual CommStats take_stats() { return {}; }
   // Algorithm state for metrics (e.g. {"B": 4, "S": 1} for DASO).
   virtual std::map<std::string, double> state() const { return {}; }
+  // The learning rate the last step applied, for the metrics' `lr`: the optimizer's
+  // (`optimizer_lr`) unless the algorithm applies a schedule of its own (DC-S3GD).
+  virtual double applied_lr(double optimizer_lr) const { return optimizer_lr; }
   // Rank and world size this strategy runs in (1 process: 0 and 1).
   virtual int rank() const { return 0; }
   virtual int world_size() const { return 1; }

@@ -1,5 +1,7 @@
 #include "dplab/comm/algorithms/dcs3gd.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -87,6 +89,36 @@ double dcs3gd_schedule_factor(int64_t t, int64_t total, int64_t warmup) {
   if (t < warmup) return double(t + 1) / double(warmup);
   if (total <= warmup) return 1.0;
   return std::max(0.0, double(total - t) / double(total - warmup));
+}
+
+double dcs3gd_paper_theo_lr(int64_t global_batch, double lr_ref, int64_t batch_ref) {
+  DPLAB_CHECK(global_batch >= 1 && batch_ref >= 1,
+              "dcs3gd_paper_theo_lr: global batch {} and reference batch {} must be >= 1",
+              global_batch, batch_ref);
+  return lr_ref * double(global_batch) / double(batch_ref);
+}
+
+double dcs3gd_paper_peak_lr(int64_t global_batch, double warmup_frac, double lr_ref,
+                            int64_t batch_ref) {
+  DPLAB_CHECK(warmup_frac >= 0 && warmup_frac <= 0.5,
+              "dcs3gd_paper_peak_lr: warm-up fraction {} outside [0, 1/2] (the planned warm-up "
+              "is half of all iterations)",
+              warmup_frac);
+  return dcs3gd_paper_theo_lr(global_batch, lr_ref, batch_ref) * warmup_frac / 0.5;
+}
+
+std::string dcs3gd_peak_lr_note(int64_t global_batch, double warmup_frac, double lr) {
+  if (warmup_frac < 0 || warmup_frac > 0.5)
+    return fmt::format(
+        "  dcs3gd: --lr {} is the peak lr (warm-up fraction {} is outside the "
+        "paper's rule)\n",
+        lr, warmup_frac);
+  return fmt::format(
+      "  dcs3gd: the paper's peak lr for global batch {}: eta_theo = 0.1 x {}/256 = {:.4g} "
+      "(eq. 16, linear scaling), peak = eta_theo x {:.4g} / (1/2) = {:.4g} (eta_theo/3 at a "
+      "1/6 warm-up); --lr {} is the peak here\n",
+      global_batch, global_batch, dcs3gd_paper_theo_lr(global_batch), warmup_frac,
+      dcs3gd_paper_peak_lr(global_batch, warmup_frac), lr);
 }
 
 Dcs3gdStrategy::Dcs3gdStrategy(const Options& opt)
@@ -304,6 +336,7 @@ void Dcs3gdStrategy::update(const StepInfo& step) {
   pending_ = true;
   last_lr_ = lr;
   last_wd_ = wd;
+  have_lr_ = true;
   ++steps_;
   if (have_r) ++corrected_steps_;
 }
@@ -457,6 +490,7 @@ void Dcs3gdStrategy::load_state(const StateDict& in) {
   lambda_sum_ = in.get_double("epoch_lambda_sum");
   d_rel_sum_ = in.get_double("epoch_d_rel_sum");
   last_lr_ = in.get_double("last_lr");
+  have_lr_ = true;
   last_wd_ = in.get_double("last_wd");
 }
 

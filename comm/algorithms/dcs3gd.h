@@ -49,6 +49,7 @@
 #include <atomic>
 #include <exception>
 #include <memory>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -81,6 +82,18 @@ struct Dcs3gdOptions {
 // The schedule shape f(t) for iteration t of T with a T_w-iteration warm-up: (t+1)/T_w while
 // t < T_w, then (T − t)/(T − T_w), reaching 0 at t = T (never negative).
 double dcs3gd_schedule_factor(int64_t t, int64_t total, int64_t warmup);
+
+// The paper's peak lr (Sec. IV-A, notes §2): η_theo = lr_ref · global_batch / batch_ref (eq. 16
+// read as the linear scaling rule, 0.1 at 256 for the ResNets) is where the warm-up, planned
+// over half of all iterations, would end; stopped after warmup_frac of them it reaches
+// η_theo · warmup_frac / (1/2): η_theo / 3 at 15 of 90 epochs, 4/9 η_theo at 20 of 90. --lr is
+// this peak in dplab (the schedule's f reaches 1 at the end of the warm-up).
+double dcs3gd_paper_theo_lr(int64_t global_batch, double lr_ref = 0.1, int64_t batch_ref = 256);
+double dcs3gd_paper_peak_lr(int64_t global_batch, double warmup_frac, double lr_ref = 0.1,
+                            int64_t batch_ref = 256);
+// One line for the run's start (printed by rank 0 for --algo dcs3gd): both values for this
+// run's global batch and warm-up, and the --lr in use.
+std::string dcs3gd_peak_lr_note(int64_t global_batch, double warmup_frac, double lr);
 
 // Per-tensor numbers of the last corrected step (for metrics and tests).
 struct Dcs3gdTensorStats {
@@ -130,6 +143,10 @@ class Dcs3gdStrategy : public Strategy {
   const std::vector<Dcs3gdTensorStats>& last_tensor_stats() const;
   // lr and weight decay of the last step (after the schedule).
   double last_lr() const { return last_lr_; }
+  // The metrics' lr: the schedule's lr of the last update (the optimizer's before any).
+  double applied_lr(double optimizer_lr) const override {
+    return have_lr_ ? last_lr_ : optimizer_lr;
+  }
   double last_wd() const { return last_wd_; }
 
  private:
@@ -163,6 +180,7 @@ class Dcs3gdStrategy : public Strategy {
   Clock::time_point compute_start_{};
   mutable std::vector<Dcs3gdTensorStats> last_stats_;
   double last_lr_ = 0, last_wd_ = 0;
+  bool have_lr_ = false;  // last_lr_ is an applied lr (an update ran, or a checkpoint's)
 
   CommStats stats_;
   // For state(): per-step means over the current epoch (reset in begin_epoch).

@@ -40,7 +40,7 @@ OscarsStrategy::OscarsStrategy(std::shared_ptr<Topology> topo, const Options& op
       measure_(opt.get_int("oscars.profile_measure", 20)),
       reprofile_rounds_(opt.get_int("oscars.reprofile_rounds", 0)) {
   search_opt_.M = opt.get_int("oscars.M", 4);
-  search_opt_.tau_cap = opt.get_int("oscars.tau_max", 16);
+  search_opt_.tau_cap = opt.get_int("oscars.tau_max", 0);
   search_opt_.mode = parse_oscars_search_mode(opt.get_string("oscars.search", "exact"));
   search_opt_.text_step_us = opt.get_int("oscars.text_step_us", 1000);
   fixed_t_us_ = parse_times(opt.get_string("oscars.t_us", ""));
@@ -128,12 +128,23 @@ void OscarsStrategy::reschedule() {
   t_us_ = t[size_t(rank())];
   sched_ = oscars_search(t, search_opt_);
   R_ = *std::max_element(sched_.tau.begin(), sched_.tau.end());
+  int64_t longest = 0;
+  for (size_t i = 0; i < t.size(); ++i) longest = std::max(longest, sched_.tau[i] * t[i]);
+  wait_pred_us_ = longest - sched_.tau[size_t(rank())] * t[size_t(rank())];
+  wait_meas_sum_s_ = 0;
+  wait_meas_rounds_ = 0;
   round_pos_ = 0;
   ++searches_;
 }
 
 void OscarsStrategy::average() {
-  stats_.add(average_parameters(topo_->world(), *ctx_.arena, ctx_.tracer));  // Eq. 4, uniform 1/N
+  const CommStats c = average_parameters(topo_->world(), *ctx_.arena, ctx_.tracer);  // Eq. 4
+  stats_.add(c);
+  if (!profiling_) {
+    wait_meas_last_s_ = c.exposed_wait_s;
+    wait_meas_sum_s_ += c.exposed_wait_s;
+    ++wait_meas_rounds_;
+  }
   ++averages_;
 }
 
@@ -222,10 +233,12 @@ void OscarsStrategy::load_state(const StateDict& in) {
               "{}: oscars state 'tau' has {} values for {} ranks{}", where, s.tau.size(), n,
               profiling ? "" : " (and profiling is over)");
   for (size_t i = 0; i < s.tau.size(); ++i)
-    DPLAB_CHECK(s.tau[i] >= 1 && s.tau[i] <= search_opt_.tau_cap,
-                "{}: oscars state 'tau' element {} = {}: expected a value in [1, {}] "
-                "(oscars.tau_max)",
-                where, i, s.tau[i], search_opt_.tau_cap);
+    DPLAB_CHECK(
+        s.tau[i] >= 1 && (search_opt_.tau_cap == 0 || s.tau[i] <= search_opt_.tau_cap),
+        "{}: oscars state 'tau' element {} = {}: expected a value in [1, {}] "
+        "(oscars.tau_max)",
+        where, i, s.tau[i],
+        search_opt_.tau_cap == 0 ? std::string("inf") : std::to_string(search_opt_.tau_cap));
   s.T_us = state_int(in, "oscars", "T_us", 0, INT64_MAX);
   s.max_wait_us = state_int(in, "oscars", "max_wait_us", 0, INT64_MAX);
   s.feasible = in.get_bool("feasible");
@@ -247,6 +260,9 @@ void OscarsStrategy::load_state(const StateDict& in) {
   averages_ = averages;
   searches_ = searches;
   computing_ = false;
+  wait_pred_us_ = -1;  // the other ranks' times are not saved
+  wait_meas_sum_s_ = wait_meas_last_s_ = 0;
+  wait_meas_rounds_ = 0;
 }
 
 std::map<std::string, double> OscarsStrategy::state() const {
@@ -261,6 +277,11 @@ std::map<std::string, double> OscarsStrategy::state() const {
     m["tau_max"] = double(R_);
     m["t_us"] = double(t_us_);
     m["max_wait_us"] = double(sched_.max_wait_us);
+    if (wait_pred_us_ >= 0) m["wait_pred_us"] = double(wait_pred_us_);
+    if (wait_meas_rounds_ > 0) {
+      m["wait_meas_us"] = 1e6 * wait_meas_sum_s_ / double(wait_meas_rounds_);
+      m["wait_meas_last_us"] = 1e6 * wait_meas_last_s_;
+    }
     m["feasible"] = sched_.feasible ? 1.0 : 0.0;
     for (size_t i = 0; i < sched_.tau.size(); ++i)
       m[fmt::format("tau_r{}", i)] = double(sched_.tau[i]);

@@ -31,7 +31,7 @@
 //
 // Options ("oscars." prefix):
 //   M                  4     the step-gap bound of Eq. 3 (tau_fast - tau_slow < M)
-//   tau_max            16    largest tau (search limit; binding when workers are homogeneous)
+//   tau_max            0     largest tau; 0: no cap, Eq. 3 as written (a cap departs from it)
 //   search             exact exact | alg1 ("Algorithm 1 literal": T = i*t_max) | text (T += step)
 //   text_step_us       1000  the T increment of the "text" reading
 //   profile_discard    5     profiling iterations discarded (warm-up)
@@ -41,7 +41,9 @@
 // plus the communicator options (ranks_per_node, link.*, comm.*).
 //
 // state(): T_us, tau (this rank), tau_min, tau_max, t_us (this rank's measured time),
-// max_wait_us (predicted), rounds, searches, feasible.
+// max_wait_us (Eq. 2 at T*), wait_pred_us (this rank's predicted idle per round:
+// max_j tau_j t_j - tau_i t_i), wait_meas_us (mean measured wait of the round averages since
+// the last search) and wait_meas_last_us, rounds, searches, feasible.
 #pragma once
 #include <memory>
 
@@ -100,7 +102,14 @@ class OscarsStrategy : public Strategy {
   int64_t rounds_ = 0;     // completed rounds (excluding profiling)
   int64_t averages_ = 0;
   int64_t searches_ = 0;
-  int64_t t_us_ = 0;        // this rank's iteration time used in the last search
+  int64_t t_us_ = 0;  // this rank's iteration time used in the last search
+  // Predicted against measured idle per round (metrics only, not saved: they restart after a
+  // resume). Predicted: this rank's idle at the round's barrier, max_j tau_j t_j - tau_i t_i,
+  // from the times of the last search; measured: the exposed wait of the round's average
+  // (barrier idle plus the transfer), summed since the last search.
+  int64_t wait_pred_us_ = -1;  // -1: unknown (before a search, after a resume)
+  double wait_meas_sum_s_ = 0, wait_meas_last_s_ = 0;
+  int64_t wait_meas_rounds_ = 0;
   bool computing_ = false;  // this tick computes
   Clock::time_point t_plan_{};
   CommStats stats_;

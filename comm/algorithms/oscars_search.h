@@ -14,11 +14,15 @@
 //   alg1             "Algorithm 1 literal": T <- T + T/i with the pass counter i incremented,
 //                    i.e. T = i*t_max (the slowest worker never waits).
 //   text             the prose: T = t_max, t_max + step, t_max + 2*step, ...
-// In every mode ties go to the smallest T, and the scan also stops once the fastest worker's
-// tau would exceed tau_cap (needed when workers are (nearly) homogeneous: then the constraint
-// never breaks). If the constraint already fails at T = t_max (floor(t_max/t_min) - 1 >= M) the
-// feasible set is empty: T* = t_max and tau_i = min(floor(t_max/t_i), M), which keeps the step
-// gap <= M - 1 (notes §5.4).
+// In every mode ties go to the smallest T, so the scan stops at the first zero wait; that alone
+// ends it for homogeneous workers (T* = t_max, every tau 1; notes §5.3), and the constraint
+// ends it otherwise. tau_cap = 0 (the default) applies Eq. 3 as written, to heterogeneous
+// workers too (t = [100, 105] ms: T* = 2100 ms, tau = [21, 20]). tau_cap > 0 is a user limit:
+// the scan also stops once the fastest worker's tau would exceed it, which departs from Eq. 3
+// (nearly equal measured times, e.g. 100000 and 100003 us, give rounds of thousands of steps
+// by Eq. 3; a cap bounds them). If the constraint already fails at T = t_max
+// (floor(t_max/t_min) - 1 >= M) the feasible set is empty: T* = t_max and
+// tau_i = min(floor(t_max/t_i), M), which keeps the step gap <= M - 1 (notes §5.4).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -31,15 +35,15 @@ enum class OscarsSearchMode { exact, alg1, text };
 OscarsSearchMode parse_oscars_search_mode(const std::string& s);  // "exact", "alg1", "text"
 
 struct OscarsSearchOptions {
-  int64_t M = 4;         // bound on the local-step gap (tau_fast - tau_slow < M)
-  int64_t tau_cap = 16;  // largest tau any worker may get (search limit)
+  int64_t M = 4;        // bound on the local-step gap (tau_fast - tau_slow < M)
+  int64_t tau_cap = 0;  // largest tau any worker may get; 0: no cap (Eq. 3 as written)
   OscarsSearchMode mode = OscarsSearchMode::exact;
   int64_t text_step_us = 1000;  // T increment of the "text" reading
 };
 
 struct OscarsSchedule {
   int64_t T_us = 0;          // T*
-  std::vector<int64_t> tau;  // tau_i = floor(T*/t_i), capped
+  std::vector<int64_t> tau;  // tau_i = floor(T*/t_i), capped when tau_cap > 0
   int64_t max_wait_us = 0;   // max_i mod(T*, t_i): the predicted worst idle time
   bool feasible = true;      // false: empty feasible set, fallback used
   int64_t candidates = 0;    // T values evaluated

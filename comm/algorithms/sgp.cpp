@@ -8,6 +8,7 @@
 #include "dplab/comm/algorithms/allreduce.h"
 #include "dplab/core/backend.h"
 #include "dplab/core/error.h"
+#include "dplab/core/usage_error.h"
 
 namespace dplab {
 
@@ -24,11 +25,34 @@ std::vector<int> exponential_hops(int n) {
   return hops;
 }
 
+std::vector<int> sgp_phone_book(int n) {
+  // For each hop 2^i: forward (+2^i), then backward (-2^i), as forward offsets mod n. Kept even
+  // when both name the same rank (n = 2^(i+1)): the reference's duplicate check compares a rank
+  // with Edge objects and never matches, so its phone book holds the peer twice.
+  std::vector<int> book;
+  for (int h : exponential_hops(n)) {
+    book.push_back(h % n);
+    book.push_back((n - h % n) % n);
+  }
+  return book;
+}
+
+SgpPeers sgp_peers(int n, int rank, int64_t round) {
+  const std::vector<int> book = sgp_phone_book(n);
+  DPLAB_CHECK(!book.empty(), "sgp: no peers on {} rank(s)", n);
+  const int off = book[size_t(round % int64_t(book.size()))];
+  return {(rank + off) % n, ((rank - off) % n + n) % n, off};
+}
+
 SgpStrategy::SgpStrategy(const Options& opt)
     : SgpStrategy(std::make_shared<Topology>(Topology::from_options(opt)), opt) {}
 
-SgpStrategy::SgpStrategy(std::shared_ptr<Topology> topo, const Options&)
-    : topo_(std::move(topo)), hops_(exponential_hops(topo_->world().size())) {}
+SgpStrategy::SgpStrategy(std::shared_ptr<Topology> topo, const Options& opt)
+    : topo_(std::move(topo)),
+      book_(sgp_phone_book(topo_->world().size())),
+      interval_(opt.get_int("sgp.interval", 1)) {
+  DPLAB_CHECK_OPTION(interval_ >= 1, "option sgp.interval: expected >= 1, got {}", interval_);
+}
 
 void SgpStrategy::setup(TrainContext& ctx) {
   Strategy::setup(ctx);
@@ -56,7 +80,21 @@ void SgpStrategy::after_backward(const StepInfo&) {
 }
 
 void SgpStrategy::after_step(const StepInfo& step) {
-  gossip(step.global_step);
+  // Gossip closes every interval_-th step; the round (the phone-book entry) counts gossips.
+  const int64_t done = step.global_step + 1;
+  if (done % interval_ == 0) {
+    gossip(done / interval_ - 1);
+    return;
+  }
+  // A local step. The optimizer moved z by the update U, but the step belongs to x = w·z:
+  // z = (w·z^k - U) / w = z^k + (z - z^k) / w. Nothing to do while w = 1.
+  if (!have_before_) return;
+  const ElementwiseKernels& ew = backend_for(before_.device()).ew;
+  Tensor z = ctx_.arena->params();
+  ew.binary(BinaryOp::sub, z, before_, z);
+  ew.unary(UnaryOp::mul_scalar, 1.0f / w_, z, z);
+  ew.binary(BinaryOp::add, z, before_, z);
+  have_before_ = false;
 }
 
 void SgpStrategy::gossip(int64_t round) {
@@ -64,8 +102,8 @@ void SgpStrategy::gossip(int64_t round) {
   Communicator& comm = topo_->world();
   const int n = comm.size(), me = comm.rank();
   if (n < 2) return;
-  const int hop = hops_[size_t(round % int64_t(hops_.size()))];
-  const int dst = (me + hop) % n, src = ((me - hop) % n + n) % n;
+  const SgpPeers peers = sgp_peers(n, me, round);
+  const int hop = peers.offset, dst = peers.dst, src = peers.src;
   const int64_t numel = ctx_.arena->numel();
   if (weights_.empty()) {
     // Every rank's push-sum weight, gathered once (bookkeeping, not counted in the statistics);
@@ -195,7 +233,8 @@ void SgpStrategy::load_state(const StateDict& in) {
 
 std::map<std::string, double> SgpStrategy::state() const {
   return {{"push_sum_weight", static_cast<double>(w_)},
-          {"hops", static_cast<double>(hops_.size())},
+          {"hops", static_cast<double>(book_.size())},
+          {"interval", static_cast<double>(interval_)},
           {"last_hop", static_cast<double>(last_hop_)},
           {"rounds", static_cast<double>(rounds_)}};
 }

@@ -21,8 +21,10 @@
 //
 // Evaluated model: rank 0's z; consensus_eval() offers Σ_i x_i / Σ_i w_i.
 //
-// Options ("sgp." prefix): none of its own; the communicator options (ranks_per_node,
-// link.intra, link.inter, comm.*) apply.
+// Options ("sgp." prefix): interval (I >= 1, default 1: gossip every step). The communicator
+// options (ranks_per_node, link.intra, link.inter, comm.*) apply. accumulate_steps stays
+// refused: the loop calls after_step once per micro-batch, so a gossip would mix parameters
+// in the middle of an accumulation group; sgp.interval is the way to communicate less often.
 #pragma once
 #include <memory>
 
@@ -33,6 +35,13 @@ namespace dplab {
 
 // The hops of the directed exponential graph on n ranks: 1, 2, 4, ..., 2^floor(log2(n-1)).
 std::vector<int> exponential_hops(int n);
+// The reference's phone book as forward offsets in [1, n): +h, n-h for each hop h (see above).
+std::vector<int> sgp_phone_book(int n);
+struct SgpPeers {
+  int dst = 0, src = 0, offset = 0;  // rank sends to dst and receives from src
+};
+// Gossip round `round` of rank `rank` on n >= 2 ranks.
+SgpPeers sgp_peers(int n, int rank, int64_t round);
 
 class SgpStrategy : public Strategy {
  public:
@@ -55,7 +64,7 @@ class SgpStrategy : public Strategy {
   int rank() const override { return topo_->world().rank(); }
   int world_size() const override { return topo_->world().size(); }
 
-  // One push-sum gossip with hop exponential_hops(n)[round mod L]; public for tests.
+  // One push-sum gossip with peers sgp_peers(n, rank, round); public for tests.
   void gossip(int64_t round);
   float push_sum_weight() const { return w_; }
   // Sets w keeping z (so x = w·z changes): tests start from unequal weights. Only before the
@@ -66,7 +75,8 @@ class SgpStrategy : public Strategy {
 
  private:
   std::shared_ptr<Topology> topo_;
-  std::vector<int> hops_;
+  std::vector<int> book_;  // sgp_phone_book(n)
+  int64_t interval_ = 1;   // sgp.interval
   float w_ = 1.0f;
   std::vector<float> weights_;  // every rank's w (empty until the first gossip)
   Tensor before_;               // z before the optimizer step (only while w != 1)

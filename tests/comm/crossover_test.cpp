@@ -258,6 +258,52 @@ TEST(CrossoverGossip, OneGossipMatchesSerialAndKeepsTheSum) {
   EXPECT_DOUBLE_EQ(s.bytes_sent - double(g.arena->params().nbytes()), double(g.arena->numel()) * 4);
 }
 
+// Each segment gossips with its own map. The source of every segment is read off the data
+// (values are distinct per rank at every element, so (x_me + x_src)/2 names src), and compared
+// with maps drawn here by the protocol's own statement, not by draw_maps: one Philox stream per
+// round keyed by (crossover.seed ^ 0xC2055EED0F0F0F0F, round), the segments drawing one
+// derangement after another from it. A gossip that reused one map for every segment (or
+// redrew the same one) fails, and for n >= 3 some round must have segments with different maps.
+TEST(CrossoverGossip, EverySegmentFollowsItsOwnMap) {
+  auto topo = world_topology();
+  const int n = topo->world().size(), me = topo->world().rank();
+  Gossiper g(topo, {});
+  const auto& segs = g.strategy->segments();
+  ASSERT_EQ(segs.size(), 4u);
+  bool some_round_differs = false;
+  for (int64_t round = 0; round < 6; ++round) {
+    g.fill(me);
+    g.strategy->gossip(round);
+    PhiloxStream rng(11ull ^ 0xC2055EED0F0F0F0Full, uint64_t(round));
+    std::vector<std::vector<int>> expect;
+    for (size_t s = 0; s < segs.size(); ++s) expect.push_back(balanced_derangement(rng, n));
+    const float* p = g.arena->params().data<float>();
+    std::vector<int32_t> src(segs.size(), -1);
+    for (size_t s = 0; s < segs.size(); ++s) {
+      for (int r = 0; r < n && src[s] < 0; ++r) {
+        bool all = true;
+        for (int64_t i = segs[s].begin; i < segs[s].end && all; ++i)
+          all = p[i] == (value(me, i) + value(r, i)) * 0.5f;
+        if (all) src[s] = r;
+      }
+      EXPECT_EQ(src[s], expect[s][size_t(me)]) << "round " << round << " segment " << s;
+    }
+    for (size_t s = 1; s < segs.size(); ++s) some_round_differs |= expect[s] != expect[0];
+    // The sources read off the data form each segment's whole map across the ranks.
+    Tensor mine = Tensor::empty({int64_t(src.size())}, DType::i32);
+    std::copy(src.begin(), src.end(), mine.data<int32_t>());
+    Tensor all = Tensor::empty({int64_t(src.size()) * n}, DType::i32);
+    topo->world().allgather(mine, all);
+    const int32_t* a = all.data<int32_t>();
+    for (size_t s = 0; s < segs.size(); ++s) {
+      std::vector<int> map(static_cast<size_t>(n));
+      for (int r = 0; r < n; ++r) map[size_t(r)] = a[size_t(r) * src.size() + s];
+      EXPECT_EQ(map, expect[s]) << "round " << round << " segment " << s;
+    }
+  }
+  if (n >= 3) EXPECT_TRUE(some_round_differs) << "every round drew one map for all segments";
+}
+
 TEST(CrossoverGossip, TwoRanksAverageExactly) {
   // Ranks 2k and 2k+1 form 2-rank worlds; with an odd n the last rank is alone (no gossip:
   // unchanged).

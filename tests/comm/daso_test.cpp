@@ -303,5 +303,66 @@ TEST(Daso, AllRanksBitwiseEqualAfterEveryEpoch) {
   }
 }
 
+// The node-local gradient average, numerically: each rank's gradient after after_backward must
+// be the mean over the ranks of its own node (4 nodes x 2 here), not over the world. The
+// reference: every rank computes its own gradient on a hook-free copy of the model (same
+// parameters, its own batch), all of them are gathered, and the node means are formed serially
+// in double. Ranks of a node see different batches, so a world average differs by far more than
+// the tolerance.
+TEST(Daso, NodeLocalGradientIsTheMeanOverTheNode) {
+  DasoRun run({});
+  ASSERT_GT(run.P, 1) << "needs more than one node";
+  Communicator& world = run.strategy->topology().world();
+  StepInfo info;
+  info.epoch = 0;
+  info.step_in_epoch = 0;
+  info.global_step = 0;
+  info.steps_per_epoch = 5;
+  info.total_epochs = 3;
+  run.strategy->begin_epoch(0);
+  // This rank's own gradient, without DASO: a second replica holding the broadcast parameters.
+  Replica plain(1);
+  Tensor plain_params = plain.arena->params();  // a handle on the arena (copy_ is non-const)
+  plain_params.copy_(run.rep->arena->params());
+  Tensor x, y;
+  rank_batch(0, run.R, x, y);
+  plain.sgd->zero_grad();
+  backward(cross_entropy(plain.model->forward(x), y));
+  const States own = gather(world, plain.arena->grads());
+  Tensor node_t = Tensor::full({1}, float(run.strategy->topology().node_id()));
+  Tensor nodes = Tensor::empty({run.W});
+  world.allgather(node_t, nodes);
+  const auto node_of = nodes.to_vector();
+  // Serial node mean and world mean of this rank's node.
+  const size_t n = own[0].size();
+  std::vector<double> node_mean(n, 0.0), world_mean(n, 0.0);
+  int members = 0;
+  for (int r = 0; r < run.W; ++r) {
+    const bool same = node_of[size_t(r)] == node_of[size_t(run.R)];
+    members += same;
+    for (size_t i = 0; i < n; ++i) {
+      if (same) node_mean[i] += own[size_t(r)][i];
+      world_mean[i] += own[size_t(r)][i] / run.W;
+    }
+  }
+  ASSERT_EQ(members, run.G);
+  for (double& v : node_mean) v /= members;
+  // DASO's step up to the optimizer: the node-local GradSync runs in backward/after_backward.
+  const StepPlan plan = run.strategy->plan(info);
+  if (plan.zero_grad) run.rep->sgd->zero_grad();
+  run.strategy->before_forward(info);
+  backward(cross_entropy(run.rep->model->forward(x), y));
+  run.strategy->after_backward(info);
+  const auto g = run.rep->arena->grads().to_vector();
+  std::vector<double> gd(g.begin(), g.end());
+  double scale = 0;
+  for (double v : node_mean) scale = std::max(scale, std::fabs(v));
+  EXPECT_LT(max_abs_diff(gd, node_mean), 1e-5 * scale) << "rank " << run.R;
+  EXPECT_GT(max_abs_diff(node_mean, world_mean), 1e-2 * scale) << "node and world means coincide";
+  if (plan.optimizer_step) run.rep->sgd->step();
+  run.strategy->after_step(info);
+  run.strategy->drain();
+}
+
 }  // namespace
 }  // namespace dplab

@@ -100,21 +100,51 @@ TEST(OscarsSearch, EmptyFeasibleSet) {
 }
 
 TEST(OscarsSearch, HomogeneousWorkers) {
-  // The constraint never breaks (0 < M); the tau cap ends the search; ties (all waits 0) go to
-  // the smallest T: T* = t, tau = 1 (per-step averaging).
+  // The constraint never breaks (0 < M); every wait is 0 at T = t, and ties go to the smallest
+  // T, so the scan stops at its first candidate: T* = t, tau = 1 (per-step averaging), with or
+  // without a cap.
   auto o = opts(4);
+  for (int64_t cap : {0, 16}) {
+    o.tau_cap = cap;
+    const auto s = oscars_search({200000, 200000, 200000}, o);
+    EXPECT_TRUE(s.feasible);
+    EXPECT_EQ(s.T_us, 200000);
+    EXPECT_EQ(s.tau, (V{1, 1, 1}));
+    EXPECT_EQ(s.candidates, 1);
+  }
+  // Nearly homogeneous: a cap bounds tau ...
   o.tau_cap = 16;
-  const auto s = oscars_search({200000, 200000, 200000}, o);
-  EXPECT_TRUE(s.feasible);
-  EXPECT_EQ(s.T_us, 200000);
-  EXPECT_EQ(s.tau, (V{1, 1, 1}));
-  EXPECT_EQ(s.candidates, 16);
-  // Nearly homogeneous: the cap bounds tau (without it the constraint allows tau ~ 400).
   const auto n = oscars_search({100000, 100250}, o);
   EXPECT_LE(n.tau[0], 16);
   EXPECT_LE(n.T_us, 16 * 100000);
+  // ... where Eq. 3 alone gives the first common multiple, 250 * 400 * 401 us (wait 0; the
+  // constraint holds there: 401 - 400 = 1 < 4 and first breaks near T = 1.6e8 us).
+  o.tau_cap = 0;
+  const auto e = oscars_search({100000, 100250}, o);
+  EXPECT_EQ(e.T_us, 40100000);
+  EXPECT_EQ(e.tau, (V{401, 400}));
+  EXPECT_EQ(e.max_wait_us, 0);
   const auto a = oscars_search({200000, 200000}, opts(4, OscarsSearchMode::alg1));
   EXPECT_EQ(a.T_us, 200000);
+}
+
+// Heterogeneous workers follow Eq. 3 without a default cap: t = [100, 105] ms, M = 4. The
+// waits at T = k*105 ms are 5k ms and at k*100 ms they are 105 - (100k mod 105) > 0 until the
+// first common multiple 2100 ms, where both are 0; the constraint holds there (21 - 20 < 4). So
+// T* = 2100 ms, tau = [21, 20]. The old default cap of 16 stopped the scan at 1600 ms and
+// returned T* = 105 ms, tau = [1, 1].
+TEST(OscarsSearch, HeterogeneousWorkersAreNotCappedAgainstEq3) {
+  for (auto mode : {OscarsSearchMode::exact, OscarsSearchMode::text}) {
+    auto o = opts(4, mode);
+    o.text_step_us = 1000;
+    const auto s = oscars_search({100000, 105000}, o);
+    EXPECT_TRUE(s.feasible);
+    EXPECT_EQ(s.T_us, 2100000);
+    EXPECT_EQ(s.tau, (V{21, 20}));
+    EXPECT_EQ(s.max_wait_us, 0);
+  }
+  // The options' default (what --algo oscars reads) is no cap either.
+  EXPECT_EQ(OscarsSearchOptions{}.tau_cap, 0);
 }
 
 TEST(OscarsSearch, SingleWorkerAndErrors) {

@@ -186,6 +186,38 @@ TEST(Oscars, DifferentTauMatchesSerialAndStaysIdentical) {
                 (long long)rounds, d);
 }
 
+// The predicted idle per round, max_j tau_j t_j - tau_i t_i, worked by hand:
+// 2 ranks, t = [100, 130] ms, M = 3: the candidates 130, 200, ..., 800 ms (900 breaks the
+// constraint, 9 - 6 = 3) have waits 30, 70, 60, 40, 90, 10, ...; the least is 10 ms at T* = 400,
+// tau = [4, 3], tau*t = [400, 390]: rank 1 idles 10 ms. 4 ranks, t = [100, 130, 250, 250] ms,
+// M = 6 (notes §5.1): T* = 520, tau = [5, 4, 2, 2], tau*t = [500, 520, 500, 500].
+TEST(Oscars, PredictedAndMeasuredWaitPerRoundInState) {
+  const int N = MpiEnv::get().world_size(), R = MpiEnv::get().world_rank();
+  if (N != 2 && N != 4) GTEST_SKIP() << "hand-worked for 2 and 4 ranks";
+  const std::string ts = N == 2 ? "100000,130000" : "100000,130000,250000,250000";
+  const std::vector<double> pred =
+      N == 2 ? std::vector<double>{0, 10000} : std::vector<double>{20000, 0, 20000, 20000};
+  Options opt;
+  opt.set("oscars.t_us", ts);
+  opt.set("oscars.M", N == 2 ? "3" : "6");
+  opt.set("comm.timeout_s", "20");
+  OscarsStrategy s(opt);
+  Replica rep(5);
+  TrainContext ctx;
+  ctx.model = rep.model.get();
+  ctx.arena = rep.arena.get();
+  ctx.optimizer = rep.sgd.get();
+  ctx.options = &opt;
+  s.setup(ctx);
+  EXPECT_EQ(s.state().at("wait_pred_us"), pred[size_t(R)]);
+  EXPECT_EQ(s.state().count("wait_meas_us"), 0u);  // no round averaged yet
+  run_loop(s, rep, 1, 10, [&](int64_t, int64_t) {});
+  ASSERT_GT(s.rounds(), 0);
+  EXPECT_GE(s.state().at("wait_meas_us"), 0.0);
+  EXPECT_GE(s.state().at("wait_meas_last_us"), 0.0);
+  EXPECT_EQ(s.state().at("wait_pred_us"), pred[size_t(R)]);
+}
+
 TEST(Oscars, ProfilesSlowedRankAndReprofilesWithoutDeadlock) {
   const int N = MpiEnv::get().world_size(), R = MpiEnv::get().world_rank();
   ASSERT_GE(N, 2) << "registered for 2 and 4 ranks";

@@ -179,9 +179,11 @@ const std::map<std::string, ValueRule>& rules() {
       {"dcs3gd.progress_us", number(0)},
       {"crossover.sampler", choice({"balanced", "uniform"})},
       {"crossover.interval", integer(1)},
+      {"sgp.interval", integer(1)},
       {"crossover.hierarchical", boolean()},
       {"crossover.check_maps", boolean()},
       {"crossover.sync.wire", choice({"f32", "bf16", "f16"})},
+      {"oscars.tau_max", integer(0)},
       {"oscars.search", choice({"exact", "alg1", "text"})},
       {"post_local_sgd.switch_epoch", integer(0)},
   });

@@ -12,6 +12,7 @@
 #include "dplab/core/error.h"
 #include "dplab/tools/train/build_info.h"
 #include "dplab/tools/train/config.h"
+#include "dplab/tools/train/dcs3gd_note.h"
 #include "dplab/tools/train/epoch_record.h"
 
 namespace dplab {
@@ -139,6 +140,7 @@ void record_run_start(const Options& opt, const RankGroup& ranks, const RunFacts
       rec["nodes"].get<int64_t>() == 1 ? "" : "s", rec["ranks_per_node"].get<int64_t>(),
       rec["ranks_per_node_from"].get<std::string>(), global, f.batch, world, world == 1 ? "" : "s",
       f.accumulate_steps, f.accumulate_steps == 1 ? "" : "s");
+  if (f.algo == "dcs3gd") out << dcs3gd_run_note(opt, global);  // the paper's peak lr
   out << fmt::format("  device {}, {} thread{} per rank; data {}: {} train / {} test samples\n",
                      f.device, f.threads, f.threads == 1 ? "" : "s", f.data,
                      grouped_rate(double(f.train_samples)), grouped_rate(double(f.test_samples)));

@@ -10,6 +10,7 @@
 #include "dplab/core/autograd.h"
 #include "dplab/core/ops.h"
 #include "dplab/core/usage_error.h"
+#include "dplab/tools/train/epoch_loss.h"
 #include "dplab/tools/train/model_file.h"
 #include "dplab/tools/train/run_trace.h"
 
@@ -94,7 +95,7 @@ bool TrainLoop::skip_tick(const StepInfo& step, EpochTally& tally) {
   ++skipped_steps_;
   ++loop_.step_in_epoch;
   ++loop_.global_step;
-  rep_.step_log().step_done(loop_, 0, p_.optimizer.lr(), step_metrics_, p_.strategy,
+  rep_.step_log().step_done(loop_, 0, p_.strategy.applied_lr(p_.optimizer.lr()), step_metrics_, p_.strategy,
                             rep_.comm_tally());
   return after_tick();
 }
@@ -138,7 +139,7 @@ bool TrainLoop::train_step(const StepInfo& step, const StepPlan& plan, const Bat
   ++loop_.step_in_epoch;
   ++loop_.global_step;
   tally.images += n;
-  rep_.step_log().step_done(loop_, n, p_.optimizer.lr(), step_metrics_, p_.strategy,
+  rep_.step_log().step_done(loop_, n, p_.strategy.applied_lr(p_.optimizer.lr()), step_metrics_, p_.strategy,
                             rep_.comm_tally());
   const double elapsed = seconds_since(tally.start);
   Progress& progress = rep_.progress();
@@ -201,7 +202,8 @@ void TrainLoop::end_epoch(const EpochTally& tally) {
                        epoch_time};
   if (epoch_done) {
     p_.strategy.end_epoch(tally.epoch, mean_loss);
-    p_.schedule.observe_epoch(mean_loss);
+    // The world's loss, so every rank's reduce-on-plateau cuts in the same epoch.
+    observe_epoch_loss(p_.schedule, ranks_, loop_.epoch_loss_sum, loop_.epoch_seen);
     loop_.epoch_losses.push_back(mean_loss);
     ++loop_.epoch;
     loop_.step_in_epoch = 0;
@@ -255,7 +257,7 @@ void TrainLoop::evaluate_and_record(const EpochTally& tally, const RankEpoch& mi
   ef.step = loop_.global_step;
   ef.mine = mine;
   ef.computed_steps = tally.computed;
-  ef.lr = p_.optimizer.lr();
+  ef.lr = p_.strategy.applied_lr(p_.optimizer.lr());  // DC-S3GD: its own schedule's
   ef.comm = comm;
   ef.ev = ev;
   ef.consensus = ev_consensus;
