@@ -287,9 +287,8 @@ void CrossoverStrategy::gossip(int64_t round) {
     }
     // Lines 11-13: wait for all (gossip is synchronous; the segments overlap each other, not
     // compute, so the whole wait is exposed). On NCCL the averaging kernels below wait on the
-    // device instead of the host (Request::complete_before_compute).
-    // On the device nothing runs on the compute stream between posting and waiting, so the
-    // stall measured there is also the time in flight.
+    // device instead of the host (Request::complete_before_compute), and both figures are the
+    // compute stream's stall measured there (nothing runs on it between posting and waiting).
     const auto tw = Clock::now();
     stats_.exposed_wait_s += complete_all_measured(reqs, tw, &device_waits_, true);
     if (reqs.empty() || !device_waits_.measures(reqs.front()))
