@@ -180,6 +180,7 @@ Communicator* CrossoverStrategy::gossip_comm() const {
 void CrossoverStrategy::setup(TrainContext& ctx) {
   Strategy::setup(ctx);
   DPLAB_CHECK(ctx.arena != nullptr, "crossover: setup needs the parameter arena");
+  device_waits_ = DeviceWaits(ctx.arena->device(), topo_->world().virtual_time() != nullptr);
   // Common rule: every rank starts from rank 0's parameters.
   stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer));
   segments_ = plan_gossip_segments(*ctx.arena, opt_.segments);
@@ -286,11 +287,12 @@ void CrossoverStrategy::gossip(int64_t round) {
     }
     // Lines 11-13: wait for all (gossip is synchronous; the segments overlap each other, not
     // compute, so the whole wait is exposed). On NCCL the averaging kernels below wait on the
-    // device instead of the host (Request::complete_before_compute).
+    // device instead of the host (Request::complete_before_compute), and both figures are the
+    // compute stream's stall measured there (nothing runs on it between posting and waiting).
     const auto tw = Clock::now();
-    complete_all_before_compute(reqs);
-    stats_.exposed_wait_s += seconds_since(tw);
-    stats_.in_flight_s += seconds_since(t0);
+    stats_.exposed_wait_s += complete_all_measured(reqs, tw, &device_waits_, true);
+    if (reqs.empty() || !device_waits_.measures(reqs.front()))
+      stats_.in_flight_s += seconds_since(t0);
     trace::record_comm(ctx_.tracer, "gossip exchange", "wait gossip exchange", t0, tw, Clock::now(),
                        stats_.bytes_sent - bytes_before);
     // Lines 14-18: x_s <- (x_s + received_s) / 2. (a + b) * 0.5 is symmetric in a and b, so a
@@ -308,8 +310,8 @@ void CrossoverStrategy::gossip(int64_t round) {
   if (opt_.hierarchical && topo_->node().size() > 1) {
     // The leader's gossiped parameters propagate to its group.
     const auto t0 = Clock::now();
-    topo_->node().ibroadcast(params, 0).complete_before_compute();
-    const double dt = seconds_since(t0);
+    Request r = topo_->node().ibroadcast(params, 0);
+    const double dt = complete_measured(r, t0, &device_waits_, true);
     trace::record_comm(ctx_.tracer, "broadcast", "wait broadcast", t0, t0, Clock::now(),
                        topo_->local_rank() == 0 ? static_cast<double>(params.nbytes()) : 0.0);
     stats_.exposed_wait_s += dt;
@@ -344,6 +346,7 @@ bool CrossoverStrategy::consensus_eval(const std::function<void()>& evaluate) {
 CommStats CrossoverStrategy::take_stats() {
   CommStats s = stats_;
   if (sync_) s.add(sync_->take_stats());
+  device_waits_.take(s);
   stats_ = {};
   return s;
 }

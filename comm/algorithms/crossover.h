@@ -39,6 +39,7 @@
 #include <memory>
 
 #include "dplab/comm/algorithms/derangement.h"
+#include "dplab/comm/device_waits.h"
 #include "dplab/comm/grad_sync.h"
 #include "dplab/comm/strategy.h"
 #include "dplab/comm/topology.h"
@@ -124,6 +125,7 @@ class CrossoverStrategy : public Strategy {
   int64_t micro_ = 0;               // micro-batches accumulated in the current interval
   int64_t rounds_ = 0, restarts_ = 0, peer_sum_ = 0;
   CommStats stats_;
+  DeviceWaits device_waits_;  // figures measured on the device on NCCL (comm/device_waits.h)
 };
 
 std::unique_ptr<Strategy> make_crossover_strategy(const Options& opt);

@@ -13,10 +13,6 @@ namespace dplab {
 
 namespace {
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
 DType wire_option(const Options& opt, const std::string& key, const std::string& def) {
   const std::string v = opt.get_string(key, def);
   DPLAB_CHECK(v == "f32" || v == "bf16" || v == "f16",
@@ -161,6 +157,7 @@ DasoStrategy::DasoStrategy(std::shared_ptr<Topology> topo, const Options& opt)
 void DasoStrategy::setup(TrainContext& ctx) {
   Strategy::setup(ctx);
   DPLAB_CHECK(ctx.arena != nullptr, "daso: setup needs the parameter arena");
+  device_waits_ = DeviceWaits(ctx.arena->device(), topo_->world().virtual_time() != nullptr);
   // Common rule: every rank starts from rank 0's parameters.
   stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer));
   // Local synchronization: node-local gradient average every batch, overlapped with backward.
@@ -236,7 +233,8 @@ void DasoStrategy::post(const DasoSync& s) {
       p.launch_step = tr->step();
       p.launched = trace::Clock::now();
     }
-    p.req = topo_->cross().iallreduce(p.buf, ReduceOp::sum, cfg_.global_wire);
+    p.req = device_waits_.post_measured(
+        [&] { return topo_->cross().iallreduce(p.buf, ReduceOp::sum, cfg_.global_wire); });
     stats_.bytes_sent += static_cast<double>(p.buf.numel() * dtype_size(cfg_.global_wire));
     ++stats_.collectives;
     ++stats_.allreduces;
@@ -247,9 +245,9 @@ void DasoStrategy::post(const DasoSync& s) {
 void DasoStrategy::merge(Pending& p) {
   if (member(p.sync.group)) {
     const auto t0 = Clock::now();
-    p.req.complete_before_compute();  // on NCCL: the merge kernels wait on the device, not the host
-    stats_.exposed_wait_s += seconds_since(t0);
-    stats_.in_flight_s += p.req.seconds_in_flight();
+    // On NCCL the merge kernels wait on the device, not the host; both figures come from there.
+    stats_.exposed_wait_s += complete_measured(p.req, t0, &device_waits_, false);
+    stats_.in_flight_s += device_waits_.host_flight(p.req);
     // The send belongs to the step that posted it (traced if that step was in the window);
     // the wait for it to this one.
     if (p.launch_step >= 0 && ctx_.tracer != nullptr)
@@ -275,10 +273,8 @@ void DasoStrategy::blocking_sync(const DasoSync& s, DType wire) {
   if (member(s.group)) {
     // S' = 0: the plain average over the group, in place (16-bit wire reduces in f32).
     const auto t0 = Clock::now();
-    topo_->cross()
-        .iallreduce(ctx_.arena->params(), ReduceOp::average, wire)
-        .complete_before_compute();
-    const double dt = seconds_since(t0);
+    Request r = topo_->cross().iallreduce(ctx_.arena->params(), ReduceOp::average, wire);
+    const double dt = complete_measured(r, t0, &device_waits_, true);
     trace::record_comm(ctx_.tracer, "daso global sync", "wait daso global sync", t0, t0,
                        Clock::now(), static_cast<double>(ctx_.arena->numel() * dtype_size(wire)));
     stats_.exposed_wait_s += dt;
@@ -295,8 +291,8 @@ void DasoStrategy::broadcast_from(int group) {
   Communicator& node = topo_->node();
   if (node.size() == 1) return;
   const auto t0 = Clock::now();
-  node.ibroadcast(ctx_.arena->params(), group).complete_before_compute();
-  const double dt = seconds_since(t0);
+  Request r = node.ibroadcast(ctx_.arena->params(), group);
+  const double dt = complete_measured(r, t0, &device_waits_, true);
   trace::record_comm(ctx_.tracer, "broadcast", "wait broadcast", t0, t0, Clock::now(),
                      member(group) ? static_cast<double>(ctx_.arena->params().nbytes()) : 0.0);
   stats_.exposed_wait_s += dt;
@@ -311,8 +307,8 @@ void DasoStrategy::end_epoch(int64_t epoch, double mean_train_loss) {
   // communicators' device) and the average is copied back explicitly by item().
   Tensor l = Tensor::full({1}, mean_train_loss, DType::f32, ctx_.arena->device());
   const auto t0 = Clock::now();
-  topo_->world().allreduce(l, ReduceOp::average);
-  const double dt = seconds_since(t0);
+  Request r = topo_->world().iallreduce(l, ReduceOp::average);
+  const double dt = wait_measured(r, t0, &device_waits_, true);
   trace::record_comm(ctx_.tracer, "loss average", "wait loss average", t0, t0, Clock::now(),
                      static_cast<double>(l.nbytes()));
   stats_.exposed_wait_s += dt;
@@ -338,6 +334,7 @@ void DasoStrategy::drain() {
 CommStats DasoStrategy::take_stats() {
   CommStats s = local_sync_ ? local_sync_->take_stats() : CommStats{};
   s.add(stats_);
+  device_waits_.take(s);
   stats_ = {};
   return s;
 }

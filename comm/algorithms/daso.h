@@ -53,6 +53,7 @@
 #include <memory>
 #include <vector>
 
+#include "dplab/comm/device_waits.h"
 #include "dplab/comm/grad_sync.h"
 #include "dplab/comm/strategy.h"
 #include "dplab/comm/topology.h"
@@ -189,7 +190,8 @@ class DasoStrategy : public Strategy {
   int epoch_B_ = 0, epoch_S_ = 0;
   int64_t epoch_syncs_ = 0;
   double last_loss_ = 0;
-  CommStats stats_;  // global syncs, broadcasts, loss allreduce (GradSync keeps its own)
+  CommStats stats_;           // global syncs, broadcasts, loss allreduce (GradSync keeps its own)
+  DeviceWaits device_waits_;  // figures measured on the device on NCCL (comm/device_waits.h)
 };
 
 std::unique_ptr<Strategy> make_daso_strategy(const Options& opt);

@@ -137,6 +137,7 @@ Dcs3gdStrategy::~Dcs3gdStrategy() {
 void Dcs3gdStrategy::setup(TrainContext& ctx) {
   Strategy::setup(ctx);
   DPLAB_CHECK(ctx.arena != nullptr, "dcs3gd: setup needs the parameter arena");
+  device_waits_ = DeviceWaits(ctx.arena->device(), topo_->world().virtual_time() != nullptr);
   DPLAB_CHECK(ctx.optimizer != nullptr,
               "dcs3gd: setup needs the optimizer (its lr and weight decay are the peak values)");
   peak_lr_ = ctx.optimizer->lr();
@@ -194,7 +195,8 @@ void Dcs3gdStrategy::start_allreduce() {
     req_step_ = tr->step();
     req_launched_ = trace::Clock::now();
   }
-  req_ = topo_->world().iallreduce(r_, ReduceOp::sum, opt_.wire);
+  req_ = device_waits_.post_measured(
+      [&] { return topo_->world().iallreduce(r_, ReduceOp::sum, opt_.wire); });
   stats_.bytes_sent += double(r_.numel()) * double(dtype_size(opt_.wire));
   ++stats_.collectives;
   ++stats_.allreduces;
@@ -227,9 +229,8 @@ void Dcs3gdStrategy::finish_allreduce() {
   const auto t0 = Clock::now();
   // The communicator's polite wait (and timeout) on MPI; on NCCL the update kernels wait for
   // the allreduce on the device.
-  req_.complete_before_compute();
-  stats_.exposed_wait_s += seconds_since(t0);
-  stats_.in_flight_s += req_.seconds_in_flight();
+  stats_.exposed_wait_s += complete_measured(req_, t0, &device_waits_, false);
+  stats_.in_flight_s += device_waits_.host_flight(req_);
   // Launched in before_forward, completed here: the event spans forward and backward.
   if (req_step_ >= 0 && ctx_.tracer != nullptr) {
     ctx_.tracer->complete_us("dcs3gd update allreduce", "comm", trace::kComm,
@@ -417,6 +418,7 @@ void Dcs3gdStrategy::drain() {
 
 CommStats Dcs3gdStrategy::take_stats() {
   CommStats s = stats_;
+  device_waits_.take(s);
   stats_ = {};
   return s;
 }

@@ -54,6 +54,7 @@
 #include <utility>
 #include <vector>
 
+#include "dplab/comm/device_waits.h"
 #include "dplab/comm/strategy.h"
 #include "dplab/comm/topology.h"
 #include "dplab/core/trace/tracer.h"
@@ -183,6 +184,7 @@ class Dcs3gdStrategy : public Strategy {
   bool have_lr_ = false;  // last_lr_ is an applied lr (an update ran, or a checkpoint's)
 
   CommStats stats_;
+  DeviceWaits device_waits_;  // figures measured on the device on NCCL (comm/device_waits.h)
   // For state(): per-step means over the current epoch (reset in begin_epoch).
   int64_t steps_ = 0, corrected_steps_ = 0;
   int64_t epoch_ = -1;          // of the last begin_epoch

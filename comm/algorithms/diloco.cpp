@@ -33,6 +33,7 @@ void DiLoCoStrategy::setup(TrainContext& ctx) {
   DPLAB_CHECK(ctx.arena != nullptr, "diloco: setup needs the parameter arena");
   // θ(0): rank 0's model on every rank.
   stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer));
+  device_waits_ = DeviceWaits(ctx.arena->device(), topo_->world().virtual_time() != nullptr);
   theta_ = ctx.arena->params().clone();
   delta_ = Tensor::zeros(theta_.shape(), DType::f32, theta_.device());
   if (opt_.outer_momentum > 0)
@@ -50,12 +51,12 @@ void DiLoCoStrategy::outer_step() {
   if (comm.size() > 1) {
     const auto t0 = Clock::now();
     const double bytes = static_cast<double>(delta_.nbytes());
+    CommStats s;
     {
       trace::BlockingComm traced(ctx_.tracer, "outer gradient", "wait outer gradient", bytes);
-      comm.iallreduce(delta_, ReduceOp::average).complete_before_compute();
+      Request r = comm.iallreduce(delta_, ReduceOp::average);
+      s.in_flight_s = s.exposed_wait_s = complete_measured(r, t0, &device_waits_, true);
     }
-    CommStats s;
-    s.in_flight_s = s.exposed_wait_s = std::chrono::duration<double>(Clock::now() - t0).count();
     s.bytes_sent = bytes;
     s.collectives = s.allreduces = 1;
     stats_.add(s);
@@ -89,6 +90,7 @@ void DiLoCoStrategy::drain() {
 
 CommStats DiLoCoStrategy::take_stats() {
   CommStats s = stats_;
+  device_waits_.take(s);
   stats_ = {};
   return s;
 }

@@ -49,6 +49,7 @@
 #pragma once
 #include <memory>
 
+#include "dplab/comm/device_waits.h"
 #include "dplab/comm/strategy.h"
 #include "dplab/comm/topology.h"
 
@@ -93,6 +94,7 @@ class DiLoCoStrategy : public Strategy {
   int64_t inner_steps_ = 0;  // inner steps done in the round in progress
   int64_t outer_steps_ = 0;
   CommStats stats_;
+  DeviceWaits device_waits_;  // the outer allreduce's figures on NCCL (comm/device_waits.h)
 };
 
 std::unique_ptr<Strategy> make_diloco_strategy(const Options& opt);

@@ -148,6 +148,7 @@ void HybridStrategy::setup(TrainContext& ctx) {
   DPLAB_CHECK(ctx.arena != nullptr, "hybrid: setup needs the parameter arena");
   // Algorithm 4 line 1: initialise theta and synchronise it across the nodes.
   extra_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer));
+  device_waits_ = DeviceWaits(ctx.arena->device(), topo_->world().virtual_time() != nullptr);
   sync_ = std::make_unique<GradSync>(*ctx.arena, topo_->world_ptr(), sync_opt_, topo_->node_ptr(),
                                      topo_->cross_ptr());
   sync_->set_tracer(ctx.tracer);
@@ -197,8 +198,8 @@ void HybridStrategy::finish_training() {
   // buffers stay local), as one allreduce of the whole arena.
   const Tensor& params = ctx_.arena->params();
   const auto t0 = Clock::now();
-  topo_->world().allreduce(params, ReduceOp::average);
-  const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+  Request r = topo_->world().iallreduce(params, ReduceOp::average);
+  const double dt = wait_measured(r, t0, &device_waits_, true);
   trace::record_comm(ctx_.tracer, "parameter average", "wait parameter average", t0, t0,
                      Clock::now(), static_cast<double>(params.nbytes()));
   extra_.bytes_sent += static_cast<double>(params.nbytes());
@@ -213,6 +214,7 @@ void HybridStrategy::finish_training() {
 CommStats HybridStrategy::take_stats() {
   CommStats s = sync_ ? sync_->take_stats() : CommStats{};
   s.add(extra_);
+  device_waits_.take(s);
   extra_ = {};
   return s;
 }

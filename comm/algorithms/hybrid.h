@@ -52,6 +52,7 @@
 #pragma once
 #include <memory>
 
+#include "dplab/comm/device_waits.h"
 #include "dplab/comm/grad_sync.h"
 #include "dplab/comm/strategy.h"
 #include "dplab/comm/topology.h"
@@ -129,9 +130,10 @@ class HybridStrategy : public Strategy {
   HybridAction current_;
   int stage_ = 1;
   int64_t syncs_ = 0;
-  bool final_done_ = false;  // finish_training() ran
-  bool averaged_ = false;    // and averaged the parameters
-  CommStats extra_;          // setup broadcast, buffer averages, the final average
+  bool final_done_ = false;   // finish_training() ran
+  bool averaged_ = false;     // and averaged the parameters
+  CommStats extra_;           // setup broadcast, buffer averages, the final average
+  DeviceWaits device_waits_;  // the final average's figures on NCCL (comm/device_waits.h)
 };
 
 std::unique_ptr<Strategy> make_hybrid_strategy(const Options& opt);

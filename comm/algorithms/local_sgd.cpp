@@ -6,15 +6,16 @@
 
 namespace dplab {
 
-CommStats average_parameters(Communicator& comm, ParamArena& arena, trace::Tracer* tracer) {
+CommStats average_parameters(Communicator& comm, ParamArena& arena, trace::Tracer* tracer,
+                             DeviceWaits* waits) {
   CommStats s;
   if (comm.size() == 1) return s;
   const auto t0 = Clock::now();
   trace::BlockingComm traced(tracer, "parameter average", "wait parameter average",
                              static_cast<double>(arena.params().nbytes()));
   // On NCCL the next step's kernels wait for the average on the device, not the host.
-  comm.iallreduce(arena.params(), ReduceOp::average).complete_before_compute();
-  s.in_flight_s = s.exposed_wait_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  Request r = comm.iallreduce(arena.params(), ReduceOp::average);
+  s.in_flight_s = s.exposed_wait_s = complete_measured(r, t0, waits, true);
   s.bytes_sent = static_cast<double>(arena.params().nbytes());
   s.collectives = 1;
   s.allreduces = 1;
@@ -40,6 +41,7 @@ void LocalSgdStrategy::setup(TrainContext& ctx) {
   Strategy::setup(ctx);
   DPLAB_CHECK(ctx.arena != nullptr, "{}: setup needs the parameter arena", name());
   stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer));
+  device_waits_ = DeviceWaits(ctx.arena->device(), topo_->world().virtual_time() != nullptr);
   if (post_local_)
     sync_ = std::make_unique<GradSync>(*ctx.arena, topo_->world_ptr(), sync_opt_, topo_->node_ptr(),
                                        topo_->cross_ptr());
@@ -57,7 +59,7 @@ void LocalSgdStrategy::after_backward(const StepInfo&) {
 }
 
 void LocalSgdStrategy::average() {
-  stats_.add(average_parameters(topo_->world(), *ctx_.arena, ctx_.tracer));
+  stats_.add(average_parameters(topo_->world(), *ctx_.arena, ctx_.tracer, &device_waits_));
   ++averages_;
   since_avg_ = 0;
 }
@@ -80,6 +82,7 @@ void LocalSgdStrategy::drain() {
 CommStats LocalSgdStrategy::take_stats() {
   CommStats s = sync_ ? sync_->take_stats() : CommStats{};
   s.add(stats_);
+  device_waits_.take(s);
   stats_ = {};
   return s;
 }

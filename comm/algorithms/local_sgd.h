@@ -20,6 +20,7 @@
 #pragma once
 #include <memory>
 
+#include "dplab/comm/device_waits.h"
 #include "dplab/comm/grad_sync.h"
 #include "dplab/comm/strategy.h"
 #include "dplab/comm/topology.h"
@@ -29,9 +30,11 @@ namespace dplab {
 // Replaces `arena`'s parameters by their average over `comm` (blocking allreduce, 1/N). Returns
 // the statistics; exposed_wait_s = in_flight_s = time spent in the collective (for a rank that
 // arrives early this is mostly waiting for the slowest rank). `tracer`: a "parameter average"
-// comm event and a "wait parameter average" event over the same interval.
-CommStats average_parameters(Communicator& comm, ParamArena& arena,
-                             trace::Tracer* tracer = nullptr);
+// comm event and a "wait parameter average" event over the same interval. `waits`: on NCCL the
+// two figures are measured on the device into it (comm/device_waits.h; both 0 here, the caller's
+// take_stats adds them); null, or on MPI: host time, as before.
+CommStats average_parameters(Communicator& comm, ParamArena& arena, trace::Tracer* tracer = nullptr,
+                             DeviceWaits* waits = nullptr);
 
 class LocalSgdStrategy : public Strategy {
  public:
@@ -71,6 +74,7 @@ class LocalSgdStrategy : public Strategy {
   int64_t since_avg_ = 0;  // local steps since the last average
   int64_t averages_ = 0;
   CommStats stats_;
+  DeviceWaits device_waits_;  // average_parameters' figures on NCCL
 };
 
 std::unique_ptr<Strategy> make_local_sgd_strategy(const Options& opt);

@@ -61,6 +61,7 @@ void OscarsStrategy::setup(TrainContext& ctx) {
   Strategy::setup(ctx);
   DPLAB_CHECK(ctx.arena != nullptr, "oscars: setup needs the parameter arena");
   stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer));
+  device_waits_ = DeviceWaits(ctx.arena->device(), topo_->world().virtual_time() != nullptr);
   if (!fixed_t_us_.empty()) {  // no profiling: schedule at once
     profiling_ = false;
     reschedule();
@@ -115,8 +116,8 @@ void OscarsStrategy::reschedule() {
     Tensor mine = Tensor::from_vector_i64({t_us_}, {1}).to(dev);
     Tensor all = Tensor::empty({N}, DType::i64, dev);  // every element is gathered
     const auto t0 = Clock::now();
-    topo_->world().allgather(mine, all);
-    const double d = std::chrono::duration<double>(Clock::now() - t0).count();
+    Request r = topo_->world().iallgather(mine, all);
+    const double d = wait_measured(r, t0, &device_waits_, true);
     trace::record_comm(ctx_.tracer, "oscars time allgather", "wait oscars time allgather", t0, t0,
                        Clock::now(), 8.0);
     stats_.in_flight_s += d;
@@ -138,8 +139,12 @@ void OscarsStrategy::reschedule() {
 }
 
 void OscarsStrategy::average() {
-  const CommStats c = average_parameters(topo_->world(), *ctx_.arena, ctx_.tracer);  // Eq. 4
+  const CommStats c = average_parameters(topo_->world(), *ctx_.arena, ctx_.tracer,
+                                        &device_waits_);  // Eq. 4, uniform 1/N
   stats_.add(c);
+  // The measured wait per round (state: wait_meas_*). On NCCL the host figure is 0: the
+  // device's wait arrives later, summed over a window, in take_stats (comm/device_waits.h),
+  // so there the per-round comparison with the prediction is not available.
   if (!profiling_) {
     wait_meas_last_s_ = c.exposed_wait_s;
     wait_meas_sum_s_ += c.exposed_wait_s;
@@ -191,6 +196,7 @@ void OscarsStrategy::drain() {
 
 CommStats OscarsStrategy::take_stats() {
   CommStats s = stats_;
+  device_waits_.take(s);
   stats_ = {};
   return s;
 }

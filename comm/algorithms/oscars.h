@@ -48,6 +48,7 @@
 #include <memory>
 
 #include "dplab/comm/algorithms/oscars_search.h"
+#include "dplab/comm/device_waits.h"
 #include "dplab/comm/strategy.h"
 #include "dplab/comm/topology.h"
 
@@ -113,6 +114,7 @@ class OscarsStrategy : public Strategy {
   bool computing_ = false;  // this tick computes
   Clock::time_point t_plan_{};
   CommStats stats_;
+  DeviceWaits device_waits_;  // average_parameters' figures on NCCL (comm/device_waits.h)
 };
 
 std::unique_ptr<Strategy> make_oscars_strategy(const Options& opt);

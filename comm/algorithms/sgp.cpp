@@ -14,9 +14,6 @@ namespace dplab {
 
 namespace {
 constexpr int kTag = 0x5350;  // "SP"
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 }  // namespace
 
 std::vector<int> exponential_hops(int n) {
@@ -57,6 +54,7 @@ SgpStrategy::SgpStrategy(std::shared_ptr<Topology> topo, const Options& opt)
 void SgpStrategy::setup(TrainContext& ctx) {
   Strategy::setup(ctx);
   DPLAB_CHECK(ctx.arena != nullptr, "sgp: setup needs the parameter arena");
+  device_waits_ = DeviceWaits(ctx.arena->device(), topo_->world().virtual_time() != nullptr);
   stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer));
   const int64_t n = ctx.arena->numel();
   send_ = Tensor::zeros({n + 1}, DType::f32, ctx.arena->device());
@@ -134,8 +132,8 @@ void SgpStrategy::gossip(int64_t round) {
   std::vector<Request> reqs;
   reqs.push_back(comm.irecv(recv_, src, kTag));
   reqs.push_back(comm.isend(send_, dst, kTag));
-  complete_all_before_compute(reqs);  // NCCL: the mixing kernels wait on the device
-  const double dt = seconds_since(t0);
+  // NCCL: the mixing kernels wait on the device, and the figures come from there.
+  const double dt = complete_all_measured(reqs, t0, &device_waits_, true);
   trace::record_comm(ctx_.tracer, "gossip exchange", "wait gossip exchange", t0, t0, Clock::now(),
                      static_cast<double>(send_.nbytes()));
   stats_.exposed_wait_s += dt;
@@ -189,6 +187,7 @@ bool SgpStrategy::consensus_eval(const std::function<void()>& evaluate) {
 
 CommStats SgpStrategy::take_stats() {
   CommStats s = stats_;
+  device_waits_.take(s);
   stats_ = {};
   return s;
 }

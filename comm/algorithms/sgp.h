@@ -28,6 +28,7 @@
 #pragma once
 #include <memory>
 
+#include "dplab/comm/device_waits.h"
 #include "dplab/comm/strategy.h"
 #include "dplab/comm/topology.h"
 
@@ -85,6 +86,7 @@ class SgpStrategy : public Strategy {
   int64_t rounds_ = 0;
   int last_hop_ = 0;
   CommStats stats_;
+  DeviceWaits device_waits_;  // figures measured on the device on NCCL (comm/device_waits.h)
 };
 
 std::unique_ptr<Strategy> make_sgp_strategy(const Options& opt);

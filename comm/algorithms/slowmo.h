@@ -39,6 +39,7 @@
 #pragma once
 #include <memory>
 
+#include "dplab/comm/device_waits.h"
 #include "dplab/comm/strategy.h"
 #include "dplab/comm/topology.h"
 
@@ -82,6 +83,7 @@ class SlowMoStrategy : public Strategy {
   int64_t local_steps_ = 0;  // base steps done in the round in progress
   int64_t rounds_ = 0;
   CommStats stats_;
+  DeviceWaits device_waits_;  // average_parameters' figures on NCCL (comm/device_waits.h)
 };
 
 std::unique_ptr<Strategy> make_slowmo_strategy(const Options& opt);

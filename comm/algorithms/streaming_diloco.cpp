@@ -89,6 +89,7 @@ StreamingDiLoCoStrategy::StreamingDiLoCoStrategy(std::shared_ptr<Topology> topo,
 void StreamingDiLoCoStrategy::setup(TrainContext& ctx) {
   Strategy::setup(ctx);
   DPLAB_CHECK(ctx.arena != nullptr, "streaming_diloco: setup needs the parameter arena");
+  device_waits_ = DeviceWaits(ctx.arena->device(), topo_->world().virtual_time() != nullptr);
   stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer));
   frags_ = arena_fragments(*ctx.arena, opt_.schedule.fragments);
   theta_ = ctx.arena->params().clone();
@@ -114,7 +115,8 @@ void StreamingDiLoCoStrategy::send(int64_t p) {
   Communicator& comm = topo_->world();
   if (comm.size() > 1) {
     posted_ = Clock::now();
-    req_ = comm.iallreduce(d, ReduceOp::average, opt_.wire);
+    req_ = device_waits_.post_measured(
+        [&] { return comm.iallreduce(d, ReduceOp::average, opt_.wire); });
     stats_.bytes_sent += static_cast<double>(d.numel()) * dtype_size(opt_.wire);
     ++stats_.collectives;
     ++stats_.allreduces;
@@ -124,8 +126,7 @@ void StreamingDiLoCoStrategy::send(int64_t p) {
 void StreamingDiLoCoStrategy::wait_pending() const {
   if (!req_.valid()) return;
   const auto t0 = Clock::now();
-  req_.complete_before_compute();
-  pending_wait_s_ += std::chrono::duration<double>(Clock::now() - t0).count();
+  pending_wait_s_ += complete_measured(req_, t0, &device_waits_, false);
 }
 
 void StreamingDiLoCoStrategy::apply(int64_t p, double alpha) {
@@ -138,7 +139,7 @@ void StreamingDiLoCoStrategy::apply(int64_t p, double alpha) {
     const double bytes = static_cast<double>(range(delta_, p).numel()) * dtype_size(opt_.wire);
     trace::record_comm(ctx_.tracer, "outer gradient fragment", "wait outer gradient fragment",
                        posted_, t0, Clock::now(), bytes);
-    stats_.in_flight_s += req_.seconds_in_flight();
+    stats_.in_flight_s += device_waits_.host_flight(req_);
     stats_.exposed_wait_s += pending_wait_s_;
     req_ = Request();
   }
@@ -196,6 +197,7 @@ void StreamingDiLoCoStrategy::drain() {
 
 CommStats StreamingDiLoCoStrategy::take_stats() {
   CommStats s = stats_;
+  device_waits_.take(s);
   stats_ = {};
   return s;
 }

@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "dplab/comm/communicator.h"
+#include "dplab/comm/device_waits.h"
 #include "dplab/comm/strategy.h"
 #include "dplab/comm/topology.h"
 
@@ -122,6 +123,8 @@ class StreamingDiLoCoStrategy : public Strategy {
   mutable double pending_wait_s_ = 0;  // exposed wait spent in wait_pending (drain, save_state)
   Clock::time_point posted_{};
   CommStats stats_;
+  mutable DeviceWaits
+      device_waits_;  // figures measured on the device on NCCL (comm/device_waits.h)
 };
 
 std::unique_ptr<Strategy> make_streaming_diloco_strategy(const Options& opt);

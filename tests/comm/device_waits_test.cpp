@@ -1,0 +1,75 @@
+// comm/device_waits.h off a device: on MPI (and on the CPU, and under virtual time) every figure
+// stays the host time the algorithms counted before; nothing is measured or added by take().
+// The device side is tests/comm/test_nccl_device_waits.cpp. Runs at 1 and 2 ranks.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "dplab/comm/algorithms/local_sgd.h"
+#include "dplab/comm/device_waits.h"
+#include "dplab/comm/mpi_env.h"
+
+namespace dplab {
+namespace {
+
+std::shared_ptr<Communicator> world() {
+  static std::shared_ptr<Communicator> w = mpi_world();
+  return w;
+}
+
+TEST(DeviceWaits, OffTheDeviceTheHostTimeCounts) {
+  auto c = world();
+  DeviceWaits waits(Device::cpu(), false);
+  EXPECT_FALSE(waits.on_device());
+  Tensor t = Tensor::full({100}, float(c->rank() + 1), DType::f32, Device::cpu());
+  // t0 50 ms in the past: the host figure is measured from the caller's t0 (posting included),
+  // as the algorithms did before.
+  const auto t0 = Clock::now() - std::chrono::milliseconds(50);
+  Request r = waits.post_measured([&] { return c->iallreduce(t, ReduceOp::sum); });
+  EXPECT_FALSE(waits.measures(r));
+  const double host = complete_measured(r, t0, &waits, true);
+  EXPECT_GE(host, 0.05);
+  EXPECT_LT(host, 5.0);
+  EXPECT_EQ(waits.host_flight(r), r.seconds_in_flight());  // the request's own host figure
+  const int K = c->size();
+  for (float v : t.to_vector()) ASSERT_EQ(v, float(K * (K + 1) / 2));
+  CommStats st;
+  waits.take(st);  // nothing from a device
+  EXPECT_EQ(st.exposed_wait_s, 0.0);
+  EXPECT_EQ(st.in_flight_s, 0.0);
+}
+
+TEST(DeviceWaits, WithoutDeviceWaitsTheHostTimeCounts) {
+  auto c = world();
+  Tensor a = Tensor::full({10}, float(c->rank()), DType::f32, Device::cpu());
+  Tensor b = Tensor::full({10}, 1.f, DType::f32, Device::cpu());
+  const auto t0 = Clock::now() - std::chrono::milliseconds(20);
+  std::vector<Request> reqs{c->iallreduce(a, ReduceOp::sum), c->iallreduce(b, ReduceOp::sum)};
+  EXPECT_GE(complete_all_measured(reqs, t0, nullptr, false), 0.02);
+  EXPECT_EQ(b.to_vector()[0], float(c->size()));
+}
+
+// average_parameters on MPI with a strategy's (CPU) DeviceWaits: the figures are host time, the
+// same for both as before (a blocking collective), and the parameters the average.
+TEST(DeviceWaits, AverageParametersOnMpiKeepsHostFigures) {
+  auto c = world();
+  const int K = c->size(), r = c->rank();
+  std::vector<NamedTensor> ps{{"w", Tensor::full({30}, float(r + 1), DType::f32, Device::cpu())}};
+  ParamArena arena(ps, ParamArena::Layout::given_order);
+  DeviceWaits waits(Device::cpu(), false);
+  const CommStats s = average_parameters(*c, arena, nullptr, &waits);
+  if (K == 1) {
+    EXPECT_EQ(s.allreduces, 0);  // nothing to average
+    return;
+  }
+  EXPECT_EQ(s.allreduces, 1);
+  EXPECT_GT(s.exposed_wait_s, 0.0);
+  EXPECT_EQ(s.in_flight_s, s.exposed_wait_s);
+  for (float v : arena.segments()[0].param.to_vector()) ASSERT_FLOAT_EQ(v, float(K + 1) / 2.0f);
+  CommStats st;
+  waits.take(st);
+  EXPECT_EQ(st.exposed_wait_s, 0.0);
+}
+
+}  // namespace
+}  // namespace dplab
