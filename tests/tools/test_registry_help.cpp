@@ -58,7 +58,7 @@ TEST(RegistryHelp, ARegisteredNameShowsUpWithItsHelpAndKeys) {
   EXPECT_HAS(all, "  lars ");
   EXPECT_HAS(all, "schedules (option lr.schedule):\n");
   // The built-in registry does not have the experiment's names.
-  EXPECT_LACKS(registry_reference(Registry::with_builtins()), "topk");
+  EXPECT_LACKS(registry_reference(Registry::with_builtins()), "\n  topk ");
   // A prefix selects names, a kind or an option.
   const std::string topk = registry_reference(with_experiment_entries(), "top");
   EXPECT_HAS(topk, "topk");
@@ -78,8 +78,17 @@ TEST(RegistryHelp, BuiltinAlgorithmsListTheirKeysFromTheOptionTable) {
     const auto& k = r.strategy(algo).keys;
     return std::set<std::string>(k.begin(), k.end());
   };
-  const std::set<std::string> allreduce = {"allreduce.first_bucket_mb", "allreduce.bucket_cap_mb",
-                                           "allreduce.wire", "allreduce.hierarchical"};
+  // GradSync's bucket, wire and compression keys (docs/algorithms/compression.md).
+  const std::set<std::string> allreduce = {"allreduce.first_bucket_mb",
+                                           "allreduce.bucket_cap_mb",
+                                           "allreduce.wire",
+                                           "allreduce.hierarchical",
+                                           "allreduce.compress",
+                                           "allreduce.powersgd.rank",
+                                           "allreduce.powersgd.start_step",
+                                           "allreduce.powersgd.min_compression_rate",
+                                           "allreduce.powersgd.warm_start",
+                                           "allreduce.topk.ratio"};
   EXPECT_EQ(keys("allreduce"), allreduce);
   EXPECT_TRUE(keys("local").empty());
   std::set<std::string> post = allreduce;

@@ -226,9 +226,9 @@ std::string option_area(const std::string& key) {
 
 const std::vector<std::string>& option_areas() {
   static const std::vector<std::string> a = {
-      "run",       "model",  "data",      "optimizer", "schedule", "checkpoint",
-      "reporting", "comm",   "allreduce", "hybrid",    "daso",     "dcs3gd",
-      "crossover", "oscars", "local_sgd", "diloco",    "slowmo",   "streaming_diloco"};
+      "run",    "model",     "data",   "optimizer", "schedule",        "checkpoint", "reporting",
+      "comm",   "allreduce", "hybrid", "daso",      "dcs3gd",          "crossover",  "sgp",
+      "oscars", "local_sgd", "diloco", "slowmo",    "streaming_diloco"};
   return a;
 }
 
