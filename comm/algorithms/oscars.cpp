@@ -140,7 +140,7 @@ void OscarsStrategy::reschedule() {
 
 void OscarsStrategy::average() {
   const CommStats c = average_parameters(topo_->world(), *ctx_.arena, ctx_.tracer,
-                                        &device_waits_);  // Eq. 4, uniform 1/N
+                                         &device_waits_);  // Eq. 4, uniform 1/N
   stats_.add(c);
   // The measured wait per round (state: wait_meas_*). On NCCL the host figure is 0: the
   // device's wait arrives later, summed over a window, in take_stats (comm/device_waits.h),

@@ -8,8 +8,8 @@
 #include "dplab/tools/dplab/command.h"
 #include "dplab/tools/dplab/option_help.h"
 #include "dplab/tools/dplab/unknown_flag.h"
-#include "dplab/tools/train/usage_agreement.h"
 #include "dplab/tools/dplab/version.h"
+#include "dplab/tools/train/usage_agreement.h"
 
 namespace {
 

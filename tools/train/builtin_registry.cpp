@@ -42,11 +42,13 @@ Registry Registry::with_builtins() {
       {"oscars", "parameters averaged after tau_i local steps per rank (oscars.md)"},
       {"local_sgd", "parameters averaged every local_sgd.H steps (local_sgd.md)"},
       {"post_local_sgd", "allreduce SGD, then local SGD from post_local_sgd.switch_epoch"},
-      {"diloco", "H inner steps, then an outer Nesterov step on the averaged outer gradient "
-                 "(diloco.md)"},
+      {"diloco",
+       "H inner steps, then an outer Nesterov step on the averaged outer gradient "
+       "(diloco.md)"},
       {"slowmo", "local SGD with an exact average and slow momentum every tau steps (slowmo.md)"},
-      {"streaming_diloco", "DiLoCo by fragments on a staggered, overlapped schedule "
-                           "(streaming_diloco.md)"}};
+      {"streaming_diloco",
+       "DiLoCo by fragments on a staggered, overlapped schedule "
+       "(streaming_diloco.md)"}};
   for (const std::string& name : strategy_names()) {
     StrategyEntry e{name, "", algorithm_option_keys(name),
                     [](const Options& o) { return make_strategy(o); }};

@@ -76,11 +76,12 @@ void TrainLoop::run_epoch() {
     const StepInfo step = step_info(tally.epoch);
     p_.optimizer.set_lr(s_.base_lr * p_.schedule.factor(loop_.global_step, steps_per_epoch_));
     const StepPlan plan = p_.strategy.plan(step);
-    DPLAB_CHECK_OPTION(!(plan.strategy_update && s_.nonfinite == NonfinitePolicy::skip),
-                "option nonfinite = skip: algorithm '{}' applies its update inside "
-                "after_backward, before the check, so a step cannot be dropped; use nonfinite = "
-                "stop",
-                p_.strategy.name());
+    DPLAB_CHECK_OPTION(
+        !(plan.strategy_update && s_.nonfinite == NonfinitePolicy::skip),
+        "option nonfinite = skip: algorithm '{}' applies its update inside "
+        "after_backward, before the check, so a step cannot be dropped; use nonfinite = "
+        "stop",
+        p_.strategy.name());
     const bool epoch_ends =
         plan.compute ? train_step(step, plan, b, tally) : skip_tick(step, tally);
     if (epoch_ends) break;
@@ -95,8 +96,8 @@ bool TrainLoop::skip_tick(const StepInfo& step, EpochTally& tally) {
   ++skipped_steps_;
   ++loop_.step_in_epoch;
   ++loop_.global_step;
-  rep_.step_log().step_done(loop_, 0, p_.strategy.applied_lr(p_.optimizer.lr()), step_metrics_, p_.strategy,
-                            rep_.comm_tally());
+  rep_.step_log().step_done(loop_, 0, p_.strategy.applied_lr(p_.optimizer.lr()), step_metrics_,
+                            p_.strategy, rep_.comm_tally());
   return after_tick();
 }
 
@@ -139,8 +140,8 @@ bool TrainLoop::train_step(const StepInfo& step, const StepPlan& plan, const Bat
   ++loop_.step_in_epoch;
   ++loop_.global_step;
   tally.images += n;
-  rep_.step_log().step_done(loop_, n, p_.strategy.applied_lr(p_.optimizer.lr()), step_metrics_, p_.strategy,
-                            rep_.comm_tally());
+  rep_.step_log().step_done(loop_, n, p_.strategy.applied_lr(p_.optimizer.lr()), step_metrics_,
+                            p_.strategy, rep_.comm_tally());
   const double elapsed = seconds_since(tally.start);
   Progress& progress = rep_.progress();
   if (step_metrics_.pending() && progress.will_draw(loop_.step_in_epoch))

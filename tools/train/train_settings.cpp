@@ -43,9 +43,10 @@ TrainSettings read_train_settings(const Options& opt) {
   t.resume = get(opt, "resume");
   t.resume_overrides = split_override_list(get(opt, "resume.override"));
   t.init_from = get(opt, "init_from");
-  DPLAB_CHECK_OPTION(t.resume.empty() || t.init_from.empty(),
-              "options resume and init_from exclude each other (resume continues a run, init_from "
-              "starts a new one from a checkpoint's weights)");
+  DPLAB_CHECK_OPTION(
+      t.resume.empty() || t.init_from.empty(),
+      "options resume and init_from exclude each other (resume continues a run, init_from "
+      "starts a new one from a checkpoint's weights)");
   DPLAB_CHECK_OPTION(
       l.checkpoint_every_epochs >= 0 && l.checkpoint_every_steps >= 0 && l.checkpoint_keep >= 0,
       "options checkpoint.every_epochs ({}), checkpoint.every_steps ({}) and "

@@ -31,9 +31,10 @@ struct TrainSettings {
 
 TrainSettings read_train_settings(const Options& opt);
 
-// Options device and comm (the algorithm from `registry`: does it use a communicator?): the training device, checked to exist (a run on a machine without
-// it fails before any data is read), and made this thread's CUDA device. Under NCCL a bare
-// "cuda" is this rank's GPU (local rank mod device count).
+// Options device and comm (the algorithm from `registry`: does it use a communicator?): the
+// training device, checked to exist (a run on a machine without it fails before any data is read),
+// and made this thread's CUDA device. Under NCCL a bare "cuda" is this rank's GPU (local rank mod
+// device count).
 Device set_up_train_device(const Options& opt, const Registry& registry);
 
 }  // namespace dplab
