@@ -42,7 +42,8 @@ namespace dplab {
 
 namespace cluster {
 struct VirtualTime;  // comm/cluster/virtual_time.h
-}
+struct Platform;     // comm/cluster/platform.h
+}  // namespace cluster
 
 enum class ReduceOp { sum, average, max };
 enum class WaitPolicy { spin, backoff };
@@ -70,9 +71,12 @@ struct CommConfig {
   WaitOptions wait;  // [comm.wait = auto|spin|backoff], [comm.timeout_s]
   std::string wait_name = "auto";
   // Virtual cluster (comm/cluster/virtual_time.h): when set, the world's nodes are its shape's
-  // and point-to-point messages are timed in virtual time (collectives refuse: not wired yet).
-  // Not read from options yet: `cluster` is refused until the collectives are wired.
+  // and its operations are timed in virtual time. Tests set it directly; from options, mpi_world
+  // builds it from `platform` (option cluster) on the calling thread, which becomes the rank's
+  // compute thread (its CPU time is the rank's compute).
   std::shared_ptr<cluster::VirtualTime> virtual_time;
+  std::shared_ptr<const cluster::Platform> platform;  // [cluster], with cluster.compute_scale
+  bool manual_compute = false;  // [cluster.compute] = profile:FILE: the driver adds compute
   // Reads the options above. "auto" wait = backoff when ranks on this node outnumber its cores
   // (resolved once the world communicator knows the node size).
   static CommConfig from_options(const Options& opt);

@@ -668,8 +668,11 @@ class MpiCommunicator : public Communicator {
 }  // namespace
 
 CommConfig CommConfig::from_options(const Options& opt) {
-  cluster::refuse_cluster_until_wired(opt);  // issue #20: virtual time not wired yet
   CommConfig c;
+  if (auto p = cluster::platform_from_options(opt)) {
+    c.platform = std::make_shared<const cluster::Platform>(std::move(*p));
+    c.manual_compute = cluster::compute_is_profile(opt);
+  }
   c.ranks_per_node = static_cast<int>(opt.get_int("ranks_per_node", 0));
   DPLAB_CHECK_OPTION(c.ranks_per_node >= 0, "option ranks_per_node: must be >= 0, got {}",
                      c.ranks_per_node);
@@ -714,15 +717,21 @@ std::shared_ptr<Communicator> mpi_world(const CommConfig& cfg) {
   int leader = rank;
   DPLAB_MPI(MPI_Allreduce, MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, shm);
   MPI_Comm_free(&shm);
-  DPLAB_CHECK(!cfg.virtual_time || (!cfg.link_intra && !cfg.link_inter),
+  DPLAB_CHECK(!(cfg.virtual_time || cfg.platform) || (!cfg.link_intra && !cfg.link_inter),
               "options link.intra / link.inter and a virtual cluster exclude each other: the "
               "cluster's platform is the one cost model");
-  if (cfg.virtual_time) {
+  std::shared_ptr<cluster::VirtualTime> vt = cfg.virtual_time;
+  if (!vt && cfg.platform)
+    vt = std::make_shared<cluster::VirtualTime>(
+        *cfg.platform, cluster::shape_of(*cfg.platform, size, cfg.ranks_per_node),
+        cfg.manual_compute ? cluster::VirtualClock::Compute::manual
+                           : cluster::VirtualClock::Compute::measured);
+  if (vt) {
     // The platform's nodes (comm/cluster/platform.h shape_of): the cost model and the node
     // communicators must agree.
-    const cluster::Shape& s = cfg.virtual_time->shape;
+    const cluster::Shape& s = vt->shape;
     DPLAB_CHECK(s.world() == size, "virtual cluster {}: shape {} x {} for a world of {} ranks",
-                cfg.virtual_time->platform.name, s.nodes, s.ranks_per_node, size);
+                vt->platform.name, s.nodes, s.ranks_per_node, size);
     for (int r = 0; r < size; ++r) node_of[r] = s.node_of(r);
   } else if (cfg.ranks_per_node > 0) {
     DPLAB_CHECK(size % cfg.ranks_per_node == 0,
@@ -754,8 +763,7 @@ std::shared_ptr<Communicator> mpi_world(const CommConfig& cfg) {
   MPI_Comm dup = MPI_COMM_NULL;
   DPLAB_MPI(MPI_Comm_dup, MPI_COMM_WORLD, &dup);
   auto link = std::make_shared<LinkEmulator>(cfg.link_intra, cfg.link_inter);
-  return std::make_shared<MpiCommunicator>(dup, "world", std::move(node_of), link, wait,
-                                           cfg.virtual_time);
+  return std::make_shared<MpiCommunicator>(dup, "world", std::move(node_of), link, wait, vt);
 }
 
 }  // namespace dplab

@@ -28,6 +28,7 @@
 #include "dplab/core/options.h"
 #include "dplab/core/param_arena.h"
 #include "dplab/core/state_dict.h"
+#include "dplab/core/time_source.h"
 #include "dplab/optim/optimizer.h"
 
 namespace dplab {
@@ -88,6 +89,11 @@ struct TrainContext {
   // points where they count CommStats::in_flight_s and exposed_wait_s, and hand it to their
   // GradSync.
   trace::Tracer* tracer = nullptr;
+  // The run's time base (core/time_source.h): the wall clock, or the rank's virtual clock under
+  // a virtual cluster. Every duration an algorithm measures or acts on (CommStats' in flight
+  // and exposed wait, Oscars' step times, DASO's and DC-S3GD's statistics) reads time->now(),
+  // never steady_clock, so that under a cluster the algorithm sees modelled time. Never null.
+  std::shared_ptr<TimeSource> time = std::make_shared<WallTime>();
 };
 
 class Strategy {

@@ -2,6 +2,7 @@
 
 #include "dplab/comm/cluster/presets.h"
 #include "dplab/core/error.h"
+#include "dplab/core/usage_error.h"
 
 namespace dplab::cluster {
 
@@ -17,6 +18,21 @@ std::optional<Platform> platform_from_options(const Options& opt) {
               scale);
   if (scale > 0) p.compute_scale = scale;
   return p;
+}
+
+std::string compute_profile_path(const Options& opt) {
+  const std::string v = opt.get_string("cluster.compute", "measured");
+  if (v == "measured") return "";
+  const std::string prefix = "profile:";
+  DPLAB_CHECK_OPTION(v.rfind(prefix, 0) == 0 && v.size() > prefix.size(),
+                     "option cluster.compute: expected 'measured' or 'profile:FILE' (a file "
+                     "written by dplab bench train --profile-out), got '{}'",
+                     v);
+  return v.substr(prefix.size());
+}
+
+bool compute_is_profile(const Options& opt) {
+  return !compute_profile_path(opt).empty();
 }
 
 void refuse_cluster_until_wired(const Options& opt) {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "dplab/core/device.h"
+#include "dplab/core/time_source.h"
 #include "dplab/core/trace/gpu_timeline.h"
 #include "dplab/core/trace/step_window.h"
 #include "dplab/core/trace/trace_file.h"
@@ -95,6 +96,24 @@ class Tracer {
   const RankPlace& place() const { return place_; }
   std::string file_path() const;
 
+  // The run's time base (core/time_source.h). Without one (or with the wall clock) events are
+  // stamped with steady_clock; with a virtual clock, with origin + its virtual seconds, so
+  // the trace shows modelled time. Set before start(); shared with the driver.
+  void set_time(std::shared_ptr<TimeSource> time) { time_ = std::move(time); }
+  bool virtual_time() const { return time_ && time_->is_virtual(); }
+  // Now, on the trace's time base. Every instrumented interval reads this, never Clock::now().
+  Clock::time_point now() const {
+    if (!virtual_time()) return Clock::now();
+    return at(time_->now());
+  }
+  // The instant `seconds` of a virtual clock (a communication thread's event whose virtual
+  // start and end the cost model computed), on the trace's axis. Only meaningful when
+  // virtual_time().
+  Clock::time_point at(double seconds) const {
+    return origin_ +
+           std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  }
+
   double us(Clock::time_point t) const {
     return std::chrono::duration<double, std::micro>(t - origin_).count();
   }
@@ -125,6 +144,7 @@ class Tracer {
   RankPlace place_;
   StepWindow window_;
   Clock::time_point origin_{};
+  std::shared_ptr<TimeSource> time_;
   std::atomic<bool> recording_{false};
   std::atomic<int64_t> step_{-1};
   std::atomic<bool> started_{false};
@@ -157,7 +177,7 @@ class Span {
         tid_ = tid;
         step_ = t_->step();
         if (gpu && t_->gpu()) gpu_handle_ = t_->gpu()->begin(kGpuCompute);
-        t0_ = Clock::now();
+        t0_ = t_->now();
       }
     }
   }
@@ -171,7 +191,7 @@ class Span {
   void end() {
     if constexpr (kCompiled) {
       if (t_) {
-        const auto t1 = Clock::now();
+        const auto t1 = t_->now();
         if (gpu_handle_ >= 0) t_->gpu()->end(gpu_handle_, name_, cat_, step_);
         if (extra_.key)
           t_->complete(name_, cat_, tid_, t0_, t1, step_, {extra_});
@@ -206,14 +226,14 @@ class BlockingComm {
         wait_ = wait_name;
         bytes_ = bytes;
         step_ = t_->step();
-        t0_ = Clock::now();
+        t0_ = t_->now();
       }
     }
   }
   ~BlockingComm() {
     if constexpr (kCompiled) {
       if (t_) {
-        const auto t1 = Clock::now();
+        const auto t1 = t_->now();
         t_->complete(comm_, "comm", kComm, t0_, t1, step_, {{"bytes", bytes_}});
         t_->complete(wait_, "wait", kCompute, t0_, t1, step_);
       }
