@@ -202,5 +202,17 @@ TEST(ClusterValidation, TwoH100NodesAllreduceBusBandwidth) {
   EXPECT_NEAR(model, published, 0.2 * published) << "model " << model / 1e9 << " GB/s";
 }
 
+TEST(ClusterValidation, LocalShmTwoRankAllreduceTimes) {
+  // Measured on this project's machine (2-core AMD EPYC VM, MPICH 4.0.2 ch4:shm, quiet), the
+  // MPI column of `OMP_NUM_THREADS=1 mpiexec -n 2 dplab bench allreduce`, 2026-11-24:
+  // 180.2 us at 1 MiB and 723.2 us at 4 MiB (f32 sum). The model: 2 alpha + n / B.
+  const Platform p = *find_preset("local-shm");
+  const Shape s = shape_of(p, 2, 0);
+  for (auto [bytes, measured] : {std::pair{1048576.0, 180.2e-6}, std::pair{4194304.0, 723.2e-6}}) {
+    const double t = collective_time(p, Op::allreduce, world_group(s), bytes);
+    EXPECT_NEAR(t, measured, 0.2 * measured) << bytes << " B: model " << t * 1e6 << " us";
+  }
+}
+
 }  // namespace
 }  // namespace dplab::cluster

@@ -17,10 +17,14 @@ Registry Registry::with_builtins() {
   Registry r;
   for (const std::string& name : model_names()) {
     const ModelInfo info = model_info(name);
+    std::string help = "a small convolutional net for 28x28 digits";
+    if (name.ends_with("_cifar"))
+      help = "torchvision's " + name.substr(0, name.size() - 6) +
+             " with a 3x3 stride-1 stem and no max-pool, for 32x32 inputs";
+    else if (name.starts_with("resnet"))
+      help = "torchvision's " + name + " (7x7 stride-2 stem and max-pool, for ImageNet's 224x224)";
     r.add(ModelEntry{name,
-                     name.starts_with("resnet") ? "torchvision's ResNet (_cifar: 3x3 stem, no "
-                                                  "maxpool, for 32x32 inputs)"
-                                                : "a small convolutional net for 28x28 digits",
+                     help,
                      info.input_shape,
                      info.num_classes,
                      {"model.zero_init_residual"},
