@@ -47,7 +47,9 @@ std::vector<Platform> build() {
         "8-GPU HGX H100 ring allreduce, max achieved 741.34 GB/s bidirectional busbw (370.67 "
         "per direction): ASTRA-sim validation, https://astra-sim.github.io/astra-sim-docs/"
         "validation/hardware/gpu-validation-hgx-h100.html",
-        "ConnectX-7 NDR 400 Gbit/s, one per GPU: NVIDIA DGX H100 user guide"};
+        "ConnectX-7 NDR 400 Gbit/s, one per GPU: NVIDIA DGX H100 user guide",
+        "46-48 GB/s per NDR NIC in a 2-node ring allreduce (NCCL maintainer): "
+        "https://github.com/NVIDIA/nccl-tests/issues/290"};
     v.push_back(p);
   }
   {

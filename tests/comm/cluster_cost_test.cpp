@@ -202,6 +202,19 @@ TEST(ClusterValidation, TwoH100NodesAllreduceBusBandwidth) {
   EXPECT_NEAR(model, published, 0.2 * published) << "model " << model / 1e9 << " GB/s";
 }
 
+TEST(ClusterValidation, DgxH100OneNicAcrossNodesBusBandwidth) {
+  // Published: "For NDR @ 400Gbps you should see 46-48GB/s per NIC" (NCCL maintainer, nccl-tests
+  // all_reduce_perf across two H100 nodes with NCCL_ALGO=RING,
+  // https://github.com/NVIDIA/nccl-tests/issues/290). One rank per node on dgx-h100: the ring's
+  // only cross-node hop is one NIC, so the predicted busbw at 8 GiB is that NIC's rate.
+  const double published = 47e9;  // the middle of 46-48
+  const Platform p = *find_preset("dgx-h100");
+  const Shape s = shape_of(p, 2, 1);
+  const double t = collective_time(p, Op::allreduce, world_group(s), kGiB8, Algorithm::ring);
+  const double model = bus_bandwidth(Op::allreduce, 2, kGiB8, t);
+  EXPECT_NEAR(model, published, 0.2 * published) << "model " << model / 1e9 << " GB/s";
+}
+
 TEST(ClusterValidation, LocalShmTwoRankAllreduceTimes) {
   // Measured on this project's machine (2-core AMD EPYC VM, MPICH 4.0.2 ch4:shm, quiet), the
   // MPI column of `OMP_NUM_THREADS=1 mpiexec -n 2 dplab bench allreduce`, 2026-11-24:
