@@ -15,16 +15,18 @@ namespace {
 
 struct Entry {
   ModelInfo info;
-  std::function<std::shared_ptr<Module>(int num_classes, bool zero_init_residual)> make;
+  std::function<std::shared_ptr<Module>(int num_classes, bool zero_init_residual, int in_channels)>
+      make;
 };
 
-std::function<std::shared_ptr<Module>(int, bool)> resnet_maker(int depth, bool cifar) {
-  return [depth, cifar](int c, bool zero_init_residual) {
+std::function<std::shared_ptr<Module>(int, bool, int)> resnet_maker(int depth, bool cifar) {
+  return [depth, cifar](int c, bool zero_init_residual, int in_channels) {
     ResNetOptions o;
     o.depth = depth;
     o.num_classes = c;
     o.zero_init_residual = zero_init_residual;
     o.cifar_stem = cifar;
+    o.in_channels = in_channels;
     return make_resnet(o);
   };
 }
@@ -35,16 +37,17 @@ const std::vector<Entry>& table() {
   static const std::vector<Entry> t = [] {
     std::vector<Entry> v = {
         {{"mnist_cnn", {1, 28, 28}, 10},
-         [](int c, bool zir) {
+         [](int c, bool zir, int /*in_channels: always 1*/) {
            DPLAB_CHECK(!zir, "zero_init_residual: mnist_cnn has no residual blocks");
            return make_mnist_cnn(c);
          }},
     };
     for (int d : {18, 34, 50, 101, 152})
-      v.push_back({{"resnet" + std::to_string(d), {3, 224, 224}, 1000}, resnet_maker(d, false)});
-    for (int d : {18, 34, 50, 101, 152})
       v.push_back(
-          {{"resnet" + std::to_string(d) + "_cifar", {3, 32, 32}, 10}, resnet_maker(d, true)});
+          {{"resnet" + std::to_string(d), {3, 224, 224}, 1000, true}, resnet_maker(d, false)});
+    for (int d : {18, 34, 50, 101, 152})
+      v.push_back({{"resnet" + std::to_string(d) + "_cifar", {3, 32, 32}, 10, true},
+                   resnet_maker(d, true)});
     return v;
   }();
   return t;
@@ -60,12 +63,18 @@ const Entry& find(const std::string& name) {
 }  // namespace
 
 std::shared_ptr<Module> make_model(const std::string& name, uint64_t seed, int num_classes,
-                                   bool zero_init_residual) {
+                                   bool zero_init_residual, int in_channels) {
   const Entry& e = find(name);
   DPLAB_CHECK(num_classes == -1 || num_classes >= 1,
               "make_model('{}'): num_classes = {} (use -1 for the default of {})", name,
               num_classes, e.info.num_classes);
-  auto m = e.make(num_classes == -1 ? e.info.num_classes : num_classes, zero_init_residual);
+  const int default_channels = static_cast<int>(e.info.input_shape[0]);
+  DPLAB_CHECK(in_channels == -1 || in_channels == default_channels ||
+                  (e.info.any_channels && in_channels >= 1),
+              "make_model('{}'): takes {}-channel inputs, not {}", name, default_channels,
+              in_channels);
+  auto m = e.make(num_classes == -1 ? e.info.num_classes : num_classes, zero_init_residual,
+                  in_channels == -1 ? default_channels : in_channels);
   initialize(*m, seed);
   return m;
 }

@@ -36,10 +36,14 @@ class ResNet : public Module {
                 opt.num_classes);
     const std::vector<int> blocks = resnet_stage_blocks(opt.depth);
     const bool bottleneck = opt.depth >= 50;
+    DPLAB_CHECK(opt.in_channels >= 1, "ResNet-{}: in_channels = {} must be positive", opt.depth,
+                opt.in_channels);
     if (opt.cifar_stem)
-      conv1_ = register_module("conv1", std::make_shared<KaimingConv2d>(3, 64, 3, 1, 1));
+      conv1_ =
+          register_module("conv1", std::make_shared<KaimingConv2d>(opt.in_channels, 64, 3, 1, 1));
     else
-      conv1_ = register_module("conv1", std::make_shared<KaimingConv2d>(3, 64, 7, 2, 3));
+      conv1_ =
+          register_module("conv1", std::make_shared<KaimingConv2d>(opt.in_channels, 64, 7, 2, 3));
     bn1_ = register_module("bn1", std::make_shared<BlockBatchNorm2d>(64, false));
     if (!opt.cifar_stem)
       maxpool_ = register_module("maxpool", std::make_shared<MaxPool2d>(3, 2, 1));
@@ -73,8 +77,9 @@ class ResNet : public Module {
   }
 
   Tensor forward(const Tensor& x) override {
-    DPLAB_CHECK(x.dim() == 4 && x.size(1) == 3, "ResNet-{}: input must be [N, 3, H, W], got {}",
-                opt_.depth, x.str());
+    DPLAB_CHECK(x.dim() == 4 && x.size(1) == opt_.in_channels,
+                "ResNet-{}: input must be [N, {}, H, W], got {}", opt_.depth, opt_.in_channels,
+                x.str());
     Tensor y = bn1_->forward_relu((*conv1_)(x));
     if (maxpool_) y = (*maxpool_)(y);
     for (auto& l : layers_) y = (*l)(y);

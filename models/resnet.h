@@ -21,6 +21,9 @@ struct ResNetOptions {
   int num_classes = 1000;
   bool zero_init_residual = false;
   bool cifar_stem = false;
+  // Channels of the input images (the stem conv's input): 3 for RGB, 1 for grey-scale data such
+  // as Fashion-MNIST (the rest of the network does not depend on it).
+  int in_channels = 3;
 };
 
 // The per-stage block counts for `depth` (throws for an unknown depth).

@@ -108,6 +108,26 @@ TEST(ResNet, OutputShapesForBothStemsAndRegistry) {
   EXPECT_THROW((*c18)(Tensor::zeros({2, 1, 32, 32})), Error);
 }
 
+TEST(ResNet, GreyScaleStemForOneChannelData) {
+  // Fashion-MNIST into a CIFAR-stem ResNet: the stem conv takes 1 channel, the rest is the
+  // same network (conv1 is 64 x 1 x 3 x 3; 28 x 28 inputs reach the global average pool).
+  auto g = make_model("resnet18_cifar", 1, 10, false, 1);
+  const auto sd = g->state_dict();
+  EXPECT_EQ(find(sd, "conv1.weight")->shape(), (Shape{64, 1, 3, 3}));
+  EXPECT_EQ(find(sd, "layer1.0.conv1.weight")->shape(), (Shape{64, 64, 3, 3}));
+  EXPECT_EQ((*g)(test::random_tensor({2, 1, 28, 28}, 4, -1.f, 1.f)).shape(), (Shape{2, 10}));
+  EXPECT_THROW((*g)(Tensor::zeros({2, 3, 28, 28})), Error);
+  // The parameter count drops by the stem's 64 x 2 x 3 x 3 = 1152 weights against RGB.
+  auto rgb = make_model("resnet18_cifar", 1);
+  int64_t n_g = 0, n_rgb = 0;
+  for (const auto& p : g->parameters()) n_g += p.numel();
+  for (const auto& p : rgb->parameters()) n_rgb += p.numel();
+  EXPECT_EQ(n_rgb - n_g, 1152);
+  // Models without an adaptable stem refuse another channel count.
+  EXPECT_THROW(make_model("mnist_cnn", 1, 10, false, 3), Error);
+  EXPECT_NO_THROW(make_model("mnist_cnn", 1, 10, false, 1));
+}
+
 TEST(ResNet, KaimingFanOutInitAndLinearDefault) {
   auto m = make_model("resnet18", 5);
   const auto sd = m->state_dict();

@@ -65,10 +65,11 @@ std::vector<std::string> classes_from(const std::string& src) {
 int predict_images(const PredictArgs& a, const ModelWeights& w, const std::string& model_name) {
   const std::vector<std::string> images = collect_images(a.inputs);
   const int file_classes = classes_in_file(w);
-  auto model = make_model(model_name, 0, file_classes);
+  auto model = make_model(model_name, 0, file_classes, false, channels_in_file(w));
   load_model_file(w, *model, model_name);
   model->eval();
   Shape shape = model_info(model_name).input_shape;
+  if (const int c = channels_in_file(w); c > 0) shape[0] = c;  // a grey-scale ResNet: 1
   if (a.image_size > 0) shape[1] = shape[2] = a.image_size;
 
   std::vector<std::string> names = class_names_in_file(w);
@@ -146,7 +147,7 @@ CommandSpec predict_command() {
           }
           DPLAB_CHECK(!a->output.empty(),
                       "{}: a safetensors batch: give --output FILE for its logits", a->inputs[0]);
-          auto model = make_model(model_name, 0, classes_in_file(w));
+          auto model = make_model(model_name, 0, classes_in_file(w), false, channels_in_file(w));
           load_model_file(w, *model, model_name);
           model->eval();
           NoGradGuard no_grad;

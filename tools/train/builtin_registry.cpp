@@ -29,8 +29,10 @@ Registry Registry::with_builtins() {
                      info.num_classes,
                      {"model.zero_init_residual"},
                      [name](const ModelArgs& a) {
-                       return dplab::make_model(name, a.seed, a.num_classes, a.zero_init_residual);
-                     }});
+                       return dplab::make_model(name, a.seed, a.num_classes, a.zero_init_residual,
+                                                a.in_channels);
+                     },
+                     info.any_channels});
   }
   add_builtin_datasets(r);
   // make_strategy reads option algo itself and builds the same name. The keys come from the

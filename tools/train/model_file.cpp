@@ -46,6 +46,12 @@ int classes_in_file(const ModelWeights& w) {
   return classes;
 }
 
+int channels_in_file(const ModelWeights& w) {
+  for (const auto& t : w.tensors)
+    if (t.tensor.dim() == 4 && t.name.ends_with(".weight")) return int(t.tensor.size(1));
+  return -1;
+}
+
 std::vector<std::string> class_names_in_file(const ModelWeights& w) {
   const auto it = w.meta.find("dplab.classes");
   if (it == w.meta.end()) return {};

@@ -21,6 +21,9 @@ std::string model_for_file(const std::string& given, const ModelWeights& w);
 
 // The class count of the file's head: its last 2-d `.weight` tensor's rows (-1: none).
 int classes_in_file(const ModelWeights& w);
+// The input channels of the file's first convolution (the first 4-D weight, [out, in, kh, kw]),
+// or -1 when it has none: a ResNet trained on 1-channel data is rebuilt with a 1-channel stem.
+int channels_in_file(const ModelWeights& w);
 
 // Class names recorded in the file (dplab.classes, a JSON array of strings), or {}.
 std::vector<std::string> class_names_in_file(const ModelWeights& w);

@@ -22,17 +22,22 @@ ModelParts build_model_parts(const Options& opt, const Registry& registry,
                              const std::string& model_name, const TrainData& data, uint64_t seed,
                              const std::string& init_from, Device device, bool f16) {
   const ModelEntry& info = registry.model(model_name);
-  // Image data: the model's channels must match; convolutional models take any H x W.
-  const bool shape_ok = data.images ? !info.input_shape.empty() &&
-                                          info.input_shape[0] == data.train->sample_shape()[0]
-                                    : info.input_shape == data.train->sample_shape();
+  // Image data: the model's channels must match; convolutional models take any H x W. The
+  // ResNets (any_channels) take any C x H x W sample: their stem adapts to C (Fashion-MNIST's 1).
+  const Shape& sample = data.train->sample_shape();
+  const bool chw = sample.size() == 3;
+  const bool shape_ok = info.any_channels ? chw
+                        : data.images
+                            ? !info.input_shape.empty() && info.input_shape[0] == sample[0]
+                            : info.input_shape == sample;
   DPLAB_CHECK(shape_ok, "model {} takes inputs of shape {}, dataset {} has samples of shape {}",
               model_name, shape_str(info.input_shape), get(opt, "data"),
               shape_str(data.train->sample_shape()));
   ModelParts p;
-  p.model = registry.make_model(
-      model_name,
-      ModelArgs{seed, data.train->num_classes(), get_bool(opt, "model.zero_init_residual"), &opt});
+  p.model =
+      registry.make_model(model_name, ModelArgs{seed, data.train->num_classes(),
+                                                get_bool(opt, "model.zero_init_residual"), &opt,
+                                                chw ? static_cast<int>(sample[0]) : -1});
   p.model->train();
   // --init-from: a new run from a checkpoint's weights (before setup, which broadcasts them).
   if (!init_from.empty()) load_model_weights(init_from, *p.model);

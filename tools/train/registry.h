@@ -41,6 +41,7 @@ struct ModelArgs {
   int num_classes = -1;              // the training data's class count
   bool zero_init_residual = false;   // option model.zero_init_residual
   const Options* options = nullptr;  // for a model's own keys
+  int in_channels = -1;              // image data: the samples' channels (-1: not images)
 };
 
 struct ModelEntry {
@@ -51,6 +52,9 @@ struct ModelEntry {
   std::vector<std::string> keys;
   // Returns the model with its parameters initialised from args.seed.
   std::function<std::shared_ptr<Module>(const ModelArgs&)> make;
+  // Image models that adapt their first layer to the data's channel count (the ResNets): any
+  // channels pass the shape check and reach make as ModelArgs::in_channels.
+  bool any_channels = false;
 };
 
 struct DatasetEntry {
