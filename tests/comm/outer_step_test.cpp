@@ -452,5 +452,177 @@ TEST(StreamingDiLoCo, Bf16WireHalvesTheBytesAndRoundsTheOuterGradient) {
   if (R == 0) std::printf("[streaming_diloco bf16] theta rel diff to f32 %.3g\n", d);
 }
 
+// ---- Streaming DiLoCo, quantised outer gradients --------------------------------------------
+
+// comm/quantize.h's round trip as its header specifies it, written out here: per block of
+// `block` values, s = max |x| / q (f32), x̂ = clamp(round(x / s), −q, q) · s (f32).
+std::vector<float> quantize_dequantize(const std::vector<float>& x, int q, int64_t block) {
+  std::vector<float> out(x.size(), 0.f);
+  for (size_t lo = 0; lo < x.size(); lo += size_t(block)) {
+    const size_t hi = std::min(x.size(), lo + size_t(block));
+    float m = 0;
+    for (size_t j = lo; j < hi; ++j) m = std::max(m, std::fabs(x[j]));
+    const float s = m / float(q);
+    for (size_t j = lo; j < hi; ++j) {
+      const float c = s > 0 ? std::clamp(std::round(x[j] / s), -float(q), float(q)) : 0.f;
+      out[j] = c * s;
+    }
+  }
+  return out;
+}
+
+// quantize = int4 / int8 at H = 4, P = 2, τ = 1, α = 0.5, outer SGD with lr 1 and no momentum
+// (θ_g[p] ← θ_g[p] − Δ_p, so θ_g shows Δ directly). Before every inner step's after_step the
+// test gathers every rank's local model; at each send (steps 2, 6, 10: fragment 0; 4, 8, 12:
+// fragment 1) it computes δ_r = θ_g[p] − θ_r[p] per rank, quantises and dequantises each δ_r
+// itself, sums them in f32 in rank order and divides by W; one step later θ_g[p] must equal its
+// own θ_g[p] − Δ_p. The inputs are bitwise the strategy's, so the codes are the same and only
+// the f32 sum's order could differ: the tolerance is 1e-6 of the quantisation step. The test
+// also checks that Δ differs from the exact mean (by more than 100x that tolerance: the values
+// really went through the quantiser) and by at most the mean of the ranks' half steps, and
+// the bytes: per send, this rank's codes and scales, by one allgather (no allreduce).
+void check_quantized(const char* quantize, int q) {
+  const int N = MpiEnv::get().world_size(), R = MpiEnv::get().world_rank();
+  const int64_t block = 64;
+  Options o;
+  o.set("streaming_diloco.H", "4");
+  o.set("streaming_diloco.fragments", "2");
+  o.set("streaming_diloco.fragment_sync_delay", "1");
+  o.set("streaming_diloco.fragment_update_alpha", "0.5");
+  o.set("streaming_diloco.outer_lr", "1");
+  o.set("streaming_diloco.outer_momentum", "0");
+  o.set("streaming_diloco.quantize", quantize);
+  o.set("streaming_diloco.quantize_block", std::to_string(block));
+  o.set("comm.timeout_s", "20");
+  StreamingDiLoCoStrategy s(o);
+  Replica dist(11 + uint64_t(R));
+  Options none;
+  TrainContext ctx;
+  ctx.model = dist.model.get();
+  ctx.arena = dist.arena.get();
+  ctx.optimizer = dist.sgd.get();
+  ctx.options = &none;
+  s.setup(ctx);
+  s.take_stats();  // the setup broadcast
+  const auto frags = s.fragments();
+  ASSERT_EQ(frags.size(), 2u);
+  const int64_t n = dist.arena->numel();
+  std::vector<float> theta = dist.arena->params().to_vector();  // θ_g(0): rank 0's model
+  auto world = mpi_world();
+  std::vector<std::vector<float>> delta(2);
+  double quant_apart = 0, exact_tol = 0;  // max |Δ − exact mean| and the tolerance below
+  int64_t compared = 0;
+  auto send = [&](int p, const std::vector<float>& all) {
+    const int64_t lo = frags[size_t(p)].first, hi = frags[size_t(p)].second;
+    std::vector<float> acc(size_t(hi - lo), 0.f);
+    std::vector<double> exact(acc.size(), 0.0), half_steps(acc.size(), 0.0);
+    for (int r = 0; r < N; ++r) {
+      std::vector<float> d(acc.size());
+      for (int64_t j = lo; j < hi; ++j)
+        d[size_t(j - lo)] = theta[size_t(j)] - all[size_t(int64_t(r) * n + j)];
+      const auto dq = quantize_dequantize(d, q, block);
+      for (size_t j = 0; j < d.size(); ++j) {
+        acc[j] += dq[j];
+        exact[j] += d[j];
+      }
+      for (size_t b = 0; b < d.size(); b += size_t(block)) {
+        float m = 0;
+        for (size_t j = b; j < std::min(d.size(), b + size_t(block)); ++j)
+          m = std::max(m, std::fabs(d[j]));
+        for (size_t j = b; j < std::min(d.size(), b + size_t(block)); ++j)
+          half_steps[j] += m / q / 2 + std::ldexp(double(m), -22);
+      }
+    }
+    for (size_t j = 0; j < acc.size(); ++j) {
+      acc[j] /= float(N);
+      const double err = std::fabs(double(acc[j]) - exact[j] / N);
+      EXPECT_LE(err, half_steps[j] / N + 1e-12) << "element " << j;
+      quant_apart = std::max(quant_apart, err);
+    }
+    delta[size_t(p)] = acc;
+  };
+  auto apply_and_compare = [&](int p) {
+    const int64_t lo = frags[size_t(p)].first, hi = frags[size_t(p)].second;
+    for (int64_t j = lo; j < hi; ++j) theta[size_t(j)] -= delta[size_t(p)][size_t(j - lo)];
+    const auto got = s.theta_global().to_vector();
+    double worst = 0, scale = 0;
+    for (int64_t j = lo; j < hi; ++j) {
+      worst = std::max(worst, double(std::fabs(got[size_t(j)] - theta[size_t(j)])));
+      scale = std::max(scale, double(std::fabs(delta[size_t(p)][size_t(j - lo)])));
+    }
+    exact_tol = 1e-6 * scale / q;
+    EXPECT_LE(worst, exact_tol) << "fragment " << p;
+    ++compared;
+  };
+  const int64_t epochs = 2, steps = 6;
+  int64_t global = 0, pending = -1;
+  for (int64_t e = 0; e < epochs; ++e) {
+    s.begin_epoch(e);
+    for (int64_t k = 0; k < steps; ++k, ++global) {
+      StepInfo info{e, k, global, steps, epochs};
+      s.plan(info);
+      dist.grad(R, e, k);
+      s.after_backward(info);
+      dist.sgd->step();
+      Tensor all = Tensor::zeros({n * N});
+      world->allgather(dist.arena->params(), all);
+      const std::vector<float> locals = all.to_vector();
+      s.after_step(info);
+      const int64_t done = global + 1;
+      if (pending >= 0 && done % 2 == 1) {
+        apply_and_compare(int(pending));
+        pending = -1;
+      }
+      if (done % 4 == 2) pending = 0;
+      if (done % 4 == 0) pending = 1;
+      if (done % 2 == 0) send(int(pending), locals);
+    }
+    s.end_epoch(e, 0.0);
+    s.drain();
+  }
+  const CommStats st = s.take_stats();
+  EXPECT_EQ(compared, 5);
+  s.finish_training();
+  EXPECT_EQ(s.outer_steps(), (std::vector<int64_t>{4, 4}));
+  EXPECT_TRUE(same_bytes_everywhere(dist.arena->params()));
+  EXPECT_EQ(as_double(dist.arena->params()), as_double(s.theta_global()));
+  if (N == 1) return;  // one rank: nothing exchanged, nothing quantised
+  EXPECT_GT(quant_apart, 100 * exact_tol);
+  // Three sends per fragment, each 4 bytes per block of 64 and q = 7: half a byte per value,
+  // q = 127: one byte.
+  double bytes = 0;
+  for (const auto& f : frags) {
+    const int64_t len = f.second - f.first;
+    bytes += 3.0 * (4 * ((len + block - 1) / block) + (q == 7 ? (len + 1) / 2 : len));
+  }
+  EXPECT_EQ(st.bytes_sent, bytes);
+  EXPECT_EQ(st.collectives, 6);
+  EXPECT_EQ(st.allreduces, 0);
+  if (R == 0)
+    std::printf("[streaming_diloco %s] %d ranks: max |quantised - exact mean| %.3g\n", quantize, N,
+                quant_apart);
+}
+
+TEST(StreamingDiLoCo, Int4OuterGradientsMatchTheSerialQuantisedMean) {
+  check_quantized("int4", 7);
+}
+
+TEST(StreamingDiLoCo, Int8OuterGradientsMatchTheSerialQuantisedMean) {
+  check_quantized("int8", 127);
+}
+
+TEST(StreamingDiLoCo, QuantizeRejectsBadOptions) {
+  Options o;
+  o.set("streaming_diloco.H", "4");
+  o.set("streaming_diloco.quantize", "int2");
+  EXPECT_THROW(StreamingDiLoCoStrategy{o}, Error);
+  o.set("streaming_diloco.quantize", "int8");
+  o.set("streaming_diloco.wire", "bf16");
+  EXPECT_THROW(StreamingDiLoCoStrategy{o}, Error);
+  o.set("streaming_diloco.wire", "f32");
+  o.set("streaming_diloco.quantize_block", "0");
+  EXPECT_THROW(StreamingDiLoCoStrategy{o}, Error);
+}
+
 }  // namespace
 }  // namespace dplab

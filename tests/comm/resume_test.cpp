@@ -458,6 +458,24 @@ TEST(Resume, StreamingDiLoCo) {
   check_resume(c);
 }
 
+TEST(Resume, StreamingDiLoCoQuantized) {
+  // As above with int4 outer gradients (allgathered codes and scales, decoded at the wait): the
+  // exchange in flight at 14 and 8 is saved decoded and applied after the resume at its step.
+  Case c;
+  c.algo = "streaming_diloco";
+  c.options = {{"streaming_diloco.H", "4"},
+               {"streaming_diloco.fragments", "2"},
+               {"streaming_diloco.fragment_sync_delay", "1"},
+               {"streaming_diloco.quantize", "int4"},
+               {"streaming_diloco.quantize_block", "32"}};
+  c.snaps = {{14}, {8}, {11}};
+  c.check_interesting = [](const StateDict& s) {
+    EXPECT_EQ(s.get_int("pending_fragment"), 0);
+    EXPECT_EQ(s.get_int("pending_sent_at"), 14);
+  };
+  check_resume(c);
+}
+
 TEST(Resume, LoadStateRejectsMismatches) {
   Options opt;
   opt.set("algo", "dcs3gd");

@@ -126,7 +126,11 @@ INSTANTIATE_TEST_SUITE_P(
         Algo{"diloco", "--set optim=adamw --wd 0.01 --set diloco.H=3"},
         Algo{"slowmo", "--set slowmo.frequency=3"},
         Algo{"streaming_diloco",
-             "--set streaming_diloco.H=4 --set streaming_diloco.fragment_sync_delay=1"}),
+             "--set streaming_diloco.H=4 --set streaming_diloco.fragment_sync_delay=1"},
+        Algo{"streaming_diloco",
+             "--set streaming_diloco.H=4 --set streaming_diloco.fragment_sync_delay=1 "
+             "--set streaming_diloco.quantize=int8",
+             "streaming_diloco_int8"}),
     [](const ::testing::TestParamInfo<Algo>& i) { return i.param.id(); });
 
 TEST(CheckpointAt4Ranks, FailedWriteOnOneRankLeavesNothingAndNamesIt) {

@@ -178,7 +178,12 @@ std::vector<OptionSpec> make_specs() {
       {"streaming_diloco.fragment_update_alpha", "0.5",
        "alpha: local share when mixing, local = (1 - alpha) global + alpha local"},
       {"streaming_diloco.wire", "f32",
-       "wire type of the outer gradients: f32, bf16 or f16 (f32 accumulation)"},
+       "wire type of the outer gradients' allreduce: f32, bf16 or f16 (f32 accumulation)"},
+      {"streaming_diloco.quantize", "none",
+       "none, int8 or int4: outer gradients quantised per block (one f32 scale each), "
+       "allgathered, decoded and summed in f32 (replaces the allreduce; wire must be f32)"},
+      {"streaming_diloco.quantize_block", "256",
+       "elements per quantisation scale (streaming_diloco.quantize)"},
       {"streaming_diloco.outer_lr", "0.7", "learning rate of the outer SGD"},
       {"streaming_diloco.outer_momentum", "0.9", "momentum of the outer SGD (0: plain SGD)"},
       {"streaming_diloco.outer_nesterov", "true",

@@ -149,6 +149,8 @@ const std::map<std::string, ValueRule>& rules() {
       {"streaming_diloco.fragment_sync_delay", integer(0)},
       {"streaming_diloco.fragment_update_alpha", number(0, 1)},
       {"streaming_diloco.wire", choice({"f32", "bf16", "f16"})},
+      {"streaming_diloco.quantize", choice({"none", "int8", "int4"})},
+      {"streaming_diloco.quantize_block", integer(1)},
       {"streaming_diloco.outer_lr", number(0)},
       {"streaming_diloco.outer_momentum", number(0, 1, true)},
       {"streaming_diloco.outer_nesterov", boolean()},
