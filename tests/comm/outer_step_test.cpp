@@ -26,6 +26,7 @@
 #include "dplab/comm/mpi_env.h"
 #include "dplab/core/autograd.h"
 #include "dplab/core/ops/loss.h"
+#include "dplab/optim/sgd.h"
 
 namespace dplab {
 namespace {
@@ -257,6 +258,158 @@ TEST(SlowMo, SlowLrAndMomentumMatchTheUpdateFormula) {
 TEST(SlowMo, RejectsBadOptions) {
   EXPECT_THROW(SlowMoStrategy(slowmo_options(0, 1.0, 0.5)), Error);
   EXPECT_THROW(SlowMoStrategy(slowmo_options(3, 1.0, 1.0)), Error);
+}
+
+// ---- SlowMo with SGP as the base algorithm --------------------------------------------------
+
+// slowmo.base = sgp, τ = 3, α = 0.8, β = 0.6, on a small arena with hand-made gradients, from
+// unequal push-sum weights (so x = w·z, the steps applied to x and the de-biasing all matter),
+// against a serial push-sum over all ranks in double: every base step x_r −= γ g_r, then either
+// the gossip of round k (global step k) with uniform mixing 1/2 of (x, w) from rank r − o_k,
+// o_k the k-th entry of the phone book written out by rule here (for h = 1, 2, 4, … < n: +h,
+// then −h), or at a round's end (after 3 and 6 steps, and the epoch's end at 8) lines 7-9:
+// x̄ = Σ_r x_r / Σ_r w_r, u = β u + (x_start − x̄) / γ, x_start −= α γ u, every x_r = x_start and
+// w_r = 1. z = x_me / w_me is compared after every step, and after every round end all ranks
+// must hold the same bytes, equal to x_start, with push-sum weight 1. The first x̄ must differ
+// from the plain mean of the z_r (the push-sum average is not the plain one): with I = 1 on more
+// than 2 ranks (2 ranks mix completely in one gossip, equalising w), with I = 4 on any count (no
+// gossip before the first round end). sgp.interval = I: the gossip of round j closes step
+// (j + 1) I − 1 unless a round ends there; the other steps are local, applied to x.
+void check_slowmo_sgp(int64_t I) {
+  const int n = MpiEnv::get().world_size(), me = MpiEnv::get().world_rank();
+  const double gamma = 0.25, alpha = 0.8, beta = 0.6;
+  const int64_t tau = 3, steps = 8;
+  Options opt = slowmo_options(tau, alpha, beta);
+  opt.set("slowmo.base", "sgp");
+  opt.set("sgp.interval", std::to_string(I));
+  std::vector<NamedTensor> nt = {{"a.weight", Tensor::zeros({30})}, {"b.bias", Tensor::zeros({7})}};
+  ParamArena arena(nt);
+  SGDOptions so;
+  so.lr = gamma;
+  SGD sgd(arena, so);
+  const int64_t m = arena.numel();
+  auto value = [](int64_t i) { return float((i * 11) % 64) / 8.0f; };
+  {
+    float* z = arena.params().data<float>();
+    for (int64_t i = 0; i < m; ++i) z[i] = value(i);
+  }
+  SlowMoStrategy s(opt);
+  ASSERT_NE(s.sgp(), nullptr);
+  TrainContext ctx;
+  ctx.arena = &arena;
+  ctx.optimizer = &sgd;
+  ctx.options = &opt;
+  s.setup(ctx);
+  auto start_weight = [&](int r) {  // unequal, summing to n, exact in f32
+    return 1.0f + 0.25f * (float(r) - float(n - 1) / 2.0f) / float(n);
+  };
+  s.sgp()->set_push_sum_weight(start_weight(me));
+  std::vector<char> in_tensor(size_t(m), 0);  // the optimizer leaves the arena's padding alone
+  for (auto& seg : arena.segments())
+    for (int64_t i = seg.offset; i < seg.offset + seg.numel; ++i) in_tensor[size_t(i)] = 1;
+  auto grad = [&](int r, int64_t k, int64_t i) {
+    return in_tensor[size_t(i)] ? float((r * 5 + 2 * i + 3 * k) % 7) - 3.0f : 0.0f;
+  };
+  std::vector<int> book;
+  for (int h = 1; h < n; h *= 2) {
+    book.push_back(h % n);
+    book.push_back((n - h % n) % n);
+  }
+  // Serial reference.
+  std::vector<std::vector<double>> x(static_cast<size_t>(n),
+                                     std::vector<double>(static_cast<size_t>(m)));
+  std::vector<double> w(static_cast<size_t>(n)), xs(static_cast<size_t>(m)),
+      u(static_cast<size_t>(m), 0.0);
+  for (int64_t i = 0; i < m; ++i) xs[size_t(i)] = value(i);
+  for (int r = 0; r < n; ++r) {
+    w[size_t(r)] = start_weight(r);
+    for (int64_t i = 0; i < m; ++i) x[size_t(r)][size_t(i)] = w[size_t(r)] * value(i);
+  }
+  double debias = -1;  // max |x̄ − mean z| at the first round end
+  int64_t since = 0, rounds = 0;
+  for (int64_t k = 0; k < steps; ++k) {
+    StepInfo st{0, k, k, steps, 1};
+    sgd.zero_grad();
+    float* g = arena.grads().data<float>();
+    for (int64_t i = 0; i < m; ++i) g[i] = grad(me, k, i);
+    s.after_backward(st);
+    sgd.step();
+    s.after_step(st);
+    for (int r = 0; r < n; ++r)
+      for (int64_t i = 0; i < m; ++i) x[size_t(r)][size_t(i)] -= gamma * grad(r, k, i);
+    const bool round_end = ++since == tau || k + 1 == steps;
+    if (round_end) {
+      double wsum = 0;
+      for (int r = 0; r < n; ++r) wsum += w[size_t(r)];
+      for (int64_t i = 0; i < m; ++i) {
+        double xsum = 0, zmean = 0;
+        for (int r = 0; r < n; ++r) {
+          xsum += x[size_t(r)][size_t(i)];
+          zmean += x[size_t(r)][size_t(i)] / w[size_t(r)] / n;
+        }
+        const double xbar = xsum / wsum;
+        if (rounds == 0) debias = std::max(debias, std::fabs(xbar - zmean));
+        u[size_t(i)] = beta * u[size_t(i)] + (xs[size_t(i)] - xbar) / gamma;
+        xs[size_t(i)] -= alpha * gamma * u[size_t(i)];
+      }
+      for (int r = 0; r < n; ++r) {
+        x[size_t(r)] = xs;
+        w[size_t(r)] = 1.0;
+      }
+      since = 0;
+      ++rounds;
+    } else if (n > 1 && (k + 1) % I == 0) {
+      const int off = book[size_t((k + 1) / I - 1) % book.size()];
+      auto x2 = x;
+      auto w2 = w;
+      for (int r = 0; r < n; ++r) {
+        const size_t src = size_t((r - off + n) % n);
+        w2[size_t(r)] = (w[size_t(r)] + w[src]) / 2;
+        for (int64_t i = 0; i < m; ++i)
+          x2[size_t(r)][size_t(i)] = (x[size_t(r)][size_t(i)] + x[src][size_t(i)]) / 2;
+      }
+      x = x2;
+      w = w2;
+    }
+    const float* z = arena.params().data<float>();
+    double worst = 0;
+    for (int64_t i = 0; i < m; ++i)
+      worst = std::max(worst, std::fabs(z[i] - x[size_t(me)][size_t(i)] / w[size_t(me)]));
+    EXPECT_LT(worst, 1e-5) << "step " << k << " rank " << me;
+    EXPECT_NEAR(s.sgp()->push_sum_weight(), w[size_t(me)], 1e-7) << "step " << k;
+    if (round_end) {
+      EXPECT_TRUE(same_bytes_everywhere(arena.params())) << "step " << k;
+      EXPECT_LT(rel_diff(as_double(s.x_start()), xs), 1e-6) << "step " << k;
+      EXPECT_EQ(s.sgp()->push_sum_weight(), 1.0f);
+    }
+  }
+  s.finish_training();  // the epoch's end closed the last round: nothing left to do
+  EXPECT_EQ(s.rounds(), 3);
+  EXPECT_LT(rel_diff(as_double(s.slow_momentum()), u), 1e-5);
+  if (n > 2 || (n == 2 && I > tau)) {
+    EXPECT_GT(debias, 1e-3);
+  }
+  const CommStats st = s.take_stats();
+  if (n > 1) {
+    EXPECT_EQ(st.allreduces, 3);  // the push-sum averages (the gossips are point-to-point)
+  }
+  if (me == 0)
+    std::printf("[slowmo sgp, interval %lld] %d ranks: first-round |push-sum - plain mean| %.3g\n",
+                (long long)I, n, debias);
+}
+
+TEST(SlowMo, SgpBaseMatchesSerialPushSumAndTheUpdateFormula) {
+  check_slowmo_sgp(1);
+}
+
+TEST(SlowMo, SgpBaseWithGossipIntervalMatchesSerialPushSum) {
+  check_slowmo_sgp(4);
+}
+
+TEST(SlowMo, RejectsAnUnknownBase) {
+  Options o = slowmo_options(3, 1.0, 0.5);
+  o.set("slowmo.base", "gossip");
+  EXPECT_THROW(SlowMoStrategy{o}, Error);
 }
 
 // ---- Streaming DiLoCo -------------------------------------------------------------------------

@@ -28,6 +28,7 @@
 #include "dplab/comm/algorithms/daso.h"
 #include "dplab/comm/algorithms/dcs3gd.h"
 #include "dplab/comm/algorithms/sgp.h"
+#include "dplab/comm/algorithms/slowmo.h"
 #include "dplab/comm/mpi_env.h"
 #include "dplab/comm/registry.h"
 #include "dplab/core/autograd.h"
@@ -437,6 +438,33 @@ TEST(Resume, SlowMo) {
     EXPECT_GT(
         max_abs_diff(s.tensor("slow_momentum"), Tensor::zeros(s.tensor("slow_momentum").shape())),
         0.0);
+  };
+  check_resume(c);
+}
+
+TEST(Resume, SlowMoOverSgp) {
+  // slowmo.base = sgp, τ = 4, from unequal push-sum weights: at 1 (and 3) the weights differ
+  // (one gossip in), at 9 and 13 a round is in progress after averages reset them to 1.
+  Case c;
+  c.algo = "slowmo";
+  c.options = {{"slowmo.frequency", "4"}, {"slowmo.base", "sgp"}};
+  c.snaps = {{1}, {3}, {9}, {13}};
+  c.prepare = [](Replica& r) {
+    dynamic_cast<SlowMoStrategy&>(*r.strategy)
+        .sgp()
+        ->set_push_sum_weight(0.5f + 0.25f * float(world_rank()));
+  };
+  c.check_interesting = [](const StateDict& s) {
+    EXPECT_EQ(s.get_string("base"), "sgp");
+    const auto w = s.get_doubles("sgp.weights");
+    ASSERT_EQ(w.size(), 4u);
+    EXPECT_NE(*std::min_element(w.begin(), w.end()), *std::max_element(w.begin(), w.end()));
+  };
+  c.check_at = [](int64_t at, const StateDict& s) {
+    if (at == 9) {
+      EXPECT_EQ(s.get_int("local_steps"), 3);
+      EXPECT_EQ(s.get_double("sgp.push_sum_weight"), 1.0);
+    }
   };
   check_resume(c);
 }

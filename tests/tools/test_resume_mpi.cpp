@@ -125,6 +125,7 @@ INSTANTIATE_TEST_SUITE_P(
         Algo{"local_sgd", "--set local_sgd.H=3"}, Algo{"post_local_sgd", "--set local_sgd.H=3"},
         Algo{"diloco", "--set optim=adamw --wd 0.01 --set diloco.H=3"},
         Algo{"slowmo", "--set slowmo.frequency=3"},
+        Algo{"slowmo", "--set slowmo.frequency=3 --set slowmo.base=sgp", "slowmo_sgp"},
         Algo{"streaming_diloco",
              "--set streaming_diloco.H=4 --set streaming_diloco.fragment_sync_delay=1"},
         Algo{"streaming_diloco",

@@ -192,6 +192,9 @@ std::vector<OptionSpec> make_specs() {
       {"slowmo.frequency", "48", "tau: local steps between exact averages with slow momentum"},
       {"slowmo.lr", "1", "alpha: slow learning rate (1 with momentum 0: plain local SGD)"},
       {"slowmo.momentum", "0.5", "beta: slow momentum (0: none)"},
+      {"slowmo.base", "local",
+       "base algorithm: local (local SGD) or sgp (an SGP gossip every step, sgp.interval "
+       "applies; the exact average is the push-sum average)"},
   };
   add_grad_sync(v, "allreduce.", "allreduce (and post_local_sgd's first phase)");
   v.push_back({"allreduce.hierarchical", "false",

@@ -157,6 +157,7 @@ const std::map<std::string, ValueRule>& rules() {
       {"slowmo.frequency", integer(1)},
       {"slowmo.lr", number(0)},
       {"slowmo.momentum", number(0, 1, true)},
+      {"slowmo.base", choice({"local", "sgp"})},
       {"daso.B_max", integer(1)},
       {"daso.S", integer(0)},
       {"daso.warmup_epochs", integer(0)},
