@@ -5,6 +5,9 @@
 // The autograd engine is emulated by writing gradients and firing the grad-ready hooks.
 #include <gtest/gtest.h>
 
+#include "dplab/comm/algorithms/crossover.h"
+#include "dplab/core/usage_error.h"
+
 #include <cmath>
 
 #include "dplab/comm/grad_sync.h"
@@ -418,6 +421,24 @@ TEST(Compression, OptionsAndErrors) {
   GradSyncOptions w = psgd_opts(1, 0, 2);
   w.wire = DType::bf16;
   EXPECT_THROW({ GradSync bad(*arena, topo->world_ptr(), w); }, Error);
+}
+
+// Flat Crossover averages no gradients: crossover.sync.compress is refused there, not ignored;
+// with the group mode it is read.
+TEST(Compress, CrossoverRefusesCompressionWithoutGroupMode) {
+  Options o;
+  o.set("crossover.sync.compress", "topk");
+  try {
+    CrossoverOptions::from_options(o);
+    FAIL() << "expected an error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("crossover.sync.compress = topk"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("crossover.hierarchical = true"), std::string::npos)
+        << e.what();
+  }
+  o.set("crossover.hierarchical", "true");
+  EXPECT_EQ(CrossoverOptions::from_options(o).sync.compress.kind, "topk");
 }
 
 }  // namespace
