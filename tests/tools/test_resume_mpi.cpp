@@ -125,6 +125,11 @@ INSTANTIATE_TEST_SUITE_P(
              "allreduce_powersgd"},
         Algo{"allreduce", "--set allreduce.compress=topk --set allreduce.topk.ratio=0.05",
              "allreduce_topk"},
+        // Hierarchical (2 nodes x 2): the node's first rank holds the node's residuals and Q.
+        Algo{"allreduce",
+             "--ranks-per-node 2 --set allreduce.hierarchical=true "
+             "--set allreduce.compress=powersgd --set allreduce.powersgd.start_step=1",
+             "allreduce_hierarchical_powersgd"},
         Algo{"hybrid", "--set hybrid.W=2 --set hybrid.R=3"},
         Algo{"daso",
              "--ranks-per-node 2 --set daso.warmup_epochs=0 --set "

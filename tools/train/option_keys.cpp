@@ -25,7 +25,8 @@ void add_grad_sync(std::vector<OptionSpec>& v, const std::string& prefix, const 
   // Gradient compression (comm/grad_compress.h, docs/algorithms/compression.md).
   v.push_back({prefix + "compress", "none",
                what + ": gradient compression: none, powersgd (low rank, Vogels et al. 2019) or "
-                      "topk (sparse, error feedback); CPU arenas, flat mode, wire f32"});
+                      "topk (sparse, error feedback); CPU arenas, wire f32 (hierarchical: across "
+                      "nodes only)"});
   v.push_back({prefix + "powersgd.rank", "1",
                what + ": PowerSGD rank r (each matrix is approximated at min(n, m, r))"});
   v.push_back({prefix + "powersgd.start_step", "1000",
