@@ -19,8 +19,12 @@
 // (S as i32, g'[S] as f32) travels by allgather; the result is the sum of the ranks' sparse
 // payloads (rank order) divided by world (average) or not (sum); r = g' with S zeroed.
 //
-// CPU arenas only (the arithmetic runs on the host); flat mode, f32 wire. CommStats count the
-// bytes this rank hands to the communicator: the compressed payloads.
+// CPU arenas only (the arithmetic runs on the host); f32 wire. Flat mode: the exchange runs over
+// the world. Hierarchical mode (GradSync): the node's gradients are summed exactly on its first
+// rank, the first ranks of all nodes run the compressed exchange over their cross communicator
+// (each node one worker, with its own residuals), and the result is broadcast inside the node.
+// CommStats count the bytes this rank hands to the communicator: the compressed payloads (and,
+// hierarchical, the node-local reduce and broadcast).
 #pragma once
 #include <cstdint>
 #include <functional>

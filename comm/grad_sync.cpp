@@ -94,10 +94,6 @@ GradSync::GradSync(ParamArena& arena, std::shared_ptr<Communicator> world,
                 "GradSync: gradient compression ({}) needs a CPU arena, "
                 "got {}",
                 opt_.compress.kind, arena_.device().str());
-    DPLAB_CHECK(!opt_.hierarchical,
-                "GradSync: gradient compression ({}) works in flat mode only "
-                "(hierarchical = true)",
-                opt_.compress.kind);
     DPLAB_CHECK(opt_.wire == DType::f32,
                 "GradSync: gradient compression ({}) needs wire f32, got {}", opt_.compress.kind,
                 dtype_name(opt_.wire));
@@ -348,7 +344,34 @@ void GradSync::reduce_bucket(int b) {
         post_virtual_at(virtual_end);
       }
     };
-    compressor_->reduce(b, g, *world_, opt_.average, run, s);
+    if (!opt_.hierarchical) {
+      compressor_->reduce(b, g, *world_, opt_.average, run, s);
+    } else {
+      // Hierarchical: the exact sum inside the node on its first rank, the compressed exchange
+      // of the node sums among the nodes' first ranks (their cross communicator: one "worker"
+      // per node, with the node's residuals), the result broadcast inside the node. Whole
+      // buckets, not the reduce-scatter's shards: PowerSGD needs the tensors' matrix shapes.
+      const int G = node_->size();
+      const bool leader = node_->rank() == 0;
+      if (G > 1) {
+        run(node_->ireduce(g, 0, ReduceOp::sum));
+        s.bytes_sent += static_cast<double>(g.nbytes());
+        ++s.collectives;
+      }
+      if (leader) {
+        compressor_->reduce(b, g, *cross_, /*average=*/false, run, s);
+        if (opt_.average) {  // the mean over all ranks, divided as the flat top-k does
+          float* p = g.data<float>();
+          const float W = static_cast<float>(world_->size());
+          for (int64_t i = 0; i < g.numel(); ++i) p[i] /= W;
+        }
+      }
+      if (G > 1) {
+        run(node_->ibroadcast(g, 0));
+        if (leader) s.bytes_sent += static_cast<double>(g.nbytes());
+        ++s.collectives;
+      }
+    }
   } else if (!opt_.hierarchical || node_->size() == 1) {
     Communicator& c = opt_.hierarchical ? *cross_ : *world_;
     // On a device, the time in flight is measured there too (see the header).

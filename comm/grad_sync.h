@@ -46,7 +46,9 @@
 // wait, and one that does not adds exactly the excess, whatever the host's load.
 //
 // Hierarchical mode (per bucket): reduce-scatter inside the node, allreduce of the node's shard
-// across nodes (cross communicator), allgather inside the node.
+// across nodes (cross communicator), allgather inside the node. With gradient compression:
+// reduce to the node's first rank, the compressed exchange among the nodes' first ranks (cross
+// communicator), broadcast inside the node (comm/grad_compress.h).
 #pragma once
 #include <condition_variable>
 #include <deque>

@@ -163,6 +163,14 @@ CrossoverOptions CrossoverOptions::from_options(const Options& opt) {
       !o.sync.hierarchical,
       "option crossover.sync.hierarchical: the group gradient allreduce runs inside one "
       "node and has no hierarchy; use crossover.hierarchical for Crossover's group mode");
+  // Without the group mode there is no gradient allreduce to compress: refuse rather than
+  // ignore the setting.
+  DPLAB_CHECK_OPTION(
+      o.hierarchical || !o.sync.compress.enabled(),
+      "option crossover.sync.compress = {}: gradient compression applies to the group gradient "
+      "allreduce of crossover.hierarchical = true; flat Crossover exchanges parameter segments "
+      "and averages no gradients",
+      o.sync.compress.kind);
   return o;
 }
 

@@ -113,21 +113,11 @@ void SgpStrategy::gossip(int64_t round) {
     DPLAB_CHECK(weights_[size_t(me)] == w_, "sgp: rank {} gathered weight {} for itself, not {}",
                 me, weights_[size_t(me)], w_);
   }
-  // Backend kernels on the arena's device, in the order of the scalar formulas below (float
-  // + and * commute bitwise, and the CPU kernels do not fuse multiply-adds).
   const ElementwiseKernels& ew = backend_for(send_.device()).ew;
   Tensor z = ctx_.arena->params();
   Tensor xs = send_.flat_range(0, numel);
-  // x^{k+1/2}: w·z after the step when w = 1 (exact), else w·z^k + (z^{k+1/2} - z^k).
-  if (have_before_) {
-    ew.binary(BinaryOp::sub, z, before_, xs);  // z - zb
-    ew.axpy(w_, before_, xs);                  // + w·zb
-  } else {
-    ew.unary(UnaryOp::mul_scalar, w_, z, xs);
-  }
-  have_before_ = false;
   Tensor xs_w = send_.flat_range(numel, numel + 1);
-  ew.fill(xs_w, w_);
+  form_numerator();
   const auto t0 = Clock::now();
   std::vector<Request> reqs;
   reqs.push_back(comm.irecv(recv_, src, kTag));
@@ -161,6 +151,50 @@ void SgpStrategy::gossip(int64_t round) {
   w_ = weights_[size_t(me)];
   last_hop_ = hop;
   ++rounds_;
+}
+
+void SgpStrategy::form_numerator() {
+  // Backend kernels on the arena's device, in the order of the scalar formulas (float + and *
+  // commute bitwise, and the CPU kernels do not fuse multiply-adds).
+  const ElementwiseKernels& ew = backend_for(send_.device()).ew;
+  const int64_t numel = ctx_.arena->numel();
+  Tensor z = ctx_.arena->params();
+  Tensor xs = send_.flat_range(0, numel);
+  // x^{k+1/2}: w·z after the step when w = 1 (exact), else w·z^k + (z^{k+1/2} - z^k).
+  if (have_before_) {
+    ew.binary(BinaryOp::sub, z, before_, xs);  // z - zb
+    ew.axpy(w_, before_, xs);                  // + w·zb
+  } else {
+    ew.unary(UnaryOp::mul_scalar, w_, z, xs);
+  }
+  have_before_ = false;
+  Tensor xs_w = send_.flat_range(numel, numel + 1);
+  ew.fill(xs_w, w_);
+}
+
+void SgpStrategy::push_sum_average() {
+  DPLAB_CHECK(ctx_.arena != nullptr, "sgp: push_sum_average before setup");
+  Communicator& comm = topo_->world();
+  const int64_t numel = ctx_.arena->numel();
+  form_numerator();
+  const auto t0 = Clock::now();
+  std::vector<Request> reqs;
+  reqs.push_back(comm.iallreduce(send_, ReduceOp::sum));
+  const double dt = complete_all_measured(reqs, t0, &device_waits_, true);
+  trace::record_comm(ctx_.tracer, "push-sum average", "wait push-sum average", t0, t0, Clock::now(),
+                     static_cast<double>(send_.nbytes()));
+  stats_.exposed_wait_s += dt;
+  stats_.in_flight_s += dt;
+  stats_.bytes_sent += static_cast<double>(send_.nbytes());
+  ++stats_.collectives;
+  ++stats_.allreduces;
+  // z = Σ x / Σ w on the arena's device (Σ w = n up to rounding: the mixing preserves it).
+  const ElementwiseKernels& ew = backend_for(send_.device()).ew;
+  Tensor z = ctx_.arena->params();
+  ew.binary(BinaryOp::div, send_.flat_range(0, numel), send_.flat_range(numel, numel + 1), z);
+  // Every rank resets every weight it tracks, so the bookkeeping stays the same everywhere.
+  w_ = 1.0f;
+  if (!weights_.empty()) weights_.assign(weights_.size(), 1.0f);
 }
 
 bool SgpStrategy::consensus_eval(const std::function<void()>& evaluate) {

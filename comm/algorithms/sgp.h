@@ -67,6 +67,12 @@ class SgpStrategy : public Strategy {
 
   // One push-sum gossip with peers sgp_peers(n, rank, round); public for tests.
   void gossip(int64_t round);
+  // The exact push-sum average, in place of this step's gossip (SlowMo's line 7 with SGP as its
+  // base, comm/algorithms/slowmo.h): x_i^{k+1/2} is formed as a gossip would (so the step just
+  // taken counts), one blocking allreduce sums (x_i, w_i) over all ranks, and every rank's z
+  // becomes Σ_i x_i / Σ_i w_i, the value the gossip converges to (Σ x and Σ w are what gossip
+  // preserves). Then every push-sum weight is reset to 1, so x = z again on every rank.
+  void push_sum_average();
   float push_sum_weight() const { return w_; }
   // Sets w keeping z (so x = w·z changes): tests start from unequal weights. Only before the
   // first gossip: that round gathers every rank's weight once, and each rank then tracks all of
@@ -75,6 +81,9 @@ class SgpStrategy : public Strategy {
   Topology& topology() { return *topo_; }
 
  private:
+  // send_[0, numel) = x^{k+1/2} = w·z (or w·z^k + (z − z^k) after a step taken at w != 1),
+  // send_[numel] = w; clears the pre-step snapshot.
+  void form_numerator();
   std::shared_ptr<Topology> topo_;
   std::vector<int> book_;  // sgp_phone_book(n)
   int64_t interval_ = 1;   // sgp.interval

@@ -1,24 +1,35 @@
 // SlowMo, slow momentum (Wang, Tantia, Ballas, Rabbat, "SlowMo: Improving Communication-Efficient
 // Distributed SGD with Slow Momentum", ICLR 2020, arXiv:1910.00643), Algorithm 1, with local SGD
-// as the base algorithm:
+// or SGP as the base algorithm (here with local SGD; SGP below):
 //
-//   1  u_0 = 0
-//   2  for t = 0, 1, …: at every worker i in parallel
-//   3    (base optimizer buffers: maintained, see below)
-//   4-5  for k = 0 … τ−1:  x_{t,k+1}^(i) = x_{t,k}^(i) − γ_t d_{t,k}^(i)   base optimizer, alone
-//   7    x_{t,τ} = (1/m) Σ_i x_{t,τ}^(i)                                   exact average
-//   (allreduce) 8    u_{t+1} = β u_t + (x_{t,0} − x_{t,τ}) / γ_t                       slow
-//   momentum 9    x_{t+1,0} = x_{t,0} − α γ_t u_{t+1}                               outer iterate
+//   1    u_0 = 0
+//   2    for t = 0, 1, …: at every worker i in parallel
+//   3      (base optimizer buffers: maintained, see below)
+//   4-5    for k = 0 … τ−1: x_{t,k+1}^(i) = x_{t,k}^(i) − γ_t d_{t,k}^(i)  (base optimizer alone)
+//   7      x_{t,τ} = (1/m) Σ_i x_{t,τ}^(i)                  (exact average, allreduce)
+//   8      u_{t+1} = β u_t + (x_{t,0} − x_{t,τ}) / γ_t      (slow momentum)
+//   9      x_{t+1,0} = x_{t,0} − α γ_t u_{t+1}              (outer iterate)
 //
 // m = the world size (each rank a worker); the base optimizer is the run's optimizer, stepped by
-// the training loop on the rank's own batches with no communication (local SGD; the paper's
-// other base, SGP, is not offered here); γ_t is its learning rate at the exact average (the
+// the training loop on the rank's own batches; γ_t is its learning rate at the exact average (the
 // lr schedule's value then, as fairscale reads param_groups' lr at the SlowMo step). Line 3:
 // the base optimizer's buffers (momentum, Adam moments) are maintained: they stay local, neither
 // reset nor averaged. Lines 8-9 are the SGD heavy-ball step (PyTorch's rule, no Nesterov) on
 // the gradient (x_{t,0} − x_{t,τ}) / γ_t with learning rate α γ_t, run by the fused SGD kernel
 // (u_0 = 0 makes its first step u_1 = g exactly). With α = 1 and β = 0, x_{t+1,0} is the average
 // (to rounding): local SGD with period τ.
+//
+// Base algorithm (slowmo.base):
+//   local  local SGD: the base steps alone, no communication inside a round.
+//   sgp    Stochastic Gradient Push (comm/algorithms/sgp.h, held by composition): every base
+//          step is an SGP step, a push-sum gossip on the directed exponential graph (every
+//          sgp.interval steps), the arena holding the de-biased z_i = x_i / w_i. Line 7 is then
+//          the push-sum average x_{t,τ} = Σ_i x_i / Σ_i w_i (SgpStrategy::push_sum_average, one
+//          allreduce of (x_i, w_i)), in place of the round's last gossip, which would not change
+//          it (gossip preserves Σ x and Σ w; fairscale's slowmo_sgp_average_params does the
+//          same); afterwards every push-sum weight is 1, so every worker starts round t+1 with
+//          x = z = x_{t+1,0}. With w_i = 1 (the exponential graph keeps them at 1) the push-sum
+//          average is the plain average of the z_i.
 //
 // Rounds: τ base steps; the last step of every epoch also ends a round (so the evaluated model
 // is x_{t+1,0}, the same on every rank, as local_sgd and diloco), and so does the end of training
@@ -30,15 +41,18 @@
 //   slowmo.frequency   48    τ
 //   slowmo.lr          1     α
 //   slowmo.momentum    0.5   β (0: no slow momentum)
+//   slowmo.base        local local or sgp (sgp.interval applies to its gossip)
 // (fairscale's base local SGD may also average every localsgd_frequency steps inside a round;
 // here the base steps alone, the paper's Algorithm 1 with local SGD.)
 //
 // Checkpoints: x_{t,0} of the round in progress ("x_start"), u ("slow_momentum", when β > 0),
-// base steps done in the round and rounds so far; each rank's model and base optimizer are the
+// base steps done in the round and rounds so far; with base sgp, SGP's state under "sgp." (its
+// push-sum weights, as SgpStrategy saves them); each rank's model and base optimizer are the
 // trainer's.
 #pragma once
 #include <memory>
 
+#include "dplab/comm/algorithms/sgp.h"
 #include "dplab/comm/device_waits.h"
 #include "dplab/comm/strategy.h"
 #include "dplab/comm/topology.h"
@@ -49,6 +63,7 @@ struct SlowMoOptions {
   int64_t frequency = 48;  // τ
   double lr = 1.0;         // α
   double momentum = 0.5;   // β
+  bool sgp_base = false;   // slowmo.base = sgp
   static SlowMoOptions from_options(const Options& opt);
 };
 
@@ -58,6 +73,7 @@ class SlowMoStrategy : public Strategy {
   SlowMoStrategy(std::shared_ptr<Topology> topo, const Options& opt);
   std::string name() const override { return "slowmo"; }
   void setup(TrainContext& ctx) override;
+  void after_backward(const StepInfo& step) override;
   void after_step(const StepInfo& step) override;
   void finish_training() override;
   void drain() override;
@@ -72,6 +88,8 @@ class SlowMoStrategy : public Strategy {
   int64_t rounds() const { return rounds_; }
   const Tensor& x_start() const { return x_start_; }
   const Tensor& slow_momentum() const { return u_; }
+  // The SGP base (slowmo.base = sgp), null otherwise; tests set its push-sum weights.
+  SgpStrategy* sgp() { return sgp_.get(); }
 
  private:
   void slow_step();  // lines 7-9
@@ -82,6 +100,7 @@ class SlowMoStrategy : public Strategy {
   Tensor g_;                 // scratch: (x_{t,0} − x_{t,τ}) / γ_t
   int64_t local_steps_ = 0;  // base steps done in the round in progress
   int64_t rounds_ = 0;
+  std::unique_ptr<SgpStrategy> sgp_;  // the base algorithm when slowmo.base = sgp
   CommStats stats_;
   DeviceWaits device_waits_;  // average_parameters' figures on NCCL (comm/device_waits.h)
 };

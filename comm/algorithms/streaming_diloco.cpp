@@ -1,5 +1,7 @@
 #include "dplab/comm/algorithms/streaming_diloco.h"
 
+#include <algorithm>
+
 #include "dplab/comm/algorithms/algo_state.h"
 #include "dplab/comm/algorithms/allreduce.h"
 #include "dplab/core/autograd.h"
@@ -69,6 +71,18 @@ StreamingDiLoCoOptions StreamingDiLoCoOptions::from_options(const Options& opt) 
   DPLAB_CHECK(wire == "f32" || wire == "bf16" || wire == "f16",
               "option streaming_diloco.wire: expected f32, bf16 or f16, got '{}'", wire);
   o.wire = parse_dtype(wire);
+  const std::string quantize = opt.get_string("streaming_diloco.quantize", "none");
+  DPLAB_CHECK(quantize == "none" || quantize == "int8" || quantize == "int4",
+              "option streaming_diloco.quantize: expected none, int8 or int4, got '{}'", quantize);
+  o.quantize_bits = quantize == "int8" ? 8 : quantize == "int4" ? 4 : 0;
+  DPLAB_CHECK(o.quantize_bits == 0 || o.wire == DType::f32,
+              "option streaming_diloco.quantize = {} replaces the allreduce whose wire type "
+              "streaming_diloco.wire = {} sets: leave wire at f32 or set quantize = none",
+              quantize, wire);
+  o.quantize_block = opt.get_int("streaming_diloco.quantize_block", 256);
+  DPLAB_CHECK(o.quantize_block >= 1,
+              "option streaming_diloco.quantize_block: expected >= 1 elements, got {}",
+              o.quantize_block);
   o.outer_lr = opt.get_double("streaming_diloco.outer_lr", 0.7);
   o.outer_momentum = opt.get_double("streaming_diloco.outer_momentum", 0.9);
   o.outer_nesterov = opt.get_bool("streaming_diloco.outer_nesterov", true);
@@ -92,6 +106,14 @@ void StreamingDiLoCoStrategy::setup(TrainContext& ctx) {
   device_waits_ = DeviceWaits(ctx.arena->device(), topo_->world().virtual_time() != nullptr);
   stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer));
   frags_ = arena_fragments(*ctx.arena, opt_.schedule.fragments);
+  if (opt_.quantize_bits > 0) {
+    DPLAB_CHECK(ctx.arena->device().is_cpu(),
+                "option streaming_diloco.quantize = int{}: outer gradients are quantised on the "
+                "host, but the parameters are on {}; use quantize = none (wire = bf16 sends 16 "
+                "bits on a device)",
+                opt_.quantize_bits, ctx.arena->device().str());
+    quantizer_.emplace(opt_.quantize_bits, opt_.quantize_block, "streaming_diloco.quantize");
+  }
   theta_ = ctx.arena->params().clone();
   delta_ = Tensor::zeros(theta_.shape(), DType::f32, theta_.device());
   if (opt_.outer_momentum > 0)
@@ -115,18 +137,44 @@ void StreamingDiLoCoStrategy::send(int64_t p) {
   Communicator& comm = topo_->world();
   if (comm.size() > 1) {
     posted_ = Clock::now();
-    req_ = device_waits_.post_measured(
-        [&] { return comm.iallreduce(d, ReduceOp::average, opt_.wire); });
-    stats_.bytes_sent += static_cast<double>(d.numel()) * dtype_size(opt_.wire);
+    if (quantizer_) {
+      // Codes and scales of this rank's δ_p, gathered from every rank; decoded at the wait.
+      const int64_t bytes = quantizer_->packed_bytes(d.numel());
+      q_send_ = Tensor::empty({bytes}, DType::u8);
+      q_recv_ = Tensor::empty({bytes * comm.size()}, DType::u8);
+      quantizer_->encode(d.data<float>(), d.numel(), q_send_.data<uint8_t>());
+      req_ = device_waits_.post_measured([&] { return comm.iallgather(q_send_, q_recv_); });
+      decode_pending_ = true;
+      pending_bytes_ = double(bytes);
+    } else {
+      req_ = device_waits_.post_measured(
+          [&] { return comm.iallreduce(d, ReduceOp::average, opt_.wire); });
+      pending_bytes_ = static_cast<double>(d.numel()) * dtype_size(opt_.wire);
+      ++stats_.allreduces;
+    }
+    stats_.bytes_sent += pending_bytes_;
     ++stats_.collectives;
-    ++stats_.allreduces;
   }
+}
+
+void StreamingDiLoCoStrategy::decode_pending() const {
+  if (!decode_pending_) return;
+  Tensor d = range(delta_, pending_);
+  const int64_t n = d.numel(), bytes = quantizer_->packed_bytes(n);
+  const int W = topo_->world().size();
+  float* out = d.data<float>();
+  std::fill(out, out + n, 0.f);
+  const uint8_t* all = q_recv_.data<uint8_t>();
+  for (int r = 0; r < W; ++r) quantizer_->decode_add(all + int64_t(r) * bytes, n, out);
+  for (int64_t j = 0; j < n; ++j) out[j] /= float(W);
+  decode_pending_ = false;
 }
 
 void StreamingDiLoCoStrategy::wait_pending() const {
   if (!req_.valid()) return;
   const auto t0 = Clock::now();
   pending_wait_s_ += complete_measured(req_, t0, &device_waits_, false);
+  decode_pending();
 }
 
 void StreamingDiLoCoStrategy::apply(int64_t p, double alpha) {
@@ -136,9 +184,8 @@ void StreamingDiLoCoStrategy::apply(int64_t p, double alpha) {
   const auto t0 = Clock::now();
   wait_pending();
   if (req_.valid()) {
-    const double bytes = static_cast<double>(range(delta_, p).numel()) * dtype_size(opt_.wire);
     trace::record_comm(ctx_.tracer, "outer gradient fragment", "wait outer gradient fragment",
-                       posted_, t0, Clock::now(), bytes);
+                       posted_, t0, Clock::now(), pending_bytes_);
     stats_.in_flight_s += device_waits_.host_flight(req_);
     stats_.exposed_wait_s += pending_wait_s_;
     req_ = Request();
@@ -247,6 +294,7 @@ void StreamingDiLoCoStrategy::load_state(const StateDict& in) {
   if (momentum_.defined()) restore_tensor(in, name(), "outer_momentum", momentum_);
   const int64_t pending = state_int(in, name(), "pending_fragment", -1, sc.fragments - 1);
   req_ = Request();
+  decode_pending_ = false;  // a saved exchange in flight is saved decoded (its Δ)
   if (pending >= 0) {
     // In flight since inner step `sent`: due after step sent + τ, which is still to come.
     const int64_t sent = state_int(in, name(), "pending_sent_at", inner - sc.delay + 1, inner);

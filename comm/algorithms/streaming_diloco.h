@@ -15,10 +15,15 @@
 //       θ_i[p] ← (1 − α) · θ_g[p] + α · θ_i[p](s + τ)
 //     (α = 0: the global fragment, as DiLoCo; the paper's α = 0.5 keeps half of the τ steps'
 //     local progress). Computed as θ_g + α (θ_i − θ_g), torch's lerp.
-//  4. Low precision (torchft should_quantize). The outer gradient travels as `wire` (f32, bf16
-//     or f16, summed in f32 by the communicator, as GradSync's wire); the paper's 4-bit (E3M0)
-//     and torchft's 8-bit quantisation are not offered (the communicator has no such types).
-//     The outer optimizer's state and θ_g stay f32.
+//  4. Low precision (torchft should_quantize). Either the outer gradient travels as `wire` (f32,
+//     bf16 or f16) in the allreduce, summed in f32 by the communicator as GradSync's wire; or
+//     (`quantize` = int8 or int4) each rank quantises its δ_p in blocks of `quantize_block`
+//     elements (comm/quantize.h: symmetric, one f32 scale per block, round to nearest), the
+//     packed codes and scales are exchanged by one allgather (an allreduce cannot sum codes that
+//     have different scales, and int8 sums would overflow), and every rank decodes all W
+//     payloads, adds them in f32 in rank order and divides by W: every rank gets the same bits.
+//     No error feedback (the paper has none): the quantisation error of a round is lost. θ_g and
+//     the outer optimizer's state stay f32. One rank: no exchange, no quantisation (as `wire`).
 //
 // Each rank is a replica, as in diloco.h. The schedule runs on the count of inner steps since the
 // start of training, across epochs: epochs do not end rounds (unlike diloco). Between epochs
@@ -33,7 +38,9 @@
 //   streaming_diloco.fragments               2     P
 //   streaming_diloco.fragment_sync_delay     1     τ (torchft's default is 0: no overlap)
 //   streaming_diloco.fragment_update_alpha   0.5   α, the paper's (torchft's default is 0)
-//   streaming_diloco.wire                    f32   wire type of the outer gradients
+//   streaming_diloco.wire                    f32   wire type of the outer gradients' allreduce
+//   streaming_diloco.quantize                none  none, int8 or int4 (replaces the allreduce)
+//   streaming_diloco.quantize_block          256   elements per quantisation scale
 //   streaming_diloco.outer_lr                0.7   as diloco
 //   streaming_diloco.outer_momentum          0.9
 //   streaming_diloco.outer_nesterov          true
@@ -43,10 +50,12 @@
 // without applying it, so the resumed run applies it at the same step).
 #pragma once
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "dplab/comm/communicator.h"
 #include "dplab/comm/device_waits.h"
+#include "dplab/comm/quantize.h"
 #include "dplab/comm/strategy.h"
 #include "dplab/comm/topology.h"
 
@@ -76,6 +85,8 @@ struct StreamingDiLoCoOptions {
   StreamingSchedule schedule;
   double alpha = 0.5;
   DType wire = DType::f32;
+  int quantize_bits = 0;  // 0 (none), 8 or 4
+  int64_t quantize_block = 256;
   double outer_lr = 0.7;
   double outer_momentum = 0.9;
   bool outer_nesterov = true;
@@ -107,7 +118,8 @@ class StreamingDiLoCoStrategy : public Strategy {
  private:
   void send(int64_t p);                 // δ_p and its allreduce (point 2)
   void apply(int64_t p, double alpha);  // wait, outer step on θ_g[p], mixing (points 2-3)
-  void wait_pending() const;            // completes the allreduce in flight, applies nothing
+  void wait_pending() const;  // completes the exchange in flight (Δ_p in delta_), applies nothing
+  void decode_pending() const;  // quantised: Δ_p = (1/W) Σ_r x̂_r in rank order, into delta_
   Tensor range(const Tensor& t, int64_t p) const;
   std::shared_ptr<Topology> topo_;
   StreamingDiLoCoOptions opt_;
@@ -120,6 +132,12 @@ class StreamingDiLoCoStrategy : public Strategy {
   int64_t pending_ = -1;              // fragment in flight, or -1
   int64_t pending_sent_at_ = 0;       // inner step count at its send
   mutable Request req_;
+  // Quantised exchange (quantize != none): this rank's packed δ_p, every rank's after the
+  // allgather, and whether they still have to be decoded into delta_.
+  std::optional<BlockQuantizer> quantizer_;
+  Tensor q_send_, q_recv_;
+  mutable bool decode_pending_ = false;
+  double pending_bytes_ = 0;           // bytes this rank sent for the exchange in flight
   mutable double pending_wait_s_ = 0;  // exposed wait spent in wait_pending (drain, save_state)
   Clock::time_point posted_{};
   CommStats stats_;

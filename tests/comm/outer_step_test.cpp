@@ -26,6 +26,7 @@
 #include "dplab/comm/mpi_env.h"
 #include "dplab/core/autograd.h"
 #include "dplab/core/ops/loss.h"
+#include "dplab/optim/sgd.h"
 
 namespace dplab {
 namespace {
@@ -259,6 +260,158 @@ TEST(SlowMo, RejectsBadOptions) {
   EXPECT_THROW(SlowMoStrategy(slowmo_options(3, 1.0, 1.0)), Error);
 }
 
+// ---- SlowMo with SGP as the base algorithm --------------------------------------------------
+
+// slowmo.base = sgp, τ = 3, α = 0.8, β = 0.6, on a small arena with hand-made gradients, from
+// unequal push-sum weights (so x = w·z, the steps applied to x and the de-biasing all matter),
+// against a serial push-sum over all ranks in double: every base step x_r −= γ g_r, then either
+// the gossip of round k (global step k) with uniform mixing 1/2 of (x, w) from rank r − o_k,
+// o_k the k-th entry of the phone book written out by rule here (for h = 1, 2, 4, … < n: +h,
+// then −h), or at a round's end (after 3 and 6 steps, and the epoch's end at 8) lines 7-9:
+// x̄ = Σ_r x_r / Σ_r w_r, u = β u + (x_start − x̄) / γ, x_start −= α γ u, every x_r = x_start and
+// w_r = 1. z = x_me / w_me is compared after every step, and after every round end all ranks
+// must hold the same bytes, equal to x_start, with push-sum weight 1. The first x̄ must differ
+// from the plain mean of the z_r (the push-sum average is not the plain one): with I = 1 on more
+// than 2 ranks (2 ranks mix completely in one gossip, equalising w), with I = 4 on any count (no
+// gossip before the first round end). sgp.interval = I: the gossip of round j closes step
+// (j + 1) I − 1 unless a round ends there; the other steps are local, applied to x.
+void check_slowmo_sgp(int64_t I) {
+  const int n = MpiEnv::get().world_size(), me = MpiEnv::get().world_rank();
+  const double gamma = 0.25, alpha = 0.8, beta = 0.6;
+  const int64_t tau = 3, steps = 8;
+  Options opt = slowmo_options(tau, alpha, beta);
+  opt.set("slowmo.base", "sgp");
+  opt.set("sgp.interval", std::to_string(I));
+  std::vector<NamedTensor> nt = {{"a.weight", Tensor::zeros({30})}, {"b.bias", Tensor::zeros({7})}};
+  ParamArena arena(nt);
+  SGDOptions so;
+  so.lr = gamma;
+  SGD sgd(arena, so);
+  const int64_t m = arena.numel();
+  auto value = [](int64_t i) { return float((i * 11) % 64) / 8.0f; };
+  {
+    float* z = arena.params().data<float>();
+    for (int64_t i = 0; i < m; ++i) z[i] = value(i);
+  }
+  SlowMoStrategy s(opt);
+  ASSERT_NE(s.sgp(), nullptr);
+  TrainContext ctx;
+  ctx.arena = &arena;
+  ctx.optimizer = &sgd;
+  ctx.options = &opt;
+  s.setup(ctx);
+  auto start_weight = [&](int r) {  // unequal, summing to n, exact in f32
+    return 1.0f + 0.25f * (float(r) - float(n - 1) / 2.0f) / float(n);
+  };
+  s.sgp()->set_push_sum_weight(start_weight(me));
+  std::vector<char> in_tensor(size_t(m), 0);  // the optimizer leaves the arena's padding alone
+  for (auto& seg : arena.segments())
+    for (int64_t i = seg.offset; i < seg.offset + seg.numel; ++i) in_tensor[size_t(i)] = 1;
+  auto grad = [&](int r, int64_t k, int64_t i) {
+    return in_tensor[size_t(i)] ? float((r * 5 + 2 * i + 3 * k) % 7) - 3.0f : 0.0f;
+  };
+  std::vector<int> book;
+  for (int h = 1; h < n; h *= 2) {
+    book.push_back(h % n);
+    book.push_back((n - h % n) % n);
+  }
+  // Serial reference.
+  std::vector<std::vector<double>> x(static_cast<size_t>(n),
+                                     std::vector<double>(static_cast<size_t>(m)));
+  std::vector<double> w(static_cast<size_t>(n)), xs(static_cast<size_t>(m)),
+      u(static_cast<size_t>(m), 0.0);
+  for (int64_t i = 0; i < m; ++i) xs[size_t(i)] = value(i);
+  for (int r = 0; r < n; ++r) {
+    w[size_t(r)] = start_weight(r);
+    for (int64_t i = 0; i < m; ++i) x[size_t(r)][size_t(i)] = w[size_t(r)] * value(i);
+  }
+  double debias = -1;  // max |x̄ − mean z| at the first round end
+  int64_t since = 0, rounds = 0;
+  for (int64_t k = 0; k < steps; ++k) {
+    StepInfo st{0, k, k, steps, 1};
+    sgd.zero_grad();
+    float* g = arena.grads().data<float>();
+    for (int64_t i = 0; i < m; ++i) g[i] = grad(me, k, i);
+    s.after_backward(st);
+    sgd.step();
+    s.after_step(st);
+    for (int r = 0; r < n; ++r)
+      for (int64_t i = 0; i < m; ++i) x[size_t(r)][size_t(i)] -= gamma * grad(r, k, i);
+    const bool round_end = ++since == tau || k + 1 == steps;
+    if (round_end) {
+      double wsum = 0;
+      for (int r = 0; r < n; ++r) wsum += w[size_t(r)];
+      for (int64_t i = 0; i < m; ++i) {
+        double xsum = 0, zmean = 0;
+        for (int r = 0; r < n; ++r) {
+          xsum += x[size_t(r)][size_t(i)];
+          zmean += x[size_t(r)][size_t(i)] / w[size_t(r)] / n;
+        }
+        const double xbar = xsum / wsum;
+        if (rounds == 0) debias = std::max(debias, std::fabs(xbar - zmean));
+        u[size_t(i)] = beta * u[size_t(i)] + (xs[size_t(i)] - xbar) / gamma;
+        xs[size_t(i)] -= alpha * gamma * u[size_t(i)];
+      }
+      for (int r = 0; r < n; ++r) {
+        x[size_t(r)] = xs;
+        w[size_t(r)] = 1.0;
+      }
+      since = 0;
+      ++rounds;
+    } else if (n > 1 && (k + 1) % I == 0) {
+      const int off = book[size_t((k + 1) / I - 1) % book.size()];
+      auto x2 = x;
+      auto w2 = w;
+      for (int r = 0; r < n; ++r) {
+        const size_t src = size_t((r - off + n) % n);
+        w2[size_t(r)] = (w[size_t(r)] + w[src]) / 2;
+        for (int64_t i = 0; i < m; ++i)
+          x2[size_t(r)][size_t(i)] = (x[size_t(r)][size_t(i)] + x[src][size_t(i)]) / 2;
+      }
+      x = x2;
+      w = w2;
+    }
+    const float* z = arena.params().data<float>();
+    double worst = 0;
+    for (int64_t i = 0; i < m; ++i)
+      worst = std::max(worst, std::fabs(z[i] - x[size_t(me)][size_t(i)] / w[size_t(me)]));
+    EXPECT_LT(worst, 1e-5) << "step " << k << " rank " << me;
+    EXPECT_NEAR(s.sgp()->push_sum_weight(), w[size_t(me)], 1e-7) << "step " << k;
+    if (round_end) {
+      EXPECT_TRUE(same_bytes_everywhere(arena.params())) << "step " << k;
+      EXPECT_LT(rel_diff(as_double(s.x_start()), xs), 1e-6) << "step " << k;
+      EXPECT_EQ(s.sgp()->push_sum_weight(), 1.0f);
+    }
+  }
+  s.finish_training();  // the epoch's end closed the last round: nothing left to do
+  EXPECT_EQ(s.rounds(), 3);
+  EXPECT_LT(rel_diff(as_double(s.slow_momentum()), u), 1e-5);
+  if (n > 2 || (n == 2 && I > tau)) {
+    EXPECT_GT(debias, 1e-3);
+  }
+  const CommStats st = s.take_stats();
+  if (n > 1) {
+    EXPECT_EQ(st.allreduces, 3);  // the push-sum averages (the gossips are point-to-point)
+  }
+  if (me == 0)
+    std::printf("[slowmo sgp, interval %lld] %d ranks: first-round |push-sum - plain mean| %.3g\n",
+                (long long)I, n, debias);
+}
+
+TEST(SlowMo, SgpBaseMatchesSerialPushSumAndTheUpdateFormula) {
+  check_slowmo_sgp(1);
+}
+
+TEST(SlowMo, SgpBaseWithGossipIntervalMatchesSerialPushSum) {
+  check_slowmo_sgp(4);
+}
+
+TEST(SlowMo, RejectsAnUnknownBase) {
+  Options o = slowmo_options(3, 1.0, 0.5);
+  o.set("slowmo.base", "gossip");
+  EXPECT_THROW(SlowMoStrategy{o}, Error);
+}
+
 // ---- Streaming DiLoCo -------------------------------------------------------------------------
 
 // The staggered schedule by hand: H = 8, P = 2 (offsets 4 and 8), τ = 2; and H = 10, P = 3
@@ -450,6 +603,178 @@ TEST(StreamingDiLoCo, Bf16WireHalvesTheBytesAndRoundsTheOuterGradient) {
   EXPECT_GT(d, 0.0);
   EXPECT_LT(d, 1e-2);
   if (R == 0) std::printf("[streaming_diloco bf16] theta rel diff to f32 %.3g\n", d);
+}
+
+// ---- Streaming DiLoCo, quantised outer gradients --------------------------------------------
+
+// comm/quantize.h's round trip as its header specifies it, written out here: per block of
+// `block` values, s = max |x| / q (f32), x̂ = clamp(round(x / s), −q, q) · s (f32).
+std::vector<float> quantize_dequantize(const std::vector<float>& x, int q, int64_t block) {
+  std::vector<float> out(x.size(), 0.f);
+  for (size_t lo = 0; lo < x.size(); lo += size_t(block)) {
+    const size_t hi = std::min(x.size(), lo + size_t(block));
+    float m = 0;
+    for (size_t j = lo; j < hi; ++j) m = std::max(m, std::fabs(x[j]));
+    const float s = m / float(q);
+    for (size_t j = lo; j < hi; ++j) {
+      const float c = s > 0 ? std::clamp(std::round(x[j] / s), -float(q), float(q)) : 0.f;
+      out[j] = c * s;
+    }
+  }
+  return out;
+}
+
+// quantize = int4 / int8 at H = 4, P = 2, τ = 1, α = 0.5, outer SGD with lr 1 and no momentum
+// (θ_g[p] ← θ_g[p] − Δ_p, so θ_g shows Δ directly). Before every inner step's after_step the
+// test gathers every rank's local model; at each send (steps 2, 6, 10: fragment 0; 4, 8, 12:
+// fragment 1) it computes δ_r = θ_g[p] − θ_r[p] per rank, quantises and dequantises each δ_r
+// itself, sums them in f32 in rank order and divides by W; one step later θ_g[p] must equal its
+// own θ_g[p] − Δ_p. The inputs are bitwise the strategy's, so the codes are the same and only
+// the f32 sum's order could differ: the tolerance is 1e-6 of the quantisation step. The test
+// also checks that Δ differs from the exact mean (by more than 100x that tolerance: the values
+// really went through the quantiser) and by at most the mean of the ranks' half steps, and
+// the bytes: per send, this rank's codes and scales, by one allgather (no allreduce).
+void check_quantized(const char* quantize, int q) {
+  const int N = MpiEnv::get().world_size(), R = MpiEnv::get().world_rank();
+  const int64_t block = 64;
+  Options o;
+  o.set("streaming_diloco.H", "4");
+  o.set("streaming_diloco.fragments", "2");
+  o.set("streaming_diloco.fragment_sync_delay", "1");
+  o.set("streaming_diloco.fragment_update_alpha", "0.5");
+  o.set("streaming_diloco.outer_lr", "1");
+  o.set("streaming_diloco.outer_momentum", "0");
+  o.set("streaming_diloco.quantize", quantize);
+  o.set("streaming_diloco.quantize_block", std::to_string(block));
+  o.set("comm.timeout_s", "20");
+  StreamingDiLoCoStrategy s(o);
+  Replica dist(11 + uint64_t(R));
+  Options none;
+  TrainContext ctx;
+  ctx.model = dist.model.get();
+  ctx.arena = dist.arena.get();
+  ctx.optimizer = dist.sgd.get();
+  ctx.options = &none;
+  s.setup(ctx);
+  s.take_stats();  // the setup broadcast
+  const auto frags = s.fragments();
+  ASSERT_EQ(frags.size(), 2u);
+  const int64_t n = dist.arena->numel();
+  std::vector<float> theta = dist.arena->params().to_vector();  // θ_g(0): rank 0's model
+  auto world = mpi_world();
+  std::vector<std::vector<float>> delta(2);
+  double quant_apart = 0, exact_tol = 0;  // max |Δ − exact mean| and the tolerance below
+  int64_t compared = 0;
+  auto send = [&](int p, const std::vector<float>& all) {
+    const int64_t lo = frags[size_t(p)].first, hi = frags[size_t(p)].second;
+    std::vector<float> acc(size_t(hi - lo), 0.f);
+    std::vector<double> exact(acc.size(), 0.0), half_steps(acc.size(), 0.0);
+    for (int r = 0; r < N; ++r) {
+      std::vector<float> d(acc.size());
+      for (int64_t j = lo; j < hi; ++j)
+        d[size_t(j - lo)] = theta[size_t(j)] - all[size_t(int64_t(r) * n + j)];
+      const auto dq = quantize_dequantize(d, q, block);
+      for (size_t j = 0; j < d.size(); ++j) {
+        acc[j] += dq[j];
+        exact[j] += d[j];
+      }
+      for (size_t b = 0; b < d.size(); b += size_t(block)) {
+        float m = 0;
+        for (size_t j = b; j < std::min(d.size(), b + size_t(block)); ++j)
+          m = std::max(m, std::fabs(d[j]));
+        for (size_t j = b; j < std::min(d.size(), b + size_t(block)); ++j)
+          half_steps[j] += m / q / 2 + std::ldexp(double(m), -22);
+      }
+    }
+    for (size_t j = 0; j < acc.size(); ++j) {
+      acc[j] /= float(N);
+      const double err = std::fabs(double(acc[j]) - exact[j] / N);
+      EXPECT_LE(err, half_steps[j] / N + 1e-12) << "element " << j;
+      quant_apart = std::max(quant_apart, err);
+    }
+    delta[size_t(p)] = acc;
+  };
+  auto apply_and_compare = [&](int p) {
+    const int64_t lo = frags[size_t(p)].first, hi = frags[size_t(p)].second;
+    for (int64_t j = lo; j < hi; ++j) theta[size_t(j)] -= delta[size_t(p)][size_t(j - lo)];
+    const auto got = s.theta_global().to_vector();
+    double worst = 0, scale = 0;
+    for (int64_t j = lo; j < hi; ++j) {
+      worst = std::max(worst, double(std::fabs(got[size_t(j)] - theta[size_t(j)])));
+      scale = std::max(scale, double(std::fabs(delta[size_t(p)][size_t(j - lo)])));
+    }
+    exact_tol = 1e-6 * scale / q;
+    EXPECT_LE(worst, exact_tol) << "fragment " << p;
+    ++compared;
+  };
+  const int64_t epochs = 2, steps = 6;
+  int64_t global = 0, pending = -1;
+  for (int64_t e = 0; e < epochs; ++e) {
+    s.begin_epoch(e);
+    for (int64_t k = 0; k < steps; ++k, ++global) {
+      StepInfo info{e, k, global, steps, epochs};
+      s.plan(info);
+      dist.grad(R, e, k);
+      s.after_backward(info);
+      dist.sgd->step();
+      Tensor all = Tensor::zeros({n * N});
+      world->allgather(dist.arena->params(), all);
+      const std::vector<float> locals = all.to_vector();
+      s.after_step(info);
+      const int64_t done = global + 1;
+      if (pending >= 0 && done % 2 == 1) {
+        apply_and_compare(int(pending));
+        pending = -1;
+      }
+      if (done % 4 == 2) pending = 0;
+      if (done % 4 == 0) pending = 1;
+      if (done % 2 == 0) send(int(pending), locals);
+    }
+    s.end_epoch(e, 0.0);
+    s.drain();
+  }
+  const CommStats st = s.take_stats();
+  EXPECT_EQ(compared, 5);
+  s.finish_training();
+  EXPECT_EQ(s.outer_steps(), (std::vector<int64_t>{4, 4}));
+  EXPECT_TRUE(same_bytes_everywhere(dist.arena->params()));
+  EXPECT_EQ(as_double(dist.arena->params()), as_double(s.theta_global()));
+  if (N == 1) return;  // one rank: nothing exchanged, nothing quantised
+  EXPECT_GT(quant_apart, 100 * exact_tol);
+  // Three sends per fragment, each 4 bytes per block of 64 and q = 7: half a byte per value,
+  // q = 127: one byte.
+  double bytes = 0;
+  for (const auto& f : frags) {
+    const int64_t len = f.second - f.first;
+    bytes += 3.0 * (4 * ((len + block - 1) / block) + (q == 7 ? (len + 1) / 2 : len));
+  }
+  EXPECT_EQ(st.bytes_sent, bytes);
+  EXPECT_EQ(st.collectives, 6);
+  EXPECT_EQ(st.allreduces, 0);
+  if (R == 0)
+    std::printf("[streaming_diloco %s] %d ranks: max |quantised - exact mean| %.3g\n", quantize, N,
+                quant_apart);
+}
+
+TEST(StreamingDiLoCo, Int4OuterGradientsMatchTheSerialQuantisedMean) {
+  check_quantized("int4", 7);
+}
+
+TEST(StreamingDiLoCo, Int8OuterGradientsMatchTheSerialQuantisedMean) {
+  check_quantized("int8", 127);
+}
+
+TEST(StreamingDiLoCo, QuantizeRejectsBadOptions) {
+  Options o;
+  o.set("streaming_diloco.H", "4");
+  o.set("streaming_diloco.quantize", "int2");
+  EXPECT_THROW(StreamingDiLoCoStrategy{o}, Error);
+  o.set("streaming_diloco.quantize", "int8");
+  o.set("streaming_diloco.wire", "bf16");
+  EXPECT_THROW(StreamingDiLoCoStrategy{o}, Error);
+  o.set("streaming_diloco.wire", "f32");
+  o.set("streaming_diloco.quantize_block", "0");
+  EXPECT_THROW(StreamingDiLoCoStrategy{o}, Error);
 }
 
 }  // namespace

@@ -28,6 +28,7 @@
 #include "dplab/comm/algorithms/daso.h"
 #include "dplab/comm/algorithms/dcs3gd.h"
 #include "dplab/comm/algorithms/sgp.h"
+#include "dplab/comm/algorithms/slowmo.h"
 #include "dplab/comm/mpi_env.h"
 #include "dplab/comm/registry.h"
 #include "dplab/core/autograd.h"
@@ -441,6 +442,33 @@ TEST(Resume, SlowMo) {
   check_resume(c);
 }
 
+TEST(Resume, SlowMoOverSgp) {
+  // slowmo.base = sgp, τ = 4, from unequal push-sum weights: at 1 (and 3) the weights differ
+  // (one gossip in), at 9 and 13 a round is in progress after averages reset them to 1.
+  Case c;
+  c.algo = "slowmo";
+  c.options = {{"slowmo.frequency", "4"}, {"slowmo.base", "sgp"}};
+  c.snaps = {{1}, {3}, {9}, {13}};
+  c.prepare = [](Replica& r) {
+    dynamic_cast<SlowMoStrategy&>(*r.strategy)
+        .sgp()
+        ->set_push_sum_weight(0.5f + 0.25f * float(world_rank()));
+  };
+  c.check_interesting = [](const StateDict& s) {
+    EXPECT_EQ(s.get_string("base"), "sgp");
+    const auto w = s.get_doubles("sgp.weights");
+    ASSERT_EQ(w.size(), 4u);
+    EXPECT_NE(*std::min_element(w.begin(), w.end()), *std::max_element(w.begin(), w.end()));
+  };
+  c.check_at = [](int64_t at, const StateDict& s) {
+    if (at == 9) {
+      EXPECT_EQ(s.get_int("local_steps"), 3);
+      EXPECT_EQ(s.get_double("sgp.push_sum_weight"), 1.0);
+    }
+  };
+  check_resume(c);
+}
+
 TEST(Resume, StreamingDiLoCo) {
   // H = 4, P = 2, τ = 1: fragment 0 sends after steps 2, 6, 10, 14, fragment 1 after 4, 8, 12,
   // 16, each applied one step later; the schedule runs across epochs.
@@ -454,6 +482,24 @@ TEST(Resume, StreamingDiLoCo) {
     EXPECT_EQ(s.get_int("pending_fragment"), 0);
     EXPECT_EQ(s.get_int("pending_sent_at"), 14);
     EXPECT_EQ(s.get_ints("outer_steps"), (std::vector<int64_t>{3, 3}));
+  };
+  check_resume(c);
+}
+
+TEST(Resume, StreamingDiLoCoQuantized) {
+  // As above with int4 outer gradients (allgathered codes and scales, decoded at the wait): the
+  // exchange in flight at 14 and 8 is saved decoded and applied after the resume at its step.
+  Case c;
+  c.algo = "streaming_diloco";
+  c.options = {{"streaming_diloco.H", "4"},
+               {"streaming_diloco.fragments", "2"},
+               {"streaming_diloco.fragment_sync_delay", "1"},
+               {"streaming_diloco.quantize", "int4"},
+               {"streaming_diloco.quantize_block", "32"}};
+  c.snaps = {{14}, {8}, {11}};
+  c.check_interesting = [](const StateDict& s) {
+    EXPECT_EQ(s.get_int("pending_fragment"), 0);
+    EXPECT_EQ(s.get_int("pending_sent_at"), 14);
   };
   check_resume(c);
 }

@@ -95,6 +95,50 @@ TEST(Config, UnknownKeysAreNamed) {
   EXPECT_NO_THROW(check_no_unknown_options(o));
 }
 
+// A compression key no part of the run reads (an algorithm without GradSync, or another
+// algorithm's prefix) is refused with the reason (tools/train/compress_refusal.h); other unknown
+// keys are not given it.
+TEST(Config, CompressionKeysNotReadSayWhy) {
+  Options o;
+  o.set("algo", "dcs3gd");
+  o.set("allreduce.compress", "topk");
+  o.get_string("algo", "");
+  try {
+    check_no_unknown_options(o);
+    FAIL() << "expected an error";
+  } catch (const UsageError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("unknown option allreduce.compress (an option of area allreduce"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find("Gradient compression is read only under the GradSync prefixes"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find("algorithm 'dcs3gd' allreduces its delayed updates"), std::string::npos) << m;
+  }
+  Options p;
+  p.set("algo", "sgp");
+  p.set("sgp.topk.ratio", "0.1");  // not a table key: still explained
+  p.get_string("algo", "");
+  try {
+    check_no_unknown_options(p);
+    FAIL() << "expected an error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("algorithm 'sgp' gossips parameters"), std::string::npos)
+        << e.what();
+  }
+  Options q;
+  q.set("algo", "sgp");
+  q.set("sgp.intervall", "2");
+  q.get_string("algo", "");
+  try {
+    check_no_unknown_options(q);
+    FAIL() << "expected an error";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()).find("Gradient compression"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Config, TomlErrorsNameFileAndLine) {
   test::ScopedTempDir dir("config-bad");
   std::ofstream(dir.file("bad.toml")) << "a = 1\nb = [\n";

@@ -80,6 +80,15 @@ TEST_P(ResumeAt4Ranks, FromEpochBoundaryAndMidEpochIsBitwiseIdentical) {
   r = mpirun(4, base + " --set checkpoint.every_steps=3 --max-steps 6 --out " + dir.file("part"),
              dir.path / "p");
   ASSERT_EQ(r.status, 0) << r.err;
+  if (has(algo.args, "compress=")) {
+    // The mid-epoch checkpoint holds the compression state (residuals; PowerSGD's Q and step).
+    std::map<std::string, std::string> meta;
+    load_safetensors(dir.path / "part" / "checkpoints" / "step_00000003" / "rank_0.safetensors",
+                     &meta);
+    bool found = false;
+    for (const auto& [k, v] : meta) found = found || k.ends_with("sync.compress");
+    EXPECT_TRUE(found) << algo.id() << ": no compression state in the step-3 checkpoint";
+  }
   // From the middle of the first epoch, written while the run went on.
   r = mpirun(4,
              base + " --resume " + dir.file("part/checkpoints/step_00000003") + " --out " +
@@ -116,17 +125,45 @@ INSTANTIATE_TEST_SUITE_P(
              "allreduce_powersgd"},
         Algo{"allreduce", "--set allreduce.compress=topk --set allreduce.topk.ratio=0.05",
              "allreduce_topk"},
+        // Hierarchical (2 nodes x 2): the node's first rank holds the node's residuals and Q.
+        Algo{"allreduce",
+             "--ranks-per-node 2 --set allreduce.hierarchical=true "
+             "--set allreduce.compress=powersgd --set allreduce.powersgd.start_step=1",
+             "allreduce_hierarchical_powersgd"},
         Algo{"hybrid", "--set hybrid.W=2 --set hybrid.R=3"},
         Algo{"daso",
              "--ranks-per-node 2 --set daso.warmup_epochs=0 --set "
              "daso.cooldown_epochs=0 --set daso.B_max=3"},
         Algo{"dcs3gd", ""}, Algo{"crossover", ""}, Algo{"sgp", ""},
+        // Compression in every other algorithm that averages gradients through GradSync
+        // (docs/algorithms/compression.md): its state under the algorithm's "sync.", saved
+        // mid-epoch and at the epoch's end.
+        Algo{"post_local_sgd",
+             "--set local_sgd.H=3 --set allreduce.compress=topk --set allreduce.topk.ratio=0.05",
+             "post_local_sgd_topk"},
+        Algo{"hybrid",
+             "--set hybrid.W=2 --set hybrid.R=3 --set hybrid.compress=powersgd "
+             "--set hybrid.powersgd.start_step=1",
+             "hybrid_powersgd"},
+        Algo{"daso",
+             "--ranks-per-node 2 --set daso.warmup_epochs=0 --set daso.cooldown_epochs=0 "
+             "--set daso.B_max=3 --set daso.local.compress=topk --set daso.local.topk.ratio=0.05",
+             "daso_topk"},
+        Algo{"crossover",
+             "--ranks-per-node 2 --set crossover.hierarchical=true "
+             "--set crossover.sync.compress=powersgd --set crossover.sync.powersgd.start_step=1",
+             "crossover_powersgd"},
         Algo{"oscars", "--set oscars.t_us=1000,2000,1000,3000"},
         Algo{"local_sgd", "--set local_sgd.H=3"}, Algo{"post_local_sgd", "--set local_sgd.H=3"},
         Algo{"diloco", "--set optim=adamw --wd 0.01 --set diloco.H=3"},
         Algo{"slowmo", "--set slowmo.frequency=3"},
+        Algo{"slowmo", "--set slowmo.frequency=3 --set slowmo.base=sgp", "slowmo_sgp"},
         Algo{"streaming_diloco",
-             "--set streaming_diloco.H=4 --set streaming_diloco.fragment_sync_delay=1"}),
+             "--set streaming_diloco.H=4 --set streaming_diloco.fragment_sync_delay=1"},
+        Algo{"streaming_diloco",
+             "--set streaming_diloco.H=4 --set streaming_diloco.fragment_sync_delay=1 "
+             "--set streaming_diloco.quantize=int8",
+             "streaming_diloco_int8"}),
     [](const ::testing::TestParamInfo<Algo>& i) { return i.param.id(); });
 
 TEST(CheckpointAt4Ranks, FailedWriteOnOneRankLeavesNothingAndNamesIt) {

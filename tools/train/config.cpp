@@ -1,5 +1,7 @@
 #include "dplab/tools/train/config.h"
 
+#include "dplab/tools/train/compress_refusal.h"
+
 #include <fmt/format.h>
 
 // toml++ 3.3 asserts on some malformed input rather than reporting it (see toml_nesting.h);
@@ -292,10 +294,15 @@ void check_no_unknown_options(const Options& opt) {
             (listed ? fmt::format(" (an option of area {}, not read by this run)", option_area(k))
                     : did_you_mean(k, known));
   }
+  // A compression key says why (tools/train/compress_refusal.h).
+  std::string why;
+  for (const auto& k : unused)
+    if (why.empty()) why = compression_refusal(k, opt.get_string("algo", "local"));
   throw UsageError(fmt::format(
       "unknown option{} {} (not used by the model, data, optimizer, schedule or algorithm "
-      "'{}'; every key: dplab options, an algorithm's: dplab options ALGO)",
-      unused.size() > 1 ? "s" : "", list, opt.get_string("algo", "local")));
+      "'{}'; every key: dplab options, an algorithm's: dplab options ALGO){}",
+      unused.size() > 1 ? "s" : "", list, opt.get_string("algo", "local"),
+      why.empty() ? "" : ". " + why));
 }
 
 }  // namespace dplab

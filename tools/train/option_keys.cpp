@@ -25,7 +25,8 @@ void add_grad_sync(std::vector<OptionSpec>& v, const std::string& prefix, const 
   // Gradient compression (comm/grad_compress.h, docs/algorithms/compression.md).
   v.push_back({prefix + "compress", "none",
                what + ": gradient compression: none, powersgd (low rank, Vogels et al. 2019) or "
-                      "topk (sparse, error feedback); CPU arenas, flat mode, wire f32"});
+                      "topk (sparse, error feedback); CPU arenas, wire f32 (hierarchical: across "
+                      "nodes only)"});
   v.push_back({prefix + "powersgd.rank", "1",
                what + ": PowerSGD rank r (each matrix is approximated at min(n, m, r))"});
   v.push_back({prefix + "powersgd.start_step", "1000",
@@ -178,7 +179,12 @@ std::vector<OptionSpec> make_specs() {
       {"streaming_diloco.fragment_update_alpha", "0.5",
        "alpha: local share when mixing, local = (1 - alpha) global + alpha local"},
       {"streaming_diloco.wire", "f32",
-       "wire type of the outer gradients: f32, bf16 or f16 (f32 accumulation)"},
+       "wire type of the outer gradients' allreduce: f32, bf16 or f16 (f32 accumulation)"},
+      {"streaming_diloco.quantize", "none",
+       "none, int8 or int4: outer gradients quantised per block (one f32 scale each), "
+       "allgathered, decoded and summed in f32 (replaces the allreduce; wire must be f32)"},
+      {"streaming_diloco.quantize_block", "256",
+       "elements per quantisation scale (streaming_diloco.quantize)"},
       {"streaming_diloco.outer_lr", "0.7", "learning rate of the outer SGD"},
       {"streaming_diloco.outer_momentum", "0.9", "momentum of the outer SGD (0: plain SGD)"},
       {"streaming_diloco.outer_nesterov", "true",
@@ -187,6 +193,9 @@ std::vector<OptionSpec> make_specs() {
       {"slowmo.frequency", "48", "tau: local steps between exact averages with slow momentum"},
       {"slowmo.lr", "1", "alpha: slow learning rate (1 with momentum 0: plain local SGD)"},
       {"slowmo.momentum", "0.5", "beta: slow momentum (0: none)"},
+      {"slowmo.base", "local",
+       "base algorithm: local (local SGD) or sgp (an SGP gossip every step, sgp.interval "
+       "applies; the exact average is the push-sum average)"},
   };
   add_grad_sync(v, "allreduce.", "allreduce (and post_local_sgd's first phase)");
   v.push_back({"allreduce.hierarchical", "false",
