@@ -154,7 +154,7 @@ TEST(ClusterTrain, ProfileEpochTimesIgnoreHostLoadAndMatchTheArithmetic) {
   // 128 images over 2 ranks in batches of 16: 4 steps per epoch.
   const std::string args =
       "--algo allreduce --epochs 2 --set data.train_limit=128 --set metrics.every_steps=2 "
-      "--cluster " +
+      "--trace --set trace.steps=all --cluster " +
       dir.file("lab.toml") + " --set cluster.compute=profile:" + profile;
   const Records quiet = train(2, args, dir, "quiet");
   Records loaded;
@@ -191,6 +191,20 @@ TEST(ClusterTrain, ProfileEpochTimesIgnoreHostLoadAndMatchTheArithmetic) {
     EXPECT_NEAR(st["comm_exposed_wait_s"].get<double>(), c, 1e-9 * c);
     EXPECT_EQ(st["data_wait_s"].get<double>(), 0.0);  // loading hidden by prefetch
   }
+  // The trace is on the virtual axis: every rank's `step` events last `step` (the first of an
+  // epoch too), in microseconds, with the wall time beside.
+  std::ifstream trace_file(dir.path / "quiet" / "trace.json");
+  const auto trace = nlohmann::json::parse(trace_file);
+  EXPECT_NE(trace["otherData"]["clock"].get<std::string>().find("virtual"), std::string::npos);
+  int step_events = 0;
+  for (const auto& ev : trace["traceEvents"])
+    if (ev.value("name", "") == "step" && ev.value("ph", "") == "X") {
+      ++step_events;
+      // Timestamps are nanosecond ticks written in us with 3 decimals: 10 ns.
+      EXPECT_NEAR(ev["dur"].get<double>(), 1e6 * step, 1e-2) << ev.dump();
+      EXPECT_GT(ev["args"]["wall_ms"].get<double>(), 0.0);
+    }
+  EXPECT_EQ(step_events, 2 * 8);  // 2 ranks x 2 epochs x 4 steps
 }
 
 // (a) at 4 ranks as 2 nodes x 2: every tensor is ready at the start of backward (fraction 0);

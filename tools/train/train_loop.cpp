@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <functional>
 #include <optional>
 
 #include "dplab/core/autocast.h"
@@ -65,8 +66,12 @@ void TrainLoop::run_epoch() {
   Batch b;
   StepTrace step_trace(p_.tracer);  // step and data_wait events
   tally.trace = &step_trace;
-  while (step_trace.next(p_.pipeline.batches(), b, loop_.global_step)) {
-    if (w_.cluster) w_.cluster->batch_arrived(b.labels.numel());  // cluster.data_rate
+  // Under a cluster the batch arrives when cluster.data_rate says (virtual time), inside the
+  // data wait.
+  std::function<void(const Batch&)> arrived;
+  if (w_.cluster)
+    arrived = [v = w_.cluster](const Batch& a) { v->batch_arrived(a.labels.numel()); };
+  while (step_trace.next(p_.pipeline.batches(), b, loop_.global_step, arrived)) {
     rep_.step_log().batch_ready();
     if (w_.cluster) w_.cluster->resume();  // the tick's work is compute (train_step, skip_tick)
     const StepInfo step = step_info(tally.epoch);
