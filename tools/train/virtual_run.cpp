@@ -27,11 +27,12 @@ int64_t check_cluster_run(const Options& opt, int64_t threads) {
                      "option cluster = '{}': the virtual cluster runs on the MPI backend, comm "
                      "resolves to {} (comm = '{}')",
                      name, backend, opt.get_string("comm", "auto"));
-  DPLAB_CHECK_OPTION(threads == 0 || threads == 1,
-                     "option threads = {}: under a virtual cluster (cluster = '{}') a rank computes "
-                     "on one thread, whose CPU time is its compute (docs/virtual_cluster.md); use "
-                     "threads = 1 or leave it unset (0 becomes 1)",
-                     threads, name);
+  DPLAB_CHECK_OPTION(
+      threads == 0 || threads == 1,
+      "option threads = {}: under a virtual cluster (cluster = '{}') a rank computes "
+      "on one thread, whose CPU time is its compute (docs/virtual_cluster.md); use "
+      "threads = 1 or leave it unset (0 becomes 1)",
+      threads, name);
   return 1;
 }
 
