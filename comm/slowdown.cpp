@@ -68,7 +68,7 @@ double Slowdown::pause() {
   stop();
   const double s = (factor_ - 1.0) * compute_;
   compute_ = 0;
-  if (s <= 0) return 0;
+  if (s <= 0 || virtual_) return 0;
   std::this_thread::sleep_for(std::chrono::duration<double>(s));
   slept_ += s;
   return s;

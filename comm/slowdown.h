@@ -30,7 +30,13 @@ class Slowdown {
   void start();  // compute begins
   void stop();   // compute ends (accumulates since start())
   // Sleeps (factor - 1) * accumulated compute, resets the accumulator, returns seconds slept.
+  // Under a virtual cluster (virtual()) sleeps nothing and returns 0.
   double pause();
+  // A virtual cluster: the factor multiplies this rank's virtual compute instead (the training
+  // driver scales the clock or the replayed profile, tools/train/virtual_run.h); no sleeping,
+  // so the host's time never enters the modelled one.
+  void set_virtual() { virtual_ = true; }
+  bool is_virtual() const { return virtual_; }
 
   double factor() const { return factor_; }
   double total_slept_s() const { return slept_; }
@@ -44,6 +50,7 @@ class Slowdown {
   double compute_ = 0;        // this iteration's compute so far
   double compute_total_ = 0;  // all iterations
   double slept_ = 0;
+  bool virtual_ = false;
 };
 
 }  // namespace dplab

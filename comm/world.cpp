@@ -1,7 +1,9 @@
 #include "dplab/comm/world.h"
 
+#include "dplab/comm/cluster/virtual_time_scope.h"
 #include "dplab/core/device.h"
 #include "dplab/core/error.h"
+#include "dplab/core/usage_error.h"
 #ifdef DPLAB_WITH_CUDA
 #include "dplab/comm/nccl_communicator.h"
 #endif
@@ -19,7 +21,17 @@ std::string comm_backend(const Options& opt) {
 
 std::shared_ptr<Communicator> make_world(const Options& opt) {
   const std::string backend = comm_backend(opt);
-  const CommConfig cfg = CommConfig::from_options(opt);
+  CommConfig cfg = CommConfig::from_options(opt);
+  // The virtual cluster models the MPI backend on CPU tensors (a GPU's compute enters through a
+  // compute profile, docs/virtual_cluster.md).
+  DPLAB_CHECK_OPTION(!cfg.platform || backend == "mpi",
+                     "option cluster = '{}': the virtual cluster runs on the MPI backend (CPU "
+                     "tensors); comm resolves to {} (comm = '{}', device = '{}'). Use device = cpu "
+                     "and, for a GPU's compute, cluster.compute = profile:FILE",
+                     opt.get_string("cluster", ""), backend, opt.get_string("comm", "auto"),
+                     opt.get_string("device", "cpu"));
+  // The training driver's clock (comm/cluster/virtual_time_scope.h), when it installed one.
+  if (cfg.platform && !cfg.virtual_time) cfg.virtual_time = cluster::VirtualTimeScope::current();
   if (backend == "mpi") return mpi_world(cfg);
 #ifdef DPLAB_WITH_CUDA
   return nccl_world(cfg);

@@ -25,7 +25,7 @@ double VirtualClock::owner_cpu_seconds() const {
 
 void VirtualClock::commit_locked() {
   const double cpu = owner_cpu_seconds();
-  if (mode_ == Compute::measured) t_ += (cpu - cpu_last_) * scale_;
+  if (mode_ == Compute::measured && counting_) t_ += (cpu - cpu_last_) * scale_;
   cpu_last_ = cpu;
 }
 
@@ -40,6 +40,17 @@ void VirtualClock::add_compute(double dt) {
   std::lock_guard<std::mutex> lock(mu_);
   commit_locked();
   t_ += dt;
+}
+
+void VirtualClock::count_compute(bool on) {
+  std::lock_guard<std::mutex> lock(mu_);
+  commit_locked();  // what ran before the switch is (or is not) compute as it was
+  counting_ = on;
+}
+
+bool VirtualClock::counting_compute() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counting_;
 }
 
 void VirtualClock::discard_cpu() {

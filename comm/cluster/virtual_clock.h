@@ -36,6 +36,12 @@ class VirtualClock {
   // (overlap is counted, not assumed); CPU time spent waiting is discarded. No-op on other
   // threads.
   void wait_until(double end);
+  // Whether the owner's CPU time counts as compute (measured mode; initially it does). The
+  // training driver stops counting between steps: loading, records, evaluation and checkpoints
+  // are not part of the modelled step, so the CPU time they take is discarded; readings, waits
+  // and add_compute() work as always.
+  void count_compute(bool on);
+  bool counting_compute() const;
   // Whether the calling thread is the owner (the rank's compute thread).
   bool is_owner() const { return pthread_equal(pthread_self(), owner_) != 0; }
   // The owner thread's CPU seconds (CLOCK_THREAD_CPUTIME_ID of that thread).
@@ -47,9 +53,10 @@ class VirtualClock {
   double scale_;
   pthread_t owner_;
   clockid_t cpu_clock_{};
-  std::mutex mu_;
+  mutable std::mutex mu_;
   double t_ = 0;         // virtual seconds
   double cpu_last_ = 0;  // owner CPU seconds at the last commit or discard
+  bool counting_ = true;
 };
 
 }  // namespace dplab::cluster

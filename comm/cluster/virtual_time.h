@@ -5,6 +5,7 @@
 // message on a shadow communicator, the receiver completes the message from it with its own
 // port; a collective's members' post times meet in a shadow max-allreduce.
 #pragma once
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -32,6 +33,16 @@ struct VirtualTime {
   // Rate of one message: the intra link, or the interface across the switch (one sender).
   double rate(bool same_node) const {
     return same_node ? platform.intra.rate() : platform.nic_rate(1);
+  }
+
+  // When a gradient bucket holding parameter segments [first, last] (arena order) becomes
+  // ready in backward (GradSync's grad-ready hook, on the compute thread): the clock's now, or,
+  // when the training driver replays a compute profile, backward's start + the profile's
+  // fraction of backward (tools/train/profile_replay.h). Set before training, read only by the
+  // compute thread.
+  std::function<double(int first, int last)> bucket_ready;
+  double ready_time(int first, int last) {
+    return bucket_ready ? bucket_ready(first, last) : clock.now();
   }
 
   // The post time of an operation the calling thread posts now: the time set for this thread

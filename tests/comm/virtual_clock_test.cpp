@@ -45,6 +45,24 @@ TEST(VirtualClock, SleepingDoesNotAdvanceIt) {
   EXPECT_LT(clock.now() - t0, 5e-3);  // 200 ms of wall time, almost no CPU time
 }
 
+// The training driver stops counting between steps (tools/train/virtual_run.h): CPU time spent
+// then is discarded, what runs after counting resumes is compute again, and waits still move
+// the clock.
+TEST(VirtualClock, CpuTimeWhileNotCountingIsDiscarded) {
+  VirtualClock clock(VirtualClock::Compute::measured, 1.0);
+  const double t0 = clock.now();
+  clock.count_compute(false);
+  EXPECT_FALSE(clock.counting_compute());
+  burn(0.1);
+  EXPECT_LT(clock.now() - t0, 5e-3);  // 100 ms of CPU time, not counted
+  clock.wait_until(t0 + 1.0);
+  EXPECT_GE(clock.now(), t0 + 1.0);
+  clock.count_compute(true);
+  const double t1 = clock.now();
+  const double used = burn(0.1);
+  EXPECT_NEAR(clock.now() - t1, used, 0.05 * used + 4e-3);
+}
+
 TEST(VirtualClock, OnlyTheOwnerThreadsCpuCounts) {
   VirtualClock clock(VirtualClock::Compute::measured, 1.0);
   const double t0 = clock.now();

@@ -1,5 +1,6 @@
 // `dplab cluster list|show` and `dplab train --cluster` (issue #20; the platforms themselves are
-// tested in tests/comm/cluster_platform_test.cpp).
+// tested in tests/comm/cluster_platform_test.cpp, training runs' virtual times in
+// tests/tools/test_cluster_train.cpp).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -49,17 +50,86 @@ TEST(CliCluster, ShowPrintsLinksSourcesAndTheModel) {
   EXPECT_HAS(r.err, "'nope' is neither a preset (dgx-h100,");
 }
 
-TEST(CliCluster, TrainRefusesTheClusterUntilItIsWired) {
+TEST(CliCluster, TrainRunsInVirtualTimeAndRecordsItsTimeBase) {
   ScopedTempDir dir("cli-cluster-train");
   const std::string job =
-      "train --model mnist_cnn --data fashion-mnist --batch 32 --threads 1 --set "
-      "data.train_limit=64 --set data.test_limit=32 --set progress=off --cluster ";
+      "train --model mnist_cnn --data fashion-mnist --batch 32 --set data.train_limit=64 "
+      "--set data.test_limit=32 --set progress=off --out " +
+      dir.file("out") + " --cluster ";
   auto r = run_dplab(job + "dgx-h100", dir.path);
-  EXPECT_NE(r.status, 0);
-  EXPECT_HAS(r.err, "option cluster = 'dgx-h100': the virtual cluster is not yet wired");
-  r = run_dplab(job + "nope", dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_HAS(r.out,
+             "virtual cluster dgx-h100: 1 node x 1 rank per node; compute = thread CPU "
+             "time x 1; loading hidden by prefetch");
+  EXPECT_HAS(r.out, "device cpu, 1 thread per rank");  // threads 0 became 1
+  std::ifstream run_json(dir.file("out/run.json"));
+  const auto run = nlohmann::json::parse(run_json);
+  EXPECT_EQ(run["time_base"], "virtual:dgx-h100");
+  EXPECT_EQ(run["threads_per_rank"], 1);
+  std::ifstream metrics(dir.file("out/metrics.jsonl"));
+  std::string line;
+  int epochs = 0, finals = 0;
+  while (std::getline(metrics, line)) {
+    const auto j = nlohmann::json::parse(line);
+    if (j["kind"] == "epoch") {
+      ++epochs;
+      EXPECT_EQ(j["time_base"], "virtual:dgx-h100");
+      EXPECT_GT(j["time_s"].get<double>(), 0.0);
+      EXPECT_GT(j["wall_s"].get<double>(), 0.0);
+      EXPECT_TRUE(j.contains("elapsed_wall_s"));
+    }
+    if (j["kind"] == "final") {
+      ++finals;
+      EXPECT_EQ(j["time_base"], "virtual:dgx-h100");
+      EXPECT_TRUE(j.contains("total_wall_s"));
+    }
+  }
+  EXPECT_EQ(epochs, 1);
+  EXPECT_EQ(finals, 1);
+}
+
+TEST(CliCluster, TrainRefusesWhatTheClusterCannotModel) {
+  ScopedTempDir dir("cli-cluster-train-refuse");
+  const std::string job =
+      "train --model mnist_cnn --data fashion-mnist --batch 32 --set data.train_limit=64 "
+      "--set data.test_limit=32 --set progress=off ";
+  auto r = run_dplab(job + "--cluster dgx-h100 --threads 4", dir.path);
+  EXPECT_EQ(r.status, 2) << r.err;  // a usage error
+  EXPECT_HAS(r.err,
+             "option threads = 4: under a virtual cluster (cluster = 'dgx-h100') a rank "
+             "computes on one thread");
+  r = run_dplab(job + "--cluster dgx-h100 --device cuda", dir.path);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_HAS(r.err,
+             "the virtual cluster models ranks on the CPU with the MPI backend, device is "
+             "cuda");
+  r = run_dplab(job + "--cluster dgx-h100 --set comm=nccl", dir.path);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_HAS(r.err, "the virtual cluster runs on the MPI backend, comm resolves to nccl");
+  r = run_dplab(job + "--cluster nope", dir.path);
   EXPECT_NE(r.status, 0);
   EXPECT_HAS(r.err, "'nope' is neither a preset");
+}
+
+// A compute profile of another batch is refused, naming what the profile has and what the run
+// has.
+TEST(CliCluster, TrainRefusesAProfileOfAnotherBatch) {
+  ScopedTempDir dir("cli-cluster-train-profile");
+  const std::string file = dir.file("p.json");
+  auto r = run_dplab(
+      "bench train --model mnist_cnn --batch 8 --steps 1 --warmup 1 --threads 1 "
+      "--profile-out " +
+          file,
+      dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = run_dplab(
+      "train --model mnist_cnn --data fashion-mnist --batch 16 --set "
+      "data.train_limit=64 --set data.test_limit=32 --set progress=off --cluster "
+      "dgx-h100 --set cluster.compute=profile:" +
+          file,
+      dir.path);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_HAS(r.err, "the profile is of batch 8 per rank, the run has batch 16");
 }
 
 TEST(CliCluster, BenchAllreduceInVirtualTimeMatchesTheHandFormula) {

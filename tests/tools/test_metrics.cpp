@@ -299,6 +299,45 @@ TEST_F(TwoRankRun, EveryKeyIsInTheSchemaAndEveryRequiredKeyIsWritten) {
     EXPECT_TRUE(seen.count(k)) << k.first << " " << k.second << " not written by the run";
 }
 
+// Under a virtual cluster the records carry time_base and the wall-clock figures beside the
+// virtual ones (docs/metrics_schema.md, presence "virtual cluster"): every key is documented.
+TEST(Metrics, AVirtualClusterRunsRecordsAreInTheSchemaWithTheirWallTimes) {
+  ScopedTempDir dir("metrics-cluster");
+  const auto r = test::run_dplab_mpi(2,
+                                     kJob +
+                                         " --algo allreduce --epochs 1 --set metrics.every_steps=2 "
+                                         "--cluster cpu-10gbe --ranks-per-node 1 --out " +
+                                         dir.file("run"),
+                                     dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const Schema schema = record_schema();
+  std::set<std::pair<std::string, std::string>> seen;
+  const auto m = read_records(dir.path / "run" / "metrics.jsonl");
+  for (const auto& j : m) check_against_schema(schema, "metrics.jsonl", j, seen);
+  for (const char* f : {"rank_0.jsonl", "rank_1.jsonl"})
+    for (const auto& j : read_records(dir.path / "run" / f)) {
+      check_against_schema(schema, "rank_R.jsonl", j, seen);
+      EXPECT_EQ(j["time_base"], "virtual:cpu-10gbe") << j.dump();
+      EXPECT_TRUE(j.contains(j["kind"] == "step" ? "step_wall_s" : "wall_s")) << j.dump();
+    }
+  const std::map<std::string, std::vector<std::string>> wall_keys = {
+      {"epoch", {"wall_s", "elapsed_wall_s"}},
+      {"final", {"total_train_wall_s", "total_wall_s"}},
+      {"step", {"step_wall_s", "elapsed_wall_s"}}};
+  for (const auto& [kind, keys] : wall_keys) {
+    const auto recs = of_kind(m, kind);
+    ASSERT_FALSE(recs.empty()) << kind;
+    for (const auto& j : recs) {
+      EXPECT_EQ(j["time_base"], "virtual:cpu-10gbe") << j.dump();
+      for (const auto& k : keys) EXPECT_TRUE(j.contains(k)) << kind << " " << k;
+    }
+  }
+  const nlohmann::json rec = nlohmann::json::parse(slurp(dir.path / "run" / "run.json"));
+  EXPECT_EQ(rec["time_base"], "virtual:cpu-10gbe");
+  EXPECT_EQ(rec["nodes"], 2);
+  EXPECT_EQ(rec["ranks_per_node_from"], "option cluster");
+}
+
 TEST_F(TwoRankRun, HeaderAndRunRecordHoldTheDocumentedFields) {
   ASSERT_EQ(result_->status, 0) << result_->err;
   const std::string& out = result_->out;
@@ -320,6 +359,7 @@ TEST_F(TwoRankRun, HeaderAndRunRecordHoldTheDocumentedFields) {
   EXPECT_EQ(rec["world_size"], 2);
   EXPECT_EQ(rec["global_batch"], 64);
   EXPECT_EQ(rec["algorithm"], "allreduce");
+  EXPECT_EQ(rec["time_base"], "wall");  // no virtual cluster
   EXPECT_EQ(rec["host_names"].size(), 2u);
   EXPECT_EQ(rec["ranks_per_node"], 2);  // both ranks on this host
   EXPECT_EQ(rec["nodes"], 1);

@@ -79,7 +79,10 @@ const std::vector<OptionSpec>& driver_option_specs() {
        "accumulation; core/autocast.h) or f16 (the same in f16 plus dynamic loss scaling; "
        "optim/grad_scaler.h)"},
       {"seed", "0", "seed of weights and data order (a run is a pure function of its config)"},
-      {"threads", "0", "OpenMP threads for the ops (0: all cores)", false},
+      {"threads", "0",
+       "OpenMP threads for the ops (0: all cores; under a virtual cluster 1, and more is an "
+       "error)",
+       false},
       {"device", "cpu",
        "where the model trains: cpu, cuda or cuda:N (parameters, optimizer state, batches and "
        "evaluation on that device)"},
@@ -91,7 +94,8 @@ const std::vector<OptionSpec>& driver_option_specs() {
        "cuda, else mpi); comm/world.h"},
       {"slowdown", "",
        "RANK=FACTOR[,RANK=FACTOR...]: that rank sleeps so its iterations last FACTOR times "
-       "their compute time (comm/slowdown.h)"},
+       "their compute time (comm/slowdown.h); under a virtual cluster its virtual compute is "
+       "multiplied by FACTOR instead (no sleeping)"},
       {"out", "",
        "output directory: run.json (the run record, a valid --config), metrics.jsonl and "
        "rank_<R>.jsonl (docs/metrics_schema.md), checkpoints/step_<N>/ (one directory per "

@@ -19,21 +19,23 @@ GlobalEpoch combine_epochs(const std::vector<RankEpoch>& per_rank) {
     g.correct += r.correct;
     g.loss_sum += r.loss_sum;
     g.time_s = std::max(g.time_s, r.time_s);
+    g.wall_s = std::max(g.wall_s, r.wall_s);
   }
   return g;
 }
 
 std::vector<RankEpoch> gather_epochs(const RankGroup& ranks, const RankEpoch& mine) {
   // JSON numbers: integers as integers, doubles in shortest round-trip form (exact).
-  const nlohmann::json j = {mine.images, mine.samples, mine.loss_sum, mine.correct, mine.time_s};
+  const nlohmann::json j = {mine.images,  mine.samples, mine.loss_sum,
+                            mine.correct, mine.time_s,  mine.wall_s};
   const std::vector<std::string> all = ranks.allgather(j.dump());
   std::vector<RankEpoch> r;
   for (size_t i = 0; i < all.size(); ++i) {
     const nlohmann::json a = nlohmann::json::parse(all[i]);
-    DPLAB_CHECK(a.is_array() && a.size() == 5,
-                "epoch figures of rank {}: expected 5 numbers, got {}", i, all[i]);
+    DPLAB_CHECK(a.is_array() && a.size() == 6,
+                "epoch figures of rank {}: expected 6 numbers, got {}", i, all[i]);
     r.push_back({a[0].get<int64_t>(), a[1].get<int64_t>(), a[2].get<double>(), a[3].get<int64_t>(),
-                 a[4].get<double>()});
+                 a[4].get<double>(), a[5].get<double>()});
   }
   return r;
 }
@@ -45,8 +47,8 @@ std::string grouped_rate(double v) {
 }
 
 RunReport::RunReport(const RankGroup& ranks, MetricsWriter& metrics, MetricsWriter& rank_metrics,
-                     Clock::time_point start)
-    : ranks_(ranks), metrics_(metrics), rank_metrics_(rank_metrics), start_(start) {}
+                     const RunClock& clock, RunClock::Mark start)
+    : ranks_(ranks), metrics_(metrics), rank_metrics_(rank_metrics), clock_(clock), start_(start) {}
 
 double RunReport::total_images_per_s() const {
   return total_train_time_s_ > 0 ? double(total_images_) / total_train_time_s_ : 0;
@@ -59,28 +61,35 @@ GlobalEpoch RunReport::epoch(const EpochFacts& f, std::ostream& summary) {
   total_train_time_s_ += g.time_s;
   total_images_rank_ += f.mine.images;
   total_train_time_rank_s_ += f.mine.time_s;
-  const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+  total_train_wall_s_ += g.wall_s;
+  const RunClock::Mark elapsed = clock_.now() - start_;
+  const bool virt = clock_.is_virtual();
   const double rank_ips = f.mine.time_s > 0 ? double(f.mine.images) / f.mine.time_s : 0;
   const CommStats& c = f.comm;
-  rank_metrics_.write(
-      {{"kind", "rank_epoch"},
-       {"rank", ranks_.rank()},
-       {"epoch", f.epoch},
-       {"step", f.step},
-       {"images", f.mine.images},
-       {"samples", f.mine.samples},
-       {"loss", f.mine.samples ? f.mine.loss_sum / double(f.mine.samples) : 0},
-       {"train_acc", f.mine.samples ? double(f.mine.correct) / double(f.mine.samples) : 0},
-       {"time_s", f.mine.time_s},
-       {"images_per_s_rank", rank_ips},
-       {"computed_steps", f.computed_steps},
-       {"slowdown", f.slowdown},
-       {"slowdown_sleep_s", f.slowdown_sleep_s},
-       {"comm_bytes", c.bytes_sent},
-       {"comm_in_flight_s", c.in_flight_s},
-       {"comm_exposed_wait_s", c.exposed_wait_s},
-       {"idle_fraction", f.mine.time_s > 0 ? c.exposed_wait_s / f.mine.time_s : 0},
-       {"nonfinite_skipped_steps", f.nonfinite_skipped}});
+  nlohmann::json rank_rec = {
+      {"kind", "rank_epoch"},
+      {"rank", ranks_.rank()},
+      {"epoch", f.epoch},
+      {"step", f.step},
+      {"images", f.mine.images},
+      {"samples", f.mine.samples},
+      {"loss", f.mine.samples ? f.mine.loss_sum / double(f.mine.samples) : 0},
+      {"train_acc", f.mine.samples ? double(f.mine.correct) / double(f.mine.samples) : 0},
+      {"time_s", f.mine.time_s},
+      {"images_per_s_rank", rank_ips},
+      {"computed_steps", f.computed_steps},
+      {"slowdown", f.slowdown},
+      {"slowdown_sleep_s", f.slowdown_sleep_s},
+      {"comm_bytes", c.bytes_sent},
+      {"comm_in_flight_s", c.in_flight_s},
+      {"comm_exposed_wait_s", c.exposed_wait_s},
+      {"idle_fraction", f.mine.time_s > 0 ? c.exposed_wait_s / f.mine.time_s : 0},
+      {"nonfinite_skipped_steps", f.nonfinite_skipped}};
+  if (virt) {
+    rank_rec["time_base"] = clock_.time_base();
+    rank_rec["wall_s"] = f.mine.wall_s;
+  }
+  rank_metrics_.write(rank_rec);
   if (ranks_.rank() != 0) return g;
   nlohmann::json rec = {{"kind", "epoch"},
                         {"epoch", f.epoch},
@@ -95,7 +104,7 @@ GlobalEpoch RunReport::epoch(const EpochFacts& f, std::ostream& summary) {
                         {"images_per_s", g.images_per_s()},
                         {"images_per_s_rank", rank_ips},
                         {"time_s", g.time_s},
-                        {"elapsed_s", elapsed},
+                        {"elapsed_s", elapsed.t},
                         {"lr", f.lr},
                         {"comm_bytes", c.bytes_sent},
                         {"comm_collectives", c.collectives},
@@ -104,6 +113,11 @@ GlobalEpoch RunReport::epoch(const EpochFacts& f, std::ostream& summary) {
                         {"comm_exposed_wait_s", c.exposed_wait_s},
                         {"nonfinite_skipped_steps", f.nonfinite_skipped}};
   if (f.ev.top5) rec["test_acc5"] = f.ev.accuracy5;
+  if (virt) {  // a virtual cluster: the times above are virtual; the wall clock's beside them
+    rec["time_base"] = clock_.time_base();
+    rec["wall_s"] = g.wall_s;
+    rec["elapsed_wall_s"] = elapsed.wall;
+  }
   for (const auto& [k, v] : f.algo_state) rec["algo." + k] = v;
   if (f.consensus) {
     rec["test_acc_consensus"] = f.consensus->accuracy;
@@ -126,7 +140,7 @@ GlobalEpoch RunReport::epoch(const EpochFacts& f, std::ostream& summary) {
 
 void RunReport::final(const FinalFacts& f) {
   if (ranks_.rank() != 0) return;
-  const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+  const RunClock::Mark elapsed = clock_.now() - start_;
   nlohmann::json fin = {
       {"kind", "final"},
       {"epoch", f.epoch},
@@ -142,9 +156,14 @@ void RunReport::final(const FinalFacts& f) {
       {"total_images_per_s", total_images_per_s()},
       {"total_images_per_s_rank",
        total_train_time_rank_s_ > 0 ? double(total_images_rank_) / total_train_time_rank_s_ : 0},
-      {"total_time_s", elapsed},
+      {"total_time_s", elapsed.t},
       {"nonfinite_skipped_steps", f.nonfinite_skipped}};
   if (f.test_acc5 >= 0) fin["test_acc5"] = f.test_acc5;
+  if (clock_.is_virtual()) {
+    fin["time_base"] = clock_.time_base();
+    fin["total_train_wall_s"] = total_train_wall_s_;
+    fin["total_wall_s"] = elapsed.wall;
+  }
   metrics_.write(fin);
 }
 

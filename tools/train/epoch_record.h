@@ -19,6 +19,7 @@
 #include "dplab/tools/train/evaluate.h"
 #include "dplab/tools/train/metrics.h"
 #include "dplab/tools/train/rank_group.h"
+#include "dplab/tools/train/run_clock.h"
 
 namespace dplab {
 
@@ -28,7 +29,8 @@ struct RankEpoch {
   int64_t samples = 0;  // samples in loss and accuracy (dropped non-finite steps excluded)
   double loss_sum = 0;  // sum of per-sample loss over `samples`
   int64_t correct = 0;  // correct top-1 predictions among `samples`
-  double time_s = 0;    // this rank's wall time of the epoch's training iterations
+  double time_s = 0;    // this rank's time of the epoch's training iterations (the run's time base)
+  double wall_s = 0;    // the same in wall-clock time (== time_s without a virtual cluster)
 };
 
 // Every rank's RankEpoch combined: sums of the counts, the slowest rank's time.
@@ -37,6 +39,7 @@ struct GlobalEpoch {
   int64_t images = 0, samples = 0, correct = 0;
   double loss_sum = 0;
   double time_s = 0;  // max over ranks: the epoch lasts until its slowest rank is done
+  double wall_s = 0;  // max over ranks, wall-clock time
   double images_per_s() const { return time_s > 0 ? double(images) / time_s : 0; }
   double loss() const { return samples ? loss_sum / double(samples) : 0; }
   double train_acc() const { return samples ? double(correct) / double(samples) : 0; }
@@ -73,11 +76,11 @@ struct FinalFacts {
 
 class RunReport {
  public:
-  using Clock = std::chrono::steady_clock;
   // `metrics` is rank 0's metrics.jsonl (disabled elsewhere), `rank_metrics` this rank's
-  // rank_R.jsonl (disabled in one-rank runs); `start` the run's start (elapsed_s).
+  // rank_R.jsonl (disabled in one-rank runs); `clock` the run's time base and `start` the run's
+  // start on it (elapsed_s).
   RunReport(const RankGroup& ranks, MetricsWriter& metrics, MetricsWriter& rank_metrics,
-            Clock::time_point start);
+            const RunClock& clock, RunClock::Mark start);
   // Collective: writes the epoch's records and, on rank 0, its line to `summary`; returns the
   // global figures (every rank gets the same).
   GlobalEpoch epoch(const EpochFacts& f, std::ostream& summary);
@@ -91,10 +94,11 @@ class RunReport {
   const RankGroup& ranks_;
   MetricsWriter& metrics_;
   MetricsWriter& rank_metrics_;
-  Clock::time_point start_;
+  const RunClock& clock_;
+  RunClock::Mark start_;
   GlobalEpoch last_;
   int64_t total_images_ = 0, total_images_rank_ = 0;
-  double total_train_time_s_ = 0, total_train_time_rank_s_ = 0;
+  double total_train_time_s_ = 0, total_train_time_rank_s_ = 0, total_train_wall_s_ = 0;
 };
 
 // 12204.3 -> "12,204": a rate for the console, rounded to a whole number, digits grouped.

@@ -60,7 +60,8 @@ ModelParts build_model_parts(const Options& opt, const Registry& registry,
 }
 
 std::unique_ptr<Strategy> set_up_strategy(const Options& opt, const Registry& registry,
-                                          ModelParts& parts, trace::Tracer* tracer) {
+                                          ModelParts& parts, trace::Tracer* tracer,
+                                          std::shared_ptr<TimeSource> time) {
   std::unique_ptr<Strategy> strategy = registry.strategy(get(opt, "algo")).make(opt);
   TrainContext ctx;
   ctx.model = parts.model.get();
@@ -69,6 +70,7 @@ std::unique_ptr<Strategy> set_up_strategy(const Options& opt, const Registry& re
   ctx.options = &opt;
   ctx.buffers = parts.model->named_buffers();  // broadcast at setup, averaged before evaluation
   ctx.tracer = tracer;
+  if (time) ctx.time = std::move(time);
   strategy->setup(ctx);
   return strategy;
 }

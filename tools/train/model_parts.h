@@ -35,8 +35,10 @@ ModelParts build_model_parts(const Options& opt, const Registry& registry,
                              const std::string& init_from, Device device, bool f16);
 
 // The algorithm named by option algo, set up on `parts` (collective for distributed ones: it
-// broadcasts rank 0's parameters and buffers). `tracer` may be nullptr.
+// broadcasts rank 0's parameters and buffers). `tracer` may be nullptr. `time`: the run's time
+// base (TrainContext::time; a virtual cluster's clock); null: the wall clock.
 std::unique_ptr<Strategy> set_up_strategy(const Options& opt, const Registry& registry,
-                                          ModelParts& parts, trace::Tracer* tracer);
+                                          ModelParts& parts, trace::Tracer* tracer,
+                                          std::shared_ptr<TimeSource> time = nullptr);
 
 }  // namespace dplab

@@ -57,17 +57,20 @@ std::vector<OptionSpec> make_specs() {
        "none; needs more than one node (ranks_per_node or several hosts)"},
       {"cluster", "",
        "virtual cluster (issue #20, docs/virtual_cluster.md): a preset (dplab cluster list) or "
-       "a TOML cluster file; empty or off: none. Not yet wired into dplab train: a run given "
-       "it stops with an error (dplab bench allreduce --cluster uses it)"},
+       "a TOML cluster file; empty or off: none. Training then runs in virtual time: every "
+       "time figure (metrics, trace, exposed wait, the algorithms' timers) is the rank's "
+       "virtual clock, with wall_s beside it; MPI backend on the CPU, threads = 1"},
       {"cluster.compute_scale", "0",
        "virtual cluster: virtual compute time = thread CPU time x this (0: the platform's "
-       "compute_scale); not yet wired"},
+       "compute_scale); x the rank's slowdown factor"},
       {"cluster.compute", "measured",
-       "virtual cluster: compute time from the thread CPU time (measured) or from a profile "
-       "(profile:FILE, as dplab bench train --profile-out writes it); not yet wired"},
+       "virtual cluster: compute time from the compute thread's CPU time during each step "
+       "(measured) or replayed from a profile (profile:FILE, as dplab bench train --profile-out "
+       "writes it for the same model and per-rank batch)"},
       {"cluster.data_rate", "0",
-       "virtual cluster: samples/s one rank's loader delivers in virtual time (0: loading is "
-       "hidden by prefetch); not yet wired"},
+       "virtual cluster: samples/s one rank's loader delivers in virtual time: batch k of an "
+       "epoch is ready at max(when asked, batch k-1's + batch/rate), the first at the epoch's "
+       "start + batch/rate (0: loading is hidden by prefetch)"},
       {"comm.wait", "auto",
        "waiting in MPI: spin, backoff (test, then sleep comm.backoff_sleep_us) or auto (backoff "
        "when ranks outnumber cores)",

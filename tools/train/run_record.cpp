@@ -100,11 +100,17 @@ nlohmann::json run_record(const Options& opt, const RunFacts& f,
       {"parameters", f.parameters},
       {"algorithm", f.algo},
       {"world_size", world},
-      {"nodes",
-       virtual_rpn > 0 ? (world + virtual_rpn - 1) / virtual_rpn : int64_t(per_host.size())},
+      {"nodes", f.cluster_nodes > 0 ? int64_t(f.cluster_nodes)
+                : virtual_rpn > 0   ? (world + virtual_rpn - 1) / virtual_rpn
+                                    : int64_t(per_host.size())},
       {"hosts", per_host.size()},
-      {"ranks_per_node", virtual_rpn > 0 ? virtual_rpn : int64_t(most)},
-      {"ranks_per_node_from", virtual_rpn > 0 ? "option ranks_per_node" : "host names"},
+      {"ranks_per_node", f.cluster_nodes > 0 ? int64_t(f.cluster_ranks_per_node)
+                         : virtual_rpn > 0   ? virtual_rpn
+                                             : int64_t(most)},
+      {"ranks_per_node_from", f.cluster_nodes > 0 ? "option cluster"
+                              : virtual_rpn > 0   ? "option ranks_per_node"
+                                                  : "host names"},
+      {"time_base", f.time_base},
       {"batch_per_rank", f.batch},
       {"accumulate_steps", f.accumulate_steps},
       {"global_batch", f.batch * world * f.accumulate_steps},
@@ -141,6 +147,7 @@ void record_run_start(const Options& opt, const RankGroup& ranks, const RunFacts
       rec["ranks_per_node_from"].get<std::string>(), global, f.batch, world, world == 1 ? "" : "s",
       f.accumulate_steps, f.accumulate_steps == 1 ? "" : "s");
   if (f.algo == "dcs3gd") out << dcs3gd_run_note(opt, global);  // the paper's peak lr
+  out << f.cluster_note;  // a virtual cluster: its shape and how compute is timed
   out << fmt::format("  device {}, {} thread{} per rank; data {}: {} train / {} test samples\n",
                      f.device, f.threads, f.threads == 1 ? "" : "s", f.data,
                      grouped_rate(double(f.train_samples)), grouped_rate(double(f.test_samples)));

@@ -31,6 +31,11 @@ struct RunFacts {
   std::string data;
   int64_t train_samples = 0, test_samples = 0;
   std::chrono::system_clock::time_point start;
+  // What the run's time figures are (tools/train/run_clock.h): "wall" or "virtual:<platform>";
+  // under a virtual cluster its shape (nodes x ranks per node) and a line for the header.
+  std::string time_base = "wall";
+  int cluster_nodes = 0, cluster_ranks_per_node = 0;
+  std::string cluster_note;
 };
 
 // Keys of the run record's "options" section never holds (paths of this run's own output and

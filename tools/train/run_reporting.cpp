@@ -14,16 +14,17 @@ MetricsWriter open_metrics(const ReportingOptions& o, const std::string& name) {
 
 }  // namespace
 
-RunReporting::RunReporting(const ReportingOptions& o, const RankGroup& ranks,
-                           Clock::time_point origin, std::ostream& summary, std::ostream& progress)
-    : origin_(origin),
+RunReporting::RunReporting(const ReportingOptions& o, const RankGroup& ranks, RunClock clock,
+                           RunClock::Mark origin, std::ostream& summary, std::ostream& progress)
+    : clock_(std::move(clock)),
+      origin_(origin),
       metrics_(!o.out_dir.empty() && ranks.rank() == 0 ? open_metrics(o, "metrics.jsonl")
                                                        : MetricsWriter()),
       rank_metrics_(!o.out_dir.empty() && ranks.size() > 1
                         ? open_metrics(o, fmt::format("rank_{}.jsonl", ranks.rank()))
                         : MetricsWriter()),
-      report_(ranks, metrics_, rank_metrics_, origin),
-      step_log_(o.metrics_every_steps, ranks, metrics_, rank_metrics_, origin),
+      report_(ranks, metrics_, rank_metrics_, clock_, origin),
+      step_log_(o.metrics_every_steps, ranks, metrics_, rank_metrics_, clock_, origin),
       // Under several ranks the progress line's loss and rate are rank 0's own (the epoch line
       // gives the global ones).
       progress_(ranks.rank() == 0 ? o.progress : Progress::Mode::off, o.every_percent, progress,
@@ -32,7 +33,7 @@ RunReporting::RunReporting(const ReportingOptions& o, const RankGroup& ranks,
       messages_(progress) {}
 
 double RunReporting::elapsed_s() const {
-  return std::chrono::duration<double>(Clock::now() - origin_).count();
+  return clock_.since(origin_);
 }
 
 }  // namespace dplab

@@ -13,6 +13,7 @@
 #include "dplab/tools/train/metrics.h"
 #include "dplab/tools/train/progress.h"
 #include "dplab/tools/train/rank_group.h"
+#include "dplab/tools/train/run_clock.h"
 #include "dplab/tools/train/step_record.h"
 
 namespace dplab {
@@ -27,16 +28,17 @@ struct ReportingOptions {
 
 class RunReporting {
  public:
-  using Clock = std::chrono::steady_clock;
-  // `origin`: the run's start for elapsed_s (earlier than this process's start when the run
-  // was resumed: the time its predecessors trained, see LoopState::elapsed_s).
-  RunReporting(const ReportingOptions& o, const RankGroup& ranks, Clock::time_point origin,
-               std::ostream& summary, std::ostream& progress);
+  // `clock`: the run's time base (the wall clock, or a virtual cluster's clock), kept here;
+  // `origin`: the run's start on it for elapsed_s (earlier than this process's start when the
+  // run was resumed: the time its predecessors trained, see LoopState::elapsed_s).
+  RunReporting(const ReportingOptions& o, const RankGroup& ranks, RunClock clock,
+               RunClock::Mark origin, std::ostream& summary, std::ostream& progress);
   RunReporting(const RunReporting&) = delete;
   RunReporting& operator=(const RunReporting&) = delete;
 
-  // Seconds since the run's start, resumed processes' training included.
+  // Seconds since the run's start on the time base, resumed processes' training included.
   double elapsed_s() const;
+  const RunClock& clock() const { return clock_; }
   MetricsWriter& metrics() { return metrics_; }  // rank 0's metrics.jsonl
   RunReport& report() { return report_; }
   StepLog& step_log() { return step_log_; }
@@ -46,7 +48,8 @@ class RunReporting {
   std::ostream& messages() { return messages_; }  // progress and warnings (stderr)
 
  private:
-  Clock::time_point origin_;
+  RunClock clock_;
+  RunClock::Mark origin_;
   MetricsWriter metrics_;
   MetricsWriter rank_metrics_;  // this rank's own timing (idle fraction) in OUT/rank_R.jsonl
   RunReport report_;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "dplab/comm/cluster/cluster_option.h"
 #include "dplab/core/error.h"
 #include "dplab/core/trace/merge.h"
 #include "dplab/core/usage_error.h"
@@ -51,7 +52,10 @@ void start_run_trace(trace::Tracer* tracer, const RankGroup& ranks, const Option
   place.world_size = ranks.size();
   place.host = host;
   const int64_t rpn = std::stoll(opt.get_string("ranks_per_node", "0"));
-  if (rpn > 0) {
+  if (const auto platform = cluster::platform_from_options(opt)) {
+    // A virtual cluster: the platform's nodes (comm/cluster/platform.h shape_of).
+    place.node = cluster::shape_of(*platform, ranks.size(), int(rpn)).node_of(ranks.rank());
+  } else if (rpn > 0) {
     place.node = int(ranks.rank() / rpn);
   } else {
     std::vector<std::string> distinct;
@@ -83,17 +87,26 @@ void finish_run_trace(trace::Tracer* tracer, const RankGroup& ranks, const std::
   const std::string other = fmt::format(
       "{{\"dplab_trace_version\":1,\"world_size\":{},\"steps\":{},\"clock\":{}}}", ranks.size(),
       trace::json_string(tracer->window().str()),
-      trace::json_string("microseconds since rank 0's time origin (a barrier after MPI start)"));
+      trace::json_string(
+          tracer->virtual_time()
+              ? "microseconds of virtual time (option cluster) after rank 0's time origin"
+              : "microseconds since rank 0's time origin (a barrier after MPI start)"));
   trace::merge_traces(files, (std::filesystem::path(out_dir) / "trace.json").string(), other);
 }
 
-bool StepTrace::next(DeviceBatches& batches, Batch& b, int64_t step) {
-  if (!trace::kCompiled || !tracer_) return batches.next(b);
+bool StepTrace::next(DeviceBatches& batches, Batch& b, int64_t step,
+                     const std::function<void(const Batch&)>& arrived) {
+  if (!trace::kCompiled || !tracer_) {
+    if (!batches.next(b)) return false;
+    if (arrived) arrived(b);
+    return true;
+  }
   const int64_t previous = tracer_->step();
   tracer_->begin_step(step);
   open_ = false;
   const bool on = tracer_->recording();
-  const auto t0 = trace::Clock::now();
+  const auto t0 = tracer_->now();  // the run's time base (virtual under a cluster)
+  const auto wall0 = std::chrono::steady_clock::now();
   const bool got = batches.next(b);
   if (!got) {
     // The epoch is over: no step `step` was taken here. What follows (evaluation, checkpoints)
@@ -101,9 +114,11 @@ bool StepTrace::next(DeviceBatches& batches, Batch& b, int64_t step) {
     tracer_->begin_step(previous);
     return false;
   }
+  if (arrived) arrived(b);
   if (on) {
-    tracer_->complete("data_wait", "data", trace::kCompute, t0, trace::Clock::now(), step);
+    tracer_->complete("data_wait", "data", trace::kCompute, t0, tracer_->now(), step);
     start_ = t0;
+    wall_start_ = wall0;
     step_ = step;
     open_ = true;
   }
@@ -113,8 +128,18 @@ bool StepTrace::next(DeviceBatches& batches, Batch& b, int64_t step) {
 void StepTrace::end(int64_t epoch, int64_t images) {
   if (!open_) return;
   open_ = false;
-  tracer_->complete("step", "step", trace::kSteps, start_, trace::Clock::now(), step_,
-                    {{"epoch", double(epoch + 1)}, {"images", double(images)}});
+  if (!tracer_->virtual_time()) {
+    tracer_->complete("step", "step", trace::kSteps, start_, tracer_->now(), step_,
+                      {{"epoch", double(epoch + 1)}, {"images", double(images)}});
+    return;
+  }
+  // Virtual time: the step's wall-clock duration beside it.
+  const double wall_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall_start_)
+          .count();
+  tracer_->complete(
+      "step", "step", trace::kSteps, start_, tracer_->now(), step_,
+      {{"epoch", double(epoch + 1)}, {"images", double(images)}, {"wall_ms", wall_ms}});
 }
 
 }  // namespace dplab

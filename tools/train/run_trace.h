@@ -2,7 +2,9 @@
 // tracer, aligning every rank's clock, the per-step events of the loop, and merging the
 // ranks' files at the end. The events themselves are recorded by core/trace/tracer.h.
 #pragma once
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -43,13 +45,17 @@ class StepTrace {
  public:
   explicit StepTrace(trace::Tracer* tracer) : tracer_(tracer) {}
   // Enters global step `step` (Tracer::begin_step) and takes the next batch, timing the wait.
-  bool next(DeviceBatches& batches, Batch& b, int64_t step);
+  // `arrived` (may be empty) runs once the batch is there, inside the wait: under a virtual
+  // cluster the loader's modelled delay (cluster.data_rate).
+  bool next(DeviceBatches& batches, Batch& b, int64_t step,
+            const std::function<void(const Batch&)>& arrived = {});
   // The iteration is over (after after_step): the step event. `epoch` 0-based.
   void end(int64_t epoch, int64_t images);
 
  private:
   trace::Tracer* tracer_;
   trace::Clock::time_point start_{};
+  std::chrono::steady_clock::time_point wall_start_{};  // a virtual trace's step: wall time too
   int64_t step_ = -1;
   bool open_ = false;
 };

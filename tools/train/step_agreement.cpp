@@ -49,6 +49,10 @@ StepAgreement::StepAgreement(const Options& opt, int world_size) : world_size_(w
   CommConfig cfg = CommConfig::from_options(opt);
   cfg.link_intra.reset();  // control traffic: not subject to the emulated links
   cfg.link_inter.reset();
+  // Nor timed by a virtual cluster: it is not part of the modelled training (under a cluster
+  // the driver does not count the compute thread's time spent on it either).
+  cfg.platform.reset();
+  cfg.virtual_time.reset();
   comm_ = mpi_world(cfg);
   DPLAB_CHECK(comm_->size() == world_size,
               "StepAgreement: the MPI world has {} ranks, the algorithm runs on {}", comm_->size(),

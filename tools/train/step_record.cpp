@@ -7,13 +7,6 @@
 #include "dplab/core/usage_error.h"
 
 namespace dplab {
-namespace {
-
-double seconds(StepLog::Clock::time_point a, StepLog::Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
-}  // namespace
 
 CommStats CommTally::window(Strategy& s) {
   const CommStats w = s.take_stats();
@@ -29,18 +22,19 @@ CommStats CommTally::epoch(Strategy& s) {
 }
 
 StepLog::StepLog(int64_t every_steps, const RankGroup& ranks, MetricsWriter& metrics,
-                 MetricsWriter& rank_metrics, Clock::time_point run_start)
+                 MetricsWriter& rank_metrics, const RunClock& clock, RunClock::Mark run_start)
     : every_(every_steps),
       ranks_(ranks),
       metrics_(metrics),
       rank_metrics_(rank_metrics),
+      clock_(clock),
       run_start_(run_start) {
   DPLAB_CHECK_OPTION(every_steps >= 0, "option metrics.every_steps: expected >= 0, got {}",
                      every_steps);
 }
 
 void StepLog::start_window(const LoopState& loop) {
-  window_start_ = last_mark_ = Clock::now();
+  window_start_ = last_mark_ = clock_.now();
   window_steps_ = window_images_ = 0;
   data_wait_s_ = 0;
   loss_sum0_ = loop.epoch_loss_sum;
@@ -55,15 +49,15 @@ void StepLog::begin_epoch(const LoopState& loop, Strategy& s, CommTally& tally) 
 
 void StepLog::batch_ready() {
   if (!enabled()) return;
-  const auto now = Clock::now();
-  data_wait_s_ += seconds(last_mark_, now);
+  const RunClock::Mark now = clock_.now();
+  data_wait_s_ += now.t - last_mark_.t;
   last_mark_ = now;
 }
 
 void StepLog::step_done(LoopState& loop, int64_t images, double lr, StepMetrics& sm, Strategy& s,
                         CommTally& tally) {
   if (!enabled()) return;
-  const auto now = Clock::now();
+  const RunClock::Mark now = clock_.now();
   last_mark_ = now;
   ++window_steps_;
   window_images_ += images;
@@ -71,7 +65,8 @@ void StepLog::step_done(LoopState& loop, int64_t images, double lr, StepMetrics&
   sm.flush(loop.epoch_loss_sum, loop.epoch_correct);  // a device's sums, read back once
   const double loss_sum = loop.epoch_loss_sum - loss_sum0_;
   const int64_t seen = loop.epoch_seen - seen0_;
-  const double time_s = seconds(window_start_, now);
+  const double time_s = now.t - window_start_.t;
+  const double wall_s = now.wall - window_start_.wall;
   const CommStats comm = tally.window(s);
   const double n = double(window_steps_);
   // Every rank's window in rank order: images, samples, loss sum, time (exact JSON numbers).
@@ -86,32 +81,45 @@ void StepLog::step_done(LoopState& loop, int64_t images, double lr, StepMetrics&
     max_time = std::max(max_time, a[3].get<double>());
   }
   const double rank_ips = time_s > 0 ? double(window_images_) / time_s : 0;
-  rank_metrics_.write({{"kind", "step"},
-                       {"rank", ranks_.rank()},
-                       {"step", loop.global_step},
-                       {"epoch", loop.epoch + 1},
-                       {"window_steps", window_steps_},
-                       {"images", window_images_},
-                       {"samples", seen},
-                       {"loss", seen ? loss_sum / double(seen) : 0},
-                       {"step_time_s", time_s / n},
-                       {"data_wait_s", data_wait_s_ / n},
-                       {"comm_exposed_wait_s", comm.exposed_wait_s / n},
-                       {"images_per_s_rank", rank_ips}});
-  if (ranks_.rank() == 0)
-    metrics_.write({{"kind", "step"},
-                    {"step", loop.global_step},
-                    {"epoch", loop.epoch + 1},
-                    {"window_steps", window_steps_},
-                    {"images", all_images},
-                    {"loss", all_seen ? all_loss / double(all_seen) : 0},
-                    {"lr", lr},
-                    {"step_time_s", time_s / n},
-                    {"data_wait_s", data_wait_s_ / n},
-                    {"comm_exposed_wait_s", comm.exposed_wait_s / n},
-                    {"images_per_s", max_time > 0 ? double(all_images) / max_time : 0},
-                    {"images_per_s_rank", rank_ips},
-                    {"elapsed_s", seconds(run_start_, Clock::now())}});
+  nlohmann::json rank_rec = {{"kind", "step"},
+                             {"rank", ranks_.rank()},
+                             {"step", loop.global_step},
+                             {"epoch", loop.epoch + 1},
+                             {"window_steps", window_steps_},
+                             {"images", window_images_},
+                             {"samples", seen},
+                             {"loss", seen ? loss_sum / double(seen) : 0},
+                             {"step_time_s", time_s / n},
+                             {"data_wait_s", data_wait_s_ / n},
+                             {"comm_exposed_wait_s", comm.exposed_wait_s / n},
+                             {"images_per_s_rank", rank_ips}};
+  const RunClock::Mark elapsed = clock_.now() - run_start_;
+  if (clock_.is_virtual()) {  // a virtual cluster: wall-clock time beside the virtual
+    rank_rec["time_base"] = clock_.time_base();
+    rank_rec["step_wall_s"] = wall_s / n;
+  }
+  rank_metrics_.write(rank_rec);
+  if (ranks_.rank() == 0) {
+    nlohmann::json rec = {{"kind", "step"},
+                          {"step", loop.global_step},
+                          {"epoch", loop.epoch + 1},
+                          {"window_steps", window_steps_},
+                          {"images", all_images},
+                          {"loss", all_seen ? all_loss / double(all_seen) : 0},
+                          {"lr", lr},
+                          {"step_time_s", time_s / n},
+                          {"data_wait_s", data_wait_s_ / n},
+                          {"comm_exposed_wait_s", comm.exposed_wait_s / n},
+                          {"images_per_s", max_time > 0 ? double(all_images) / max_time : 0},
+                          {"images_per_s_rank", rank_ips},
+                          {"elapsed_s", elapsed.t}};
+    if (clock_.is_virtual()) {
+      rec["time_base"] = clock_.time_base();
+      rec["step_wall_s"] = wall_s / n;
+      rec["elapsed_wall_s"] = elapsed.wall;
+    }
+    metrics_.write(rec);
+  }
   start_window(loop);
 }
 

@@ -16,6 +16,7 @@
 #include "dplab/tools/train/checkpoint.h"
 #include "dplab/tools/train/metrics.h"
 #include "dplab/tools/train/rank_group.h"
+#include "dplab/tools/train/run_clock.h"
 #include "dplab/tools/train/step_metrics.h"
 
 namespace dplab {
@@ -35,9 +36,9 @@ class CommTally {
 
 class StepLog {
  public:
-  using Clock = std::chrono::steady_clock;
+  // `clock`: the run's time base; `run_start` the run's start on it (elapsed_s).
   StepLog(int64_t every_steps, const RankGroup& ranks, MetricsWriter& metrics,
-          MetricsWriter& rank_metrics, Clock::time_point run_start);
+          MetricsWriter& rank_metrics, const RunClock& clock, RunClock::Mark run_start);
   bool enabled() const { return every_ > 0; }
   // The epoch's first batch is about to be fetched: a new window.
   void begin_epoch(const LoopState& loop, Strategy& s, CommTally& tally);
@@ -54,9 +55,10 @@ class StepLog {
   const RankGroup& ranks_;
   MetricsWriter& metrics_;
   MetricsWriter& rank_metrics_;
-  Clock::time_point run_start_;
+  const RunClock& clock_;
+  RunClock::Mark run_start_;
   // The window: where it started, and the loop's loss sums then.
-  Clock::time_point window_start_, last_mark_;
+  RunClock::Mark window_start_, last_mark_;
   int64_t window_steps_ = 0, window_images_ = 0;
   double data_wait_s_ = 0;
   double loss_sum0_ = 0;

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <functional>
 #include <optional>
 
 #include "dplab/core/autocast.h"
@@ -13,16 +14,9 @@
 #include "dplab/tools/train/epoch_loss.h"
 #include "dplab/tools/train/model_file.h"
 #include "dplab/tools/train/run_trace.h"
+#include "dplab/tools/train/virtual_run.h"
 
 namespace dplab {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-}  // namespace
 
 TrainLoop::TrainLoop(const LoopSettings& settings, LoopParts parts, LoopWatch watch,
                      RunReporting& reporting, const RankGroup& ranks, const RunIdentity& run,
@@ -65,14 +59,21 @@ void TrainLoop::run_epoch() {
                           loop_.global_step - loop_.step_in_epoch);
   p_.strategy.begin_epoch(tally.epoch);
   rep_.progress().begin_epoch(tally.epoch, s_.epochs, steps_per_epoch_, loop_.step_in_epoch);
-  tally.start = Clock::now();
+  if (w_.cluster) w_.cluster->begin_epoch();
+  tally.start = rep_.clock().now();
   rep_.step_log().begin_epoch(loop_, p_.strategy, rep_.comm_tally());
   tally.slept_before = w_.slowdown.total_slept_s();
   Batch b;
   StepTrace step_trace(p_.tracer);  // step and data_wait events
   tally.trace = &step_trace;
-  while (step_trace.next(p_.pipeline.batches(), b, loop_.global_step)) {
+  // Under a cluster the batch arrives when cluster.data_rate says (virtual time), inside the
+  // data wait.
+  std::function<void(const Batch&)> arrived;
+  if (w_.cluster)
+    arrived = [v = w_.cluster](const Batch& a) { v->batch_arrived(a.labels.numel()); };
+  while (step_trace.next(p_.pipeline.batches(), b, loop_.global_step, arrived)) {
     rep_.step_log().batch_ready();
+    if (w_.cluster) w_.cluster->resume();  // the tick's work is compute (train_step, skip_tick)
     const StepInfo step = step_info(tally.epoch);
     p_.optimizer.set_lr(s_.base_lr * p_.schedule.factor(loop_.global_step, steps_per_epoch_));
     const StepPlan plan = p_.strategy.plan(step);
@@ -90,9 +91,12 @@ void TrainLoop::run_epoch() {
 }
 
 bool TrainLoop::skip_tick(const StepInfo& step, EpochTally& tally) {
+  if (w_.cluster) w_.cluster->pause();
   tick_check(step, false, nullptr);  // the others may be computing: same tick sequence
+  if (w_.cluster) w_.cluster->resume();
   p_.strategy.after_step(step);
-  tally.trace->end(tally.epoch, 0);  // no images, no computed step
+  if (w_.cluster) w_.cluster->pause();  // the records below are not compute
+  tally.trace->end(tally.epoch, 0);     // no images, no computed step
   ++skipped_steps_;
   ++loop_.step_in_epoch;
   ++loop_.global_step;
@@ -113,22 +117,31 @@ bool TrainLoop::train_step(const StepInfo& step, const StepPlan& plan, const Bat
     logits = p_.model.forward(b.images);
   }
   Tensor loss = cross_entropy(logits, b.labels, s_.label_smoothing);
+  if (w_.cluster) w_.cluster->forward_end();  // a replayed profile's forward time
   forward_span.end();
   trace::Span backward_span(p_.tracer, "backward", "compute", trace::kCompute, true);
+  if (w_.cluster) w_.cluster->backward_begin();
   const Tensor scaled = p_.accumulation.scale(loss);
   backward(p_.scaler ? p_.scaler->scale_loss(scaled) : scaled);
+  if (w_.cluster) w_.cluster->backward_end();
   backward_span.end();
   w_.slowdown.stop();
   p_.strategy.after_backward(step);
   // The (averaged) gradients and the loss checked; the ranks agree on it kLag ticks later.
   const bool tick_nonfinite = w_.guard.step_nonfinite(loss);
+  if (w_.cluster) w_.cluster->pause();  // the check and the agreement are not modelled
   tick_check(step, tick_nonfinite, &loss);
+  if (w_.cluster) w_.cluster->resume();
   w_.slowdown.start();
   trace::Span optimizer_span(p_.tracer, "optimizer", "compute", trace::kCompute, true);
+  const bool stepped =
+      (plan.optimizer_step && p_.accumulation.last(loop_.global_step)) || plan.strategy_update;
   apply_update(plan);
+  if (w_.cluster) w_.cluster->optimizer_end(stepped);
   optimizer_span.end();
-  w_.slowdown.pause();  // sleeps (FACTOR-1) x this iteration's compute
+  w_.slowdown.pause();  // sleeps (FACTOR-1) x this iteration's compute (not under a cluster)
   p_.strategy.after_step(step);
+  if (w_.cluster) w_.cluster->pause();  // the records, progress and checkpoints are not compute
   tally.trace->end(tally.epoch, b.labels.numel());
   ++tally.computed;
 
@@ -142,7 +155,7 @@ bool TrainLoop::train_step(const StepInfo& step, const StepPlan& plan, const Bat
   tally.images += n;
   rep_.step_log().step_done(loop_, n, p_.strategy.applied_lr(p_.optimizer.lr()), step_metrics_,
                             p_.strategy, rep_.comm_tally());
-  const double elapsed = seconds_since(tally.start);
+  const double elapsed = rep_.clock().since(tally.start);  // the rate shown is on the time base
   Progress& progress = rep_.progress();
   if (step_metrics_.pending() && progress.will_draw(loop_.step_in_epoch))
     step_metrics_.flush(loop_.epoch_loss_sum, loop_.epoch_correct);
@@ -190,7 +203,7 @@ bool TrainLoop::after_tick() {
 void TrainLoop::end_epoch(const EpochTally& tally) {
   act_on(w_.agreement.flush());  // every tick so far agreed on (stop, pre-emption)
   step_metrics_.flush(loop_.epoch_loss_sum, loop_.epoch_correct);
-  const double epoch_time = seconds_since(tally.start);
+  const RunClock::Mark epoch_time = rep_.clock().now() - tally.start;
   rep_.progress().end_epoch();
 
   const bool epoch_done = loop_.step_in_epoch >= steps_per_epoch_;
@@ -199,8 +212,8 @@ void TrainLoop::end_epoch(const EpochTally& tally) {
   if (preempted_ && !stop_ && !epoch_done) preempt_exit();
   const double mean_loss = loop_.epoch_seen ? loop_.epoch_loss_sum / double(loop_.epoch_seen) : 0;
   const int64_t nonfinite_skipped = loop_.epoch_nonfinite_skipped;  // for the record
-  const RankEpoch mine{tally.images, loop_.epoch_seen, loop_.epoch_loss_sum, loop_.epoch_correct,
-                       epoch_time};
+  const RankEpoch mine{tally.images,        loop_.epoch_seen, loop_.epoch_loss_sum,
+                       loop_.epoch_correct, epoch_time.t,     epoch_time.wall};
   if (epoch_done) {
     p_.strategy.end_epoch(tally.epoch, mean_loss);
     // The world's loss, so every rank's reduce-on-plateau cuts in the same epoch.

@@ -35,6 +35,7 @@
 #include "dplab/tools/train/preemption.h"
 #include "dplab/tools/train/rank_group.h"
 #include "dplab/tools/train/registry.h"
+#include "dplab/tools/train/run_clock.h"
 #include "dplab/tools/train/run_reporting.h"
 #include "dplab/tools/train/step_agreement.h"
 #include "dplab/tools/train/step_metrics.h"
@@ -44,6 +45,7 @@ namespace dplab {
 
 struct Batch;
 class StepTrace;
+class VirtualRun;
 
 // The loop's own settings (options epochs, max_steps, checkpoint.*, label_smoothing, amp,
 // nonfinite, lr).
@@ -77,12 +79,14 @@ struct LoopParts {
 };
 
 // What watches the run: the ranks' agreement on stops, this rank's non-finite check, its
-// --slowdown and its pre-emption signals.
+// --slowdown and its pre-emption signals; under a virtual cluster, what is compute
+// (tools/train/virtual_run.h; null without a cluster).
 struct LoopWatch {
   StepAgreement& agreement;
   NonfiniteGuard& guard;
   Slowdown& slowdown;
   PreemptionSignals& preemption;
+  VirtualRun* cluster = nullptr;
 };
 
 class TrainLoop {
@@ -103,7 +107,7 @@ class TrainLoop {
   // One epoch's own figures (its record's "mine").
   struct EpochTally {
     int64_t epoch = 0;
-    std::chrono::steady_clock::time_point start;
+    RunClock::Mark start;  // on the run's time base (tools/train/run_clock.h)
     int64_t images = 0;    // this rank's images in computed steps
     int64_t computed = 0;  // steps this rank computed
     double slept_before = 0;

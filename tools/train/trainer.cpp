@@ -44,14 +44,12 @@
 #include "dplab/tools/train/step_record.h"
 #include "dplab/tools/train/train_loop.h"
 #include "dplab/tools/train/train_settings.h"
+#include "dplab/tools/train/virtual_run.h"
 
 namespace dplab {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 std::string get(const Options& opt, const std::string& key) {
   return opt.get_string(key, option_default(key));
@@ -97,8 +95,8 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
                          std::ostream& progress_out) {
   const auto t_start = Clock::now();
   const auto start_time = std::chrono::system_clock::now();  // the run record's start_time
-  apply_thread_option(get_int(opt, "threads"));
-  cluster::refuse_cluster_until_wired(opt);  // --cluster: virtual time not wired yet (#20)
+  // Under a virtual cluster a rank computes on one thread, on the CPU (tools/train/virtual_run.h).
+  apply_thread_option(check_cluster_run(opt, get_int(opt, "threads")));
 
   // ---- set-up: read every option before the first step, so typos fail fast ---------------
   const TrainSettings set = read_train_settings(opt);
@@ -117,10 +115,18 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
   std::unique_ptr<LrSchedule> schedule =
       registry.schedule(get(opt, "lr.schedule")).make(opt, set.loop.epochs);
 
+  // --cluster: the rank's virtual clock, built before the algorithm's world, which runs on it;
+  // every time figure below is then on it (tools/train/virtual_run.h, run_clock.h).
+  const std::unique_ptr<VirtualRun> cluster_run =
+      make_virtual_run(opt, device, set.model_name, set.batch, *built.arena);
+  RunClock clock = cluster_run ? RunClock(cluster_run->time(), cluster_run->time_base(), t_start)
+                               : RunClock(t_start);
   // Timeline (tools/train/run_trace.h): outlives the strategy, whose threads record into it.
   const std::unique_ptr<trace::Tracer> run_tracer = make_run_tracer(opt, set.loop.out_dir, device);
   trace::Tracer* const tracer = run_tracer.get();
-  const std::unique_ptr<Strategy> strategy = set_up_strategy(opt, registry, built, tracer);
+  if (tracer) tracer->set_time(clock.source());
+  const std::unique_ptr<Strategy> strategy =
+      set_up_strategy(opt, registry, built, tracer, clock.source());
   const RankGroup ranks(strategy->rank(), strategy->world_size());
   // Every rank learns whether any rank saw a non-finite value or a pre-emption signal, kLag
   // ticks later (a non-blocking 8-byte allreduce per tick; tools/train/step_agreement.h).
@@ -130,6 +136,7 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
   NonfiniteGuard guard(*built.arena, !built.scaler);
   // --slowdown RANK=FACTOR: this rank's compute is stretched by sleeping (comm/slowdown.h).
   Slowdown slowdown = Slowdown::from_options(opt, ranks.rank(), ranks.size());
+  if (cluster_run) slowdown.set_virtual();  // multiplies virtual compute instead of sleeping
 
   // This rank's batches: sampler or shard stream, loader workers, device upload
   // (tools/train/data_pipeline.h).
@@ -164,10 +171,10 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
                   set.loop.max_steps > 0 ? std::min(set.loop.epochs * steps_per_epoch,
                                                     set.loop.max_steps * accumulation.steps())
                                          : set.loop.epochs * steps_per_epoch);
-  record_run_start(
-      opt, ranks,
-      run_facts(set, *built.model, *strategy, accumulation.steps(), device, data, start_time),
-      summary);
+  RunFacts facts =
+      run_facts(set, *built.model, *strategy, accumulation.steps(), device, data, start_time);
+  if (cluster_run) cluster_facts(*cluster_run, facts);
+  record_run_start(opt, ranks, facts, summary);
   TrainingParts parts{built.model.get(), built.optimizer.get(), strategy.get(), schedule.get(),
                       built.scaler.get()};
   const LoopState start = set.resume.empty()
@@ -182,9 +189,8 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
   ro.metrics_every_steps = set.metrics_every_steps;
   ro.progress = set.progress;
   ro.every_percent = set.every_percent;
-  const auto origin = t_start - std::chrono::duration_cast<Clock::duration>(
-                                    std::chrono::duration<double>(start.elapsed_s));
-  RunReporting reporting(ro, ranks, origin, summary, progress_out);
+  const RunClock::Mark origin{-start.elapsed_s, -start.elapsed_s};
+  RunReporting reporting(ro, ranks, std::move(clock), origin, summary, progress_out);
 
   LoopSettings loop_settings = set.loop;
   loop_settings.base_lr = built.base_lr;
@@ -192,9 +198,13 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
   TrainLoop loop(loop_settings,
                  LoopParts{*built.model, *built.optimizer, built.scaler.get(), *strategy, *schedule,
                            accumulation, pipeline, data, eval_opt, tracer},
-                 LoopWatch{agreement, guard, slowdown, preemption}, reporting, ranks, run, start);
+                 LoopWatch{agreement, guard, slowdown, preemption, cluster_run.get()}, reporting,
+                 ranks, run, start);
   TrainResult result = loop.run();
-  result.time_s = seconds_since(t_start);  // this process's
+  const RunClock::Mark end = reporting.clock().now();  // this process's
+  result.time_s = end.t;
+  result.wall_s = end.wall;
+  result.time_base = reporting.clock().time_base();
   return result;
 }
 

@@ -24,8 +24,12 @@ struct TrainResult {
   double test_loss = 0;
   double test_acc5 = -1;  // top-5, when the test set has more than 10 classes; else -1
   double images_per_s =
-      0;              // every rank's images over the epochs' times (tools/train/epoch_record.h)
-  double time_s = 0;  // wall time of this process's training and evaluation
+      0;  // every rank's images over the epochs' times (tools/train/epoch_record.h)
+  // This process's training and evaluation, on the run's time base (virtual under a cluster),
+  // and in wall-clock time.
+  double time_s = 0;
+  double wall_s = 0;
+  std::string time_base = "wall";       // "wall" or "virtual:<platform>" (tools/train/run_clock.h)
   std::string final_checkpoint;         // empty without --out
   int64_t nonfinite_skipped_steps = 0;  // steps dropped by nonfinite = skip (this run)
   bool is_rank0 = true;                 // only rank 0 prints results

@@ -1,0 +1,341 @@
+// `dplab train --cluster` (issue #20 item 4, training runs): virtual epoch times from a replayed
+// compute profile do not depend on host load and equal their arithmetic; with measured compute
+// they agree within 3% under load; --slowdown doubles a rank's virtual compute exactly;
+// cluster.data_rate's loader arithmetic. Each expected time is written as its arithmetic on a
+// test platform with round numbers (below), never read from the code under test.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <vector>
+
+#include "data/temp_dir.h"
+#include "dplab/comm/cluster/compute_profile.h"
+#include "run_cli.h"
+
+namespace dplab {
+namespace {
+
+namespace fs = std::filesystem;
+using test::ScopedTempDir;
+
+// The test platform: network 100 us, 100 MB/s per direction; intra-node 10 us, 1 GB/s; ring
+// collectives; no protocol efficiency, no oversubscription, compute_scale 1.
+constexpr double kNetAlpha = 100e-6, kNetRate = 100e6;
+std::string platform_toml(int ranks_per_node) {
+  return fmt::format(
+      "name = \"testlab\"\nranks_per_node = {}\nalgorithm = \"ring\"\ncompute_scale = 1.0\n"
+      "[intra]\nlatency = \"10us\"\nbandwidth = \"1GB/s\"\n"
+      "[network]\nlatency = \"100us\"\nbandwidth = \"100MB/s\"\n",
+      ranks_per_node);
+}
+
+// The profile's round numbers: forward, backward, optimizer per step.
+constexpr double kF = 0.010, kB = 0.020, kO = 0.005;
+constexpr int64_t kBatch = 16;
+
+// A compute profile of mnist_cnn at batch kBatch with the round times above and every tensor's
+// gradient ready at `fraction` of backward. The tensor list (names, sizes) comes from a real
+// recording so that it matches the model; its times are replaced. `bucket_bytes`: the bytes of
+// one gradient bucket holding every tensor: the arena keeps each tensor in a slot of a multiple
+// of 16 values (core/param_arena.h, align_elems), and a bucket is the arena's range from its
+// first tensor to the end of its last, padding included, in f32.
+std::string write_profile(const ScopedTempDir& dir, double fraction, double* bucket_bytes) {
+  const std::string recorded = dir.file("recorded.profile.json");
+  const auto r = test::run_dplab(fmt::format("bench train --model mnist_cnn --batch {} --steps 1 "
+                                             "--warmup 1 --threads 1 --profile-out {}",
+                                             kBatch, recorded),
+                                 dir.path / "bench");
+  EXPECT_EQ(r.status, 0) << r.err;
+  cluster::ComputeProfile p = cluster::load_compute_profile(recorded);
+  p.device = "test";
+  p.forward_s = kF;
+  p.backward_s = kB;
+  p.optimizer_s = kO;
+  int64_t values = 0;
+  for (size_t i = 0; i < p.segments.size(); ++i) {
+    p.segments[i].ready_fraction = fraction;
+    const int64_t n = p.segments[i].numel;
+    values += i + 1 < p.segments.size() ? (n + 15) / 16 * 16 : n;
+  }
+  *bucket_bytes = 4.0 * double(values);
+  const std::string file = dir.file(fmt::format("round_{}.profile.json", fraction));
+  std::ofstream(file) << cluster::compute_profile_json(p);
+  return file;
+}
+
+struct Records {
+  std::vector<nlohmann::json> epochs;                    // metrics.jsonl "epoch"
+  std::vector<nlohmann::json> steps;                     // metrics.jsonl "step" (rank 0's timings)
+  std::vector<std::vector<nlohmann::json>> rank_epochs;  // rank_R.jsonl "rank_epoch", per rank
+  nlohmann::json run;                                    // run.json
+};
+
+std::vector<nlohmann::json> read_jsonl(const fs::path& p, const std::string& kind) {
+  std::vector<nlohmann::json> r;
+  std::ifstream in(p);
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty()) {
+      auto j = nlohmann::json::parse(line);
+      if (j["kind"] == kind) r.push_back(j);
+    }
+  return r;
+}
+
+// `dplab train` of mnist_cnn on `ranks` ranks with `args`, into dir/out_name.
+Records train(int ranks, const std::string& args, const ScopedTempDir& dir,
+              const std::string& out_name, int64_t batch = kBatch) {
+  const fs::path out = dir.path / out_name;
+  const std::string job = fmt::format(
+      "train --model mnist_cnn --data fashion-mnist --batch {} --lr 0.05 --threads 1 "
+      "--set data.test_limit=16 --set progress=off --out {} {}",
+      batch, out.string(), args);
+  const auto r = test::run_dplab_mpi(ranks, job, dir.path / (out_name + "-log"));
+  EXPECT_EQ(r.status, 0) << r.err;
+  Records rec;
+  rec.epochs = read_jsonl(out / "metrics.jsonl", "epoch");
+  rec.steps = read_jsonl(out / "metrics.jsonl", "step");
+  for (int k = 0; k < ranks && ranks > 1; ++k)
+    rec.rank_epochs.push_back(read_jsonl(out / fmt::format("rank_{}.jsonl", k), "rank_epoch"));
+  std::ifstream in(out / "run.json");
+  if (in) rec.run = nlohmann::json::parse(in);
+  return rec;
+}
+
+// Busy processes beside the run (the host load the virtual times must not see): each spins
+// until killed. Started before and stopped after the run they load.
+class BusyProcesses {
+ public:
+  explicit BusyProcesses(int n) {
+    for (int i = 0; i < n; ++i) {
+      const pid_t pid = fork();
+      if (pid == 0) {
+        volatile uint64_t x = 0;
+        for (;;) x = x + 1;
+      }
+      if (pid > 0) pids_.push_back(pid);
+    }
+  }
+  ~BusyProcesses() {
+    for (pid_t pid : pids_) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  }
+  size_t started() const { return pids_.size(); }
+
+ private:
+  std::vector<pid_t> pids_;
+};
+
+double ring_allreduce(int P, double alpha, double rate, double bytes) {
+  return 2.0 * (P - 1) * alpha + 2.0 * (P - 1) / P * bytes / rate;
+}
+
+// (a) Profile compute, 2 ranks on 2 nodes: the epoch times are identical with and without two
+// busy processes beside the run, and equal steps x (forward + backward + optimizer + the
+// allreduce): every tensor is ready at the end of backward (fraction 1), so the one bucket's
+// ring allreduce over the network, 2 alpha + n / B, is exposed whole.
+TEST(ClusterTrain, ProfileEpochTimesIgnoreHostLoadAndMatchTheArithmetic) {
+  ScopedTempDir dir("cluster-train-profile2");
+  double n = 0;  // bytes of the one gradient bucket
+  const std::string profile = write_profile(dir, 1.0, &n);
+  std::ofstream(dir.file("lab.toml")) << platform_toml(1);
+  // 128 images over 2 ranks in batches of 16: 4 steps per epoch.
+  const std::string args =
+      "--algo allreduce --epochs 2 --set data.train_limit=128 --set metrics.every_steps=2 "
+      "--trace --set trace.steps=all --cluster " +
+      dir.file("lab.toml") + " --set cluster.compute=profile:" + profile;
+  const Records quiet = train(2, args, dir, "quiet");
+  Records loaded;
+  {
+    BusyProcesses busy(2);
+    ASSERT_EQ(busy.started(), 2u);
+    loaded = train(2, args, dir, "loaded");
+  }
+  ASSERT_EQ(quiet.epochs.size(), 2u);
+  ASSERT_EQ(loaded.epochs.size(), 2u);
+  EXPECT_EQ(quiet.run["time_base"], "virtual:testlab");
+  EXPECT_EQ(quiet.run["nodes"], 2);
+  EXPECT_EQ(quiet.run["threads_per_rank"], 1);
+  const double c = ring_allreduce(2, kNetAlpha, kNetRate, n);
+  const double step = kF + kB + kO + c;
+  for (size_t e = 0; e < 2; ++e) {
+    const double t = quiet.epochs[e]["time_s"].get<double>();
+    EXPECT_EQ(quiet.epochs[e]["algo.buckets"].get<double>(), 1.0);
+    EXPECT_EQ(quiet.epochs[e]["time_base"], "virtual:testlab");
+    EXPECT_GT(quiet.epochs[e]["wall_s"].get<double>(), 0.0);
+    // Identical, not close: nothing of the host enters the virtual time.
+    EXPECT_EQ(t, loaded.epochs[e]["time_s"].get<double>()) << "epoch " << e + 1;
+    EXPECT_NEAR(t, 4 * step, 1e-9 * t) << "epoch " << e + 1;
+    for (int r = 0; r < 2; ++r)
+      EXPECT_EQ(quiet.rank_epochs[r][e]["time_s"], loaded.rank_epochs[r][e]["time_s"]);
+  }
+  // Per step (records every 2 steps: the window's mean): the step lasts `step` and its exposed
+  // wait is the whole allreduce. (The epoch records' comm_exposed_wait_s also hold the set-up's
+  // broadcast and the drain, which are timed by the algorithm's own code.)
+  ASSERT_EQ(quiet.steps.size(), 4u);
+  for (const auto& st : quiet.steps) {
+    EXPECT_EQ(st["time_base"], "virtual:testlab");
+    EXPECT_NEAR(st["step_time_s"].get<double>(), step, 1e-9 * step);
+    EXPECT_NEAR(st["comm_exposed_wait_s"].get<double>(), c, 1e-9 * c);
+    EXPECT_EQ(st["data_wait_s"].get<double>(), 0.0);  // loading hidden by prefetch
+  }
+  // The trace is on the virtual axis: every rank's `step` events last `step` (the first of an
+  // epoch too), in microseconds, with the wall time beside.
+  std::ifstream trace_file(dir.path / "quiet" / "trace.json");
+  const auto trace = nlohmann::json::parse(trace_file);
+  EXPECT_NE(trace["otherData"]["clock"].get<std::string>().find("virtual"), std::string::npos);
+  int step_events = 0;
+  for (const auto& ev : trace["traceEvents"])
+    if (ev.value("name", "") == "step" && ev.value("ph", "") == "X") {
+      ++step_events;
+      // Timestamps are nanosecond ticks written in us with 3 decimals: 10 ns.
+      EXPECT_NEAR(ev["dur"].get<double>(), 1e6 * step, 1e-2) << ev.dump();
+      EXPECT_GT(ev["args"]["wall_ms"].get<double>(), 0.0);
+    }
+  EXPECT_EQ(step_events, 2 * 8);  // 2 ranks x 2 epochs x 4 steps
+}
+
+// (a) at 4 ranks as 2 nodes x 2: every tensor is ready at the start of backward (fraction 0);
+// the world ring's allreduce (6 alpha_net + 1.5 n / min(B_intra, B_net), about 2 ms) ends
+// long before backward does (20 ms), so no wait is exposed and a step is forward + backward +
+// optimizer. Identical under load.
+TEST(ClusterTrain, ProfileFourRanksOnTwoNodesOverlapTheAllreduceWithBackward) {
+  ScopedTempDir dir("cluster-train-profile4");
+  double n = 0;
+  const std::string profile = write_profile(dir, 0.0, &n);
+  std::ofstream(dir.file("lab.toml")) << platform_toml(2);
+  // 128 images over 4 ranks in batches of 16: 2 steps per epoch.
+  const std::string args =
+      "--algo allreduce --epochs 1 --set data.train_limit=128 --set metrics.every_steps=1 "
+      "--cluster " +
+      dir.file("lab.toml") + " --set cluster.compute=profile:" + profile;
+  const Records quiet = train(4, args, dir, "quiet");
+  Records loaded;
+  {
+    BusyProcesses busy(2);
+    loaded = train(4, args, dir, "loaded");
+  }
+  ASSERT_EQ(quiet.epochs.size(), 1u);
+  ASSERT_EQ(loaded.epochs.size(), 1u);
+  EXPECT_EQ(quiet.run["nodes"], 2);
+  EXPECT_EQ(quiet.run["ranks_per_node"], 2);
+  ASSERT_LT(6 * kNetAlpha + 1.5 * n / kNetRate, kB) << "the test needs the allreduce to fit";
+  const double t = quiet.epochs[0]["time_s"].get<double>();
+  EXPECT_EQ(t, loaded.epochs[0]["time_s"].get<double>());
+  EXPECT_NEAR(t, 2 * (kF + kB + kO), 1e-9 * t);
+  ASSERT_EQ(quiet.steps.size(), 2u);
+  for (const auto& st : quiet.steps) EXPECT_EQ(st["comm_exposed_wait_s"].get<double>(), 0.0);
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(quiet.rank_epochs[r][0]["time_s"], loaded.rank_epochs[r][0]["time_s"]);
+}
+
+// (c) --slowdown 1=2 with profile compute: rank 1's forward, backward and optimizer take twice
+// the profile's. Each step's allreduce starts when rank 1's backward ends, so with all tensors
+// ready at backward's end (fraction 1), in steady state a step lasts 2(F+B+O) + c on rank 1;
+// rank 0 ends the epoch one (unslowed) optimizer step earlier: its last step ends at the
+// allreduce's end + O, rank 1's at + 2 O.
+TEST(ClusterTrain, SlowdownDoublesARanksVirtualComputeExactly) {
+  ScopedTempDir dir("cluster-train-slowdown");
+  double n = 0;  // bytes of the one gradient bucket
+  const std::string profile = write_profile(dir, 1.0, &n);
+  std::ofstream(dir.file("lab.toml")) << platform_toml(1);
+  const Records rec = train(2,
+                            "--algo allreduce --epochs 1 --set data.train_limit=128 --slowdown "
+                            "1=2 --cluster " +
+                                dir.file("lab.toml") + " --set cluster.compute=profile:" + profile,
+                            dir, "slow");
+  ASSERT_EQ(rec.rank_epochs.size(), 2u);
+  ASSERT_EQ(rec.rank_epochs[1].size(), 1u);
+  const double c = ring_allreduce(2, kNetAlpha, kNetRate, n);
+  const double rank1 = 4 * (2 * (kF + kB + kO) + c);
+  EXPECT_NEAR(rec.rank_epochs[1][0]["time_s"].get<double>(), rank1, 1e-9 * rank1);
+  EXPECT_NEAR(rec.rank_epochs[0][0]["time_s"].get<double>(), rank1 - kO, 1e-9 * rank1);
+  EXPECT_EQ(rec.rank_epochs[1][0]["slowdown"], 2.0);
+  EXPECT_EQ(rec.rank_epochs[1][0]["slowdown_sleep_s"], 0.0);  // no sleeping
+}
+
+// (d) cluster.data_rate = R: the loader delivers batch k (of n = 16 samples) at
+// max(when asked, batch k-1's time + n / R), batch 1 at the epoch's start + n / R. One rank,
+// 4 steps of C = F + B + O = 35 ms each:
+//   R = 200/s:  n / R = 80 ms >= C, every step waits for its batch: 4 x 80 ms + C;
+//   R = 1000/s: n / R = 16 ms < C, only the first batch is waited for: 16 ms + 4 C.
+TEST(ClusterTrain, DataRateArithmetic) {
+  ScopedTempDir dir("cluster-train-data-rate");
+  double n = 0;  // bytes of the one gradient bucket
+  const std::string profile = write_profile(dir, 1.0, &n);
+  std::ofstream(dir.file("lab.toml")) << platform_toml(1);
+  const std::string args = "--algo local --epochs 1 --set data.train_limit=64 --cluster " +
+                           dir.file("lab.toml") + " --set cluster.compute=profile:" + profile;
+  const double C = kF + kB + kO;
+  const Records slow = train(1, args + " --set cluster.data_rate=200", dir, "slow");
+  ASSERT_EQ(slow.epochs.size(), 1u);
+  EXPECT_NEAR(slow.epochs[0]["time_s"].get<double>(), 4 * (16.0 / 200) + C, 1e-9);
+  const Records fast = train(1, args + " --set cluster.data_rate=1000", dir, "fast");
+  ASSERT_EQ(fast.epochs.size(), 1u);
+  EXPECT_NEAR(fast.epochs[0]["time_s"].get<double>(), 16.0 / 1000 + 4 * C, 1e-9);
+  const Records hidden = train(1, args, dir, "hidden");  // 0: hidden by prefetch
+  ASSERT_EQ(hidden.epochs.size(), 1u);
+  EXPECT_NEAR(hidden.epochs[0]["time_s"].get<double>(), 4 * C, 1e-9);
+}
+
+// (b) Measured compute: the virtual epoch times with and without two busy processes agree
+// within 3%. Why they can: a rank's compute is its one thread's CPU time (threads = 1), which
+// does not grow while the thread waits for a core, so sharing 2 cores among 2 ranks and 2 busy
+// loops changes the wall time by about 2x but the CPU time only through what the sharing costs
+// the thread while it runs: caches and TLB refilled after each switch (a few us per switch at
+// a time slice of a few ms: about 1%) and interference from whatever shares the physical core
+// or the memory bus (on a virtual machine, other guests too). Communication is the model's and
+// loading, records and evaluation are not counted (docs/virtual_cluster.md). What the figure
+// compared is: the first epoch holds one-time costs (oneDNN's primitive creation, first touch
+// of the buffers: about 2x a steady epoch here) and is left out; the steady epochs 2-4 are
+// summed; and since a single run on this shared 2-core machine was seen to be off by up to
+// 12% (an interference burst: the other runs agreed within 2%), each side is the median of 3
+// runs. Measured on this machine (load average ~9 from other builds): medians 0.1387 s quiet,
+// 0.1366 s loaded (-1.5%).
+TEST(ClusterTrain, MeasuredEpochTimesAgreeWithin3PercentUnderLoad) {
+  ScopedTempDir dir("cluster-train-measured");
+  std::ofstream(dir.file("lab.toml")) << platform_toml(1);
+  // 1024 images over 2 ranks in batches of 64: 8 steps per epoch.
+  const std::string args =
+      "--algo allreduce --epochs 4 --set data.train_limit=1024 --cluster " + dir.file("lab.toml");
+  auto steady = [](const Records& r) {
+    EXPECT_EQ(r.epochs.size(), 4u);
+    double t = 0;
+    for (size_t e = 1; e < r.epochs.size(); ++e) t += r.epochs[e]["time_s"].get<double>();
+    return t;
+  };
+  auto median3 = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[1];
+  };
+  std::vector<double> quiet, loaded;
+  for (int i = 0; i < 3; ++i)
+    quiet.push_back(steady(train(2, args, dir, fmt::format("q{}", i), 64)));
+  {
+    BusyProcesses busy(2);
+    for (int i = 0; i < 3; ++i)
+      loaded.push_back(steady(train(2, args, dir, fmt::format("l{}", i), 64)));
+  }
+  const double tq = median3(quiet), tl = median3(loaded);
+  std::cout << fmt::format(
+      "measured compute, epochs 2-4 (virtual s): quiet {:.4f} {:.4f} {:.4f}, loaded {:.4f} "
+      "{:.4f} {:.4f}; medians {:.4f} and {:.4f} ({:+.2f}%)\n",
+      quiet[0], quiet[1], quiet[2], loaded[0], loaded[1], loaded[2], tq, tl, 100 * (tl - tq) / tq);
+  EXPECT_GT(tq, 0.0);
+  EXPECT_NEAR(tl, tq, 0.03 * tq);
+}
+
+}  // namespace
+}  // namespace dplab

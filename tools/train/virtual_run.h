@@ -1,0 +1,108 @@
+// A training run on a virtual cluster (option cluster; issue #20 items 2-3,
+// docs/virtual_cluster.md): the rank's virtual clock, built by the driver on its compute thread
+// and shared with the communicators the algorithm builds (comm/cluster/virtual_time_scope.h),
+// and the loop's hooks that say what is compute:
+//
+//   measured (cluster.compute = measured): the clock counts the compute thread's CPU time x
+//     compute_scale x this rank's --slowdown factor while a step runs; between steps (loading,
+//     records, progress, checkpoints, evaluation, the ranks' stop agreement) it does not count
+//     (pause/resume): those are not part of the modelled step.
+//   profile (cluster.compute = profile:FILE): the clock is manual; forward_end, backward_end and
+//     optimizer_end add the profile's times (x the factor), and GradSync's buckets are ready at
+//     backward's start + the profile's fraction (tools/train/profile_replay.h).
+//
+// The loader is hidden by prefetch (costs no virtual time) unless cluster.data_rate = R > 0
+// samples/s: the loader restarts with each epoch and delivers batch k of the epoch (n samples
+// each) at epoch start + k n / R at the earliest; a step waits (in virtual time) until its batch
+// is ready: ready_k = max(asked_k, ready_{k-1} + n / R), ready_0 = the epoch's start.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "dplab/comm/cluster/virtual_time.h"
+#include "dplab/comm/cluster/virtual_time_scope.h"
+#include "dplab/core/device.h"
+#include "dplab/core/options.h"
+#include "dplab/core/param_arena.h"
+#include "dplab/core/time_source.h"
+#include "dplab/tools/train/profile_replay.h"
+#include "dplab/tools/train/run_record.h"
+
+namespace dplab {
+
+// The driver's first check of a cluster run (before any set-up), returning option threads as
+// it must be applied. A rank's compute must run on its one thread (OpenMP and oneDNN
+// single-threaded), whose CPU time the clock reads: 0 (the default) becomes 1, 1 stays, more
+// is a usage error. The cluster models the MPI backend on the CPU: a CUDA device or NCCL is a
+// usage error (a GPU's compute enters through a profile). Without a cluster: `threads`
+// unchanged, nothing checked.
+int64_t check_cluster_run(const Options& opt, int64_t threads);
+
+class VirtualRun;
+// The training driver's call: VirtualRun::from_options with MPI's rank and world size and this
+// rank's --slowdown, then attach_model. Null without a cluster.
+std::unique_ptr<VirtualRun> make_virtual_run(const Options& opt, Device device,
+                                             const std::string& model, int64_t batch,
+                                             const ParamArena& arena);
+
+class VirtualRun {
+ public:
+  // Null without option cluster (or cluster = off). Otherwise checks that the run can be
+  // modelled (the MPI backend on a CPU device) and builds the rank's VirtualTime on the calling
+  // thread, installed for the world communicators built on it until the VirtualRun is gone.
+  // `rank`, `world_size`: the MPI world's; `slowdown`: this rank's --slowdown factor.
+  static std::unique_ptr<VirtualRun> from_options(const Options& opt, Device device, int rank,
+                                                  int world_size, double slowdown);
+  ~VirtualRun();
+  VirtualRun(const VirtualRun&) = delete;
+  VirtualRun& operator=(const VirtualRun&) = delete;
+
+  // Profile compute: loads the profile and checks it against the run (model, per-rank batch,
+  // parameter tensors); call once the model exists, before the algorithm's set-up. No-op when
+  // compute is measured.
+  void attach_model(const std::string& model, int64_t batch, const ParamArena& arena);
+
+  std::shared_ptr<TimeSource> time() const { return source_; }
+  // "virtual:<platform>" (the records' time_base).
+  std::string time_base() const;
+  const cluster::VirtualTime& virtual_time() const { return *vt_; }
+  bool replays_profile() const { return replay_.has_value(); }
+  // One line for the run header: the platform, its shape, how compute and loading are timed.
+  std::string describe() const;
+
+  // The loop's hooks, on the compute thread.
+  void pause();   // a step's work is over: what follows is not compute (measured)
+  void resume();  // a step's work begins
+  // A new epoch: the loader restarts (cluster.data_rate).
+  void begin_epoch();
+  // The step's batch of `samples` arrived (while paused): waits for it in virtual time under
+  // cluster.data_rate.
+  void batch_arrived(int64_t samples);
+  // Phase boundaries (profile compute adds the phase's time; measured: nothing to do).
+  void forward_end();
+  void backward_begin();
+  void backward_end();
+  // `stepped`: an optimizer step (or the algorithm's own update) was applied.
+  void optimizer_end(bool stepped);
+
+ private:
+  VirtualRun(std::shared_ptr<cluster::VirtualTime> vt, std::string compute, double data_rate,
+             double slowdown, std::string profile_path);
+  std::shared_ptr<cluster::VirtualTime> vt_;
+  cluster::VirtualTimeScope scope_;
+  std::shared_ptr<TimeSource> source_;
+  std::string compute_;       // "measured" or the profile's path
+  std::string profile_path_;  // empty: measured
+  double data_rate_ = 0;
+  double slowdown_ = 1;
+  std::optional<ProfileReplay> replay_;
+  double backward_start_ = 0;
+  double loader_ready_ = 0;  // when the loader delivered its last batch (cluster.data_rate)
+};
+
+// The run record's facts of a virtual cluster: time_base, its shape, the header's line.
+void cluster_facts(const VirtualRun& run, RunFacts& f);
+
+}  // namespace dplab
