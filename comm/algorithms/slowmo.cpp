@@ -32,7 +32,8 @@ void SlowMoStrategy::setup(TrainContext& ctx) {
   Strategy::setup(ctx);
   DPLAB_CHECK(ctx.arena != nullptr && ctx.optimizer != nullptr,
               "slowmo: setup needs the parameter arena and the base optimizer (its lr is γ)");
-  stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer));
+  stats_.add(
+      broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer, ctx.time.get()));
   device_waits_ = DeviceWaits(ctx.arena->device(), topo_->world().virtual_time() != nullptr);
   x_start_ = ctx.arena->params().clone();  // x_{0,0}
   g_ = Tensor::zeros(x_start_.shape(), DType::f32, x_start_.device());
@@ -48,7 +49,8 @@ void SlowMoStrategy::slow_step() {
               gamma, rounds_);
   // Line 7: x_{t,τ}, the exact average, in place in the arena.
   Tensor params = ctx_.arena->params();
-  stats_.add(average_parameters(topo_->world(), *ctx_.arena, ctx_.tracer, &device_waits_));
+  stats_.add(average_parameters(topo_->world(), *ctx_.arena, ctx_.tracer, &device_waits_,
+                                ctx_.time.get()));
   // Line 8: u_{t+1} = β u_t + g with g = (x_{t,0} − x_{t,τ}) / γ_t; line 9: x_{t+1,0} =
   // x_{t,0} − α γ_t u_{t+1}. The SGD heavy-ball step on x_start with lr α γ does both.
   g_.copy_(x_start_);
@@ -75,7 +77,7 @@ void SlowMoStrategy::finish_training() {
 }
 
 void SlowMoStrategy::drain() {
-  stats_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer));
+  stats_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer, ctx_.time.get()));
 }
 
 CommStats SlowMoStrategy::take_stats() {

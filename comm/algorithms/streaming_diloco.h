@@ -121,7 +121,7 @@ class StreamingDiLoCoStrategy : public Strategy {
   int64_t pending_sent_at_ = 0;       // inner step count at its send
   mutable Request req_;
   mutable double pending_wait_s_ = 0;  // exposed wait spent in wait_pending (drain, save_state)
-  Clock::time_point posted_{};
+  trace::Clock::time_point posted_{};  // tracing: when req_ was posted, on the trace's axis
   CommStats stats_;
   mutable DeviceWaits
       device_waits_;  // figures measured on the device on NCCL (comm/device_waits.h)
