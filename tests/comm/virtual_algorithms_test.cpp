@@ -48,14 +48,18 @@ void real_sleep_ms(int ms) {
 
 // A world in virtual time, its topology, a 1 MB arena (one segment of kFloats f32) and the
 // context an algorithm gets from the driver, with the rank's virtual clock as its time.
+// ranks_per_node 1: 2 nodes of 1 rank; 2: one node of 2.
 struct Bench {
-  World w = make_world(1);
-  std::shared_ptr<Topology> topo = std::make_shared<Topology>(w.comm);
+  World w;
+  std::shared_ptr<Topology> topo;
   std::unique_ptr<ParamArena> arena;
   TrainContext ctx;
-  int rank = w.comm->rank();
+  int rank;
 
-  Bench() {
+  explicit Bench(int ranks_per_node = 1)
+      : w(make_world(ranks_per_node)),
+        topo(std::make_shared<Topology>(w.comm)),
+        rank(w.comm->rank()) {
     EXPECT_EQ(w.comm->size(), kWorld) << "these tests run on 2 ranks";
     std::vector<NamedTensor> ps = {{"w", Tensor::full({kFloats}, 0.5f)}};
     arena = std::make_unique<ParamArena>(ps, ParamArena::Layout::given_order);
@@ -281,12 +285,10 @@ TEST(VirtualAlgorithms, DasoReportsVirtualTimes) {
 
 // ---- GradSync's trace events on the virtual axis ----------------------------------------------
 
-// A traced step of GradSync with a virtual tracer: the bucket's comm event is its virtual
-// interval (ready to end) and the finish wait runs from the end of backward to the bucket's
-// end. Old behaviour: the bucket event was stamped with steady_clock when the communication
-// thread ran it (microseconds after the trace's origin plus the real sleep), not at 2 ms.
-TEST(VirtualAlgorithms, GradSyncTraceEventsAreVirtual) {
-  Bench b;
+// One traced backward pass of `sync` with a virtual tracer (steps "all"): 2 ms of compute, the
+// gradient and its hook (rank 1 sleeps 30 ms of real time first), 0.5 ms more, finish().
+// Returns this rank's complete events by name: {ts, dur} in us.
+std::map<std::string, std::pair<double, double>> traced_step(Bench& b, GradSync& sync) {
   const std::string dir =
       (std::filesystem::temp_directory_path() /
        ("dplab_virtual_trace_" + std::to_string(::getpid()) + "_" + std::to_string(b.rank)))
@@ -304,36 +306,74 @@ TEST(VirtualAlgorithms, GradSyncTraceEventsAreVirtual) {
     place.host = "h";
     tr.start(place, trace::Clock::now(), 1);
     tr.begin_step(0);
-    GradSyncOptions go;
-    GradSync sync(*b.arena, b.w.comm, go);
     sync.set_tracer(&tr);
     b.w.vt->clock.add_compute(2e-3);
     if (b.rank == 1) real_sleep_ms(30);
     b.gradients();
     b.w.vt->clock.add_compute(0.5e-3);
     sync.finish();
+    sync.set_tracer(nullptr);
     tr.close();
   }
   const nlohmann::json j = read_trace(dir + "/rank_" + std::to_string(b.rank) + ".json");
   check_trace_structure(j);
-  bool bucket = false, wait = false;
+  std::map<std::string, std::pair<double, double>> ev;
   for (const auto& e : j["traceEvents"]) {
     if (e["ph"] != "X") continue;
-    if (e["name"] == "allreduce bucket 0") {
-      bucket = true;
-      EXPECT_NEAR(e["ts"].get<double>(), 2e3, 5e-3) << e.dump();
-      EXPECT_NEAR(e["dur"].get<double>(), 1e6 * kAllreduce, 5e-3) << e.dump();
-      EXPECT_NEAR(e["args"]["ready_us"].get<double>(), 2e3, 5e-3) << e.dump();
-    }
-    if (e["name"] == "wait allreduce") {
-      wait = true;
-      EXPECT_NEAR(e["ts"].get<double>(), 2.5e3, 5e-3) << e.dump();
-      EXPECT_NEAR(e["dur"].get<double>(), 1e6 * (kAllreduce - 0.5e-3), 5e-3) << e.dump();
-    }
+    ev[e["name"].get<std::string>()] = {e["ts"].get<double>(), e["dur"].get<double>()};
+    if (e["name"] == "allreduce bucket 0")
+      ev["ready_us"] = {e["args"]["ready_us"].get<double>(), 0.0};
   }
-  EXPECT_TRUE(bucket);
-  EXPECT_TRUE(wait);
   std::filesystem::remove_all(dir);
+  return ev;
+}
+
+// The trace writes microseconds with 3 decimals; Tracer::at truncates to nanoseconds.
+#define EXPECT_US(a, b) EXPECT_NEAR((a), (b), 5e-3)
+
+// The bucket's comm event is its virtual interval (ready to end) and the finish wait runs from
+// the end of backward to the bucket's end. Old behaviour: the bucket event was stamped with
+// steady_clock when the communication thread ran it (microseconds after the trace's origin,
+// plus rank 1's real sleep), not at 2 ms.
+TEST(VirtualAlgorithms, GradSyncTraceEventsAreVirtual) {
+  Bench b;
+  GradSync sync(*b.arena, b.w.comm, GradSyncOptions{});
+  auto ev = traced_step(b, sync);
+  ASSERT_TRUE(ev.count("allreduce bucket 0") && ev.count("wait allreduce"));
+  EXPECT_US(ev["allreduce bucket 0"].first, 2e3);
+  EXPECT_US(ev["allreduce bucket 0"].second, 1e6 * kAllreduce);
+  EXPECT_US(ev["ready_us"].first, 2e3);
+  EXPECT_US(ev["wait allreduce"].first, 2.5e3);
+  EXPECT_US(ev["wait allreduce"].second, 1e6 * (kAllreduce - 0.5e-3));
+}
+
+// Hierarchical mode on one node of 2 ranks (intra link 1 us, 100 GB/s): each stage's event runs
+// from its post (the previous stage's end) to its end. For the 1 MB bucket:
+//   reduce-scatter in the node  (P-1) alpha + (P-1)/P n/B = 1 us + 0.5 x 1e6 / 100e9 = 6 us
+//   allreduce across nodes      one rank per cross group: 0
+//   allgather in the node       as the reduce-scatter: 6 us
+// Old behaviour: the stages were stamped with steady_clock as the thread ran them.
+TEST(VirtualAlgorithms, GradSyncHierarchicalStagesAreVirtual) {
+  Bench b(2);
+  GradSyncOptions o;
+  o.hierarchical = true;
+  GradSync sync(*b.arena, b.w.comm, o, b.topo->node_ptr(), b.topo->cross_ptr());
+  auto ev = traced_step(b, sync);
+  const double stage = 1e6 * (kAlphaIntra + 0.5 * kN / kBIntra);  // 6 us
+  ASSERT_TRUE(ev.count("bucket 0 reduce_scatter (node)") &&
+              ev.count("bucket 0 allreduce (cross)") && ev.count("bucket 0 allgather (node)"));
+  EXPECT_US(ev["bucket 0 reduce_scatter (node)"].first, 2e3);
+  EXPECT_US(ev["bucket 0 reduce_scatter (node)"].second, stage);
+  EXPECT_US(ev["bucket 0 allreduce (cross)"].first, 2e3 + stage);
+  EXPECT_US(ev["bucket 0 allreduce (cross)"].second, 0.0);
+  EXPECT_US(ev["bucket 0 allgather (node)"].first, 2e3 + stage);
+  EXPECT_US(ev["bucket 0 allgather (node)"].second, stage);
+  EXPECT_US(ev["allreduce bucket 0"].first, 2e3);
+  EXPECT_US(ev["allreduce bucket 0"].second, 2 * stage);
+  // The bucket ends 12 us after it was ready, before backward ends (2.5 ms): no wait.
+  EXPECT_US(ev["wait allreduce"].first, 2.5e3);
+  EXPECT_US(ev["wait allreduce"].second, 0.0);
+  EXPECT_EQ(b.arena->grads().data<float>()[0], 1.5f);  // (1 + 2) / 2
 }
 
 }  // namespace
