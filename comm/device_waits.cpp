@@ -13,12 +13,12 @@ DeviceWaits::DeviceWaits(Device device, bool virtual_time) {
 namespace {
 
 // Runs `complete` (which completes requests before compute) measured on the device's compute
-// stream into `iv`, or on the host from t0 when iv is null.
+// stream into `iv`, or on the run's time base from the start of `since` when iv is null.
 template <class Complete>
-double measure(DeviceIntervals* iv, Clock::time_point t0, Complete&& complete) {
+double measure(DeviceIntervals* iv, const Stopwatch& since, Complete&& complete) {
   if (iv == nullptr) {
     complete();
-    return std::chrono::duration<double>(Clock::now() - t0).count();
+    return since.seconds();
   }
   // The compute stream reaches this event when the work before the wait is done; the next one
   // after it waits for the operation. Closed on every path so the next wait can open one.
@@ -36,34 +36,48 @@ double measure(DeviceIntervals* iv, Clock::time_point t0, Complete&& complete) {
   return 0.0;
 }
 
+// complete_before_compute() for a device-ordered request; wait() for a host one. The same for a
+// host request, except when another thread's test() has already completed it (DC-S3GD's
+// progress thread): complete_before_compute() then returns at once, while wait() still moves a
+// virtual clock to the operation's end (Request::wait), which is where the exposed wait comes
+// from under a virtual cluster.
+void complete_now(Request& req) {
+  if (req.device_ordered())
+    req.complete_before_compute();
+  else
+    req.wait();
+}
+
 }  // namespace
 
 // Only a device-ordered request (NCCL) makes the compute stream wait; any other is waited for on
 // the host, which is then the real figure.
-double complete_measured(Request& req, Clock::time_point t0, DeviceWaits* waits, bool blocking) {
+double complete_measured(Request& req, const Stopwatch& since, DeviceWaits* waits, bool blocking) {
   DeviceIntervals* iv = nullptr;
   if (waits != nullptr && waits->on_device() && req.device_ordered())
     iv = blocking ? waits->blocking_.get() : waits->waits_.get();
-  return measure(iv, t0, [&] { req.complete_before_compute(); });
+  return measure(iv, since, [&] { complete_now(req); });
 }
 
-double complete_all_measured(std::vector<Request>& reqs, Clock::time_point t0, DeviceWaits* waits,
+double complete_all_measured(std::vector<Request>& reqs, const Stopwatch& since, DeviceWaits* waits,
                              bool blocking) {
   DeviceIntervals* iv = nullptr;
   if (waits != nullptr && waits->on_device() && !reqs.empty() && reqs.front().device_ordered())
     iv = blocking ? waits->blocking_.get() : waits->waits_.get();
-  return measure(iv, t0, [&] { complete_all_before_compute(reqs); });
+  return measure(iv, since, [&] {
+    for (Request& r : reqs) complete_now(r);
+  });
 }
 
-double wait_measured(Request& req, Clock::time_point t0, DeviceWaits* waits, bool blocking) {
+double wait_measured(Request& req, const Stopwatch& since, DeviceWaits* waits, bool blocking) {
   DeviceIntervals* iv = nullptr;
   if (waits != nullptr && waits->on_device() && req.device_ordered())
     iv = blocking ? waits->blocking_.get() : waits->waits_.get();
   if (iv == nullptr) {
     req.wait();
-    return std::chrono::duration<double>(Clock::now() - t0).count();
+    return since.seconds();
   }
-  measure(iv, t0, [&] { req.order_before_compute(); });
+  measure(iv, since, [&] { req.order_before_compute(); });
   req.wait();  // the host reads the result; the timeout applies
   return 0.0;
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "dplab/comm/communicator.h"
+#include "dplab/comm/stopwatch.h"
 #include "dplab/comm/strategy.h"
 #include "dplab/core/device_intervals.h"
 
@@ -29,20 +30,22 @@ class DeviceWaits {
   // Whether the figures come from the device (a CUDA device runs NCCL: comm/world.cpp).
   bool on_device() const { return waits_ != nullptr; }
 
-  // Runs req.complete_before_compute() and returns the host seconds from `t0` to its end when
-  // the wait is measured on the host (MPI, CPU, or no DeviceWaits), 0 when `waits` measures it
-  // on the device (then take() adds it to exposed_wait_s, and to in_flight_s too when
-  // `blocking`: a blocking collective is in flight exactly as long as compute waits for it).
-  friend double complete_measured(Request& req, Clock::time_point t0, DeviceWaits* waits,
+  // Completes req (complete_before_compute() if device-ordered, else wait(): see
+  // device_waits.cpp) and returns the seconds from the start of `since` to its end on the run's
+  // time base (comm/stopwatch.h: wall or virtual) when the wait is measured on the host (MPI,
+  // CPU, or no DeviceWaits), 0 when `waits` measures it on the device (then take() adds it to
+  // exposed_wait_s, and to in_flight_s too when `blocking`: a blocking collective is in flight
+  // exactly as long as compute waits for it).
+  friend double complete_measured(Request& req, const Stopwatch& since, DeviceWaits* waits,
                                   bool blocking);
-  // The same for complete_all_before_compute(reqs).
-  friend double complete_all_measured(std::vector<Request>& reqs, Clock::time_point t0,
+  // The same for every request of `reqs`, in order.
+  friend double complete_all_measured(std::vector<Request>& reqs, const Stopwatch& since,
                                       DeviceWaits* waits, bool blocking);
   // A wait the host needs (it reads the result: a loss, measured times), with the
   // communicator's timeout: req.wait() on the host in every case; on the device the compute
   // stream is also ordered after the operation and its stall is the figure (0 returned), since
   // the host's wait also holds the compute enqueued before the post.
-  friend double wait_measured(Request& req, Clock::time_point t0, DeviceWaits* waits,
+  friend double wait_measured(Request& req, const Stopwatch& since, DeviceWaits* waits,
                               bool blocking);
 
   // Time in flight of a non-blocking operation: begin_flight() just before posting (an event on
@@ -81,9 +84,9 @@ class DeviceWaits {
   std::unique_ptr<DeviceIntervals> flight_;    // in flight only
 };
 
-double complete_measured(Request& req, Clock::time_point t0, DeviceWaits* waits, bool blocking);
-double complete_all_measured(std::vector<Request>& reqs, Clock::time_point t0, DeviceWaits* waits,
+double complete_measured(Request& req, const Stopwatch& since, DeviceWaits* waits, bool blocking);
+double complete_all_measured(std::vector<Request>& reqs, const Stopwatch& since, DeviceWaits* waits,
                              bool blocking);
-double wait_measured(Request& req, Clock::time_point t0, DeviceWaits* waits, bool blocking);
+double wait_measured(Request& req, const Stopwatch& since, DeviceWaits* waits, bool blocking);
 
 }  // namespace dplab

@@ -158,7 +158,11 @@ void GradSync::launch_ready_locked() {
 void GradSync::finish() {
   if (no_sync_) return;
   const auto t0 = Clock::now();
-  const double virtual_t0 = vt_ ? vt_->clock.now() : 0.0;    // end of backward, virtual
+  const double virtual_t0 = vt_ ? vt_->clock.now() : 0.0;  // end of backward, virtual
+  // The trace's axis: virtual when the trace is (then the wait span below, which reads the
+  // tracer's time, also runs from here to the clock after the wait).
+  const bool virtual_trace = vt_ && tracer_ != nullptr && tracer_->virtual_time();
+  const auto trace_t0 = virtual_trace ? tracer_->at(virtual_t0) : t0;
   trace::Span wait_span(tracer_, "wait allreduce", "wait");  // as exposed_wait_s below
   // On a device the exposed wait is the compute stream's stall, measured there between an
   // event at the end of backward (here) and one after the stream may resume (below), in both
@@ -181,7 +185,7 @@ void GradSync::finish() {
   std::unique_lock<std::mutex> lock(mu_);
   // Buckets whose tensors got no gradient this pass still travel, in order, on every rank.
   for (size_t b = 0; b < pending_.size(); ++b) {
-    if (pending_[b] > 0 && trace::active(tracer_)) ready_at_[b] = t0;
+    if (pending_[b] > 0 && trace::active(tracer_)) ready_at_[b] = trace_t0;
     if (pending_[b] > 0) ready_virtual_[b] = virtual_t0;
     pending_[b] = 0;
   }
@@ -314,13 +318,6 @@ void GradSync::reduce_bucket(int b) {
   // The GPU span starts when the comm stream has caught up with the compute stream (the
   // gradients are ready there), not when the comm stream reaches this bucket's wait for them.
   const int gpu_span = tr && tr->gpu() ? tr->gpu()->begin_comm_after_compute() : -1;
-  const auto t0 = Clock::now();
-  // A stage of the hierarchical mode, inside the bucket's event.
-  auto stage = [&](const char* name, Clock::time_point from) {
-    if (tr)
-      tr->complete(fmt::format("bucket {} {}", b, name), "comm_stage", trace::kComm, from,
-                   Clock::now(), step, {{"bucket", double(b)}});
-  };
   // Virtual time: each operation of the bucket is posted at the virtual time it could start on
   // the compute thread's clock (the bucket's ready time, then the previous stage's end), not
   // when this thread gets to it; the waits here are real only (this is not the clock's thread).
@@ -330,13 +327,25 @@ void GradSync::reduce_bucket(int b) {
     std::lock_guard<std::mutex> lock(mu_);
     virtual_ready = ready_virtual_[b];
   }
+  double virtual_end = virtual_ready;  // the bucket's latest virtual end so far
+  // The trace's axis: on a virtual trace the bucket's events are its virtual interval (ready
+  // to end, each stage from its post to its end, through Tracer::at), not when this thread ran
+  // them; on a wall-clock trace, steady_clock as this thread runs them.
+  const bool virtual_trace = tr && vt_ && tr->virtual_time();
+  auto mark = [&] { return virtual_trace ? tr->at(virtual_end) : Clock::now(); };
+  const auto t0 = mark();
+  // A stage of the hierarchical mode, inside the bucket's event.
+  auto stage = [&](const char* name, Clock::time_point from) {
+    if (tr)
+      tr->complete(fmt::format("bucket {} {}", b, name), "comm_stage", trace::kComm, from, mark(),
+                   step, {{"bucket", double(b)}});
+  };
   auto post_virtual_at = [&](double t) {
     if (!vt_) return;
     post_at.reset();
     post_at.emplace(*vt_, t);
   };
   post_virtual_at(virtual_ready);
-  double virtual_end = virtual_ready;
   if (compressor_) {
     // Several collectives, one after another, each posted at the previous one's virtual end.
     auto run = [&](Request r) {
@@ -432,16 +441,16 @@ void GradSync::reduce_bucket(int b) {
         post_virtual_at(virtual_end);
       }
     };
-    auto ts = Clock::now();
+    auto ts = mark();
     run_stage(node_->ireduce_scatter(full, shard, ReduceOp::sum, opt_.wire));
     stage("reduce_scatter (node)", ts);
     // Average over all ranks = (sum over the node, then over nodes) / world size.
-    ts = Clock::now();
+    ts = mark();
     run_stage(cross_->iallreduce(shard, ReduceOp::sum, opt_.wire));
     stage("allreduce (cross)", ts);
     if (opt_.average)
       be.ew.unary(UnaryOp::mul_scalar, 1.0f / static_cast<float>(world_->size()), shard, shard);
-    ts = Clock::now();
+    ts = mark();
     Request gather = node_->iallgather(shard, full, opt_.wire);
     if (device_flight_) {  // after the last stage on the comm stream, before the host waits
       device_flight_->end(DeviceStream::comm);
@@ -456,7 +465,7 @@ void GradSync::reduce_bucket(int b) {
     s.collectives = 3;
     s.allreduces = 1;
   }
-  const auto t1 = Clock::now();
+  const auto t1 = mark();
   s.in_flight_s = s.in_flight_s < 0 ? 0.0 : std::chrono::duration<double>(t1 - t0).count();
   if (vt_) {
     s.in_flight_s = virtual_end - virtual_ready;  // virtual seconds from ready to the end
@@ -466,8 +475,8 @@ void GradSync::reduce_bucket(int b) {
   if (tr) {
     if (gpu_span >= 0)
       tr->gpu()->end(gpu_span, fmt::format("allreduce bucket {}", b), "comm", step);
-    trace::Clock::time_point ready;
-    {
+    trace::Clock::time_point ready = t0;  // virtual: posted at its ready time
+    if (!virtual_trace) {
       std::lock_guard<std::mutex> lock(mu_);
       ready = ready_at_[b];
     }

@@ -108,7 +108,9 @@ class GradSync {
   // Timeline (nullptr: off): each bucket is a comm event "allreduce bucket K" from launch to
   // completion on the communication thread (hierarchical stages as comm_stage events inside
   // it), finish()'s wait a "wait allreduce" event; the same intervals CommStats counts. Set
-  // between backward passes.
+  // between backward passes. On a virtual trace (Tracer::virtual_time, with a virtual cluster)
+  // a bucket's event is its virtual interval instead, from its ready time to its modelled end
+  // (each stage from its post to its end), through Tracer::at.
   void set_tracer(trace::Tracer* t) { tracer_ = t; }
   // Waits for every bucket of this backward pass; rethrows a communication error.
   void finish();

@@ -1,6 +1,7 @@
 #include "dplab/comm/algorithms/allreduce.h"
 
 #include "dplab/comm/algorithms/algo_state.h"
+#include "dplab/comm/stopwatch.h"
 
 namespace dplab {
 
@@ -12,9 +13,10 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }  // namespace
 
 CommStats broadcast_model(Communicator& comm, ParamArena& arena,
-                          const std::vector<NamedTensor>& buffers, int root,
-                          trace::Tracer* tracer) {
+                          const std::vector<NamedTensor>& buffers, int root, trace::Tracer* tracer,
+                          TimeSource* time) {
   CommStats s;
+  WallTime wall;  // without a time base: the wall clock
   std::vector<Request> reqs;
   reqs.push_back(comm.ibroadcast(arena.params(), root));
   s.bytes_sent += static_cast<double>(arena.params().nbytes());
@@ -24,18 +26,19 @@ CommStats broadcast_model(Communicator& comm, ParamArena& arena,
     s.bytes_sent += static_cast<double>(b.tensor.nbytes());
     ++s.collectives;
   }
-  const auto t0 = Clock::now();
+  const Stopwatch sw(time ? *time : wall);
   trace::BlockingComm traced(reqs.empty() ? nullptr : tracer, "broadcast", "wait broadcast",
                              s.bytes_sent);
   wait_all(reqs);
-  s.in_flight_s = s.exposed_wait_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  s.in_flight_s = s.exposed_wait_s = sw.seconds();
   return s;
 }
 
 CommStats average_buffers(Communicator& comm, const std::vector<NamedTensor>& buffers,
-                          trace::Tracer* tracer) {
+                          trace::Tracer* tracer, TimeSource* time) {
   CommStats s;
   if (comm.size() == 1) return s;
+  WallTime wall;  // without a time base: the wall clock
   std::vector<Request> reqs;
   for (auto& b : buffers) {
     if (!is_floating(b.tensor.dtype()) || ends_with(b.name, "num_batches_tracked")) continue;
@@ -44,11 +47,11 @@ CommStats average_buffers(Communicator& comm, const std::vector<NamedTensor>& bu
     ++s.collectives;
     ++s.allreduces;
   }
-  const auto t0 = Clock::now();
+  const Stopwatch sw(time ? *time : wall);
   trace::BlockingComm traced(reqs.empty() ? nullptr : tracer, "buffer average",
                              "wait buffer average", s.bytes_sent);
   wait_all(reqs);
-  s.in_flight_s = s.exposed_wait_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  s.in_flight_s = s.exposed_wait_s = sw.seconds();
   return s;
 }
 
@@ -62,7 +65,8 @@ void AllReduceStrategy::setup(TrainContext& ctx) {
   Strategy::setup(ctx);
   DPLAB_CHECK(ctx.arena != nullptr, "allreduce: setup needs the parameter arena");
   // Common rule: every rank starts from rank 0's parameters.
-  extra_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer));
+  extra_.add(
+      broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer, ctx.time.get()));
   sync_ = std::make_unique<GradSync>(*ctx.arena, topo_->world_ptr(), sync_opt_, topo_->node_ptr(),
                                      topo_->cross_ptr());
   sync_->set_tracer(ctx.tracer);
@@ -76,7 +80,7 @@ void AllReduceStrategy::after_backward(const StepInfo&) {
 void AllReduceStrategy::drain() {
   // Nothing is in flight between steps; the evaluated model is every rank's (identical)
   // parameters with BatchNorm running statistics averaged over the ranks.
-  extra_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer));
+  extra_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer, ctx_.time.get()));
 }
 
 CommStats AllReduceStrategy::take_stats() {

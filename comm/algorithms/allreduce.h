@@ -52,14 +52,15 @@ class AllReduceStrategy : public Strategy {
 
 // Broadcasts the parameter arena and the model buffers from `root`, so all ranks start
 // identical. Returns the statistics of the broadcasts. `tracer`: a "broadcast" comm event and
-// a "wait broadcast" event (core/trace/tracer.h).
+// a "wait broadcast" event (core/trace/tracer.h). `time`: the run's time base the figures are
+// measured on (TrainContext::time: virtual under a cluster); null: the wall clock.
 CommStats broadcast_model(Communicator& comm, ParamArena& arena,
                           const std::vector<NamedTensor>& buffers, int root = 0,
-                          trace::Tracer* tracer = nullptr);
+                          trace::Tracer* tracer = nullptr, TimeSource* time = nullptr);
 // Averages BatchNorm-style running statistics (floating buffers whose name does not end in
 // "num_batches_tracked") over `comm`; integer counters are left alone.
-// `tracer`: a "buffer average" comm event and a "wait buffer average" event.
+// `tracer`: a "buffer average" comm event and a "wait buffer average" event; `time` as above.
 CommStats average_buffers(Communicator& comm, const std::vector<NamedTensor>& buffers,
-                          trace::Tracer* tracer = nullptr);
+                          trace::Tracer* tracer = nullptr, TimeSource* time = nullptr);
 
 }  // namespace dplab

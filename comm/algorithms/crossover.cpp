@@ -18,10 +18,6 @@ constexpr int kTagBase = 0x4300;  // + segment index; distinct from other algori
 // Topology draws use their own Philox key so they never correlate with data or weight draws.
 constexpr uint64_t kTopologyKey = 0xC2055EED0F0F0F0Full;
 
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
   std::string cur;
@@ -190,7 +186,8 @@ void CrossoverStrategy::setup(TrainContext& ctx) {
   DPLAB_CHECK(ctx.arena != nullptr, "crossover: setup needs the parameter arena");
   device_waits_ = DeviceWaits(ctx.arena->device(), topo_->world().virtual_time() != nullptr);
   // Common rule: every rank starts from rank 0's parameters.
-  stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer));
+  stats_.add(
+      broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer, ctx.time.get()));
   segments_ = plan_gossip_segments(*ctx.arena, opt_.segments);
   recv_ = Tensor::zeros({ctx.arena->numel()}, DType::f32, ctx.arena->device());
   if (opt_.hierarchical) {
@@ -275,7 +272,7 @@ void CrossoverStrategy::gossip(int64_t round) {
                       me, round);
     }
     // Algorithm 1, lines 1-10: post every segment's receive and send at once.
-    const auto t0 = Clock::now();
+    const Stopwatch posted(*ctx_.time, ctx_.tracer);
     std::vector<Request> reqs;
     reqs.reserve(2 * segments_.size());
     std::set<int> peers;
@@ -297,12 +294,13 @@ void CrossoverStrategy::gossip(int64_t round) {
     // compute, so the whole wait is exposed). On NCCL the averaging kernels below wait on the
     // device instead of the host (Request::complete_before_compute), and both figures are the
     // compute stream's stall measured there (nothing runs on it between posting and waiting).
-    const auto tw = Clock::now();
-    stats_.exposed_wait_s += complete_all_measured(reqs, tw, &device_waits_, true);
+    const Stopwatch waited(*ctx_.time, ctx_.tracer);
+    stats_.exposed_wait_s += complete_all_measured(reqs, waited, &device_waits_, true);
     if (reqs.empty() || !device_waits_.measures(reqs.front()))
-      stats_.in_flight_s += seconds_since(t0);
-    trace::record_comm(ctx_.tracer, "gossip exchange", "wait gossip exchange", t0, tw, Clock::now(),
-                       stats_.bytes_sent - bytes_before);
+      stats_.in_flight_s += posted.seconds();
+    if (trace::Tracer* tr = trace::active(ctx_.tracer))
+      trace::record_comm(tr, "gossip exchange", "wait gossip exchange", posted.trace_start(),
+                         waited.trace_start(), tr->now(), stats_.bytes_sent - bytes_before);
     // Lines 14-18: x_s <- (x_s + received_s) / 2. (a + b) * 0.5 is symmetric in a and b, so a
     // 2-cycle leaves both ranks bitwise equal. Backend kernels on each segment's views: the
     // same arithmetic on a CPU or a CUDA arena.
@@ -317,11 +315,13 @@ void CrossoverStrategy::gossip(int64_t round) {
   }
   if (opt_.hierarchical && topo_->node().size() > 1) {
     // The leader's gossiped parameters propagate to its group.
-    const auto t0 = Clock::now();
+    const Stopwatch sw(*ctx_.time, ctx_.tracer);
     Request r = topo_->node().ibroadcast(params, 0);
-    const double dt = complete_measured(r, t0, &device_waits_, true);
-    trace::record_comm(ctx_.tracer, "broadcast", "wait broadcast", t0, t0, Clock::now(),
-                       topo_->local_rank() == 0 ? static_cast<double>(params.nbytes()) : 0.0);
+    const double dt = complete_measured(r, sw, &device_waits_, true);
+    if (trace::Tracer* tr = trace::active(ctx_.tracer))
+      trace::record_comm(tr, "broadcast", "wait broadcast", sw.trace_start(), sw.trace_start(),
+                         tr->now(),
+                         topo_->local_rank() == 0 ? static_cast<double>(params.nbytes()) : 0.0);
     stats_.exposed_wait_s += dt;
     stats_.in_flight_s += dt;
     ++stats_.collectives;
@@ -344,7 +344,8 @@ bool CrossoverStrategy::consensus_eval(const std::function<void()>& evaluate) {
   std::vector<Tensor> saved_buffers;
   for (auto& b : ctx_.buffers) saved_buffers.push_back(b.tensor.clone());
   world.allreduce(params, ReduceOp::average);
-  average_buffers(world, ctx_.buffers, ctx_.tracer);  // the consensus model's BatchNorm statistics
+  average_buffers(world, ctx_.buffers, ctx_.tracer,
+                  ctx_.time.get());  // the consensus model's BatchNorm statistics
   evaluate();
   params.copy_(saved);
   for (size_t i = 0; i < ctx_.buffers.size(); ++i) ctx_.buffers[i].tensor.copy_(saved_buffers[i]);

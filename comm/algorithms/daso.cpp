@@ -159,7 +159,8 @@ void DasoStrategy::setup(TrainContext& ctx) {
   DPLAB_CHECK(ctx.arena != nullptr, "daso: setup needs the parameter arena");
   device_waits_ = DeviceWaits(ctx.arena->device(), topo_->world().virtual_time() != nullptr);
   // Common rule: every rank starts from rank 0's parameters.
-  stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer));
+  stats_.add(
+      broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer, ctx.time.get()));
   // Local synchronization: node-local gradient average every batch, overlapped with backward.
   local_sync_ = std::make_unique<GradSync>(*ctx.arena, topo_->node_ptr(), local_opt_);
   local_sync_->set_tracer(ctx.tracer);
@@ -231,7 +232,7 @@ void DasoStrategy::post(const DasoSync& s) {
     p.buf.copy_(ctx_.arena->params());
     if (trace::Tracer* tr = trace::active(ctx_.tracer)) {
       p.launch_step = tr->step();
-      p.launched = trace::Clock::now();
+      p.launched = tr->now();
     }
     p.req = device_waits_.post_measured(
         [&] { return topo_->cross().iallreduce(p.buf, ReduceOp::sum, cfg_.global_wire); });
@@ -244,9 +245,9 @@ void DasoStrategy::post(const DasoSync& s) {
 
 void DasoStrategy::merge(Pending& p) {
   if (member(p.sync.group)) {
-    const auto t0 = Clock::now();
+    const Stopwatch sw(*ctx_.time, ctx_.tracer);
     // On NCCL the merge kernels wait on the device, not the host; both figures come from there.
-    stats_.exposed_wait_s += complete_measured(p.req, t0, &device_waits_, false);
+    stats_.exposed_wait_s += complete_measured(p.req, sw, &device_waits_, false);
     stats_.in_flight_s += device_waits_.host_flight(p.req);
     // The send belongs to the step that posted it (traced if that step was in the window);
     // the wait for it to this one.
@@ -257,7 +258,8 @@ void DasoStrategy::merge(Pending& p) {
                                {{"bytes", double(p.buf.numel() * dtype_size(cfg_.global_wire))},
                                 {"merge_step", double(ctx_.tracer->step())}});
     if (trace::Tracer* tr = trace::active(ctx_.tracer))
-      tr->complete("wait daso merge", "wait", trace::kCompute, t0, trace::Clock::now(), tr->step());
+      tr->complete("wait daso merge", "wait", trace::kCompute, sw.trace_start(), tr->now(),
+                   tr->step());
     // Eq. 1: x_{t+S} = (2S·x_{t+S-1} + Σ_{i=1..P} x_t^i) / (2S + P), x this member's current
     // parameters (S' local steps past the send), the sum over the P members of the group.
     const double w = 2.0 * p.sync.S;
@@ -272,11 +274,13 @@ void DasoStrategy::merge(Pending& p) {
 void DasoStrategy::blocking_sync(const DasoSync& s, DType wire) {
   if (member(s.group)) {
     // S' = 0: the plain average over the group, in place (16-bit wire reduces in f32).
-    const auto t0 = Clock::now();
+    const Stopwatch sw(*ctx_.time, ctx_.tracer);
     Request r = topo_->cross().iallreduce(ctx_.arena->params(), ReduceOp::average, wire);
-    const double dt = complete_measured(r, t0, &device_waits_, true);
-    trace::record_comm(ctx_.tracer, "daso global sync", "wait daso global sync", t0, t0,
-                       Clock::now(), static_cast<double>(ctx_.arena->numel() * dtype_size(wire)));
+    const double dt = complete_measured(r, sw, &device_waits_, true);
+    if (trace::Tracer* tr = trace::active(ctx_.tracer))
+      trace::record_comm(tr, "daso global sync", "wait daso global sync", sw.trace_start(),
+                         sw.trace_start(), tr->now(),
+                         static_cast<double>(ctx_.arena->numel() * dtype_size(wire)));
     stats_.exposed_wait_s += dt;
     stats_.in_flight_s += dt;
     stats_.bytes_sent += static_cast<double>(ctx_.arena->numel() * dtype_size(wire));
@@ -290,11 +294,13 @@ void DasoStrategy::broadcast_from(int group) {
   // Local update: the group member's parameters replace those of the other ranks of its node.
   Communicator& node = topo_->node();
   if (node.size() == 1) return;
-  const auto t0 = Clock::now();
+  const Stopwatch sw(*ctx_.time, ctx_.tracer);
   Request r = node.ibroadcast(ctx_.arena->params(), group);
-  const double dt = complete_measured(r, t0, &device_waits_, true);
-  trace::record_comm(ctx_.tracer, "broadcast", "wait broadcast", t0, t0, Clock::now(),
-                     member(group) ? static_cast<double>(ctx_.arena->params().nbytes()) : 0.0);
+  const double dt = complete_measured(r, sw, &device_waits_, true);
+  if (trace::Tracer* tr = trace::active(ctx_.tracer))
+    trace::record_comm(tr, "broadcast", "wait broadcast", sw.trace_start(), sw.trace_start(),
+                       tr->now(),
+                       member(group) ? static_cast<double>(ctx_.arena->params().nbytes()) : 0.0);
   stats_.exposed_wait_s += dt;
   stats_.in_flight_s += dt;
   ++stats_.collectives;
@@ -306,11 +312,12 @@ void DasoStrategy::end_epoch(int64_t epoch, double mean_train_loss) {
   // same B/S decision. The loss is a host scalar: it travels on the arena's device (the
   // communicators' device) and the average is copied back explicitly by item().
   Tensor l = Tensor::full({1}, mean_train_loss, DType::f32, ctx_.arena->device());
-  const auto t0 = Clock::now();
+  const Stopwatch sw(*ctx_.time, ctx_.tracer);
   Request r = topo_->world().iallreduce(l, ReduceOp::average);
-  const double dt = wait_measured(r, t0, &device_waits_, true);
-  trace::record_comm(ctx_.tracer, "loss average", "wait loss average", t0, t0, Clock::now(),
-                     static_cast<double>(l.nbytes()));
+  const double dt = wait_measured(r, sw, &device_waits_, true);
+  if (trace::Tracer* tr = trace::active(ctx_.tracer))
+    trace::record_comm(tr, "loss average", "wait loss average", sw.trace_start(), sw.trace_start(),
+                       tr->now(), static_cast<double>(l.nbytes()));
   stats_.exposed_wait_s += dt;
   stats_.in_flight_s += dt;
   stats_.bytes_sent += static_cast<double>(l.nbytes());
@@ -328,7 +335,7 @@ void DasoStrategy::drain() {
     if (pending_.front().buf.defined()) free_bufs_.push_back(pending_.front().buf);
     pending_.pop_front();
   }
-  stats_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer));
+  stats_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer, ctx_.time.get()));
 }
 
 CommStats DasoStrategy::take_stats() {

@@ -19,10 +19,6 @@ namespace dplab {
 
 namespace {
 
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -155,7 +151,8 @@ void Dcs3gdStrategy::setup(TrainContext& ctx) {
               ctx.optimizer->name());
 
   // Common rule: every rank starts from rank 0's parameters; W̄⁰ = W⁰.
-  stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer));
+  stats_.add(
+      broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer, ctx.time.get()));
   const Tensor& w = ctx.arena->params();
   wbar_ = w.clone();
   v_ = Tensor::zeros(w.shape(), DType::f32, w.device());
@@ -193,7 +190,7 @@ void Dcs3gdStrategy::start_allreduce() {
   req_step_ = -1;
   if (trace::Tracer* tr = trace::active(ctx_.tracer)) {
     req_step_ = tr->step();
-    req_launched_ = trace::Clock::now();
+    req_launched_ = tr->now();
   }
   req_ = device_waits_.post_measured(
       [&] { return topo_->world().iallreduce(r_, ReduceOp::sum, opt_.wire); });
@@ -206,7 +203,10 @@ void Dcs3gdStrategy::start_allreduce() {
   // request every progress_s while forward and backward run, so the allreduce proceeds (paper
   // notes §4.1: "a helper thread that polls MPI_Test"). It polls slowly (no spinning) because
   // it competes with the compute for cores; it stops once done or once after_backward takes
-  // over the wait.
+  // over the wait. Under a virtual cluster its test() is real-time only (it is not the clock's
+  // owner: comm/communicator.h): it only makes MPI progress and never moves the virtual clock,
+  // so what the statistics count is decided by the compute thread's own wait below.
+  // Its sleeps are real time too (a poll interval, not a modelled duration).
   stop_progress_.store(false);
   progress_ = std::thread([this, req = req_, dev = r_.device()]() mutable {
     WaitOptions w;
@@ -226,10 +226,12 @@ void Dcs3gdStrategy::start_allreduce() {
 
 void Dcs3gdStrategy::finish_allreduce() {
   stop_progress_.store(true);
-  const auto t0 = Clock::now();
+  const Stopwatch sw(*ctx_.time, ctx_.tracer);
   // The communicator's polite wait (and timeout) on MPI; on NCCL the update kernels wait for
-  // the allreduce on the device.
-  stats_.exposed_wait_s += complete_measured(req_, t0, &device_waits_, false);
+  // the allreduce on the device. Under a virtual cluster the wait moves the clock to the
+  // allreduce's virtual end if that is later: the exposed wait is the modelled excess over
+  // forward and backward.
+  stats_.exposed_wait_s += complete_measured(req_, sw, &device_waits_, false);
   stats_.in_flight_s += device_waits_.host_flight(req_);
   // Launched in before_forward, completed here: the event spans forward and backward.
   if (req_step_ >= 0 && ctx_.tracer != nullptr) {
@@ -237,8 +239,8 @@ void Dcs3gdStrategy::finish_allreduce() {
                              ctx_.tracer->us(req_launched_), 1e6 * req_.seconds_in_flight(),
                              req_step_,
                              {{"bytes", double(r_.numel()) * double(dtype_size(opt_.wire))}});
-    ctx_.tracer->complete("wait dcs3gd update allreduce", "wait", trace::kCompute, t0,
-                          trace::Clock::now(), req_step_);
+    ctx_.tracer->complete("wait dcs3gd update allreduce", "wait", trace::kCompute, sw.trace_start(),
+                          ctx_.tracer->now(), req_step_);
   }
   req_ = Request();
   received_ = true;
@@ -258,12 +260,12 @@ void Dcs3gdStrategy::before_forward(const StepInfo&) {
   DPLAB_CHECK(wbar_.defined(), "dcs3gd: before_forward before setup");
   DPLAB_CHECK(!req_.valid(), "dcs3gd: before_forward with the previous allreduce in flight");
   if (pending_) start_allreduce();  // Algorithm 1: MPI_Iallreduce(Δw_i), non-blocking
-  compute_start_ = Clock::now();
+  compute_start_ = ctx_.time->now();
 }
 
 void Dcs3gdStrategy::after_backward(const StepInfo& step) {
   DPLAB_CHECK(wbar_.defined(), "dcs3gd: after_backward before setup");
-  compute_s_ += seconds_since(compute_start_);
+  compute_s_ += ctx_.time->now() - compute_start_;
   if (req_.valid()) finish_allreduce();  // Δw̄ = MPI_Wait()
   update(step);
 }
@@ -413,7 +415,7 @@ void Dcs3gdStrategy::drain() {
     s_.zero_();
   }
   join_progress();
-  stats_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer));
+  stats_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer, ctx_.time.get()));
 }
 
 CommStats Dcs3gdStrategy::take_stats() {

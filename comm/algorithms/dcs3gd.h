@@ -173,12 +173,12 @@ class Dcs3gdStrategy : public Strategy {
   bool pending_ = false;        // S holds an update not yet communicated
   bool received_ = false;       // R holds this iteration's sum (set by finish_allreduce)
   Request req_;                 // the update allreduce while in flight
-  trace::Clock::time_point req_launched_{};  // tracing: when req_ was posted, in which step
+  trace::Clock::time_point req_launched_{};  // tracing: when req_ was posted (trace axis), step
   int64_t req_step_ = -1;
   std::thread progress_;  // tests req_ during forward/backward
   std::atomic<bool> stop_progress_{false};
   std::exception_ptr progress_error_;
-  Clock::time_point compute_start_{};
+  double compute_start_ = 0;  // before_forward, on the run's time base (ctx_.time)
   mutable std::vector<Dcs3gdTensorStats> last_stats_;
   double last_lr_ = 0, last_wd_ = 0;
   bool have_lr_ = false;  // last_lr_ is an applied lr (an update ran, or a checkpoint's)

@@ -32,7 +32,8 @@ void DiLoCoStrategy::setup(TrainContext& ctx) {
   Strategy::setup(ctx);
   DPLAB_CHECK(ctx.arena != nullptr, "diloco: setup needs the parameter arena");
   // θ(0): rank 0's model on every rank.
-  stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer));
+  stats_.add(
+      broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer, ctx.time.get()));
   device_waits_ = DeviceWaits(ctx.arena->device(), topo_->world().virtual_time() != nullptr);
   theta_ = ctx.arena->params().clone();
   delta_ = Tensor::zeros(theta_.shape(), DType::f32, theta_.device());
@@ -49,13 +50,13 @@ void DiLoCoStrategy::outer_step() {
   // Line 13: Δ(t) = (1/k) Σ_i δ_i(t), one allreduce.
   Communicator& comm = topo_->world();
   if (comm.size() > 1) {
-    const auto t0 = Clock::now();
+    const Stopwatch sw(*ctx_.time);
     const double bytes = static_cast<double>(delta_.nbytes());
     CommStats s;
     {
       trace::BlockingComm traced(ctx_.tracer, "outer gradient", "wait outer gradient", bytes);
       Request r = comm.iallreduce(delta_, ReduceOp::average);
-      s.in_flight_s = s.exposed_wait_s = complete_measured(r, t0, &device_waits_, true);
+      s.in_flight_s = s.exposed_wait_s = complete_measured(r, sw, &device_waits_, true);
     }
     s.bytes_sent = bytes;
     s.collectives = s.allreduces = 1;
@@ -85,7 +86,7 @@ void DiLoCoStrategy::finish_training() {
 }
 
 void DiLoCoStrategy::drain() {
-  stats_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer));
+  stats_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer, ctx_.time.get()));
 }
 
 CommStats DiLoCoStrategy::take_stats() {

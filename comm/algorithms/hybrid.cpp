@@ -147,7 +147,8 @@ void HybridStrategy::setup(TrainContext& ctx) {
   Strategy::setup(ctx);
   DPLAB_CHECK(ctx.arena != nullptr, "hybrid: setup needs the parameter arena");
   // Algorithm 4 line 1: initialise theta and synchronise it across the nodes.
-  extra_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer));
+  extra_.add(
+      broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer, ctx.time.get()));
   device_waits_ = DeviceWaits(ctx.arena->device(), topo_->world().virtual_time() != nullptr);
   sync_ = std::make_unique<GradSync>(*ctx.arena, topo_->world_ptr(), sync_opt_, topo_->node_ptr(),
                                      topo_->cross_ptr());
@@ -187,7 +188,8 @@ void HybridStrategy::drain() {
   // are averaged like AllReduce-SGD does; while they diverge, each rank keeps its own and rank 0
   // evaluates its own model.
   const bool identical = averaged_ || stage_ != 3;
-  if (identical) extra_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer));
+  if (identical)
+    extra_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer, ctx_.time.get()));
 }
 
 void HybridStrategy::finish_training() {
@@ -197,17 +199,18 @@ void HybridStrategy::finish_training() {
   // Algorithm 4 line 25 / code: all_reduce(p, SUM); p /= K -- once, parameters only (momentum
   // buffers stay local), as one allreduce of the whole arena.
   const Tensor& params = ctx_.arena->params();
-  const auto t0 = Clock::now();
+  const Stopwatch sw(*ctx_.time, ctx_.tracer);
   Request r = topo_->world().iallreduce(params, ReduceOp::average);
-  const double dt = wait_measured(r, t0, &device_waits_, true);
-  trace::record_comm(ctx_.tracer, "parameter average", "wait parameter average", t0, t0,
-                     Clock::now(), static_cast<double>(params.nbytes()));
+  const double dt = wait_measured(r, sw, &device_waits_, true);
+  if (trace::Tracer* tr = trace::active(ctx_.tracer))
+    trace::record_comm(tr, "parameter average", "wait parameter average", sw.trace_start(),
+                       sw.trace_start(), tr->now(), static_cast<double>(params.nbytes()));
   extra_.bytes_sent += static_cast<double>(params.nbytes());
   ++extra_.collectives;
   ++extra_.allreduces;
   extra_.in_flight_s += dt;
   extra_.exposed_wait_s += dt;
-  extra_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer));
+  extra_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer, ctx_.time.get()));
   averaged_ = true;
 }
 

@@ -7,15 +7,16 @@
 namespace dplab {
 
 CommStats average_parameters(Communicator& comm, ParamArena& arena, trace::Tracer* tracer,
-                             DeviceWaits* waits) {
+                             DeviceWaits* waits, TimeSource* time) {
   CommStats s;
   if (comm.size() == 1) return s;
-  const auto t0 = Clock::now();
+  WallTime wall;  // without a time base: the wall clock
+  const Stopwatch sw(time ? *time : wall);
   trace::BlockingComm traced(tracer, "parameter average", "wait parameter average",
                              static_cast<double>(arena.params().nbytes()));
   // On NCCL the next step's kernels wait for the average on the device, not the host.
   Request r = comm.iallreduce(arena.params(), ReduceOp::average);
-  s.in_flight_s = s.exposed_wait_s = complete_measured(r, t0, waits, true);
+  s.in_flight_s = s.exposed_wait_s = complete_measured(r, sw, waits, true);
   s.bytes_sent = static_cast<double>(arena.params().nbytes());
   s.collectives = 1;
   s.allreduces = 1;
@@ -40,7 +41,8 @@ LocalSgdStrategy::LocalSgdStrategy(std::shared_ptr<Topology> topo, const Options
 void LocalSgdStrategy::setup(TrainContext& ctx) {
   Strategy::setup(ctx);
   DPLAB_CHECK(ctx.arena != nullptr, "{}: setup needs the parameter arena", name());
-  stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer));
+  stats_.add(
+      broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer, ctx.time.get()));
   device_waits_ = DeviceWaits(ctx.arena->device(), topo_->world().virtual_time() != nullptr);
   if (post_local_)
     sync_ = std::make_unique<GradSync>(*ctx.arena, topo_->world_ptr(), sync_opt_, topo_->node_ptr(),
@@ -59,7 +61,8 @@ void LocalSgdStrategy::after_backward(const StepInfo&) {
 }
 
 void LocalSgdStrategy::average() {
-  stats_.add(average_parameters(topo_->world(), *ctx_.arena, ctx_.tracer, &device_waits_));
+  stats_.add(average_parameters(topo_->world(), *ctx_.arena, ctx_.tracer, &device_waits_,
+                                ctx_.time.get()));
   ++averages_;
   since_avg_ = 0;
 }
@@ -76,7 +79,7 @@ void LocalSgdStrategy::finish_training() {
 }
 
 void LocalSgdStrategy::drain() {
-  stats_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer));
+  stats_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer, ctx_.time.get()));
 }
 
 CommStats LocalSgdStrategy::take_stats() {

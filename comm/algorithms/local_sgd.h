@@ -32,9 +32,11 @@ namespace dplab {
 // arrives early this is mostly waiting for the slowest rank). `tracer`: a "parameter average"
 // comm event and a "wait parameter average" event over the same interval. `waits`: on NCCL the
 // two figures are measured on the device into it (comm/device_waits.h; both 0 here, the caller's
-// take_stats adds them); null, or on MPI: host time, as before.
+// take_stats adds them); null, or on MPI: host time, as before. `time`: the run's time base the
+// host figures are measured on (TrainContext::time: virtual under a cluster); null: the wall
+// clock.
 CommStats average_parameters(Communicator& comm, ParamArena& arena, trace::Tracer* tracer = nullptr,
-                             DeviceWaits* waits = nullptr);
+                             DeviceWaits* waits = nullptr, TimeSource* time = nullptr);
 
 class LocalSgdStrategy : public Strategy {
  public:

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "dplab/comm/algorithms/algo_state.h"
 #include "dplab/comm/algorithms/allreduce.h"
@@ -60,7 +61,8 @@ OscarsStrategy::OscarsStrategy(std::shared_ptr<Topology> topo, const Options& op
 void OscarsStrategy::setup(TrainContext& ctx) {
   Strategy::setup(ctx);
   DPLAB_CHECK(ctx.arena != nullptr, "oscars: setup needs the parameter arena");
-  stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer));
+  stats_.add(
+      broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer, ctx.time.get()));
   device_waits_ = DeviceWaits(ctx.arena->device(), topo_->world().virtual_time() != nullptr);
   if (!fixed_t_us_.empty()) {  // no profiling: schedule at once
     profiling_ = false;
@@ -88,7 +90,9 @@ StepPlan OscarsStrategy::plan(const StepInfo&) {
   // previous step (the host runs ahead of a device), in particular the previous parameter
   // average, which on NCCL the host never waits for and which ends with the slowest rank.
   if (computing_ && timed()) wait_for_device();
-  t_plan_ = Clock::now();
+  // On the run's time base: with a virtual cluster the step times, hence T* and tau, are the
+  // modelled platform's, not the loaded host's.
+  t_plan_ = ctx_.time->now();
   StepPlan p;
   p.compute = computing_;
   return p;
@@ -115,11 +119,12 @@ void OscarsStrategy::reschedule() {
     const Device dev = ctx_.arena->device();
     Tensor mine = Tensor::from_vector_i64({t_us_}, {1}).to(dev);
     Tensor all = Tensor::empty({N}, DType::i64, dev);  // every element is gathered
-    const auto t0 = Clock::now();
+    const Stopwatch sw(*ctx_.time, ctx_.tracer);
     Request r = topo_->world().iallgather(mine, all);
-    const double d = wait_measured(r, t0, &device_waits_, true);
-    trace::record_comm(ctx_.tracer, "oscars time allgather", "wait oscars time allgather", t0, t0,
-                       Clock::now(), 8.0);
+    const double d = wait_measured(r, sw, &device_waits_, true);
+    if (trace::Tracer* tr = trace::active(ctx_.tracer))
+      trace::record_comm(tr, "oscars time allgather", "wait oscars time allgather",
+                         sw.trace_start(), sw.trace_start(), tr->now(), 8.0);
     stats_.in_flight_s += d;
     stats_.exposed_wait_s += d;
     stats_.bytes_sent += 8;
@@ -139,8 +144,8 @@ void OscarsStrategy::reschedule() {
 }
 
 void OscarsStrategy::average() {
-  const CommStats c = average_parameters(topo_->world(), *ctx_.arena, ctx_.tracer,
-                                         &device_waits_);  // Eq. 4, uniform 1/N
+  const CommStats c = average_parameters(topo_->world(), *ctx_.arena, ctx_.tracer, &device_waits_,
+                                         ctx_.time.get());  // Eq. 4, uniform 1/N
   stats_.add(c);
   // The measured wait per round (state: wait_meas_*). On NCCL the host figure is 0: the
   // device's wait arrives later, summed over a window, in take_stats (comm/device_waits.h),
@@ -158,8 +163,8 @@ void OscarsStrategy::after_step(const StepInfo& step) {
     // On a device the step's kernels are only queued by now: the iteration time counts once
     // they have run.
     wait_for_device();
-    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t_plan_);
-    samples_us_.push_back(int64_t(us.count()));
+    // Integer microseconds, rounded (a virtual 3 ms is 0.0029999... s after subtraction).
+    samples_us_.push_back(int64_t(std::llround(1e6 * (ctx_.time->now() - t_plan_))));
     // Keep only what a median can use.
     if (samples_us_.size() > size_t(4 * measure_))
       samples_us_.erase(samples_us_.begin(), samples_us_.end() - std::ptrdiff_t(measure_));
@@ -191,7 +196,7 @@ void OscarsStrategy::finish_training() {
 }
 
 void OscarsStrategy::drain() {
-  stats_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer));
+  stats_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer, ctx_.time.get()));
 }
 
 CommStats OscarsStrategy::take_stats() {

@@ -10,7 +10,8 @@
 //      and the parameters are averaged after every step (tau = 1, so the ranks do not drift
 //      while they are measured). t_i = median of the last profile_measure iteration times
 //      (plan() to after_step(): zero-grad, forward, backward, step and the injected slowdown;
-//      the averaging wait is excluded).
+//      the averaging wait is excluded), on the run's time base (TrainContext::time): with a
+//      virtual cluster the modelled compute, so T* and tau do not depend on host load.
 //   3. allgather t_i (integer microseconds); every rank runs the same deterministic search
 //      -> T*, tau (identical on all ranks, no broadcast needed).
 //   4. rounds: a round is R = max_i tau_i loop ticks. Rank i computes on the first tau_i ticks
@@ -112,7 +113,7 @@ class OscarsStrategy : public Strategy {
   double wait_meas_sum_s_ = 0, wait_meas_last_s_ = 0;
   int64_t wait_meas_rounds_ = 0;
   bool computing_ = false;  // this tick computes
-  Clock::time_point t_plan_{};
+  double t_plan_ = 0;       // plan() of a computing tick, on the run's time base (ctx_.time)
   CommStats stats_;
   DeviceWaits device_waits_;  // average_parameters' figures on NCCL (comm/device_waits.h)
 };

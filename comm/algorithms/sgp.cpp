@@ -55,7 +55,8 @@ void SgpStrategy::setup(TrainContext& ctx) {
   Strategy::setup(ctx);
   DPLAB_CHECK(ctx.arena != nullptr, "sgp: setup needs the parameter arena");
   device_waits_ = DeviceWaits(ctx.arena->device(), topo_->world().virtual_time() != nullptr);
-  stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer));
+  stats_.add(
+      broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer, ctx.time.get()));
   const int64_t n = ctx.arena->numel();
   send_ = Tensor::zeros({n + 1}, DType::f32, ctx.arena->device());
   recv_ = Tensor::zeros({n + 1}, DType::f32, ctx.arena->device());
@@ -118,14 +119,15 @@ void SgpStrategy::gossip(int64_t round) {
   Tensor xs = send_.flat_range(0, numel);
   Tensor xs_w = send_.flat_range(numel, numel + 1);
   form_numerator();
-  const auto t0 = Clock::now();
+  const Stopwatch sw(*ctx_.time, ctx_.tracer);
   std::vector<Request> reqs;
   reqs.push_back(comm.irecv(recv_, src, kTag));
   reqs.push_back(comm.isend(send_, dst, kTag));
   // NCCL: the mixing kernels wait on the device, and the figures come from there.
-  const double dt = complete_all_measured(reqs, t0, &device_waits_, true);
-  trace::record_comm(ctx_.tracer, "gossip exchange", "wait gossip exchange", t0, t0, Clock::now(),
-                     static_cast<double>(send_.nbytes()));
+  const double dt = complete_all_measured(reqs, sw, &device_waits_, true);
+  if (trace::Tracer* tr = trace::active(ctx_.tracer))
+    trace::record_comm(tr, "gossip exchange", "wait gossip exchange", sw.trace_start(),
+                       sw.trace_start(), tr->now(), static_cast<double>(send_.nbytes()));
   stats_.exposed_wait_s += dt;
   stats_.in_flight_s += dt;
   stats_.bytes_sent += static_cast<double>(send_.nbytes());
@@ -177,12 +179,13 @@ void SgpStrategy::push_sum_average() {
   Communicator& comm = topo_->world();
   const int64_t numel = ctx_.arena->numel();
   form_numerator();
-  const auto t0 = Clock::now();
+  const Stopwatch sw(*ctx_.time, ctx_.tracer);
   std::vector<Request> reqs;
   reqs.push_back(comm.iallreduce(send_, ReduceOp::sum));
-  const double dt = complete_all_measured(reqs, t0, &device_waits_, true);
-  trace::record_comm(ctx_.tracer, "push-sum average", "wait push-sum average", t0, t0, Clock::now(),
-                     static_cast<double>(send_.nbytes()));
+  const double dt = complete_all_measured(reqs, sw, &device_waits_, true);
+  if (trace::Tracer* tr = trace::active(ctx_.tracer))
+    trace::record_comm(tr, "push-sum average", "wait push-sum average", sw.trace_start(),
+                       sw.trace_start(), tr->now(), static_cast<double>(send_.nbytes()));
   stats_.exposed_wait_s += dt;
   stats_.in_flight_s += dt;
   stats_.bytes_sent += static_cast<double>(send_.nbytes());
@@ -212,7 +215,7 @@ bool SgpStrategy::consensus_eval(const std::function<void()>& evaluate) {
   Tensor wsum = Tensor::full({1}, w_, DType::f32, params.device());
   world.allreduce(wsum, ReduceOp::sum);
   ew.binary(BinaryOp::div, params, wsum, params);
-  average_buffers(world, ctx_.buffers, ctx_.tracer);
+  average_buffers(world, ctx_.buffers, ctx_.tracer, ctx_.time.get());
   evaluate();
   params.copy_(saved);
   for (size_t i = 0; i < ctx_.buffers.size(); ++i) ctx_.buffers[i].tensor.copy_(saved_buffers[i]);

@@ -43,7 +43,8 @@ void SlowMoStrategy::setup(TrainContext& ctx) {
   if (sgp_)
     sgp_->setup(ctx);  // broadcasts rank 0's model, as below
   else
-    stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer));
+    stats_.add(
+        broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer, ctx.time.get()));
   device_waits_ = DeviceWaits(ctx.arena->device(), topo_->world().virtual_time() != nullptr);
   x_start_ = ctx.arena->params().clone();  // x_{0,0}
   g_ = Tensor::zeros(x_start_.shape(), DType::f32, x_start_.device());
@@ -63,7 +64,8 @@ void SlowMoStrategy::slow_step() {
   if (sgp_)
     sgp_->push_sum_average();
   else
-    stats_.add(average_parameters(topo_->world(), *ctx_.arena, ctx_.tracer, &device_waits_));
+    stats_.add(average_parameters(topo_->world(), *ctx_.arena, ctx_.tracer, &device_waits_,
+                                  ctx_.time.get()));
   // Line 8: u_{t+1} = β u_t + g with g = (x_{t,0} − x_{t,τ}) / γ_t; line 9: x_{t+1,0} =
   // x_{t,0} − α γ_t u_{t+1}. The SGD heavy-ball step on x_start with lr α γ does both.
   g_.copy_(x_start_);
@@ -97,7 +99,7 @@ void SlowMoStrategy::finish_training() {
 }
 
 void SlowMoStrategy::drain() {
-  stats_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer));
+  stats_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer, ctx_.time.get()));
 }
 
 CommStats SlowMoStrategy::take_stats() {

@@ -104,7 +104,8 @@ void StreamingDiLoCoStrategy::setup(TrainContext& ctx) {
   Strategy::setup(ctx);
   DPLAB_CHECK(ctx.arena != nullptr, "streaming_diloco: setup needs the parameter arena");
   device_waits_ = DeviceWaits(ctx.arena->device(), topo_->world().virtual_time() != nullptr);
-  stats_.add(broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer));
+  stats_.add(
+      broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer, ctx.time.get()));
   frags_ = arena_fragments(*ctx.arena, opt_.schedule.fragments);
   if (opt_.quantize_bits > 0) {
     DPLAB_CHECK(ctx.arena->device().is_cpu(),
@@ -136,7 +137,7 @@ void StreamingDiLoCoStrategy::send(int64_t p) {
   pending_wait_s_ = 0;
   Communicator& comm = topo_->world();
   if (comm.size() > 1) {
-    posted_ = Clock::now();
+    if (ctx_.tracer != nullptr) posted_ = ctx_.tracer->now();
     if (quantizer_) {
       // Codes and scales of this rank's δ_p, gathered from every rank; decoded at the wait.
       const int64_t bytes = quantizer_->packed_bytes(d.numel());
@@ -172,8 +173,8 @@ void StreamingDiLoCoStrategy::decode_pending() const {
 
 void StreamingDiLoCoStrategy::wait_pending() const {
   if (!req_.valid()) return;
-  const auto t0 = Clock::now();
-  pending_wait_s_ += complete_measured(req_, t0, &device_waits_, false);
+  const Stopwatch sw(*ctx_.time);
+  pending_wait_s_ += complete_measured(req_, sw, &device_waits_, false);
   decode_pending();
 }
 
@@ -181,11 +182,12 @@ void StreamingDiLoCoStrategy::apply(int64_t p, double alpha) {
   NoGradGuard no_grad;
   DPLAB_CHECK(pending_ == p, "streaming_diloco: fragment {} is due, but fragment {} is in flight",
               p, pending_);
-  const auto t0 = Clock::now();
+  const auto t0 = ctx_.tracer != nullptr ? ctx_.tracer->now() : trace::Clock::time_point{};
   wait_pending();
   if (req_.valid()) {
-    trace::record_comm(ctx_.tracer, "outer gradient fragment", "wait outer gradient fragment",
-                       posted_, t0, Clock::now(), pending_bytes_);
+    if (trace::Tracer* tr = trace::active(ctx_.tracer))
+      trace::record_comm(tr, "outer gradient fragment", "wait outer gradient fragment", posted_, t0,
+                         tr->now(), pending_bytes_);
     stats_.in_flight_s += device_waits_.host_flight(req_);
     stats_.exposed_wait_s += pending_wait_s_;
     req_ = Request();
@@ -239,7 +241,7 @@ void StreamingDiLoCoStrategy::finish_training() {
 
 void StreamingDiLoCoStrategy::drain() {
   wait_pending();  // nothing in flight; applied at its step as scheduled
-  stats_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer));
+  stats_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer, ctx_.time.get()));
 }
 
 CommStats StreamingDiLoCoStrategy::take_stats() {

@@ -139,7 +139,7 @@ class StreamingDiLoCoStrategy : public Strategy {
   mutable bool decode_pending_ = false;
   double pending_bytes_ = 0;           // bytes this rank sent for the exchange in flight
   mutable double pending_wait_s_ = 0;  // exposed wait spent in wait_pending (drain, save_state)
-  Clock::time_point posted_{};
+  trace::Clock::time_point posted_{};  // tracing: when req_ was posted, on the trace's axis
   CommStats stats_;
   mutable DeviceWaits
       device_waits_;  // figures measured on the device on NCCL (comm/device_waits.h)

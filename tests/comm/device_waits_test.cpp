@@ -22,12 +22,13 @@ TEST(DeviceWaits, OffTheDeviceTheHostTimeCounts) {
   DeviceWaits waits(Device::cpu(), false);
   EXPECT_FALSE(waits.on_device());
   Tensor t = Tensor::full({100}, float(c->rank() + 1), DType::f32, Device::cpu());
-  // t0 50 ms in the past: the host figure is measured from the caller's t0 (posting included),
-  // as the algorithms did before.
-  const auto t0 = Clock::now() - std::chrono::milliseconds(50);
+  // A start 50 ms in the past: the host figure is measured from the caller's start (posting
+  // included), as the algorithms did before.
+  WallTime wall;
+  const Stopwatch since(wall, wall.now() - 0.05);
   Request r = waits.post_measured([&] { return c->iallreduce(t, ReduceOp::sum); });
   EXPECT_FALSE(waits.measures(r));
-  const double host = complete_measured(r, t0, &waits, true);
+  const double host = complete_measured(r, since, &waits, true);
   EXPECT_GE(host, 0.05);
   EXPECT_LT(host, 5.0);
   EXPECT_EQ(waits.host_flight(r), r.seconds_in_flight());  // the request's own host figure
@@ -43,9 +44,10 @@ TEST(DeviceWaits, WithoutDeviceWaitsTheHostTimeCounts) {
   auto c = world();
   Tensor a = Tensor::full({10}, float(c->rank()), DType::f32, Device::cpu());
   Tensor b = Tensor::full({10}, 1.f, DType::f32, Device::cpu());
-  const auto t0 = Clock::now() - std::chrono::milliseconds(20);
+  WallTime wall;
+  const Stopwatch since(wall, wall.now() - 0.02);
   std::vector<Request> reqs{c->iallreduce(a, ReduceOp::sum), c->iallreduce(b, ReduceOp::sum)};
-  EXPECT_GE(complete_all_measured(reqs, t0, nullptr, false), 0.02);
+  EXPECT_GE(complete_all_measured(reqs, since, nullptr, false), 0.02);
   EXPECT_EQ(b.to_vector()[0], float(c->size()));
 }
 
