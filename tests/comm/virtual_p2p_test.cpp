@@ -1,8 +1,9 @@
 // Point-to-point messages in virtual time (issue #20 item 4; docs/virtual_cluster.md, "Point
-// to point"). 4 ranks; a test platform with round numbers (intra 1 us, 100 GB/s; network 10 us,
-// 1 GB/s) and the clock in manual mode, so that compute advances only by add_compute() and
-// every expected time is exact arithmetic written beside it. Real-time delays (sleeps) are
-// inserted where a wall-clock implementation would give a different answer.
+// to point"), NIC sharing among the ranks of a node included (comm/node_port.h). 4 ranks; a test
+// platform with round numbers (intra 1 us, 100 GB/s; network 10 us, 1 GB/s) and the clock in manual
+// mode, so that compute advances only by add_compute() and every expected time is exact arithmetic
+// written beside it. Real-time delays (sleeps) are inserted where a wall-clock implementation would
+// give a different answer.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -134,6 +135,61 @@ TEST(VirtualP2P, WithinANodeTheIntraLinkIsUsed) {
   if (R == 1) {
     w.comm->recv(t, 2, 2);
     EXPECT_TIME(clock_of(w), kAlpha + kN / kB);  // posted at 11 us, arrives at 1.01 ms
+  }
+}
+
+// NIC sharing (issue #20 item 4; comm/node_port.h): 2 nodes x 2 ranks, one interface per node.
+TEST(VirtualP2P, TwoRanksOfANodeSendingOffNodeAtOnceEachGetHalfTheInterface) {
+  World w = make_world(2);  // nodes {0, 1}, {2, 3}
+  const int R = w.comm->rank();
+  Tensor t = Tensor::zeros({kFloats});
+  if (R < 2) {
+    // Ranks 0 and 1 post n bytes each at t = 0 to ranks 2 and 3: the interface carries both at
+    // B/2 each, so both last bytes leave at 2n/B.
+    w.comm->send(t, R + 2, 1);
+    EXPECT_TIME(clock_of(w), 2 * kN / kB);
+  } else {
+    w.comm->recv(t, R - 2, 1);
+    EXPECT_TIME(clock_of(w), kAlpha + 2 * kN / kB);  // 10 us + 2 ms, not 1.01 ms
+  }
+}
+
+TEST(VirtualP2P, OneRankOfANodeSendingOffNodeAloneGetsTheWholeInterface) {
+  World w = make_world(2);
+  const int R = w.comm->rank();
+  Tensor t = Tensor::zeros({kFloats});
+  if (R == 0) {
+    w.comm->send(t, 2, 1);
+    EXPECT_TIME(clock_of(w), kN / kB);
+  } else if (R == 2) {
+    w.comm->recv(t, 0, 1);
+    EXPECT_TIME(clock_of(w), kAlpha + kN / kB);
+  } else if (R == 1) {
+    // Rank 1 sends nothing off-node; once its time is past the message's end (5 ms > 1 ms) it
+    // can no longer share the interface with it.
+    w.vt->clock.add_compute(5e-3);
+  }
+  w.comm->barrier();
+}
+
+TEST(VirtualP2P, TheSharesDoNotDependOnWhichRankArrivesFirstInRealTime) {
+  World w = make_world(2);
+  const int R = w.comm->rank();
+  Tensor t = Tensor::zeros({kFloats});
+  if (R == 0) {
+    // Rank 0 posts at virtual 0 but 200 ms of real time after rank 1 posted at virtual 0.5 ms.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    w.comm->send(t, 2, 1);
+    // Alone 0 .. 0.5 ms (half its bytes), then shared: the other half at B/2 ends at 1.5 ms.
+    EXPECT_TIME(clock_of(w), 0.5e-3 + 2 * 0.5e-3);
+  } else if (R == 1) {
+    w.vt->clock.add_compute(0.5e-3);
+    w.comm->send(t, 3, 1);
+    // Shared 0.5 .. 1.5 ms (half its bytes), then alone for the other half: 2 ms.
+    EXPECT_TIME(clock_of(w), 1.5e-3 + 0.5e-3);
+  } else {
+    w.comm->recv(t, R - 2, 1);
+    EXPECT_TIME(clock_of(w), kAlpha + (R == 2 ? 1.5e-3 : 2e-3));
   }
 }
 

@@ -10,8 +10,7 @@ namespace dplab {
 
 std::shared_ptr<Communicator> eval_world(const Options& opt) {
   CommConfig cfg = CommConfig::from_options(opt);
-  cfg.link_intra.reset();
-  cfg.link_inter.reset();
+  cfg.platform.reset();  // control traffic: real time only, not charged on a modelled cluster
   return mpi_world(cfg);
 }
 

@@ -47,8 +47,7 @@ StepAgreement::StepAgreement(const Options& opt, int world_size) : world_size_(w
   DPLAB_CHECK(world_size >= 1, "StepAgreement: world size {} < 1", world_size);
   if (world_size == 1) return;
   CommConfig cfg = CommConfig::from_options(opt);
-  cfg.link_intra.reset();  // control traffic: not subject to the emulated links
-  cfg.link_inter.reset();
+  cfg.platform.reset();  // control traffic: real time only, not charged on a modelled cluster
   comm_ = mpi_world(cfg);
   DPLAB_CHECK(comm_->size() == world_size,
               "StepAgreement: the MPI world has {} ranks, the algorithm runs on {}", comm_->size(),
