@@ -78,6 +78,9 @@ struct CommConfig {
   // (comm/cluster/cluster_option.h platform_from_options).
   std::shared_ptr<const cluster::Platform> platform;
   bool manual_compute = false;  // [cluster.compute] = profile:FILE: the driver adds compute
+  // [cluster.nic_sharing] the ranks of a node share its network interface in point-to-point
+  // messages (comm/node_port.h); off: each rank's interface is its own.
+  bool nic_sharing = false;
   // Reads the options above. "auto" wait = backoff when ranks on this node outnumber its cores
   // (resolved once the world communicator knows the node size).
   static CommConfig from_options(const Options& opt);

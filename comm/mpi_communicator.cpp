@@ -709,6 +709,7 @@ CommConfig CommConfig::from_options(const Options& opt) {
   if (auto p = cluster::platform_from_options(opt)) {
     c.platform = std::make_shared<const cluster::Platform>(std::move(*p));
     c.manual_compute = cluster::compute_is_profile(opt);
+    c.nic_sharing = opt.get_bool("cluster.nic_sharing", false);
   }
   c.ranks_per_node = static_cast<int>(opt.get_int("ranks_per_node", 0));
   DPLAB_CHECK_OPTION(c.ranks_per_node >= 0, "option ranks_per_node: must be >= 0, got {}",
@@ -793,7 +794,8 @@ std::shared_ptr<Communicator> mpi_world(const CommConfig& cfg) {
   MPI_Comm dup = MPI_COMM_NULL;
   DPLAB_MPI(MPI_Comm_dup, MPI_COMM_WORLD, &dup);
   // Collective: every rank with a cluster (the same platform) creates the node port.
-  std::shared_ptr<NodePort> nic = vt ? NodePort::create(vt->platform, vt->shape, wait) : nullptr;
+  std::shared_ptr<NodePort> nic =
+      vt && cfg.nic_sharing ? NodePort::create(vt->platform, vt->shape, wait) : nullptr;
   auto world =
       std::make_shared<MpiCommunicator>(dup, "world", std::move(node_of), wait, vt, std::move(nic));
   world->own_node_port();

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "virtual_world.h"
 
@@ -191,6 +192,65 @@ TEST(VirtualP2P, TheSharesDoNotDependOnWhichRankArrivesFirstInRealTime) {
     w.comm->recv(t, R - 2, 1);
     EXPECT_TIME(clock_of(w), kAlpha + (R == 2 ? 1.5e-3 : 2e-3));
   }
+}
+
+// Gossip rounds as SGP and Crossover run them (receive and send to permuted peers, wait for
+// both), with unequal compute between rounds and a real-time-only barrier after each (as the
+// driver's step agreement): the virtual times must not depend on real-time noise. Run twice
+// with different real sleeps; the clocks must agree exactly.
+std::vector<double> gossip_rounds(unsigned noise_seed) {
+  World w = make_world(2);  // nodes {0, 1}, {2, 3}: rounds mix on- and off-node peers
+  const int R = w.comm->rank(), W = w.comm->size();
+  Tensor out = Tensor::full({kFloats / 4}, float(R)), in = Tensor::zeros({kFloats / 4});
+  std::vector<double> clocks;
+  unsigned state = noise_seed * 7919u + unsigned(R) * 104729u;
+  for (int round = 0; round < 12; ++round) {
+    w.vt->clock.add_compute(1e-4 * double((R + round) % 3 + 1));
+    state = state * 1103515245u + 12345u;
+    std::this_thread::sleep_for(std::chrono::microseconds((state >> 16) % 3000));
+    const int shift = 1 + round % (W - 1);  // a permutation without fixed points
+    Request r = w.comm->irecv(in, (R - shift + W) % W, 1);
+    Request s = w.comm->isend(out, (R + shift) % W, 1);
+    r.wait();
+    s.wait();
+    EXPECT_EQ(in.data<float>()[0], float((R - shift + W) % W));
+    clocks.push_back(clock_of(w));
+  }
+  return clocks;
+}
+
+TEST(VirtualP2P, GossipRoundsGiveTheSameVirtualTimesWhateverTheRealTimeNoise) {
+  const std::vector<double> a = gossip_rounds(1), b = gossip_rounds(2);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << "round " << i;
+}
+
+// The limit of NIC sharing (comm/node_port.h): a rank of the sender's node that waits only in
+// real time (here a plain MPI barrier, as the driver's step agreement) with its clock before the
+// message's end could, for all the sender can tell, still post a message sharing the interface;
+// and it cannot leave the barrier before the sender does. The real-time deadline (timeout 8 s:
+// 1 s) breaks the wait with the end as it stands.
+TEST(VirtualP2P, ARankWaitingOnlyInRealTimeHoldsItsNodesMessagesUntilTheDeadline) {
+  const int W = MpiEnv::get().world_size();
+  const cluster::Platform p = test_platform();
+  CommConfig cfg;
+  cfg.virtual_time =
+      std::make_shared<VirtualTime>(p, cluster::shape_of(p, W, 2), VirtualClock::Compute::manual);
+  cfg.nic_sharing = true;
+  cfg.wait.timeout_s = 8;
+  World w{cfg.virtual_time, mpi_world(cfg)};
+  const int R = w.comm->rank();
+  Tensor t = Tensor::zeros({kFloats});
+  const auto t0 = std::chrono::steady_clock::now();
+  if (R == 1) {
+    w.comm->send(t, 3, 1);
+    EXPECT_TIME(clock_of(w), kN / kB);  // alone, as it stood at the deadline
+    EXPECT_GE(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
+  } else if (R == 3) {
+    w.comm->recv(t, 1, 1);
+    EXPECT_TIME(clock_of(w), kAlpha + kN / kB);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);  // rank 0 (node of rank 1, clock 0) waits here from the start
 }
 
 TEST(VirtualP2P, TestAnswersByVirtualTimeNotByLoad) {

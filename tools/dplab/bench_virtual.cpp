@@ -26,6 +26,7 @@ int run_virtual_allreduce_bench(const VirtualBenchArgs& a) {
   CommConfig cfg;
   cfg.virtual_time =
       std::make_shared<cluster::VirtualTime>(p, shape, cluster::VirtualClock::Compute::manual);
+  cfg.nic_sharing = a.nic_sharing;
   cluster::VirtualClock& clock = cfg.virtual_time->clock;
   auto world = mpi_world(cfg);
   const int rank = world->rank();
@@ -111,8 +112,8 @@ int run_virtual_allreduce_bench(const VirtualBenchArgs& a) {
               << "\n";
   if (rank == 0 && !a.json && shape.ranks_per_node > p.nics && shape.nodes > 1 &&
       !world->shares_node_interfaces())
-    std::cout << "note: the ranks are not on one host: each has its own network interface in "
-                 "the point-to-point path (docs/virtual_cluster.md)\n";
+    std::cout << "note: each rank has its own network interface in the exchange (without "
+                 "--nic-sharing, or ranks on several hosts; docs/virtual_cluster.md)\n";
   return 0;
 }
 

@@ -66,6 +66,12 @@ std::vector<OptionSpec> make_specs() {
       {"cluster.compute", "measured",
        "virtual cluster: compute time from the thread CPU time (measured) or from a profile "
        "(profile:FILE, as dplab bench train --profile-out writes it); not yet wired"},
+      {"cluster.nic_sharing", "false",
+       "virtual cluster: the ranks of a node share its network interface in point-to-point "
+       "messages (comm/node_port.h; deterministic, but a rank that lags in virtual time and "
+       "waits in real time outside the cluster's operations stalls its node's messages for a "
+       "real-time deadline; docs/virtual_cluster.md, \"Point to point\"); false: each rank "
+       "has its own interface"},
       {"cluster.data_rate", "0",
        "virtual cluster: samples/s one rank's loader delivers in virtual time (0: loading is "
        "hidden by prefetch); not yet wired"},
