@@ -23,8 +23,11 @@
 // end is taken as it stands (counted in fallbacks(), with one warning on stderr): that end may
 // depend on timing. Off-node sends are assumed to be posted by the clock's owner thread.
 //
+// Opt-in (option cluster.nic_sharing, CommConfig::nic_sharing): the driver's per-step agreement
+// is a real-time-only collective, where a node peer that lags in virtual time would hold its
+// node's messages until the deadline (docs/virtual_cluster.md, "Point to point", measures it).
 // Needs every rank on one host (shared memory); otherwise create() returns null and each rank's
-// interface is its own (cluster::Port), as before.
+// interface is its own (cluster::Port), as without the option.
 #pragma once
 #include <mpi.h>
 

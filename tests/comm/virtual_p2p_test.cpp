@@ -204,7 +204,7 @@ std::vector<double> gossip_rounds(unsigned noise_seed) {
   Tensor out = Tensor::full({kFloats / 4}, float(R)), in = Tensor::zeros({kFloats / 4});
   std::vector<double> clocks;
   unsigned state = noise_seed * 7919u + unsigned(R) * 104729u;
-  for (int round = 0; round < 12; ++round) {
+  for (int round = 0; round < 60; ++round) {  // > 32 off-node messages a rank: retirement
     w.vt->clock.add_compute(1e-4 * double((R + round) % 3 + 1));
     state = state * 1103515245u + 12345u;
     std::this_thread::sleep_for(std::chrono::microseconds((state >> 16) % 3000));
