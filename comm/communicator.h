@@ -34,11 +34,12 @@
 #include <string>
 #include <vector>
 
-#include "dplab/comm/link_emulation.h"
 #include "dplab/core/options.h"
 #include "dplab/core/tensor.h"
 
 namespace dplab {
+
+using Clock = std::chrono::steady_clock;
 
 namespace cluster {
 struct VirtualTime;  // comm/cluster/virtual_time.h
@@ -58,8 +59,7 @@ struct WaitOptions {
 // Sleeps/spins until done() is true; throws after opt.timeout_s with `what()` in the message,
 // and the ranks among `members` (world ranks; null: all) that did not arrive: while waiting, a
 // rank answers other ranks' "what are you waiting in?" queries, and at the timeout it asks the
-// members itself (comm/stall_report.h). `not_before` (emulated link finish) is honoured by
-// sleeping, never by spinning.
+// members itself (comm/stall_report.h).
 void polite_wait(const std::function<bool()>& done, const WaitOptions& opt,
                  const std::function<std::string()>& what,
                  const std::shared_ptr<const std::vector<int>>& members = nullptr);
@@ -67,16 +67,20 @@ void polite_wait(const std::function<bool()>& done, const WaitOptions& opt,
 // How the communicators of a process are set up (options in brackets).
 struct CommConfig {
   int ranks_per_node = 0;  // [ranks_per_node] 0: real nodes from MPI_Comm_split_type(SHARED)
-  std::optional<LinkSpec> link_intra, link_inter;  // [link.intra], [link.inter]
-  WaitOptions wait;  // [comm.wait = auto|spin|backoff], [comm.timeout_s]
+  WaitOptions wait;        // [comm.wait = auto|spin|backoff], [comm.timeout_s]
   std::string wait_name = "auto";
   // Virtual cluster (comm/cluster/virtual_time.h): when set, the world's nodes are its shape's
   // and its operations are timed in virtual time. Tests set it directly; from options, mpi_world
   // builds it from `platform` (option cluster) on the calling thread, which becomes the rank's
   // compute thread (its CPU time is the rank's compute).
   std::shared_ptr<cluster::VirtualTime> virtual_time;
-  std::shared_ptr<const cluster::Platform> platform;  // [cluster], with cluster.compute_scale
+  // [cluster] or the [link.intra] / [link.inter] shorthand, with cluster.compute_scale
+  // (comm/cluster/cluster_option.h platform_from_options).
+  std::shared_ptr<const cluster::Platform> platform;
   bool manual_compute = false;  // [cluster.compute] = profile:FILE: the driver adds compute
+  // [cluster.nic_sharing] the ranks of a node share its network interface in point-to-point
+  // messages (comm/node_port.h); off: each rank's interface is its own.
+  bool nic_sharing = false;
   // Reads the options above. "auto" wait = backoff when ranks on this node outnumber its cores
   // (resolved once the world communicator knows the node size).
   static CommConfig from_options(const Options& opt);
@@ -87,8 +91,8 @@ class Request {
  public:
   struct Impl {
     virtual ~Impl() = default;
-    // Advances the operation without blocking; true once complete (MPI done, emulated time
-    // passed, and the result converted back into the caller's tensor).
+    // Advances the operation without blocking; true once complete (MPI done and the result
+    // converted back into the caller's tensor).
     virtual bool progress() = 0;
     virtual std::string describe() const = 0;
     // Makes later work on the compute stream of the request's device wait for the operation
@@ -117,6 +121,11 @@ class Request {
     // The operation's end in virtual time. May wait (politely) until the peers' times have
     // arrived, never for the payload. Called only with vt set.
     virtual double virtual_end() { return virtual_post; }
+    // Around a wait by the clock's owner thread (clock reading `now` when it began): the rank
+    // cannot post anything before the wait returns, which the backend may publish
+    // (comm/node_port.h: floors).
+    virtual void owner_wait_begins(double /*now*/) {}
+    virtual void owner_wait_ends() {}
   };
   Request() = default;
   explicit Request(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -200,6 +209,9 @@ class Communicator {
   virtual int node_of(int rank) const = 0;
   // The virtual cluster's time this communicator's operations are timed in; null without one.
   virtual std::shared_ptr<cluster::VirtualTime> virtual_time() const { return nullptr; }
+  // Under virtual time: whether the ranks of a node share its network interfaces in
+  // point-to-point messages (comm/node_port.h; false when each rank has its own).
+  virtual bool shares_node_interfaces() const { return false; }
 
   // Blocking forms.
   void allreduce(const Tensor& t, ReduceOp op = ReduceOp::sum, std::optional<DType> wire = {}) {

@@ -9,7 +9,6 @@
 #include <cstring>
 #include <ctime>
 #include <map>
-#include <set>
 #include <thread>
 #include <utility>
 
@@ -18,6 +17,7 @@
 #include "dplab/comm/cluster/virtual_time.h"
 #include "dplab/comm/communicator.h"
 #include "dplab/comm/mpi_env.h"
+#include "dplab/comm/node_port.h"
 #include "dplab/comm/stall_report.h"
 #include "dplab/core/error.h"
 #include "dplab/core/usage_error.h"
@@ -104,18 +104,20 @@ void Request::wait() {
   if (!impl_) return;
   // Only the rank's compute thread moves the clock (a helper thread's wait is real only).
   const bool clocked = impl_->vt && impl_->vt->clock.is_owner();
-  if (clocked) impl_->vt->clock.now();  // commit the compute before waiting
+  if (clocked) impl_->owner_wait_begins(impl_->vt->clock.now());  // commits the compute
   try {
     polite_wait([this] { return test_real(); }, impl_->wait, [this] { return impl_->describe(); },
                 impl_->world_members);
+    if (clocked && !impl_->virtual_done) {
+      impl_->vt->clock.wait_until(impl_->virtual_end());
+      impl_->virtual_done = true;
+    }
   } catch (const std::exception& e) {
+    if (clocked) impl_->owner_wait_ends();
     impl_->on_wait_failed(e.what());
     throw;
   }
-  if (clocked && !impl_->virtual_done) {
-    impl_->vt->clock.wait_until(impl_->virtual_end());
-    impl_->virtual_done = true;
-  }
+  if (clocked) impl_->owner_wait_ends();
 }
 
 double Request::virtual_end() const {
@@ -229,8 +231,8 @@ void convert_scale(const Tensor& dst, const Tensor& src, double factor) {
     store_from_f32(d, dst.dtype(), i, load_as_f32(s, src.dtype(), i) * f);
 }
 
-// A posted MPI operation: complete when MPI_Testall says so and the emulated link time has
-// passed; then `finish` converts/scales the result into the caller's tensor.
+// A posted MPI operation: complete when MPI_Testall says so; then `finish` converts/scales the
+// result into the caller's tensor.
 struct MpiRequest : Request::Impl {
   std::vector<MPI_Request> reqs;
   // Virtual time of a point-to-point message (comm/cluster/virtual_time.h): the end, once
@@ -249,7 +251,16 @@ struct MpiRequest : Request::Impl {
   // once the end is known.
   std::shared_ptr<MpiRequest> prev;
   std::mutex vend_mu;  // guards vend, header and prev while the end is computed
-  Clock::time_point not_before{};
+  // An off-node message through the node's shared interface (comm/node_port.h): the sender's
+  // world rank and sequence number there (a receive learns the number from the header).
+  std::shared_ptr<NodePort> nic;
+  bool via_nic = false, nic_send = false;
+  int nic_sender = -1;
+  uint64_t nic_seq = 0;
+  // While the clock's owner waits for this request: its clock when the wait began; it raises
+  // its floor with lower bounds of the end as they become known.
+  bool owner_waiting = false;
+  double wait_began = 0;
   std::function<void()> finish;
   std::string desc;
   std::vector<Tensor> keep_alive;  // buffers MPI reads or writes until completion
@@ -263,20 +274,39 @@ struct MpiRequest : Request::Impl {
       if (!flag) return false;
       mpi_done = true;
     }
-    const auto now = Clock::now();
-    if (now < not_before) {
-      // MPI is done; only emulated link time is left: sleep it off instead of polling.
-      std::this_thread::sleep_until(not_before);
-    }
     if (finish) finish();
     keep_alive.clear();
     return true;
   }
   std::string describe() const override { return desc; }
 
+  void owner_wait_begins(double now) override {
+    std::lock_guard<std::mutex> vlock(vend_mu);
+    owner_waiting = true;
+    wait_began = now;
+    if (nic) nic->raise_floor(vend ? std::max(now, *vend) : now);
+  }
+  void owner_wait_ends() override {
+    std::lock_guard<std::mutex> vlock(vend_mu);
+    owner_waiting = false;
+  }
+  // The end of an off-node message through the node's interface, final (node_port.h); a
+  // waiting owner raises its floor meanwhile (its clock will be at least `lag` past the
+  // interface's end of the message when the wait returns).
+  double nic_end(int sender, uint64_t seq, double lag) {
+    return nic->end(sender, seq, desc, [this, lag](double lower) {
+      if (owner_waiting) nic->raise_floor(std::max(wait_began, lower + lag));
+    });
+  }
+
   double virtual_end() override {
     std::lock_guard<std::mutex> vlock(vend_mu);
     if (vend) return *vend;
+    if (nic_send) {
+      // The last byte leaves the sender's share of the interface (eager: the buffer is free).
+      vend = nic_end(nic_sender, nic_seq, 0.0);
+      return *vend;
+    }
     // A receive: wait for the sender's header (the sender posts it with the payload), never for
     // the payload itself; a collective: for the max-allreduce of the members' post times.
     polite_wait(
@@ -297,6 +327,16 @@ struct MpiRequest : Request::Impl {
       vend = start + cluster::collective_time(vt->platform, op, group, bytes);
       return *vend;
     }
+    if (via_nic) {
+      // The sender's share of its node's interface decides when the last byte leaves; it then
+      // enters through this rank's ingress (its own queue) and arrives one latency later.
+      const double alpha = vt->platform.nic.latency_s;
+      const double left = nic_end(nic_sender, static_cast<uint64_t>(header[0]), alpha);
+      const double ser = bytes / vt->rate(false);
+      std::lock_guard<std::mutex> lock(vt->port_mu);
+      vend = std::max(vt->net_port.arrive(left - ser, alpha, ser), virtual_post);
+      return *vend;
+    }
     std::lock_guard<std::mutex> lock(vt->port_mu);
     const double ser = bytes / vt->rate(same_node);
     const double arrival =
@@ -309,15 +349,14 @@ struct MpiRequest : Request::Impl {
 
 class MpiCommunicator : public Communicator {
  public:
-  MpiCommunicator(MPI_Comm comm, std::string name, std::vector<int> node_of_rank,
-                  std::shared_ptr<LinkEmulator> link, WaitOptions wait,
-                  std::shared_ptr<cluster::VirtualTime> vt)
+  MpiCommunicator(MPI_Comm comm, std::string name, std::vector<int> node_of_rank, WaitOptions wait,
+                  std::shared_ptr<cluster::VirtualTime> vt, std::shared_ptr<NodePort> nic)
       : comm_(comm),
         name_(std::move(name)),
         node_of_(std::move(node_of_rank)),
-        link_(std::move(link)),
         wait_(wait),
-        vt_(std::move(vt)) {
+        vt_(std::move(vt)),
+        nic_(std::move(nic)) {
     mpi_check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", name_);
     // Virtual time: headers travel on a duplicate, so they never match a payload receive, and
     // MPI's non-overtaking order per (source, tag, communicator) pairs them with their payloads.
@@ -329,8 +368,6 @@ class MpiCommunicator : public Communicator {
     mpi_check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size", name_);
     DPLAB_CHECK(static_cast<int>(node_of_.size()) == size_,
                 "communicator {}: node map size {} != {}", name_, node_of_.size(), size_);
-    std::set<int> nodes(node_of_.begin(), node_of_.end());
-    spans_nodes_ = nodes.size() > 1;
     // Our members as world ranks: a timeout asks exactly them which did not arrive.
     MPI_Group g, world;
     mpi_check(MPI_Comm_group(comm_, &g), "MPI_Comm_group", name_);
@@ -344,6 +381,9 @@ class MpiCommunicator : public Communicator {
     world_members_ = std::make_shared<const std::vector<int>>(std::move(in_world));
   }
   ~MpiCommunicator() override {
+    // The world communicator's end is the same program point on every rank: the node's
+    // interface (a collective free of shared memory) goes with it, not with its last user.
+    if (owns_nic_ && nic_) nic_->release();
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
@@ -365,6 +405,9 @@ class MpiCommunicator : public Communicator {
   }
 
   std::shared_ptr<cluster::VirtualTime> virtual_time() const override { return vt_; }
+  bool shares_node_interfaces() const override { return nic_ != nullptr; }
+  // The world communicator releases the node port when it goes (see the destructor).
+  void own_node_port() { owns_nic_ = true; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string name() const override { return name_; }
@@ -381,7 +424,7 @@ class MpiCommunicator : public Communicator {
     auto r = make("allreduce", t, op, w);
     Tensor buf = wire_buffer(t, w);
     const int n = checked_count(t.numel(), "allreduce");
-    reserve(r, CollectiveKind::allreduce, double(n) * dtype_size(w));
+    reserve(r, cluster::Op::allreduce, double(n) * dtype_size(w));
     post(r, "MPI_Iallreduce", [&](MPI_Request* q) {
       return MPI_Iallreduce(MPI_IN_PLACE, buf.raw_data(), n, mpi_type(w), mpi_op(op, w), comm_, q);
     });
@@ -396,7 +439,7 @@ class MpiCommunicator : public Communicator {
     auto r = make(fmt::format("reduce(root {})", root), t, op, w);
     Tensor buf = wire_buffer(t, w);
     const int n = checked_count(t.numel(), "reduce");
-    reserve(r, CollectiveKind::reduce, double(n) * dtype_size(w));
+    reserve(r, cluster::Op::reduce, double(n) * dtype_size(w));
     const bool is_root = rank_ == root;
     post(r, "MPI_Ireduce", [&](MPI_Request* q) {
       return MPI_Ireduce(is_root ? MPI_IN_PLACE : buf.raw_data(),
@@ -414,7 +457,7 @@ class MpiCommunicator : public Communicator {
     auto r = make(fmt::format("broadcast(root {})", root), t, std::nullopt, w);
     Tensor buf = wire_buffer(t, w);
     const int n = checked_count(t.numel(), "broadcast");
-    reserve(r, CollectiveKind::broadcast, double(n) * dtype_size(w));
+    reserve(r, cluster::Op::broadcast, double(n) * dtype_size(w));
     post(r, "MPI_Ibcast", [&](MPI_Request* q) {
       return MPI_Ibcast(buf.raw_data(), n, mpi_type(w), root, comm_, q);
     });
@@ -437,7 +480,7 @@ class MpiCommunicator : public Communicator {
     Tensor rbuf = w == recv.dtype() ? recv : Tensor::empty({recv.numel()}, w);
     r->keep_alive.push_back(rbuf);
     const int n = checked_count(send.numel(), "allgather");
-    reserve(r, CollectiveKind::allgather, double(recv.numel()) * dtype_size(w));
+    reserve(r, cluster::Op::allgather, double(recv.numel()) * dtype_size(w));
     post(r, "MPI_Iallgather", [&](MPI_Request* q) {
       return MPI_Iallgather(sbuf.raw_data(), n, mpi_type(w), rbuf.raw_data(), n, mpi_type(w), comm_,
                             q);
@@ -459,7 +502,7 @@ class MpiCommunicator : public Communicator {
     Tensor rbuf = w == recv.dtype() ? recv : Tensor::empty({recv.numel()}, w);
     r->keep_alive.push_back(rbuf);
     const int n = checked_count(recv.numel(), "reduce_scatter");
-    reserve(r, CollectiveKind::reduce_scatter, double(send.numel()) * dtype_size(w));
+    reserve(r, cluster::Op::reduce_scatter, double(send.numel()) * dtype_size(w));
     post(r, "MPI_Ireduce_scatter_block", [&](MPI_Request* q) {
       return MPI_Ireduce_scatter_block(sbuf.raw_data(), rbuf.raw_data(), n, mpi_type(w),
                                        mpi_op(op, w), comm_, q);
@@ -474,7 +517,7 @@ class MpiCommunicator : public Communicator {
     r->world_members = world_members_;
     r->desc =
         fmt::format("barrier #{} on communicator '{}' ({} ranks)", ++collectives_, name_, size_);
-    reserve(r, CollectiveKind::barrier, 0);
+    reserve(r, cluster::Op::barrier, 0);
     post(r, "MPI_Ibarrier", [&](MPI_Request* q) { return MPI_Ibarrier(comm_, q); });
     return Request(r);
   }
@@ -502,7 +545,7 @@ class MpiCommunicator : public Communicator {
     std::vector<int> nodes(n);
     for (int i = 0; i < n; ++i) nodes[i] = node_of_[old_ranks[i]];
     std::string nm = name.empty() ? fmt::format("{}/split({},{})", name_, color, key) : name;
-    return std::make_shared<MpiCommunicator>(nc, nm, std::move(nodes), link_, wait_, vt_);
+    return std::make_shared<MpiCommunicator>(nc, nm, std::move(nodes), wait_, vt_, nic_);
   }
 
  private:
@@ -551,40 +594,19 @@ class MpiCommunicator : public Communicator {
     mpi_check(f(&r->reqs[0]), call, r->desc);
     // Operations of one communicator queue behind each other on its links.
     r->prev = std::exchange(last_collective_, r);
+    if (nic_ && vt_->clock.is_owner()) nic_->raise_floor(r->virtual_post);
     vt_->clock.discard_cpu();  // posting is communication, not compute
   }
-  // Link emulation's reservation, or the virtual-time set-up of a collective: its kind, bytes
-  // (as cost_collectives.h counts them) and the group it runs on.
-  void reserve(const std::shared_ptr<MpiRequest>& r, CollectiveKind kind, double bytes) {
-    if (!vt_) {
-      r->not_before =
-          link_->reserve(spans_nodes_ ? LinkClass::inter : LinkClass::intra, kind, size_, bytes);
-      return;
-    }
+  // The virtual-time set-up of a collective (nothing without a cluster): its kind, bytes (as
+  // cost_collectives.h counts them) and the group it runs on.
+  void reserve(const std::shared_ptr<MpiRequest>& r, cluster::Op op, double bytes) {
+    if (!vt_) return;
     r->vt = vt_;
     r->collective = true;
-    r->op = virtual_op(kind);
+    r->op = op;
     r->bytes = bytes;
     r->group = group_;
     r->virtual_post = vt_->post_time();
-  }
-  static cluster::Op virtual_op(CollectiveKind kind) {
-    switch (kind) {
-      case CollectiveKind::allreduce:
-        return cluster::Op::allreduce;
-      case CollectiveKind::reduce_scatter:
-        return cluster::Op::reduce_scatter;
-      case CollectiveKind::allgather:
-        return cluster::Op::allgather;
-      case CollectiveKind::broadcast:
-        return cluster::Op::broadcast;
-      case CollectiveKind::reduce:
-        return cluster::Op::reduce;
-      case CollectiveKind::barrier:
-      case CollectiveKind::p2p:
-        break;
-    }
-    return cluster::Op::barrier;
   }
   void check_rank(int r, const char* what) const {
     DPLAB_CHECK(r >= 0 && r < size_, "{} {} out of range for communicator '{}' of {} ranks", what,
@@ -603,8 +625,6 @@ class MpiCommunicator : public Communicator {
     r->world_members = std::make_shared<const std::vector<int>>(1, (*world_members_)[peer]);
     const int n = checked_count(t.numel(), what);
     if (vt_) return virtual_p2p(r, t, n, peer, tag, is_send);
-    const LinkClass c = node_of_[peer] != node_of_[rank_] ? LinkClass::inter : LinkClass::intra;
-    r->not_before = link_->reserve(c, CollectiveKind::p2p, 2, double(t.nbytes()));
     r->reqs.resize(1);
     if (is_send)
       mpi_check(MPI_Isend(t.raw_data(), n, mpi_type(t.dtype()), peer, tag, comm_, &r->reqs[0]),
@@ -626,7 +646,24 @@ class MpiCommunicator : public Communicator {
     r->bytes = double(t.nbytes());
     r->virtual_post = vt_->post_time();
     r->reqs.assign(2, MPI_REQUEST_NULL);
-    if (is_send) {
+    if (nic_ && vt_->clock.is_owner()) nic_->raise_floor(r->virtual_post);
+    // Off-node with a node-wide interface (comm/node_port.h): both ends decide alike.
+    if (nic_ && !r->same_node) {
+      r->nic = nic_;
+      r->via_nic = true;
+      r->nic_send = is_send;
+      r->nic_sender = is_send ? MpiEnv::get().world_rank() : (*world_members_)[peer];
+    }
+    if (is_send && r->via_nic) {
+      // The header carries the message's number on the interface; its end is known once no
+      // other rank of the node can still share the interface with it (virtual_end).
+      r->nic_seq = nic_->add(r->virtual_post, r->bytes / vt_->rate(false));
+      r->header = {static_cast<double>(r->nic_seq), r->virtual_post};
+      mpi_check(MPI_Isend(t.raw_data(), n, mpi_type(t.dtype()), peer, tag, comm_, &r->reqs[0]),
+                "MPI_Isend", r->desc);
+      mpi_check(MPI_Isend(r->header.data(), 2, MPI_DOUBLE, peer, tag, shadow_, &r->reqs[1]),
+                "MPI_Isend", r->desc + " (header)");
+    } else if (is_send) {
       const double ser = r->bytes / vt_->rate(r->same_node);
       double start = 0;
       {
@@ -652,9 +689,10 @@ class MpiCommunicator : public Communicator {
   MPI_Comm comm_;
   std::string name_;
   std::vector<int> node_of_;
-  std::shared_ptr<LinkEmulator> link_;
   WaitOptions wait_;
   std::shared_ptr<cluster::VirtualTime> vt_;
+  std::shared_ptr<NodePort> nic_;    // the node's shared interface (null: each rank its own)
+  bool owns_nic_ = false;            // the world communicator: releases nic_
   MPI_Comm shadow_ = MPI_COMM_NULL;  // virtual-time headers and post-time allreduces
   std::mutex post_mu_;               // virtual time: a collective's shadow and payload posts
   std::shared_ptr<MpiRequest> last_collective_;  // guarded by post_mu_
@@ -662,7 +700,6 @@ class MpiCommunicator : public Communicator {
   std::shared_ptr<const std::vector<int>> world_members_;
   std::atomic<uint64_t> collectives_{0};  // collectives posted so far (see make())
   int rank_ = 0, size_ = 1;
-  bool spans_nodes_ = false;
 };
 
 }  // namespace
@@ -672,14 +709,11 @@ CommConfig CommConfig::from_options(const Options& opt) {
   if (auto p = cluster::platform_from_options(opt)) {
     c.platform = std::make_shared<const cluster::Platform>(std::move(*p));
     c.manual_compute = cluster::compute_is_profile(opt);
+    c.nic_sharing = opt.get_bool("cluster.nic_sharing", false);
   }
   c.ranks_per_node = static_cast<int>(opt.get_int("ranks_per_node", 0));
   DPLAB_CHECK_OPTION(c.ranks_per_node >= 0, "option ranks_per_node: must be >= 0, got {}",
                      c.ranks_per_node);
-  const std::string intra = opt.get_string("link.intra", "");
-  const std::string inter = opt.get_string("link.inter", "");
-  if (!intra.empty() && intra != "off") c.link_intra = LinkSpec::parse(intra, "option link.intra");
-  if (!inter.empty() && inter != "off") c.link_inter = LinkSpec::parse(inter, "option link.inter");
   c.wait_name = opt.get_string("comm.wait", "auto");
   DPLAB_CHECK(c.wait_name == "auto" || c.wait_name == "spin" || c.wait_name == "backoff",
               "option comm.wait: expected auto, spin or backoff, got '{}'", c.wait_name);
@@ -717,9 +751,6 @@ std::shared_ptr<Communicator> mpi_world(const CommConfig& cfg) {
   int leader = rank;
   DPLAB_MPI(MPI_Allreduce, MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, shm);
   MPI_Comm_free(&shm);
-  DPLAB_CHECK(!(cfg.virtual_time || cfg.platform) || (!cfg.link_intra && !cfg.link_inter),
-              "options link.intra / link.inter and a virtual cluster exclude each other: the "
-              "cluster's platform is the one cost model");
   std::shared_ptr<cluster::VirtualTime> vt = cfg.virtual_time;
   if (!vt && cfg.platform)
     vt = std::make_shared<cluster::VirtualTime>(
@@ -762,8 +793,13 @@ std::shared_ptr<Communicator> mpi_world(const CommConfig& cfg) {
   }
   MPI_Comm dup = MPI_COMM_NULL;
   DPLAB_MPI(MPI_Comm_dup, MPI_COMM_WORLD, &dup);
-  auto link = std::make_shared<LinkEmulator>(cfg.link_intra, cfg.link_inter);
-  return std::make_shared<MpiCommunicator>(dup, "world", std::move(node_of), link, wait, vt);
+  // Collective: every rank with a cluster (the same platform) creates the node port.
+  std::shared_ptr<NodePort> nic =
+      vt && cfg.nic_sharing ? NodePort::create(vt->platform, vt->shape, wait) : nullptr;
+  auto world =
+      std::make_shared<MpiCommunicator>(dup, "world", std::move(node_of), wait, vt, std::move(nic));
+  world->own_node_port();
+  return world;
 }
 
 }  // namespace dplab

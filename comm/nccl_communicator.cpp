@@ -599,9 +599,10 @@ std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicato
 }
 
 std::shared_ptr<Communicator> nccl_world(const CommConfig& cfg) {
-  DPLAB_CHECK(!cfg.link_intra && !cfg.link_inter,
-              "link emulation (link.intra / link.inter) is implemented by the MPI backend only; "
-              "use comm = mpi to emulate links");
+  DPLAB_CHECK(!cfg.platform && !cfg.virtual_time,
+              "the virtual cluster (option cluster, or its link.intra / link.inter shorthand) is "
+              "implemented by the MPI backend only; use comm = mpi to time a run on a modelled "
+              "cluster");
   auto mpi = mpi_world(cfg);
   DPLAB_CHECK(cuda_available(), "comm = nccl: {}", cuda_unavailable_reason());
   // comm.timeout_s also bounds the host's waits for the device (stream_wait.h, item 3); those

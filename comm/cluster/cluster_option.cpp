@@ -1,22 +1,83 @@
 #include "dplab/comm/cluster/cluster_option.h"
 
+#include <fmt/format.h>
+
+#include <limits>
+
 #include "dplab/comm/cluster/presets.h"
+#include "dplab/comm/cluster/units.h"
 #include "dplab/core/error.h"
 #include "dplab/core/usage_error.h"
 
 namespace dplab::cluster {
 
+namespace {
+
+// link.intra / link.inter: nullopt when empty or "off".
+std::optional<Link> link_option(const Options& opt, const std::string& key) {
+  const std::string v = opt.get_string(key, "");
+  if (v.empty() || v == "off") return std::nullopt;
+  try {
+    return parse_link(v, "option " + key);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    throw UsageError(e.what());  // a malformed value the user gave: exit status 2
+  }
+}
+
+}  // namespace
+
+Platform link_platform(const std::optional<Link>& intra, const std::optional<Link>& inter,
+                       int ranks_per_node) {
+  // A free link: what an unset class cost in the sleep-based emulation this replaces.
+  const Link free{0.0, std::numeric_limits<double>::infinity(), 1.0};
+  const auto text = [](const std::optional<Link>& l) {
+    return l ? fmt::format("{}, {}", format_latency(l->latency_s), format_bandwidth(l->rate()))
+             : std::string("free");
+  };
+  Platform p;
+  p.name = "link";
+  p.description =
+      fmt::format("the link.* shorthand: intra-node link {}; one network interface per node, {}",
+                  text(intra), text(inter));
+  // shape_of caps this at the world size: without --ranks-per-node every rank is on one node.
+  p.ranks_per_node = ranks_per_node > 0 ? ranks_per_node : 1 << 20;
+  p.intra = intra.value_or(free);
+  p.nic = inter.value_or(free);
+  p.nics = 1;
+  p.oversubscription = 1.0;
+  p.compute_scale = 1.0;
+  p.algorithm = Algorithm::ring;
+  p.sources = {"options link.intra / link.inter"};
+  p.validate("options link.intra / link.inter");
+  return p;
+}
+
 std::optional<Platform> platform_from_options(const Options& opt) {
   const std::string name = opt.get_string("cluster", "");
-  if (name.empty() || name == "off") return std::nullopt;
-  Platform p = resolve_platform(name);
+  const std::optional<Link> intra = link_option(opt, "link.intra");
+  const std::optional<Link> inter = link_option(opt, "link.inter");
+  const bool named = !name.empty() && name != "off";
+  DPLAB_CHECK_OPTION(
+      !named || (!intra && !inter),
+      "options cluster = '{}' and {}: give one or the other (link.intra / "
+      "link.inter are a shorthand for a cluster platform; a cluster file can "
+      "hold those links and more)",
+      name, intra && inter ? "link.intra / link.inter" : (intra ? "link.intra" : "link.inter"));
+  std::optional<Platform> p;
+  if (named)
+    p = resolve_platform(name);
+  else if (intra || inter)
+    p = link_platform(intra, inter, static_cast<int>(opt.get_int("ranks_per_node", 0)));
+  if (!p) return std::nullopt;
   // 0: the platform's own scale.
   const double scale = opt.get_double("cluster.compute_scale", 0.0);
   DPLAB_CHECK(scale >= 0,
               "option cluster.compute_scale: expected a number >= 0 (0: the "
               "platform's), got {}",
               scale);
-  if (scale > 0) p.compute_scale = scale;
+  if (scale > 0) p->compute_scale = scale;
   return p;
 }
 
@@ -38,12 +99,19 @@ bool compute_is_profile(const Options& opt) {
 void refuse_cluster_until_wired(const Options& opt) {
   const auto p = platform_from_options(opt);
   if (!p) return;
+  const std::string given =
+      opt.get_string("cluster", "").empty() || opt.get_string("cluster", "") == "off"
+          ? fmt::format(
+                "options link.intra = '{}' / link.inter = '{}' (a shorthand for a "
+                "virtual cluster)",
+                opt.get_string("link.intra", ""), opt.get_string("link.inter", ""))
+          : fmt::format("option cluster = '{}'", opt.get_string("cluster", ""));
   DPLAB_FAIL(
-      "option cluster = '{}': the virtual cluster is not yet wired into training (issue #20: "
-      "the communicators can run in virtual time, the driver's time figures cannot yet); run "
-      "without --cluster, or see `dplab cluster show {}` and `dplab bench allreduce --cluster` "
-      "for what it models",
-      opt.get_string("cluster", ""), p->name);
+      "{}: the virtual cluster is not yet wired into training (issue #20: the communicators "
+      "can run in virtual time, the driver's time figures cannot yet); run without --cluster "
+      "and link.*, or see `dplab cluster show` and `dplab bench allreduce --cluster` for what "
+      "it models",
+      given);
 }
 
 }  // namespace dplab::cluster

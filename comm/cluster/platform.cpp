@@ -36,7 +36,9 @@ namespace {
 void check_link(const Link& l, const std::string& where, const char* key) {
   DPLAB_CHECK(l.latency_s >= 0 && std::isfinite(l.latency_s),
               "{}: {}.latency: expected a latency >= 0, got {} s", where, key, l.latency_s);
-  DPLAB_CHECK(l.bandwidth_Bps > 0 && std::isfinite(l.bandwidth_Bps),
+  // +infinity is a free link (link_platform: a link.* class left unset); files and presets
+  // cannot write it (parse_bandwidth takes finite numbers only).
+  DPLAB_CHECK(l.bandwidth_Bps > 0 && !std::isnan(l.bandwidth_Bps),
               "{}: {}.bandwidth: expected a positive bandwidth, got {} B/s", where, key,
               l.bandwidth_Bps);
   DPLAB_CHECK(l.efficiency > 0 && l.efficiency <= 1,

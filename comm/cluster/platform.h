@@ -12,7 +12,7 @@ namespace dplab::cluster {
 // are full duplex: sending and receiving at once each get the full rate.
 struct Link {
   double latency_s = 0;
-  double bandwidth_Bps = 0;  // line rate per direction, bytes/s
+  double bandwidth_Bps = 0;  // line rate per direction, bytes/s; +infinity: a free link
   // Fraction of the line rate a bulk transfer achieves (protocol overhead): NCCL's maintainers
   // quote about 80% on NVLink (docs/virtual_cluster.md, "Presets").
   double efficiency = 1.0;

@@ -66,6 +66,17 @@ double parse_bandwidth(const std::string& text, const std::string& what) {
   DPLAB_FAIL("{}: expected {}, got unit '{}' in '{}'", what, expected, unit, text);
 }
 
+Link parse_link(const std::string& text, const std::string& what) {
+  const auto comma = text.find(',');
+  DPLAB_CHECK(comma != std::string::npos,
+              "{}: expected 'LATENCY,BANDWIDTH' such as '20us,1.25GB/s', got '{}'", what, text);
+  Link l;
+  l.latency_s = parse_latency(text.substr(0, comma), what);
+  l.bandwidth_Bps = parse_bandwidth(text.substr(comma + 1), what);
+  l.efficiency = 1.0;
+  return l;
+}
+
 std::string format_latency(double s) {
   if (s == 0) return "0";
   if (s >= 1) return fmt::format("{:g} s", s);
@@ -75,6 +86,7 @@ std::string format_latency(double s) {
 }
 
 std::string format_bandwidth(double Bps) {
+  if (std::isinf(Bps)) return "unlimited (a free link)";
   // Network rates are quoted in bit/s, memory and NVLink rates in bytes/s: give both.
   const double gbit = Bps * 8 / 1e9;
   return fmt::format("{:g} GB/s ({:g} Gbit/s)", Bps / 1e9, gbit);

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Time per epoch with and without the emulated inter-node link (called by run.sh).
+# Time per epoch with and without the inter-node link (called by run.sh); link.inter is the
+# virtual cluster shorthand (docs/virtual_cluster.md, "The link shorthand"): times are virtual.
 # Every method at batch 32 per rank, lr 0.03, 2 epochs; "slow" = the study's link
 # (100 us, 100 Mbit/s between virtual nodes), "fast" = 0 s, 1000 GB/s (practically free).
 # The difference isolates the link's cost from the compute of 8 ranks sharing 2 cores.

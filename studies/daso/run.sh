@@ -4,7 +4,8 @@
 #   studies/daso/run.sh
 #   METHODS="daso allreduce_f32" REPEATS="0" studies/daso/run.sh
 # Every run: mpiexec -n 8, 4 virtual nodes x 2 ranks (ranks_per_node = 2 in the configs), the
-# inter-node link emulated (link.inter in the configs; override with LINK="1ms,5MB/s").
+# inter-node link by the virtual cluster shorthand (link.inter in the configs, docs/
+# virtual_cluster.md "The link shorthand"; override with LINK="1ms,5MB/s").
 # A run whose directory holds `done` is skipped, so the script resumes after an interruption.
 # Each run's exact command line is in <run dir>/command.txt.
 set -euo pipefail

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Regenerates the DC-S3GD study (results in this directory):
-#   1. step time: tests/comm/dcs3gd_bench at 4 ranks = 2 virtual nodes x 2, three emulated
-#      inter-node links (comm < compute, comm ~ compute, comm > compute) -> bench.txt
+#   1. step time: tests/comm/dcs3gd_bench at 4 ranks = 2 virtual nodes x 2, three modelled
+#      inter-node links (link.inter: the virtual cluster shorthand; the bench still times in
+#      wall-clock, see results.md) (comm < compute, comm ~ compute, comm > compute) -> bench.txt
 #   2. accuracy: dplab train on Fashion-MNIST, 4 ranks, AllReduce-SGD vs DC-S3GD (and the
 #      lambda0 = 0 ablation) -> runs/<name>/metrics.jsonl
 #   3. figures (figures.sh: dplab plot) -> dcs3gd_accuracy.png, dcs3gd_accuracy_time.png,

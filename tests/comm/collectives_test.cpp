@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <ctime>
 
 #include "dplab/comm/communicator.h"
 #include "dplab/comm/mpi_env.h"
@@ -258,66 +257,6 @@ TEST(Errors, BadArgumentsAndMpiErrorsThrowWithContext) {
   int rc = MPI_Send(nullptr, -1, MPI_FLOAT, 0, 0, MPI_COMM_WORLD);
   EXPECT_NE(rc, MPI_SUCCESS);
   EXPECT_THROW(mpi_check(rc, "MPI_Send"), Error);
-}
-
-TEST(LinkEmulation, ParseAndCostModel) {
-  LinkSpec s = LinkSpec::parse("20us,1.25GB/s", "link.inter");
-  EXPECT_DOUBLE_EQ(s.latency_s, 20e-6);
-  EXPECT_DOUBLE_EQ(s.bandwidth_Bps, 1.25e9);
-  LinkSpec m = LinkSpec::parse(" 1ms , 8Gbit/s", "x");
-  EXPECT_DOUBLE_EQ(m.latency_s, 1e-3);
-  EXPECT_DOUBLE_EQ(m.bandwidth_Bps, 1e9);
-  EXPECT_THROW(LinkSpec::parse("20us", "link.inter"), Error);
-  EXPECT_THROW(LinkSpec::parse("20 parsecs,1GB/s", "link.inter"), Error);
-  EXPECT_THROW(LinkSpec::parse("1ms,3 furlongs", "link.inter"), Error);
-  // 4 ranks, 4 MB: ring allreduce = 6 steps of (1 ms + 1 MB / 1 GB/s) = 12 ms.
-  LinkSpec l{1e-3, 1e9};
-  EXPECT_NEAR(emulated_cost(l, CollectiveKind::allreduce, 4, 4e6), 12e-3, 1e-12);
-  EXPECT_NEAR(emulated_cost(l, CollectiveKind::allgather, 4, 4e6), 6e-3, 1e-12);
-  EXPECT_NEAR(emulated_cost(l, CollectiveKind::broadcast, 4, 4e6), 2 * 5e-3, 1e-12);
-  EXPECT_NEAR(emulated_cost(l, CollectiveKind::p2p, 2, 1e6), 2e-3, 1e-12);
-  EXPECT_EQ(emulated_cost(l, CollectiveKind::allreduce, 1, 4e6), 0.0);
-}
-
-double thread_cpu_s() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-TEST(LinkEmulation, SlowInterNodeLinkDelaysCompletionWithoutSpinning) {
-  auto base = world();
-  if (base->size() < 2) GTEST_SKIP() << "needs 2 ranks";
-  CommConfig cfg;
-  cfg.ranks_per_node = 1;  // every rank its own virtual node: all traffic is inter-node
-  cfg.link_inter = LinkSpec{2e-3, 100e6};
-  cfg.wait_name = "backoff";
-  auto c = mpi_world(cfg);
-  const int n = c->size();
-  Tensor t = make_input(c->rank(), 250000);  // 1 MB
-  const double expect = emulated_cost(*cfg.link_inter, CollectiveKind::allreduce, n, 1e6);
-  c->barrier();
-  const auto t0 = Clock::now();
-  const double cpu0 = thread_cpu_s();
-  Request r = c->iallreduce(t, ReduceOp::sum);
-  EXPECT_FALSE(r.test());  // cannot be done before the emulated time
-  r.wait();
-  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
-  const double cpu = thread_cpu_s() - cpu0;
-  EXPECT_GE(wall, expect);
-  EXPECT_LT(wall, expect + 0.5);
-  EXPECT_LT(cpu, 0.5 * wall) << "waiting burned CPU: " << cpu << " s of " << wall << " s";
-  expect_all(
-      t, 250000, [&](int64_t i) { return serial_reduce(ReduceOp::sum, n, i); }, 1e-6,
-      "emulated allreduce result");
-  // Intra-node traffic is not slowed when only link.inter is set.
-  CommConfig one_node;
-  one_node.ranks_per_node = n;
-  one_node.link_inter = cfg.link_inter;
-  auto fast = mpi_world(one_node);
-  const auto t1 = Clock::now();
-  fast->allreduce(t, ReduceOp::sum);
-  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t1).count(), expect + 0.5);
 }
 
 }  // namespace

@@ -1,13 +1,14 @@
 // GradSync and AllReduce-SGD: bucket plans, averaging (flat, 16-bit wire, hierarchical),
-// no_sync accumulation, unused parameters, overlap with a slow emulated link, strategy setup.
+// no_sync accumulation, unused parameters, overlap with a slow link (the link.inter shorthand
+// in virtual time), strategy setup.
 // The autograd engine is emulated here by writing gradients and firing the grad-ready hooks in
 // ready order, exactly what AccumulateGrad does, so these tests need no layers or ops.
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <thread>
 
 #include "dplab/comm/algorithms/allreduce.h"
+#include "dplab/comm/cluster/virtual_time.h"
 #include "dplab/comm/grad_sync.h"
 #include "dplab/comm/mpi_env.h"
 #include "dplab/comm/registry.h"
@@ -29,10 +30,11 @@ float grad_value(int r, int s, int64_t j) {
 }
 
 // "Backward": for each segment in ready (arena) order, write its gradient, then fire its hooks.
-void fake_backward(ParamArena& arena, int rank, double compute_s = 0,
-                   const std::vector<bool>& used = {}) {
+// With a virtual clock, `compute_s` of compute is added to it before each segment.
+void fake_backward(ParamArena& arena, int rank, const std::vector<bool>& used = {},
+                   cluster::VirtualClock* clock = nullptr, double compute_s = 0) {
   for (size_t s = 0; s < arena.segments().size(); ++s) {
-    if (compute_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(compute_s));
+    if (clock) clock->add_compute(compute_s);
     if (!used.empty() && !used[s]) continue;
     const auto& seg = arena.segments()[s];
     Tensor g = seg.param.grad();
@@ -179,7 +181,7 @@ TEST(GradSync, UnusedParametersStillTravel) {
   GradSync sync(*arena, world, o);
   std::vector<bool> used = {true, false, true};
   arena->zero_grad();
-  fake_backward(*arena, R, 0, used);
+  fake_backward(*arena, R, used);
   sync.finish();
   expect_grads(*arena, W, 1.0 / W, 1e-6, "unused middle tensor", used);
 }
@@ -190,31 +192,36 @@ TEST(GradSync, OverlapHidesSlowInterNodeLink) {
   Options topt;
   topt.set("ranks_per_node", "1");
   topt.set("link.inter", "2ms,20MB/s");
-  topt.set("comm.wait", "backoff");
-  auto topo = std::make_shared<Topology>(Topology::from_options(topt));
-  // 4 tensors of 64 KiB, one bucket each; each allreduce costs 2(W-1) steps of 2 ms + 64KiB/W
-  // at 20 MB/s (W=2: 2 x 5.3 ms); "compute" between tensors is longer than one bucket.
+  // The options' platform (the link shorthand) with the clock in manual mode: compute is what
+  // the test adds, so every time below is exact.
+  CommConfig cfg = CommConfig::from_options(topt);
+  ASSERT_TRUE(cfg.platform);
+  cfg.virtual_time =
+      std::make_shared<cluster::VirtualTime>(*cfg.platform, cluster::shape_of(*cfg.platform, W, 1),
+                                             cluster::VirtualClock::Compute::manual);
+  cluster::VirtualClock& clock = cfg.virtual_time->clock;
+  auto world = mpi_world(cfg);
+  // 4 tensors of 64 KiB, one bucket each; each ring allreduce costs
+  // 2(W-1) alpha + 2(W-1)/W n/B (W = 2: 2 x 2 ms + 65536 / 20e6 s = 7.28 ms); "compute" before
+  // each tensor is 1.2 buckets, so a bucket ends before the next is ready and only the last
+  // one, ready as backward ends, is exposed: exactly one bucket's time per step.
   auto arena = make_arena({16384, 16384, 16384, 16384});
   GradSyncOptions o;
   o.bucket_cap_mb = 0;
-  GradSync sync(*arena, topo->world_ptr(), o);
-  const double bucket_cost =
-      emulated_cost(LinkSpec{2e-3, 20e6}, CollectiveKind::allreduce, W, 16384 * 4.0);
+  GradSync sync(*arena, world, o);
+  const double bucket_cost = 2.0 * (W - 1) * 2e-3 + 2.0 * (W - 1) / W * 16384 * 4.0 / 20e6;
   CommStats total;
   for (int step = 0; step < 3; ++step) {
     arena->zero_grad();
-    fake_backward(*arena, R, 1.2 * bucket_cost);
+    fake_backward(*arena, R, {}, &clock, 1.2 * bucket_cost);
     sync.finish();
     expect_grads(*arena, W, 1.0 / W, 1e-6, "overlap step");
     total.add(sync.take_stats());
   }
-  EXPECT_GE(total.in_flight_s, 3 * 4 * bucket_cost * 0.99);
-  // Only (about) the last bucket is exposed; without overlap all four would be.
-  EXPECT_LT(total.exposed_wait_s, 0.5 * total.in_flight_s)
-      << "exposed " << total.exposed_wait_s << " s of " << total.in_flight_s << " s in flight";
-  if (R == 0)
-    std::printf("[overlap] %d ranks: in flight %.1f ms, exposed %.1f ms over 3 steps\n", W,
-                total.in_flight_s * 1e3, total.exposed_wait_s * 1e3);
+  EXPECT_NEAR(total.in_flight_s, 3 * 4 * bucket_cost, 1e-9);
+  // Without overlap all four buckets would be exposed.
+  EXPECT_NEAR(total.exposed_wait_s, 3 * bucket_cost, 1e-9);
+  EXPECT_NEAR(clock.now(), 3 * (4 * 1.2 * bucket_cost + bucket_cost), 1e-9);
 }
 
 TEST(AllReduceStrategy, SetupBroadcastsAndStepsAverage) {

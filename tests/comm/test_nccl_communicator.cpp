@@ -118,9 +118,12 @@ TEST(CommBackend, ChoiceFromOptions) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("option comm"), std::string::npos) << e.what();
   }
-  // NCCL has no link emulation: asking for both is an error, not a silent MPI fallback.
-  CommConfig cfg;
-  cfg.link_inter = LinkSpec::parse("1ms,1GB/s", "link.inter");
+  // NCCL has no virtual time: a cluster (here the link.inter shorthand's) is an error, not a
+  // silent fallback to real time.
+  Options lo;
+  lo.set("link.inter", "1ms,1GB/s");
+  const CommConfig cfg = CommConfig::from_options(lo);
+  ASSERT_TRUE(cfg.platform);
   EXPECT_THROW(nccl_world(cfg), Error);
 }
 

@@ -1,13 +1,15 @@
 // Point-to-point messages in virtual time (issue #20 item 4; docs/virtual_cluster.md, "Point
-// to point"). 4 ranks; a test platform with round numbers (intra 1 us, 100 GB/s; network 10 us,
-// 1 GB/s) and the clock in manual mode, so that compute advances only by add_compute() and
-// every expected time is exact arithmetic written beside it. Real-time delays (sleeps) are
-// inserted where a wall-clock implementation would give a different answer.
+// to point"), NIC sharing among the ranks of a node included (comm/node_port.h). 4 ranks; a test
+// platform with round numbers (intra 1 us, 100 GB/s; network 10 us, 1 GB/s) and the clock in manual
+// mode, so that compute advances only by add_compute() and every expected time is exact arithmetic
+// written beside it. Real-time delays (sleeps) are inserted where a wall-clock implementation would
+// give a different answer.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "virtual_world.h"
 
@@ -135,6 +137,120 @@ TEST(VirtualP2P, WithinANodeTheIntraLinkIsUsed) {
     w.comm->recv(t, 2, 2);
     EXPECT_TIME(clock_of(w), kAlpha + kN / kB);  // posted at 11 us, arrives at 1.01 ms
   }
+}
+
+// NIC sharing (issue #20 item 4; comm/node_port.h): 2 nodes x 2 ranks, one interface per node.
+TEST(VirtualP2P, TwoRanksOfANodeSendingOffNodeAtOnceEachGetHalfTheInterface) {
+  World w = make_world(2);  // nodes {0, 1}, {2, 3}
+  const int R = w.comm->rank();
+  Tensor t = Tensor::zeros({kFloats});
+  if (R < 2) {
+    // Ranks 0 and 1 post n bytes each at t = 0 to ranks 2 and 3: the interface carries both at
+    // B/2 each, so both last bytes leave at 2n/B.
+    w.comm->send(t, R + 2, 1);
+    EXPECT_TIME(clock_of(w), 2 * kN / kB);
+  } else {
+    w.comm->recv(t, R - 2, 1);
+    EXPECT_TIME(clock_of(w), kAlpha + 2 * kN / kB);  // 10 us + 2 ms, not 1.01 ms
+  }
+}
+
+TEST(VirtualP2P, OneRankOfANodeSendingOffNodeAloneGetsTheWholeInterface) {
+  World w = make_world(2);
+  const int R = w.comm->rank();
+  Tensor t = Tensor::zeros({kFloats});
+  if (R == 0) {
+    w.comm->send(t, 2, 1);
+    EXPECT_TIME(clock_of(w), kN / kB);
+  } else if (R == 2) {
+    w.comm->recv(t, 0, 1);
+    EXPECT_TIME(clock_of(w), kAlpha + kN / kB);
+  } else if (R == 1) {
+    // Rank 1 sends nothing off-node; once its time is past the message's end (5 ms > 1 ms) it
+    // can no longer share the interface with it.
+    w.vt->clock.add_compute(5e-3);
+  }
+  w.comm->barrier();
+}
+
+TEST(VirtualP2P, TheSharesDoNotDependOnWhichRankArrivesFirstInRealTime) {
+  World w = make_world(2);
+  const int R = w.comm->rank();
+  Tensor t = Tensor::zeros({kFloats});
+  if (R == 0) {
+    // Rank 0 posts at virtual 0 but 200 ms of real time after rank 1 posted at virtual 0.5 ms.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    w.comm->send(t, 2, 1);
+    // Alone 0 .. 0.5 ms (half its bytes), then shared: the other half at B/2 ends at 1.5 ms.
+    EXPECT_TIME(clock_of(w), 0.5e-3 + 2 * 0.5e-3);
+  } else if (R == 1) {
+    w.vt->clock.add_compute(0.5e-3);
+    w.comm->send(t, 3, 1);
+    // Shared 0.5 .. 1.5 ms (half its bytes), then alone for the other half: 2 ms.
+    EXPECT_TIME(clock_of(w), 1.5e-3 + 0.5e-3);
+  } else {
+    w.comm->recv(t, R - 2, 1);
+    EXPECT_TIME(clock_of(w), kAlpha + (R == 2 ? 1.5e-3 : 2e-3));
+  }
+}
+
+// Gossip rounds as SGP and Crossover run them (receive and send to permuted peers, wait for
+// both), with unequal compute between rounds and a real-time-only barrier after each (as the
+// driver's step agreement): the virtual times must not depend on real-time noise. Run twice
+// with different real sleeps; the clocks must agree exactly.
+std::vector<double> gossip_rounds(unsigned noise_seed) {
+  World w = make_world(2);  // nodes {0, 1}, {2, 3}: rounds mix on- and off-node peers
+  const int R = w.comm->rank(), W = w.comm->size();
+  Tensor out = Tensor::full({kFloats / 4}, float(R)), in = Tensor::zeros({kFloats / 4});
+  std::vector<double> clocks;
+  unsigned state = noise_seed * 7919u + unsigned(R) * 104729u;
+  for (int round = 0; round < 60; ++round) {  // > 32 off-node messages a rank: retirement
+    w.vt->clock.add_compute(1e-4 * double((R + round) % 3 + 1));
+    state = state * 1103515245u + 12345u;
+    std::this_thread::sleep_for(std::chrono::microseconds((state >> 16) % 3000));
+    const int shift = 1 + round % (W - 1);  // a permutation without fixed points
+    Request r = w.comm->irecv(in, (R - shift + W) % W, 1);
+    Request s = w.comm->isend(out, (R + shift) % W, 1);
+    r.wait();
+    s.wait();
+    EXPECT_EQ(in.data<float>()[0], float((R - shift + W) % W));
+    clocks.push_back(clock_of(w));
+  }
+  return clocks;
+}
+
+TEST(VirtualP2P, GossipRoundsGiveTheSameVirtualTimesWhateverTheRealTimeNoise) {
+  const std::vector<double> a = gossip_rounds(1), b = gossip_rounds(2);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << "round " << i;
+}
+
+// The limit of NIC sharing (comm/node_port.h): a rank of the sender's node that waits only in
+// real time (here a plain MPI barrier, as the driver's step agreement) with its clock before the
+// message's end could, for all the sender can tell, still post a message sharing the interface;
+// and it cannot leave the barrier before the sender does. The real-time deadline (timeout 8 s:
+// 1 s) breaks the wait with the end as it stands.
+TEST(VirtualP2P, ARankWaitingOnlyInRealTimeHoldsItsNodesMessagesUntilTheDeadline) {
+  const int W = MpiEnv::get().world_size();
+  const cluster::Platform p = test_platform();
+  CommConfig cfg;
+  cfg.virtual_time =
+      std::make_shared<VirtualTime>(p, cluster::shape_of(p, W, 2), VirtualClock::Compute::manual);
+  cfg.nic_sharing = true;
+  cfg.wait.timeout_s = 8;
+  World w{cfg.virtual_time, mpi_world(cfg)};
+  const int R = w.comm->rank();
+  Tensor t = Tensor::zeros({kFloats});
+  const auto t0 = std::chrono::steady_clock::now();
+  if (R == 1) {
+    w.comm->send(t, 3, 1);
+    EXPECT_TIME(clock_of(w), kN / kB);  // alone, as it stood at the deadline
+    EXPECT_GE(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
+  } else if (R == 3) {
+    w.comm->recv(t, 1, 1);
+    EXPECT_TIME(clock_of(w), kAlpha + kN / kB);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);  // rank 0 (node of rank 1, clock 0) waits here from the start
 }
 
 TEST(VirtualP2P, TestAnswersByVirtualTimeNotByLoad) {

@@ -2,6 +2,7 @@
 // virtual_collectives_test.cpp): a test platform with round numbers (intra 1 us, 100 GB/s;
 // network 10 us, 1 GB/s per interface, one interface per node) and the clock in manual mode, so
 // that compute advances only by add_compute() and every expected time is exact arithmetic.
+// The ranks of a node share its interface in point-to-point messages (comm/node_port.h).
 #pragma once
 #include <gtest/gtest.h>
 
@@ -43,6 +44,7 @@ inline World make_world(int ranks_per_node) {
   CommConfig cfg;
   cfg.virtual_time = std::make_shared<VirtualTime>(p, cluster::shape_of(p, W, ranks_per_node),
                                                    VirtualClock::Compute::manual);
+  cfg.nic_sharing = true;
   World w{cfg.virtual_time, mpi_world(cfg)};
   return w;
 }

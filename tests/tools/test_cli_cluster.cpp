@@ -132,6 +132,32 @@ TEST(CliCluster, TrainRefusesAProfileOfAnotherBatch) {
   EXPECT_HAS(r.err, "the profile is of batch 8 per rank, the run has batch 16");
 }
 
+TEST(CliCluster, ClusterAndTheLinkShorthandTogetherAreAUsageError) {
+  ScopedTempDir dir("cli-cluster-link");
+  const auto r = run_dplab(
+      "train --model mnist_cnn --data fashion-mnist --batch 32 --threads 1 --set "
+      "data.train_limit=64 --set data.test_limit=32 --set progress=off --cluster cpu-10gbe "
+      "--set link.inter=1ms,1GB/s",
+      dir.path);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_HAS(r.err, "options cluster = 'cpu-10gbe' and link.inter: give one or the other");
+}
+
+TEST(CliCluster, BenchExchangeSharesTheNodesInterfaceWithNicSharing) {
+  ScopedTempDir dir("cli-cluster-bench-nic");
+  const auto r = test::run_dplab_mpi(
+      4, "bench allreduce --cluster cpu-10gbe --sizes 1M --iters 2 --json --nic-sharing", dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["nodes"], 2);  // 2 nodes x 2 ranks: both ranks of a node exchange off-node
+  const auto& row = j["rows"][0];
+  // Each exchange: alpha + 2 n/B (the node's one interface carries both ranks' n).
+  const double B = 10e9 / 8 * 1448.0 / 1538.0, n = 1048576;
+  const double exchange_us = (30e-6 + 2 * n / B) * 1e6;
+  EXPECT_NEAR(row["exchange_virtual_us"].get<double>(), exchange_us, 1e-6 * exchange_us);
+  EXPECT_NEAR(row["exchange_formula_us"].get<double>(), exchange_us, 1e-6 * exchange_us);
+}
+
 TEST(CliCluster, BenchAllreduceInVirtualTimeMatchesTheHandFormula) {
   ScopedTempDir dir("cli-cluster-bench");
   const auto r = test::run_dplab_mpi(

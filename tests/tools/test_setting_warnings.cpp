@@ -63,17 +63,16 @@ const std::string kTiny =
 
 TEST(SettingWarnings, PrintedOnceByTheCommand) {
   ScopedTempDir dir("setting-warnings");
-  // (allreduce reads the link keys; algo local would refuse them as unread.)
-  auto r = test::run_dplab(kTiny + " --algo allreduce --batch 100 --set link.inter=20us,1GB/s",
-                           dir.path);
+  // (The link.* warning is checked on run shapes above: link.* now stands for a virtual
+  // cluster, which dplab train does not run yet, issue #20.)
+  auto r = test::run_dplab(kTiny + " --algo allreduce --batch 100", dir.path);
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(count(r.err, "warning: link.inter = 20us,1GB/s does nothing"), 1u) << r.err;
   EXPECT_EQ(count(r.err, "warning: batch = 100 is larger than the 64 training samples"), 1u)
       << r.err;
-  // With algo local nobody reads link.inter: the run refuses it, saying it is a known key.
-  r = test::run_dplab(kTiny + " --set link.inter=20us,1GB/s", dir.path / "local");
+  // With algo local nobody reads comm.timeout_s: the run refuses it, saying it is a known key.
+  r = test::run_dplab(kTiny + " --set comm.timeout_s=30", dir.path / "local");
   EXPECT_EQ(r.status, 2) << r.err;
-  EXPECT_NE(r.err.find("link.inter (an option of area comm, not read by this run)"),
+  EXPECT_NE(r.err.find("comm.timeout_s (an option of area comm, not read by this run)"),
             std::string::npos)
       << r.err;
 #ifdef DPLAB_MPIEXEC

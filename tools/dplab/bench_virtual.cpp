@@ -26,6 +26,7 @@ int run_virtual_allreduce_bench(const VirtualBenchArgs& a) {
   CommConfig cfg;
   cfg.virtual_time =
       std::make_shared<cluster::VirtualTime>(p, shape, cluster::VirtualClock::Compute::manual);
+  cfg.nic_sharing = a.nic_sharing;
   cluster::VirtualClock& clock = cfg.virtual_time->clock;
   auto world = mpi_world(cfg);
   const int rank = world->rank();
@@ -34,6 +35,16 @@ int run_virtual_allreduce_bench(const VirtualBenchArgs& a) {
   const int half = W / 2;
   const int partner = W >= 2 && rank < 2 * half ? (rank + half) % (2 * half) : -1;
   const bool partner_same_node = partner >= 0 && shape.node_of(partner) == shape.node_of(rank);
+  int off_node_sharing = 1;
+  if (world->shares_node_interfaces()) {
+    std::vector<int> active;  // local ranks of this node exchanging off-node
+    for (int l = 0; l < shape.ranks_per_node; ++l) {
+      const int r = shape.node_of(rank) * shape.ranks_per_node + l;
+      const int q = W >= 2 && r < 2 * half ? (r + half) % (2 * half) : -1;
+      if (q >= 0 && shape.node_of(q) != shape.node_of(r)) active.push_back(l);
+    }
+    off_node_sharing = cluster::nic_sharing(p, active, shape.local_rank(rank));
+  }
 
   nlohmann::json rows = nlohmann::json::array();
   if (rank == 0 && !a.json) {
@@ -67,9 +78,10 @@ int run_virtual_allreduce_bench(const VirtualBenchArgs& a) {
     double exchange_s = partner >= 0 ? (clock.now() - t0) / double(a.iters) : 0.0, slowest = 0;
     DPLAB_MPI(MPI_Allreduce, &exchange_s, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     exchange_s = slowest;
-    // One pair per interface at a time in the model's point-to-point path (docs: the path does
-    // not share interfaces between ranks yet).
-    const double exchange_formula_s = W >= 2 ? cluster::p2p_time(p, nbytes, partner_same_node) : 0;
+    // The ranks of a node on this rank's interface whose partners are off-node send at once and
+    // share it (comm/node_port.h; each rank's own interface when the ranks span hosts).
+    const double exchange_formula_s =
+        W >= 2 ? cluster::p2p_time(p, nbytes, partner_same_node, off_node_sharing) : 0;
     const double busbw =
         allreduce_s > 0 ? cluster::bus_bandwidth(cluster::Op::allreduce, W, nbytes, allreduce_s)
                         : 0.0;
@@ -98,9 +110,10 @@ int run_virtual_allreduce_bench(const VirtualBenchArgs& a) {
                                 {"rows", rows}}
                      .dump()
               << "\n";
-  if (rank == 0 && !a.json && shape.ranks_per_node > p.nics && shape.nodes > 1)
-    std::cout << "note: the exchange's ranks of a node do not share its interface in the "
-                 "point-to-point path yet (docs/virtual_cluster.md)\n";
+  if (rank == 0 && !a.json && shape.ranks_per_node > p.nics && shape.nodes > 1 &&
+      !world->shares_node_interfaces())
+    std::cout << "note: each rank has its own network interface in the exchange (without "
+                 "--nic-sharing, or ranks on several hosts; docs/virtual_cluster.md)\n";
   return 0;
 }
 

@@ -14,6 +14,7 @@ struct VirtualBenchArgs {
   std::vector<int64_t> sizes;  // bytes
   int64_t iters = 5;
   bool json = false;
+  bool nic_sharing = false;  // the ranks of a node share its interface (comm/node_port.h)
 };
 
 // Run under mpiexec; rank 0 prints. Returns the exit status.

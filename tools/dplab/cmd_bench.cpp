@@ -326,6 +326,7 @@ struct AllreduceArgs {
   bool json = false;
   std::string cluster;  // virtual time on a modelled cluster (bench_virtual.h)
   int ranks_per_node = 0;
+  bool nic_sharing = false;
 };
 
 // "4", "1K", "16M", "1G": bytes (powers of 1024).
@@ -368,7 +369,7 @@ int run_allreduce_bench(const AllreduceArgs& a) {
   if (sizes.empty()) throw UsageError("--sizes: no sizes given");
   if (!a.cluster.empty())
     return run_virtual_allreduce_bench(
-        {a.cluster, a.ranks_per_node, sizes, a.iters > 0 ? a.iters : 5, a.json});
+        {a.cluster, a.ranks_per_node, sizes, a.iters > 0 ? a.iters : 5, a.json, a.nic_sharing});
   Options o;
   o.set("comm.wait", a.wait);
   auto world = mpi_world(CommConfig::from_options(o));
@@ -466,6 +467,9 @@ CommandSpec bench_command() {
             r->add_option("--ranks-per-node", ar->ranks_per_node,
                           "with --cluster: ranks per node (0: the platform's)")
                 ->capture_default_str();
+            r->add_flag("--nic-sharing", ar->nic_sharing,
+                        "with --cluster: the ranks of a node share its network interface in "
+                        "the exchange (option cluster.nic_sharing)");
             const Action loader = add_loader_bench(*b);
             return [=]() {
               if (*t) return run_model_bench(*tr, true);

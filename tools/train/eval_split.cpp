@@ -10,10 +10,8 @@ namespace dplab {
 
 std::shared_ptr<Communicator> eval_world(const Options& opt) {
   CommConfig cfg = CommConfig::from_options(opt);
-  cfg.link_intra.reset();
-  cfg.link_inter.reset();
-  // Nor timed by a virtual cluster: it is not part of the modelled training (under a cluster
-  // the driver does not count the compute thread's time spent on it either).
+  // Control traffic: real time only, not charged on a modelled cluster (under a cluster the
+  // driver does not count the compute thread's time spent on it either).
   cfg.platform.reset();
   cfg.virtual_time.reset();
   return mpi_world(cfg);

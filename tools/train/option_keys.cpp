@@ -45,16 +45,18 @@ void add_grad_sync(std::vector<OptionSpec>& v, const std::string& prefix, const 
 
 std::vector<OptionSpec> make_specs() {
   std::vector<OptionSpec> v = {
-      // ---- communicator (comm/communicator.h, comm/link_emulation.h) ----
+      // ---- communicator (comm/communicator.h, comm/cluster/cluster_option.h) ----
       {"ranks_per_node", "0",
-       "virtual nodes of N consecutive ranks (0: nodes are the hosts); the node level of every "
-       "hierarchical algorithm and of link emulation"},
+       "virtual nodes of N consecutive ranks (0: nodes are the hosts, or the cluster "
+       "platform's); the node level of every hierarchical algorithm and of the virtual cluster"},
       {"link.intra", "",
-       "emulated link inside a node, \"LATENCY,BANDWIDTH\" (e.g. 2us,20GB/s; comm/"
-       "link_emulation.h); empty or off: none"},
+       "shorthand for a virtual cluster (instead of cluster): the link between the ranks of a "
+       "node, \"LATENCY,BANDWIDTH\" per direction (e.g. 2us,20GB/s); unset: free; empty or "
+       "off: none (docs/virtual_cluster.md, \"The link shorthand\")"},
       {"link.inter", "",
-       "emulated link between nodes, \"LATENCY,BANDWIDTH\" (e.g. 20us,1.25GB/s); empty or off: "
-       "none; needs more than one node (ranks_per_node or several hosts)"},
+       "shorthand for a virtual cluster (instead of cluster): one network interface per node, "
+       "\"LATENCY,BANDWIDTH\" per direction (e.g. 20us,1.25GB/s), shared by the node's ranks; "
+       "nodes from ranks_per_node (unset: one node); unset: free; empty or off: none"},
       {"cluster", "",
        "virtual cluster (issue #20, docs/virtual_cluster.md): a preset (dplab cluster list) or "
        "a TOML cluster file; empty or off: none. Training then runs in virtual time: every "
@@ -67,6 +69,12 @@ std::vector<OptionSpec> make_specs() {
        "virtual cluster: compute time from the compute thread's CPU time during each step "
        "(measured) or replayed from a profile (profile:FILE, as dplab bench train --profile-out "
        "writes it for the same model and per-rank batch)"},
+      {"cluster.nic_sharing", "false",
+       "virtual cluster: the ranks of a node share its network interface in point-to-point "
+       "messages (comm/node_port.h; deterministic, but a rank that lags in virtual time and "
+       "waits in real time outside the cluster's operations stalls its node's messages for a "
+       "real-time deadline; docs/virtual_cluster.md, \"Point to point\"); false: each rank "
+       "has its own interface"},
       {"cluster.data_rate", "0",
        "virtual cluster: samples/s one rank's loader delivers in virtual time: batch k of an "
        "epoch is ready at max(when asked, batch k-1's + batch/rate), the first at the epoch's "

@@ -109,6 +109,7 @@ const std::map<std::string, ValueRule>& rules() {
       {"ranks_per_node", integer(0)},
       {"cluster.compute_scale", number(0)},
       {"cluster.data_rate", number(0)},
+      {"cluster.nic_sharing", boolean()},
       {"eval.batch", integer(0)},
       {"checkpoint.every_epochs", integer(0)},
       {"checkpoint.every_steps", integer(0)},

@@ -47,10 +47,8 @@ StepAgreement::StepAgreement(const Options& opt, int world_size) : world_size_(w
   DPLAB_CHECK(world_size >= 1, "StepAgreement: world size {} < 1", world_size);
   if (world_size == 1) return;
   CommConfig cfg = CommConfig::from_options(opt);
-  cfg.link_intra.reset();  // control traffic: not subject to the emulated links
-  cfg.link_inter.reset();
-  // Nor timed by a virtual cluster: it is not part of the modelled training (under a cluster
-  // the driver does not count the compute thread's time spent on it either).
+  // Control traffic: real time only, not charged on a modelled cluster (under a cluster the
+  // driver does not count the compute thread's time spent on it either).
   cfg.platform.reset();
   cfg.virtual_time.reset();
   comm_ = mpi_world(cfg);
