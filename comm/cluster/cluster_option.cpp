@@ -96,22 +96,4 @@ bool compute_is_profile(const Options& opt) {
   return !compute_profile_path(opt).empty();
 }
 
-void refuse_cluster_until_wired(const Options& opt) {
-  const auto p = platform_from_options(opt);
-  if (!p) return;
-  const std::string given =
-      opt.get_string("cluster", "").empty() || opt.get_string("cluster", "") == "off"
-          ? fmt::format(
-                "options link.intra = '{}' / link.inter = '{}' (a shorthand for a "
-                "virtual cluster)",
-                opt.get_string("link.intra", ""), opt.get_string("link.inter", ""))
-          : fmt::format("option cluster = '{}'", opt.get_string("cluster", ""));
-  DPLAB_FAIL(
-      "{}: the virtual cluster is not yet wired into training (issue #20: the communicators "
-      "can run in virtual time, the driver's time figures cannot yet); run without --cluster "
-      "and link.*, or see `dplab cluster show` and `dplab bench allreduce --cluster` for what "
-      "it models",
-      given);
-}
-
 }  // namespace dplab::cluster

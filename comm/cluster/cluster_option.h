@@ -30,10 +30,4 @@ bool compute_is_profile(const Options& opt);
 // The FILE of cluster.compute = profile:FILE, or empty for measured.
 std::string compute_profile_path(const Options& opt);
 
-// Virtual time is not wired into the training driver yet (its time figures, the trace, the
-// algorithms' statistics are wall-clock): a run given `cluster` fails here with a clear message
-// (after checking that the platform itself is valid) instead of silently running in wall-clock
-// time. Called by the driver and where a world communicator is configured from options.
-void refuse_cluster_until_wired(const Options& opt);
-
 }  // namespace dplab::cluster
