@@ -17,6 +17,9 @@ DPLAB=${DPLAB_PLOT:-${DPLAB:-$ROOT/build/bin/dplab}}
 RUNS=${RUNS:-$HERE/runs}
 PREFIX=$HERE/$(basename "$RUNS")
 TITLE="mnist_cnn / Fashion-MNIST, 32 ranks on cpu-10gbe (8 nodes x 4), virtual time"
+case $(basename "$RUNS") in  # the smoke run's periods are not the legend's (methods.sh)
+  runs_quick*) TITLE="smoke run (QUICK=1: 6 steps, shortened periods): $TITLE" ;;
+esac
 
 # dplab plot groups runs by an option of their run.json, and several methods share every
 # option that tells them apart from the others (AllReduce and AllReduce + PowerSGD share algo;

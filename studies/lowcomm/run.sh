@@ -6,7 +6,8 @@
 #   METHODS="allreduce diloco" SEEDS="0" studies/lowcomm/run.sh
 # Environment: METHODS (default: all, methods.sh), SEEDS (default "0 1 2"), RANKS (32),
 # RANKS_PER_NODE (4), CLUSTER (cpu-10gbe), DPLAB (build/bin/dplab), RUNS (runs, or runs_quick
-# with QUICK=1), NICE (10), TARGET (summarize.py's target accuracy, default auto).
+# with QUICK=1), NICE (10), TARGET (summarize.py's target accuracy, default auto), DRY (1: print
+# the commands of the runs not yet done, run nothing).
 # A run whose directory holds `done` is skipped, so the script resumes after an interruption;
 # a directory without `done` (interrupted) is removed and run again. Each run's exact command
 # line is in <run dir>/command.txt, its output in stdout.txt / stderr.txt, its wall time in
@@ -17,6 +18,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 # shellcheck source=methods.sh
 source "$HERE/methods.sh"
 DPLAB=${DPLAB:-$ROOT/build/bin/dplab}
+DRY=${DRY:-0}
 METHODS=${METHODS:-$ALL_METHODS}
 QUICK=${QUICK:-0}
 RANKS=${RANKS:-32}
@@ -34,7 +36,7 @@ else
   RUNS=${RUNS:-$HERE/runs}
   COMMON_QUICK=""
 fi
-[ -x "$DPLAB" ] || { echo "no dplab at $DPLAB (tools/scripts/build.sh, or set DPLAB)" >&2; exit 1; }
+[ "$DRY" = 1 ] || [ -x "$DPLAB" ] || { echo "no dplab at $DPLAB (tools/scripts/build.sh, or set DPLAB)" >&2; exit 1; }
 export OMP_NUM_THREADS=1
 
 for seed in $SEEDS; do  # seed-major: a partial study still covers every method
@@ -42,13 +44,14 @@ for seed in $SEEDS; do  # seed-major: a partial study still covers every method
     [ -n "${ARGS[$m]:-}" ] || { echo "unknown method '$m' (methods.sh)" >&2; exit 1; }
     dir=$RUNS/$m/seed$seed
     [ -f "$dir/done" ] && continue
-    rm -rf "$dir"
-    mkdir -p "$dir"
     extra=()  # dplab refuses keys a run does not read: the method's own quick options only
     [ "$QUICK" = 1 ] && extra=($COMMON_QUICK ${QUICK_ARGS[$m]:-})
     cmd=(mpiexec -n "$RANKS" nice -n "$NICE" "$DPLAB" train --config "$HERE/configs/common.toml"
          --cluster "$CLUSTER" --ranks-per-node "$RANKS_PER_NODE" ${ARGS[$m]} ${extra[@]+"${extra[@]}"}
          --seed "$seed" --out "$dir")
+    if [ "$DRY" = 1 ]; then echo "${cmd[*]}"; continue; fi
+    rm -rf "$dir"
+    mkdir -p "$dir"
     echo "${cmd[*]}" >"$dir/command.txt"
     echo "[$(date -u +%FT%TZ)] ${cmd[*]}"
     start=$(date +%s)
@@ -62,6 +65,7 @@ for seed in $SEEDS; do  # seed-major: a partial study still covers every method
   done
 done
 
+[ "$DRY" = 1 ] && exit 0
 /usr/bin/python3 "$HERE/summarize.py" "$RUNS" --out "$HERE/$(basename "$RUNS").md" \
   ${TARGET:+--target "$TARGET"}
 RUNS=$RUNS "$HERE/figures.sh"
