@@ -23,14 +23,15 @@ using test::ScopedTempDir;
 #define EXPECT_LACKS(text, what) EXPECT_EQ((text).find(what), std::string::npos) << (text)
 
 // Keys read with a literal name in the library and the training driver: opt.get_int("k", ..),
-// and the driver's get(opt, "k") / get_int(opt, "k") helpers. Only `dplab eval` reads
+// and the driver's get(opt, "k") / get_int(opt, "k") helpers, and the link shorthand's
+// link_option(opt, "k"). Only `dplab eval` reads
 // "checkpoint".
 std::set<std::string> keys_read_in_sources() {
   const char* src = std::getenv("DPLAB_SOURCE_DIR");
   EXPECT_NE(src, nullptr);
   if (!src) return {};
   const std::regex pat(
-      R"re(\bopt\.(?:get_int|get_double|get_string|get_bool|require_string)\("([^"]+)"|\bget(?:_int|_double|_bool)?\(opt, "([^"]+)")re");
+      R"re(\bopt\.(?:get_int|get_double|get_string|get_bool|require_string)\("([^"]+)"|\b(?:get(?:_int|_double|_bool)?|link_option)\(opt, "([^"]+)")re");
   std::set<std::string> keys;
   for (const char* dir : {"comm", "optim", "tools/train", "models", "data", "layers", "core"})
     for (const auto& e : fs::recursive_directory_iterator(fs::path(src) / dir)) {

@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -26,6 +27,7 @@
 #include "dplab/core/error.h"
 #include "dplab/core/ops.h"
 #include "dplab/core/param_arena.h"
+#include "dplab/core/usage_error.h"
 #include "dplab/models/registry.h"
 #include "dplab/optim/sgd.h"
 #include "dplab/tools/dplab/bench_loader.h"
@@ -80,7 +82,33 @@ struct ModelBenchArgs {
   std::string device = "cpu";
   std::string amp = "off";  // off or bf16: the forward under AutocastGuard, as the trainer does
   std::string profile_out;  // train: write a compute profile (bench_profile.h)
+  std::string input;        // CxHxW of the random batch ("" = the model's own input shape)
+  int64_t classes = 0;      // 0: the model's default class count
 };
+
+// --input "1x28x28": the sample shape, for a profile that must match a run on other data
+// (a ResNet on Fashion-MNIST takes 1 x 28 x 28 and builds a 1-channel stem for it).
+Shape parse_input_shape(const std::string& s) {
+  Shape shape;
+  size_t at = 0;
+  while (at <= s.size()) {
+    const size_t x = std::min(s.find('x', at), s.size());
+    const std::string part = s.substr(at, x - at);
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (ec != std::errc() || end != part.data() + part.size() || v < 1)
+      throw UsageError(
+          fmt::format("--input '{}': expected CxHxW with positive integers, e.g. "
+                      "1x28x28; '{}' is not one",
+                      s, part));
+    shape.push_back(v);
+    at = x + 1;
+  }
+  if (shape.size() != 3)
+    throw UsageError(
+        fmt::format("--input '{}': expected three sizes CxHxW, got {}", s, shape.size()));
+  return shape;
+}
 
 // Device-side timing boundaries and memory (--device cuda). Kernels run asynchronously: a
 // step's time is only known once the device has finished it, so the clock is read after a
@@ -160,7 +188,12 @@ int run_model_bench(const ModelBenchArgs& a, bool train) {
   apply_thread_option(a.threads);
   const int threads = omp_get_max_threads();
   const ModelInfo info = model_info(a.model);
-  auto model = make_model(a.model, a.seed, info.num_classes);
+  const Shape sample = a.input.empty() ? info.input_shape : parse_input_shape(a.input);
+  const int classes = a.classes > 0 ? int(a.classes) : info.num_classes;
+  DPLAB_CHECK_OPTION(!a.compare || (a.input.empty() && a.classes == 0),
+                     "bench: --compare-pytorch times the model's own input shape and classes; "
+                     "drop --input / --classes");
+  auto model = make_model(a.model, a.seed, classes, false, int(sample[0]));
   model->train(train);
   model->to(device);
   device_reset_peak(device);  // the peak counts the model and the steps, nothing earlier
@@ -173,7 +206,7 @@ int run_model_bench(const ModelBenchArgs& a, bool train) {
 
   // Random images in [0, 1) and random labels: the timing does not depend on the values.
   Shape shape{a.batch};
-  for (auto d : info.input_shape) shape.push_back(d);
+  for (auto d : sample) shape.push_back(d);
   int64_t numel = 1;
   for (auto d : shape) numel *= d;
   std::mt19937_64 rng(a.seed);
@@ -181,7 +214,7 @@ int run_model_bench(const ModelBenchArgs& a, bool train) {
   std::vector<float> pixels(static_cast<size_t>(numel));
   for (auto& p : pixels) p = uni(rng);
   std::vector<int64_t> labels(static_cast<size_t>(a.batch));
-  for (auto& l : labels) l = int64_t(rng() % uint64_t(info.num_classes));
+  for (auto& l : labels) l = int64_t(rng() % uint64_t(classes));
   const Tensor x = Tensor::from_vector(pixels, shape).to(device);
   const Tensor y = Tensor::from_vector_i64(labels, {a.batch}).to(device);
 
@@ -306,6 +339,11 @@ void add_model_flags(CLI::App* c, ModelBenchArgs& a) {
               "also time the same network in PyTorch (tools/bench/torch_train_step.py, "
               "/usr/bin/python3 or $DPLAB_PYTHON) and print the ratio");
   c->add_flag("--json", a.json, "print one JSON object instead of the table");
+  c->add_option("--input", a.input,
+                "CxHxW of the random batch (default: the model's input), e.g. 1x28x28 for a "
+                "ResNet profile that matches a Fashion-MNIST run");
+  c->add_option("--classes", a.classes, "classes of the model's output (0: the model's default)")
+      ->capture_default_str();
   c->add_option("--amp", a.amp,
                 "off or bf16: the forward under autocast (conv and linear on bf16 operands, f32 "
                 "weights; core/autocast.h), PyTorch's under torch.autocast(bfloat16)")

@@ -62,14 +62,20 @@ std::vector<std::string> classes_from(const std::string& src) {
   return names;
 }
 
+// A ResNet's input channels as the file's first convolution has them (1 for a model trained on
+// Fashion-MNIST); -1 (the model's own) for other models, whose mismatch the load reports.
+int stem_channels(const std::string& model_name, const ModelWeights& w) {
+  return model_info(model_name).any_channels ? channels_in_file(w) : -1;
+}
+
 int predict_images(const PredictArgs& a, const ModelWeights& w, const std::string& model_name) {
   const std::vector<std::string> images = collect_images(a.inputs);
   const int file_classes = classes_in_file(w);
-  auto model = make_model(model_name, 0, file_classes, false, channels_in_file(w));
+  auto model = make_model(model_name, 0, file_classes, false, stem_channels(model_name, w));
   load_model_file(w, *model, model_name);
   model->eval();
   Shape shape = model_info(model_name).input_shape;
-  if (const int c = channels_in_file(w); c > 0) shape[0] = c;  // a grey-scale ResNet: 1
+  if (const int c = stem_channels(model_name, w); c > 0) shape[0] = c;  // grey-scale ResNet: 1
   if (a.image_size > 0) shape[1] = shape[2] = a.image_size;
 
   std::vector<std::string> names = class_names_in_file(w);
@@ -147,7 +153,8 @@ CommandSpec predict_command() {
           }
           DPLAB_CHECK(!a->output.empty(),
                       "{}: a safetensors batch: give --output FILE for its logits", a->inputs[0]);
-          auto model = make_model(model_name, 0, classes_in_file(w), false, channels_in_file(w));
+          auto model =
+              make_model(model_name, 0, classes_in_file(w), false, stem_channels(model_name, w));
           load_model_file(w, *model, model_name);
           model->eval();
           NoGradGuard no_grad;

@@ -229,8 +229,11 @@ EvalReport run_evaluation(const Options& opt, const Registry& registry) {
   const std::string model_name = model_for_file(opt.has("model") ? get(opt, "model") : "", weights);
   const int file_classes = classes_in_file(weights);
   auto model = registry.make_model(
-      model_name, ModelArgs{0, file_classes > 0 ? file_classes : test->num_classes(), false, &opt,
-                            channels_in_file(weights)});
+      model_name,
+      ModelArgs{0, file_classes > 0 ? file_classes : test->num_classes(), false, &opt,
+                // a ResNet's stem as trained; other models keep theirs, so that a
+                // mismatched file is reported by the load below
+                registry.model(model_name).any_channels ? channels_in_file(weights) : -1});
   load_model_file(weights, *model, model_name);
   EvalOptions eval_opt;
   eval_opt.batch_size = eval_batch;
