@@ -51,7 +51,7 @@ for seed in $SEEDS; do
       [ "$m" = local ] && np=1 rpn=(--ranks-per-node 1)
       # shellcheck disable=SC2046
       run_one "$RUNS/step_time/$(pname "$P")/$m/seed$seed" "$np" "${common[@]}" "${rpn[@]}" --cluster "$P" \
-        --seed "$seed" --max-steps "$STEP_STEPS" --set metrics.every_steps=1 \
+        --seed "$seed" --max-steps "$STEP_STEPS" --set metrics.every_steps=1 --set data.test_limit=1000 \
         --set "data.train_limit=$((np * BATCH * STEP_STEPS))" $(method_args "$m")
     done
   done
