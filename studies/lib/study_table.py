@@ -81,20 +81,20 @@ def runs_of(config_dir):
     return out
 
 
-def stat(values, digits=3):
+def stat(values, digits=3, none_label="missing"):
     """'mean [min, max]' over the seeds (the spread is min-max, not a standard deviation);
     n/a when no value; a single value alone. Values of None (e.g. a target never reached)
-    are counted apart: '... (k of n never)'."""
+    are counted apart: '... (k of n never)' with none_label "never"."""
     have = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
     missing = len(values) - len(have)
     if not have:
-        return "n/a" if not values else f"never ({len(values)} of {len(values)})"
+        return "n/a" if not values else f"{none_label} ({len(values)} of {len(values)})"
     f = f"{{:.{digits}f}}"
     s = f.format(statistics.mean(have))
     if len(have) > 1:
         s += f" [{f.format(min(have))}, {f.format(max(have))}]"
     if missing:
-        s += f" ({missing} of {len(values)} never)"
+        s += f" ({missing} of {len(values)} {none_label})"
     return s
 
 

@@ -3,8 +3,8 @@
 # method the mean of its seeds with a min-max band; times virtual (metrics.jsonl).
 #   oscars_accuracy_time_<setup>.png   test accuracy against virtual elapsed time
 #   oscars_images_s_<setup>.png        images/s (virtual) per epoch
-#   oscars_wait_<setup>.png            Oscars: predicted and measured wait per round per epoch,
-#                                      the slowest rank's (rank_R.jsonl of the last rank)
+#   oscars_wait_<setup>.png            Oscars: rank 0's predicted and measured wait per round per
+#                                      epoch (metrics.jsonl holds rank 0's algo.* state only)
 #   RUNS=... OUT=... studies/oscars/figures.sh    (run.sh calls it)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -23,15 +23,10 @@ for sdir in "$RUNS"/r*; do
     --y-label "test accuracy" --out "$OUT/oscars_accuracy_time_$s.png"
   plot_mean --title "$TITLE" --x epoch --y images_per_s --y-label "images/s (virtual, all ranks)" \
     --out "$OUT/oscars_images_s_$s.png"
-  # the slowest rank's wait, predicted and measured, from its rank_R.jsonl (the last rank)
-  runs=() labels=()
-  for d in "$sdir"/oscars/seed*; do
-    [ -f "$d/done" ] || continue
-    last=$(ls "$d"/rank_*.jsonl | sed 's/.*rank_\([0-9]*\).jsonl/\1/' | sort -n | tail -1)
-    runs+=("$d/rank_$last.jsonl") labels+=("$(basename "$d") rank $last")
-  done
-  [ ${#runs[@]} -gt 0 ] && "$DPLAB" plot "${runs[@]}" --label "${labels[@]}" --x epoch \
-    --y algo.wait_pred_us --y algo.wait_meas_us --title "Oscars, $s: the slowest rank's wait per round" \
-    --y-label "wait per round, us (virtual)" --width 900 --height 500 \
-    --out "$OUT/oscars_wait_$s.png" 2> >(grep -v 'has no run.json' >&2)
+  # rank 0's predicted and measured wait per round (metrics.jsonl: algo.* is rank 0's state)
+  plot_clear
+  collect "Oscars" "$sdir/oscars"
+  plot_mean --title "Oscars, $s: rank 0's wait per round, predicted and measured" --x epoch \
+    --y algo.wait_pred_us --y algo.wait_meas_us --y-label "wait per round, us (virtual)" \
+    --out "$OUT/oscars_wait_$s.png"
 done

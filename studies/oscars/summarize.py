@@ -6,8 +6,9 @@ Per setup and method (mean over the seeds [min, max]): final test accuracy, imag
 all ranks), virtual time to reach TARGET test accuracy (evaluated once per epoch: the first
 epoch's elapsed_s at or above it), virtual epoch time; for Oscars per rank the predicted wait
 per round (wait_pred_us: max_j tau_j t_j - tau_i t_i from the plan's times) against the measured
-one (wait_meas_us: the mean exposed wait of the round averages, barrier idle plus transfer),
-from the last epoch of rank_R.jsonl.
+one (wait_meas_us: the mean exposed wait of the round averages, barrier idle plus transfer) of
+rank 0 per epoch (metrics.jsonl holds rank 0's algo.* state only), and every rank's exposed wait
+per round and idle fraction in the last epoch (rank_R.jsonl, kind rank_epoch).
 """
 import json
 import pathlib
@@ -26,9 +27,13 @@ def last_epoch(path):
     for line in path.read_text().splitlines():
         if line.strip():
             r = json.loads(line)
-            if r.get("kind") == "epoch":
+            if r.get("kind") in ("epoch", "rank_epoch"):
                 last = r
     return last
+
+
+def _ms(e, key):
+    return e[key] / 1e3 if key in e else None
 
 
 def main():
@@ -42,7 +47,7 @@ def main():
             rs = st.runs_of(sdir / m)
             if rs:
                 rows.append([label] + st.common_row(rs) +
-                            [st.stat([r.time_to("test_acc", target) for r in rs], 2)])
+                            [st.stat([r.time_to("test_acc", target) for r in rs], 2, "never")])
         if not rows:
             continue
         md.append(f"\n## {sdir.name}\n\n")
@@ -50,25 +55,45 @@ def main():
                            rows))
         rs = st.runs_of(sdir / "oscars")
         if rs:
+            # rank 0 (a rank at slowdown 1, so one that waits): predicted against measured wait
+            # per round, every epoch's record of metrics.jsonl (algo.* is rank 0's state)
+            rows = []
+            for i in range(max(len(r.epochs) for r in rs)):
+                es = [r.epochs[i] for r in rs if i < len(r.epochs)]
+                rows.append([str(i + 1), st.stat([e.get("algo.tau_r0") for e in es], 1),
+                             st.stat([e.get("algo.rounds") for e in es], 1),  # cumulative
+                             st.stat([_ms(e, "algo.wait_pred_us") for e in es], 2),
+                             st.stat([_ms(e, "algo.wait_meas_us") for e in es], 2),
+                             st.stat([_ms(e, "algo.max_wait_us") for e in es], 2)])
+            md.append("\nOscars, rank 0 per epoch: its tau, the rounds, its predicted wait per "
+                      "round (max_j tau_j t_j - tau_0 t_0), rounds so far, its measured one (mean exposed wait "
+                      "of the round averages) and the plan's largest wait (Eq. 2 at T*), ms "
+                      "(virtual):\n\n")
+            md.append(st.table(["epoch", "tau_0", "rounds so far", "predicted wait / round, ms",
+                                "measured wait / round, ms", "plan's max wait, ms"], rows))
+            # every rank: tau and the exposed wait per round in the last epoch (rank_R.jsonl)
             per = {}
             for r in rs:
+                last = r.epochs[-1] if r.epochs else {}
+                prev = r.epochs[-2].get("algo.rounds", 0) if len(r.epochs) > 1 else 0
+                # algo.rounds counts from the start: the last epoch's rounds are the difference
+                rounds = (last.get("algo.rounds", 0) - prev) or None
                 for p in sorted(r.dir.glob("rank_*.jsonl"), key=lambda q: int(q.stem[5:])):
                     e = last_epoch(p) or {}
                     rank = int(p.stem[5:])
-                    per.setdefault(rank, []).append(e)
-            rows = []
-            for rank, es in sorted(per.items()):
-                rows.append([str(rank), st.stat([e.get("algo.tau") for e in es], 1),
-                             st.stat([e.get("algo.t_us", 0) / 1e3 if "algo.t_us" in e else None
-                                      for e in es], 2),
-                             st.stat([e.get("algo.wait_pred_us", 0) / 1e3
-                                      if "algo.wait_pred_us" in e else None for e in es], 2),
-                             st.stat([e.get("algo.wait_meas_us", 0) / 1e3
-                                      if "algo.wait_meas_us" in e else None for e in es], 2)])
-            md.append("\nOscars per rank (last epoch): tau, profiled step time t, predicted and "
-                      "measured wait per round (ms, virtual):\n\n")
-            md.append(st.table(["rank", "tau", "t, ms", "predicted wait / round, ms",
-                                "measured wait / round, ms"], rows))
+                    w = e.get("comm_exposed_wait_s")
+                    per.setdefault(rank, []).append(
+                        (last.get(f"algo.tau_r{rank}"), e.get("slowdown"),
+                         w / rounds * 1e3 if w is not None and rounds else None,
+                         e.get("idle_fraction")))
+            rows = [[str(k), st.stat([x[1] for x in v], 2), st.stat([x[0] for x in v], 1),
+                     st.stat([x[2] for x in v], 2), st.stat([x[3] for x in v], 3)]
+                    for k, v in sorted(per.items())]
+            md.append("\nOscars, every rank in the last epoch (rank_R.jsonl): slowdown, tau, "
+                      "measured exposed wait per round (ms, virtual), idle fraction. dplab "
+                      "records the predicted wait of rank 0 only (metrics.jsonl's algo.*).\n\n")
+            md.append(st.table(["rank", "slowdown", "tau", "measured wait / round, ms",
+                                "idle fraction"], rows))
     out.write_text("\n".join(md))
     print(f"wrote {out}")
 
