@@ -24,7 +24,7 @@ if [ "$QUICK" = 1 ]; then
   EPOCHS=${EPOCHS:-1} SWEEP_EPOCHS=${SWEEP_EPOCHS:-1}
   TRAIN_LIMIT=${TRAIN_LIMIT:-384}      # 3 steps of 8 x 16
   TEST_LIMIT=${TEST_LIMIT:-256}
-  LR_GRID=${LR_GRID_QUICK:-"0.05 0.1"}
+  LR_GRID=${LR_GRID_QUICK:-0.1}
 else
   # 64 workers of resnet18_cifar do not fit in 24 GiB (README "Memory"): 8, 16 and 32 run.
   WORKERS=${WORKERS:-"8 16 32"}
@@ -33,11 +33,13 @@ else
   TEST_LIMIT=${TEST_LIMIT:-10000}
 fi
 
+# resnet18_cifar cut at its blocks (stem, 8 residual blocks, fc): many segments, many peers
+CX="--set crossover.segments=blocks --set crossover.sampler=balanced"
 method_args() {
   case $1 in
     allreduce) echo "--algo allreduce" ;;
-    crossover) echo "--algo crossover" ;;
-    crossover_hier) echo "--algo crossover --set crossover.hierarchical=true" ;;
+    crossover) echo "--algo crossover $CX" ;;
+    crossover_hier) echo "--algo crossover $CX --set crossover.hierarchical=true" ;;
     sgp) echo "--algo sgp" ;;
     sgp_interval) echo "--algo sgp --set sgp.interval=$SGP_INTERVAL" ;;
     *) echo "unknown method $1" >&2; exit 2 ;;
