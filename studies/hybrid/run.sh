@@ -26,7 +26,6 @@ K1_ALGOS=${K1_ALGOS:-"each_iter hybrid_8_12"}
 # The variants run only when asked: hybrid_8_12_mean (stage 2 on the mean of the W gradients,
 # not in the thesis) and hybrid_printed (the listing as printed: stage 2 idle), e.g.
 #   ALGOS=hybrid_8_12_mean KS="2 4 8" studies/hybrid/run.sh
-PLOT_ALGOS="each_iter hybrid_8_12 hybrid_8_16 only_end hybrid_8_12_mean hybrid_printed"
 RUNS=${RUNS:-$(study_runs_dir "$HERE")}
 
 for seed in $SEEDS; do                # seed-major: a partial study still covers every dataset, K, algo

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the studies' run.sh (source it): the resumable runner and the common switches.
 #   DPLAB    the dplab binary (default: ROOT/build/bin/dplab)
 #   MPIEXEC  the MPI launcher matching the build (default: mpiexec.mpich)

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the studies' figures.sh (source it after common.sh): mean-over-seeds figures with
 # `dplab plot`.
 #   collect LABEL CONFIG_DIR...   adds the finished seed runs (CONFIG_DIR/seed*/done) under LABEL

@@ -12,7 +12,6 @@ per round and idle fraction in the last epoch (rank_R.jsonl, kind rank_epoch).
 """
 import json
 import pathlib
-import statistics
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "lib"))
