@@ -1,47 +1,42 @@
 #!/usr/bin/env bash
-# Draws the Crossover-SGD study's figures from the runs on disk (no training): for each per-rank
-# batch B, accuracy_time_bB.png: rank 0's test accuracy against cumulative training time (the
-# running sum of time_s: these metrics files predate elapsed_s) of each method's run at its best
-# learning rate (best_runs.txt, written by summarize.py); and against the per-rank batch, at
-# each method's best learning rate, accuracy_batch.png (rank 0's final test accuracy) and
-# epoch_time_batch.png (median seconds per training epoch), the points from summarize.py.
-#   studies/crossover/figures.sh            (run.sh calls it after summarize.py)
+# Draws the Crossover-SGD / SGP study's figures with `dplab plot` from the runs on disk (no
+# training); each method the mean of its seeds with a min-max band; times virtual.
+#   accuracy_time_W<w>.png   rank 0's test accuracy against virtual elapsed time, per workers
+#   epoch_time_W<w>.png      virtual training time per epoch, per workers
+#   accuracy_workers.png     final test accuracy against the number of workers
+#   epoch_time_workers.png   mean virtual epoch time against the number of workers
+#   RUNS=... OUT=... studies/crossover/figures.sh    (run.sh calls it)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
-# The current dplab draws (run.sh's training binary may be older): DPLAB_PLOT overrides it.
-DPLAB=${DPLAB_PLOT:-$ROOT/build/bin/dplab}
-RUNS=${RUNS:-$HERE/runs}
-declare -A NAME=([allreduce]="AllReduce-SGD" [sgp]="SGP" [crossover]="Crossover-SGD"
-  [crossover_hier]="Hierarchical Crossover-SGD (groups of 2)")
+source "$HERE/../lib/common.sh"
+source "$HERE/../lib/plot.sh"
+RUNS=${RUNS:-$(study_runs_dir "$HERE")}
+OUT=${OUT:-$(study_out_dir "$HERE")}
+METHODS="allreduce crossover crossover_hier sgp sgp_interval"
+declare -A NAME=([allreduce]="AllReduce-SGD" [crossover]="Crossover-SGD"
+  [crossover_hier]="Hierarchical Crossover" [sgp]="SGP" [sgp_interval]="SGP, interval")
+TITLE="resnet18_cifar / Fashion-MNIST, batch 16 per rank, gpu4-25gbe"
 
-batches=$(awk '{ split($2, p, "/"); print substr(p[1], 2) }' "$HERE/best_runs.txt" | sort -nu)
-for batch in $batches; do
-  runs=() labels=()
-  while read -r method run; do
-    [ "${run%%/*}" = "b$batch" ] || continue
-    runs+=("$RUNS/$method/$run") labels+=("${NAME[$method]}, lr ${run#*/lr}")
-  done <"$HERE/best_runs.txt"
-  "$DPLAB" plot "${runs[@]}" --label "${labels[@]}" --x elapsed_s --y test_acc \
-    --title "Fashion-MNIST, mnist_cnn, 8 ranks x batch $batch, best lr of the grid" \
-    --x-label "cumulative training time, s (evaluation excluded; 100 us / 100 Mbit/s link)" \
-    --y-label "test accuracy, rank 0's model" --width 820 --height 460 \
-    --out "$HERE/accuracy_time_b$batch.png"
+workers=$(for d in "$RUNS"/*/W*; do [ -d "$d" ] && basename "$d"; done | sort -u -t W -k2 -n)
+for W in $workers; do
+  plot_clear
+  for m in $METHODS; do collect "${NAME[$m]}" "$RUNS/$m/$W"; done
+  plot_mean --title "$TITLE, ${W#W} workers" --x elapsed_s --y test_acc \
+    --x-label "virtual elapsed time, s" --y-label "rank 0 test accuracy" \
+    --out "$OUT/accuracy_time_$W.png"
+  plot_mean --title "$TITLE, ${W#W} workers" --x epoch --y time_s \
+    --y-label "virtual training time per epoch, s" --out "$OUT/epoch_time_$W.png"
 done
-
+# Against the number of workers: one record per run {workers, final test_acc, epoch time},
+# written by points.py as a metrics file per run, so `dplab plot --x workers` draws them.
+plot_clear
 points=$(mktemp -d)
-trap 'rm -rf "$points"' EXIT
-/usr/bin/python3 "$HERE/summarize.py" "$RUNS" "$points" "$points/by_batch" >/dev/null
-files=() labels=()
-for method in allreduce sgp crossover crossover_hier; do
-  [ -s "$points/by_batch/$method.jsonl" ] || continue
-  files+=("$points/by_batch/$method.jsonl") labels+=("${NAME[$method]}")
+/usr/bin/python3 "$HERE/points.py" "$RUNS" "$points"
+for m in $METHODS; do
+  [ -d "$points/$m" ] && collect "${NAME[$m]}" "$points/$m"
 done
-"$DPLAB" plot "${files[@]}" --label "${labels[@]}" --x batch --y test_acc \
-  --title "Fashion-MNIST, mnist_cnn, 8 ranks, 4 epochs x 24k images, best lr of the grid" \
-  --x-label "batch per rank (8 ranks)" --y-label "final test accuracy, rank 0's model" \
-  --width 820 --height 460 --out "$HERE/accuracy_batch.png"
-"$DPLAB" plot "${files[@]}" --label "${labels[@]}" --x batch --y epoch_s \
-  --title "Time per epoch, emulated 100 us / 100 Mbit/s inter-node link" \
-  --x-label "batch per rank (8 ranks)" --y-label "seconds per training epoch (median)" \
-  --width 820 --height 460 --out "$HERE/epoch_time_batch.png"
+plot_mean --title "$TITLE" --x workers --y test_acc --y-label "rank 0 final test accuracy" \
+  --out "$OUT/accuracy_workers.png"
+plot_mean --title "$TITLE" --x workers --y time_s --y-label "virtual training time per epoch, s" \
+  --out "$OUT/epoch_time_workers.png"
+rm -rf "$points"

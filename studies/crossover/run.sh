@@ -1,46 +1,80 @@
 #!/usr/bin/env bash
-# Regenerates the Crossover-SGD study (README.md): every run, then results.md and the figures.
-#   studies/crossover/run.sh
-#   METHODS="sgp crossover" BATCHES="32" studies/crossover/run.sh
-# 8 ranks (4 virtual nodes of 2, emulated 100 us / 100 Mbit/s inter-node link) on Fashion-MNIST,
-# mnist_cnn, 4 epochs over the first 24,000 training images, test on the first 5,000.
-# For every method and per-rank batch, a learning-rate grid (LRS_<batch>); summarize.py keeps
-# the best by rank 0's final test accuracy. A run whose directory holds `done` is skipped, so the
-# script resumes after an interruption; each run's exact command is in <run dir>/command.txt.
+# Crossover-SGD and SGP study (README.md) on the virtual cluster: a learning-rate sweep on a
+# validation split (select_lr.py), then every method x workers x seed at its chosen lr on the
+# test set, then results.md (summarize.py) and the figures (figures.sh, `dplab plot`).
+#   studies/crossover/run.sh                        the study (hours: README "Cost")
+#   QUICK=1 studies/crossover/run.sh                smoke scale: 8 workers, 3 steps, seed 0
+#   WORKERS="8 16" METHODS="crossover sgp" studies/crossover/run.sh
+# Every run: mpiexec -n W, --cluster gpu4-25gbe --ranks-per-node 4 (W/4 nodes), measured compute
+# (one thread per rank), per-rank batch 16 whatever W; times in metrics.jsonl are virtual.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
-DPLAB=${DPLAB:-$ROOT/build-crossover/bin/dplab}
-RANKS=${RANKS:-8}
-METHODS=${METHODS:-"allreduce sgp crossover crossover_hier"}
-BATCHES=${BATCHES:-"32 128 512"}
-LRS_32=${LRS_32:-"0.01 0.03 0.1 0.3"}
-LRS_128=${LRS_128:-"0.03 0.1 0.3"}
-LRS_512=${LRS_512:-"0.03 0.1 0.3 1.0"}
-RUNS=${RUNS:-$HERE/runs}
-NICE=${NICE:-10}
-export OMP_NUM_THREADS=1
+source "$HERE/../lib/common.sh"
+RUNS=${RUNS:-$(study_runs_dir "$HERE")}
+CLUSTER=${CLUSTER:-gpu4-25gbe}
+RPN=${RPN:-4}
+METHODS=${METHODS:-"allreduce crossover crossover_hier sgp sgp_interval"}
+SGP_INTERVAL=${SGP_INTERVAL:-4}        # sgp_interval: gossip every 4th step (the paper's I = 42
+                                       # is for 90 epochs of ImageNet; this run has ~500 steps)
+LR_GRID=${LR_GRID:-"0.05 0.1 0.2"}
+VAL_DIR=${VAL_DIR:-$HERE/val_split}    # make_val_split.py: 50,000 train / 10,000 validation
+FMNIST=${FMNIST:-/usr/share/datasets/fashion-mnist}
+if [ "$QUICK" = 1 ]; then
+  WORKERS=${WORKERS:-8}
+  EPOCHS=${EPOCHS:-1} SWEEP_EPOCHS=${SWEEP_EPOCHS:-1}
+  TRAIN_LIMIT=${TRAIN_LIMIT:-384}      # 3 steps of 8 x 16
+  TEST_LIMIT=${TEST_LIMIT:-256}
+  LR_GRID=${LR_GRID_QUICK:-0.1}
+else
+  # 64 workers of resnet18_cifar do not fit in 24 GiB (README "Memory"): 8, 16 and 32 run.
+  WORKERS=${WORKERS:-"8 16 32"}
+  EPOCHS=${EPOCHS:-4} SWEEP_EPOCHS=${SWEEP_EPOCHS:-2}
+  TRAIN_LIMIT=${TRAIN_LIMIT:-8192}     # 8192 images per epoch: 64 steps at 8 workers, 16 at 32
+  TEST_LIMIT=${TEST_LIMIT:-10000}
+fi
 
-for batch in $BATCHES; do
-  lrs_var=LRS_$batch
-  for method in $METHODS; do
-    for lr in ${!lrs_var}; do
-      dir=$RUNS/$method/b$batch/lr$lr
-      [ -f "$dir/done" ] && continue
-      rm -rf "$dir"
-      mkdir -p "$dir"
-      cmd=(mpiexec -n "$RANKS" nice -n "$NICE" "$DPLAB" train --config "$HERE/configs/$method.toml"
-           --batch "$batch" --lr "$lr" --out "$dir")
-      echo "${cmd[*]}" >"$dir/command.txt"
-      echo "[$(date -u +%FT%TZ)] ${cmd[*]}"
-      start=$(date +%s)
-      "${cmd[@]}" >"$dir/stdout.txt" 2>"$dir/stderr.txt"
-      echo "$(($(date +%s) - start))" >"$dir/wall_s.txt"
-      touch "$dir/done"
+# resnet18_cifar cut at its blocks (stem, 8 residual blocks, fc): many segments, many peers
+CX="--set crossover.segments=blocks --set crossover.sampler=balanced"
+method_args() {
+  case $1 in
+    allreduce) echo "--algo allreduce" ;;
+    crossover) echo "--algo crossover $CX" ;;
+    crossover_hier) echo "--algo crossover $CX --set crossover.hierarchical=true" ;;
+    sgp) echo "--algo sgp" ;;
+    sgp_interval) echo "--algo sgp --set sgp.interval=$SGP_INTERVAL" ;;
+    *) echo "unknown method $1" >&2; exit 2 ;;
+  esac
+}
+
+[ -f "$VAL_DIR/t10k-labels-idx1-ubyte.gz" ] || /usr/bin/python3 "$HERE/make_val_split.py" "$FMNIST" "$VAL_DIR"
+common=(--config "$HERE/configs/base.toml" --cluster "$CLUSTER" --ranks-per-node "$RPN"
+        --set cluster.compute=measured --set threads=1 --set "data.train_limit=$TRAIN_LIMIT"
+        --set "data.test_limit=$TEST_LIMIT")
+
+# 1. the lr sweep: seed 0, the validation split (its "test" files are 10,000 training images).
+for W in $WORKERS; do
+  for m in $METHODS; do
+    for lr in $LR_GRID; do
+      # shellcheck disable=SC2046
+      run_one "$RUNS/lr_sweep/$m/W$W/lr$lr/seed0" "$W" "${common[@]}" --data "fashion-mnist:$VAL_DIR" \
+        --epochs "$SWEEP_EPOCHS" --seed 0 --lr "$lr" $(method_args "$m")
     done
   done
 done
+/usr/bin/python3 "$HERE/select_lr.py" "$RUNS/lr_sweep" >"$RUNS/chosen_lr.txt"
 
-"$HERE/timing.sh"
-/usr/bin/python3 "$HERE/summarize.py" "$RUNS" "$HERE"
-RUNS=$RUNS "$HERE/figures.sh"  # dplab plot (build/bin/dplab, or DPLAB_PLOT)
+# 2. the study: every seed at the chosen lr, tested on the test set.
+for seed in $SEEDS; do
+  for W in $WORKERS; do
+    for m in $METHODS; do
+      lr=$(awk -v m="$m" -v w="W$W" '$1 == m && $2 == w { print $3 }' "$RUNS/chosen_lr.txt")
+      [ -n "$lr" ] || { echo "no lr chosen for $m W$W" >&2; exit 1; }
+      # shellcheck disable=SC2046
+      run_one "$RUNS/$m/W$W/seed$seed" "$W" "${common[@]}" --epochs "$EPOCHS" --seed "$seed" \
+        --lr "$lr" $(method_args "$m")
+    done
+  done
+done
+OUT=$(study_out_dir "$HERE")
+/usr/bin/python3 "$HERE/summarize.py" "$RUNS" "$OUT/results.md"
+RUNS=$RUNS OUT=$OUT "$HERE/figures.sh"

@@ -1,36 +1,34 @@
 #!/usr/bin/env bash
-# Draws the DASO study's figures from the runs on disk (no training), each method the mean of
-# its repeats with a min-max band:
-#   daso_epoch_time.png     training time per epoch (rank 0's time_s, evaluation excluded)
-#   daso_accuracy_time.png  test accuracy against cumulative training time (the running sum of
-#                           time_s: these metrics files predate elapsed_s)
-#   studies/daso/figures.sh            (run.sh calls it after summarize.py)
+# Draws the DASO study's figures with `dplab plot` from the runs on disk (no training); each
+# method is the mean of its seeds with a min-max band. Times are virtual (metrics.jsonl
+# time_s / elapsed_s: the platform's cost model plus the ranks' thread CPU time).
+#   daso_epoch_time.png      virtual training time per epoch
+#   daso_accuracy_time.png   test accuracy against virtual elapsed time
+#   daso_B_S.png             DASO's B and S per epoch (rank 0, mean of the seeds), S in {1, 2, 4}
+#   daso_table_time.png      the (B, S) table's runs: virtual time per epoch
+#   RUNS=... OUT=... studies/daso/figures.sh    (run.sh calls it)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
-# The current dplab draws (run.sh's training binary may be older): DPLAB_PLOT overrides it.
-DPLAB=${DPLAB_PLOT:-$ROOT/build/bin/dplab}
-RUNS=${RUNS:-$HERE/runs}
-METHODS="allreduce_f32 allreduce_f16 classic daso"
-declare -A NAME=([allreduce_f32]="AllReduce-SGD (f32, fused)"
-  [allreduce_f16]="AllReduce-SGD (f16 wire, fused)"
-  [classic]="classic (f32, one allreduce per tensor)" [daso]="DASO (B_max=4, S=1)")
-TITLE="mnist_cnn / Fashion-MNIST, 8 ranks = 4 nodes x 2, inter-node link 2 ms, 2 MB/s"
+source "$HERE/../lib/common.sh"
+source "$HERE/../lib/plot.sh"
+RUNS=${RUNS:-$(study_runs_dir "$HERE")}
+OUT=${OUT:-$(study_out_dir "$HERE")}
+TITLE=${TITLE:-"resnet18_cifar / Fashion-MNIST, virtual cluster gpu4-25gbe (8 x 4)"}
+declare -A NAME=([allreduce_f32]="AllReduce f32" [allreduce_f16]="AllReduce f16 wire"
+  [classic]="classic (per tensor)" [daso_S1]="DASO S=1" [daso_S2]="DASO S=2" [daso_S4]="DASO S=4")
 
-runs=() labels=()
-for m in $METHODS; do
-  for done in "$RUNS/$m"/rep*/done; do
-    [ -f "$done" ] || continue
-    runs+=("$(dirname "$done")") labels+=("${NAME[$m]}")
-  done
+for m in allreduce_f32 allreduce_f16 classic daso_S1 daso_S2 daso_S4; do
+  collect "${NAME[$m]}" "$RUNS/$m"
 done
-[ ${#runs[@]} -gt 0 ] || { echo "no finished runs under $RUNS" >&2; exit 1; }
-
-plot() {  # The runs have no run.json: --group-by groups them by their --label, the method.
-  "$DPLAB" plot "${runs[@]}" --label "${labels[@]}" --group-by method --band minmax \
-    --width 900 --height 480 --title "$TITLE" "$@" \
-    2> >(grep -v '^note: .* has no run.json' >&2)
-}
-plot --x epoch --y time_s --y-label "training time per epoch, s" --out "$HERE/daso_epoch_time.png"
-plot --x elapsed_s --y test_acc --x-label "cumulative training time, s (evaluation excluded)" \
-  --y-label "test accuracy (5,000 images)" --out "$HERE/daso_accuracy_time.png"
+plot_mean --title "$TITLE" --x epoch --y time_s --y-label "virtual training time per epoch, s" \
+  --out "$OUT/daso_epoch_time.png"
+plot_mean --title "$TITLE" --x elapsed_s --y test_acc --y-label "test accuracy" \
+  --x-label "virtual elapsed time, s (metrics elapsed_s)" --out "$OUT/daso_accuracy_time.png"
+plot_clear
+for m in daso_S1 daso_S2 daso_S4; do collect "${NAME[$m]}" "$RUNS/$m"; done
+plot_mean --title "DASO: B and S per epoch (rank 0)" --x epoch --y algo.B --y algo.S \
+  --y-label "batches" --out "$OUT/daso_B_S.png"
+plot_clear
+for d in "$RUNS"/table/B*_S*; do [ -d "$d" ] && collect "$(basename "$d")" "$d"; done
+plot_mean --title "DASO, fixed (B, S): $TITLE" --x epoch --y time_s \
+  --y-label "virtual training time per epoch, s" --out "$OUT/daso_table_time.png"

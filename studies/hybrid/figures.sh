@@ -1,31 +1,29 @@
 #!/usr/bin/env bash
-# Draws the hybrid study's figures from the runs on disk (no training): one per dataset and K,
-# test accuracy per epoch, each algorithm the mean of its finished seeds with a min-max band,
-# its final record (after the final average) a hollow circle, stage changes dashed.
-#   studies/hybrid/figures.sh            (run.sh calls it after the runs)
+# Draws the hybrid study's figures with `dplab plot` from the runs on disk (no training): one per
+# dataset and K, test accuracy per epoch, each algorithm the mean of its finished seeds with a
+# min-max band, its final record (after the final average) a hollow circle, stage changes
+# dashed; and per dataset the virtual training time per epoch at the largest K.
+#   RUNS=... OUT=... studies/hybrid/figures.sh            (run.sh calls it after the runs)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
-DPLAB=${DPLAB:-$ROOT/build/bin/dplab}  # the current dplab (run.sh's training binary may be older)
+source "$HERE/../lib/common.sh"
+source "$HERE/../lib/plot.sh"
 DATASETS=${DATASETS:-"mnist fashion-mnist"}
-KS=${KS:-"1 2 4 8"}
+KS=${KS:-"1 2 4 8 16"}
 PLOT_ALGOS="each_iter hybrid_8_12 hybrid_8_16 only_end hybrid_8_12_mean hybrid_printed"
-RUNS=${RUNS:-$HERE/runs}
+RUNS=${RUNS:-$(study_runs_dir "$HERE")}
+OUT=${OUT:-$(study_out_dir "$HERE")}
 
 for data in $DATASETS; do
   for K in $KS; do
-    runs=() labels=()
-    for algo in $PLOT_ALGOS; do
-      for done in "$RUNS/$data/$algo/K$K"/seed*/done; do
-        [ -f "$done" ] || continue
-        runs+=("$(dirname "$done")") labels+=("$algo")
-      done
-    done
-    [ ${#runs[@]} -gt 0 ] || continue
-    # The runs have no run.json: --group-by groups them by their --label, the algorithm.
-    "$DPLAB" plot "${runs[@]}" --label "${labels[@]}" --group-by algo --band minmax --final \
-      --vline-key algo.stage --x epoch --y test_acc --width 820 --height 480 \
-      --title "mnist_cnn on $data, K = $K: mean over seeds (dashed: stage changes)" \
-      --out "$HERE/accuracy_${data}_K$K.png" 2> >(grep -v '^note: .* has no run.json' >&2)
+    plot_clear
+    for algo in $PLOT_ALGOS; do collect "$algo" "$RUNS/$data/$algo/K$K"; done
+    [ ${#PLOT_DIRS[@]} -gt 0 ] || continue
+    plot_mean --final --vline-key algo.stage --x epoch --y test_acc \
+      --title "mnist_cnn on $data, K = $K, cpu-10gbe: mean over seeds (dashed: stage changes)" \
+      --out "$OUT/accuracy_${data}_K$K.png"
+    plot_mean --x epoch --y time_s --y-label "virtual training time per epoch, s" \
+      --title "mnist_cnn on $data, K = $K, cpu-10gbe: virtual time per epoch" \
+      --out "$OUT/epoch_time_${data}_K$K.png"
   done
 done

@@ -8,7 +8,7 @@ usage: summarize.py RUNS_DIR OUT_DIR
 RUNS_DIR/<data>/<algo>/K<k>/seed<s>/metrics.jsonl are written by `dplab train` (rank 0).
 Only finished runs (a `done` file beside the metrics) are used.
   test accuracy  the final record (epoch 20: the model after the final parameter average)
-  train time     sum of the per-epoch training times of rank 0 (iterations + the final
+  train time     sum of the per-epoch training times of rank 0, virtual on the cluster (iterations + the final
                  average; evaluation excluded), as the thesis times rank 0
   allreduces     sum of comm_allreduces of rank 0 over the epochs (gradient syncs + the final
                  average), and its ratio to each_iter's
@@ -104,7 +104,7 @@ def fmt_acc(rs):
 def table(res, data):
     Ks = sorted({k for (d, _, k) in res if d == data})
     lines = [f"### {DATA_NAMES.get(data, data)}", "",
-             "| algorithm | K | seeds | test acc % (mean ± sd) | train time s (rank 0) | "
+             "| algorithm | K | seeds | test acc % (mean ± sd) | train time s (rank 0, virtual) | "
              "allreduces | vs EachIter | wall s per run |",
              "|---|---|---|---|---|---|---|---|"]
     for K in Ks:
