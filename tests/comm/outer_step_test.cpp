@@ -46,6 +46,17 @@ struct Replica : test::MnistReplica {
     const auto v = arena->params().to_vector();
     return {v.begin(), v.end()};
   }
+  // strategy.setup() on this replica's model, arena and optimizer (setup broadcasts rank 0's
+  // parameters).
+  void set_up(Strategy& strategy) {
+    TrainContext ctx;
+    ctx.model = model.get();
+    ctx.arena = arena.get();
+    ctx.optimizer = sgd.get();
+    ctx.options = &no_options;
+    strategy.setup(ctx);
+  }
+  Options no_options;
   void set_params(const std::vector<double>& p) {
     std::vector<float> f(p.begin(), p.end());
     Tensor t = arena->params();  // a handle on the arena's storage
@@ -103,13 +114,7 @@ struct Loop {
 int64_t run_both(Strategy& s, const Loop& loop, const OuterStep& outer, const char* what) {
   const int N = MpiEnv::get().world_size(), R = MpiEnv::get().world_rank();
   Replica dist(11 + uint64_t(R));  // setup() broadcasts rank 0's parameters
-  Options none;
-  TrainContext ctx;
-  ctx.model = dist.model.get();
-  ctx.arena = dist.arena.get();
-  ctx.optimizer = dist.sgd.get();
-  ctx.options = &none;
-  s.setup(ctx);
+  dist.set_up(s);
 
   std::vector<Replica> reps;
   for (int i = 0; i < N; ++i) reps.emplace_back(11);
@@ -480,13 +485,7 @@ TEST(StreamingDiLoCo, OuterStepsAndMixingMatchTheSerialReference) {
   o.set("comm.timeout_s", "20");
   StreamingDiLoCoStrategy s(o);
   Replica dist(11 + uint64_t(R));
-  Options none;
-  TrainContext ctx;
-  ctx.model = dist.model.get();
-  ctx.arena = dist.arena.get();
-  ctx.optimizer = dist.sgd.get();
-  ctx.options = &none;
-  s.setup(ctx);
+  dist.set_up(s);
   const auto frags = s.fragments();
   ASSERT_EQ(frags.size(), 2u);
 
@@ -577,13 +576,7 @@ TEST(StreamingDiLoCo, Bf16WireHalvesTheBytesAndRoundsTheOuterGradient) {
     o.set("comm.timeout_s", "20");
     StreamingDiLoCoStrategy s(o);
     Replica dist(11 + uint64_t(R));
-    Options none;
-    TrainContext ctx;
-    ctx.model = dist.model.get();
-    ctx.arena = dist.arena.get();
-    ctx.optimizer = dist.sgd.get();
-    ctx.options = &none;
-    s.setup(ctx);
+    dist.set_up(s);
     s.take_stats();  // the setup broadcast
     for (int64_t k = 0; k < 4; ++k) {
       StepInfo info{0, k, k, 4, 1};
@@ -649,13 +642,7 @@ void check_quantized(const char* quantize, int q) {
   o.set("comm.timeout_s", "20");
   StreamingDiLoCoStrategy s(o);
   Replica dist(11 + uint64_t(R));
-  Options none;
-  TrainContext ctx;
-  ctx.model = dist.model.get();
-  ctx.arena = dist.arena.get();
-  ctx.optimizer = dist.sgd.get();
-  ctx.options = &none;
-  s.setup(ctx);
+  dist.set_up(s);
   s.take_stats();  // the setup broadcast
   const auto frags = s.fragments();
   ASSERT_EQ(frags.size(), 2u);

@@ -96,10 +96,11 @@ CommandSpec train_command() {
         tf.add(*train, "--algo", "algo",
                "distributed algorithm (" + joined(strategy_names()) + ")");
         tf.add(*train, "--slowdown", "slowdown",
-               "RANK=FACTOR[,...]: slow those ranks down by sleeping (heterogeneous workers)");
+               "RANK=FACTOR[,...]: slow those ranks down (heterogeneous workers): by sleeping, or "
+               "on a virtual cluster by scaling their virtual compute");
         tf.add(*train, "--cluster", "cluster",
-               "PRESET|FILE: time the run on a modelled cluster (dplab cluster list); not yet "
-               "wired: refused");
+               "PRESET|FILE: run in virtual time on a modelled cluster (dplab cluster list, "
+               "docs/virtual_cluster.md): every time figure is virtual, wall_s beside it");
         tf.add(*train, "--ranks-per-node", "ranks_per_node",
                "virtual nodes of N ranks (0: nodes are hosts)", "0");
         tf.add(*train, "--wait", "comm.wait",
