@@ -36,18 +36,6 @@ double measure(DeviceIntervals* iv, const Stopwatch& since, Complete&& complete)
   return 0.0;
 }
 
-// complete_before_compute() for a device-ordered request; wait() for a host one. The same for a
-// host request, except when another thread's test() has already completed it (DC-S3GD's
-// progress thread): complete_before_compute() then returns at once, while wait() still moves a
-// virtual clock to the operation's end (Request::wait), which is where the exposed wait comes
-// from under a virtual cluster.
-void complete_now(Request& req) {
-  if (req.device_ordered())
-    req.complete_before_compute();
-  else
-    req.wait();
-}
-
 }  // namespace
 
 // Only a device-ordered request (NCCL) makes the compute stream wait; any other is waited for on
@@ -56,7 +44,7 @@ double complete_measured(Request& req, const Stopwatch& since, DeviceWaits* wait
   DeviceIntervals* iv = nullptr;
   if (waits != nullptr && waits->on_device() && req.device_ordered())
     iv = blocking ? waits->blocking_.get() : waits->waits_.get();
-  return measure(iv, since, [&] { complete_now(req); });
+  return measure(iv, since, [&] { req.complete_before_compute(); });
 }
 
 double complete_all_measured(std::vector<Request>& reqs, const Stopwatch& since, DeviceWaits* waits,
@@ -65,7 +53,7 @@ double complete_all_measured(std::vector<Request>& reqs, const Stopwatch& since,
   if (waits != nullptr && waits->on_device() && !reqs.empty() && reqs.front().device_ordered())
     iv = blocking ? waits->blocking_.get() : waits->waits_.get();
   return measure(iv, since, [&] {
-    for (Request& r : reqs) complete_now(r);
+    for (Request& r : reqs) r.complete_before_compute();
   });
 }
 

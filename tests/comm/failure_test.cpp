@@ -137,8 +137,8 @@ TEST(Failure, TrainRankWithTruncatedLabelsEndsTheJobNamingIt) {
     for (int i = 0; i < 100; ++i) lab.put(static_cast<char>(i % 10));
   }
   const std::string args =
-      " train --model mnist_cnn --data fashion-mnist --epochs 1 --batch 16 --max-steps 2 --wait "
-      "backoff --set data.train_limit=512 --set data.test_limit=64";
+      " train --model mnist_cnn --data fashion-mnist --algo allreduce --epochs 1 --batch 16 "
+      "--max-steps 2 --wait backoff --set data.train_limit=512 --set data.test_limit=64";
   const std::string mpiexec = DPLAB_MPIEXEC;
   const std::string cli = DPLAB_CLI_PATH;
   Outcome o = run_command(mpiexec + " -n 1 " + cli + args + " : -n 1 " + cli + args +

@@ -165,6 +165,9 @@ TEST(CliUsage, UsageErrorsUnderMpiexecArePrintedOnceAndExit2) {
       {"train --lr abc", "expected a number >= 0, got 'abc'"},
       {"train --set batch=0", "option batch: expected an integer >= 1, got '0'"},
       {"train --algo allreduce --set data.wrokers=1" + small, "did you mean 'data.workers'?"},
+      {"train --algo local" + small,
+       "this algorithm runs in one process, but the launcher "
+       "started 2 ranks"},
   };
   for (const auto& [args, says] : cases) {
     const auto t0 = std::chrono::steady_clock::now();

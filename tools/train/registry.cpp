@@ -136,6 +136,16 @@ void check_accumulation(const StrategyEntry& algo, int64_t steps) {
       steps, algo.name));
 }
 
+void check_launch(const StrategyEntry& algo, int launched_ranks) {
+  if (!algo.single_process || launched_ranks <= 1) return;
+  throw UsageError(fmt::format(
+      "option algo = {}: this algorithm runs in one process, but the launcher started {} ranks; "
+      "they would train {} independent copies writing the same out directory. Run it without "
+      "mpiexec (or with -n 1), or choose a distributed algorithm (allreduce for the same "
+      "update on every rank)",
+      algo.name, launched_ranks, launched_ranks));
+}
+
 std::shared_ptr<Module> Registry::make_model(const std::string& name, const ModelArgs& args) const {
   const ModelEntry& e = model(name);
   DPLAB_CHECK(args.num_classes == -1 || args.num_classes >= 1,

@@ -85,6 +85,10 @@ struct StrategyEntry {
 // Throws a UsageError naming option accumulate_steps when `steps` > 1 and `algo` does not
 // average gradients (StrategyEntry::averages_gradients).
 void check_accumulation(const StrategyEntry& algo, int64_t steps);
+// Throws a UsageError naming option algo when `algo` runs in one process
+// (StrategyEntry::single_process) but an MPI launcher started `launched_ranks` > 1 of this
+// program: each would train on its own and write the same files.
+void check_launch(const StrategyEntry& algo, int launched_ranks);
 // Whether a run of `algo` builds communicators (so option comm = nccl applies to it).
 inline bool uses_communicator(const StrategyEntry& algo) {
   return !algo.single_process;

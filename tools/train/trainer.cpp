@@ -100,6 +100,8 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
 
   // ---- set-up: read every option before the first step, so typos fail fast ---------------
   const TrainSettings set = read_train_settings(opt);
+  // A one-process algorithm under mpiexec -n N would be N copies writing one out directory.
+  check_launch(registry.strategy(get(opt, "algo")), launched_ranks());
   // Installed at once, so a signal during set-up (data indexing can take minutes) is not lost.
   PreemptionSignals preemption(set.preempt_signals);
   const Device device = set_up_train_device(opt, registry);
