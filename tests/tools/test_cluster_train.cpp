@@ -328,7 +328,7 @@ TEST(ClusterTrain, DataRateArithmetic) {
 // loading, records and evaluation are not counted.
 //
 // The issue asks for agreement within 3%. Measured on a 2-core AMD EPYC VM: loaded epochs
-// take 2.6-4.4% longer (median of 40 neighbour ratios, 5 runs), quiet-against-quiet controls
+// take 1.6-4.4% longer (median of 40 neighbour ratios; 7 runs), quiet-against-quiet controls
 // -0.8% and +0.3%. The excess is physical: a streaming loop time-sliced with a spin loop on one
 // core (~125 involuntary switches per second) used 2.1% more CPU time, about 80 us per switch,
 // and a step of this batch streams ~13 MB, beyond the L2. So the bound asserted is 6%: that
