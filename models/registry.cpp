@@ -9,6 +9,7 @@
 #include "dplab/core/usage_error.h"
 #include "dplab/models/mnist_cnn.h"
 #include "dplab/models/resnet.h"
+#include "dplab/models/resnet_he_cifar.h"
 
 namespace dplab {
 namespace {
@@ -31,8 +32,21 @@ std::function<std::shared_ptr<Module>(int, bool, int)> resnet_maker(int depth, b
   };
 }
 
+std::function<std::shared_ptr<Module>(int, bool, int)> he_cifar_maker(int depth) {
+  return [depth](int c, bool zero_init_residual, int in_channels) {
+    HeCifarResNetOptions o;
+    o.depth = depth;
+    o.num_classes = c;
+    o.zero_init_residual = zero_init_residual;
+    o.in_channels = in_channels;
+    return make_he_cifar_resnet(o);
+  };
+}
+
 // Immutable table of known models. "resnetN" is torchvision's ImageNet model; "resnetN_cifar"
-// the same network with the 3x3/1 stem and no maxpool for 32x32 inputs.
+// for N in 18, 34, 50, 101, 152 the same network with the 3x3/1 stem and no maxpool for 32x32
+// inputs; for N = 6n + 2 in 20, 32, 44, 56, 110 He et al.'s CIFAR ResNets
+// (models/resnet_he_cifar.h).
 const std::vector<Entry>& table() {
   static const std::vector<Entry> t = [] {
     std::vector<Entry> v = {
@@ -48,6 +62,9 @@ const std::vector<Entry>& table() {
     for (int d : {18, 34, 50, 101, 152})
       v.push_back({{"resnet" + std::to_string(d) + "_cifar", {3, 32, 32}, 10, true},
                    resnet_maker(d, true)});
+    for (int d : he_cifar_depths())
+      v.push_back(
+          {{"resnet" + std::to_string(d) + "_cifar", {3, 32, 32}, 10, true}, he_cifar_maker(d)});
     return v;
   }();
   return t;

@@ -1,4 +1,6 @@
-// Model factory by name: "mnist_cnn", later "resnet18" ... "resnet152".
+// Model factory by name: "mnist_cnn", "resnet18" ... "resnet152" (torchvision), their CIFAR-stem
+// variants "resnet18_cifar" ... "resnet152_cifar", and He et al.'s CIFAR ResNets "resnet20_cifar"
+// ... "resnet110_cifar".
 #pragma once
 #include <memory>
 #include <string>

@@ -2,10 +2,12 @@
 // optim/schedule.h, tools/train/optimizer_factory.h, tools/train/builtin_datasets.h) as
 // registry entries. Each entry delegates to the function `dplab train` called before the
 // registry existed, so a built-in name builds exactly what it built then.
+#include <algorithm>
 #include <map>
 
 #include "dplab/comm/registry.h"
 #include "dplab/models/registry.h"
+#include "dplab/models/resnet_he_cifar.h"
 #include "dplab/tools/train/builtin_datasets.h"
 #include "dplab/tools/train/optimizer_factory.h"
 #include "dplab/tools/train/option_keys.h"
@@ -18,7 +20,16 @@ Registry Registry::with_builtins() {
   for (const std::string& name : model_names()) {
     const ModelInfo info = model_info(name);
     std::string help = "a small convolutional net for 28x28 digits";
-    if (name.ends_with("_cifar"))
+    // resnet<depth>_cifar: He et al.'s CIFAR family (models/resnet_he_cifar.h), else torchvision's
+    const std::string depth = name.starts_with("resnet") && name.ends_with("_cifar")
+                                  ? name.substr(6, name.size() - 12)
+                                  : "";
+    const auto& he = he_cifar_depths();
+    if (!depth.empty() && std::find(he.begin(), he.end(), std::stoi(depth)) != he.end())
+      help = "He et al.'s CIFAR ResNet-" + depth +
+             " (three stages of 16/32/64 channels; 0.27 M parameters at depth 20), for 32x32 "
+             "inputs";
+    else if (name.ends_with("_cifar"))
       help = "torchvision's " + name.substr(0, name.size() - 6) +
              " with a 3x3 stride-1 stem and no max-pool, for 32x32 inputs";
     else if (name.starts_with("resnet"))
