@@ -84,7 +84,9 @@ GlobalEpoch RunReport::epoch(const EpochFacts& f, std::ostream& summary) {
       {"comm_in_flight_s", c.in_flight_s},
       {"comm_exposed_wait_s", c.exposed_wait_s},
       {"idle_fraction", f.mine.time_s > 0 ? c.exposed_wait_s / f.mine.time_s : 0},
-      {"nonfinite_skipped_steps", f.nonfinite_skipped}};
+      {"nonfinite_skipped_steps", f.nonfinite_skipped},
+      {"thread_involuntary_switches", f.mine.usage.involuntary_switches},
+      {"thread_major_faults", f.mine.usage.major_faults}};
   if (virt) {
     rank_rec["time_base"] = clock_.time_base();
     rank_rec["wall_s"] = f.mine.wall_s;

@@ -61,6 +61,7 @@ void TrainLoop::run_epoch() {
   rep_.progress().begin_epoch(tally.epoch, s_.epochs, steps_per_epoch_, loop_.step_in_epoch);
   if (w_.cluster) w_.cluster->begin_epoch();
   tally.start = rep_.clock().now();
+  tally.usage_start = thread_usage_now();
   rep_.step_log().begin_epoch(loop_, p_.strategy, rep_.comm_tally());
   tally.slept_before = w_.slowdown.total_slept_s();
   Batch b;
@@ -212,8 +213,13 @@ void TrainLoop::end_epoch(const EpochTally& tally) {
   if (preempted_ && !stop_ && !epoch_done) preempt_exit();
   const double mean_loss = loop_.epoch_seen ? loop_.epoch_loss_sum / double(loop_.epoch_seen) : 0;
   const int64_t nonfinite_skipped = loop_.epoch_nonfinite_skipped;  // for the record
-  const RankEpoch mine{tally.images,        loop_.epoch_seen, loop_.epoch_loss_sum,
-                       loop_.epoch_correct, epoch_time.t,     epoch_time.wall};
+  const RankEpoch mine{tally.images,
+                       loop_.epoch_seen,
+                       loop_.epoch_loss_sum,
+                       loop_.epoch_correct,
+                       epoch_time.t,
+                       epoch_time.wall,
+                       thread_usage_now() - tally.usage_start};
   if (epoch_done) {
     p_.strategy.end_epoch(tally.epoch, mean_loss);
     // The world's loss, so every rank's reduce-on-plateau cuts in the same epoch.

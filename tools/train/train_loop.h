@@ -39,6 +39,7 @@
 #include "dplab/tools/train/run_reporting.h"
 #include "dplab/tools/train/step_agreement.h"
 #include "dplab/tools/train/step_metrics.h"
+#include "dplab/tools/train/thread_usage.h"
 #include "dplab/tools/train/trainer.h"
 
 namespace dplab {
@@ -111,6 +112,7 @@ class TrainLoop {
     int64_t images = 0;    // this rank's images in computed steps
     int64_t computed = 0;  // steps this rank computed
     double slept_before = 0;
+    ThreadUsage usage_start;     // the training thread's kernel counts at the start
     StepTrace* trace = nullptr;  // the epoch's step and data_wait events
   };
   // train_loop.cpp
