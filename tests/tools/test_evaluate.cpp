@@ -155,6 +155,11 @@ TEST(Evaluate, DefaultBatchFollowsTheImageSize) {
   EXPECT_EQ(default_eval_batch({3, 64, 64}), 256);   // 12288: 341 would fit
   EXPECT_EQ(default_eval_batch({3, 224, 224}), 16);  // 150528: 27 would fit
   EXPECT_EQ(default_eval_batch({3, 4096, 4096}), 1);
+  // Training runs: the per-rank training batch, within that cap (hand values).
+  EXPECT_EQ(training_eval_batch({1, 28, 28}, 16), 16);
+  EXPECT_EQ(training_eval_batch({1, 28, 28}, 5000), 1024);
+  EXPECT_EQ(training_eval_batch({3, 224, 224}, 64), 16);
+  EXPECT_EQ(training_eval_batch({3, 224, 224}, 8), 8);
   EvalOptions bad;
   bad.batch_size = -1;
   auto data = test::formula_data(3);

@@ -116,8 +116,9 @@ const std::vector<OptionSpec>& driver_option_specs() {
        "or a model .safetensors file): fresh optimizer and loop",
        false},
       {"eval.batch", "0",
-       "batch size of evaluation per rank (0: from the image size, at most 2^22 input values: "
-       "1024 for 28 x 28, 16 for 3 x 224 x 224; tools/train/evaluate.h)",
+       "batch size of evaluation per rank (0: train: the per-rank training batch, so evaluation "
+       "needs no more memory than a step; eval: from the image size; both at most 2^22 input "
+       "values: 1024 for 28 x 28, 16 for 3 x 224 x 224; tools/train/evaluate.h)",
        false},
       {"checkpoint.every_epochs", "1", "write a checkpoint every N epochs (0: only at the end)",
        false},

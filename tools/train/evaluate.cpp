@@ -1,5 +1,6 @@
 #include "dplab/tools/train/evaluate.h"
 
+#include <algorithm>
 #include <numeric>
 #include <optional>
 
@@ -63,6 +64,10 @@ int64_t default_eval_batch(const Shape& sample_shape) {
   int64_t b = 1;
   while (b < 1024 && 2 * b * per_sample <= kValuesPerBatch) b *= 2;
   return b;
+}
+
+int64_t training_eval_batch(const Shape& sample_shape, int64_t train_batch) {
+  return std::min(default_eval_batch(sample_shape), std::max<int64_t>(1, train_batch));
 }
 
 namespace {

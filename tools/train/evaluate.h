@@ -45,6 +45,15 @@ EvalResult evaluate(Module& model, std::shared_ptr<const Dataset> data, int64_t 
 // 3 x 64 x 64, 16 for 3 x 224 x 224.
 int64_t default_eval_batch(const Shape& sample_shape);
 
+// The evaluation batch of a training run when option eval.batch is 0: the per-rank training
+// batch, at most default_eval_batch(sample_shape). Evaluation keeps no activations for a backward
+// pass, so at the training batch it needs less memory than the training step already held; the
+// image-size rule alone does not know the model: a CIFAR-stem ResNet-18 on 28 x 28 keeps full
+// resolution through its first stage and took 2.4 GB per rank at its 1024 (1.9 MB per sample
+// over the training step's peak, measured with /usr/bin/time), which 32 ranks on one machine
+// cannot hold.
+int64_t training_eval_batch(const Shape& sample_shape, int64_t train_batch);
+
 // The device of the model's parameters (cpu for a model without any).
 Device model_device(const Module& model);
 

@@ -18,7 +18,7 @@ struct TrainSettings {
   std::string model_name, data_spec;
   uint64_t seed = 0;
   int64_t batch = 1;       // per rank
-  int64_t eval_batch = 0;  // 0: from the sample size
+  int64_t eval_batch = 0;  // 0: training_eval_batch (tools/train/evaluate.h)
   bool f16 = false;        // amp = f16: loss scaling
   std::string resume, init_from;
   std::vector<std::string> resume_overrides;

@@ -146,11 +146,13 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
       data.train, DataPipelineOptions::from(opt, ranks.rank(), ranks.size(), set.seed, set.batch),
       device);
   // Evaluation: split across the ranks on a communicator of its own, with the loader's workers
-  // (tools/train/evaluate.h); eval.batch 0 picks a batch from the image size.
+  // (tools/train/evaluate.h); eval.batch 0 is the training batch, capped by the image size.
   std::shared_ptr<Communicator> eval_comm;
   if (ranks.size() > 1) eval_comm = eval_world(opt);
   EvalOptions eval_opt;
-  eval_opt.batch_size = set.eval_batch;
+  eval_opt.batch_size = set.eval_batch > 0
+                            ? set.eval_batch
+                            : training_eval_batch(data.test->sample_shape(), set.batch);
   eval_opt.workers = pipeline.options().workers;
   eval_opt.prefetch = pipeline.options().prefetch;
   eval_opt.comm = eval_comm.get();
