@@ -168,10 +168,11 @@ TEST(MnistCnn, CheckpointRoundTripThroughSafetensorsGivesIdenticalOutputs) {
 }
 
 TEST(ModelRegistry, InfoNamesAndUnknownModelError) {
-  const std::vector<std::string> names = {"mnist_cnn",       "resnet18",       "resnet34",
-                                          "resnet50",        "resnet101",      "resnet152",
-                                          "resnet18_cifar",  "resnet34_cifar", "resnet50_cifar",
-                                          "resnet101_cifar", "resnet152_cifar"};
+  const std::vector<std::string> names = {
+      "mnist_cnn",      "resnet18",        "resnet34",        "resnet50",
+      "resnet101",      "resnet152",       "resnet18_cifar",  "resnet34_cifar",
+      "resnet50_cifar", "resnet101_cifar", "resnet152_cifar", "resnet20_cifar",
+      "resnet32_cifar", "resnet44_cifar",  "resnet56_cifar",  "resnet110_cifar"};
   EXPECT_EQ(model_names(), names);
   ModelInfo info = model_info("mnist_cnn");
   EXPECT_EQ(info.name, "mnist_cnn");
