@@ -468,8 +468,13 @@ void GradSync::reduce_bucket(int b) {
   const auto t1 = mark();
   s.in_flight_s = s.in_flight_s < 0 ? 0.0 : std::chrono::duration<double>(t1 - t0).count();
   if (vt_) {
-    s.in_flight_s = virtual_end - virtual_ready;  // virtual seconds from ready to the end
     std::lock_guard<std::mutex> lock(mu_);
+    // In flight from when it could start: its ready time, or the end of the pass's previous
+    // bucket when it queued behind it (the communicator runs one operation at a time). So the
+    // buckets' intervals do not overlap, and their sum is at most the time the pass
+    // communicated, as on the wall clock, where this thread launches them one by one.
+    const double start = b > 0 ? std::max(virtual_ready, end_virtual_[b - 1]) : virtual_ready;
+    s.in_flight_s = virtual_end - start;
     end_virtual_[b] = virtual_end;
   }
   if (tr) {

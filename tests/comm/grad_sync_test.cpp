@@ -224,6 +224,41 @@ TEST(GradSync, OverlapHidesSlowInterNodeLink) {
   EXPECT_NEAR(clock.now(), 3 * (4 * 1.2 * bucket_cost + bucket_cost), 1e-9);
 }
 
+// Buckets ready faster than the link carries them queue: bucket k (ready at (k + 1) c / 2, c one
+// bucket's time) starts when bucket k - 1 ends, at (k + 1/2) c, and ends at (k + 3/2) c. Each is
+// in flight for c, not from its ready time (which would count the queue: 1 + 1.5 + 2 + 2.5 =
+// 7 c per step, more than the 4 c the link was busy); the last ends 2.5 c after backward.
+TEST(GradSync, QueuedBucketsAreInFlightFromTheirStart) {
+  const int W = MpiEnv::get().world_size(), R = MpiEnv::get().world_rank();
+  if (W < 2) GTEST_SKIP() << "needs 2 ranks";
+  Options topt;
+  topt.set("ranks_per_node", "1");
+  topt.set("link.inter", "2ms,20MB/s");
+  CommConfig cfg = CommConfig::from_options(topt);
+  ASSERT_TRUE(cfg.platform);
+  cfg.virtual_time =
+      std::make_shared<cluster::VirtualTime>(*cfg.platform, cluster::shape_of(*cfg.platform, W, 1),
+                                             cluster::VirtualClock::Compute::manual);
+  cluster::VirtualClock& clock = cfg.virtual_time->clock;
+  auto world = mpi_world(cfg);
+  auto arena = make_arena({16384, 16384, 16384, 16384});
+  GradSyncOptions o;
+  o.bucket_cap_mb = 0;
+  GradSync sync(*arena, world, o);
+  const double c = 2.0 * (W - 1) * 2e-3 + 2.0 * (W - 1) / W * 16384 * 4.0 / 20e6;
+  CommStats total;
+  for (int step = 0; step < 3; ++step) {
+    arena->zero_grad();
+    fake_backward(*arena, R, {}, &clock, 0.5 * c);
+    sync.finish();
+    expect_grads(*arena, W, 1.0 / W, 1e-6, "queued step");
+    total.add(sync.take_stats());
+  }
+  EXPECT_NEAR(total.in_flight_s, 3 * 4 * c, 1e-9);
+  EXPECT_NEAR(total.exposed_wait_s, 3 * 2.5 * c, 1e-9);
+  EXPECT_NEAR(clock.now(), 3 * 4.5 * c, 1e-9);
+}
+
 TEST(AllReduceStrategy, SetupBroadcastsAndStepsAverage) {
   const int W = MpiEnv::get().world_size(), R = MpiEnv::get().world_rank();
   Options opt;

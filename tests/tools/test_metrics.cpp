@@ -338,6 +338,52 @@ TEST(Metrics, AVirtualClusterRunsRecordsAreInTheSchemaWithTheirWallTimes) {
   EXPECT_EQ(rec["ranks_per_node_from"], "option cluster");
 }
 
+// An epoch's communication figures cover the window of its time_s, the training iterations:
+// with a step record every step, the epoch's exposed wait is the sum of its steps' (the set-up
+// broadcast and the buffer averaging before each evaluation are no step's), so it never
+// exceeds the epoch's time. What happens outside the iterations is in the final record; the
+// set-up broadcast alone sends every parameter (4 bytes each, mnist_cnn's count from the run
+// header).
+TEST(Metrics, AnEpochsCommunicationCoversItsIterationsOnly) {
+  ScopedTempDir dir("metrics-comm-window");
+  const auto r = test::run_dplab_mpi(2,
+                                     kJob +
+                                         " --algo allreduce --epochs 2 --set metrics.every_steps=1 "
+                                         "--cluster cpu-10gbe --ranks-per-node 1 --out " +
+                                         dir.file("run"),
+                                     dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* f : {"rank_0.jsonl", "rank_1.jsonl"}) {
+    const auto recs = read_records(dir.path / "run" / f);
+    const auto epochs = of_kind(recs, "rank_epoch");
+    ASSERT_EQ(epochs.size(), 2u) << f;
+    for (const auto& e : epochs) {
+      double steps_wait = 0;
+      int steps = 0;
+      for (const auto& st : of_kind(recs, "step"))
+        if (st["epoch"] == e["epoch"]) {
+          steps_wait += num(st, "comm_exposed_wait_s") * num(st, "window_steps");
+          steps += int(num(st, "window_steps"));
+        }
+      EXPECT_EQ(steps, 4) << f;  // 256 images / (32 x 2 ranks)
+      EXPECT_NEAR(num(e, "comm_exposed_wait_s"), steps_wait, 1e-9 + 1e-9 * steps_wait)
+          << f << " " << e.dump();
+      EXPECT_LE(num(e, "comm_exposed_wait_s"), num(e, "time_s")) << f << " " << e.dump();
+      EXPECT_LE(num(e, "idle_fraction"), 1.0) << f;
+    }
+  }
+  const auto fin = of_kind(read_records(dir.path / "run" / "metrics.jsonl"), "final");
+  ASSERT_EQ(fin.size(), 1u);
+  const size_t at = r.out.find("model mnist_cnn (");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  std::string digits;
+  for (size_t i = at + 17; i < r.out.size() && r.out[i] != ' '; ++i)
+    if (r.out[i] != ',') digits += r.out[i];
+  const double params = std::stod(digits);
+  EXPECT_GE(num(fin[0], "comm_outside_epochs_bytes"), 4 * params) << fin[0].dump();
+  EXPECT_GE(num(fin[0], "comm_outside_epochs_exposed_wait_s"), 0.0);
+}
+
 TEST_F(TwoRankRun, HeaderAndRunRecordHoldTheDocumentedFields) {
   ASSERT_EQ(result_->status, 0) << result_->err;
   const std::string& out = result_->out;

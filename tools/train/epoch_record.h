@@ -74,6 +74,7 @@ struct FinalFacts {
   int64_t step = 0;
   double test_loss = 0, test_acc = 0, test_acc5 = -1;  // test_acc5 < 0: not counted
   int64_t nonfinite_skipped = 0;
+  CommStats comm_outside;  // rank 0's communication outside every epoch's iterations
 };
 
 class RunReport {

@@ -21,6 +21,10 @@ CommStats CommTally::epoch(Strategy& s) {
   return e;
 }
 
+void CommTally::set_aside(Strategy& s) {
+  outside_.add(s.take_stats());
+}
+
 StepLog::StepLog(int64_t every_steps, const RankGroup& ranks, MetricsWriter& metrics,
                  MetricsWriter& rank_metrics, const RunClock& clock, RunClock::Mark run_start)
     : every_(every_steps),
@@ -41,9 +45,8 @@ void StepLog::start_window(const LoopState& loop) {
   seen0_ = loop.epoch_seen;
 }
 
-void StepLog::begin_epoch(const LoopState& loop, Strategy& s, CommTally& tally) {
+void StepLog::begin_epoch(const LoopState& loop) {
   if (!enabled()) return;
-  (void)tally.window(s);  // communication between epochs (drain, evaluation) is no step's
   start_window(loop);
 }
 

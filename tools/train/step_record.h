@@ -22,16 +22,23 @@
 namespace dplab {
 
 // The algorithm's communication statistics, taken by windows (step records) without losing
-// any from the epoch's totals: Strategy::take_stats() resets them.
+// any from the epoch's totals: Strategy::take_stats() resets them. An epoch's figures cover the
+// same window as its time_s, the training iterations: communication outside them (the set-up
+// broadcast, the drain and buffer averaging before an evaluation, the final averaging) is set
+// aside into a run total of its own, so an epoch's exposed wait never exceeds its time.
 class CommTally {
  public:
-  // Since the previous window() or epoch() (also counted in the epoch's total).
+  // Since the previous take (also counted in the epoch's total).
   CommStats window(Strategy& s);
   // The epoch's total: every window taken since the previous epoch() plus what is left.
   CommStats epoch(Strategy& s);
+  // Since the previous take, outside any epoch's iterations: counted in outside() only.
+  void set_aside(Strategy& s);
+  const CommStats& outside() const { return outside_; }
 
  private:
   CommStats epoch_;
+  CommStats outside_;
 };
 
 class StepLog {
@@ -41,7 +48,8 @@ class StepLog {
           MetricsWriter& rank_metrics, const RunClock& clock, RunClock::Mark run_start);
   bool enabled() const { return every_ > 0; }
   // The epoch's first batch is about to be fetched: a new window.
-  void begin_epoch(const LoopState& loop, Strategy& s, CommTally& tally);
+  // Communication since the previous epoch must have been set aside (CommTally::set_aside).
+  void begin_epoch(const LoopState& loop);
   // The step's batch arrived (the data wait of this step ends).
   void batch_ready();
   // A global step is done (also one this rank skipped: `images` 0); loop.global_step counts

@@ -60,9 +60,11 @@ void TrainLoop::run_epoch() {
   p_.strategy.begin_epoch(tally.epoch);
   rep_.progress().begin_epoch(tally.epoch, s_.epochs, steps_per_epoch_, loop_.step_in_epoch);
   if (w_.cluster) w_.cluster->begin_epoch();
+  // Communication since the last epoch's iterations (set-up, drain, evaluation) is no epoch's.
+  rep_.comm_tally().set_aside(p_.strategy);
   tally.start = rep_.clock().now();
   tally.usage_start = thread_usage_now();
-  rep_.step_log().begin_epoch(loop_, p_.strategy, rep_.comm_tally());
+  rep_.step_log().begin_epoch(loop_);
   tally.slept_before = w_.slowdown.total_slept_s();
   Batch b;
   StepTrace step_trace(p_.tracer);  // step and data_wait events
@@ -205,6 +207,8 @@ void TrainLoop::end_epoch(const EpochTally& tally) {
   act_on(w_.agreement.flush());  // every tick so far agreed on (stop, pre-emption)
   step_metrics_.flush(loop_.epoch_loss_sum, loop_.epoch_correct);
   const RunClock::Mark epoch_time = rep_.clock().now() - tally.start;
+  // The same window as epoch_time: the drain below and the evaluation are set aside.
+  const CommStats epoch_comm = rep_.comm_tally().epoch(p_.strategy);
   rep_.progress().end_epoch();
 
   const bool epoch_done = loop_.step_in_epoch >= steps_per_epoch_;
@@ -250,14 +254,15 @@ void TrainLoop::end_epoch(const EpochTally& tally) {
     p_.strategy.finish_training();
     p_.strategy.drain();
   }
-  evaluate_and_record(tally, mine, epoch_done, nonfinite_skipped);
+  evaluate_and_record(tally, mine, epoch_comm, epoch_done, nonfinite_skipped);
   // Pre-empted at the last step of an epoch: the epoch ended as usual (checkpoint policy,
   // evaluation, record); the pre-emption checkpoint is this step's (written now if the policy
   // did not).
   if (preempted_ && !stop_ && loop_.epoch < s_.epochs) preempt_exit();
 }
 
-void TrainLoop::evaluate_and_record(const EpochTally& tally, const RankEpoch& mine, bool complete,
+void TrainLoop::evaluate_and_record(const EpochTally& tally, const RankEpoch& mine,
+                                    const CommStats& comm, bool complete,
                                     int64_t nonfinite_skipped) {
   trace::Span eval_span(p_.tracer, "eval", "compute");
   eval_span.without_step();
@@ -266,7 +271,6 @@ void TrainLoop::evaluate_and_record(const EpochTally& tally, const RankEpoch& mi
   eval_span.end();
   evaluated_ = true;
   last_epoch_number_ = tally.epoch + 1;
-  const CommStats comm = rep_.comm_tally().epoch(p_.strategy);  // before the consensus model's
   // Gossip algorithms: the consensus average as a second evaluated model (collective).
   std::optional<EvalResult> ev_consensus;
   p_.strategy.consensus_eval([&] { ev_consensus = evaluate(p_.model, p_.data.test, p_.eval); });
@@ -320,7 +324,9 @@ TrainResult TrainLoop::finish() {
       result_.final_checkpoint = path.string();
     }
   }
+  rep_.comm_tally().set_aside(p_.strategy);  // the last drain and evaluation, finish_training
   FinalFacts ff;
+  ff.comm_outside = rep_.comm_tally().outside();
   ff.epoch = last_epoch_number_;
   ff.epochs_completed = loop_.epoch;
   ff.step = loop_.global_step;

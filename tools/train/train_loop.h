@@ -127,8 +127,8 @@ class TrainLoop {
   // mid-epoch checkpoint; returns whether the epoch's loop ends.
   bool after_tick();
   void end_epoch(const EpochTally& tally);
-  void evaluate_and_record(const EpochTally& tally, const RankEpoch& mine, bool complete,
-                           int64_t nonfinite_skipped);
+  void evaluate_and_record(const EpochTally& tally, const RankEpoch& mine, const CommStats& comm,
+                           bool complete, int64_t nonfinite_skipped);
   TrainResult finish();
 
   // train_loop_stops.cpp
