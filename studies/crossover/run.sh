@@ -6,12 +6,14 @@
 #   QUICK=1 studies/crossover/run.sh                smoke scale: 8 workers, 3 steps, seed 0
 #   WORKERS="8 16" METHODS="crossover sgp" studies/crossover/run.sh
 # Every run: mpiexec -n W, --cluster gpu4-25gbe --ranks-per-node 4 (W/4 nodes), measured compute
-# (one thread per rank), per-rank batch 16 whatever W; times in metrics.jsonl are virtual.
+# x COMPUTE_SCALE (one thread per rank), per-rank batch 16 whatever W; times in metrics.jsonl
+# are virtual.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib/common.sh"
 RUNS=${RUNS:-$(study_runs_dir "$HERE")}
 CLUSTER=${CLUSTER:-gpu4-25gbe}
+COMPUTE_SCALE=${COMPUTE_SCALE:-0.1}    # devices 10x one core (README "What is run")
 RPN=${RPN:-4}
 METHODS=${METHODS:-"allreduce crossover crossover_hier sgp sgp_interval"}
 SGP_INTERVAL=${SGP_INTERVAL:-4}        # sgp_interval: gossip every 4th step (the paper's I = 42
@@ -26,10 +28,9 @@ if [ "$QUICK" = 1 ]; then
   TEST_LIMIT=${TEST_LIMIT:-256}
   LR_GRID=${LR_GRID_QUICK:-0.1}
 else
-  # 64 workers of resnet18_cifar do not fit in 24 GiB (README "Memory"): 8, 16 and 32 run.
-  WORKERS=${WORKERS:-"8 16 32"}
+  WORKERS=${WORKERS:-"8 16 32 64"}    # 64 ranks of resnet20_cifar: ~8 GiB (README "Cost")
   EPOCHS=${EPOCHS:-4} SWEEP_EPOCHS=${SWEEP_EPOCHS:-2}
-  TRAIN_LIMIT=${TRAIN_LIMIT:-8192}     # 8192 images per epoch: 64 steps at 8 workers, 16 at 32
+  TRAIN_LIMIT=${TRAIN_LIMIT:-16384}    # images per epoch: 128 steps at 8 workers, 16 at 64
   TEST_LIMIT=${TEST_LIMIT:-10000}
 fi
 
@@ -48,7 +49,8 @@ method_args() {
 
 [ -f "$VAL_DIR/t10k-labels-idx1-ubyte.gz" ] || /usr/bin/python3 "$HERE/make_val_split.py" "$FMNIST" "$VAL_DIR"
 common=(--config "$HERE/configs/base.toml" --cluster "$CLUSTER" --ranks-per-node "$RPN"
-        --set cluster.compute=measured --set threads=1 --set "data.train_limit=$TRAIN_LIMIT"
+        --set cluster.compute=measured --set threads=1 --set "cluster.compute_scale=$COMPUTE_SCALE"
+        --set "data.train_limit=$TRAIN_LIMIT"
         --set "data.test_limit=$TEST_LIMIT")
 
 # 1. the lr sweep: seed 0, the validation split (its "test" files are 10,000 training images).

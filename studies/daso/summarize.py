@@ -80,7 +80,8 @@ def main():
         b, s = (int(x[1:]) for x in d.name.split("_"))
         p = PAPER.get((b, s), ("-", "-"))
         rows.append([str(b), str(s), str(len(rs)),
-                     st.stat([r.epoch_time() for r in rs], 2),
+                     st.stat([r.epoch_time() for r in rs],
+                             st.sig_digits([r.epoch_time() for r in rs])),
                      st.stat([r.epoch_wall() for r in rs], 1),
                      st.stat([r.final_acc() for r in rs], 4), str(p[0]), str(p[1])])
     if rows:

@@ -98,6 +98,16 @@ def stat(values, digits=3, none_label="missing"):
     return s
 
 
+def sig_digits(values, least=2, sig=3):
+    """Decimals that show the smallest value with `sig` significant digits (at least `least`):
+    2 for times of seconds, 4 for 0.0123 s, so a fast modelled cluster's times are not 0.01."""
+    have = [abs(v) for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))
+            and v != 0]
+    if not have:
+        return least
+    return max(least, sig - 1 - math.floor(math.log10(min(have))))
+
+
 def table(header, rows):
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
@@ -110,7 +120,7 @@ def common_row(runs):
     return [
         str(len(runs)),
         stat([r.final_acc() for r in runs], 4),
-        stat([r.epoch_time() for r in runs], 2),
+        stat([r.epoch_time() for r in runs], sig_digits([r.epoch_time() for r in runs])),
         stat([r.epoch_wall() for r in runs], 1),
         stat([r.images_per_s() for r in runs], 0),
         stat([r.maxrss_mib for r in runs], 0),
