@@ -48,30 +48,11 @@ class ResNet : public Module {
     if (!opt.cifar_stem)
       maxpool_ = register_module("maxpool", std::make_shared<MaxPool2d>(3, 2, 1));
     int64_t in = 64;
-    for (int s = 0; s < 4; ++s) {
-      const int64_t planes = int64_t(64) << s;
-      const int64_t stride = s == 0 ? 1 : 2;
-      auto stage = std::make_shared<Sequential>();
-      for (int b = 0; b < blocks[size_t(s)]; ++b) {
-        const int64_t st = b == 0 ? stride : 1;
-        const int64_t out = planes * (bottleneck ? Bottleneck::expansion : BasicBlock::expansion);
-        std::shared_ptr<Sequential> down;
-        if (b == 0 && (st != 1 || in != out)) {
-          // The projection shortcut: 1x1 conv with the block's stride, then BatchNorm.
-          down = std::make_shared<Sequential>();
-          down->push_back(std::make_shared<KaimingConv2d>(in, out, 1, st, 0));
-          down->push_back(std::make_shared<BlockBatchNorm2d>(out, false));
-        }
-        if (bottleneck)
-          stage->push_back(
-              std::make_shared<Bottleneck>(in, planes, st, down, opt.zero_init_residual));
-        else
-          stage->push_back(
-              std::make_shared<BasicBlock>(in, planes, st, down, opt.zero_init_residual));
-        in = out;
-      }
-      layers_[s] = register_module("layer" + std::to_string(s + 1), stage);
-    }
+    for (int s = 0; s < 4; ++s)
+      layers_[s] =
+          register_module("layer" + std::to_string(s + 1),
+                          make_resnet_stage(in, int64_t(64) << s, blocks[size_t(s)], s == 0 ? 1 : 2,
+                                            bottleneck, opt.zero_init_residual));
     avgpool_ = register_module("avgpool", std::make_shared<AdaptiveAvgPool2d>(1));
     fc_ = register_module("fc", std::make_shared<Linear>(in, opt.num_classes));
   }

@@ -66,6 +66,28 @@ Bottleneck::Bottleneck(int64_t in, int64_t planes, int64_t stride,
   if (downsample) downsample_ = register_module("downsample", std::move(downsample));
 }
 
+std::shared_ptr<Sequential> make_resnet_stage(int64_t& in, int64_t planes, int blocks,
+                                              int64_t stride, bool bottleneck,
+                                              bool zero_init_residual) {
+  auto stage = std::make_shared<Sequential>();
+  for (int b = 0; b < blocks; ++b) {
+    const int64_t st = b == 0 ? stride : 1;
+    const int64_t out = planes * (bottleneck ? Bottleneck::expansion : BasicBlock::expansion);
+    std::shared_ptr<Sequential> down;
+    if (b == 0 && (st != 1 || in != out)) {
+      down = std::make_shared<Sequential>();
+      down->push_back(std::make_shared<KaimingConv2d>(in, out, 1, st, 0));
+      down->push_back(std::make_shared<BlockBatchNorm2d>(out, false));
+    }
+    if (bottleneck)
+      stage->push_back(std::make_shared<Bottleneck>(in, planes, st, down, zero_init_residual));
+    else
+      stage->push_back(std::make_shared<BasicBlock>(in, planes, st, down, zero_init_residual));
+    in = out;
+  }
+  return stage;
+}
+
 Tensor Bottleneck::forward(const Tensor& x) {
   Tensor y = bn1_->forward_relu((*conv1_)(x));
   y = bn2_->forward_relu((*conv2_)(y));

@@ -64,4 +64,11 @@ class Bottleneck : public Module {
   std::shared_ptr<Sequential> downsample_;
 };
 
+// One stage: `blocks` blocks of `planes` (x expansion) output channels taking `in` channels; the
+// first carries `stride` and, where the shape changes, the projection shortcut (1x1 conv with
+// the stride, then BatchNorm). Returns the stage; `in` becomes its output channels.
+std::shared_ptr<Sequential> make_resnet_stage(int64_t& in, int64_t planes, int blocks,
+                                              int64_t stride, bool bottleneck,
+                                              bool zero_init_residual);
+
 }  // namespace dplab

@@ -33,23 +33,10 @@ class HeCifarResNet : public Module {
         register_module("conv1", std::make_shared<KaimingConv2d>(opt.in_channels, 16, 3, 1, 1));
     bn1_ = register_module("bn1", std::make_shared<BlockBatchNorm2d>(16, false));
     int64_t in = 16;
-    for (int s = 0; s < 3; ++s) {
-      const int64_t planes = int64_t(16) << s;
-      auto stage = std::make_shared<Sequential>();
-      for (int b = 0; b < n; ++b) {
-        const int64_t stride = (s > 0 && b == 0) ? 2 : 1;
-        std::shared_ptr<Sequential> down;
-        if (stride != 1 || in != planes) {  // option B: 1x1 conv with the stride, BatchNorm
-          down = std::make_shared<Sequential>();
-          down->push_back(std::make_shared<KaimingConv2d>(in, planes, 1, stride, 0));
-          down->push_back(std::make_shared<BlockBatchNorm2d>(planes, false));
-        }
-        stage->push_back(
-            std::make_shared<BasicBlock>(in, planes, stride, down, opt.zero_init_residual));
-        in = planes;
-      }
-      layers_[s] = register_module("layer" + std::to_string(s + 1), stage);
-    }
+    for (int s = 0; s < 3; ++s)  // option-B shortcuts where the shape changes
+      layers_[s] = register_module("layer" + std::to_string(s + 1),
+                                   make_resnet_stage(in, int64_t(16) << s, n, s == 0 ? 1 : 2,
+                                                     /*bottleneck=*/false, opt.zero_init_residual));
     avgpool_ = register_module("avgpool", std::make_shared<AdaptiveAvgPool2d>(1));
     fc_ = register_module("fc", std::make_shared<Linear>(in, opt.num_classes));
   }

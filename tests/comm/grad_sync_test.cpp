@@ -186,77 +186,65 @@ TEST(GradSync, UnusedParametersStillTravel) {
   expect_grads(*arena, W, 1.0 / W, 1e-6, "unused middle tensor", used);
 }
 
-TEST(GradSync, OverlapHidesSlowInterNodeLink) {
+// Three steps of four 64 KiB tensors, one bucket each, on the link shorthand's platform with
+// the clock in manual mode: compute is what the test adds (`spacing` buckets' time before each
+// tensor), so every time is exact. Each ring allreduce costs c = 2(W-1) alpha + 2(W-1)/W n/B
+// (W = 2: 2 x 2 ms + 65536 / 20e6 s = 7.28 ms).
+struct FourBucketRun {
+  double c = 0;  // one bucket's time
+  CommStats total;
+  double clock_end = 0;
+};
+FourBucketRun run_four_buckets(double spacing) {
   const int W = MpiEnv::get().world_size(), R = MpiEnv::get().world_rank();
-  if (W < 2) GTEST_SKIP() << "needs 2 ranks";
   Options topt;
   topt.set("ranks_per_node", "1");
   topt.set("link.inter", "2ms,20MB/s");
-  // The options' platform (the link shorthand) with the clock in manual mode: compute is what
-  // the test adds, so every time below is exact.
   CommConfig cfg = CommConfig::from_options(topt);
-  ASSERT_TRUE(cfg.platform);
+  EXPECT_TRUE(cfg.platform);
   cfg.virtual_time =
       std::make_shared<cluster::VirtualTime>(*cfg.platform, cluster::shape_of(*cfg.platform, W, 1),
                                              cluster::VirtualClock::Compute::manual);
   cluster::VirtualClock& clock = cfg.virtual_time->clock;
   auto world = mpi_world(cfg);
-  // 4 tensors of 64 KiB, one bucket each; each ring allreduce costs
-  // 2(W-1) alpha + 2(W-1)/W n/B (W = 2: 2 x 2 ms + 65536 / 20e6 s = 7.28 ms); "compute" before
-  // each tensor is 1.2 buckets, so a bucket ends before the next is ready and only the last
-  // one, ready as backward ends, is exposed: exactly one bucket's time per step.
   auto arena = make_arena({16384, 16384, 16384, 16384});
   GradSyncOptions o;
   o.bucket_cap_mb = 0;
   GradSync sync(*arena, world, o);
-  const double bucket_cost = 2.0 * (W - 1) * 2e-3 + 2.0 * (W - 1) / W * 16384 * 4.0 / 20e6;
-  CommStats total;
+  FourBucketRun run;
+  run.c = 2.0 * (W - 1) * 2e-3 + 2.0 * (W - 1) / W * 16384 * 4.0 / 20e6;
   for (int step = 0; step < 3; ++step) {
     arena->zero_grad();
-    fake_backward(*arena, R, {}, &clock, 1.2 * bucket_cost);
+    fake_backward(*arena, R, {}, &clock, spacing * run.c);
     sync.finish();
-    expect_grads(*arena, W, 1.0 / W, 1e-6, "overlap step");
-    total.add(sync.take_stats());
+    expect_grads(*arena, W, 1.0 / W, 1e-6, "four-bucket step");
+    run.total.add(sync.take_stats());
   }
-  EXPECT_NEAR(total.in_flight_s, 3 * 4 * bucket_cost, 1e-9);
-  // Without overlap all four buckets would be exposed.
-  EXPECT_NEAR(total.exposed_wait_s, 3 * bucket_cost, 1e-9);
-  EXPECT_NEAR(clock.now(), 3 * (4 * 1.2 * bucket_cost + bucket_cost), 1e-9);
+  run.clock_end = clock.now();
+  return run;
 }
 
-// Buckets ready faster than the link carries them queue: bucket k (ready at (k + 1) c / 2, c one
-// bucket's time) starts when bucket k - 1 ends, at (k + 1/2) c, and ends at (k + 3/2) c. Each is
-// in flight for c, not from its ready time (which would count the queue: 1 + 1.5 + 2 + 2.5 =
-// 7 c per step, more than the 4 c the link was busy); the last ends 2.5 c after backward.
+// 1.2 buckets of compute before each tensor: a bucket ends before the next is ready and only
+// the last one, ready as backward ends, is exposed: exactly one bucket's time per step.
+TEST(GradSync, OverlapHidesSlowInterNodeLink) {
+  if (MpiEnv::get().world_size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  const FourBucketRun r = run_four_buckets(1.2);
+  EXPECT_NEAR(r.total.in_flight_s, 3 * 4 * r.c, 1e-9);
+  // Without overlap all four buckets would be exposed.
+  EXPECT_NEAR(r.total.exposed_wait_s, 3 * r.c, 1e-9);
+  EXPECT_NEAR(r.clock_end, 3 * (4 * 1.2 * r.c + r.c), 1e-9);
+}
+
+// Buckets ready faster than the link carries them queue: bucket k (ready at (k + 1) c / 2)
+// starts when bucket k - 1 ends, at (k + 1/2) c, and ends at (k + 3/2) c. Each is in flight for
+// c, not from its ready time (which would count the queue: 1 + 1.5 + 2 + 2.5 = 7 c per step,
+// more than the 4 c the link was busy); the last ends 2.5 c after backward.
 TEST(GradSync, QueuedBucketsAreInFlightFromTheirStart) {
-  const int W = MpiEnv::get().world_size(), R = MpiEnv::get().world_rank();
-  if (W < 2) GTEST_SKIP() << "needs 2 ranks";
-  Options topt;
-  topt.set("ranks_per_node", "1");
-  topt.set("link.inter", "2ms,20MB/s");
-  CommConfig cfg = CommConfig::from_options(topt);
-  ASSERT_TRUE(cfg.platform);
-  cfg.virtual_time =
-      std::make_shared<cluster::VirtualTime>(*cfg.platform, cluster::shape_of(*cfg.platform, W, 1),
-                                             cluster::VirtualClock::Compute::manual);
-  cluster::VirtualClock& clock = cfg.virtual_time->clock;
-  auto world = mpi_world(cfg);
-  auto arena = make_arena({16384, 16384, 16384, 16384});
-  GradSyncOptions o;
-  o.bucket_cap_mb = 0;
-  GradSync sync(*arena, world, o);
-  const double c = 2.0 * (W - 1) * 2e-3 + 2.0 * (W - 1) / W * 16384 * 4.0 / 20e6;
-  CommStats total;
-  for (int step = 0; step < 3; ++step) {
-    arena->zero_grad();
-    fake_backward(*arena, R, {}, &clock, 0.5 * c);
-    sync.finish();
-    expect_grads(*arena, W, 1.0 / W, 1e-6, "queued step");
-    total.add(sync.take_stats());
-  }
-  EXPECT_NEAR(total.in_flight_s, 3 * 4 * c, 1e-9);
-  EXPECT_NEAR(total.exposed_wait_s, 3 * 2.5 * c, 1e-9);
-  EXPECT_NEAR(clock.now(), 3 * 4.5 * c, 1e-9);
+  if (MpiEnv::get().world_size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  const FourBucketRun r = run_four_buckets(0.5);
+  EXPECT_NEAR(r.total.in_flight_s, 3 * 4 * r.c, 1e-9);
+  EXPECT_NEAR(r.total.exposed_wait_s, 3 * 2.5 * r.c, 1e-9);
+  EXPECT_NEAR(r.clock_end, 3 * 4.5 * r.c, 1e-9);
 }
 
 TEST(AllReduceStrategy, SetupBroadcastsAndStepsAverage) {
