@@ -384,6 +384,22 @@ TEST(Metrics, AnEpochsCommunicationCoversItsIterationsOnly) {
   EXPECT_GE(num(fin[0], "comm_outside_epochs_exposed_wait_s"), 0.0);
 }
 
+// Hybrid SGD in mode only_end trains locally and averages the parameters once, after the last
+// epoch's iterations (finish_training): no epoch counts an allreduce, the final record counts
+// that one (mnist_cnn has no BatchNorm buffers to average besides).
+TEST(Metrics, AFinalParameterAverageIsOutsideTheEpochs) {
+  ScopedTempDir dir("metrics-final-average");
+  const auto r = test::run_dplab_mpi(
+      2, kJob + " --algo hybrid --set hybrid.mode=only_end --epochs 2 --out " + dir.file("run"),
+      dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto m = read_records(dir.path / "run" / "metrics.jsonl");
+  for (const auto& e : of_kind(m, "epoch")) EXPECT_EQ(num(e, "comm_allreduces"), 0) << e.dump();
+  const auto fin = of_kind(m, "final");
+  ASSERT_EQ(fin.size(), 1u);
+  EXPECT_EQ(num(fin[0], "comm_outside_epochs_allreduces"), 1) << fin[0].dump();
+}
+
 TEST_F(TwoRankRun, HeaderAndRunRecordHoldTheDocumentedFields) {
   ASSERT_EQ(result_->status, 0) << result_->err;
   const std::string& out = result_->out;

@@ -160,6 +160,7 @@ void RunReport::final(const FinalFacts& f) {
        total_train_time_rank_s_ > 0 ? double(total_images_rank_) / total_train_time_rank_s_ : 0},
       {"total_time_s", elapsed.t},
       {"comm_outside_epochs_bytes", f.comm_outside.bytes_sent},
+      {"comm_outside_epochs_allreduces", f.comm_outside.allreduces},
       {"comm_outside_epochs_exposed_wait_s", f.comm_outside.exposed_wait_s},
       {"nonfinite_skipped_steps", f.nonfinite_skipped}};
   if (f.test_acc5 >= 0) fin["test_acc5"] = f.test_acc5;
