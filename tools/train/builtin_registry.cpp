@@ -26,9 +26,9 @@ Registry Registry::with_builtins() {
                                   : "";
     const auto& he = he_cifar_depths();
     if (!depth.empty() && std::find(he.begin(), he.end(), std::stoi(depth)) != he.end())
-      help = "He et al.'s CIFAR ResNet-" + depth +
-             " (three stages of 16/32/64 channels; 0.27 M parameters at depth 20), for 32x32 "
-             "inputs";
+      help = "He et al.'s CIFAR ResNet-" + depth + ": " + depth +
+             " layers in three stages of 16/32/64 channels (ResNet-20: 0.27 M parameters), for "
+             "32x32 inputs";
     else if (name.ends_with("_cifar"))
       help = "torchvision's " + name.substr(0, name.size() - 6) +
              " with a 3x3 stride-1 stem and no max-pool, for 32x32 inputs";
