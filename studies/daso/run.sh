@@ -35,10 +35,12 @@ else
   TEST_LIMIT=${TEST_LIMIT:-10000}
 fi
 # DASO's phases at this scale: 1 warm-up and 1 cool-down epoch (the paper does not give them,
-# the authors' code uses 4 of 90); the plateau test with patience 1 and a 10% threshold so the
-# (B, S) cycle fires within 6 cycling epochs (the paper's runs have 82: patience 2, 5%).
+# the authors' code uses 4 of 90); the plateau test with patience 1 and a 15% threshold, so the
+# (B, S) cycle fires within 6 cycling epochs (the paper's runs have 82: patience 2, 5%). With
+# 10% it did not fire in the first run (relative loss improvements 13.8, 11.3, 9.5, 10.3% in
+# epochs 4-7: never two bad epochs in a row); README "What is run".
 DASO_PHASES=(--set daso.warmup_epochs=1 --set daso.cooldown_epochs=1
-             --set daso.plateau_patience=1 --set daso.plateau_threshold=0.1)
+             --set daso.plateau_patience=1 --set daso.plateau_threshold=0.15)
 
 method_args() {  # the keys of one method
   case $1 in
