@@ -34,7 +34,8 @@ else
   TEST_LIMIT=${TEST_LIMIT:-10000}
 fi
 
-# resnet18_cifar cut at its blocks (stem, 8 residual blocks, fc): many segments, many peers
+# resnet20_cifar cut at its blocks (stem with the first block, 8 more blocks, fc: 10 segments):
+# many segments, so a rank reaches many peers per round
 CX="--set crossover.segments=blocks --set crossover.sampler=balanced"
 method_args() {
   case $1 in
