@@ -17,7 +17,7 @@ CLUSTER=${CLUSTER:-gpu4-25gbe}
 # time on ResNet-20 at batch 8, where kernel launches dominate; an estimate, no GPU measured it).
 COMPUTE_SCALE=${COMPUTE_SCALE:-0.1}
 RPN=${RPN:-4}
-METHODS=${METHODS:-"allreduce_f32 allreduce_f16 classic daso_S1 daso_S2 daso_S4"}
+METHODS=${METHODS:-"allreduce_f32 allreduce_f16 classic daso_S1 daso_S2 daso_S4 daso_S1_f32blocking"}
 # The paper's Table 2 (ResNet-50 / ImageNet, fixed B and S, no phases): B:S pairs.
 BS_PAIRS=${BS_PAIRS-"1:0 1:1 2:0 2:1 2:2 4:0 4:1 4:2 4:4 8:0 8:4 8:8 16:0 16:4 16:8 16:16 32:0 32:4 32:16 32:32"}
 if [ "$QUICK" = 1 ]; then
@@ -51,6 +51,10 @@ method_args() {  # the keys of one method
     daso_S1) echo "--algo daso --set daso.B_max=4 --set daso.S=1 ${DASO_PHASES[*]}" ;;
     daso_S2) echo "--algo daso --set daso.B_max=4 --set daso.S=2 ${DASO_PHASES[*]}" ;;
     daso_S4) echo "--algo daso --set daso.B_max=4 --set daso.S=4 ${DASO_PHASES[*]}" ;;
+    # Ablation: the warm-up and cool-down syncs with the parameters on the wire as f32 instead of
+    # the paper's bf16 (README "Results": the bf16 rounding of every weight after every batch).
+    daso_S1_f32blocking) echo "--algo daso --set daso.B_max=4 --set daso.S=1 ${DASO_PHASES[*]}
+                                --set daso.blocking_wire=f32" ;;
     *) echo "unknown method $1" >&2; exit 2 ;;
   esac
 }
