@@ -1,7 +1,5 @@
 #include "dplab/comm/mpi_env.h"
 
-#include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -9,9 +7,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <thread>
 
 #include "dplab/comm/death_watch.h"
+#include "dplab/comm/pipe_drain.h"
 #include "dplab/core/dtype.h"
 #include "dplab/core/error.h"
 
@@ -118,22 +116,6 @@ MpiEnv::~MpiEnv() {
 
 namespace {
 
-// Under MPICH's launcher a rank's stderr is a pipe to its hydra proxy. MPI_Abort (or the
-// SIGKILL before MPI starts) makes the launcher kill the job and exit; bytes still in that pipe
-// are then lost, and the failure message with them (1 job in 8 when the cores were busy). The
-// proxy forwards what it has read before it handles the abort, so waiting until the pipe is
-// empty (Linux answers FIONREAD on either end of a pipe) delivers the message. Bounded: a reader
-// that never reads must not keep a failed rank alive.
-void wait_until_stderr_is_read() {
-  struct stat st {};
-  if (fstat(STDERR_FILENO, &st) != 0 || !S_ISFIFO(st.st_mode)) return;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  int unread = 0;
-  while (ioctl(STDERR_FILENO, FIONREAD, &unread) == 0 && unread > 0 &&
-         std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-}
-
 // "dplab: rank R of N failed[ before MPI started]: WHY" or, when a rank of this host died
 // silently before (the death watch's order, comm/death_watch.h), that rank first: a failure seen
 // after a peer's death (an MPI error, a timeout) is most likely its consequence, and naming this
@@ -150,7 +132,7 @@ void print_failure(const std::string& rank, const std::string& size, const std::
     std::fprintf(stderr, "dplab: rank %s of %s failed%s: %s; %s\n", rank.c_str(), size.c_str(),
                  when, why.c_str(), then);
   std::fflush(stderr);
-  wait_until_stderr_is_read();
+  wait_until_pipe_is_read(STDERR_FILENO, std::chrono::seconds(2));  // pipe_drain.h: why
 }
 
 }  // namespace

@@ -52,7 +52,8 @@ method_args() {  # the keys of one method
     daso_S2) echo "--algo daso --set daso.B_max=4 --set daso.S=2 ${DASO_PHASES[*]}" ;;
     daso_S4) echo "--algo daso --set daso.B_max=4 --set daso.S=4 ${DASO_PHASES[*]}" ;;
     # Ablation: the warm-up and cool-down syncs with the parameters on the wire as f32 instead of
-    # the paper's bf16 (README "Results": the bf16 rounding of every weight after every batch).
+    # the paper's bf16. It tells the bf16 rounding apart from the sync schedule as the cause of
+    # the cool-down's rise in loss (README "Results": the schedule it was).
     daso_S1_f32blocking) echo "--algo daso --set daso.B_max=4 --set daso.S=1 ${DASO_PHASES[*]}
                                 --set daso.blocking_wire=f32" ;;
     *) echo "unknown method $1" >&2; exit 2 ;;
