@@ -420,6 +420,7 @@ TEST_F(TwoRankRun, HeaderAndRunRecordHoldTheDocumentedFields) {
   EXPECT_EQ(written, documented);
   EXPECT_EQ(rec["world_size"], 2);
   EXPECT_EQ(rec["global_batch"], 64);
+  EXPECT_EQ(rec["eval_batch_per_rank"], 32);  // eval.batch 0: the training batch (--batch 32)
   EXPECT_EQ(rec["algorithm"], "allreduce");
   EXPECT_EQ(rec["time_base"], "wall");  // no virtual cluster
   EXPECT_EQ(rec["host_names"].size(), 2u);

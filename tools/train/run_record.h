@@ -26,6 +26,7 @@ struct RunFacts {
   std::string algo;
   int64_t batch = 0;  // per rank
   int64_t accumulate_steps = 1;
+  int64_t eval_batch = 0;  // per rank, as evaluation runs it (option eval.batch resolved)
   std::string device;
   int threads = 1;  // OpenMP threads per rank
   std::string data;

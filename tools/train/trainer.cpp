@@ -177,6 +177,7 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
                                          : set.loop.epochs * steps_per_epoch);
   RunFacts facts =
       run_facts(set, *built.model, *strategy, accumulation.steps(), device, data, start_time);
+  facts.eval_batch = eval_opt.batch_size;
   if (cluster_run) cluster_facts(*cluster_run, facts);
   record_run_start(opt, ranks, facts, summary);
   TrainingParts parts{built.model.get(), built.optimizer.get(), strategy.get(), schedule.get(),
