@@ -27,6 +27,7 @@ if [ "$QUICK" = 1 ]; then
   TRAIN_LIMIT=${TRAIN_LIMIT:-384}      # 3 steps of 8 x 16
   TEST_LIMIT=${TEST_LIMIT:-256}
   LR_GRID=${LR_GRID_QUICK:-0.1}
+  LR_MIN=${LR_MIN:-0.1} LR_MAX=${LR_MAX:-0.1}   # no widening at the smoke scale
 else
   WORKERS=${WORKERS:-"8 16 32 64"}    # 64 ranks of resnet20_cifar: ~8 GiB (README "Cost")
   EPOCHS=${EPOCHS:-4} SWEEP_EPOCHS=${SWEEP_EPOCHS:-2}
@@ -64,6 +65,24 @@ for W in $WORKERS; do
     done
   done
 done
+# 1b. Where a method's best lr is the grid's smallest or largest, the optimum may lie outside:
+# the sweep goes on at half (twice) that lr until every best lr is inside what was swept or at a
+# bound (select_lr.py --extend). A run that fails (a diverged lr: non-finite loss) is marked
+# `failed` and counts as the worst.
+LR_MIN=${LR_MIN:-0.0125} LR_MAX=${LR_MAX:-1.6}
+while next=$(/usr/bin/python3 "$HERE/select_lr.py" "$RUNS/lr_sweep" --extend "$LR_MIN" "$LR_MAX") &&
+      [ -n "$next" ]; do
+  while read -r m w lr; do
+    dir="$RUNS/lr_sweep/$m/$w/lr$lr/seed0"
+    if [ -f "$dir/done" ]; then echo "select_lr.py proposed $dir again" >&2; exit 1; fi
+    # shellcheck disable=SC2046
+    if ! run_one "$dir" "${w#W}" "${common[@]}" --data "fashion-mnist:$VAL_DIR" \
+        --epochs "$SWEEP_EPOCHS" --seed 0 --lr "$lr" $(method_args "$m"); then
+      echo "counted as the worst lr: $dir" >&2
+      touch "$dir/failed" "$dir/done"
+    fi
+  done <<<"$next"
+done
 /usr/bin/python3 "$HERE/select_lr.py" "$RUNS/lr_sweep" >"$RUNS/chosen_lr.txt"
 
 # 2. the study: every seed at the chosen lr, tested on the test set.
@@ -72,9 +91,14 @@ for seed in $SEEDS; do
     for m in $METHODS; do
       lr=$(awk -v m="$m" -v w="W$W" '$1 == m && $2 == w { print $3 }' "$RUNS/chosen_lr.txt")
       [ -n "$lr" ] || { echo "no lr chosen for $m W$W" >&2; exit 1; }
+      dir="$RUNS/$m/W$W/seed$seed"
+      if [ -f "$dir/done" ] && ! grep -q -- "--lr $lr " "$dir/command.txt"; then
+        echo "$dir ran at another lr than chosen_lr.txt's $lr: remove it to rerun" >&2
+        exit 1
+      fi
       # shellcheck disable=SC2046
-      run_one "$RUNS/$m/W$W/seed$seed" "$W" "${common[@]}" --epochs "$EPOCHS" --seed "$seed" \
-        --lr "$lr" $(method_args "$m")
+      run_one "$dir" "$W" "${common[@]}" --epochs "$EPOCHS" --seed "$seed" --lr "$lr" \
+        $(method_args "$m")
     done
   done
 done
