@@ -77,11 +77,11 @@ while next=$(/usr/bin/python3 "$HERE/select_lr.py" "$RUNS/lr_sweep" --extend "$L
     if [ -f "$dir/done" ]; then echo "select_lr.py proposed $dir again" >&2; exit 1; fi
     # shellcheck disable=SC2046
     if ! run_one "$dir" "${w#W}" "${common[@]}" --data "fashion-mnist:$VAL_DIR" \
-        --epochs "$SWEEP_EPOCHS" --seed 0 --lr "$lr" $(method_args "$m"); then
+        --epochs "$SWEEP_EPOCHS" --seed 0 --lr "$lr" $(method_args "$m") </dev/null; then
       echo "counted as the worst lr: $dir" >&2
       touch "$dir/failed" "$dir/done"
     fi
-  done <<<"$next"
+  done <<<"$next"     # (mpiexec reads stdin: the runs take theirs from /dev/null)
 done
 /usr/bin/python3 "$HERE/select_lr.py" "$RUNS/lr_sweep" >"$RUNS/chosen_lr.txt"
 
