@@ -24,6 +24,7 @@
 
 #include "data/temp_dir.h"
 #include "dplab/comm/cluster/compute_profile.h"
+#include "dplab/tools/train/epoch_record.h"
 #include "run_cli.h"
 #include "spawn_cli.h"
 
@@ -83,6 +84,7 @@ struct Records {
   std::vector<nlohmann::json> steps;                     // metrics.jsonl "step" (rank 0's timings)
   std::vector<std::vector<nlohmann::json>> rank_epochs;  // rank_R.jsonl "rank_epoch", per rank
   nlohmann::json run;                                    // run.json
+  std::string out;                                       // the console (stdout)
 };
 
 std::vector<nlohmann::json> read_jsonl(const fs::path& p, const std::string& kind) {
@@ -108,6 +110,7 @@ Records train(int ranks, const std::string& args, const ScopedTempDir& dir,
   const auto r = test::run_dplab_mpi(ranks, job, dir.path / (out_name + "-log"));
   EXPECT_EQ(r.status, 0) << r.err;
   Records rec;
+  rec.out = r.out;
   rec.epochs = read_jsonl(out / "metrics.jsonl", "epoch");
   rec.steps = read_jsonl(out / "metrics.jsonl", "step");
   for (int k = 0; k < ranks && ranks > 1; ++k)
@@ -208,6 +211,10 @@ TEST(ClusterTrain, ProfileEpochTimesIgnoreHostLoadAndMatchTheArithmetic) {
     // Identical, not close: nothing of the host enters the virtual time.
     EXPECT_EQ(t, loaded.epochs[e]["time_s"].get<double>()) << "epoch " << e + 1;
     EXPECT_NEAR(t, 4 * step, 1e-9 * t) << "epoch " << e + 1;
+    // The console's epoch line says its time is virtual, with the wall time beside.
+    EXPECT_NE(quiet.out.find(fmt::format("global (2 ranks)  {} s virtual, ", seconds_text(t))),
+              std::string::npos)
+        << quiet.out;
     for (int r = 0; r < 2; ++r)
       EXPECT_EQ(quiet.rank_epochs[r][e]["time_s"], loaded.rank_epochs[r][e]["time_s"]);
   }

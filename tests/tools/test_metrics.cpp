@@ -16,6 +16,7 @@
 
 #include "data/temp_dir.h"
 #include "dplab/tools/plot/metrics_series.h"
+#include "dplab/tools/train/epoch_record.h"
 #include "run_cli.h"
 
 namespace dplab {
@@ -132,8 +133,20 @@ void check_against_schema(const Schema& schema, const std::string& file, const n
     EXPECT_TRUE(listed) << file << " " << kind << ": key " << k << " is not in the schema";
   }
   for (const auto& [k, p] : it->second) {
-    if (p.always) EXPECT_TRUE(rec.contains(k)) << file << " " << kind << ": " << k << " missing";
+    if (p.always) {
+      EXPECT_TRUE(rec.contains(k)) << file << " " << kind << ": " << k << " missing";
+    }
   }
+}
+
+// The console's seconds: a virtual epoch of hundredths of a second must not print as 0.0.
+TEST(Metrics, SecondsTextKeepsThreeSignificantDigitsBelowTenSeconds) {
+  EXPECT_EQ(seconds_text(0.04677), "0.0468");
+  EXPECT_EQ(seconds_text(0.000123456), "0.000123");
+  EXPECT_EQ(seconds_text(2.346), "2.35");
+  EXPECT_EQ(seconds_text(9.5), "9.5");
+  EXPECT_EQ(seconds_text(123.46), "123.5");
+  EXPECT_EQ(seconds_text(10.0), "10.0");
 }
 
 // One 2-rank run, 2 epochs, step records every 2 steps, shared by the tests below.
@@ -185,9 +198,9 @@ TEST_F(TwoRankRun, GlobalImagesPerSecondIsAllRanksImagesOverTheSlowestRanksEpoch
                  what + " rank 1's images_per_s_rank");
   }
   // The console prints the global rate and says so.
-  EXPECT_NE(
-      result_->out.find(fmt::format("img/s global (2 ranks)  {:.1f} s", num(epochs[0], "time_s"))),
-      std::string::npos)
+  EXPECT_NE(result_->out.find(fmt::format("img/s global (2 ranks)  {} s\n",
+                                          seconds_text(num(epochs[0], "time_s")))),
+            std::string::npos)
       << result_->out;
 }
 

@@ -40,6 +40,10 @@ std::vector<RankEpoch> gather_epochs(const RankGroup& ranks, const RankEpoch& mi
   return r;
 }
 
+std::string seconds_text(double s) {
+  return s < 10 ? fmt::format("{:.3g}", s) : fmt::format("{:.1f}", s);
+}
+
 std::string grouped_rate(double v) {
   std::string digits = fmt::format("{:.0f}", std::max(0.0, v));
   for (int i = int(digits.size()) - 3; i > 0; i -= 3) digits.insert(size_t(i), ",");
@@ -128,11 +132,12 @@ GlobalEpoch RunReport::epoch(const EpochFacts& f, std::ostream& summary) {
   }
   metrics_.write(rec);
   summary << fmt::format(
-      "epoch {}/{}{}  loss {:.4f}  train_acc {:.4f}  test_acc {:.4f}{}  {} img/s{}  {:.1f} s{}\n",
+      "epoch {}/{}{}  loss {:.4f}  train_acc {:.4f}  test_acc {:.4f}{}  {} img/s{}  {}{}\n",
       f.epoch, f.epochs, f.complete ? "" : " (partial)", g.loss(), g.train_acc(), f.ev.accuracy,
       f.ev.top5 ? fmt::format("  test_acc5 {:.4f}", f.ev.accuracy5) : "",
       grouped_rate(g.images_per_s()), g.ranks > 1 ? fmt::format(" global ({} ranks)", g.ranks) : "",
-      g.time_s,
+      virt ? fmt::format("{} s virtual, {:.1f} s wall", seconds_text(g.time_s), g.wall_s)
+           : fmt::format("{} s", seconds_text(g.time_s)),
       f.nonfinite_skipped > 0
           ? fmt::format("  {} non-finite steps skipped (rank 0)", f.nonfinite_skipped)
           : "");

@@ -107,4 +107,9 @@ class RunReport {
 // 12204.3 -> "12,204": a rate for the console, rounded to a whole number, digits grouped.
 std::string grouped_rate(double v);
 
+// Seconds for the console: 3 significant digits below 10 s (0.04677 -> "0.0468", 2.346 ->
+// "2.35"), one decimal from 10 s on (123.46 -> "123.5"). A virtual epoch of a fast platform
+// lasts hundredths of a second, which "{:.1f}" would print as 0.0.
+std::string seconds_text(double s);
+
 }  // namespace dplab
