@@ -1,0 +1,30 @@
+#!/usr/bin/python3
+"""Writes a copy of a dplab compute profile (`dplab bench train --profile-out`) with its forward,
+backward and optimizer times multiplied by a factor: a device FACTOR^-1 times as fast as the one
+recorded on, the same assumption as `cluster.compute_scale` makes for measured compute. The
+ready fractions (when each gradient is ready, as a fraction of backward) are kept.
+
+Usage: scale_profile.py IN.json FACTOR OUT.json
+"""
+import json
+import sys
+
+
+def main():
+    if len(sys.argv) != 4:
+        sys.exit(__doc__)
+    src, factor, dst = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+    with open(src) as f:
+        prof = json.load(f)
+    for key in ("forward_s", "backward_s", "optimizer_s"):
+        if key not in prof:
+            sys.exit(f"{src}: no '{key}' (not a dplab compute profile?)")
+        prof[key] *= factor
+    prof["scaled_by"] = factor  # not read by dplab: says what this file is
+    with open(dst, "w") as f:
+        json.dump(prof, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
