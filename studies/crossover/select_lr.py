@@ -46,7 +46,10 @@ def main():
     root = pathlib.Path(sys.argv[1])
     extend = None
     if len(sys.argv) == 5 and sys.argv[2] == "--extend":
-        extend = (float(sys.argv[3]), float(sys.argv[4]))
+        try:
+            extend = (float(sys.argv[3]), float(sys.argv[4]))
+        except ValueError:
+            sys.exit(f"select_lr.py --extend LO HI: expected two numbers, got {sys.argv[3:]}")
     elif len(sys.argv) != 2:
         sys.exit(__doc__)
     for mdir in sorted(p for p in root.iterdir() if p.is_dir()):

@@ -13,7 +13,13 @@ import sys
 def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__)
-    src, factor, dst = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+    src, dst = sys.argv[1], sys.argv[3]
+    try:
+        factor = float(sys.argv[2])
+    except ValueError:
+        factor = -1.0
+    if not factor > 0:
+        sys.exit(f"scale_profile.py: FACTOR: expected a number > 0, got '{sys.argv[2]}'")
     with open(src) as f:
         prof = json.load(f)
     for key in ("forward_s", "backward_s", "optimizer_s"):

@@ -1,0 +1,110 @@
+#!/usr/bin/python3
+"""The studies' own selection and preparation scripts against hand-made inputs:
+studies/crossover/select_lr.py (the lr chosen per method and workers, and where the sweep must
+widen) and studies/lib/scale_profile.py (a compute profile's times x a factor).
+
+Usage: test_study_scripts.py REPO_ROOT
+"""
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = pathlib.Path(sys.argv.pop(1) if len(sys.argv) > 1 else ".").resolve()
+SELECT_LR = ROOT / "studies/crossover/select_lr.py"
+SCALE = ROOT / "studies/lib/scale_profile.py"
+
+
+def run(*args):
+    return subprocess.run([sys.executable, *map(str, args)], capture_output=True, text=True)
+
+
+def sweep_run(root, method, w, lr, acc=None, failed=False):
+    """One finished sweep run: done, and a metrics.jsonl whose final record has test_acc."""
+    d = root / method / f"W{w}" / f"lr{lr}" / "seed0"
+    d.mkdir(parents=True)
+    (d / "done").touch()
+    if failed:
+        (d / "failed").touch()
+        return
+    (d / "metrics.jsonl").write_text(
+        json.dumps({"kind": "epoch", "epoch": 1, "test_acc": acc}) + "\n"
+        + json.dumps({"kind": "final", "test_acc": acc}) + "\n")
+
+
+class SelectLr(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.root = pathlib.Path(self.tmp.name)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def grid(self, method, w, accs, **kw):
+        for lr, acc in accs.items():
+            sweep_run(self.root, method, w, lr, acc, **kw)
+
+    def test_picks_the_best_and_ties_keep_the_smaller_lr(self):
+        self.grid("a", 8, {"0.05": 0.5, "0.1": 0.7, "0.2": 0.6})
+        self.grid("b", 16, {"0.05": 0.5, "0.1": 0.8, "0.2": 0.8})
+        r = run(SELECT_LR, self.root)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.splitlines(), ["a W8 0.1 0.7000", "b W16 0.1 0.8000"])
+
+    def test_widens_only_where_the_best_is_at_an_edge_and_inside_the_bounds(self):
+        self.grid("interior", 8, {"0.05": 0.5, "0.1": 0.7, "0.2": 0.6})
+        self.grid("top", 8, {"0.05": 0.5, "0.1": 0.6, "0.2": 0.7})
+        self.grid("bottom", 8, {"0.05": 0.7, "0.1": 0.6, "0.2": 0.5})
+        r = run(SELECT_LR, self.root, "--extend", 0.0125, 1.6)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(sorted(r.stdout.splitlines()), ["bottom W8 0.025", "top W8 0.4"])
+        # At a bound: 0.4 > 0.3 and 0.025 < 0.03, so nothing is left to run.
+        r = run(SELECT_LR, self.root, "--extend", 0.03, 0.3)
+        self.assertEqual(r.stdout, "")
+
+    def test_a_failed_run_counts_as_the_worst(self):
+        self.grid("m", 8, {"0.05": 0.5, "0.1": 0.6, "0.2": 0.7})
+        sweep_run(self.root, "m", 8, "0.4", failed=True)  # diverged: no metrics at all
+        self.assertEqual(run(SELECT_LR, self.root, "--extend", 0.0125, 1.6).stdout, "")
+        self.assertEqual(run(SELECT_LR, self.root).stdout, "m W8 0.2 0.7000\n")
+
+    def test_bad_bounds_are_named(self):
+        self.grid("m", 8, {"0.1": 0.5})
+        r = run(SELECT_LR, self.root, "--extend", "low", 1.6)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("expected two numbers", r.stderr)
+
+
+class ScaleProfile(unittest.TestCase):
+    def test_times_scale_and_ready_fractions_stay(self):
+        with tempfile.TemporaryDirectory() as t:
+            src, dst = pathlib.Path(t, "p.json"), pathlib.Path(t, "q.json")
+            seg = [{"name": "fc.weight", "numel": 640, "ready_fraction": 0.25}]
+            src.write_text(json.dumps({"forward_s": 0.008, "backward_s": 0.016,
+                                       "optimizer_s": 0.0005, "batch": 16, "segments": seg}))
+            r = run(SCALE, src, 0.1, dst)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            q = json.loads(dst.read_text())
+            self.assertAlmostEqual(q["forward_s"], 0.0008, delta=1e-15)
+            self.assertAlmostEqual(q["backward_s"], 0.0016, delta=1e-15)
+            self.assertAlmostEqual(q["optimizer_s"], 0.00005, delta=1e-15)
+            self.assertEqual(q["segments"], seg)
+            self.assertEqual(q["batch"], 16)
+            self.assertEqual(q["scaled_by"], 0.1)
+
+    def test_bad_inputs_are_named(self):
+        with tempfile.TemporaryDirectory() as t:
+            src, dst = pathlib.Path(t, "p.json"), pathlib.Path(t, "q.json")
+            src.write_text(json.dumps({"forward_s": 0.008}))
+            r = run(SCALE, src, 0.1, dst)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn(f"{src}: no 'backward_s'", r.stderr)
+            r = run(SCALE, src, "0", dst)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("FACTOR: expected a number > 0, got '0'", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
