@@ -5,6 +5,7 @@
 #   epoch_time_W<w>.png      virtual training time per epoch, per workers
 #   accuracy_workers.png     final test accuracy against the number of workers
 #   epoch_time_workers.png   mean virtual epoch time against the number of workers
+#   epoch_time_workers_profile.png   the same with profile compute (run.sh step 3)
 #   RUNS=... OUT=... studies/crossover/figures.sh    (run.sh calls it)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -15,7 +16,7 @@ OUT=${OUT:-$(study_out_dir "$HERE")}
 METHODS="allreduce crossover crossover_hier sgp sgp_interval"
 declare -A NAME=([allreduce]="AllReduce-SGD" [crossover]="Crossover-SGD"
   [crossover_hier]="Hierarchical Crossover" [sgp]="SGP" [sgp_interval]="SGP, interval")
-TITLE="resnet18_cifar / Fashion-MNIST, batch 16 per rank, gpu4-25gbe"
+TITLE="resnet20_cifar / Fashion-MNIST, batch 16 per rank, gpu4-25gbe"
 
 workers=$(for d in "$RUNS"/*/W*; do [ -d "$d" ] && basename "$d"; done | sort -u -t W -k2 -n)
 for W in $workers; do
@@ -40,3 +41,15 @@ plot_mean --title "$TITLE" --x workers --y test_acc --y-label "rank 0 final test
 plot_mean --title "$TITLE" --x workers --y time_s --y-label "virtual training time per epoch, s" \
   --out "$OUT/epoch_time_workers.png"
 rm -rf "$points"
+# The same from the profile-compute timing runs (run.sh step 3: one epoch, seed 0).
+if [ -d "$RUNS/timing" ]; then
+  plot_clear
+  points=$(mktemp -d)
+  /usr/bin/python3 "$HERE/points.py" "$RUNS/timing" "$points"
+  for m in $METHODS; do
+    [ -d "$points/$m" ] && collect "${NAME[$m]}" "$points/$m"
+  done
+  plot_mean --title "$TITLE, compute replayed from a profile" --x workers --y time_s \
+    --y-label "virtual training time per epoch, s" --out "$OUT/epoch_time_workers_profile.png"
+  rm -rf "$points"
+fi

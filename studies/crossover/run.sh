@@ -26,6 +26,7 @@ if [ "$QUICK" = 1 ]; then
   EPOCHS=${EPOCHS:-1} SWEEP_EPOCHS=${SWEEP_EPOCHS:-1}
   TRAIN_LIMIT=${TRAIN_LIMIT:-384}      # 3 steps of 8 x 16
   TEST_LIMIT=${TEST_LIMIT:-256}
+  TIMING_TEST_LIMIT=${TIMING_TEST_LIMIT:-256}
   LR_GRID=${LR_GRID_QUICK:-0.1}
   LR_MIN=${LR_MIN:-0.1} LR_MAX=${LR_MAX:-0.1}   # no widening at the smoke scale
 else
@@ -33,6 +34,7 @@ else
   EPOCHS=${EPOCHS:-4} SWEEP_EPOCHS=${SWEEP_EPOCHS:-2}
   TRAIN_LIMIT=${TRAIN_LIMIT:-16384}    # images per epoch: 128 steps at 8 workers, 16 at 64
   TEST_LIMIT=${TEST_LIMIT:-10000}
+  TIMING_TEST_LIMIT=${TIMING_TEST_LIMIT:-1024}   # step 3's runs are for their times only
 fi
 
 # resnet20_cifar cut at its blocks (stem with the first block, 8 more blocks, fc: 10 segments):
@@ -100,6 +102,27 @@ for seed in $SEEDS; do
       run_one "$dir" "$W" "${common[@]}" --epochs "$EPOCHS" --seed "$seed" --lr "$lr" \
         $(method_args "$m")
     done
+  done
+done
+# 3. Host-independent times. The measured compute of step 2 is this machine's thread CPU time
+# under 8-64 ranks on a few cores: it varies +-20% between epochs with the ranks' involuntary
+# context switches. Here every rank's compute is instead a recorded profile of resnet20_cifar at
+# batch 16 (PROFILE, `dplab bench train --profile-out`; how it was recorded: the .txt beside it),
+# its times x COMPUTE_SCALE as step 2 assumes; communication stays the cost model's. One epoch,
+# seed 0: the virtual time is then the same on any host (accuracy is not read from these runs).
+PROFILE=${PROFILE:-$HERE/profile_resnet20_cifar_b16_cpu.json}
+mkdir -p "$RUNS/timing"
+scaled="$RUNS/timing/$(basename "$PROFILE" .json)_x$COMPUTE_SCALE.json"
+/usr/bin/python3 "$HERE/../lib/scale_profile.py" "$PROFILE" "$COMPUTE_SCALE" "$scaled"
+timing=(--config "$HERE/configs/base.toml" --cluster "$CLUSTER" --ranks-per-node "$RPN"
+        --set "cluster.compute=profile:$scaled" --set threads=1
+        --set "data.train_limit=$TRAIN_LIMIT" --set "data.test_limit=$TIMING_TEST_LIMIT")
+for W in $WORKERS; do
+  for m in $METHODS; do
+    lr=$(awk -v m="$m" -v w="W$W" '$1 == m && $2 == w { print $3 }' "$RUNS/chosen_lr.txt")
+    # shellcheck disable=SC2046
+    run_one "$RUNS/timing/$m/W$W/seed0" "$W" "${timing[@]}" --epochs 1 --seed 0 --lr "$lr" \
+      $(method_args "$m")
   done
 done
 OUT=$(study_out_dir "$HERE")

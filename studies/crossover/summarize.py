@@ -20,6 +20,34 @@ LABELS = {
 }
 
 
+def timing_section(runs):
+    """RUNS/timing/<method>/W<w>/seed0: one epoch with every rank's compute replayed from a
+    recorded profile (run.sh step 3), beside the measured-compute mean of the main runs."""
+    rows = []
+    for m, label in LABELS.items():
+        for wdir in sorted((runs / "timing" / m).glob("W*"), key=lambda q: int(q.name[1:])):
+            rs = st.runs_of(wdir)
+            if not rs:
+                continue
+            e = rs[0].epochs[0]
+            measured = [r.epoch_time() for r in st.runs_of(runs / m / wdir.name)]
+            rows.append([label, wdir.name[1:], f"{e['time_s']:.3f}",
+                         f"{e.get('comm_exposed_wait_s', 0):.3f}",
+                         f"{e.get('comm_bytes', 0) / 1e6:.1f}", st.stat(measured, 3)])
+    if not rows:
+        return []
+    return ["\n## Epoch time with profile compute (host-independent)\n",
+            "One epoch of seed 0 (run.sh step 3): every rank's forward, backward and optimizer "
+            "times replayed from `profile_resnet20_cifar_b16_cpu.json` x 0.1 (the devices of the "
+            "main runs), so the virtual time does not depend on how the host scheduled the "
+            "ranks. Exposed wait and MB sent: rank 0's, that epoch. Last column: the main runs' "
+            "virtual epoch time with measured compute (mean over their epochs, then the seeds "
+            "[min, max]), for comparison.\n",
+            st.table(["method", "workers", "epoch time, s (virtual, profile compute)",
+                      "exposed comm wait, s (rank 0)", "MB sent (rank 0)",
+                      "epoch time, s (virtual, measured compute)"], rows)]
+
+
 def main():
     runs, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
     chosen = {}
@@ -45,6 +73,7 @@ def main():
                          for r in rs], 1)])
     md.append(st.table(["method", "workers", "lr (val acc)"] + st.COMMON_HEADER +
                        ["MB sent / epoch (rank 0)"], rows))
+    md += timing_section(runs)
     out.write_text("\n".join(md))
     print(f"wrote {out}")
 
