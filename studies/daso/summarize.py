@@ -68,7 +68,7 @@ def main():
     if rows:
         md.append("## Methods\n")
         md.append(st.table(["method"] + st.COMMON_HEADER +
-                           ["MB sent / epoch (rank 0)", "exposed wait / epoch, s (rank 0)",
+                           ["MB payload / epoch (rank 0)", "exposed wait / epoch, s (rank 0)",
                             "best epoch's test acc"], rows))
         md.append("\n### Test accuracy and virtual time per epoch (mean over the seeds)\n\n"
                   "DASO's epoch 1 is its warm-up and epoch 8 its cool-down (blocking syncs "
