@@ -30,26 +30,25 @@ for W in $workers; do
 done
 # Against the number of workers: one record per run {workers, final test_acc, epoch time},
 # written by points.py as a metrics file per run, so `dplab plot --x workers` draws them.
-plot_clear
+# collect_points RUNS_DIR POINTS_DIR: points.py, then every method's points collected.
+collect_points() {
+  plot_clear
+  /usr/bin/python3 "$HERE/points.py" "$1" "$2"
+  for m in $METHODS; do
+    [ -d "$2/$m" ] && collect "${NAME[$m]}" "$2/$m"
+  done
+  return 0
+}
 points=$(mktemp -d)
-/usr/bin/python3 "$HERE/points.py" "$RUNS" "$points"
-for m in $METHODS; do
-  [ -d "$points/$m" ] && collect "${NAME[$m]}" "$points/$m"
-done
+trap 'rm -rf "$points"' EXIT
+collect_points "$RUNS" "$points/main"
 plot_mean --title "$TITLE" --x workers --y test_acc --y-label "rank 0 final test accuracy" \
   --out "$OUT/accuracy_workers.png"
 plot_mean --title "$TITLE" --x workers --y time_s --y-label "virtual training time per epoch, s" \
   --out "$OUT/epoch_time_workers.png"
-rm -rf "$points"
 # The same from the profile-compute timing runs (run.sh step 3: one epoch, seed 0).
 if [ -d "$RUNS/timing" ]; then
-  plot_clear
-  points=$(mktemp -d)
-  /usr/bin/python3 "$HERE/points.py" "$RUNS/timing" "$points"
-  for m in $METHODS; do
-    [ -d "$points/$m" ] && collect "${NAME[$m]}" "$points/$m"
-  done
+  collect_points "$RUNS/timing" "$points/timing"
   plot_mean --title "$TITLE, compute replayed from a profile" --x workers --y time_s \
     --y-label "virtual training time per epoch, s" --out "$OUT/epoch_time_workers_profile.png"
-  rm -rf "$points"
 fi
