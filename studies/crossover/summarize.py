@@ -20,6 +20,35 @@ LABELS = {
 }
 
 
+PAIRS = [("crossover", "sgp"), ("crossover_hier", "allreduce"), ("crossover", "allreduce"),
+         ("sgp", "allreduce"), ("sgp", "sgp_interval")]
+
+
+def paired_section(runs):
+    """Accuracy differences between two methods run with the same seed (same initial weights
+    and data order), per worker count: mean [min, max] over the seeds both have."""
+    workers = sorted({int(w.name[1:]) for m in LABELS for w in (runs / m).glob("W*")})
+    rows = []
+    for w in workers:
+        row = [str(w)]
+        for a, b in PAIRS:
+            acc_a = {r.dir.name: r.final_acc() for r in st.runs_of(runs / a / f"W{w}")}
+            acc_b = {r.dir.name: r.final_acc() for r in st.runs_of(runs / b / f"W{w}")}
+            both = sorted(set(acc_a) & set(acc_b))
+            diffs = [acc_a[k] - acc_b[k] for k in both]
+            row.append(f"{st.stat(diffs, 4)} ({len(both)})" if diffs else "n/a")
+        rows.append(row)
+    if not rows:
+        return []
+    return ["\n## Accuracy differences paired by seed\n",
+            "Rank 0's final test accuracy of the first method minus the second's, run with the "
+            "same seed (the same initial weights and data order): mean over the seeds both have "
+            "[min, max] (how many seeds).\n",
+            st.table(["workers"] + [f"{LABELS[a].split(' (')[0]} - {LABELS[b].split(' (')[0]}"
+                                    + (" (interval)" if b == "sgp_interval" else "")
+                                    for a, b in PAIRS], rows)]
+
+
 def timing_section(runs):
     """RUNS/timing/<method>/W<w>/seed0: one epoch with every rank's compute replayed from a
     recorded profile (run.sh step 3), beside the measured-compute mean of the main runs."""
@@ -75,6 +104,7 @@ def main():
                          for r in rs], 1)])
     md.append(st.table(["method", "workers", "lr (val acc)"] + st.COMMON_HEADER +
                        ["MB payload / epoch (rank 0)"], rows))
+    md += paired_section(runs)
     md += timing_section(runs)
     out.write_text("\n".join(md))
     print(f"wrote {out}")
