@@ -18,7 +18,7 @@ def main():
     runs, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
     by = {}
     for mdir in runs.iterdir():
-        if not mdir.is_dir() or mdir.name in ("lr_sweep", "timing"):
+        if not mdir.is_dir() or mdir.name in ("lr_sweep", "lr_check", "timing"):
             continue
         for wdir in mdir.glob("W*"):
             for r in st.runs_of(wdir):

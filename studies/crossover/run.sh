@@ -104,6 +104,20 @@ for seed in $SEEDS; do
     done
   done
 done
+# 2b. At 64 workers a sweep run is 32 steps, so the chosen lr is noisy: Crossover-SGD was chosen
+# at 0.4, SGP at 0.2. Crossover-SGD also runs at 0.2 there (every seed), so the two compare at
+# one lr as well. LR_CHECKS: "method workers lr" triples, ';'-separated.
+LR_CHECKS=${LR_CHECKS:-"crossover 64 0.2"}
+IFS=';' read -ra checks <<<"$LR_CHECKS"
+for check in "${checks[@]}"; do
+  read -r m W lr <<<"$check"
+  [[ " $WORKERS " == *" $W "* ]] || continue
+  for seed in $SEEDS; do
+    # shellcheck disable=SC2046
+    run_one "$RUNS/lr_check/$m/W$W/lr$lr/seed$seed" "$W" "${common[@]}" --epochs "$EPOCHS" \
+      --seed "$seed" --lr "$lr" $(method_args "$m")
+  done
+done
 # 3. Host-independent times. The measured compute of step 2 is this machine's thread CPU time
 # under 8-64 ranks on a few cores: it varies +-20% between epochs with the ranks' involuntary
 # context switches. Here every rank's compute is instead a recorded profile of resnet20_cifar at
