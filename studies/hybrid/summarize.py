@@ -104,13 +104,22 @@ def fmt_acc(rs):
     a = [r["acc"] for r in rs]
     if len(a) == 1:
         return f"{a[0]:.2f} (1 seed)"
-    return f"{mean(a):.2f} ± {statistics.stdev(a):.2f}"
+    return f"{mean(a):.2f} ± {statistics.stdev(a):.2f} [{min(a):.2f}, {max(a):.2f}]"
+
+
+def fmt_spread(xs, digits):
+    """mean [min, max] (the value alone for one seed)."""
+    f = f"{{:.{digits}f}}"
+    if len(xs) == 1:
+        return f.format(xs[0])
+    return f"{f.format(mean(xs))} [{f.format(min(xs))}, {f.format(max(xs))}]"
 
 
 def table(res, data):
     Ks = sorted({k for (d, _, k) in res if d == data})
     lines = [f"### {DATA_NAMES.get(data, data)}", "",
-             "| algorithm | K | seeds | test acc % (mean ± sd) | train time s (rank 0, virtual) | "
+             "| algorithm | K | seeds | test acc % (mean ± sd [min, max]) | "
+             "train time s (rank 0, virtual; mean [min, max]) | "
              "allreduces | vs EachIter | wall s per run |",
              "|---|---|---|---|---|---|---|---|"]
     for K in Ks:
@@ -125,7 +134,7 @@ def table(res, data):
                     if "same_as" in rs[0] else "")
             lines.append(
                 f"| {LABELS[algo]}{same} | {K} | {len(rs)} | {fmt_acc(rs)} | "
-                f"{mean([r['time'] for r in rs]):.1f} | {ar:.0f} | {ar / base_ar:.3f} | "
+                f"{fmt_spread([r['time'] for r in rs], 1)} | {ar:.0f} | {ar / base_ar:.3f} | "
                 f"{mean([r['wall'] for r in rs]):.0f} |")
     return "\n".join(lines) + "\n"
 
