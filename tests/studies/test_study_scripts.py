@@ -15,6 +15,7 @@ import unittest
 ROOT = pathlib.Path(sys.argv.pop(1) if len(sys.argv) > 1 else ".").resolve()
 SELECT_LR = ROOT / "studies/crossover/select_lr.py"
 SCALE = ROOT / "studies/lib/scale_profile.py"
+SUMMARIZE = ROOT / "studies/crossover/summarize.py"
 
 
 def run(*args):
@@ -105,6 +106,30 @@ class ScaleProfile(unittest.TestCase):
             self.assertNotEqual(r.returncode, 0)
             self.assertIn("FACTOR: expected a number > 0, got '0'", r.stderr)
 
+
+
+class CrossoverPairedDifferences(unittest.TestCase):
+    """summarize.py's differences paired by seed: only seeds both methods have, hand values."""
+
+    def test_pairs_by_seed_and_skips_unpaired_seeds(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            root = pathlib.Path(tmp)
+            accs = {"crossover": {0: 0.80, 1: 0.90, 2: 0.70}, "sgp": {0: 0.75, 1: 0.88}}
+            for m, by_seed in accs.items():
+                for seed, acc in by_seed.items():
+                    d = root / m / "W8" / f"seed{seed}"
+                    d.mkdir(parents=True)
+                    (d / "done").touch()
+                    (d / "metrics.jsonl").write_text(
+                        json.dumps({"kind": "epoch", "epoch": 1, "test_acc": acc, "time_s": 1.0})
+                        + "\n" + json.dumps({"kind": "final", "test_acc": acc}) + "\n")
+            out = root / "results.md"
+            r = run(SUMMARIZE, root, out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            row = [ln for ln in out.read_text().splitlines() if ln.startswith("| 8 |")]
+            self.assertEqual(len(row), 1, out.read_text())
+            # seed 0: 0.80 - 0.75 = 0.05; seed 1: 0.90 - 0.88 = 0.02; seed 2 has no SGP run.
+            self.assertEqual(row[0].split(" | ")[1], "0.0350 [0.0200, 0.0500] (2)")
 
 if __name__ == "__main__":
     unittest.main()
