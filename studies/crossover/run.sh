@@ -111,6 +111,7 @@ LR_CHECKS=${LR_CHECKS:-"crossover 64 0.2"}
 IFS=';' read -ra checks <<<"$LR_CHECKS"
 for check in "${checks[@]}"; do
   read -r m W lr <<<"$check"
+  [ -n "$lr" ] || { echo "LR_CHECKS: expected 'method workers lr', got '$check'" >&2; exit 2; }
   [[ " $WORKERS " == *" $W "* ]] || continue
   for seed in $SEEDS; do
     # shellcheck disable=SC2046
@@ -134,6 +135,7 @@ timing=(--config "$HERE/configs/base.toml" --cluster "$CLUSTER" --ranks-per-node
 for W in $WORKERS; do
   for m in $METHODS; do
     lr=$(awk -v m="$m" -v w="W$W" '$1 == m && $2 == w { print $3 }' "$RUNS/chosen_lr.txt")
+    [ -n "$lr" ] || { echo "no lr chosen for $m W$W in $RUNS/chosen_lr.txt" >&2; exit 1; }
     # shellcheck disable=SC2046
     run_one "$RUNS/timing/$m/W$W/seed0" "$W" "${timing[@]}" --epochs 1 --seed 0 --lr "$lr" \
       $(method_args "$m")
