@@ -134,13 +134,21 @@ void OscarsStrategy::reschedule() {
   t_us_ = t[size_t(rank())];
   sched_ = oscars_search(t, search_opt_);
   R_ = *std::max_element(sched_.tau.begin(), sched_.tau.end());
-  int64_t longest = 0;
-  for (size_t i = 0; i < t.size(); ++i) longest = std::max(longest, sched_.tau[i] * t[i]);
-  wait_pred_us_ = longest - sched_.tau[size_t(rank())] * t[size_t(rank())];
+  plan_t_us_ = t;
+  wait_pred_us_ = predicted_wait_us(size_t(rank()));
   wait_meas_sum_s_ = 0;
   wait_meas_rounds_ = 0;
   round_pos_ = 0;
   ++searches_;
+}
+
+int64_t OscarsStrategy::predicted_wait_us(size_t i) const {
+  // Rank i's idle at the round's barrier if every rank j took exactly its planned t_j per
+  // step: the longest round, max_j tau_j t_j, less its own tau_i t_i.
+  int64_t longest = 0;
+  for (size_t j = 0; j < plan_t_us_.size(); ++j)
+    longest = std::max(longest, sched_.tau[j] * plan_t_us_[j]);
+  return longest - sched_.tau[i] * plan_t_us_[i];
 }
 
 void OscarsStrategy::average() {
@@ -218,6 +226,7 @@ void OscarsStrategy::save_state(StateDict& out) const {
   out.put_bool("feasible", sched_.feasible);
   out.put_int("candidates", sched_.candidates);
   out.put_int("t_us", t_us_);
+  out.put_ints("plan_t_us", plan_t_us_);
   out.put_int("round_pos", round_pos_);
   out.put_int("rounds", rounds_);
   out.put_int("averages", averages_);
@@ -260,6 +269,16 @@ void OscarsStrategy::load_state(const StateDict& in) {
   const int64_t rounds = state_int(in, "oscars", "rounds", 0, INT64_MAX);
   const int64_t averages = state_int(in, "oscars", "averages", 0, INT64_MAX);
   const int64_t searches = state_int(in, "oscars", "searches", 0, INT64_MAX);
+  // Every rank's t_i of the last search (for the predicted waits); checkpoints written before
+  // it was saved lack it, and the predictions stay unknown until the next search.
+  std::vector<int64_t> plan_t;
+  if (in.has("plan_t_us")) plan_t = in.get_ints("plan_t_us");
+  DPLAB_CHECK(plan_t.empty() || plan_t.size() == s.tau.size(),
+              "{}: oscars state 'plan_t_us' has {} values for {} tau values", where, plan_t.size(),
+              s.tau.size());
+  for (size_t i = 0; i < plan_t.size(); ++i)
+    DPLAB_CHECK(plan_t[i] >= 0, "{}: oscars state 'plan_t_us' element {} = {} < 0", where, i,
+                plan_t[i]);
   profiling_ = profiling;
   profile_ticks_ = ticks;
   samples_us_ = samples;
@@ -271,7 +290,8 @@ void OscarsStrategy::load_state(const StateDict& in) {
   averages_ = averages;
   searches_ = searches;
   computing_ = false;
-  wait_pred_us_ = -1;  // the other ranks' times are not saved
+  plan_t_us_ = std::move(plan_t);
+  wait_pred_us_ = plan_t_us_.empty() ? -1 : predicted_wait_us(size_t(rank()));
   wait_meas_sum_s_ = wait_meas_last_s_ = 0;
   wait_meas_rounds_ = 0;
 }
@@ -294,8 +314,11 @@ std::map<std::string, double> OscarsStrategy::state() const {
       m["wait_meas_last_us"] = 1e6 * wait_meas_last_s_;
     }
     m["feasible"] = sched_.feasible ? 1.0 : 0.0;
-    for (size_t i = 0; i < sched_.tau.size(); ++i)
+    for (size_t i = 0; i < sched_.tau.size(); ++i) {
       m[fmt::format("tau_r{}", i)] = double(sched_.tau[i]);
+      if (plan_t_us_.size() == sched_.tau.size())
+        m[fmt::format("wait_pred_us_r{}", i)] = double(predicted_wait_us(i));
+    }
   }
   return m;
 }

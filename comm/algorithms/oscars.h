@@ -44,7 +44,8 @@
 // state(): T_us, tau (this rank), tau_min, tau_max, t_us (this rank's measured time),
 // max_wait_us (Eq. 2 at T*), wait_pred_us (this rank's predicted idle per round:
 // max_j tau_j t_j - tau_i t_i), wait_meas_us (mean measured wait of the round averages since
-// the last search) and wait_meas_last_us, rounds, searches, feasible.
+// the last search) and wait_meas_last_us, rounds, searches, feasible; per rank i, tau_r<i>
+// and wait_pred_us_r<i> (rank i's predicted idle per round, from the plan every rank shares).
 #pragma once
 #include <memory>
 
@@ -87,7 +88,8 @@ class OscarsStrategy : public Strategy {
   void average();
   void reschedule();  // allgather the medians, search, set tau
   int64_t my_median_us() const;
-  bool timed() const;            // whether computing ticks are timed now
+  int64_t predicted_wait_us(size_t i) const;  // max_j tau_j t_j - tau_i t_i (plan_t_us_)
+  bool timed() const;                         // whether computing ticks are timed now
   void wait_for_device() const;  // host waits for the arena's compute stream (no-op on CPU)
 
   std::shared_ptr<Topology> topo_;
@@ -105,11 +107,12 @@ class OscarsStrategy : public Strategy {
   int64_t averages_ = 0;
   int64_t searches_ = 0;
   int64_t t_us_ = 0;  // this rank's iteration time used in the last search
-  // Predicted against measured idle per round (metrics only, not saved: they restart after a
-  // resume). Predicted: this rank's idle at the round's barrier, max_j tau_j t_j - tau_i t_i,
-  // from the times of the last search; measured: the exposed wait of the round's average
-  // (barrier idle plus the transfer), summed since the last search.
-  int64_t wait_pred_us_ = -1;  // -1: unknown (before a search, after a resume)
+  // Predicted against measured idle per round (metrics). Predicted: this rank's idle at the
+  // round's barrier, max_j tau_j t_j - tau_i t_i, from the times of the last search (saved);
+  // measured: the exposed wait of the round's average (barrier idle plus the transfer), summed
+  // since the last search (not saved: it restarts after a resume).
+  int64_t wait_pred_us_ = -1;       // -1: unknown (before a search)
+  std::vector<int64_t> plan_t_us_;  // every rank's t_i in the last search (empty: unknown)
   double wait_meas_sum_s_ = 0, wait_meas_last_s_ = 0;
   int64_t wait_meas_rounds_ = 0;
   bool computing_ = false;  // this tick computes

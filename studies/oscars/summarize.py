@@ -7,8 +7,9 @@ all ranks), virtual time to reach TARGET test accuracy (evaluated once per epoch
 epoch's elapsed_s at or above it), virtual epoch time; for Oscars per rank the predicted wait
 per round (wait_pred_us: max_j tau_j t_j - tau_i t_i from the plan's times) against the measured
 one (wait_meas_us: the mean exposed wait of the round averages, barrier idle plus transfer) of
-rank 0 per epoch (metrics.jsonl holds rank 0's algo.* state only), and every rank's exposed wait
-per round and idle fraction in the last epoch (rank_R.jsonl, kind rank_epoch).
+rank 0 per epoch (metrics.jsonl holds rank 0's algo.* state), and for every rank in the last
+epoch its predicted wait (algo.wait_pred_us_r<i>, from rank 0's record: the plan is shared),
+its exposed wait per round and idle fraction (rank_R.jsonl, kind rank_epoch).
 """
 import json
 import pathlib
@@ -83,16 +84,19 @@ def main():
                     w = e.get("comm_exposed_wait_s")
                     per.setdefault(rank, []).append(
                         (last.get(f"algo.tau_r{rank}"), e.get("slowdown"),
+                         _ms(last, f"algo.wait_pred_us_r{rank}"),
                          w / rounds * 1e3 if w is not None and rounds else None,
                          e.get("idle_fraction")))
             rows = [[str(k), st.stat([x[1] for x in v], 2), st.stat([x[0] for x in v], 1),
-                     st.stat([x[2] for x in v], 2), st.stat([x[3] for x in v], 3)]
+                     st.stat([x[2] for x in v], 2), st.stat([x[3] for x in v], 2),
+                     st.stat([x[4] for x in v], 3)]
                     for k, v in sorted(per.items())]
-            md.append("\nOscars, every rank in the last epoch (rank_R.jsonl): slowdown, tau, "
-                      "measured exposed wait per round (ms, virtual), idle fraction. dplab "
-                      "records the predicted wait of rank 0 only (metrics.jsonl's algo.*).\n\n")
-            md.append(st.table(["rank", "slowdown", "tau", "measured wait / round, ms",
-                                "idle fraction"], rows))
+            md.append("\nOscars, every rank in the last epoch: slowdown, tau, predicted wait per "
+                      "round (max_j tau_j t_j - tau_i t_i from the plan's times; rank 0's "
+                      "metrics.jsonl holds every rank's), measured exposed wait per round and idle "
+                      "fraction (rank_R.jsonl), ms (virtual):\n\n")
+            md.append(st.table(["rank", "slowdown", "tau", "predicted wait / round, ms",
+                                "measured wait / round, ms", "idle fraction"], rows))
     out.write_text("\n".join(md))
     print(f"wrote {out}")
 

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The studies' own selection and preparation scripts against hand-made inputs:
 studies/crossover/select_lr.py (the lr chosen per method and workers, and where the sweep must
-widen) and studies/lib/scale_profile.py (a compute profile's times x a factor).
+widen), studies/lib/scale_profile.py (a compute profile's times x a factor), and the
+crossover and oscars summaries' derived columns.
 
 Usage: test_study_scripts.py REPO_ROOT
 """
@@ -16,6 +17,7 @@ ROOT = pathlib.Path(sys.argv.pop(1) if len(sys.argv) > 1 else ".").resolve()
 SELECT_LR = ROOT / "studies/crossover/select_lr.py"
 SCALE = ROOT / "studies/lib/scale_profile.py"
 SUMMARIZE = ROOT / "studies/crossover/summarize.py"
+OSCARS_SUMMARIZE = ROOT / "studies/oscars/summarize.py"
 
 
 def run(*args):
@@ -130,6 +132,38 @@ class CrossoverPairedDifferences(unittest.TestCase):
             self.assertEqual(len(row), 1, out.read_text())
             # seed 0: 0.80 - 0.75 = 0.05; seed 1: 0.90 - 0.88 = 0.02; seed 2 has no SGP run.
             self.assertEqual(row[0].split(" | ")[1], "0.0350 [0.0200, 0.0500] (2)")
+
+class OscarsPerRankWaits(unittest.TestCase):
+    """summarize.py's last-epoch table: every rank's predicted wait (rank 0's record holds all)
+    against its measured exposed wait per round of the last epoch, hand values."""
+
+    def test_predicted_and_measured_wait_per_rank(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            root = pathlib.Path(tmp)
+            # seed: (rank 1's predicted wait in us, rank 1's last-epoch exposed wait in s)
+            for seed, (pred1, wait1) in {0: (2000.0, 0.040), 1: (4000.0, 0.080)}.items():
+                d = root / "r2" / "oscars" / f"seed{seed}"
+                d.mkdir(parents=True)
+                (d / "done").touch()
+                algo = {"algo.tau_r0": 3.0, "algo.tau_r1": 2.0, "algo.wait_pred_us_r0": 0.0,
+                        "algo.wait_pred_us_r1": pred1}
+                recs = [{"kind": "epoch", "epoch": e, "test_acc": 0.5, "time_s": 1.0,
+                         "algo.rounds": rounds, **algo} for e, rounds in ((1, 10.0), (2, 30.0))]
+                (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+                for rank, wait in ((0, 0.010), (1, wait1)):
+                    (d / f"rank_{rank}.jsonl").write_text(json.dumps(
+                        {"kind": "rank_epoch", "epoch": 2, "rank": rank, "slowdown": 1.0 + rank,
+                         "comm_exposed_wait_s": wait, "idle_fraction": 0.1}) + "\n")
+            out = root / "results.md"
+            r = run(OSCARS_SUMMARIZE, root, out, "0.9")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            rows = {ln.split(" | ")[0]: ln.split(" | ") for ln in out.read_text().splitlines()
+                    if ln.startswith("| 0 |") or ln.startswith("| 1 |")}
+            # the last epoch holds 30 - 10 = 20 rounds: rank 1 waits 40 / 20 = 2 ms (seed 0)
+            # and 80 / 20 = 4 ms (seed 1), predicted 2 and 4 ms; rank 0 0.5 ms, predicted 0
+            self.assertEqual(rows["| 1"][3:5], ["3.00 [2.00, 4.00]", "3.00 [2.00, 4.00]"])
+            self.assertEqual(rows["| 0"][3:5], ["0.00 [0.00, 0.00]", "0.50 [0.50, 0.50]"])
+
 
 if __name__ == "__main__":
     unittest.main()
