@@ -54,8 +54,11 @@ run_one() {
   touch "$dir/done"
 }
 
-# study_out_dir HERE: where tables and figures go (the study directory; with QUICK=1 the runs
-# directory, so a smoke run never overwrites the study's results).
+# study_out_dir HERE: where tables and figures go: OUT when set (a variant's runs in another
+# RUNS directory must not overwrite the study's results), else the study directory; with
+# QUICK=1 the runs directory, so a smoke run never overwrites the study's results.
 study_out_dir() {
-  if [ "$QUICK" = 1 ]; then study_runs_dir "$1"; else echo "$1"; fi
+  if [ -n "${OUT:-}" ]; then echo "$OUT"
+  elif [ "$QUICK" = 1 ]; then study_runs_dir "$1"
+  else echo "$1"; fi
 }
