@@ -7,6 +7,7 @@
 #            committed); proves configs -> runs -> summary -> figures end to end
 #   NICE     niceness of the training processes (default 10: the lead's measurements first)
 #   RUNS     where the runs go (default STUDY/runs_vc, or STUDY/runs_quick with QUICK=1)
+#   OUT      where the tables and figures go (default STUDY, or RUNS with QUICK=1)
 # A run whose directory holds `done` is skipped, so a study resumes where it stopped; while
 # RUNS/PAUSE exists no new run starts (quiet measurements beside a study).
 # Every run writes DIR/command.txt (the exact command), stdout.txt, stderr.txt, wall_s.txt

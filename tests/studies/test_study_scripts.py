@@ -2,7 +2,7 @@
 """The studies' own selection and preparation scripts against hand-made inputs:
 studies/crossover/select_lr.py (the lr chosen per method and workers, and where the sweep must
 widen), studies/lib/scale_profile.py (a compute profile's times x a factor), and the
-crossover and oscars summaries' derived columns.
+crossover and oscars summaries' derived columns, and lib/common.sh's output directory.
 
 Usage: test_study_scripts.py REPO_ROOT
 """
@@ -132,6 +132,52 @@ class CrossoverPairedDifferences(unittest.TestCase):
             self.assertEqual(len(row), 1, out.read_text())
             # seed 0: 0.80 - 0.75 = 0.05; seed 1: 0.90 - 0.88 = 0.02; seed 2 has no SGP run.
             self.assertEqual(row[0].split(" | ")[1], "0.0350 [0.0200, 0.0500] (2)")
+
+class CrossoverLrCheck(unittest.TestCase):
+    """summarize.py's lr-check section: a method at another lr beside its main runs at the
+    chosen lr (chosen_lr.txt), hand values."""
+
+    def test_other_lr_beside_the_chosen_one(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            root = pathlib.Path(tmp)
+            for sub, acc in (("lr_check/crossover/W64/lr0.2/seed0", 0.74),
+                             ("lr_check/crossover/W64/lr0.2/seed1", 0.76),
+                             ("crossover/W64/seed0", 0.65)):
+                d = root / sub
+                d.mkdir(parents=True)
+                (d / "done").touch()
+                (d / "metrics.jsonl").write_text(
+                    json.dumps({"kind": "epoch", "epoch": 1, "test_acc": acc, "time_s": 1.0})
+                    + "\n" + json.dumps({"kind": "final", "test_acc": acc}) + "\n")
+            (root / "chosen_lr.txt").write_text("crossover W64 0.4 0.537\n")
+            out = root / "results.md"
+            r = run(SUMMARIZE, root, out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            rows = [ln for ln in out.read_text().splitlines()
+                    if ln.startswith("| Crossover-SGD | 64 | 0.2 |")]
+            self.assertEqual(rows, ["| Crossover-SGD | 64 | 0.2 | 2 | 0.7500 [0.7400, 0.7600] | "
+                                    "0.4: 0.6500 |"], out.read_text())
+
+
+class StudyOutDir(unittest.TestCase):
+    """lib/common.sh's study_out_dir: OUT wins (a variant's tables must not overwrite the
+    study's), else the study directory, or the runs directory of a smoke run."""
+
+    def out_dir(self, quick, out=None):
+        env = {"PATH": "/usr/bin:/bin", "QUICK": quick}
+        if out:
+            env["OUT"] = out
+        r = subprocess.run(["bash", "-c", f"source {ROOT}/studies/lib/common.sh && "
+                            "study_out_dir /study"], capture_output=True, text=True, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout.strip()
+
+    def test_out_wins_else_the_study_or_the_smoke_runs(self):
+        self.assertEqual(self.out_dir("0"), "/study")
+        self.assertEqual(self.out_dir("1"), "/study/runs_quick")
+        self.assertEqual(self.out_dir("0", "/variant"), "/variant")
+        self.assertEqual(self.out_dir("1", "/variant"), "/variant")
+
 
 class OscarsPerRankWaits(unittest.TestCase):
     """summarize.py's last-epoch table: every rank's predicted wait (rank 0's record holds all)
