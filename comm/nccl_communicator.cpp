@@ -8,8 +8,10 @@
 #include <chrono>
 #include <cstring>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 
+#include "dplab/comm/abortable_lock.h"
 #include "dplab/comm/local_device.h"
 #include "dplab/comm/mpi_env.h"
 #include "dplab/comm/nccl_check.h"
@@ -23,6 +25,7 @@
 #include "dplab/core/cuda/stream_wait.h"
 #include "dplab/core/device.h"
 #include "dplab/core/error.h"
+#include "dplab/core/host_wait.h"
 
 namespace dplab {
 namespace {
@@ -105,8 +108,12 @@ struct P2pOp {
 // and one queue holds the point-to-point operations of all of them, issued by the family's next
 // operation of any kind (comm/p2p_order.h, issue #19, item 7). On a failure or timeout every
 // member is aborted: a collective stuck on the shared stream blocks them all.
+// The family's lock is an AbortableLock (comm/abortable_lock.h): the communicators are
+// non-blocking (ncclConfig_t::blocking = 0), so no NCCL call blocks; the holder polls each
+// call's completion (NcclState::await_locked) with comm.timeout_s, and another thread can abort
+// the family without waiting for a call stuck in NCCL (issue #31, item 2).
 struct NcclFamily {
-  std::mutex mu;
+  AbortableLock lock{[this](const std::string& why) { abort_all_locked(why); }};
   std::vector<P2pOp> pending;
   std::vector<std::weak_ptr<NcclState>> members;
   int next_id = 0;
@@ -124,6 +131,38 @@ struct NcclState {
   std::string aborted_why;
   std::shared_ptr<NcclFamily> family;
 
+  // After a NCCL call on this (non-blocking) communicator, caller holding the family's lock:
+  // throws on an error result, then polls the communicator's state until the call has finished
+  // (ncclInProgress -> ncclSuccess), with comm.timeout_s, aborting the family when another
+  // thread asks or the limit passes.
+  void await_locked(ncclResult_t rc, const char* call, const std::string& what) {
+    if (rc != ncclSuccess && rc != ncclInProgress) fail_locked(rc, call, what);
+    try {
+      poll_until(
+          [&] {
+            family->lock.abort_if_requested(what);
+            ncclResult_t state = ncclInProgress;
+            const ncclResult_t q = ncclCommGetAsyncError(comm, &state);
+            if (q != ncclSuccess) fail_locked(q, "ncclCommGetAsyncError", what);
+            if (state == ncclInProgress) return false;
+            if (state != ncclSuccess) fail_locked(state, call, what);
+            return true;
+          },
+          fmt::format("{} ({} on NCCL communicator '{}')", what, call, name), timeout_s);
+    } catch (const Error& e) {
+      family->abort_all_locked(e.what());
+      throw;
+    }
+  }
+  [[noreturn]] void fail_locked(ncclResult_t rc, const char* call, const std::string& what) {
+    const char* last = comm ? ncclGetLastError(comm) : nullptr;
+    const std::string msg =
+        fmt::format("{}: NCCL call {} failed on communicator '{}': {} (last error: {})", what, call,
+                    name, ncclGetErrorString(rc), last && *last ? last : "none");
+    family->abort_all_locked(msg);
+    DPLAB_FAIL("{}", msg);
+  }
+
   ~NcclState() {
     // Every request holds this state, so no operation of ours is still to be issued; some may
     // still run on the device. ncclCommDestroy finalises, which waits for the communicator to be
@@ -137,7 +176,8 @@ struct NcclState {
     if (!comm) return;
     int prev = -1;
     if (cudaGetDevice(&prev) == cudaSuccess && prev != device) cudaSetDevice(device);
-    if (drained() && no_async_error())
+    // Non-blocking communicator: finalising returns at once and is polled, with the same limit.
+    if (drained() && no_async_error() && finalized())
       ncclCommDestroy(comm);
     else
       ncclCommAbort(comm);
@@ -155,6 +195,18 @@ struct NcclState {
         return false;
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
+  }
+  bool finalized() const {
+    const ncclResult_t rc = ncclCommFinalize(comm);
+    if (rc != ncclSuccess && rc != ncclInProgress) return false;
+    return poll_quietly(
+        [this] {
+          ncclResult_t state = ncclInProgress;
+          if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) throw std::runtime_error("");
+          if (state != ncclSuccess && state != ncclInProgress) throw std::runtime_error("");
+          return state == ncclSuccess;
+        },
+        timeout_s);
   }
   bool no_async_error() const {
     ncclResult_t async = ncclSuccess;
@@ -200,7 +252,7 @@ struct NcclState {
       ncclGroupEnd();  // close the group so the communicator stays usable for the report
       throw;
     }
-    DPLAB_NCCL_CHECK_CTX(ncclGroupEnd(), ctx);
+    await_locked(ncclGroupEnd(), "ncclGroupEnd", ctx);
     auto done = std::make_shared<cuda::Event>(device);
     done->record(stream);
     for (const P2pOp& op : ops) {
@@ -237,14 +289,15 @@ void NcclFamily::abort_all_locked(const std::string& why) {
 
 void NcclRequest::ensure_issued() {
   if (issued.load(std::memory_order_acquire)) return;
-  std::lock_guard<std::mutex> lock(state->family->mu);
+  AbortableLock::Guard lock(state->family->lock, desc, state->timeout_s);
   state->family->flush_p2p_locked();
   DPLAB_CHECK(issued.load(std::memory_order_acquire), "{}: queued but not issued by its group",
               desc);
 }
 
 void NcclRequest::check_async_error() const {
-  std::lock_guard<std::mutex> lock(state->family->mu);  // abort may clear `comm` meanwhile
+  AbortableLock::Guard lock(state->family->lock, desc,
+                            state->timeout_s);  // abort may clear `comm` meanwhile
   state->check_usable();
   ncclResult_t async = ncclSuccess;
   DPLAB_NCCL_CHECK_CTX(ncclCommGetAsyncError(state->comm, &async), desc);
@@ -293,8 +346,8 @@ void NcclRequest::on_wait_failed(const std::string& why) {
   // A timeout (comm.timeout_s) or an error NCCL reported: abort the family's communicators now,
   // so neither this rank's teardown nor anything queued behind the stuck operation on the shared
   // stream waits for it (issue #19, item 3).
-  std::lock_guard<std::mutex> lock(state->family->mu);
-  state->family->abort_all_locked(fmt::format("{} failed: {}", desc, why));
+  // Not under the family's lock: another thread may hold it, polling a call that cannot finish.
+  state->family->lock.request_abort(fmt::format("{} failed: {}", desc, why));
 }
 
 NcclRequest::~NcclRequest() {
@@ -332,12 +385,17 @@ class NcclCommunicator : public Communicator {
     mpi_->broadcast(bytes, 0);
     std::memcpy(&id, bytes.raw_data(), sizeof(id));
     cuda::ScopedDevice on(device);
-    DPLAB_NCCL_CHECK_CTX(ncclCommInitRank(&st_->comm, mpi_->size(), id, mpi_->rank()),
-                         fmt::format("communicator '{}', rank {} of {}, CUDA device {}", st_->name,
-                                     mpi_->rank(), mpi_->size(), device));
-    std::lock_guard<std::mutex> lock(st_->family->mu);
+    const std::string what = fmt::format("communicator '{}', rank {} of {}, CUDA device {}",
+                                         st_->name, mpi_->rank(), mpi_->size(), device);
+    // Non-blocking (see NcclFamily): the set-up and the connections made at the first
+    // collective are polled with comm.timeout_s instead of blocking inside NCCL.
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    AbortableLock::Guard lock(st_->family->lock, what, st_->timeout_s);
+    st_->family->members.push_back(st_);  // first: a failed set-up is aborted with the family
+    st_->await_locked(ncclCommInitRankConfig(&st_->comm, mpi_->size(), id, mpi_->rank(), &config),
+                      "ncclCommInitRankConfig", what);
     st_->id = st_->family->next_id++;
-    st_->family->members.push_back(st_);
   }
 
   int rank() const override { return mpi_->rank(); }
@@ -356,9 +414,9 @@ class NcclCommunicator : public Communicator {
     const size_t n = static_cast<size_t>(t.numel());
     post(r, [&](cudaStream_t s) {
       if (n > 0)
-        DPLAB_NCCL_CHECK_CTX(
+        st_->await_locked(
             ncclAllReduce(buf.raw_data(), buf.raw_data(), n, nccl_type(w), nop, st_->comm, s),
-            r->desc);
+            "ncclAllReduce", r->desc);
     });
     finish_into(r, t, buf, scale_after ? 1.0 / size() : 1.0);
     return Request(r);
@@ -377,9 +435,9 @@ class NcclCommunicator : public Communicator {
     const size_t n = static_cast<size_t>(t.numel());
     post(r, [&](cudaStream_t s) {
       if (n > 0)
-        DPLAB_NCCL_CHECK_CTX(
+        st_->await_locked(
             ncclReduce(buf.raw_data(), buf.raw_data(), n, nccl_type(w), nop, root, st_->comm, s),
-            r->desc);
+            "ncclReduce", r->desc);
     });
     if (is_root)
       finish_into(r, t, buf, scale_after ? 1.0 / size() : 1.0);
@@ -397,9 +455,9 @@ class NcclCommunicator : public Communicator {
     const size_t n = static_cast<size_t>(t.numel());
     post(r, [&](cudaStream_t s) {
       if (n > 0)
-        DPLAB_NCCL_CHECK_CTX(
+        st_->await_locked(
             ncclBroadcast(buf.raw_data(), buf.raw_data(), n, nccl_type(w), root, st_->comm, s),
-            r->desc);
+            "ncclBroadcast", r->desc);
     });
     // The root also takes the wire-rounded values, so every rank ends with identical data.
     finish_into(r, t, buf, 1.0);
@@ -422,9 +480,9 @@ class NcclCommunicator : public Communicator {
     const size_t n = static_cast<size_t>(send.numel());
     post(r, [&](cudaStream_t s) {
       if (n > 0)
-        DPLAB_NCCL_CHECK_CTX(
+        st_->await_locked(
             ncclAllGather(sbuf.raw_data(), rbuf.raw_data(), n, nccl_type(w), st_->comm, s),
-            r->desc);
+            "ncclAllGather", r->desc);
     });
     finish_into(r, recv, rbuf, 1.0);
     return Request(r);
@@ -449,9 +507,9 @@ class NcclCommunicator : public Communicator {
     const size_t n = static_cast<size_t>(recv.numel());
     post(r, [&](cudaStream_t s) {
       if (n > 0)
-        DPLAB_NCCL_CHECK_CTX(
+        st_->await_locked(
             ncclReduceScatter(sbuf.raw_data(), rbuf.raw_data(), n, nccl_type(w), nop, st_->comm, s),
-            r->desc);
+            "ncclReduceScatter", r->desc);
     });
     finish_into(r, recv, rbuf, scale_after ? 1.0 / size() : 1.0);
     return Request(r);
@@ -464,9 +522,9 @@ class NcclCommunicator : public Communicator {
     Tensor token = Tensor::empty({1}, DType::u8, Device::cuda(st_->device));
     r->keep_alive.push_back(token);
     post(r, [&](cudaStream_t s) {
-      DPLAB_NCCL_CHECK_CTX(
+      st_->await_locked(
           ncclAllReduce(token.raw_data(), token.raw_data(), 1, ncclUint8, ncclMax, st_->comm, s),
-          r->desc);
+          "ncclAllReduce", r->desc);
     });
     return Request(r);
   }
@@ -477,7 +535,8 @@ class NcclCommunicator : public Communicator {
   std::shared_ptr<Communicator> split(int color, int key, const std::string& name) override {
     {
       // Anything queued goes out before the (collective) split, as it would before a collective.
-      std::lock_guard<std::mutex> lock(st_->family->mu);
+      AbortableLock::Guard lock(st_->family->lock, fmt::format("split of '{}'", mpi_->name()),
+                                st_->timeout_s);
       st_->family->flush_p2p_locked();
     }
     auto sub = mpi_->split(color, key, name);
@@ -550,7 +609,7 @@ class NcclCommunicator : public Communicator {
   template <typename F>
   void post(const std::shared_ptr<NcclRequest>& r, F&& nccl) {
     cuda::ScopedDevice on(st_->device);
-    std::lock_guard<std::mutex> lock(st_->family->mu);
+    AbortableLock::Guard lock(st_->family->lock, r->desc, st_->timeout_s);
     // Every queued send/recv of the family first (comm/p2p_order.h).
     st_->family->flush_p2p_locked();
     st_->check_usable();
@@ -571,7 +630,7 @@ class NcclCommunicator : public Communicator {
     init(*r, fmt::format("{} of {} {} rank {} (tag {}) on NCCL communicator '{}'", what, t.str(),
                          is_send ? "to" : "from", peer, tag, name()));
     r->keep_alive.push_back(t);
-    std::lock_guard<std::mutex> lock(st_->family->mu);
+    AbortableLock::Guard lock(st_->family->lock, r->desc, st_->timeout_s);
     st_->check_usable();
     st_->family->pending.push_back(P2pOp{is_send, t, peer, tag, r});
     return Request(r);

@@ -49,10 +49,14 @@
 // its matching send is still queued on a later group is a usage error NCCL cannot detect
 // (counts would be paired in the wrong order).
 //
-// Failures (the watchdog, issue #19 item 3): Request::wait() has the MPI backend's limit
-// (comm.timeout_s) and stall report; when it fails (timeout, or an error NCCL reports), every
-// communicator of the family is aborted (ncclCommAbort) before the error propagates, and later
-// operations on them fail saying so. comm.timeout_s also bounds the host's waits for the device
+// Failures (the watchdog, issue #19 item 3, issue #31 item 2): Request::wait() has the MPI
+// backend's limit (comm.timeout_s) and stall report; when it fails (timeout, or an error NCCL
+// reports), every communicator of the family is aborted (ncclCommAbort) before the error
+// propagates, and later operations on them fail saying so. The communicators are non-blocking
+// (ncclConfig_t::blocking = 0): no NCCL call blocks the host, not even the connection set-up that
+// NCCL 2.28 does at a communicator's first collective; each call's completion is polled under the
+// family's lock with comm.timeout_s, and an abort from another thread never needs that lock to
+// be free (comm/abortable_lock.h), as PyTorch's watchdog aborts without the caller's lock. comm.timeout_s also bounds the host's waits for the device
 // (core/cuda/stream_wait.h: the cross-entropy target check, reading a tensor back), since the
 // compute stream may be waiting for a stalled collective. At teardown a communicator whose comm
 // stream does not drain within comm.timeout_s, or which has an asynchronous error, is aborted

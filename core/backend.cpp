@@ -1,5 +1,7 @@
 #include "dplab/core/backend.h"
 
+#include "dplab/core/cpu_isa.h"
+
 namespace dplab {
 namespace {
 // The CPU backend chosen by the innermost live BackendOverride of this thread (null: cpu).
@@ -22,6 +24,10 @@ const Backend& ref_backend() {
 }
 
 const Backend& cpu_backend() {
+  return *cpu_isa_active().backend;
+}
+
+const Backend& portable_cpu_backend() {
   static const Backend b{"cpu",
                          true,
                          cpu_elementwise_kernels(),

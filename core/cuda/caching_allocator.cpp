@@ -127,12 +127,14 @@ void cuda_copy_between_devices(const Tensor& src, Tensor& dst) {
     const int dev = upload ? dst.device().index : src.device().index;
     cuda::DeviceGuard guard(dev);
     cudaStream_t stream = cuda::compute_stream(dev);
-    const cudaMemcpyKind kind = upload ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
-    DPLAB_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), s.raw_data(), s.nbytes(), kind, stream));
-    // Pinned host memory would make the upload truly asynchronous: wait for it too, so the
-    // host may reuse its buffer (the batch prefetcher is the asynchronous path). Bounded by
-    // comm.timeout_s (stream_wait.h): compute may be waiting on a stalled collective.
-    cuda::wait_stream(stream, fmt::format("copy {} -> {}", src.str(), dst.str()));
+    // Staged through pinned memory and waited for with comm.timeout_s (stream_wait.h): compute
+    // may be waiting on a stalled collective, and a copy into pageable memory would block in
+    // the driver without limit. The batch prefetcher is the asynchronous upload path.
+    const std::string what = fmt::format("copy {} -> {}", src.str(), dst.str());
+    if (upload)
+      cuda::copy_from_host(dst.raw_data(), s.raw_data(), s.nbytes(), stream, what);
+    else
+      cuda::copy_to_host(dst.raw_data(), s.raw_data(), s.nbytes(), stream, what);
     return;
   }
   // Device to device: same device in its compute stream order; across devices the source's
@@ -146,12 +148,13 @@ void cuda_copy_between_devices(const Tensor& src, Tensor& dst) {
   }
   {
     cuda::DeviceGuard guard(sd);
-    DPLAB_CUDA_CHECK(cudaStreamSynchronize(cuda::compute_stream(sd)));
+    cuda::wait_stream(cuda::compute_stream(sd),
+                      fmt::format("copy {} -> {}: the source's stream", src.str(), dst.str()));
   }
   cuda::DeviceGuard guard(dd);
   cudaStream_t stream = cuda::compute_stream(dd);
   DPLAB_CUDA_CHECK(cudaMemcpyPeerAsync(dst.raw_data(), dd, s.raw_data(), sd, s.nbytes(), stream));
-  DPLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+  cuda::wait_stream(stream, fmt::format("copy {} -> {}", src.str(), dst.str()));
 }
 
 }  // namespace dplab

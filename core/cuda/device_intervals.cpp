@@ -7,6 +7,7 @@
 #include "dplab/core/cuda/check.h"
 #include "dplab/core/cuda/device_guard.h"
 #include "dplab/core/cuda/stream.h"
+#include "dplab/core/cuda/stream_wait.h"
 #include "dplab/core/device_intervals.h"
 #include "dplab/core/error.h"
 
@@ -45,7 +46,7 @@ class CudaIntervals : public DeviceIntervals {
     cuda::ScopedDevice on(device_);
     // Waiting: every stop event (they may be on two streams), once each.
     if (wait)
-      for (const Interval& iv : closed_) DPLAB_CUDA_CHECK(cudaEventSynchronize(iv.stop));
+      for (const Interval& iv : closed_) cuda::wait_event(iv.stop, "device interval timing");
     double total = 0;
     while (!closed_.empty()) {
       const Interval iv = closed_.front();

@@ -4,6 +4,7 @@
 
 #include "dplab/core/cuda/check.h"
 #include "dplab/core/cuda/device_guard.h"
+#include "dplab/core/cuda/stream_wait.h"
 
 namespace dplab::cuda {
 
@@ -56,7 +57,7 @@ bool Event::query() const {
 
 void Event::synchronize() const {
   DPLAB_CHECK(event_ != nullptr, "cuda::Event::synchronize on a moved-from event");
-  DPLAB_CUDA_CHECK(cudaEventSynchronize(event_));
+  wait_event(event_, "cuda::Event::synchronize");
 }
 
 }  // namespace dplab::cuda

@@ -23,7 +23,7 @@ class Event {
   void make_wait(cudaStream_t stream) const;
   // True once the captured work has completed (true before any record); throws on a CUDA error.
   bool query() const;
-  // Blocks the host until the captured work has completed.
+  // Blocks the host until the captured work has completed, with comm.timeout_s (stream_wait.h).
   void synchronize() const;
 
   cudaEvent_t get() const { return event_; }

@@ -12,6 +12,7 @@
 #include "dplab/core/cuda/check.h"
 #include "dplab/core/cuda/device_guard.h"
 #include "dplab/core/cuda/stream.h"
+#include "dplab/core/cuda/stream_wait.h"
 #include "dplab/core/trace/gpu_timeline.h"
 
 namespace dplab::trace {
@@ -29,10 +30,10 @@ class CudaTimeline : public GpuTimeline {
     cuda::ScopedDevice guard(device_);
     anchor_ = timing_event();
     // Everything enqueued so far finishes first, so the anchor completes when recorded.
-    DPLAB_CUDA_CHECK(cudaStreamSynchronize(cuda::compute_stream(device_)));
-    DPLAB_CUDA_CHECK(cudaStreamSynchronize(cuda::comm_stream(device_)));
+    cuda::wait_stream(cuda::compute_stream(device_), "GPU trace start: the compute stream");
+    cuda::wait_stream(cuda::comm_stream(device_), "GPU trace start: the comm stream");
     DPLAB_CUDA_CHECK(cudaEventRecord(anchor_, cuda::compute_stream(device_)));
-    DPLAB_CUDA_CHECK(cudaEventSynchronize(anchor_));
+    cuda::wait_event(anchor_, "GPU trace start: the anchor event");
     anchor_host_ = Clock::now();
   }
   ~CudaTimeline() override {
@@ -89,8 +90,8 @@ class CudaTimeline : public GpuTimeline {
     std::lock_guard<std::mutex> lock(mu_);
     cuda::ScopedDevice guard(device_);
     // One wait per stream for everything recorded so far (not one per event).
-    DPLAB_CUDA_CHECK(cudaStreamSynchronize(cuda::compute_stream(device_)));
-    DPLAB_CUDA_CHECK(cudaStreamSynchronize(cuda::comm_stream(device_)));
+    cuda::wait_stream(cuda::compute_stream(device_), "GPU trace resolve: the compute stream");
+    cuda::wait_stream(cuda::comm_stream(device_), "GPU trace resolve: the comm stream");
     const double anchor_us =
         std::chrono::duration<double, std::micro>(anchor_host_ - origin).count();
     for (auto it = slots_.begin(); it != slots_.end();) {

@@ -54,14 +54,12 @@ void check_class_targets_on_device(const Tensor& target, int64_t num_classes, co
   DPLAB_CUDA_CHECK(
       cuda::launch_check_targets(target.data<int64_t>(), n, num_classes, bad_dev, stream));
   unsigned long long bad = 0;
-  DPLAB_CUDA_CHECK(cudaMemcpyAsync(&bad, bad_dev, sizeof(bad), cudaMemcpyDeviceToHost, stream));
-  cuda::wait_stream(stream, fmt::format("{}: target range check", what));
+  const std::string waiting = fmt::format("{}: target range check", what);
+  cuda::copy_to_host(&bad, bad_dev, sizeof(bad), stream, waiting);
   if (bad == UINT64_MAX) return;
   // The error path: fetch the offending value for the message.
   int64_t value = 0;
-  DPLAB_CUDA_CHECK(cudaMemcpyAsync(&value, target.data<int64_t>() + bad, sizeof(value),
-                                   cudaMemcpyDeviceToHost, stream));
-  cuda::wait_stream(stream, fmt::format("{}: target range check", what));
+  cuda::copy_to_host(&value, target.data<int64_t>() + bad, sizeof(value), stream, waiting);
   DPLAB_FAIL("{}: target[{}] = {} is outside the class range [0, {})", what, bad, value,
              num_classes);
 }

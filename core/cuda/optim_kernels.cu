@@ -203,7 +203,7 @@ cudaError_t launch_adamw_step(float* p, const float* g, float* m, float* v, int6
                               AdamWUpdate f, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   adamw_kernel<<<blocks_for(n), kThreads, 0, stream>>>(p, g, m, v, n, f);
-  return cudaPeekAtLastError();
+  return cudaGetLastError();
 }
 
 cudaError_t launch_sgd_step(float* p, const float* g, float* buf, int64_t n, SgdUpdate f,

@@ -12,6 +12,7 @@
 #include "dplab/core/cuda/check.h"
 #include "dplab/core/cuda/kernel_scope.h"
 #include "dplab/core/cuda/launch_reduce.h"
+#include "dplab/core/cuda/stream_wait.h"
 
 namespace dplab {
 namespace {
@@ -88,9 +89,8 @@ double sum_of_squares(const Tensor& x) {
                                                partials + chunks, scope.stream()));
   // The family's one host synchronisation: the caller wants the number now.
   double total = 0;
-  DPLAB_CUDA_CHECK(cudaMemcpyAsync(&total, partials + chunks, sizeof(double),
-                                   cudaMemcpyDeviceToHost, scope.stream()));
-  DPLAB_CUDA_CHECK(cudaStreamSynchronize(scope.stream()));
+  cuda::copy_to_host(&total, partials + chunks, sizeof(double), scope.stream(),
+                     fmt::format("sum_of_squares of {}", x.str()));
   return total;
 }
 

@@ -1,75 +1,70 @@
 #include "dplab/core/cuda/stream_wait.h"
 
-#include <atomic>
-#include <chrono>
-#include <memory>
-#include <mutex>
-#include <thread>
+#include <algorithm>
+#include <cstring>
 
 #include "dplab/core/cuda/check.h"
+#include "dplab/core/cuda/pinned.h"
 
 namespace dplab::cuda {
 namespace {
-// Configuration (see the header): the limit, and the hooks behind a mutex (copied per wait).
-std::atomic<double>& limit() {
-  static std::atomic<double> seconds{0.0};
-  return seconds;
+
+// cudaErrorNotReady is not an error, but it stays in the thread's last-error record, which the
+// kernel launchers report (check.h): the probes clear it (issue #19, item 1).
+bool done(cudaError_t e) {
+  if (e == cudaSuccess) return true;
+  (void)cudaGetLastError();
+  if (e != cudaErrorNotReady) DPLAB_CUDA_CHECK(e);
+  return false;
 }
-struct Hooks {
-  std::mutex mu;
-  std::shared_ptr<const HostWaitHooks> hooks = std::make_shared<HostWaitHooks>();
-};
-Hooks& hooks() {
-  static Hooks h;
-  return h;
-}
-std::shared_ptr<const HostWaitHooks> current_hooks() {
-  std::lock_guard<std::mutex> lock(hooks().mu);
-  return hooks().hooks;
-}
+
+// Staging buffers are pooled (pinned.h); large copies go through in pieces of this size, so a
+// 1 GiB read-back does not pin 1 GiB.
+constexpr size_t kStageBytes = size_t{64} << 20;
+
 }  // namespace
-
-void set_host_wait_timeout(double seconds, HostWaitHooks h) {
-  limit().store(seconds > 0 ? seconds : 0.0);
-  std::lock_guard<std::mutex> lock(hooks().mu);
-  hooks().hooks = std::make_shared<const HostWaitHooks>(std::move(h));
-}
-
-double host_wait_timeout() {
-  return limit().load();
-}
 
 void wait_stream(cudaStream_t stream, const std::string& what) {
   wait_stream(stream, what, host_wait_timeout());
 }
 
 void wait_stream(cudaStream_t stream, const std::string& what, double timeout_s) {
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  std::shared_ptr<const HostWaitHooks> h;  // fetched once the wait is not short
-  for (int polls = 0;; ++polls) {
-    const cudaError_t e = cudaStreamQuery(stream);
-    if (e == cudaSuccess) return;
-    if (e != cudaErrorNotReady) DPLAB_CUDA_CHECK(e);
-    // cudaErrorNotReady stays in the thread's last-error record, which the kernel launchers
-    // report (check.h): clear it (issue #19, item 1).
-    (void)cudaGetLastError();
-    if (polls < 64) continue;  // short waits (a small copy) finish within the spin
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-    if ((polls & 63) == 0) {
-      if (!h) h = current_hooks();
-      const double waited = std::chrono::duration<double>(Clock::now() - start).count();
-      if (h->idle) h->idle(what, waited);
-      if (timeout_s > 0 && waited > timeout_s) {
-        const std::string who = h->on_timeout ? h->on_timeout(what) : std::string();
-        DPLAB_FAIL(
-            "{}: the device did not finish within {:g} s (comm.timeout_s); {}", what, timeout_s,
-            who.empty() ? "the stream probably waits for a collective that a stalled or failed "
-                          "peer never joined"
-                        : who);
-      }
-    }
+  poll_until([stream] { return done(cudaStreamQuery(stream)); }, what, timeout_s);
+}
+
+void wait_event(cudaEvent_t event, const std::string& what) {
+  poll_until([event] { return done(cudaEventQuery(event)); }, what);
+}
+
+void copy_to_host(void* dst, const void* src, size_t nbytes, cudaStream_t stream,
+                  const std::string& what) {
+  if (nbytes == 0) return;
+  PinnedBuffer stage(std::min(nbytes, kStageBytes));
+  for (size_t off = 0; off < nbytes; off += stage.capacity()) {
+    const size_t n = std::min(stage.capacity(), nbytes - off);
+    DPLAB_CUDA_CHECK(cudaMemcpyAsync(stage.data(), static_cast<const char*>(src) + off, n,
+                                     cudaMemcpyDeviceToHost, stream));
+    wait_stream(stream, what);
+    std::memcpy(static_cast<char*>(dst) + off, stage.data(), n);
   }
+}
+
+void copy_from_host(void* dst, const void* src, size_t nbytes, cudaStream_t stream,
+                    const std::string& what) {
+  if (nbytes == 0) return;
+  PinnedBuffer stage(std::min(nbytes, kStageBytes));
+  for (size_t off = 0; off < nbytes; off += stage.capacity()) {
+    const size_t n = std::min(stage.capacity(), nbytes - off);
+    std::memcpy(stage.data(), static_cast<const char*>(src) + off, n);
+    DPLAB_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dst) + off, stage.data(), n,
+                                     cudaMemcpyHostToDevice, stream));
+    wait_stream(stream, what);  // the staging buffer is reused by the next piece
+  }
+}
+
+bool stream_drained_quietly(cudaStream_t stream, double timeout_s) {
+  return poll_quietly([stream] { return done(cudaStreamQuery(stream)); },
+                      timeout_s > 0 ? timeout_s : host_wait_timeout());
 }
 
 }  // namespace dplab::cuda

@@ -1,41 +1,47 @@
-// Host waits for a stream, bounded (issue #19, item 3). cudaStreamSynchronize waits without
-// limit: with NCCL, the compute stream waits on the device for collectives, so a stalled peer
-// would hang the host in the next synchronisation forever (the cross-entropy target check, a
-// loss read back for logging). These waits poll cudaStreamQuery instead and throw once the limit
-// has passed, naming what waited; the exception then takes the failure path of every rank
+// Host waits for the device, bounded (issue #19 item 3, issue #31 item 2): every wait of the host
+// for a stream, an event or a copy goes through poll_until (core/host_wait.h), so a stream held
+// up by a stalled collective makes the waiting thread throw after comm.timeout_s, naming what
+// waited, instead of hanging. The exception then takes the failure path of every rank
 // (comm/mpi_env.h: run_mpi_main aborts all ranks; the NCCL communicators abort rather than
-// destroy at teardown, nccl_communicator.cpp).
-//
-// The limit is comm.timeout_s: nccl_world() sets it when it builds the communicators (0 = no
-// limit, the default, right for a single device where no peer can stall the stream), with hooks
-// into comm/stall_report.h: while waiting, the rank answers other ranks' "what are you waiting
-// in?" queries (as every MPI wait does), and at its own timeout it asks the others and names the
-// ranks that did not arrive. It is process-wide configuration, set once at start-up: the one
-// global of core/cuda besides the per-device streams and handles.
+// destroy at teardown, nccl_communicator.cpp). Nothing in core/cuda, comm/ or tools/ calls
+// cudaStreamSynchronize, cudaEventSynchronize or cudaDeviceSynchronize, or copies from the
+// device into pageable host memory (which blocks inside cudaMemcpyAsync until the stream gets
+// there); tests/core/unbounded_waits_check.cmake checks the sources for it.
 #pragma once
 #include <cuda_runtime.h>
 
-#include <functional>
+#include <cstddef>
 #include <string>
+
+#include "dplab/core/host_wait.h"
 
 namespace dplab::cuda {
 
-struct HostWaitHooks {
-  // Called every 64 polls (about every 3 ms) with what waits and for how long so far.
-  std::function<void(const std::string& what, double waited_s)> idle;
-  // Called once at the timeout; its text ends the error message.
-  std::function<std::string(const std::string& what)> on_timeout;
-};
+using dplab::host_wait_timeout;
+using dplab::HostWaitHooks;
+using dplab::set_host_wait_timeout;
 
-// Seconds a host wait for a stream may take before it throws (0: unbounded), and the hooks.
-void set_host_wait_timeout(double seconds, HostWaitHooks hooks = {});
-double host_wait_timeout();
-
-// Waits until all work enqueued on `stream` has completed: a short spin, then polling with
-// sleeps (~50 us), with the limit above. Throws dplab::Error naming `what`, the limit and
-// comm.timeout_s on timeout, or the CUDA error the stream reports.
+// Waits until all work enqueued on `stream` has completed (cudaStreamQuery polled), with the
+// process-wide limit. Throws dplab::Error naming `what`, the limit and comm.timeout_s on
+// timeout, or the CUDA error the stream reports.
 void wait_stream(cudaStream_t stream, const std::string& what);
 // The same with an explicit limit (0: unbounded).
 void wait_stream(cudaStream_t stream, const std::string& what, double timeout_s);
+// Waits until the work captured by `event` has completed (cudaEventQuery polled), likewise.
+void wait_event(cudaEvent_t event, const std::string& what);
+
+// Device -> host in `stream`'s order: through a pinned staging buffer (a copy into pinned memory
+// is asynchronous, so the host then waits with the limit; into pageable memory the call itself
+// would block without one). `dst` is ordinary host memory.
+void copy_to_host(void* dst, const void* src, size_t nbytes, cudaStream_t stream,
+                  const std::string& what);
+// Host -> device in `stream`'s order, likewise staged, and complete when it returns (the caller
+// may reuse `src` at once).
+void copy_from_host(void* dst, const void* src, size_t nbytes, cudaStream_t stream,
+                    const std::string& what);
+
+// For destructors: waits at most `timeout_s` (0: the process-wide limit, or none) for `stream`
+// and says whether it drained. Never throws; clears the error record it leaves.
+bool stream_drained_quietly(cudaStream_t stream, double timeout_s = 0);
 
 }  // namespace dplab::cuda

@@ -13,6 +13,7 @@ source "$HERE/../lib/common.sh"
 source "$HERE/../lib/plot.sh"
 RUNS=${RUNS:-$(study_runs_dir "$HERE")}
 OUT=${OUT:-$(study_out_dir "$HERE")}
+study_expand_runs "$RUNS"   # runs.tar.xz expanded if absent
 METHODS="allreduce crossover crossover_hier sgp sgp_interval"
 declare -A NAME=([allreduce]="AllReduce-SGD" [crossover]="Crossover-SGD"
   [crossover_hier]="Hierarchical Crossover" [sgp]="SGP" [sgp_interval]="SGP, interval")

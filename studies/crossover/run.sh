@@ -12,6 +12,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib/common.sh"
 RUNS=${RUNS:-$(study_runs_dir "$HERE")}
+study_expand_runs "$RUNS"   # runs.tar.xz expanded if absent
 CLUSTER=${CLUSTER:-gpu4-25gbe}
 COMPUTE_SCALE=${COMPUTE_SCALE:-0.1}    # devices 10x one core (README "What is run")
 RPN=${RPN:-4}

@@ -14,6 +14,7 @@ source "$HERE/../lib/common.sh"
 source "$HERE/../lib/plot.sh"
 RUNS=${RUNS:-$(study_runs_dir "$HERE")}
 OUT=${OUT:-$(study_out_dir "$HERE")}
+study_expand_runs "$RUNS"   # runs.tar.xz expanded if absent
 TITLE=${TITLE:-"resnet20_cifar / Fashion-MNIST, virtual cluster gpu4-25gbe (8 x 4)"}
 declare -A NAME=([allreduce_f32]="AllReduce f32" [allreduce_f16]="AllReduce f16 wire"
   [classic]="classic (per tensor)" [daso_S1]="DASO S=1" [daso_S2]="DASO S=2" [daso_S4]="DASO S=4"

@@ -12,6 +12,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib/common.sh"
 RUNS=${RUNS:-$(study_runs_dir "$HERE")}
+study_expand_runs "$RUNS"   # runs.tar.xz expanded if absent
 CLUSTER=${CLUSTER:-gpu4-25gbe}
 # Devices 10x one core of the machine that runs the study (README "Platform": about a GPU's step
 # time on ResNet-20 at batch 8, where kernel launches dominate; an estimate, no GPU measured it).

@@ -20,6 +20,7 @@ RANKS_PER_NODE=${RANKS_PER_NODE:-4}
 LOADS=${LOADS:-"quiet busy"}
 METHODS=${METHODS:-"allreduce_f32 allreduce_f16 classic daso"}
 RUNS=${RUNS:-$HERE/runs}
+/usr/bin/python3 "$HERE/../lib/runs_archive.py" "$RUNS"  # runs.tar.xz expanded if absent
 PROFILE=${PROFILE:-$HERE/profile_resnet50_cifar_1x28x28_b2_cpu.json}
 BATCH=2
 STEPS=8                      # per rank per epoch

@@ -5,7 +5,11 @@ import json
 import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import runs_archive  # noqa: E402
+
 runs = sys.argv[1]
+runs_archive.ensure(runs)  # runs.tar.xz expanded if absent
 LOADS = ["quiet", "busy"]
 METHODS = [("allreduce_f32", "AllReduce f32"), ("allreduce_f16", "AllReduce, f16 wire"),
            ("classic", "one allreduce per tensor"), ("daso", "DASO (B_max 4, S 1)")]

@@ -12,6 +12,7 @@ source "$HERE/../lib/common.sh"
 source "$HERE/../lib/plot.sh"
 RUNS=${RUNS:-$(study_runs_dir "$HERE")}
 OUT=${OUT:-$(study_out_dir "$HERE")}
+study_expand_runs "$RUNS"   # runs.tar.xz expanded if absent
 TITLE="resnet18_cifar / Fashion-MNIST, 8 ranks x 64, cpu-10gbe (4 x 2)"
 declare -A NAME=([allreduce]="AllReduce-SGD" [dcs3gd_l0.2]="DC-S3GD λ0=0.2" [dcs3gd_l0]="DC-S3GD λ0=0")
 for m in allreduce dcs3gd_l0.2 dcs3gd_l0; do collect "${NAME[$m]}" "$RUNS/accuracy/$m"; done

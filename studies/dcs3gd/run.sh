@@ -11,6 +11,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib/common.sh"
 RUNS=${RUNS:-$(study_runs_dir "$HERE")}
+study_expand_runs "$RUNS"   # runs.tar.xz expanded if absent
 # comm << compute, comm ~ compute, comm > compute for resnet18_cifar at batch 64 per rank
 PLATFORMS=${PLATFORMS:-"cpu-10gbe $HERE/configs/eth1g.toml $HERE/configs/eth100m.toml"}
 ACC_CLUSTER=${ACC_CLUSTER:-cpu-10gbe}

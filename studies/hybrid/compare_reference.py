@@ -18,6 +18,9 @@ import re
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lib"))
+import runs_archive  # noqa: E402
+
 HERE = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent
 
 
@@ -175,6 +178,7 @@ def same_trajectory():
 
 
 if __name__ == "__main__":
+    runs_archive.ensure(HERE / "reference")  # runs.tar.xz expanded if absent
     # Also kept as reference/comparison.md (regenerated on every run).
     import contextlib
     import io

@@ -13,6 +13,7 @@ KS=${KS:-"1 2 4 8 16"}
 PLOT_ALGOS="each_iter hybrid_8_12 hybrid_8_16 only_end hybrid_8_12_mean hybrid_printed"
 RUNS=${RUNS:-$(study_runs_dir "$HERE")}
 OUT=${OUT:-$(study_out_dir "$HERE")}
+study_expand_runs "$RUNS"   # runs.tar.xz expanded if absent
 
 for data in $DATASETS; do
   for K in $KS; do

@@ -10,6 +10,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-$HERE/reference}
 NICE=${NICE:-19}
 PAUSE=$HERE/runs/PAUSE
+/usr/bin/python3 "$HERE/../lib/runs_archive.py" "$OUT"  # runs.tar.xz expanded if absent
 # The cross-check's runs, cheapest first: MNIST digits (the thesis' reading with its fixed data
 # order, dplab's per-epoch reshuffle, the stage-2 mean variant, the listing as printed), then
 # Fashion-MNIST.

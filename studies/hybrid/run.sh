@@ -27,6 +27,7 @@ K1_ALGOS=${K1_ALGOS:-"each_iter hybrid_8_12"}
 # not in the thesis) and hybrid_printed (the listing as printed: stage 2 idle), e.g.
 #   ALGOS=hybrid_8_12_mean KS="2 4 8" studies/hybrid/run.sh
 RUNS=${RUNS:-$(study_runs_dir "$HERE")}
+study_expand_runs "$RUNS"   # runs.tar.xz expanded if absent
 
 for seed in $SEEDS; do                # seed-major: a partial study still covers every dataset, K, algo
   for data in $DATASETS; do

@@ -22,6 +22,9 @@ import statistics
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lib"))
+import runs_archive  # noqa: E402
+
 ALGOS = ["each_iter", "hybrid_8_12", "hybrid_8_16", "only_end", "hybrid_8_12_mean",
          "hybrid_printed"]
 LABELS = {"each_iter": "EachIter (P-SGD)", "hybrid_8_12": "hybrid (8,12)",
@@ -141,6 +144,7 @@ def table(res, data):
 
 def main():
     runs_dir, out = Path(sys.argv[1]), Path(sys.argv[2])
+    runs_archive.ensure(runs_dir)  # runs.tar.xz expanded if absent
     res = collect(runs_dir)
     parts = []
     for data in ["mnist", "fashion-mnist"]:

@@ -55,6 +55,13 @@ run_one() {
   touch "$dir/done"
 }
 
+# study_expand_runs PATH...: a study's run folders are stored in STUDY/runs.tar.xz (STUDY/runs.list
+# names them): expands the archive where PATH is, lies inside or holds one of them that is absent;
+# does nothing where they are there, or for a PATH outside them (lib/runs_archive.py).
+study_expand_runs() {
+  /usr/bin/python3 "$STUDY_ROOT/studies/lib/runs_archive.py" "$@"
+}
+
 # study_out_dir HERE: where tables and figures go: OUT when set (a variant's runs in another
 # RUNS directory must not overwrite the study's results), else the study directory; with
 # QUICK=1 the runs directory, so a smoke run never overwrites the study's results.

@@ -15,6 +15,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 source "$HERE/methods.sh"
 DPLAB=${DPLAB_PLOT:-${DPLAB:-$ROOT/build/bin/dplab}}
 RUNS=${RUNS:-$HERE/runs}
+/usr/bin/python3 "$HERE/../lib/runs_archive.py" "$RUNS"  # runs.tar.xz expanded if absent
 PREFIX=$HERE/$(basename "$RUNS")
 TITLE="mnist_cnn / Fashion-MNIST, 32 ranks on cpu-10gbe (8 nodes x 4), virtual time"
 case $(basename "$RUNS") in  # the smoke run's periods are not the legend's (methods.sh)

@@ -37,6 +37,7 @@ else
   COMMON_QUICK=""
 fi
 [ "$DRY" = 1 ] || [ -x "$DPLAB" ] || { echo "no dplab at $DPLAB (tools/scripts/build.sh, or set DPLAB)" >&2; exit 1; }
+/usr/bin/python3 "$HERE/../lib/runs_archive.py" "$RUNS"  # runs.tar.xz expanded if absent
 export OMP_NUM_THREADS=1
 
 for seed in $SEEDS; do  # seed-major: a partial study still covers every method

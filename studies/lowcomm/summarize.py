@@ -24,6 +24,9 @@ import pathlib
 import statistics
 import sys
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "lib"))
+import runs_archive  # noqa: E402
+
 # The order and names of methods.sh (kept here too so that the tables need no shell).
 METHODS = {
     "allreduce": "AllReduce (SGD)",
@@ -96,6 +99,7 @@ def main():
     ap.add_argument("--target", default="auto", help="target test accuracy, or auto")
     args = ap.parse_args()
     runs = pathlib.Path(args.runs)
+    runs_archive.ensure(runs)  # runs.tar.xz expanded if absent
 
     data, seeds = {}, {}
     for m in METHODS:

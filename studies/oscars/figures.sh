@@ -12,6 +12,7 @@ source "$HERE/../lib/common.sh"
 source "$HERE/../lib/plot.sh"
 RUNS=${RUNS:-$(study_runs_dir "$HERE")}
 OUT=${OUT:-$(study_out_dir "$HERE")}
+study_expand_runs "$RUNS"   # runs.tar.xz expanded if absent
 declare -A NAME=([bsp]="BSP (AllReduce-SGD)" [local_sgd]="local SGD (H=4)" [oscars]="Oscars")
 for sdir in "$RUNS"/r*; do
   [ -d "$sdir" ] || continue

@@ -10,6 +10,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib/common.sh"
 RUNS=${RUNS:-$(study_runs_dir "$HERE")}
+study_expand_runs "$RUNS"   # runs.tar.xz expanded if absent
 CLUSTER=${CLUSTER:-cpu-10gbe}
 RPN=${RPN:-2}
 METHODS=${METHODS:-"bsp local_sgd oscars"}

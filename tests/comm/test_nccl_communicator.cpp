@@ -6,7 +6,10 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <chrono>
 #include <cmath>
+#include <string>
+#include <thread>
 
 #include "dplab/comm/local_device.h"
 #include "dplab/comm/mpi_env.h"
@@ -464,6 +467,11 @@ TEST(NcclWatchdog, TimedOutWaitAbortsTheCommunicator) {
   auto mpi = mpi_world(cfg);        // a new NCCL family, so the shared test world stays usable
   auto c = make_nccl_communicator(mpi, dev().index);
   Tensor t = make_input(c->rank(), 64);
+  // Warm-up: NCCL (2.28) connects the ranks at a communicator's first collective, so a one-sided
+  // first collective would wait in the connection, not on the device (issue #31; that case is
+  // NcclWatchdog.ColdOneSidedCollectiveEndsWithinTheLimit).
+  c->allreduce(t);
+  t = make_input(c->rank(), 64);
   for (int turn = 0; turn < 2; ++turn) {
     if (c->rank() == turn) {
       Request r = c->iallreduce(t);
@@ -483,6 +491,47 @@ TEST(NcclWatchdog, TimedOutWaitAbortsTheCommunicator) {
     }
     calm->barrier();  // the other rank waits here, answering the stall report
   }
+}
+
+// Issue #31 item 2: on a communicator that has not connected yet, a one-sided collective waits in
+// NCCL's connection set-up. The communicators are non-blocking, so the call returns to dplab,
+// which polls it with comm.timeout_s: rank 0's post ends with an error within the limit, and a
+// second thread that meanwhile wants the same family (a barrier) is not left waiting for the
+// lock: it ends too, saying the communicators were aborted.
+TEST(NcclWatchdog, ColdOneSidedCollectiveEndsWithinTheLimit) {
+  SKIP_WITHOUT_DEVICES();
+  if (world()->size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  CommConfig cfg, calm_cfg;
+  cfg.wait.timeout_s = 2;
+  calm_cfg.wait.timeout_s = 60;
+  auto calm = mpi_world(calm_cfg);
+  auto mpi = mpi_world(cfg);
+  auto c = make_nccl_communicator(mpi, dev().index);  // no collective yet: not connected
+  if (c->rank() == 0) {
+    Tensor t = make_input(0, 64);
+    const auto t0 = std::chrono::steady_clock::now();
+    std::string other_error;
+    std::thread other([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      try {
+        c->ibarrier().wait();
+      } catch (const Error& e) {
+        other_error = e.what();
+      }
+    });
+    try {
+      c->iallreduce(t).wait();
+      ADD_FAILURE() << "a one-sided first allreduce completed";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("2 s"), std::string::npos) << e.what();
+    }
+    other.join();
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(took, 2 + 5.0) << "the limit is 2 s";
+    EXPECT_NE(other_error.find("abort"), std::string::npos) << other_error;
+  }
+  calm->barrier();  // rank 1 waits here, answering the stall report
 }
 
 }  // namespace

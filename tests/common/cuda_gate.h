@@ -28,6 +28,9 @@ CudaGateDecision decide_cuda_gate(bool available, bool probe_failed, const std::
 CudaGateDecision cuda_gate();
 // Whether DPLAB_REQUIRE_CUDA=1 is set.
 bool cuda_required();
+// CUDA_MODULE_LOADING as the tests run with it: EAGER unless the environment set another value
+// (cuda_gate.cpp sets it before CUDA starts).
+const char* cuda_module_loading();
 
 }  // namespace dplab::test
 

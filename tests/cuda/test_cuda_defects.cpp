@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -20,7 +21,9 @@
 #include "dplab/core/cuda/stream_wait.h"
 #include "dplab/core/device_intervals.h"
 #include "dplab/core/ops.h"
+#include "dplab/core/ops/loss.h"
 #include "dplab/core/ops/norm.h"
+#include "dplab/core/ops/reduce.h"
 #include "dplab/core/trace/gpu_timeline.h"
 #include "dplab/tools/train/step_metrics.h"
 
@@ -52,6 +55,15 @@ struct OwnStream {
   OwnStream() { EXPECT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess); }
   ~OwnStream() { cudaStreamDestroy(s); }
 };
+
+// Issue #31: the tests load CUDA's modules eagerly (cuda_gate.cpp), so a kernel's first launch
+// never waits for a device that a test holds with a host function (CudaStickyError below).
+// Device-free: checks the environment this binary gives CUDA.
+TEST(CudaTestEnvironment, ModulesLoadEagerly) {
+  const char* v = test::cuda_module_loading();
+  ASSERT_NE(v, nullptr);
+  EXPECT_STREQ(v, "EAGER");
+}
 
 // Item 1: a query that answers "not ready" must not leave cudaErrorNotReady for the next
 // kernel launch (which returns the thread's last error).
@@ -118,6 +130,69 @@ TEST(CudaWatchdog, BoundedStreamWaitTimesOut) {
   EXPECT_EQ(cudaPeekAtLastError(), cudaSuccess);
   gate.release();
   EXPECT_NO_THROW(cuda::wait_stream(other.s, "released", 30));
+}
+
+// Issue #31 item 2: every host wait for the device in core/cuda goes through the bounded wait.
+// Each path below waits for the compute stream while a host function holds it: with a limit of
+// 0.3 s each must throw, naming what waited, well before the stream is released (the lint test
+// core.unbounded_waits_check checks the sources; this checks the paths' behaviour). Each case
+// releases the stream and drains it before the next.
+TEST(CudaWatchdog, EveryHostWaitPathIsBounded) {
+  DPLAB_CUDA_TEST_GATE();
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  const Tensor x = Tensor::full({1000}, 2.0, DType::f32, kDev);
+  const Tensor logits = Tensor::zeros({4, 3}, DType::f32, kDev);
+  const Tensor target = Tensor::from_vector_i64({0, 1, 2, 0}, {4}).to(kDev);
+  auto intervals = make_device_intervals(kDev);
+  auto timeline = trace::make_gpu_timeline(kDev);
+  ASSERT_TRUE(intervals && timeline);
+  const std::vector<std::pair<std::string, std::function<void()>>> paths = {
+      {"device -> host copy", [&] { (void)x.to_vector(); }},
+      {"host -> device copy",
+       [&] {
+         Tensor d = Tensor::empty({1000}, DType::f32, kDev);
+         d.copy_(Tensor::full({1000}, 1.0, DType::f32));
+       }},
+      {"cross-entropy target check", [&] { (void)cross_entropy(logits, target); }},
+      {"sum_of_squares", [&] { (void)sum_of_squares(x); }},
+      {"Event::synchronize",
+       [&] {
+         cuda::Event e(0);
+         e.record(cuda::compute_stream(0));
+         e.synchronize();
+       }},
+      {"DeviceIntervals::take_seconds",
+       [&] {
+         intervals->begin(DeviceStream::compute);
+         intervals->end(DeviceStream::compute);
+         (void)intervals->take_seconds(true);
+       }},
+      {"GpuTimeline::resolve",
+       [&] {
+         const int h = timeline->begin(4);
+         timeline->end(h, "span", "test", 0);
+         timeline->resolve(std::chrono::steady_clock::now(), [](const trace::GpuSpan&) {});
+       }},
+  };
+  for (const auto& [name, path] : paths) {
+    cuda::set_host_wait_timeout(0.3);
+    StreamGate gate(cuda::compute_stream(0));
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      path();
+      ADD_FAILURE() << name << ": returned while the stream was held";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("did not finish within 0.3 s"), std::string::npos)
+          << name << ": " << e.what();
+    }
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(waited, 5.0) << name;
+    cuda::set_host_wait_timeout(0);
+    gate.release();
+    EXPECT_NO_THROW(cuda::wait_stream(cuda::compute_stream(0), "drain", 30)) << name;
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess) << name;
+  }
 }
 
 // Item 5: cuDNN's batch-norm backward with the forward's epsilon (0.1, far from the 1e-5 it

@@ -2,14 +2,21 @@
 """The studies' own selection and preparation scripts against hand-made inputs:
 studies/crossover/select_lr.py (the lr chosen per method and workers, and where the sweep must
 widen), studies/lib/scale_profile.py (a compute profile's times x a factor), and the
-crossover and oscars summaries' derived columns, and lib/common.sh's output directory.
+crossover and oscars summaries' derived columns, lib/common.sh's output directory, and the run
+folders stored as one archive per study (lib/runs_archive.py, lib/pack_runs.sh, common.sh's
+study_expand_runs).
 
 Usage: test_study_scripts.py REPO_ROOT
 """
+import contextlib
+import io
 import json
+import os
 import pathlib
+import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import unittest
 
@@ -18,6 +25,10 @@ SELECT_LR = ROOT / "studies/crossover/select_lr.py"
 SCALE = ROOT / "studies/lib/scale_profile.py"
 SUMMARIZE = ROOT / "studies/crossover/summarize.py"
 OSCARS_SUMMARIZE = ROOT / "studies/oscars/summarize.py"
+RUNS_ARCHIVE = ROOT / "studies/lib/runs_archive.py"
+PACK_RUNS = ROOT / "studies/lib/pack_runs.sh"
+sys.path.insert(0, str(ROOT / "studies/lib"))
+import runs_archive  # noqa: E402
 
 
 def run(*args):
@@ -209,6 +220,122 @@ class OscarsPerRankWaits(unittest.TestCase):
             # and 80 / 20 = 4 ms (seed 1), predicted 2 and 4 ms; rank 0 0.5 ms, predicted 0
             self.assertEqual(rows["| 1"][3:5], ["3.00 [2.00, 4.00]", "3.00 [2.00, 4.00]"])
             self.assertEqual(rows["| 0"][3:5], ["0.00 [0.00, 0.00]", "0.50 [0.50, 0.50]"])
+
+
+class RunsArchive(unittest.TestCase):
+    """lib/runs_archive.py against a tiny study: runs.list names two folders, runs.tar.xz holds
+    them; an absent folder is expanded with its files, a present one is left as it is, a path
+    outside the listed folders expands nothing, a missing archive is named."""
+
+    FILES = {"runs_vc/m/seed0/metrics.jsonl": '{"kind": "epoch", "epoch": 1}\n',
+             "runs_vc/m/seed0/done": "",
+             "runs_vc/chosen_lr.txt": "m W8 0.1 0.5\n",
+             "old/runs/a/metrics.jsonl": '{"kind": "final"}\n'}
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.study = pathlib.Path(self.tmp.name).resolve() / "study"
+        (self.study / "configs").mkdir(parents=True)
+        (self.study / "runs.list").write_text("# comment\nruns_vc\nold/runs/\n")
+        with tarfile.open(self.study / "runs.tar.xz", "w:xz") as tar:
+            for name, text in self.FILES.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(text.encode())
+                tar.addfile(info, io.BytesIO(text.encode()))
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def ensure(self, path):
+        """runs_archive.ensure(path), its notes on stderr checked: one per folder expanded."""
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            done = runs_archive.ensure(path)
+        self.assertEqual(err.getvalue().splitlines(),
+                         [f"expanded {self.study / f}/ from {self.study / 'runs.tar.xz'}"
+                          for f in done])
+        return done
+
+    def files(self):
+        return {str(p.relative_to(self.study)): p.read_text()
+                for p in self.study.rglob("*") if p.is_file()
+                and p.name not in ("runs.list", "runs.tar.xz")}
+
+    def test_absent_folders_are_expanded_with_their_files(self):
+        self.assertEqual(self.ensure(self.study / "runs_vc"), ["runs_vc", "old/runs"])
+        self.assertEqual(self.files(), self.FILES)
+        self.assertEqual(sorted(p.name for p in self.study.iterdir()),  # no temporary left
+                         ["configs", "old", "runs.list", "runs.tar.xz", "runs_vc"])
+        self.assertEqual(self.ensure(self.study / "runs_vc"), [])  # already there
+
+    def test_a_present_folder_is_untouched(self):
+        mine = self.study / "runs_vc" / "new" / "seed0" / "done"
+        mine.parent.mkdir(parents=True)
+        mine.write_text("a run not yet packed")
+        # the study directory holds every listed folder: the absent one is expanded
+        self.assertEqual(self.ensure(self.study), ["old/runs"])
+        self.assertEqual(self.files(), {"runs_vc/new/seed0/done": "a run not yet packed",
+                                        "old/runs/a/metrics.jsonl": '{"kind": "final"}\n'})
+
+    def test_paths_outside_the_listed_folders_expand_nothing(self):
+        self.assertEqual(self.ensure(self.study / "configs"), [])
+        self.assertEqual(self.ensure(pathlib.Path(self.tmp.name, "elsewhere")), [])
+        self.assertEqual(self.files(), {})
+
+    def test_a_missing_archive_is_named(self):
+        (self.study / "runs.tar.xz").unlink()
+        with self.assertRaises(FileNotFoundError) as e:
+            self.ensure(self.study / "runs_vc" / "m")
+        self.assertIn(f"{self.study / 'runs.tar.xz'}: no such archive", str(e.exception))
+        r = run(RUNS_ARCHIVE, self.study / "runs_vc")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn(f"{self.study / 'runs.tar.xz'}: no such archive", r.stderr)
+        self.assertEqual(self.files(), {})
+
+    def test_concurrent_expansions_leave_whole_folders(self):
+        procs = [subprocess.Popen([sys.executable, str(RUNS_ARCHIVE), str(self.study)],
+                                  stderr=subprocess.PIPE, text=True) for _ in range(4)]
+        notes = []
+        for pr in procs:
+            notes += pr.communicate()[1].splitlines()
+            self.assertEqual(pr.returncode, 0, notes)
+        self.assertEqual(self.files(), self.FILES)
+        self.assertEqual(len(notes), 2, notes)  # each folder renamed into place once
+        self.assertEqual(sorted(p.name for p in self.study.iterdir()),
+                         ["configs", "old", "runs.list", "runs.tar.xz", "runs_vc"])
+
+    def test_common_sh_study_expand_runs(self):
+        r = subprocess.run(["bash", "-c", f"source {ROOT}/studies/lib/common.sh && "
+                            'study_expand_runs "$1"', "-", str(self.study / "runs_vc")],
+                           capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.files(), self.FILES)
+
+    @unittest.skipUnless(shutil.which("tar") and shutil.which("xz"), "needs tar and xz")
+    def test_pack_runs_is_deterministic_and_leaves_weights_out(self):
+        self.ensure(self.study)
+        (self.study / "runs_vc" / "m" / "seed0" / "final.safetensors").write_bytes(b"w")
+        (self.study / "runs_vc" / "m" / "seed0" / "checkpoints").mkdir()
+        (self.study / "runs_vc" / "m" / "seed0" / "checkpoints" / "c").write_bytes(b"c")
+        os.chmod(self.study / "runs_vc" / "chosen_lr.txt", 0o600)
+        env = {"PATH": "/usr/bin:/bin"}
+        r = subprocess.run([str(PACK_RUNS), str(self.study)], capture_output=True, text=True,
+                           env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        first = (self.study / "runs.tar.xz").read_bytes()
+        with tarfile.open(self.study / "runs.tar.xz") as tar:
+            names = sorted(m.name for m in tar.getmembers() if m.isfile())
+            self.assertTrue(all(m.mtime == 0 and m.uid == 0 for m in tar.getmembers()))
+            self.assertEqual(tar.getmember("runs_vc/chosen_lr.txt").mode, 0o644)
+        self.assertEqual(names, sorted(self.FILES))
+        # packed again from a fresh expansion: the same bytes
+        shutil.rmtree(self.study / "runs_vc")
+        shutil.rmtree(self.study / "old")
+        r = subprocess.run([str(PACK_RUNS), str(self.study)], capture_output=True, text=True,
+                           env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual((self.study / "runs.tar.xz").read_bytes(), first)
+        self.assertEqual(self.files(), self.FILES)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,8 @@
 #include "dplab/core/cuda/caching_allocator.h"
 #include "dplab/core/cuda/check.h"
 #include "dplab/core/cuda/cudnn_handle.h"
+#include "dplab/core/cuda/stream.h"
+#include "dplab/core/cuda/stream_wait.h"
 #endif
 
 namespace dplab::cli {
@@ -111,16 +113,16 @@ Shape parse_input_shape(const std::string& s) {
 }
 
 // Device-side timing boundaries and memory (--device cuda). Kernels run asynchronously: a
-// step's time is only known once the device has finished it, so the clock is read after a
-// full synchronisation of the benchmarked device (made current by use_device: a plain
-// cudaDeviceSynchronize waits for the thread's current device, which is not cuda:N by itself),
-// and only there. Device memory is the caching allocator's peak
-// of bytes handed out (what the step needed), not the process RSS.
+// step's time is only known once the device has finished it, so the clock is read after the
+// benchmarked device's compute and comm streams have drained (every kernel of a step runs on
+// them), waited for with comm.timeout_s (core/cuda/stream_wait.h), and only there. Device memory is
+// the caching allocator's peak of bytes handed out (what the step needed), not the process RSS.
 void device_sync(Device d) {
 #ifdef DPLAB_WITH_CUDA
   if (d.is_cuda()) {
     use_device(d);
-    DPLAB_CUDA_CHECK(cudaDeviceSynchronize());
+    cuda::wait_stream(cuda::compute_stream(d.index), "bench: the step's compute stream");
+    cuda::wait_stream(cuda::comm_stream(d.index), "bench: the step's comm stream");
   }
 #else
   (void)d;

@@ -12,8 +12,8 @@ std::string version_text() {
   std::string r =
       fmt::format("dplab {} (commit {}{})\n", b.value("dplab_version", "?"),
                   b.value("git_commit", "unknown"), dirty == "true" ? ", modified" : "");
-  r += fmt::format("compiler: {}\noneDNN: {}\nMPI: {}\n", b.value("compiler", "?"),
-                   b.value("onednn", "?"), b.value("mpi", "?"));
+  r += fmt::format("compiler: {}\noneDNN: {}\nMPI: {}\nCPU kernels: {}\n", b.value("compiler", "?"),
+                   b.value("onednn", "?"), b.value("mpi", "?"), b.value("cpu_kernels", "?"));
   if (b.contains("cuda") && b["cuda"].is_object())
     r += fmt::format("CUDA: {} (built with)\n", b["cuda"].value("built_with", "?"));
   return r;

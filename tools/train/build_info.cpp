@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "dplab/core/cpu_isa.h"
 #include "dplab_git_info.h"  // generated at build time (cmake/BuildInfo.cmake)
 
 #ifdef DPLAB_WITH_CUDA
@@ -51,9 +52,10 @@ std::string onednn_version() {
 }  // namespace
 
 nlohmann::json build_info(bool cuda_device) {
-  nlohmann::json j = {{"dplab_version", DPLAB_VERSION}, {"git_commit", DPLAB_GIT_COMMIT},
-                      {"git_dirty", DPLAB_GIT_DIRTY},   {"compiler", DPLAB_COMPILER},
-                      {"onednn", onednn_version()},     {"mpi", mpi_library_version()}};
+  nlohmann::json j = {{"dplab_version", DPLAB_VERSION},  {"git_commit", DPLAB_GIT_COMMIT},
+                      {"git_dirty", DPLAB_GIT_DIRTY},    {"compiler", DPLAB_COMPILER},
+                      {"onednn", onednn_version()},      {"mpi", mpi_library_version()},
+                      {"cpu_kernels", cpu_isa_summary()}};
 #ifdef DPLAB_WITH_CUDA
   nlohmann::json c = {{"built_with", cuda_version_text(CUDART_VERSION)}};
 #ifdef CUDNN_MAJOR

@@ -10,6 +10,7 @@
 #include "dplab/core/cuda/check.h"
 #include "dplab/core/cuda/pinned.h"
 #include "dplab/core/cuda/stream.h"
+#include "dplab/core/cuda/stream_wait.h"
 #endif
 
 namespace dplab {
@@ -72,7 +73,17 @@ struct DeviceBatches::Impl {
     // Uploads still in flight read the pinned buffers and write the device buffers: let them
     // finish before both go back to their pools. Destructors report nothing (process exit).
     cudaSetDevice(dev);
-    if (copy) cudaStreamSynchronize(copy);
+    // Bounded (comm.timeout_s): a copy stream held up behind a stalled collective must not
+    // hang teardown. If it does not drain, the buffers it may still use are leaked, not reused.
+    if (copy && !cuda::stream_drained_quietly(copy)) {
+      for (Slot& s : slots) {
+        for (Staged* st : {&s.images, &s.labels}) {
+          static_cast<void>(new cuda::PinnedBuffer(std::move(st->host)));  // leaked on purpose
+          static_cast<void>(new Tensor(std::move(st->device)));
+        }
+      }
+      return;  // the stream and events stay too: destroying them would not stop the copies
+    }
     for (Slot& s : slots) {
       if (s.copied) cudaEventDestroy(s.copied);
       if (s.consumed) cudaEventDestroy(s.consumed);
@@ -113,7 +124,7 @@ struct DeviceBatches::Impl {
     CurrentDevice guard(dev);
     // The pinned buffers are about to be overwritten: their last upload must be complete
     // (issued two steps ago, so this rarely waits).
-    if (s.copy_issued) DPLAB_CUDA_CHECK(cudaEventSynchronize(s.copied));
+    if (s.copy_issued) cuda::wait_event(s.copied, "batch prefetch: the upload two steps ago");
     // The device buffers are about to be overwritten: the step that read them must be over.
     if (s.consumed_recorded) DPLAB_CUDA_CHECK(cudaStreamWaitEvent(copy, s.consumed, 0));
     s.batch.images = upload(s.images, hb.images);
