@@ -104,7 +104,10 @@ last="$(tail -1 "$tmp/probe.err")"
 [[ "$last" =~ ^device-check:\ no\ CUDA\ device:\ cudaGetDeviceCount\ failed\ with\ cudaErrorInsufficientDriver ]] ||
   fail "probe: last line '$last'"
 grep -q '| cuda_probe | .* | 1 |' "$tmp/probe.md" || fail "probe: the report has no failed cuda_probe row"
-grep -q 'mnist_cuda' "$tmp/probe.md" && fail "probe: steps after the probe ran"
+# (the header's plan names every step; only rows say that one ran)
+grep -q '^| mnist_cuda |' "$tmp/probe.md" && fail "probe: steps after the probe ran"
+grep -q '^## Result' "$tmp/probe.md" || fail "probe: the report has no closing part"
+grep -q 'the CUDA runtime sees no device' "$tmp/probe.md" || fail "probe: the report does not say why it stopped"
 [ $fails -eq 0 ] && echo "ok probe: $last"
 
 exit $fails

@@ -117,6 +117,14 @@ Shape parse_input_shape(const std::string& s) {
 // benchmarked device's compute and comm streams have drained (every kernel of a step runs on
 // them), waited for with comm.timeout_s (core/cuda/stream_wait.h), and only there. Device memory is
 // the caching allocator's peak of bytes handed out (what the step needed), not the process RSS.
+// What "f32" and "bf16" mean for dplab's side of a comparison. dplab's f32 never uses TF32:
+// cuDNN convolutions are set to CUDNN_FMA_MATH and cuBLAS runs CUBLAS_COMPUTE_32F on a
+// CUBLAS_DEFAULT_MATH handle (core/cuda/conv.cpp, gemm.cpp).
+std::string precision_text(const std::string& amp, Device d) {
+  if (amp == "bf16") return "bf16 autocast (amp = bf16), f32 parameters";
+  return d.is_cuda() ? "f32 (no TF32: FMA math in cuDNN and cuBLAS)" : "f32";
+}
+
 void device_sync(Device d) {
 #ifdef DPLAB_WITH_CUDA
   if (d.is_cuda()) {
@@ -186,6 +194,12 @@ int run_model_bench(const ModelBenchArgs& a, bool train) {
     DPLAB_CHECK(device.index < cuda_device_count(), "bench --device {}: only {} CUDA device(s)",
                 device.str(), cuda_device_count());
     use_device(device);  // this thread's device (core/device.h)
+    // The first step on a device runs cuDNN's algorithm search and the allocator's first
+    // cudaMallocs: never timed (PyTorch's side always warms up too).
+    DPLAB_CHECK_OPTION(a.warmup >= 1,
+                       "bench --device {}: expected --warmup >= 1 (the first step "
+                       "searches cuDNN's algorithms), got {}",
+                       device.str(), a.warmup);
   }
   apply_thread_option(a.threads);
   const int threads = omp_get_max_threads();
@@ -275,7 +289,8 @@ int run_model_bench(const ModelBenchArgs& a, bool train) {
                       {"images_per_s", ips},
                       {"peak_rss_mb", rss},
                       {"device", device.str()},
-                      {"amp", a.amp}};
+                      {"amp", a.amp},
+                      {"precision", precision_text(a.amp, device)}};
   if (train) j["last_loss"] = last_loss.item();
   if (device.is_cuda()) {
     j["peak_device_mb"] = device_peak_mb(device);
@@ -290,6 +305,10 @@ int run_model_bench(const ModelBenchArgs& a, bool train) {
     j["pytorch_framework"] = pt.value("framework", "pytorch");
     j["pytorch_dtype"] = pt.value("dtype", "f32");
     if (pt.contains("peak_device_mb")) j["pytorch_peak_device_mb"] = pt["peak_device_mb"];
+    // How PyTorch ran (torch_train_step.py): f32 with TF32 off, or bf16 as its users run it.
+    for (const char* k : {"precision", "tf32", "tf32_matmul", "tf32_cudnn", "channels_last",
+                          "cudnn_benchmark", "cudnn", "torch", "warmup", "model_source"})
+      if (pt.contains(k)) j[std::string("pytorch_") + k] = pt[k];
     j["ratio"] = ips / pt.at("images_per_s").get<double>();
   }
   if (a.json) {
@@ -307,6 +326,7 @@ int run_model_bench(const ModelBenchArgs& a, bool train) {
         who, med, lo, hi, ips, rss);
   };
   row("dplab", s.median, s.min, s.max, ips, rss);
+  std::cout << fmt::format("  dplab precision: {}\n", j["precision"].get<std::string>());
   if (device.is_cuda()) {
     std::cout << fmt::format("  device memory peak {:.1f} MB (caching allocator, bytes in use)\n",
                              device_peak_mb(device));
@@ -319,6 +339,8 @@ int run_model_bench(const ModelBenchArgs& a, bool train) {
   if (a.compare) {
     row(pt.value("framework", "pytorch"), pt.at("ms_per_step_median"), pt.at("ms_per_step_min"),
         pt.at("ms_per_step_max"), pt.at("images_per_s"), pt.at("peak_rss_mb"));
+    if (pt.contains("precision"))
+      std::cout << fmt::format("  pytorch precision: {}\n", pt["precision"].get<std::string>());
     if (pt.contains("peak_device_mb"))
       std::cout << fmt::format("  pytorch device memory peak {:.1f} MB (max_memory_allocated)\n",
                                pt["peak_device_mb"].get<double>());

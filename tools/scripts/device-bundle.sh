@@ -13,11 +13,22 @@
 #   tests.tsv the ctest entries to run (tools/scripts/device_kit_manifest.py)
 #   data/     a Fashion-MNIST subset (IDX) and cpu_reference.txt: this machine's accuracy for
 #             the mnist_cnn run device-check.sh repeats with --device cuda
-#   share/dplab/bench/torch_train_step.py, device-check.sh, KIT.txt (what built it)
+#   share/dplab/bench/torch_train_step.py, device-check.sh, KIT.txt (what built it, the glibc
+#             it needs and the CPU ISA level its CPU kernels were compiled for: DPLAB_CPU_ISA and
+#             DPLAB_CPU_ISA_VARIANTS from the build's CMakeCache.txt; for DPLAB_CPU_ISA=native,
+#             or an older build's DPLAB_NATIVE=ON, "native (this build machine: ...)" with this
+#             CPU's vector extensions, which device-check.sh compares with the device's CPU)
+# Extra shared libraries named in $build/dplab_extra_libs.txt (one absolute path a line; `#`
+# comments; e.g. per-ISA kernel libraries that dplab dlopen()s, which ldd cannot see) go into
+# lib/ with the same treatment, and their own dependencies with them.
 # Every ELF file gets DT_RPATH $ORIGIN/../lib (bin/) or $ORIGIN (lib/): DT_RPATH, not RUNPATH,
 # because it is searched before LD_LIBRARY_PATH (which device-check.sh sets for NVIDIA's
 # libraries) and applies to indirect dependencies too. Binaries are stripped; xz -9.
-# Prints the size and the time taken; fails above $DPLAB_KIT_LIMIT_MIB (60) MiB.
+# Prints the size and the time taken. Size: the device receives the working tree's files (what
+# `git ls-files --cached --others --exclude-standard` lists: tracked and unignored files) plus
+# the kit, at most 64 MiB in all; the script fails when tree + kit exceed $DPLAB_KIT_LIMIT_MIB
+# (default 60 = 64 minus a 4 MiB margin), printing the three numbers. Outside a git checkout it
+# warns and checks the kit alone against that limit.
 set -euo pipefail
 shopt -s nullglob  # an empty lib/ucx (MPICH without UCX) is no error
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -51,6 +62,20 @@ trap 'rm -rf "$stage"' EXIT
 kit="$stage/dplab-kit"
 mkdir -p "$kit/bin" "$kit/lib/ucx" "$kit/share/dplab/bench" "$kit/data"
 
+# Extra libraries the build names (dlopen()ed: no binary's DT_NEEDED lists them).
+extra_libs=()
+if [ -f "$build/dplab_extra_libs.txt" ]; then
+  while IFS= read -r l || [ -n "$l" ]; do
+    l="${l%%#*}"
+    l="${l#"${l%%[![:space:]]*}"}"
+    l="${l%"${l##*[![:space:]]}"}"
+    [ -n "$l" ] || continue
+    case "$l" in /*) ;; *) die "$build/dplab_extra_libs.txt: '$l' is not an absolute path" ;; esac
+    [ -f "$l" ] || die "$build/dplab_extra_libs.txt names $l, which does not exist: build first"
+    extra_libs+=("$l")
+  done <"$build/dplab_extra_libs.txt"
+fi
+
 # ---- which binaries: ctest's labels decide ------------------------------------------------
 ctest --test-dir "$build" --show-only=json-v1 >"$stage/ctest.json" ||
   die "ctest --show-only=json-v1 failed in $build"
@@ -77,6 +102,35 @@ ucx_mod=""
 [ -n "$ucs" ] && ucx_mod="$(dirname "$(readlink -f "$ucs")")/ucx"
 if [ -f "$ucx_mod/libuct_cma.so.0" ]; then cp -L "$ucx_mod/libuct_cma.so.0" "$kit/lib/ucx/"; fi
 
+# The CPU ISA level the CPU kernels were compiled for (KIT.txt's "CPU ISA:" line, which
+# device-check.sh compares with the device's CPU): the build's DPLAB_CPU_ISA (e.g. x86-64-v2)
+# and its runtime-dispatched DPLAB_CPU_ISA_VARIANTS (e.g. x86-64-v3;x86-64-v4); a build from
+# before that option has only DPLAB_NATIVE (-march=native: whatever this machine's CPU has).
+cache_value() {  # cache_value NAME: the value of NAME in the build's CMakeCache.txt, or nothing
+  sed -n "s/^$1:[A-Za-z]*=//p" "$build/CMakeCache.txt" 2>/dev/null | head -1
+}
+cpu_isa() {
+  local isa variants native flags
+  isa="$(cache_value DPLAB_CPU_ISA)"
+  variants="$(cache_value DPLAB_CPU_ISA_VARIANTS | tr ';' ' ')"
+  native="$(cache_value DPLAB_NATIVE)"
+  if [ "$isa" = native ] || { [ -z "$isa" ] && [[ "$native" =~ ^(ON|on|TRUE|true|1|YES|yes)$ ]]; }; then
+    # -march=native (no variants then): the extensions it may have used, which device-check.sh
+    # compares with the device's CPU.
+    flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
+    echo "native (this build machine: -march=native; its CPU has$(for f in avx avx2 fma \
+      avx512f avx512bw avx512cd avx512dq avx512vl avx512_vnni avx512_bf16 amx_tile amx_bf16; do
+      [[ "$flags" == *" $f "* ]] && printf ' %s' "$f"
+    done))"
+  elif [ -n "$isa" ]; then
+    echo "$isa${variants:+ (runtime-dispatched variants: $variants)}"
+  elif [ -z "$native" ]; then
+    echo "unknown (no DPLAB_CPU_ISA or DPLAB_NATIVE in $build/CMakeCache.txt)"
+  else
+    echo "x86-64 (the compiler's default: DPLAB_NATIVE=$native, no DPLAB_CPU_ISA)"
+  fi
+}
+
 # ---- the libraries they need --------------------------------------------------------------
 # glibc stays the device's own (it must match the device's loader); NVIDIA's libraries are
 # the device's own except the redistributable CUDA runtime.
@@ -100,6 +154,7 @@ is_nvidia() {
 sources=("$build/bin/dplab" "$mpiexec_real" "$(dirname "$mpiexec_real")/hydra_pmi_proxy")
 mapfile -t -O ${#sources[@]} sources <"$stage/binaries"
 if [ -f "$kit/lib/ucx/libuct_cma.so.0" ]; then sources+=("$ucx_mod/libuct_cma.so.0"); fi
+sources+=(${extra_libs[@]+"${extra_libs[@]}"})
 for f in "${sources[@]}"; do
   # ldd lists the whole closure, found through the build tree's RUNPATHs (so: the originals).
   ldd "$f" | while read -r name arrow path _; do
@@ -113,6 +168,7 @@ done
 sort -u "$stage/libs" | while read -r name path; do
   cp -L "$path" "$kit/lib/$name"
 done
+for l in ${extra_libs[@]+"${extra_libs[@]}"}; do cp -L "$l" "$kit/lib/$(basename "$l")"; done
 chmod u+w "$kit"/lib/* "$kit"/bin/*
 phase collect
 
@@ -216,6 +272,10 @@ printf 'test_acc %s\n' "$ref_acc" >"$kit/data/cpu_reference.txt"
     objdump -T "$f" 2>/dev/null | grep -o 'GLIBC_[0-9.]*'
   done | sort -uV | tail -1)"
   echo "CPU reference (mnist_cnn, $(nproc) cores): test_acc $ref_acc"
+  echo "CPU ISA: $(cpu_isa)"
+  if [ ${#extra_libs[@]} -gt 0 ]; then
+    echo "extra libraries (dplab_extra_libs.txt): $(for l in "${extra_libs[@]}"; do basename "$l"; done | tr '\n' ' ')"
+  fi
 } >"$kit/KIT.txt"
 phase reference
 
@@ -229,6 +289,34 @@ mib=$(awk -v b="$bytes" 'BEGIN{printf "%.1f", b/1048576}')
 secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN{printf "%.0f", e-s}')
 echo "device-bundle: $out: $mib MiB ($bytes bytes; unpacked $(du -sm "$kit" | cut -f1) MiB), " \
   "$(find "$kit/bin" -type f | wc -l) binaries, $(find "$kit/lib" -maxdepth 1 -name '*.so*' | wc -l) libraries, ${secs} s"
-if [ "$bytes" -gt $((limit_mib * 1048576)) ]; then
-  die "$out is $mib MiB, above the limit of $limit_mib MiB"
+# The device receives the working tree's files and the kit, 64 MiB in all: tree + kit must stay
+# under $limit_mib MiB (a 4 MiB margin by default). The tree: what the device tool copies, i.e.
+# tracked files and untracked ones git does not ignore (the archive itself left out, should it
+# lie in the tree unignored).
+tree_bytes=""
+sum_sizes() {  # sum_sizes GIT_LS_FILES_OPTIONS...: bytes of the files listed (but the archive)
+  (cd "$root" && git ls-files -z "$@" | grep -zvxF -- "$out_rel" | xargs -0 -r stat -c %s -- \
+    2>/dev/null | awk '{s += $1} END {printf "%d", s}') || true  # deleted files: not sent either
+}
+if git -C "$root" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  out_rel="$(realpath -m --relative-to="$root" "$out")"
+  tracked_bytes="$(sum_sizes --cached)"
+  untracked_bytes="$(sum_sizes --others --exclude-standard)"
+  tree_bytes=$((${tracked_bytes:-0} + ${untracked_bytes:-0}))
+fi
+to_mib() { awk -v b="$1" 'BEGIN{printf "%.1f", b/1048576}'; }
+if [ -z "$tree_bytes" ]; then
+  echo "device-bundle: warning: $root is not a git checkout: the tree's size is unknown; checking" \
+    "the kit alone against $limit_mib MiB" >&2
+  [ "$bytes" -le $((limit_mib * 1048576)) ] || die "$out is $mib MiB, above the limit of $limit_mib MiB"
+else
+  total=$((tree_bytes + bytes))
+  room=$((limit_mib * 1048576 - tree_bytes))
+  echo "device-bundle: tree $(to_mib "$tree_bytes") MiB (tracked $(to_mib "$tracked_bytes")," \
+    "untracked but not ignored $(to_mib "$untracked_bytes")) + kit $mib MiB = $(to_mib "$total") MiB;" \
+    "limit $limit_mib MiB (the 64 MiB transfer less a margin; DPLAB_KIT_LIMIT_MIB), so the kit" \
+    "may take $(to_mib "$room") MiB" >&2
+  [ "$total" -le $((limit_mib * 1048576)) ] ||
+    die "tree $(to_mib "$tree_bytes") MiB + kit $mib MiB = $(to_mib "$total") MiB, above the" \
+      "limit of $limit_mib MiB: the kit may take at most $(to_mib "$room") MiB"
 fi
