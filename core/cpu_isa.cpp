@@ -36,6 +36,18 @@ namespace {
         cpu_loss_kernels_##sfx(), cpu_random_kernels_##sfx(), cpu_optim_kernels_##sfx()           \
   }
 
+// The levels by their features (the psABI's x86-64 micro-architecture levels), not by name:
+// clang 14 (the fuzz build) has no "x86-64-v3" for __builtin_cpu_supports.
+[[maybe_unused]] bool runs_x86_64_v3() {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+}
+[[maybe_unused]] bool runs_x86_64_v4() {
+  return runs_x86_64_v3() && __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512cd") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+}
+
 struct Builds {
   std::vector<CpuIsaBuild> runnable;
   size_t active = 0;
@@ -51,14 +63,14 @@ const Builds& builds() {
     __builtin_cpu_init();
 #ifdef DPLAB_CPU_VARIANT_x86_64_v3
     variants += "x86-64-v3";
-    if (__builtin_cpu_supports("x86-64-v3")) {
+    if (runs_x86_64_v3()) {
       static const Backend v3 = DPLAB_VARIANT_BACKEND(x86_64_v3);
       r.runnable.push_back({"x86-64-v3", &v3});
     }
 #endif
 #ifdef DPLAB_CPU_VARIANT_x86_64_v4
     variants += variants.empty() ? "x86-64-v4" : ", x86-64-v4";
-    if (__builtin_cpu_supports("x86-64-v4")) {
+    if (runs_x86_64_v4()) {
       static const Backend v4 = DPLAB_VARIANT_BACKEND(x86_64_v4);
       r.runnable.push_back({"x86-64-v4", &v4});
     }
