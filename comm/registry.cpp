@@ -63,8 +63,8 @@ std::unique_ptr<Strategy> make_strategy(const Options& opt) {
     if (n == algo) return f(opt);
   std::string known;
   for (auto& n : strategy_names()) known += (known.empty() ? "" : ", ") + n;
-  throw UsageError(fmt::format("option algo (--algo): unknown algorithm '{}'{}; known: {}", algo,
-                               did_you_mean(algo, strategy_names()), known));
+  throw UsageError(fmt::format("option algo (--algo): unknown algorithm {}{}; known: {}",
+                               quoted_excerpt(algo), did_you_mean(algo, strategy_names()), known));
 }
 
 }  // namespace dplab

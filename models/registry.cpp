@@ -73,8 +73,9 @@ const std::vector<Entry>& table() {
 const Entry& find(const std::string& name) {
   for (const Entry& e : table())
     if (e.info.name == name) return e;
-  throw UsageError(fmt::format("option model: unknown model '{}'{}; known models are {}", name,
-                               did_you_mean(name, model_names()), fmt::join(model_names(), ", ")));
+  throw UsageError(fmt::format("option model: unknown model {}{}; known models are {}",
+                               quoted_excerpt(name), did_you_mean(name, model_names()),
+                               fmt::join(model_names(), ", ")));
 }
 
 }  // namespace

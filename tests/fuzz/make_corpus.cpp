@@ -283,5 +283,34 @@ warmup = { epochs = 5, start = 0.01 }
 patience = 2
 threshold = -1.5e-3
 )"));
+
+  // Options (the config through the option checks): the same file, a run record, values of
+  // every type a key cannot take, and the shapes that made errors slow and long (issue #38): a
+  // long key, a long value, many unknown and near-miss keys (small here: the fuzzer grows them).
+  write_file(root / "options" / "all_types.toml", read_file(root / "toml" / "all_types.toml"));
+  write_file(root / "options" / "run_record.json", text(R"({"options": {
+  "model": {"value": "mnist_cnn", "default": true}, "lr": {"value": "0.05", "default": false},
+  "lr.milestones": [30, 60], "nesterov": true, "batch": 32, "algo": "daso", "daso.B_max": "2"},
+  "version": "0.1"}
+)"));
+  write_file(root / "options" / "bad_types.toml", text(R"(lr = [[1]]
+when = 1979-05-27T07:32:00Z
+at = 07:32:00
+[[runs]]
+x = 1
+)"));
+  write_file(root / "options" / "bad_values.toml", text(R"(lr = "abc"
+batch = 0
+amp = "fp16"
+nesterov = "maybe"
+algo = "dasso"
+lr.schedule = "cosin"
+)"));
+  write_file(root / "options" / "long_key.toml",
+             text(std::string(3000, 'a') + " = 1\nalgo = \"" + std::string(3000, 'd') + "\"\n"));
+  std::string many;
+  for (int i = 0; i < 500; ++i)
+    many += "zz" + std::to_string(i) + " = 1\ndata.wrokers" + std::to_string(i) + " = 2\n";
+  write_file(root / "options" / "many_keys.toml", text(many));
   return 0;
 }

@@ -169,6 +169,53 @@ TEST(ModelTools, MismatchedCheckpointSaysWhatItHolds) {
   EXPECT_EQ(r.status, 0) << r.err;
 }
 
+// A file whose head has one tensor of a wrong shape (issue #38): the class count was taken from
+// the head's weight, so a wrong fc1.weight built a model its fc1.bias did not fit, and the
+// error blamed fc1.bias. Now the wrong tensor is named with its shape and the model's.
+TEST(ModelTools, WrongShapeTensorIsNamedWithBothShapes) {
+  ScopedTempDir dir("model-tools-wrong-shape");
+  write_jpeg(dir.path / "x.jpg", 3, 28, 28);
+  auto m = make_model("mnist_cnn", 7, 10);
+  // A copy of mnist_cnn's state with `name` replaced by a tensor of `shape`.
+  auto file_with = [&](const std::string& name, const Shape& shape) {
+    std::vector<NamedTensor> ts;
+    for (const auto& t : m->state_dict())
+      ts.push_back({t.name, t.name == name ? Tensor::zeros(shape) : t.tensor});
+    const std::string path = dir.file(name + ".safetensors");
+    save_safetensors(path, ts, {{"format", "pt"}, {"dplab.model", "mnist_cnn"}});
+    return path;
+  };
+  struct Case {
+    std::string tensor;
+    Shape shape;
+    std::string says, other;
+  };
+  const std::vector<Case> cases = {
+      {"fc1.weight",
+       {12, 512},
+       "fc1.weight [12, 512] in the file, [10, 512] in mnist_cnn",
+       "fc1.bias"},
+      {"fc1.bias", {12}, "fc1.bias [12] in the file, [10] in mnist_cnn", "fc1.weight"},
+      {"cnn2.weight",
+       {32, 16, 3, 3},
+       "cnn2.weight [32, 16, 3, 3] in the file, [32, 16, 5, 5] in mnist_cnn",
+       "fc1."},
+  };
+  for (const Case& c : cases) {
+    const std::string file = file_with(c.tensor, c.shape);
+    for (const std::string& cmd :
+         {"eval --data fashion-mnist --set data.test_limit=5 --checkpoint " + file,
+          "predict --checkpoint " + file + " " + dir.file("x.jpg")}) {
+      const auto r = run_dplab(cmd, dir.path / "run");
+      EXPECT_EQ(r.status, 1) << cmd << "\n" << r.err;
+      EXPECT_NE(r.err.find("1 tensors of another shape (" + c.says + ")"), std::string::npos)
+          << cmd << "\n"
+          << r.err;
+      EXPECT_EQ(r.err.find(c.other), std::string::npos) << cmd << "\n" << r.err;
+    }
+  }
+}
+
 TEST(ModelTools, EvalUsesShardsAsGiven) {
   ScopedTempDir dir("model-tools-shards");
   write_folder(dir.path / "train", 4, 3);

@@ -124,12 +124,17 @@ CommandSpec train_command() {
           Options o;
           // A usage error here is every rank's: printed once, exit status 2 on every rank.
           agree_on_usage([&] {
-            if (!a->config.empty()) load_config_file(a->config, o);
+            Options from_file;
+            if (!a->config.empty()) load_config_file(a->config, from_file);
+            o = from_file;
             a->flags.apply(o);
             if (a->nesterov_flag->count() > 0) o.set("nesterov", a->nesterov ? "true" : "false");
             if (a->trace_flag->count() > 0) o.set("trace", "true");
             for (const auto& s : a->sets) apply_set_option(s, o);
-            check_option_values(o);  // types, ranges and choices of config file and --set values
+            // Types, ranges and choices: the config file's values first (an error names the
+            // file), then those of --set.
+            check_config_values(from_file, o, a->config);
+            check_option_values(o);
           });
           // Settings that do nothing here: said once, by rank 0.
           if (reports_usage_errors()) {

@@ -32,7 +32,7 @@ std::string unknown_argument_message(const CLI::App& app, int argc, char** argv)
     // Flags before the command: the top level's own.
     const std::string name = first.substr(0, first.find('='));
     if (name.rfind("--", 0) == 0 && !app.get_option_no_throw(name))
-      return fmt::format("unknown flag {}{}", name, did_you_mean(name, long_flags(app)));
+      return fmt::format("unknown flag {}{}", excerpt(name), did_you_mean(name, long_flags(app)));
     return "";
   }
   const CLI::App* sub = nullptr;
@@ -42,8 +42,8 @@ std::string unknown_argument_message(const CLI::App& app, int argc, char** argv)
     if (s->get_name() == first) sub = s;
   }
   if (!sub)
-    return fmt::format("unknown command '{}'{}; commands: {}", first, did_you_mean(first, commands),
-                       fmt::join(commands, ", "));
+    return fmt::format("unknown command {}{}; commands: {}", quoted_excerpt(first),
+                       did_you_mean(first, commands), fmt::join(commands, ", "));
   // Follow nested commands (bench loader); a flag is known when the command or one of its
   // parents takes it.
   std::vector<const CLI::App*> chain = {sub};
@@ -64,7 +64,7 @@ std::string unknown_argument_message(const CLI::App& app, int argc, char** argv)
     bool known = false;
     for (const CLI::App* c : chain) known = known || c->get_option_no_throw(name) != nullptr;
     if (known) continue;
-    return fmt::format("unknown flag {} for dplab {}{}", name, path,
+    return fmt::format("unknown flag {} for dplab {}{}", excerpt(name), path,
                        did_you_mean(name, long_flags(*chain.back())));
   }
   return "";

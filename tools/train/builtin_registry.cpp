@@ -11,6 +11,7 @@
 #include "dplab/tools/train/builtin_datasets.h"
 #include "dplab/tools/train/optimizer_factory.h"
 #include "dplab/tools/train/option_keys.h"
+#include "dplab/tools/train/option_values.h"
 #include "dplab/tools/train/registry.h"
 
 namespace dplab {
@@ -113,6 +114,11 @@ Registry Registry::with_builtins() {
     r.add(ScheduleEntry{sc.name, sc.help, k, make_base_lr_schedule});
   }
   return r;
+}
+
+std::vector<std::string> builtin_names_for(const std::string& key) {
+  static const Registry builtins = Registry::with_builtins();
+  return builtins.names_for(key).value_or(std::vector<std::string>{});
 }
 
 }  // namespace dplab

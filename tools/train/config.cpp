@@ -17,6 +17,7 @@
 #include "dplab/core/error.h"
 #include "dplab/core/suggest.h"
 #include "dplab/tools/train/option_keys.h"
+#include "dplab/tools/train/option_values.h"
 #include "dplab/tools/train/toml_nesting.h"
 
 namespace dplab {
@@ -179,19 +180,42 @@ std::string option_default(const std::string& key) {
 
 namespace {
 
+bool usable_scalar(const toml::node& n) {
+  return n.is_string() || n.is_integer() || n.is_floating_point() || n.is_boolean();
+}
+
+// What a node of a type dplab cannot use is, for an error: "a date", "an array of tables".
+std::string unusable_type(const toml::node& n) {
+  if (n.is_date()) return "a date";
+  if (n.is_time()) return "a time";
+  if (n.is_date_time()) return "a date-time";
+  if (n.is_table()) return "a table";
+  if (n.is_array_of_tables()) return "an array of tables";
+  if (auto a = n.as_array())
+    for (const toml::node& e : *a) {
+      if (e.is_array()) return "an array of arrays";
+      if (!usable_scalar(e)) return "an array holding " + unusable_type(e);
+    }
+  return "a value of another type";
+}
+
+// A value as Options text: strings, numbers, booleans and arrays of them (comma-joined). Any
+// other type (a date or time, a table or an array inside an array) is a usage error in the form
+// of a bad --set value, naming the file, line and column.
 std::string node_to_string(const toml::node& n, const std::string& key, const std::string& path) {
   if (auto s = n.as_string()) return s->get();
   if (auto i = n.as_integer()) return std::to_string(i->get());
   if (auto f = n.as_floating_point()) return fmt::format("{}", f->get());
   if (auto b = n.as_boolean()) return b->get() ? "true" : "false";
-  if (auto a = n.as_array()) {
+  if (auto a = n.as_array(); a && std::all_of(a->begin(), a->end(), usable_scalar)) {
     std::string r;
     for (size_t i = 0; i < a->size(); ++i)
-      r += (i ? "," : "") + node_to_string(*a->get(i), key + "[" + std::to_string(i) + "]", path);
+      r += (i ? "," : "") + node_to_string(*a->get(i), key, path);
     return r;
   }
-  DPLAB_FAIL("{}: option '{}' has a type dplab cannot use (line {})", path, key,
-             n.source().begin.line);
+  throw UsageError(fmt::format("{}:{}:{}: option {}: expected {}, found {}", path,
+                               n.source().begin.line, n.source().begin.column, excerpt(key),
+                               option_expectation(key), unusable_type(n)));
 }
 
 // The byte at `offset` for an error message: 'c', a named control character or the end.
@@ -251,7 +275,8 @@ void load_toml_string(std::string_view text, const std::string& path, Options& o
     t = toml::parse(text, path);
   } catch (const toml::parse_error& e) {
     throw UsageError(fmt::format("{}:{}:{}: {}", path, e.source().begin.line,
-                                 e.source().begin.column, e.description()));
+                                 e.source().begin.column,
+                                 excerpt(e.description(), kExcerptMessageChars)));
   }
   flatten(t, "", path, opt);
 }
@@ -290,24 +315,29 @@ void check_no_unknown_options(const Options& opt) {
   std::vector<std::string> known;
   for (const auto& s : train_option_specs()) known.push_back(s.key);
   for (const auto& [k, v] : opt.read_values()) known.push_back(k);
+  // The first kMaxUnknownListed keys, each cut to an excerpt, and how many more: the message
+  // stays short however many keys a file has.
   std::string list;
-  for (const auto& k : unused) {
+  for (size_t i = 0; i < std::min(unused.size(), kMaxUnknownListed); ++i) {
+    const std::string& k = unused[i];
     // A key of the table that this run does not read (another algorithm's, link.* without a
     // distributed algorithm): named as such, not "did you mean" itself.
     const bool listed = std::find(known.begin(), known.end(), k) != known.end();
-    list += (list.empty() ? "" : ", ") + k +
+    list += (list.empty() ? "" : ", ") + excerpt(k) +
             (listed ? fmt::format(" (an option of area {}, not read by this run)", option_area(k))
                     : did_you_mean(k, known));
   }
+  if (unused.size() > kMaxUnknownListed)
+    list += fmt::format(" and {} more", count_text(unused.size() - kMaxUnknownListed));
   // A compression key says why (tools/train/compress_refusal.h).
+  const std::string algo = opt.get_string("algo", "local");
   std::string why;
   for (const auto& k : unused)
-    if (why.empty()) why = compression_refusal(k, opt.get_string("algo", "local"));
+    if (why.empty()) why = compression_refusal(k, algo);
   throw UsageError(fmt::format(
       "unknown option{} {} (not used by the model, data, optimizer, schedule or algorithm "
-      "'{}'; every key: dplab options, an algorithm's: dplab options ALGO){}",
-      unused.size() > 1 ? "s" : "", list, opt.get_string("algo", "local"),
-      why.empty() ? "" : ". " + why));
+      "{}; every key: dplab options, an algorithm's: dplab options ALGO){}",
+      unused.size() > 1 ? "s" : "", list, quoted_excerpt(algo), why.empty() ? "" : ". " + why));
 }
 
 }  // namespace dplab

@@ -51,7 +51,9 @@ void load_toml_options(const std::string& path, Options& opt);
 void load_toml_string(std::string_view text, const std::string& path, Options& opt);
 // Applies one "KEY=VALUE" (from --set); throws, quoting the argument, if there is no '='.
 void apply_set_option(const std::string& key_value, Options& opt);
-// Throws an error naming every key that was set but never read, when there are any.
+// Throws an error naming the keys that were set but never read, when there are any: the first
+// kMaxUnknownListed (long ones cut short, core/suggest.h excerpt) and how many more.
+constexpr size_t kMaxUnknownListed = 10;
 void check_no_unknown_options(const Options& opt);
 
 // Every key `opt` has been read under that changes the trajectory, with the value read (set or

@@ -40,10 +40,18 @@ std::string model_for_file(const std::string& given, const ModelWeights& w) {
 }
 
 int classes_in_file(const ModelWeights& w) {
-  int classes = -1;
+  const NamedTensor* head = nullptr;
   for (const auto& t : w.tensors)
-    if (t.tensor.dim() == 2 && t.name.ends_with(".weight")) classes = int(t.tensor.size(0));
-  return classes;
+    if (t.tensor.dim() == 2 && t.name.ends_with(".weight")) head = &t;
+  if (!head) return -1;
+  const int64_t rows = head->tensor.size(0);
+  // The head's bias must agree: when it does not, one of the two has a wrong shape, and a model
+  // built for either count would blame the other. Neither is taken (-1: the data's or the
+  // model's own count), so the load names the tensor that differs from the model.
+  const std::string bias = head->name.substr(0, head->name.size() - 6) + "bias";
+  for (const auto& t : w.tensors)
+    if (t.name == bias && (t.tensor.dim() != 1 || t.tensor.size(0) != rows)) return -1;
+  return int(rows);
 }
 
 int channels_in_file(const ModelWeights& w) {

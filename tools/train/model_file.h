@@ -19,7 +19,8 @@ std::string describe_model_file(const ModelWeights& w);
 // neither: an error saying what the file holds and asking for --model.
 std::string model_for_file(const std::string& given, const ModelWeights& w);
 
-// The class count of the file's head: its last 2-d `.weight` tensor's rows (-1: none).
+// The class count of the file's head: its last 2-d `.weight` tensor's rows (-1: none, or a
+// `.bias` beside it of another length: then a mismatch is the load's to report).
 int classes_in_file(const ModelWeights& w);
 // The input channels of the file's first convolution (the first 4-D weight, [out, in, kh, kw]),
 // or -1 when it has none: a ResNet trained on 1-channel data is rebuilt with a 1-channel stem.

@@ -9,7 +9,6 @@
 #include "dplab/core/error.h"
 #include "dplab/core/suggest.h"
 #include "dplab/core/usage_error.h"
-#include "dplab/tools/train/registry.h"
 
 namespace dplab {
 namespace {
@@ -47,13 +46,10 @@ ValueRule choice(std::vector<std::string> v) {
   return choice([v] { return v; });
 }
 
-// The names a key takes from `dplab train`'s registry (Registry::with_builtins(): built once,
-// never changed). An experiment's registry is checked by check_option_values(opt, registry).
+// The names a key takes from `dplab train`'s registry (builtin_names_for). An experiment's
+// registry is checked by check_option_values(opt, registry).
 ValueRule builtin_names(const std::string& key) {
-  return choice([key] {
-    static const Registry builtins = Registry::with_builtins();
-    return *builtins.names_for(key);
-  });
+  return choice([key] { return builtin_names_for(key); });
 }
 
 // Only limits a run would refuse anyway (or cannot mean): a rule never forbids a setting the
@@ -219,6 +215,23 @@ std::string joined_choices(const std::vector<std::string>& v) {
 
 }  // namespace
 
+std::string option_expectation(const std::string& key) {
+  const ValueRule* r = option_value_rule(key);
+  if (!r) return "a string, number, boolean or an array of them";
+  switch (r->kind) {
+    case Kind::text:
+      return "a string";
+    case Kind::boolean:
+      return "true or false";
+    case Kind::choice:
+      return joined_choices(r->choices());
+    case Kind::integer:
+    case Kind::number:
+      return expectation(*r);
+  }
+  return "";
+}
+
 const ValueRule* option_value_rule(const std::string& key) {
   auto it = rules().find(key);
   return it == rules().end() ? nullptr : &it->second;
@@ -245,6 +258,14 @@ std::string option_type_name(const std::string& key) {
   return "TEXT";
 }
 
+std::string check_option_choice(const std::string& key, const std::string& value,
+                                const std::vector<std::string>& names) {
+  for (const auto& ok : names)
+    if (value == ok) return "";
+  return fmt::format("option {}: unknown value {}{}; expected {}", key, quoted_excerpt(value),
+                     did_you_mean(value, names), joined_choices(names));
+}
+
 std::string check_option_value(const std::string& key, const std::string& value) {
   const ValueRule* r = option_value_rule(key);
   if (!r) return "";
@@ -254,14 +275,9 @@ std::string check_option_value(const std::string& key, const std::string& value)
     case Kind::boolean:
       for (const char* ok : {"true", "1", "yes", "on", "false", "0", "no", "off"})
         if (value == ok) return "";
-      return fmt::format("option {}: expected true or false, got '{}'", key, value);
-    case Kind::choice: {
-      const std::vector<std::string> c = r->choices();
-      for (const auto& ok : c)
-        if (value == ok) return "";
-      return fmt::format("option {}: unknown value '{}'{}; expected {}", key, value,
-                         did_you_mean(value, c), joined_choices(c));
-    }
+      return fmt::format("option {}: expected true or false, got {}", key, quoted_excerpt(value));
+    case Kind::choice:
+      return check_option_choice(key, value, r->choices());
     case Kind::integer:
     case Kind::number: {
       double v = 0;
@@ -281,7 +297,8 @@ std::string check_option_value(const std::string& key, const std::string& value)
       }
       const bool in_range = parsed && v >= r->min && (r->max_open ? v < r->max : v <= r->max);
       if (in_range) return "";
-      return fmt::format("option {}: expected {}, got '{}'", key, expectation(*r), value);
+      return fmt::format("option {}: expected {}, got {}", key, expectation(*r),
+                         quoted_excerpt(value));
     }
   }
   return "";
@@ -294,21 +311,12 @@ void check_option_values(const Options& opt) {
   }
 }
 
-void check_option_values(const Options& opt, const Registry& registry) {
-  for (const auto& [key, value] : opt.values()) {
-    std::string why;
-    if (key == "data") {
-      (void)registry.dataset(value);  // exact name, prefix or "*"; a UsageError otherwise
-    } else if (const auto names = registry.names_for(key)) {
-      bool known = false;
-      for (const auto& n : *names) known = known || n == value;
-      if (!known)
-        why = fmt::format("option {}: unknown value '{}'{}; expected {}", key, value,
-                          did_you_mean(value, *names), joined_choices(*names));
-    } else {
-      why = check_option_value(key, value);
-    }
-    if (!why.empty()) throw UsageError(why);
+void check_config_values(const Options& from_file, const Options& opt, const std::string& path) {
+  for (const auto& [key, value] : from_file.values()) {
+    const auto it = opt.values().find(key);
+    if (it == opt.values().end() || it->second != value) continue;  // a flag or --set replaced it
+    const std::string why = check_option_value(key, value);
+    if (!why.empty()) throw UsageError(fmt::format("{}: {}", path, why));
   }
 }
 

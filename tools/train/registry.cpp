@@ -1,10 +1,12 @@
 #include "dplab/tools/train/registry.h"
+#include "dplab/core/suggest.h"
 #include "dplab/core/usage_error.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "dplab/tools/train/config.h"
+#include "dplab/tools/train/option_values.h"
 
 namespace dplab {
 namespace {
@@ -35,8 +37,8 @@ const Entry* find_entry(const std::vector<Entry>& entries, const std::string& na
 
 [[noreturn]] void unknown(const char* key, const char* kind, const std::string& name,
                           const std::vector<std::string>& known) {
-  throw UsageError(fmt::format("option {}: unknown {} '{}' (known: {})", key, kind, name,
-                               fmt::join(known, ", ")));
+  throw UsageError(fmt::format("option {}: unknown {} {} (known: {})", key, kind,
+                               quoted_excerpt(name), fmt::join(known, ", ")));
 }
 
 }  // namespace
@@ -154,6 +156,20 @@ std::shared_ptr<Module> Registry::make_model(const std::string& name, const Mode
   ModelArgs a = args;
   if (a.num_classes == -1) a.num_classes = e.num_classes;
   return e.make(a);
+}
+
+void check_option_values(const Options& opt, const Registry& registry) {
+  for (const auto& [key, value] : opt.values()) {
+    std::string why;
+    if (key == "data") {
+      (void)registry.dataset(value);  // exact name, prefix or "*"; a UsageError otherwise
+    } else if (const auto names = registry.names_for(key)) {
+      why = check_option_choice(key, value, *names);
+    } else {
+      why = check_option_value(key, value);
+    }
+    if (!why.empty()) throw UsageError(why);
+  }
 }
 
 }  // namespace dplab

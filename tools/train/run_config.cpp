@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "dplab/core/suggest.h"
 #include "dplab/tools/train/config.h"
+#include "dplab/tools/train/option_values.h"
 
 namespace dplab {
 namespace {
@@ -14,23 +17,37 @@ bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
+bool usable_scalar(const nlohmann::json& v) {
+  return v.is_string() || v.is_boolean() || v.is_number();
+}
+
+// What a JSON value of a type dplab cannot use is, for an error: "an object", "an array of
+// arrays".
+std::string unusable_type(const nlohmann::json& v) {
+  if (v.is_object()) return "an object";
+  if (v.is_array())
+    for (const nlohmann::json& e : v) {
+      if (e.is_array()) return "an array of arrays";
+      if (!usable_scalar(e)) return "an array holding " + unusable_type(e);
+    }
+  return v.type_name();  // null, binary
+}
+
 // A JSON option value as Options text: integers in decimal, other numbers in shortest
-// round-trip form (what run.json's own strings hold), arrays comma-joined like TOML's.
+// round-trip form (what run.json's own strings hold), arrays of scalars comma-joined like TOML's.
+// Any other type is a usage error in the form of a bad --set value, naming the file.
 std::string value_text(const nlohmann::json& v, const std::string& key, const std::string& path) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
   if (v.is_number_integer()) return v.dump();
   if (v.is_number_float()) return fmt::format("{}", v.get<double>());
-  if (v.is_array()) {
+  if (v.is_array() && std::all_of(v.begin(), v.end(), usable_scalar)) {
     std::string r;
-    for (size_t i = 0; i < v.size(); ++i)
-      r += (i ? "," : "") + value_text(v[i], key + "[" + std::to_string(i) + "]", path);
+    for (size_t i = 0; i < v.size(); ++i) r += (i ? "," : "") + value_text(v[i], key, path);
     return r;
   }
-  throw UsageError(
-      fmt::format("{}: option '{}': expected a string, number, boolean or array, "
-                  "found {}",
-                  path, key, v.type_name()));
+  throw UsageError(fmt::format("{}: option {}: expected {}, found {}", path, excerpt(key),
+                               option_expectation(key), unusable_type(v)));
 }
 
 }  // namespace
@@ -40,8 +57,8 @@ void load_json_options(std::string_view text, const std::string& path, Options& 
   try {
     j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
-    throw UsageError(
-        fmt::format("{}: not valid JSON at byte offset {}: {}", path, e.byte, e.what()));
+    throw UsageError(fmt::format("{}: not valid JSON at byte offset {}: {}", path, e.byte,
+                                 excerpt(e.what(), kExcerptMessageChars)));
   }
   if (!j.is_object() || !j.contains("options"))
     throw UsageError(
@@ -56,9 +73,9 @@ void load_json_options(std::string_view text, const std::string& path, Options& 
     if (entry.is_object()) {
       if (!entry.contains("value"))
         throw UsageError(
-            fmt::format("{}: option '{}': expected a value or an object with "
+            fmt::format("{}: option {}: expected a value or an object with "
                         "\"value\", found an object without it",
-                        path, key));
+                        path, excerpt(key)));
       opt.set(key, value_text(entry["value"], key, path));
     } else {
       opt.set(key, value_text(entry, key, path));
