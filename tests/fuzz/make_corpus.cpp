@@ -312,5 +312,43 @@ lr.schedule = "cosin"
   for (int i = 0; i < 500; ++i)
     many += "zz" + std::to_string(i) + " = 1\ndata.wrokers" + std::to_string(i) + " = 2\n";
   write_file(root / "options" / "many_keys.toml", text(many));
+
+  // `dplab plot`'s metrics files, as `dplab train --out` writes them: start, epoch records with
+  // a stage key, step records, the final record; a run killed mid-write (torn last line).
+  const std::string epochs =
+      "{\"kind\":\"start\",\"epoch\":0}\n"
+      "{\"kind\":\"epoch\",\"epoch\":1,\"time_s\":0.5,\"test_acc\":0.61,\"loss\":1.2,"
+      "\"algo.stage\":1.0}\n"
+      "{\"kind\":\"step\",\"step\":10,\"loss\":0.9,\"lr\":0.01}\n"
+      "{\"kind\":\"epoch\",\"epoch\":2,\"time_s\":0.5,\"test_acc\":0.72,\"loss\":0.8,"
+      "\"algo.stage\":2.0}\n"
+      "{\"kind\":\"step\",\"step\":20,\"loss\":0.7,\"lr\":0.005}\n"
+      "{\"kind\":\"final\",\"epoch\":2,\"time_s\":4.5,\"test_acc\":0.73}\n";
+  write_file(root / "plot_metrics" / "epochs_steps_final.jsonl", text(epochs));
+  write_file(root / "plot_metrics" / "elapsed_s.jsonl",
+             text("{\"epoch\":1,\"elapsed_s\":2.5,\"test_acc\":0.5,\"loss\":1}\n"
+                  "{\"epoch\":2,\"elapsed_s\":4.75,\"test_acc\":0.6,\"loss\":0.5}\n"));
+  write_file(root / "plot_metrics" / "torn_last_line.jsonl",
+             text(epochs + "{\"kind\":\"epoch\",\"epoch\":3,\"test_ac"));
+
+  // The chart layout: a flags byte and doubles (fuzz_plot_layout.cpp): the inputs of issue #38
+  // that crashed or hung `dplab plot`, and an ordinary accuracy curve with every part drawn.
+  const auto doubles = [](uint8_t flags, const std::vector<double>& v) {
+    Bytes b{flags};
+    b.resize(1 + v.size() * sizeof(double));
+    std::memcpy(b.data() + 1, v.data(), v.size() * sizeof(double));
+    return b;
+  };
+  write_file(root / "plot_layout" / "accuracy_all_parts",
+             doubles(0x1f, {1, 0.5, 2, 0.61, 3, 0.72, 4, 0.8, 5, 0.83}));
+  write_file(root / "plot_layout" / "zero_and_denormal_segv", doubles(0, {0, 5e-324}));
+  write_file(root / "plot_layout" / "one_float_step_apart_endless_ticks",
+             doubles(0, {1.0, 1.0000000000000002}));
+  write_file(root / "plot_layout" / "thousand_float_step_apart_endless_ticks",
+             doubles(0, {1000, 1000.0000000000001}));
+  write_file(root / "plot_layout" / "x_spanning_doubles_bad_range_inf",
+             doubles(0x10, {1e308, 1, -1e308, 2}));
+  write_file(root / "plot_layout" / "y_spanning_doubles_invalid_matrix",
+             doubles(0, {1e308, -1e308, 1.7976931348623157e308}));
   return 0;
 }

@@ -185,7 +185,7 @@ TEST(Plot, ReadErrorsNameTheFileLineKindAndKey) {
   EXPECT_NE(m.find("cannot open metrics file"), std::string::npos) << m;
   EXPECT_NE(m.find("none.jsonl"), std::string::npos) << m;
   const auto bad = dir.file("bad.jsonl");
-  write_file(bad, "{\"epoch\":1,\"loss\":2}\n\n{\"epoch\":2,\"loss\":\n");
+  write_file(bad, "{\"epoch\":1,\"loss\":2}\n\n{\"epoch\":2,\"loss\":\n{\"epoch\":3,\"loss\":1}\n");
   m = error_of([&] { plot::read_metrics_file(bad); });
   EXPECT_NE(m.find(bad + ":3: not a JSON line"), std::string::npos) << m;
   const auto good = dir.file("good.jsonl");

@@ -219,7 +219,8 @@ TEST(PlotRender, CommandWritesEachFormatAndRefusesOthers) {
 
   // Any other extension is refused before anything is read or written.
   r = run_dplab(fmt::format("plot {} --out {}", runs, dir.file("fig.jpg")), dir.path / "jpg");
-  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.status, 2);  // a usage error, without a source location
+  EXPECT_EQ(r.err.find(".cpp:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("from its extension '.jpg': use .png, .svg or .pdf"), std::string::npos)
       << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir.file("fig.jpg")));
@@ -229,7 +230,8 @@ TEST(PlotRender, CommandErrors) {
   ScopedTempDir dir("plot-cli-errors");
   const auto good = dir.file("run/metrics.jsonl"), bad = dir.file("bad/metrics.jsonl");
   write_file(good, metrics_text({0.5, 0.6}));
-  write_file(bad, "{\"epoch\":1,\"test_acc\":0.5}\nnot json\n");
+  // (a bad line with records after it: a bad last line is skipped as torn, test_plot_hostile.cpp)
+  write_file(bad, "{\"epoch\":1,\"test_acc\":0.5}\nnot json\n{\"epoch\":2,\"test_acc\":0.6}\n");
   const auto png = dir.file("fig.png");
   auto r =
       run_dplab(fmt::format("plot {} --out {}", dir.file("missing.jsonl"), png), dir.path / "c1");
@@ -239,17 +241,22 @@ TEST(PlotRender, CommandErrors) {
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find(bad + ":2:"), std::string::npos) << r.err;
   r = run_dplab(fmt::format("plot {} --y nope --out {}", good, png), dir.path / "c3");
-  EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("no record of kind 'epoch' has the numeric key 'nope'"), std::string::npos)
+  EXPECT_EQ(r.status, 2);  // a key no run has: a usage error, without a source location
+  EXPECT_EQ(r.err.find(".cpp:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--y nope: no run has this numeric key in its records of kind 'epoch'"),
+            std::string::npos)
       << r.err;
   r = run_dplab(fmt::format("plot {} --vline-key algo.stage --out {}", good, png), dir.path / "c5");
-  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err.find(".cpp:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("--vline-key algo.stage: no record of any run"), std::string::npos) << r.err;
   r = run_dplab(fmt::format("plot {} --label a --label b --out {}", good, png), dir.path / "c4");
   EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err.find(".cpp:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("--label given 2 times for 1 runs"), std::string::npos) << r.err;
   r = run_dplab(fmt::format("plot {} --band iqr --out {}", good, png), dir.path / "c6");
-  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err.find(".cpp:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("expected minmax, std or none"), std::string::npos) << r.err;
   r = run_dplab(fmt::format("plot {} --kind step --out {}", good, png), dir.path / "c7");
   EXPECT_EQ(r.status, 1);

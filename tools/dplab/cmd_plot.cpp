@@ -78,6 +78,7 @@ CommandSpec plot_command() {
           if (!a->y_keys.empty()) r.y_keys = a->y_keys;
           r.band = plot::parse_band(a->band);
           const plot::Figure fig = plot::build_figure(r);
+          for (const auto& w : fig.warnings) std::cerr << "warning: " << w << "\n";
           for (const auto& n : fig.notes) std::cerr << "note: " << n << "\n";
           plot::render_chart(fig.spec, a->out);
           std::cout << "wrote " << a->out << "\n";

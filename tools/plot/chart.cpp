@@ -92,26 +92,50 @@ void final_marker(cairo_t* cr, const ChartLayout& L, const Series::Final& f, Col
   cairo_stroke(cr);
 }
 
+// Points per stroke: cairo's stroke of a polyline costs about the square of its crossings, and
+// the path of a series whose x goes back and forth stays long after polyline_points. Pieces
+// with round caps draw what one stroke with round joins draws.
+constexpr size_t kStrokePiece = 256;
+
 void draw_series(cairo_t* cr, const ChartLayout& L, const Series& s, size_t i, double dodge) {
   const Color c = series_color(i);
+  // Figure coordinates, reduced to what one device pixel column shows.
+  double column = 1, unused = 0;
+  cairo_device_to_user_distance(cr, &column, &unused);
+  std::vector<double> px(s.x.size()), py(s.x.size());
+  for (size_t k = 0; k < s.x.size(); ++k) px[k] = L.px(s.x[k]);
   if (!s.lo.empty()) {
-    cairo_move_to(cr, L.px(s.x[0]), L.py(s.hi[0]));
-    for (size_t k = 1; k < s.x.size(); ++k) cairo_line_to(cr, L.px(s.x[k]), L.py(s.hi[k]));
-    for (size_t k = s.x.size(); k-- > 0;) cairo_line_to(cr, L.px(s.x[k]), L.py(s.lo[k]));
+    std::vector<double> hi(s.x.size()), lo(s.x.size());
+    for (size_t k = 0; k < s.x.size(); ++k) {
+      hi[k] = L.py(s.hi[k]);
+      lo[k] = L.py(s.lo[k]);
+    }
+    const auto top = polyline_points(px, hi, std::abs(column)),
+               bottom = polyline_points(px, lo, std::abs(column));
+    for (size_t k : top) cairo_line_to(cr, px[k], hi[k]);  // the first line_to moves there
+    for (size_t n = bottom.size(); n-- > 0;) cairo_line_to(cr, px[bottom[n]], lo[bottom[n]]);
     cairo_close_path(cr);
     set_color(cr, c, 0.18);
     cairo_fill(cr);
   }
-  cairo_move_to(cr, L.px(s.x[0]), L.py(s.y[0]));
-  for (size_t k = 1; k < s.x.size(); ++k) cairo_line_to(cr, L.px(s.x[k]), L.py(s.y[k]));
+  for (size_t k = 0; k < s.x.size(); ++k) py[k] = L.py(s.y[k]);
+  const auto line = polyline_points(px, py, std::abs(column));
   set_color(cr, c);
   cairo_set_line_width(cr, kLineWidth);
   cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
-  cairo_stroke(cr);
+  cairo_set_line_cap(cr, CAIRO_LINE_CAP_ROUND);
+  for (size_t start = 0; start + 1 < line.size(); start += kStrokePiece - 1) {
+    cairo_move_to(cr, px[line[start]], py[line[start]]);
+    for (size_t n = start + 1; n < std::min(line.size(), start + kStrokePiece); ++n)
+      cairo_line_to(cr, px[line[n]], py[line[n]]);
+    cairo_stroke(cr);
+  }
+  cairo_set_line_cap(cr, CAIRO_LINE_CAP_BUTT);
   // Long series get markers on every n-th point (first and last always) to stay readable.
   const size_t every = (s.x.size() + kMaxMarkersPerSeries - 1) / kMaxMarkersPerSeries;
   for (size_t k = 0; k < s.x.size(); ++k)
-    if (k % every == 0 || k + 1 == s.x.size()) point_marker(cr, i, L.px(s.x[k]), L.py(s.y[k]), c);
+    if ((k % every == 0 || k + 1 == s.x.size()) && std::isfinite(px[k]) && std::isfinite(py[k]))
+      point_marker(cr, i, px[k], py[k], c);
   if (s.final_point) final_marker(cr, L, *s.final_point, c, dodge);
 }
 
@@ -220,6 +244,30 @@ std::string description(const ChartSpec& spec) {
 }
 
 }  // namespace
+
+std::vector<size_t> polyline_points(const std::vector<double>& x, const std::vector<double>& y,
+                                    double column) {
+  const auto finite = [&](size_t k) { return std::isfinite(x[k]) && std::isfinite(y[k]); };
+  const size_t n = std::min(x.size(), y.size());
+  std::vector<size_t> r;
+  for (size_t k = 0; k < n;) {
+    if (!finite(k)) {
+      ++k;
+      continue;
+    }
+    // A run of consecutive points in one column: its first, lowest, highest and last point.
+    const double col = std::floor(x[k] / column);
+    size_t first = k, lo = k, hi = k, last = k;
+    for (++k; k < n && finite(k) && std::floor(x[k] / column) == col; ++k) {
+      if (y[k] < y[lo]) lo = k;
+      if (y[k] > y[hi]) hi = k;
+      last = k;
+    }
+    for (size_t p : {first, std::min(lo, hi), std::max(lo, hi), last})
+      if (r.empty() || r.back() < p) r.push_back(p);
+  }
+  return r;
+}
 
 Color series_color(size_t i) {
   // Okabe and Ito's colour-blind-safe palette, its yellow darkened to read on white.

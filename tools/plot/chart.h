@@ -43,8 +43,13 @@ struct ChartLayout {
   bool legend_below = false;
   int legend_cols = 1;  // entries per legend row
   std::vector<MarkerLabel> marker_labels;
-  double px(double x) const { return plot.x0 + (x - x_lo) / (x_hi - x_lo) * (plot.x1 - plot.x0); }
-  double py(double y) const { return plot.y1 - (y - y_lo) / (y_hi - y_lo) * (plot.y1 - plot.y0); }
+  // Differences of halves: x - x_lo overflows for axes that span more than the largest double.
+  double px(double x) const {
+    return plot.x0 + (x / 2 - x_lo / 2) / (x_hi / 2 - x_lo / 2) * (plot.x1 - plot.x0);
+  }
+  double py(double y) const {
+    return plot.y1 - (y / 2 - y_lo / 2) / (y_hi / 2 - y_lo / 2) * (plot.y1 - plot.y0);
+  }
 };
 
 // The colour of series i as RGB in [0, 1] (a fixed, colour-blind-friendly palette of 8).
@@ -52,6 +57,16 @@ struct Color {
   double r = 0, g = 0, b = 0;
 };
 Color series_color(size_t i);
+
+// The indices of the points of a polyline (x, y in figure units) that a drawing with columns
+// `column` units wide shows: of each run of consecutive points within one column, the first,
+// the lowest, the highest and the last, in their order; non-finite points are left out. A
+// series of a million records whose x rises (epochs, steps, time) keeps at most four points per
+// pixel column, so that drawing it costs cairo a path as long as the figure is wide (cairo's
+// stroke of a long zig-zag grows about quadratically: 100k records took minutes). One pass,
+// linear in the points.
+std::vector<size_t> polyline_points(const std::vector<double>& x, const std::vector<double>& y,
+                                    double column);
 
 // Throws dplab::Error when the figure is too small for its labels or a series is malformed.
 ChartLayout layout_chart(cairo_t* cr, const ChartSpec& spec);

@@ -5,8 +5,11 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <optional>
+#include <set>
 
 #include "dplab/core/error.h"
+#include "dplab/core/usage_error.h"
 #include "dplab/tools/plot/metrics_series.h"
 #include "dplab/tools/plot/runs.h"
 
@@ -20,6 +23,14 @@ struct Run {
 
 std::string series_label(const std::string& name, const std::string& y_key, size_t n_y) {
   return n_y > 1 ? name + ": " + y_key : name;
+}
+
+// The keys a run may lack, in the order their notes are printed: --x, then each --y.
+std::vector<std::pair<const char*, std::string>> lacking_order(const FigureRequest& req) {
+  std::vector<std::pair<const char*, std::string>> r{{"--x", req.x_key}};
+  for (const auto& y : req.y_keys)
+    if (y != req.x_key) r.emplace_back("--y", y);
+  return r;
 }
 
 }  // namespace
@@ -48,26 +59,62 @@ Figure build_figure(const FigureRequest& req) {
   spec.height = req.height;
   spec.scale = req.scale;
   spec.title = req.title;
+  for (const auto& r : runs)
+    fig.warnings.insert(fig.warnings.end(), r.metrics.warnings.begin(), r.metrics.warnings.end());
   bool any_marker_key = false, elapsed_computed = false;
-  // series[run][y key]
-  std::vector<std::vector<Series>> read(runs.size());
+  // series[run][y key]; none where the run lacks the x or the y key, which leaves the run out
+  // of that key's lines (a run of another algorithm without its test_acc_consensus), with a note.
+  std::vector<std::vector<std::optional<Series>>> read(runs.size());
+  std::map<std::string, std::vector<size_t>> lacking;  // key -> runs without it
+  std::set<std::string> keys_there;                    // of the runs lacking a key
   for (size_t i = 0; i < runs.size(); ++i)
     for (const auto& y : req.y_keys) {
-      auto m = series_of(runs[i].metrics, {req.x_key, y, req.kind, req.marker_key});
+      read[i].emplace_back();
+      MetricsSeries m;
+      try {
+        m = series_of(runs[i].metrics, {req.x_key, y, req.kind, req.marker_key});
+      } catch (const MissingKey& e) {
+        auto& l = lacking[e.key];
+        if (l.empty() || l.back() != i) l.push_back(i);
+        keys_there.insert(e.keys.begin(), e.keys.end());
+        continue;
+      }
       any_marker_key |= m.marker_key_found;
       elapsed_computed |= m.elapsed_from_time_s;
       // The final record describes the run after its last epoch: it is drawn at the last x.
       if (req.with_final && m.final_y)
         m.series.final_point = Series::Final{m.series.x.back(), *m.final_y, *m.final_y, *m.final_y};
-      read[i].push_back(std::move(m.series));
+      read[i].back() = std::move(m.series);
     }
-  DPLAB_CHECK(req.marker_key.empty() || any_marker_key,
-              "--vline-key {}: no record of any run has this numeric key", req.marker_key);
+  // A key no run has is a mistake in the command line: exit status 2, no source location.
+  std::string keys_text;
+  for (const auto& k : keys_there) keys_text += (keys_text.empty() ? "" : ", ") + k;
+  const auto no_run_has = [&](const char* flag, const std::string& key) {
+    return UsageError(fmt::format(
+        "{} {}: no run has this numeric key in its records of kind '{}' (their keys: {})", flag,
+        key, req.kind, keys_text.empty() ? "none" : keys_text));
+  };
+  if (lacking[req.x_key].size() == runs.size()) throw no_run_has("--x", req.x_key);
+  for (size_t k = 0; k < req.y_keys.size(); ++k)
+    if (std::none_of(read.begin(), read.end(), [&](const auto& r) { return r[k].has_value(); }))
+      throw no_run_has("--y", req.y_keys[k]);
+  for (const auto& [flag, key] : lacking_order(req)) {
+    const auto it = lacking.find(key);
+    if (it == lacking.end() || it->second.empty()) continue;
+    std::string names;
+    for (size_t i : it->second) names += (names.empty() ? "" : ", ") + runs[i].dir;
+    fig.notes.push_back(
+        fmt::format("{} {}: not drawn for {} of {} runs, which lack this numeric key: {}", flag,
+                    key, it->second.size(), runs.size(), names));
+  }
+  DPLAB_CHECK_OPTION(req.marker_key.empty() || any_marker_key,
+                     "--vline-key {}: no record of any run has this numeric key", req.marker_key);
 
   if (req.group_by.empty()) {
     for (size_t i = 0; i < runs.size(); ++i)
       for (size_t k = 0; k < req.y_keys.size(); ++k) {
-        spec.series.push_back(std::move(read[i][k]));
+        if (!read[i][k]) continue;
+        spec.series.push_back(std::move(*read[i][k]));
         spec.series.back().label = series_label(runs[i].label, req.y_keys[k], req.y_keys.size());
       }
   } else {
@@ -99,10 +146,12 @@ Figure build_figure(const FigureRequest& req) {
       const auto& idx = members[order[g]];
       for (size_t k = 0; k < req.y_keys.size(); ++k) {
         std::vector<Series> group;
-        for (size_t i : idx) group.push_back(read[i][k]);
+        for (size_t i : idx)
+          if (read[i][k]) group.push_back(*read[i][k]);
+        if (group.empty()) continue;  // no run of the group has the key (noted above)
         const std::string name =
             fmt::format("{} ({} run{})", series_label(shown[g], req.y_keys[k], req.y_keys.size()),
-                        idx.size(), idx.size() == 1 ? "" : "s");
+                        group.size(), group.size() == 1 ? "" : "s");
         size_t dropped = 0;
         spec.series.push_back(group_mean(group, req.band, name, &dropped));
         if (dropped)

@@ -26,10 +26,14 @@ struct FigureRequest {
 
 struct Figure {
   ChartSpec spec;
-  std::vector<std::string> notes;  // what the caller should tell the user (grouping fallbacks)
+  std::vector<std::string> notes;     // what the caller should tell the user (grouping fallbacks,
+                                      // runs drawn without a key they lack)
+  std::vector<std::string> warnings;  // input skipped ("FILE:LINE: ..." of a torn last line)
 };
 
-// Throws dplab::Error for unreadable runs, missing keys, or a marker key no run has.
+// Throws dplab::Error for unreadable runs, and dplab::UsageError for an --x, --y or --vline-key
+// key that no run has (a run without an --x or --y key is left out of that key's lines, and a
+// note names it).
 Figure build_figure(const FigureRequest& request);
 
 }  // namespace dplab::plot

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "dplab/core/error.h"
+#include "dplab/core/usage_error.h"
 
 namespace dplab::plot {
 
@@ -11,7 +13,7 @@ Band parse_band(const std::string& s) {
   if (s == "minmax") return Band::minmax;
   if (s == "std") return Band::std;
   if (s == "none") return Band::none;
-  DPLAB_FAIL("--band '{}': expected minmax, std or none", s);
+  DPLAB_FAIL_OPTION("--band '{}': expected minmax, std or none", s);
 }
 
 std::string band_description(Band b) {
@@ -34,11 +36,19 @@ struct Stats {
 
 // The mean of `v` and its band: min and max, mean -+ one sample standard deviation, or none
 // (lo = hi = mean).
+// Values near the largest double (hostile or diverged input) overflow the plain sums; the
+// mean and the band are then taken of v / n and of scaled deviations, which cannot, and a band
+// that still reaches past the largest double ends there.
 Stats stats(const std::vector<double>& v, Band band) {
+  constexpr double kMax = std::numeric_limits<double>::max();
   const double n = double(v.size());
   Stats s;
   for (double x : v) s.mean += x;
   s.mean /= n;
+  if (!std::isfinite(s.mean)) {
+    s.mean = 0;
+    for (double x : v) s.mean += x / n;
+  }
   s.lo = s.hi = s.mean;
   if (band == Band::minmax) {
     s.lo = *std::min_element(v.begin(), v.end());
@@ -46,9 +56,16 @@ Stats stats(const std::vector<double>& v, Band band) {
   } else if (band == Band::std && v.size() > 1) {
     double ss = 0;
     for (double x : v) ss += (x - s.mean) * (x - s.mean);
-    const double sd = std::sqrt(ss / (n - 1));
-    s.lo = s.mean - sd;
-    s.hi = s.mean + sd;
+    double sd = std::sqrt(ss / (n - 1));
+    if (!std::isfinite(sd)) {  // halves of the deviations, scaled by the largest
+      double scale = 0;
+      for (double x : v) scale = std::max(scale, std::abs(x / 2 - s.mean / 2));
+      ss = 0;
+      for (double x : v) ss += ((x / 2 - s.mean / 2) / scale) * ((x / 2 - s.mean / 2) / scale);
+      sd = 2 * scale * std::sqrt(ss / (n - 1));
+    }
+    s.lo = std::max(s.mean - sd, -kMax);
+    s.hi = std::min(s.mean + sd, kMax);
   }
   return s;
 }

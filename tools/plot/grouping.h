@@ -14,7 +14,7 @@ enum class Band {
   none,
 };
 
-// Parses "minmax", "std" or "none"; throws dplab::Error naming the accepted values.
+// Parses "minmax", "std" or "none"; throws dplab::UsageError naming the accepted values.
 Band parse_band(const std::string& s);
 // How the legend names the band ("min-max over runs", "mean \u00b1 1 std").
 std::string band_description(Band b);

@@ -27,15 +27,22 @@ struct Range {
   }
 };
 
-// Widens an empty or zero-width range so that the axis has a scale.
+constexpr double kMax = std::numeric_limits<double>::max();
+
+// Widens a range too narrow to have a scale: empty, one value, or values closer than a
+// billionth of their magnitude (1 and the next double 1.0000000000000002; 0 and the denormal
+// 5e-324), whose ticks would need more digits than a double has. Such values are drawn as one,
+// with a tenth of it on either side (values below 1e-290, denormals included, count as 0), and
+// never past the largest double.
 void widen(Range& r) {
   if (r.lo > r.hi) {
     r.lo = 0;
     r.hi = 1;
-  } else if (r.lo == r.hi) {
-    const double d = r.lo == 0 ? 1 : std::abs(r.lo) * 0.1;
-    r.lo -= d;
-    r.hi += d;
+  } else if (r.hi / 2 - r.lo / 2 < 500 * finest_step(r.lo, r.hi)) {
+    const double c = std::abs(r.lo / 2 + r.hi / 2) < 1e-290 ? 0 : r.lo / 2 + r.hi / 2;
+    const double d = c == 0 ? 1 : std::abs(c) * 0.1;
+    r.lo = std::max(c - d, -kMax);
+    r.hi = std::min(c + d, kMax);
   }
 }
 
@@ -87,10 +94,11 @@ ChartLayout layout_chart(cairo_t* cr, const ChartSpec& spec) {
   widen(xr);
   widen(yr);
   ChartLayout L;
-  // A small margin on x keeps the point markers at both ends off the frame.
-  const double xm = 0.03 * (xr.hi - xr.lo);
-  L.x_lo = xr.lo - xm;
-  L.x_hi = xr.hi + xm;
+  // A small margin on x keeps the point markers at both ends off the frame. Differences of
+  // halves: hi - lo overflows when the values span more than the largest double.
+  const double xm = 2 * (0.03 * (xr.hi / 2 - xr.lo / 2));
+  L.x_lo = std::max(xr.lo - xm, -kMax);
+  L.x_hi = std::min(xr.hi + xm, kMax);
   const double W = spec.width, H = spec.height;
 
   // The legend: right of the plot area when it fits in about a third of the width, else below
@@ -129,8 +137,9 @@ ChartLayout layout_chart(cairo_t* cr, const ChartSpec& spec) {
     DPLAB_CHECK(plot_h >= 60, "figure {}x{} is too small for its labels (plot area {:.0f} high)",
                 spec.width, spec.height, plot_h);
     L.y_ticks = nice_ticks(yr.lo, yr.hi, std::clamp(int(plot_h / 45), 2, 10), &L.y_step);
-    L.y_lo = L.y_ticks.front();
-    L.y_hi = L.y_ticks.back();
+    // The outer ticks, or the data where no tick lies beyond it (at the largest double).
+    L.y_lo = std::min(L.y_ticks.front(), yr.lo);
+    L.y_hi = std::max(L.y_ticks.back(), yr.hi);
     double y_label_w = 0;
     for (double t : L.y_ticks)
       y_label_w = std::max(y_label_w, text_width(cr, kTickFont, tick_label(t, L.y_step)));
@@ -139,7 +148,7 @@ ChartLayout layout_chart(cairo_t* cr, const ChartSpec& spec) {
     // The last x tick label is centred on its tick: keep half of it inside the figure.
     double plot_right = right;
     if (entries.empty() || L.legend_below)
-      plot_right -= text_width(cr, kTickFont, tick_label(xr.hi, (xr.hi - xr.lo) / 4)) / 2;
+      plot_right -= text_width(cr, kTickFont, tick_label(xr.hi, (xr.hi / 2 - xr.lo / 2) / 2)) / 2;
     DPLAB_CHECK(plot_right - left >= 80,
                 "figure {}x{} is too small for its labels and legend (plot area {:.0f} wide)",
                 spec.width, spec.height, plot_right - left);
@@ -153,14 +162,17 @@ ChartLayout layout_chart(cairo_t* cr, const ChartSpec& spec) {
       double widest = 0;
       for (double t : L.x_ticks)
         widest = std::max(widest, text_width(cr, kTickFont, tick_label(t, L.x_step)));
-      if (widest + 12 <= L.x_step / (L.x_hi - L.x_lo) * (plot_right - left) || target == 1) break;
+      if (widest + 12 <= L.x_step / 2 / (L.x_hi / 2 - L.x_lo / 2) * (plot_right - left) ||
+          target == 1)
+        break;
     }
     // Marker texts above the plot area, each on the lowest row where it overlaps no other.
     std::vector<std::vector<Rect>> taken;
     int used = 0;
     for (auto& m : labels) {
       const double w = text_width(cr, kMarkerFont, m.text);
-      const double x0 = std::clamp(L.px(m.x) - w / 2, kPad, W - kPad - w);
+      // (not std::clamp: a text wider than the figure has no valid range; it starts at kPad)
+      const double x0 = std::max(kPad, std::min(L.px(m.x) - w / 2, W - kPad - w));
       int r = 0;
       for (;; ++r) {
         if (r == int(taken.size())) taken.emplace_back();

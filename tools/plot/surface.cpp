@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "dplab/core/error.h"
+#include "dplab/core/usage_error.h"
 
 namespace dplab::plot {
 namespace {
@@ -63,16 +64,18 @@ Format format_for_path(const std::string& path) {
   if (ext == ".png") return Format::png;
   if (ext == ".svg") return Format::svg;
   if (ext == ".pdf") return Format::pdf;
-  DPLAB_FAIL(
+  DPLAB_FAIL_OPTION(
       "cannot tell the figure format of '{}' from its extension '{}': use .png, .svg or .pdf", path,
       ext.empty() ? "(none)" : ext);
 }
 
 Surface::Surface(const std::string& path, int width, int height, double scale)
     : path_(path), format_(format_for_path(path)) {
-  DPLAB_CHECK(width >= 100 && height >= 100 && width <= 20000 && height <= 20000,
-              "figure size {}x{}: width and height must be between 100 and 20000", width, height);
-  DPLAB_CHECK(scale >= 0.25 && scale <= 10, "figure scale {}: must be between 0.25 and 10", scale);
+  DPLAB_CHECK_OPTION(width >= 100 && height >= 100 && width <= 20000 && height <= 20000,
+                     "figure size {}x{}: width and height must be between 100 and 20000", width,
+                     height);
+  DPLAB_CHECK_OPTION(scale >= 0.25 && scale <= 10, "figure scale {}: must be between 0.25 and 10",
+                     scale);
   if (format_ != Format::png) scale = 1;
   switch (format_) {
     case Format::png:

@@ -10,8 +10,9 @@ namespace dplab::plot {
 
 enum class Format { png, svg, pdf };
 
-// The format for `path`'s extension (.png, .svg, .pdf, any case); throws dplab::Error naming the
-// path, its extension and the accepted ones for anything else, before anything is written.
+// The format for `path`'s extension (.png, .svg, .pdf, any case); throws dplab::UsageError
+// naming the path, its extension and the accepted ones for anything else, before anything is
+// written.
 Format format_for_path(const std::string& path);
 
 // A cairo surface and context for one figure. finish() writes the file and throws
@@ -20,8 +21,8 @@ Format format_for_path(const std::string& path);
 class Surface {
  public:
   // `scale` multiplies a PNG's pixels (2: the same figure at twice the resolution); the vector
-  // formats are resolution-free and ignore it. Throws dplab::Error for an unknown extension, a
-  // size outside 100..20000 or a scale outside 0.25..10.
+  // formats are resolution-free and ignore it. Throws dplab::UsageError for an unknown
+  // extension, a size outside 100..20000 or a scale outside 0.25..10.
   Surface(const std::string& path, int width, int height, double scale = 1);
   ~Surface();
   Surface(const Surface&) = delete;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the fuzz targets (tests/fuzz: IDX, tar shards, images, safetensors, TOML config, config
-# through the option checks) with clang, libFuzzer, ASan and UBSan into
+# through the option checks, and `dplab plot`'s metrics reader and chart layout) with clang,
+# libFuzzer, ASan and UBSan into
 # ${DPLAB_FUZZ_BUILD_DIR:-build-fuzz}, then fuzzes each for SECONDS (default 60) and prints, per
 # target, the inputs executed, the coverage reached and every finding (the crashing input
 # libFuzzer saved, and the top of its report).
@@ -12,14 +13,14 @@
 #
 # New interesting inputs accumulate in BUILD/fuzz/corpus/<target> (the committed seeds in
 # tests/fuzz/corpus are only read); findings go to BUILD/fuzz/artifacts/<target>/. Exit status 1
-# when any target had a finding. Only the parsers' libraries (core, data, and the config reader's
-# sources) are built, CUDA off.
+# when any target had a finding. Only the parsers' libraries (core, data, tools/plot, and the config
+# reader's sources) are built, CUDA off.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${DPLAB_FUZZ_BUILD_DIR:-$root/build-fuzz}"
 jobs="${DPLAB_JOBS:-$(nproc)}"
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$root}"
-all_targets=(idx tar image safetensors toml options)
+all_targets=(idx tar image safetensors toml options plot_metrics plot_layout)
 
 mode=run
 seconds=60
@@ -47,8 +48,11 @@ if [ ! -f "$build/build.ninja" ]; then
 fi
 cmake --build "$build" -j "$jobs" --target $(printf 'fuzz_%s ' "${targets[@]}")
 
-# Symbolised stacks; leaks are findings too (libFuzzer checks after each input).
+# Symbolised stacks; leaks are findings too (libFuzzer checks after each input), except the
+# third-party ones tools/scripts/sanitize/lsan.supp names (fontconfig's, under cairo's text).
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}"
+supp="$root/tools/scripts/sanitize/lsan.supp"
+export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$supp:print_suppressions=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
 if [ "$mode" = ctest ]; then
