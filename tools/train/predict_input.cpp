@@ -60,7 +60,7 @@ InputKind sniff_input(const std::string& path, std::string* found) {
   std::error_code ec;
   const uintmax_t size = fs::file_size(path, ec);
   DPLAB_CHECK(!ec, "cannot read {}: {}", path, ec.message());
-  const std::vector<uint8_t> b = head_bytes(path, kSniffBytes);
+  const std::vector<uint8_t> b = head_bytes(path, size_t(std::min<uintmax_t>(size, kSniffBytes)));
   std::string what;
   InputKind kind = InputKind::other;
   // safetensors: an 8-byte little-endian header length that fits the file, then '{'.
