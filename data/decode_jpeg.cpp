@@ -51,6 +51,7 @@ struct JpegJob {
   bool (*allocate)(JpegJob*) = nullptr;
   void* owner = nullptr;
   int msg_code = 0;
+  size_t read = 0;  // bytes libjpeg had taken from the data when it stopped
   bool too_many_scans = false;
   char error[JMSG_LENGTH_MAX + 64] = {};
 };
@@ -66,8 +67,15 @@ JpegJob* job_of(j_common_ptr cinfo) {
   return static_cast<JpegJob*>(cinfo->client_data);
 }
 
+void note_position(j_common_ptr cinfo) {
+  JpegJob* job = job_of(cinfo);
+  const jpeg_source_mgr* src = reinterpret_cast<j_decompress_ptr>(cinfo)->src;
+  if (src != nullptr) job->read = job->size - std::min(job->size, size_t(src->bytes_in_buffer));
+}
+
 [[noreturn]] void on_jpeg_error(j_common_ptr cinfo) {
   JpegJob* job = job_of(cinfo);
+  note_position(cinfo);
   job->msg_code = cinfo->err->msg_code;
   (*cinfo->err->format_message)(cinfo, job->error);
   std::longjmp(reinterpret_cast<JpegError*>(cinfo->err)->jump, 1);
@@ -81,6 +89,7 @@ void on_jpeg_message(j_common_ptr cinfo, int level) {
 void on_jpeg_progress(j_common_ptr cinfo) {
   if (reinterpret_cast<j_decompress_ptr>(cinfo)->input_scan_number > kMaxScans) {
     JpegJob* job = job_of(cinfo);
+    note_position(cinfo);
     job->too_many_scans = true;
     std::snprintf(job->error, sizeof job->error,
                   "progressive JPEG with more than %d scans (expected at most %d)", kMaxScans,
@@ -203,10 +212,12 @@ RgbImage jpeg_decode(const uint8_t* data, size_t size, const std::string& what,
       throw DecodeError(fmt::format(
           "{}: JPEG ({}x{}{}) needs more memory than the limit for its size: {} bytes in all "
           "(3x its RGB size + 16 MiB), {} of them for libjpeg's buffers (a progressive or "
-          "multi-scan JPEG keeps 2 bytes per sample of every component); libjpeg: {}",
-          what, hdr.width, hdr.height, hdr.cmyk ? ", CMYK" : "", bound, job.max_memory, job.error));
-    throw DecodeError(
-        fmt::format("{}: corrupt JPEG ({}x{}): {}", what, hdr.width, hdr.height, job.error));
+          "multi-scan JPEG keeps 2 bytes per sample of every component); libjpeg: {} (after "
+          "reading {} of {} bytes)",
+          what, hdr.width, hdr.height, hdr.cmyk ? ", CMYK" : "", bound, job.max_memory, job.error,
+          job.read, size));
+    throw DecodeError(fmt::format("{}: corrupt JPEG ({}x{}): {} (libjpeg stopped at byte {} of {})",
+                                  what, hdr.width, hdr.height, job.error, job.read, size));
   }
   return std::move(buffers.img);
 }

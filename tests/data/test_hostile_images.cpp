@@ -240,6 +240,8 @@ TEST(HostileImages, JpegThroughLibjpegKeepsTurboJpegsBehaviour) {
   const Bytes cut(rgb.begin(), rgb.begin() + long(rgb.size() * 2 / 3));
   const std::string msg = decode_error([&] { decode_image(cut.data(), cut.size(), "cut.jpg"); });
   EXPECT_HAS(msg, "cut.jpg: corrupt JPEG (40x24)");
+  EXPECT_HAS(msg, "(libjpeg stopped at byte ");  // at (or one before, an 0xFF) the end
+  EXPECT_HAS(msg, fmt::format(" of {})", cut.size()));
   // More than 500 scans (as TurboJPEG's TJFLAG_LIMITSCANS): the first scan (DC of every
   // component), made a valid repeatable one (successive approximation Al = 0), 501 times.
   const Bytes prog = encode_jpeg(px.data(), w, h, 3, {90, 444, true});
