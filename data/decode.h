@@ -11,7 +11,7 @@
 // the decoder libraries' own buffers included (libpng through a counting allocator, libjpeg
 // through its memory manager's limit, stb_image through its allocation macros); a file whose
 // data cannot hold what its header declares is refused before the pixels are allocated where
-// that can be told from the file (PNG, PNM, BMP). Errors throw DecodeError naming the `what`
+// that can be told from the file (PNG, PNM, BMP, TGA). Errors throw DecodeError naming the `what`
 // context (shard and key, or file path) the caller passes, what was expected and what was found.
 #pragma once
 #include <cstddef>

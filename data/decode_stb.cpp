@@ -175,6 +175,21 @@ uint64_t bmp_raster_end(const uint8_t* d, size_t size, const ImageHeader& h) {
   return uint64_t(le(d + 10, 4)) + (bits + 31) / 32 * 4 * uint64_t(h.height - 1) + (bits + 7) / 8;
 }
 
+// The fewest bytes a TGA of h's size can take, from the start of the file (stb_image's
+// layout: the 18-byte header, the image ID, the colour map from its first-entry offset, then
+// the pixels): every pixel stored, or for run-length data at most 128 pixels per packet of a
+// count byte and one pixel. stb_image reads zeros past the end of its input, as for BMP.
+uint64_t tga_min_end(const uint8_t* d, size_t size, const ImageHeader& h) {
+  if (size < 18) return 0;
+  const unsigned cmap_type = d[1], type = d[2], cmap_bits = d[7], bpp = d[16];
+  const bool indexed = cmap_type != 0, rle = type >= 8;
+  uint64_t start = 18 + uint64_t(d[0]);
+  if (indexed) start += le(d + 3, 2) + uint64_t(le(d + 5, 2)) * ((cmap_bits + 7) / 8);
+  const uint64_t pixel = indexed ? (bpp == 8 ? 1 : 2) : (bpp + 7) / 8;
+  const uint64_t pixels = uint64_t(h.width) * uint64_t(h.height);
+  return rle ? start + (pixels + 127) / 128 * (1 + pixel) : start + pixels * pixel;
+}
+
 }  // namespace
 
 RgbImage stb_decode(const uint8_t* data, size_t size, const std::string& what, int64_t max_pixels) {
@@ -188,6 +203,14 @@ RgbImage stb_decode(const uint8_t* data, size_t size, const std::string& what, i
           "file has {} bytes; refused before decoding",
           what, h.width, h.height, le(data + (le(data + 14, 4) == 12 ? 24 : 28), 2),
           le(data + 10, 4), end, size));
+  }
+  if (h.format == ImageFormat::tga) {
+    const uint64_t end = tga_min_end(data, size, h);
+    if (end > size)
+      throw DecodeError(fmt::format(
+          "{}: truncated TGA: a {}x{} image of type {} with {}-bit pixels takes at least {} bytes, "
+          "the file has {}; refused before decoding",
+          what, h.width, h.height, data[2], data[16], end, size));
   }
   // GIF decodes to RGBA beside a background and a history buffer (9 bytes per pixel); asking
   // stb_image for RGB would add a converted copy while those live, so GIF is taken as RGBA and

@@ -126,6 +126,23 @@ inline Bytes make_bmp24(int w, int h, const Bytes& rgb, bool top_down) {
   return out;
 }
 
+// A 24-bit TGA of w x h from RGB pixels (top row first, stored top-down: descriptor bit 5),
+// uncompressed (type 2) or run-length coded (type 10) with one raw packet per row.
+inline Bytes make_tga24(int w, int h, const Bytes& rgb, bool rle) {
+  Bytes out = {0, 0, uint8_t(rle ? 10 : 2), 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  put_le(out, uint32_t(w), 2);
+  put_le(out, uint32_t(h), 2);
+  out.insert(out.end(), {24, 0x20});
+  for (int y = 0; y < h; ++y) {
+    if (rle) out.push_back(uint8_t(w - 1));  // a raw packet of w pixels (w <= 128)
+    for (int x = 0; x < w; ++x) {
+      const uint8_t* p = &rgb[(size_t(y) * size_t(w) + size_t(x)) * 3];
+      out.insert(out.end(), {p[2], p[1], p[0]});
+    }
+  }
+  return out;
+}
+
 // A GIF89a with a logical screen of screen_w x screen_h, one w x h frame at (0, 0) of palette
 // indices 0..3 into a 4-colour global table (`palette`, 12 bytes), LZW-coded uncompressed: a
 // clear code before every index keeps every code 3 bits wide.

@@ -2,7 +2,8 @@
 // than the file holds or more than 8 MiB (every chunk type; the error names the chunk, its
 // offset and what was expected), PNG IDAT data too small for the declared pixels (refused before
 // decoding), PNG text, ICC and palette chunks and Adam7 interlacing decoded to the same pixels,
-// top-down BMPs (negative height), GIFs through stb_image's RGBA path, and JPEG decoding
+// top-down BMPs (negative height), BMP and TGA rasters shorter than their header declares
+// (refused), GIFs through stb_image's RGBA path, and JPEG decoding
 // through libjpeg (scan limit, CMYK, truncation). Every file is written by the test
 // (image_bytes.h); expected pixels come from the bytes written.
 #include <gtest/gtest.h>
@@ -198,6 +199,47 @@ TEST(HostileImages, TopDownBmpDecodesTopRowFirst) {
   bad[25] = 0x80;
   EXPECT_HAS(decode_error([&] { decode_image(bad.data(), bad.size(), "min.bmp"); }),
              "impossible size 3x2147483648");
+}
+
+TEST(HostileImages, BmpAndTgaShorterThanTheirHeaderDeclaresAreRefused) {
+  // stb_image reads zeros past the end of its input: a cut file would decode to black after
+  // every pixel was allocated. The raster's length is checked before.
+  const int w = 5, h = 3;
+  Bytes rgb(size_t(w) * h * 3);
+  for (size_t i = 0; i < rgb.size(); ++i) rgb[i] = uint8_t(i * 11);
+  const Bytes bmp = test::make_bmp24(w, h, rgb, false);
+  EXPECT_EQ(decode_image(bmp.data(), bmp.size(), "a.bmp").rgb, rgb);
+  // The last row's padding may be missing; one byte of pixels less is refused.
+  const size_t last_padding = size_t((w * 3 + 3) / 4 * 4 - w * 3);
+  EXPECT_EQ(decode_image(bmp.data(), bmp.size() - last_padding, "a.bmp").rgb, rgb);
+  const std::string msg =
+      decode_error([&] { decode_image(bmp.data(), bmp.size() - last_padding - 1, "cut.bmp"); });
+  EXPECT_HAS(msg,
+             "cut.bmp: truncated BMP: the 5x3 raster of 24-bit pixels from byte 54 ends at "
+             "byte " +
+                 std::to_string(bmp.size() - last_padding));
+  for (bool rle : {false, true}) {
+    SCOPED_TRACE(rle);
+    const Bytes tga = test::make_tga24(w, h, rgb, rle);
+    const ImageHeader hdr = read_image_header(tga.data(), tga.size(), "a.tga");
+    EXPECT_EQ(hdr.format, ImageFormat::tga);
+    EXPECT_EQ(decode_image(tga.data(), tga.size(), "a.tga").rgb, rgb);
+    if (!rle) {
+      const Bytes cut(tga.begin(), tga.end() - 1);
+      EXPECT_HAS(decode_error([&] { decode_image(cut.data(), cut.size(), "cut.tga"); }),
+                 "cut.tga: truncated TGA: a 5x3 image of type 2 with 24-bit pixels takes at "
+                 "least 63 bytes, the file has 62");
+    }
+  }
+  // Found by fuzz_image: 52 bytes of 16-bit uncompressed TGA declaring 4112 x 4112 (it decoded,
+  // to 17 Mpixel of black).
+  Bytes tga = {0, 0, 2, 0x75, 0x10, 0x10, 0x10, 0x10, 0, 0, 0, 0};
+  test::put_le(tga, 4112, 2);
+  test::put_le(tga, 4112, 2);
+  tga.insert(tga.end(), {16, 0x10});
+  tga.resize(52, 0x10);
+  EXPECT_HAS(decode_error([&] { decode_image(tga.data(), tga.size(), "slow.tga"); }),
+             "takes at least 33817106 bytes, the file has 52; refused before decoding");
 }
 
 TEST(HostileImages, GifDecodesThroughStbImageRgba) {
