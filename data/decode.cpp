@@ -136,8 +136,6 @@ RgbImage decode_image(const uint8_t* data, size_t size, const std::string& what,
     case ImageFormat::tga:
       return detail::stb_decode(data, size, what, max_pixels);
   }
-  TjHandle handle(false);
-  tjhandle tj = handle.h;
   // The smallest scale-down whose output still covers the requested size (factors come
   // largest first, 2/1 down to 1/8; only those <= 1 are considered).
   int n = 0;
@@ -153,31 +151,8 @@ RgbImage decode_image(const uint8_t* data, size_t size, const std::string& what,
         best = f;
     }
   }
-  RgbImage img;
-  img.width = scaled(hdr.width, best);
-  img.height = scaled(hdr.height, best);
-  img.rgb.resize(size_t(img.width) * size_t(img.height) * 3);
-  // libjpeg-turbo 2.1 cannot convert CMYK/YCCK to RGB: decode to (Adobe, inverted) CMYK and
-  // convert here, R = C * K / 255 on the stored values (as stb_image does).
-  std::vector<uint8_t> cmyk;
-  if (hdr.cmyk) cmyk.resize(size_t(img.width) * size_t(img.height) * 4);
-  uint8_t* dst = hdr.cmyk ? cmyk.data() : img.rgb.data();
-  if (tjDecompress2(tj, data, static_cast<unsigned long>(size), dst, img.width, 0, img.height,
-                    hdr.cmyk ? TJPF_CMYK : TJPF_RGB, TJFLAG_ACCURATEDCT | TJFLAG_LIMITSCANS) != 0) {
-    // A warning (e.g. a truncated scan libjpeg-turbo padded with grey) is still a corrupt file
-    // for training data: report it rather than train on half an image. TJFLAG_LIMITSCANS
-    // refuses progressive files of more than 500 scans (a CPU bomb of a few kilobytes).
-    throw DecodeError(fmt::format("{}: corrupt JPEG ({}x{}): {}", what, hdr.width, hdr.height,
-                                  tjGetErrorStr2(tj)));
-  }
-  if (hdr.cmyk) {
-    for (size_t p = 0, n = size_t(img.width) * size_t(img.height); p < n; ++p) {
-      const unsigned k = cmyk[p * 4 + 3];
-      for (size_t c = 0; c < 3; ++c)
-        img.rgb[p * 3 + c] = uint8_t((cmyk[p * 4 + c] * k + 127) / 255);
-    }
-  }
-  return img;
+  return detail::jpeg_decode(data, size, what, hdr, best.num, best.denom, scaled(hdr.width, best),
+                             scaled(hdr.height, best));
 }
 
 std::vector<uint8_t> encode_jpeg(const uint8_t* pixels, int width, int height, int channels,

@@ -7,8 +7,12 @@
 // Untrusted input: every decoder's header is read first and an image with more than
 // `max_pixels` pixels is refused before any pixel buffer is allocated, so a few bytes claiming
 // 65535 x 65535 cannot take gigabytes; data shorter than the header declares is an error, never
-// a read past the buffer. Errors throw DecodeError naming the `what` context (shard and key, or
-// file path) the caller passes, what was expected and what was found.
+// a read past the buffer. One decode allocates at most max_decode_bytes(width, height) in all,
+// the decoder libraries' own buffers included (libpng through a counting allocator, libjpeg
+// through its memory manager's limit, stb_image through its allocation macros); a file whose
+// data cannot hold what its header declares is refused before the pixels are allocated where
+// that can be told from the file (PNG, PNM, BMP, TGA). Errors throw DecodeError naming the `what`
+// context (shard and key, or file path) the caller passes, what was expected and what was found.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -28,6 +32,19 @@ class DecodeError : public Error {
 // 50 Mpixel camera's 8688 x 5792) decodes to at most 192 MiB of RGB per loader thread; larger
 // training images are almost always damage or decompression bombs.
 constexpr int64_t kDefaultMaxImagePixels = int64_t(1) << 26;
+
+// The memory bound of one decode of a width x height image (the size its header declares):
+// 3 x its RGB size + 16 MiB, whatever the format, the scaling, or the damage: 592 MiB at
+// 64 Mpixel. A decode that would need more is refused with a DecodeError saying so (a
+// progressive 4:4:4 CMYK JPEG of more than 8 Mpixel decoded at full size, whose coefficients
+// alone take 8 bytes a pixel; a 16-bit RGBA PNG more than a million pixels wide, for libpng's
+// row buffers).
+constexpr uint64_t kDecodeSlackBytes = uint64_t(16) << 20;
+constexpr uint64_t max_decode_bytes(int64_t width, int64_t height) {
+  if (width <= 0 || height <= 0 || width > INT32_MAX || height > INT32_MAX) return UINT64_MAX;
+  const uint64_t pixels = uint64_t(width) * uint64_t(height);
+  return pixels > (uint64_t(1) << 58) ? UINT64_MAX : 9 * pixels + kDecodeSlackBytes;
+}
 
 // Encoded images larger than this are refused (stb_image and the size checks take an int).
 constexpr uint64_t kMaxEncodedImageBytes = 0x7fffffffu;

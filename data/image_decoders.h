@@ -18,6 +18,12 @@ void check_image_size(int64_t width, int64_t height, int64_t max_pixels, ImageFo
 ImageHeader checked_header(int64_t width, int64_t height, ImageFormat format,
                            const std::string& what);
 
+// JPEG through libjpeg, scaled by scale_num / scale_denom (one of tjGetScalingFactors') to
+// out_width x out_height (TJSCALED of the header's size); `hdr` is jpeg_header's.
+RgbImage jpeg_decode(const uint8_t* data, size_t size, const std::string& what,
+                     const ImageHeader& hdr, int scale_num, int scale_denom, int out_width,
+                     int out_height);
+
 ImageHeader png_header(const uint8_t* data, size_t size, const std::string& what);
 RgbImage png_decode(const uint8_t* data, size_t size, const std::string& what, int64_t max_pixels);
 

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "../data/image_bytes.h"
 #include "dplab/core/safetensors.h"
 #include "dplab/core/tensor.h"
 #include "dplab/data/decode.h"
@@ -207,6 +208,82 @@ int main(int argc, char** argv) {
   };
   for (const auto& [name, bytes] : images) write_file(root / "image" / name, bytes);
 
+  // Hostile and unusual images (issue #38), written with tests/data/image_bytes.h: PNG chunks
+  // whose length runs past the file (every kind of chunk: ancillary text and ICC, critical,
+  // unknown), lengths over 2^31, a chunk one byte too long, IDAT data too small for the declared
+  // size; valid PNGs with text, ICC and palette chunks before the IDAT and Adam7 interlacing; a
+  // top-down BMP; a GIF; progressive JPEGs whose frame header declares far more than their scans
+  // hold.
+  namespace t = dplab::test;
+  std::vector<std::pair<std::string, Bytes>> hostile;
+  auto png_claiming = [](const char* type, uint32_t length, const Bytes& tail) {
+    Bytes png = t::png_signature();
+    t::png_chunk(png, "IHDR", t::png_ihdr(16, 16, 8, 2));
+    t::put_be32(png, length);
+    png.insert(png.end(), type, type + 4);
+    png.insert(png.end(), tail.begin(), tail.end());
+    return png;
+  };
+  for (const char* type : {"tEXt", "zTXt", "iTXt", "iCCP", "PLTE", "IDAT", "IEND", "prVt"})
+    hostile.push_back({std::string("png_") + type + "_claims_2GiB.png",
+                       png_claiming(type, 0x7ffffff0u, text("abc"))});
+  hostile.push_back(
+      {"png_tEXt_length_over_2p31.png", png_claiming("tEXt", 0xfffffff0u, text("abc"))});
+  {
+    const Bytes rgb = pattern(13 * 11 * 3, 20);
+    Bytes one_past = t::make_png8(13, 11, 2, rgb);
+    one_past[33 + 3] += 1;  // the IDAT's length, one more than the file holds
+    hostile.push_back({"png_IDAT_one_byte_too_long.png", one_past});
+    Bytes comment = text("Comment");
+    comment.push_back(0);
+    comment.resize(300, 'c');
+    Bytes iccp = text("sRGB");
+    iccp.insert(iccp.end(), {0, 0});
+    const Bytes profile = t::zlib_compress(pattern(500, 21));
+    iccp.insert(iccp.end(), profile.begin(), profile.end());
+    hostile.push_back(
+        {"png_text_icc_before_idat.png",
+         t::make_png8(13, 11, 2, rgb, false, {}, {{"tEXt", comment}, {"iCCP", iccp}})});
+    hostile.push_back({"png_adam7_13x11.png", t::make_png8(13, 11, 2, rgb, true)});
+    Bytes palette, indices = pattern(13 * 11, 22);
+    for (int i = 0; i < 200; ++i) palette.insert(palette.end(), {uint8_t(i), uint8_t(3 * i), 7});
+    for (uint8_t& v : indices) v %= 200;
+    hostile.push_back(
+        {"png_palette200_adam7.png", t::make_png8(13, 11, 3, indices, true, palette)});
+    hostile.push_back({"bmp_top_down_13x11.bmp", t::make_bmp24(13, 11, rgb, true)});
+  }
+  {
+    Bytes tall = t::png_signature();
+    t::png_chunk(tall, "IHDR", t::png_ihdr(1, 67108864, 8, 0));
+    t::png_chunk(tall, "IDAT", t::zlib_compress(Bytes(8, 0)));
+    t::png_chunk(tall, "IEND", {});
+    hostile.push_back({"png_1x67108864_short_idat.png", tall});
+  }
+  hostile.push_back(
+      {"gif_4x3_frame_3x2.gif",
+       t::make_gif(4, 3, 3, 2, {0, 1, 2, 3, 2, 1}, {255, 0, 0, 0, 255, 0, 0, 0, 255, 9, 9, 9})});
+  for (const int channels : {3, 4}) {
+    Bytes jpg = dplab::encode_jpeg(rgb16.data(), 16, 16, 3, {90, 444, true});
+    if (channels == 4) jpg = dplab::encode_jpeg(cmyk8.data(), 8, 8, 4, {90, 444, true});
+    t::patch_jpeg_size(jpg, 8000, 8000);
+    hostile.push_back({channels == 3 ? "jpeg_progressive_declares_8000x8000.jpg"
+                                     : "jpeg_cmyk_progressive_declares_8000x8000.jpg",
+                       jpg});
+  }
+  for (const auto& [name, bytes] : hostile) write_file(root / "image" / name, bytes);
+
+  // The predict sniffer (fuzz_predict): images of every format, including those whose header
+  // ends past byte 64, a safetensors batch, text, and binary data.
+  for (const char* name : {"rgb16x16_420.jpg", "rgb5x3.png", "rgb3x2.bmp", "rgb3x2.ppm"})
+    for (const auto& [n, bytes] : images)
+      if (n == name) write_file(root / "predict" / name, bytes);
+  for (const auto& [name, bytes] : hostile)
+    if (name == "png_text_icc_before_idat.png" || name == "png_palette200_adam7.png" ||
+        name == "bmp_top_down_13x11.bmp" || name == "gif_4x3_frame_3x2.gif" ||
+        name == "png_tEXt_claims_2GiB.png")
+      write_file(root / "predict" / name, bytes);
+  write_file(root / "predict" / "notes.txt", text("hello, this is text\n"));
+
   // IDX: 3 images of 4x5 and their labels, plain and gzip (through dplab's writers).
   dplab::IdxImages idx;
   idx.count = 3;
@@ -262,6 +339,8 @@ int main(int argc, char** argv) {
     write_file(root / "safetensors" / "four_tensors.safetensors", read_file(p));
     dplab::save_safetensors(p, {});
     write_file(root / "safetensors" / "empty.safetensors", read_file(p));
+    dplab::save_safetensors(p, {{"input", dplab::Tensor::zeros({1, 3, 2, 2})}});
+    write_file(root / "predict" / "batch.safetensors", read_file(p));
   }
 
   // TOML: every value type the flattener handles, tables, `value`, arrays, inline tables.

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "data/image_bytes.h"
 #include "data/temp_dir.h"
 #include "dplab/core/safetensors.h"
 #include "dplab/data/decode.h"
@@ -310,6 +311,92 @@ TEST(ModelTools, SniffInputByContent) {
   std::ofstream(dir.file("z.jpg"), std::ios::binary).write("\x00\x01\x02\x03\xff", 5);
   EXPECT_EQ(sniff_input(dir.file("z.jpg"), &found), InputKind::other);
   EXPECT_EQ(found, "binary data starting 00 01 02 03 ff");
+}
+
+// Issue #38 item 2: the sniffer read 64 bytes, and libpng needs every chunk before the first
+// IDAT to read a PNG's header; a BMP stored top-down (negative height) was refused everywhere.
+// The files are written here: a palette PNG (600 bytes of PLTE), a PNG with a text chunk, one
+// whose text chunks run past the first MiB (told by its signature), and a top-down BMP.
+struct ValidImages {
+  std::vector<std::string> png, bmp;
+};
+
+ValidImages write_valid_images(const ScopedTempDir& dir) {
+  const uint32_t w = 20, h = 12;
+  test::Bytes rgb(size_t(w) * h * 3), indices(size_t(w) * h), palette;
+  for (size_t i = 0; i < rgb.size(); ++i) rgb[i] = uint8_t(i * 7);
+  for (size_t i = 0; i < indices.size(); ++i) indices[i] = uint8_t(i % 200);
+  for (int i = 0; i < 200; ++i) palette.insert(palette.end(), {uint8_t(i), 40, uint8_t(255 - i)});
+  test::Bytes text = {'C', 'o', 'm', 'm', 'e', 'n', 't', 0};
+  text.resize(2000, 'x');
+  test::Bytes long_text = text;
+  long_text.resize(size_t(600) << 10, 'z');
+  auto write = [&](const std::string& name, const test::Bytes& b) {
+    std::ofstream(dir.file(name), std::ios::binary)
+        .write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+    return dir.file(name);
+  };
+  ValidImages v;
+  v.png.push_back(write("palette.png", test::make_png8(w, h, 3, indices, false, palette)));
+  v.png.push_back(write("text.png", test::make_png8(w, h, 2, rgb, false, {}, {{"tEXt", text}})));
+  v.png.push_back(
+      write("long-text.png",
+            test::make_png8(w, h, 2, rgb, true, {}, {{"tEXt", long_text}, {"zTXt", long_text}})));
+  v.bmp.push_back(write("top-down.bmp", test::make_bmp24(int(w), int(h), rgb, true)));
+  return v;
+}
+
+TEST(ModelTools, SniffInputReadsPngAndBmpHeadersWhereverTheyEnd) {
+  ScopedTempDir dir("model-tools-sniff-valid");
+  const ValidImages v = write_valid_images(dir);
+  for (const std::string& f : v.png) {
+    std::string found;
+    EXPECT_EQ(sniff_input(f, &found), InputKind::image) << f << ": " << found;
+    EXPECT_EQ(found, "a PNG image") << f;
+  }
+  std::string found;
+  EXPECT_EQ(sniff_input(v.bmp[0], &found), InputKind::image) << found;
+  EXPECT_EQ(found, "a BMP image");
+  // A damaged PNG is still an image by its signature: decoding says what is wrong with it.
+  test::Bytes bomb = test::png_signature();
+  test::png_chunk(bomb, "IHDR", test::png_ihdr(16, 16, 8, 2));
+  test::put_be32(bomb, 0x7ffffff0u);
+  bomb.insert(bomb.end(), {'t', 'E', 'X', 't', 'a', 'b', 'c'});
+  std::ofstream(dir.file("bomb.png"), std::ios::binary)
+      .write(reinterpret_cast<const char*>(bomb.data()), std::streamsize(bomb.size()));
+  EXPECT_EQ(sniff_input(dir.file("bomb.png"), &found), InputKind::image);
+  EXPECT_EQ(found, "a PNG image");
+}
+
+TEST(ModelTools, PredictTakesPalettePngTextPngAndTopDownBmp) {
+  ScopedTempDir dir("model-tools-predict-valid");
+  const ValidImages v = write_valid_images(dir);
+  const std::string ckpt = export_file(dir, "resnet18_cifar", 2, {"cat", "dog"});
+  std::string inputs;
+  for (const auto& f : v.png) inputs += " " + f;
+  inputs += " " + v.bmp[0];
+  auto r = run_dplab("predict --checkpoint " + ckpt + inputs, dir.path / "a");
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const auto& f : v.png) EXPECT_EQ(ranked(r.out, f).size(), 2u) << f << "\n" << r.out;
+  EXPECT_EQ(ranked(r.out, v.bmp[0]).size(), 2u) << r.out;
+  // The top-down BMP is the same image as the PNG of the same pixels: the same probabilities.
+  const auto png = ranked(r.out, v.png[1]), bmp = ranked(r.out, v.bmp[0]);
+  ASSERT_EQ(png.size(), 2u);
+  ASSERT_EQ(bmp.size(), 2u);
+  EXPECT_EQ(png[0].first, bmp[0].first);
+  EXPECT_NEAR(png[0].second, bmp[0].second, 1e-4);
+  // A PNG whose text chunk claims 2 GiB: refused at once, naming the chunk and its offset.
+  test::Bytes bomb = test::png_signature();
+  test::png_chunk(bomb, "IHDR", test::png_ihdr(16, 16, 8, 2));
+  test::put_be32(bomb, 0x7ffffff0u);
+  bomb.insert(bomb.end(), {'t', 'E', 'X', 't', 'a', 'b', 'c'});
+  std::ofstream(dir.file("bomb.png"), std::ios::binary)
+      .write(reinterpret_cast<const char*>(bomb.data()), std::streamsize(bomb.size()));
+  r = run_dplab("predict --checkpoint " + ckpt + " " + dir.file("bomb.png"), dir.path / "b");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find(dir.file("bomb.png")), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("chunk 'tEXt' at byte 33 declares 2147483632 bytes"), std::string::npos)
+      << r.err;
 }
 
 TEST(ModelTools, TopKSoftmaxByHand) {

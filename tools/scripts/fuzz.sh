@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the fuzz targets (tests/fuzz: IDX, tar shards, images, safetensors, TOML config, config
-# through the option checks, and `dplab plot`'s metrics reader and chart layout) with clang,
-# libFuzzer, ASan and UBSan into
+# through the option checks, `dplab plot`'s metrics reader and chart layout, the input sniffer
+# of `dplab predict`) with clang, libFuzzer, ASan and UBSan into
 # ${DPLAB_FUZZ_BUILD_DIR:-build-fuzz}, then fuzzes each for SECONDS (default 60) and prints, per
 # target, the inputs executed, the coverage reached and every finding (the crashing input
 # libFuzzer saved, and the top of its report).
@@ -13,14 +13,14 @@
 #
 # New interesting inputs accumulate in BUILD/fuzz/corpus/<target> (the committed seeds in
 # tests/fuzz/corpus are only read); findings go to BUILD/fuzz/artifacts/<target>/. Exit status 1
-# when any target had a finding. Only the parsers' libraries (core, data, tools/plot, and the config
-# reader's sources) are built, CUDA off.
+# when any target had a finding. Only the parsers' libraries (core, data, tools/plot, and the few
+# sources of tools/train the config and predict targets use) are built, CUDA off.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${DPLAB_FUZZ_BUILD_DIR:-$root/build-fuzz}"
 jobs="${DPLAB_JOBS:-$(nproc)}"
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$root}"
-all_targets=(idx tar image safetensors toml options plot_metrics plot_layout)
+all_targets=(idx tar image safetensors toml options plot_metrics plot_layout predict)
 
 mode=run
 seconds=60
@@ -40,7 +40,9 @@ if ! command -v clang++ >/dev/null; then
 fi
 if [ ! -f "$build/build.ninja" ]; then
   # -O1 with line tables, asserts on: libFuzzer's usual setting (fast to build, exact stacks).
-  cmake -S "$root" -B "$build" -G Ninja -DDPLAB_FUZZ=ON -DDPLAB_CUDA=OFF \
+  # No x86-64-v3/v4 builds of the CPU loops (DPLAB_CPU_ISA_VARIANTS empty): the parsers run no
+  # kernels, and clang 14 has no __builtin_cpu_supports("x86-64-v3") to choose between them.
+  cmake -S "$root" -B "$build" -G Ninja -DDPLAB_FUZZ=ON -DDPLAB_CUDA=OFF -DDPLAB_CPU_ISA_VARIANTS= \
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \

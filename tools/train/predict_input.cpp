@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -21,6 +22,29 @@ constexpr const char* kExpected =
     "an image (JPEG, PNG, PNM, BMP, GIF, TGA), a folder of images, or a .safetensors batch "
     "holding tensor 'input'";
 
+// What the sniffer reads of a file: every header dplab reads lies in its first bytes, except
+// where a format lets metadata come first (a JPEG's EXIF and ICC segments before its frame
+// header, a PNG's palette, text and ICC chunks before its first IDAT); those are told by their
+// signature when the header lies further in.
+constexpr size_t kSniffBytes = size_t(1) << 20;
+
+// The format a file's first bytes announce, for the formats with a signature of several bytes
+// (JPEG, PNG, GIF; BMP with one of the DIB header sizes stb_image reads).
+const char* image_signature(const std::vector<uint8_t>& b) {
+  auto starts = [&](const char* s, size_t n) {
+    return b.size() >= n && std::memcmp(b.data(), s, n) == 0;
+  };
+  if (is_jpeg(b.data(), b.size())) return "JPEG";
+  if (starts("\x89PNG\r\n\x1a\n", 8)) return "PNG";
+  if (starts("GIF87a", 6) || starts("GIF89a", 6)) return "GIF";
+  if (starts("BM", 2) && b.size() >= 18) {
+    const uint32_t hsz =
+        uint32_t(b[14]) | uint32_t(b[15]) << 8 | uint32_t(b[16]) << 16 | uint32_t(b[17]) << 24;
+    if (hsz == 12 || hsz == 40 || hsz == 56 || hsz == 108 || hsz == 124) return "BMP";
+  }
+  return nullptr;
+}
+
 std::vector<uint8_t> head_bytes(const std::string& path, size_t n) {
   std::ifstream in(path, std::ios::binary);
   DPLAB_CHECK(in.good(), "cannot open {}", path);
@@ -36,14 +60,14 @@ InputKind sniff_input(const std::string& path, std::string* found) {
   std::error_code ec;
   const uintmax_t size = fs::file_size(path, ec);
   DPLAB_CHECK(!ec, "cannot read {}: {}", path, ec.message());
-  const std::vector<uint8_t> b = head_bytes(path, 64);
+  const std::vector<uint8_t> b = head_bytes(path, size_t(std::min<uintmax_t>(size, kSniffBytes)));
   std::string what;
   InputKind kind = InputKind::other;
   // safetensors: an 8-byte little-endian header length that fits the file, then '{'.
   if (b.size() > 8) {
     uint64_t n = 0;
     for (int i = 7; i >= 0; --i) n = (n << 8) | b[size_t(i)];
-    if (n + 8 <= size && b[8] == '{') {
+    if (size >= 8 && n <= size - 8 && b[8] == '{') {  // (n + 8 could wrap)
       kind = InputKind::safetensors;
       what = "a safetensors file";
     }
@@ -55,15 +79,18 @@ InputKind sniff_input(const std::string& path, std::string* found) {
       kind = InputKind::image;
       what = fmt::format("a {} image", image_format_name(h.format));
     } catch (const Error&) {
-      // A JPEG's size can lie past the first 64 bytes: decide by the signature.
-      if (is_jpeg(b.data(), b.size())) {
+      // The header lies past what was read, or is damaged: decide by the signature (decoding
+      // the file then says what is wrong with it, as for an image found in a folder).
+      if (const char* format = image_signature(b)) {
         kind = InputKind::image;
-        what = "a JPEG image";
+        what = fmt::format("a {} image", format);
       }
     }
   }
   if (kind == InputKind::other) {
-    const bool text = !b.empty() && std::all_of(b.begin(), b.end(), [](uint8_t c) {
+    // Described by its first 64 bytes.
+    const auto end = b.begin() + long(std::min<size_t>(b.size(), 64));
+    const bool text = !b.empty() && std::all_of(b.begin(), end, [](uint8_t c) {
       return c == '\n' || c == '\r' || c == '\t' || (c >= 0x20 && c < 0x7f) || c >= 0x80;
     });
     if (b.empty()) {
