@@ -41,7 +41,7 @@ fi
 if [ ! -f "$build/build.ninja" ]; then
   # -O1 with line tables, asserts on: libFuzzer's usual setting (fast to build, exact stacks).
   # No x86-64-v3/v4 builds of the CPU loops (DPLAB_CPU_ISA_VARIANTS empty): the parsers run no
-  # kernels, and clang 14 has no __builtin_cpu_supports("x86-64-v3") to choose between them.
+  # kernels (the root CMakeLists.txt says the same for -DDPLAB_FUZZ=ON).
   cmake -S "$root" -B "$build" -G Ninja -DDPLAB_FUZZ=ON -DDPLAB_CUDA=OFF -DDPLAB_CPU_ISA_VARIANTS= \
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
