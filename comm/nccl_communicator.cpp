@@ -671,8 +671,9 @@ std::shared_ptr<Communicator> nccl_world(const CommConfig& cfg) {
     answer_stall_queries(
         [&] { return fmt::format("{} (waiting for the GPU for {:.1f} s)", what, waited); });
   };
-  const double grace_s = std::clamp(cfg.wait.timeout_s / 4, 1.0, 5.0);  // as polite_wait
+  const double grace_s = stall_grace_s(cfg.wait.timeout_s, cfg.wait.timeout_s);  // as polite_wait
   hooks.on_timeout = [grace_s](const std::string& what) {
+    note_communication_timeout();
     return ask_who_did_not_arrive(what, {}, grace_s);
   };
   cuda::set_host_wait_timeout(cfg.wait.timeout_s, std::move(hooks));

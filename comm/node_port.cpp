@@ -12,6 +12,7 @@
 
 #include "dplab/comm/cluster/nic_schedule.h"
 #include "dplab/comm/mpi_env.h"
+#include "dplab/comm/stall_report.h"
 #include "dplab/core/error.h"
 
 namespace dplab {
@@ -112,6 +113,9 @@ void NodePort::release() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
+  // After a communication timeout a peer may never reach the collective free below: the window
+  // is left to the abort that follows (comm/stall_report.h, kEndAfterTimeoutS).
+  if (communication_timed_out()) return;
   // This rank posts nothing more: nobody waits for its floor.
   seg_[size_t(rank_)]->floor.store(bits(std::numeric_limits<double>::infinity()),
                                    std::memory_order_release);

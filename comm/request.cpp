@@ -53,9 +53,8 @@ void polite_wait(const std::function<bool()>& done, const WaitOptions& opt,
       const double waited = std::chrono::duration<double>(Clock::now() - start).count();
       answer_stall_queries([&] { return fmt::format("{} (for {:.1f} s)", what(), waited); });
       if (opt.timeout_s > 0 && waited > opt.timeout_s) {
-        // Long enough for a rank blocked in a wait to answer (it checks every 64 tests), even
-        // on an oversubscribed host; short next to the timeout itself.
-        const double grace_s = std::clamp(opt.timeout_s / 4, 1.0, 5.0);
+        note_communication_timeout();  // cleanup waits of this rank no longer wait
+        const double grace_s = stall_grace_s(opt.timeout_s, waited);  // within the job's end
         const std::string w = what();
         const std::string arrival =
             ask_who_did_not_arrive(w, members ? *members : std::vector<int>{}, grace_s);

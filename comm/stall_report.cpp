@@ -2,6 +2,8 @@
 
 #include <mpi.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -23,7 +25,22 @@ std::string join_ranks(const std::vector<int>& ranks) {
   return s;
 }
 
+std::atomic<bool> timed_out{false};
+
 }  // namespace
+
+double stall_grace_s(double timeout_s, double waited_s) {
+  const double remaining = timeout_s + kEndAfterTimeoutS - kAfterStallReportS - waited_s;
+  return std::max(0.5, std::min(std::clamp(timeout_s / 4, 1.0, 5.0), remaining));
+}
+
+void note_communication_timeout() {
+  timed_out.store(true, std::memory_order_release);
+}
+
+bool communication_timed_out() {
+  return timed_out.load(std::memory_order_acquire);
+}
 
 void answer_stall_queries(const std::function<std::string()>& what) {
   if (!mpi_active()) return;

@@ -128,21 +128,46 @@ ShardDataset::ShardDataset(std::vector<std::string> shards, ImageTransformOption
       fds_.push_back(fd);
       const TarIndex idx = index_tar(path);
       if (!idx.error.empty()) report_error(idx.error);
-      // Group members by key, keeping first-appearance order.
+      // Group members by key, keeping first-appearance order. A key with two images or two
+      // class members is ambiguous (which image, which label?): refused, naming both.
+      struct Group {
+        const TarMember* img = nullptr;
+        const TarMember* cls = nullptr;
+        std::string duplicate;  // why the key is refused
+      };
       std::vector<std::string> order;
-      std::map<std::string, std::pair<const TarMember*, const TarMember*>> groups;  // image, cls
+      std::map<std::string, Group> groups;
+      auto member_text = [&](const TarMember& m) {
+        return m.size <= 64 ? " = " + quoted(read_file_range(fd, m.offset, m.size, path)) : "";
+      };
       for (const TarMember& m : idx.members) {
         std::string key, ext;
         split_key(m.name, key, ext);
-        auto [it, fresh] = groups.try_emplace(key, nullptr, nullptr);
+        auto [it, fresh] = groups.try_emplace(key);
         if (fresh) order.push_back(key);
-        if (ext == "cls")
-          it->second.second = &m;
-        else if (is_image_extension(ext))
-          it->second.first = &m;
+        Group& g = it->second;
+        const bool cls = ext == "cls", img = !cls && is_image_extension(ext);
+        const TarMember* first = cls ? g.cls : img ? g.img : nullptr;
+        if (first != nullptr && g.duplicate.empty())
+          g.duplicate = fmt::format(
+              "{}:{}: duplicate key: {} member '{}' (data at offset {}{}) and '{}' (data at "
+              "offset {}{}); one {} per key expected",
+              path, key, cls ? "class" : "image", first->name, first->offset,
+              cls ? member_text(*first) : "", m.name, m.offset, cls ? member_text(m) : "",
+              cls ? ".cls member" : "image member");
+        if (cls)
+          g.cls = &m;
+        else if (img)
+          g.img = &m;
       }
       for (const std::string& key : order) {
-        const auto [img, cls] = groups[key];
+        const Group& g = groups[key];
+        if (!g.duplicate.empty()) {
+          report_error(g.duplicate);
+          continue;
+        }
+        const TarMember* img = g.img;
+        const TarMember* cls = g.cls;
         const std::string what = fmt::format("{}:{}", path, key);
         if (img == nullptr) {
           report_error(fmt::format("{}: no image member (.jpg, .jpeg, .png)", what));

@@ -49,6 +49,7 @@ void TraceFile::add(std::string_view event_json) {
 void TraceFile::flush() {
   if (closed_ || buffer_.empty()) return;
   out_.write(buffer_.data(), std::streamsize(buffer_.size()));
+  out_.flush();  // to the kernel: what was flushed survives the process being killed
   buffer_.clear();
   DPLAB_CHECK(out_.good(), "trace: cannot write {}", path_);
 }

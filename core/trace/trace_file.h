@@ -23,7 +23,7 @@ class TraceFile {
 
   // Appends one event (a JSON object on one line, starting with {"ph":). Not thread-safe.
   void add(std::string_view event_json);
-  // Writes the buffered events to the file.
+  // Writes the buffered events to the file (to the kernel: they survive a killed process).
   void flush();
   // Flushes and writes the end of the document; later calls do nothing. Throws if the file
   // could not be written.

@@ -102,8 +102,11 @@ void Tracer::begin_step(int64_t step) {
   // The window has ended (or many GPU spans wait): read the GPU tracks back, once.
   if (gpu_ && ((!on && !gpu_resolved_) || gpu_->pending() > 4096)) resolve_gpu();
   if (on) gpu_resolved_ = false;
+  // The steps before this one are over: their events go to the file now, so that a run killed
+  // later leaves them readable (dplab trace summarises such a file, tools/trace/trace_file.h).
+  // One write per recorded step; chunk_bytes still bounds what a long step buffers.
   std::lock_guard<std::mutex> lock(mu_);
-  if (file_->buffered_bytes() >= opt_.chunk_bytes) file_->flush();
+  if (file_->buffered_bytes() > 0) file_->flush();
 }
 
 void Tracer::resolve_gpu() {

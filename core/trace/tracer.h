@@ -54,10 +54,12 @@ struct Arg {
 using Clock = std::chrono::steady_clock;
 
 struct TracerOptions {
-  std::string dir;                       // OUT/trace: the rank's file is dir/rank_R.json
-  std::string steps = "auto";            // option trace.steps, resolved by start()
-  size_t chunk_bytes = size_t(1) << 20;  // events written out once this much is buffered
-  Device device;                         // a CUDA device adds the GPU tracks
+  std::string dir;             // OUT/trace: the rank's file is dir/rank_R.json
+  std::string steps = "auto";  // option trace.steps, resolved by start()
+  // Events are written out as each step begins (the previous ones are over), and within a step
+  // once 8 times this much is buffered.
+  size_t chunk_bytes = size_t(1) << 20;
+  Device device;  // a CUDA device adds the GPU tracks
 };
 
 // Where the rank runs, known after the strategy's set-up (TracerStart).

@@ -155,7 +155,7 @@ TEST(Checkpoint, FailedWriteLeavesNoTemporariesAndKeepsCommittedOnes) {
   EXPECT_EQ(r.status, 1);
   EXPECT_TRUE(has(r.err, "checkpoint") && has(r.err, "nothing was committed")) << r.err;
   EXPECT_EQ(entries(dir.path / "blocked"),
-            (std::vector<std::string>{"checkpoints", "metrics.jsonl", "run.json"}));
+            (std::vector<std::string>{".lock", "checkpoints", "metrics.jsonl", "run.json"}));
 }
 
 TEST(Checkpoint, ResumeRefusesChangedTrajectoryOptionsUnlessOverridden) {

@@ -49,15 +49,15 @@ std::vector<nlohmann::json> read_metrics(const fs::path& file) {
   return r;
 }
 
-// Every file a run directory holds except its metrics (*.jsonl) and run record (run.json,
-// rewritten by every invocation), by relative path, with its bytes: the checkpoints, whatever
-// their layout.
+// Every file a run directory holds except its metrics (*.jsonl), run record (run.json,
+// rewritten by every invocation) and lock file (.lock, tools/train/run_lock.h), by relative
+// path, with its bytes: the checkpoints, whatever their layout.
 std::map<std::string, std::string> checkpoint_files(const fs::path& dir) {
   std::map<std::string, std::string> r;
   if (!fs::exists(dir)) return r;
   for (const auto& e : fs::recursive_directory_iterator(dir))
     if (e.is_regular_file() && e.path().extension() != ".jsonl" &&
-        e.path().filename() != "run.json")
+        e.path().filename() != "run.json" && e.path().filename() != ".lock")
       r[fs::relative(e.path(), dir).string()] = slurp(e.path());
   return r;
 }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -152,8 +153,22 @@ TraceData read_trace(const std::filesystem::path& where) {
   TraceData all;
   all.from_rank_files = true;
   for (const auto& [rank, path] : ranks) {
-    TraceData one = parse_trace(slurp(path), path.string());
+    std::string text = slurp(path);
     all.files.push_back(path.string());
+    // A finished stream ends with "]}" (and a newline). One that does not is of a run that was
+    // killed or crashed: it holds every step that ended before (the tracer writes each step out
+    // as it ends), read up to its last complete event.
+    size_t end = text.size();
+    while (end > 0 && std::isspace(static_cast<unsigned char>(text[end - 1]))) --end;
+    if (!std::string_view(text).substr(0, end).ends_with("]}")) {
+      std::string done = complete_stream(text);
+      if (!done.empty() || text.empty()) {
+        all.unfinished.push_back(path.string());
+        if (done.empty()) continue;  // its rank died before it wrote anything
+        text = std::move(done);
+      }
+    }
+    TraceData one = parse_trace(text, path.string());
     all.version = std::max(all.version, one.version);
     all.world_size = std::max(all.world_size, one.world_size);
     if (all.window.empty()) all.window = one.window;
@@ -161,6 +176,28 @@ TraceData read_trace(const std::filesystem::path& where) {
     all.events.insert(all.events.end(), one.events.begin(), one.events.end());
   }
   return all;
+}
+
+std::string complete_stream(const std::string& text) {
+  constexpr std::string_view kStart = "{\"displayTimeUnit\":", kEvents = "\"traceEvents\":[";
+  const size_t events = text.find(kEvents);
+  if (!text.starts_with(kStart) || events == std::string::npos) return {};
+  const size_t body = events + kEvents.size();
+  // Lines before the last are whole events ("{...}," each); the last may be torn mid-event.
+  const size_t last_nl = text.rfind('\n');
+  std::string done = last_nl == std::string::npos || last_nl < body
+                         ? std::string()
+                         : text.substr(body, last_nl - body);
+  std::string tail =
+      text.substr(last_nl == std::string::npos || last_nl < body ? body : last_nl + 1);
+  while (!done.empty() &&
+         (done.back() == ',' || std::isspace(static_cast<unsigned char>(done.back()))))
+    done.pop_back();
+  while (!tail.empty() &&
+         (tail.back() == ',' || std::isspace(static_cast<unsigned char>(tail.back()))))
+    tail.pop_back();
+  if (tail.starts_with("{") && json::accept(tail)) done += (done.empty() ? "\n" : ",\n") + tail;
+  return text.substr(0, body) + done + "\n]}\n";
 }
 
 std::pair<long, long> parse_step_range(const std::string& text, const std::string& what) {

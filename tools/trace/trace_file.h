@@ -40,9 +40,12 @@ inline bool on_loader_track(const Event& e) {
 struct TraceData {
   std::vector<std::string> files;  // what was read, in order
   bool from_rank_files = false;    // true: trace.json was absent, rank_*.json were merged here
-  int version = 0;                 // otherData.dplab_trace_version
-  int world_size = 0;              // otherData.world_size
-  std::string window;              // otherData.steps ("A:B" or "all"), as written
+  // Per-rank files that end mid-stream, without their closing line: their run did not finish
+  // (killed, crashed, aborted). What they hold was read: every step that ended before.
+  std::vector<std::string> unfinished;
+  int version = 0;                           // otherData.dplab_trace_version
+  int world_size = 0;                        // otherData.world_size
+  std::string window;                        // otherData.steps ("A:B" or "all"), as written
   std::map<int, std::string> process_names;  // pid -> "rank R (node K, HOST)"
   std::vector<Event> events;                 // complete events of every rank
 };
@@ -53,8 +56,15 @@ struct TraceData {
 TraceData parse_trace(const std::string& text, const std::string& source);
 
 // Reads `where`: a trace file, or a run directory holding trace.json, or (trace.json absent)
-// trace/rank_*.json, which are then merged in rank order with from_rank_files set.
+// trace/rank_*.json, which are then merged in rank order with from_rank_files set. A per-rank
+// file of a run that did not finish is read as far as its last complete event (see
+// complete_stream) and listed in `unfinished`.
 TraceData read_trace(const std::filesystem::path& where);
+
+// A per-rank file as the tracer streams it (core/trace/trace_file.h: the header line ending in
+// "traceEvents":[, then one event per line), cut off where its process died: the document its
+// complete events make, the torn last line dropped. Empty when `text` is not such a stream.
+std::string complete_stream(const std::string& text);
 
 // "A:B" -> {A, B} (0 <= A < B); throws dplab::UsageError naming `what` otherwise.
 std::pair<long, long> parse_step_range(const std::string& text, const std::string& what);

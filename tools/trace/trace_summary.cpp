@@ -170,6 +170,7 @@ TraceSummary summarize(const TraceData& trace) {
   TraceSummary s;
   s.files = trace.files;
   s.from_rank_files = trace.from_rank_files;
+  s.unfinished = trace.unfinished;
   s.window = trace.window;
   s.world_size = trace.world_size;
 

@@ -46,9 +46,10 @@ struct RankFigures {
 struct TraceSummary {
   std::vector<std::string> files;
   bool from_rank_files = false;
-  std::string window;   // otherData.steps
-  int world_size = 0;   // otherData.world_size
-  int steps_found = 0;  // distinct global steps with a step event on any rank
+  std::vector<std::string> unfinished;  // per-rank files of a run that did not finish
+  std::string window;                   // otherData.steps
+  int world_size = 0;                   // otherData.world_size
+  int steps_found = 0;                  // distinct global steps with a step event on any rank
   long first_step = 0, last_step = 0;
   std::vector<RankFigures> ranks;  // ranks with at least one step, by rank
   StepFigures mean;                // mean over those ranks

@@ -72,7 +72,12 @@ std::string format_summary(const TraceSummary& s) {
       "{} ranks with steps\n",
       s.window.empty() ? "?" : s.window, s.world_size, s.steps_found, s.first_step, s.last_step,
       s.ranks.size());
-  if (s.from_rank_files)
+  if (!s.unfinished.empty())
+    o += fmt::format(
+        "note: the run did not finish (killed or crashed: no trace.json, and {} of {} per-rank "
+        "files end mid-stream); summarised from the steps they hold: read {}\n",
+        s.unfinished.size(), s.files.size(), fmt::join(s.files, ", "));
+  else if (s.from_rank_files)
     o += fmt::format(
         "note: no trace.json (the run was stopped before rank 0 merged the traces, or is still "
         "running): read {}\n",
@@ -135,6 +140,7 @@ nlohmann::json summary_json(const TraceSummary& s) {
   nlohmann::json j;
   j["files"] = s.files;
   j["from_rank_files"] = s.from_rank_files;
+  j["unfinished_files"] = s.unfinished;
   j["window"] = s.window;
   j["world_size"] = s.world_size;
   j["steps_found"] = s.steps_found;

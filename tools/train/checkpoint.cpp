@@ -143,9 +143,10 @@ std::vector<std::string> split_override_list(const std::string& list) {
   return r;
 }
 
-fs::path write_checkpoint(const CheckpointTarget& target, const RankGroup& group,
+fs::path write_checkpoint(const CheckpointTarget& target, const RankGroup& ranks,
                           const RunIdentity& run, const TrainingParts& parts,
                           const LoopState& loop) {
+  const RankGroup group = ranks.for_files();  // a rank may write a large file to a slow disk
   const fs::path root = checkpoints_root(target.out_dir);
   const std::string name = checkpoint_dir_name(loop.global_step);
   const fs::path final_dir = root / name;
@@ -236,14 +237,28 @@ Manifest find_resume_checkpoint(const std::string& path, const RankGroup& group,
   if (run_dir) {
     candidates = list_checkpoint_dirs(p);
     DPLAB_CHECK(!candidates.empty(),
-                "--resume {}: the run directory has no checkpoint ({} is empty)", path,
-                checkpoints_root(p).string());
+                "--resume {}: {} holds no checkpoint: expected directories step_<N> with a "
+                "manifest.json (the run stopped before its first checkpoint was committed)",
+                path, checkpoints_root(p).string());
   } else if (fs::is_directory(p, ec)) {
     DPLAB_CHECK(!fs::exists(p / "final.state.safetensors", ec),
                 "--resume {}: a run directory of an older dplab (final.state.safetensors, "
                 "checkpoint format 1, without checkpoints/); this dplab resumes format {}. Start a "
                 "new run from its weights with --init-from {}",
                 path, kCheckpointFormatVersion, (p / "final.safetensors").string());
+    // Neither manifest.json nor a rank file: not a checkpoint (an uncommitted one has its rank
+    // files), but a run directory that never got as far as checkpoints/ (stopped before its
+    // first checkpoint).
+    bool rank_files = false;
+    for (const auto& e : fs::directory_iterator(p, ec))
+      rank_files = rank_files || (e.path().filename().string().starts_with("rank_") &&
+                                  e.path().extension() == ".safetensors");
+    DPLAB_CHECK(fs::exists(p / "manifest.json", ec) || rank_files,
+                "--resume {}: expected a run directory whose checkpoints are in {} "
+                "(step_<N>/ with a manifest.json) or a checkpoint directory (manifest.json and "
+                "rank_<R>.safetensors); {} does not exist, so the run directory holds no "
+                "checkpoint (the run stopped before its first one)",
+                path, checkpoints_root(p).string(), checkpoints_root(p).string());
     candidates = {p};
   } else {
     DPLAB_CHECK(!fs::exists(p, ec),
@@ -410,6 +425,16 @@ LoopState load_rank_state(const Manifest& m, int rank, const TrainingParts& p,
   DPLAB_CHECK(loop.global_step == m.step,
               "{}: state value 'loop.global_step' = {}, but its manifest is of step {}", file,
               loop.global_step, m.step);
+  // The manifest's own copies of the loop position and the algorithm must agree with what the
+  // rank files hold: a manifest paired with another run's rank files is refused.
+  const std::string manifest = (m.dir / "manifest.json").string();
+  DPLAB_CHECK(loop.epoch == m.epoch && loop.step_in_epoch == m.step_in_epoch,
+              "{}: state values 'loop.epoch' = {}, 'loop.step_in_epoch' = {}, but {} says "
+              "'epoch' = {}, 'step_in_epoch' = {}",
+              file, loop.epoch, loop.step_in_epoch, manifest, m.epoch, m.step_in_epoch);
+  DPLAB_CHECK(s.get_string("dplab.algo") == m.algo,
+              "{}: state value 'dplab.algo' = '{}', but {} says 'algo' = '{}'", file,
+              s.get_string("dplab.algo"), manifest, m.algo);
   naming(file, "the model weights",
          [&] { p.model->load_state_dict(tensors_with(s, kModel, true), /*strict=*/true); });
   DPLAB_CHECK(s.get_string("dplab.optimizer") == p.optimizer->name(),
@@ -506,8 +531,9 @@ void export_model(const fs::path& path, const Module& model, const std::string& 
 }
 
 LoopState resume_run(const std::string& path, const std::vector<std::string>& overrides,
-                     const RankGroup& group, RunIdentity& run, const TrainingParts& parts,
+                     const RankGroup& ranks, RunIdentity& run, const TrainingParts& parts,
                      int64_t steps_per_epoch, std::ostream& summary, std::ostream& report) {
+  const RankGroup group = ranks.for_files();  // each rank reads and checks its own large file
   const Manifest m = find_resume_checkpoint(path, group, report);
   std::vector<std::string> allowed;
   LoopState loop;

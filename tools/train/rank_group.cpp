@@ -13,9 +13,9 @@
 namespace dplab {
 namespace {
 
-void wait_for(MPI_Request& req, const char* what) {
+void wait_for(MPI_Request& req, double timeout_s, const char* what) {
   WaitOptions w;
-  w.timeout_s = RankGroup::kTimeoutS;
+  w.timeout_s = timeout_s;
   polite_wait(
       [&] {
         int flag = 0;
@@ -27,7 +27,8 @@ void wait_for(MPI_Request& req, const char* what) {
 
 }  // namespace
 
-RankGroup::RankGroup(int rank, int size) : rank_(rank), size_(size) {
+RankGroup::RankGroup(int rank, int size, double timeout_s)
+    : rank_(rank), size_(size), timeout_s_(timeout_s) {
   DPLAB_CHECK(size >= 1 && rank >= 0 && rank < size, "RankGroup: rank {} of {}", rank, size);
   if (size > 1) {
     const MpiEnv& env = MpiEnv::get();
@@ -43,13 +44,14 @@ std::vector<std::string> RankGroup::allgather(const std::string& mine) const {
   std::vector<int> lens(size_);
   MPI_Request req;
   DPLAB_MPI(MPI_Iallgather, &len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD, &req);
-  wait_for(req, "checkpoint status exchange (allgather of lengths) over MPI_COMM_WORLD");
+  wait_for(req, timeout_s_,
+           "the driver's status exchange (allgather of lengths) over MPI_COMM_WORLD");
   std::vector<int> displs(size_, 0);
   for (int r = 1; r < size_; ++r) displs[r] = displs[r - 1] + lens[r - 1];
   std::string all(size_t(displs.back() + lens.back()), '\0');
   DPLAB_MPI(MPI_Iallgatherv, mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(),
             MPI_CHAR, MPI_COMM_WORLD, &req);
-  wait_for(req, "checkpoint status exchange (allgather) over MPI_COMM_WORLD");
+  wait_for(req, timeout_s_, "the driver's status exchange (allgather) over MPI_COMM_WORLD");
   std::vector<std::string> r(size_);
   for (int i = 0; i < size_; ++i) r[i] = all.substr(size_t(displs[i]), size_t(lens[i]));
   return r;

@@ -78,7 +78,8 @@ void finish_run_trace(trace::Tracer* tracer, const RankGroup& ranks, const std::
     }
     return;
   }
-  ranks.agree([&] { tracer->close(); });  // every rank's file is complete before the merge
+  // Every rank's file is complete before the merge (closing writes what is buffered).
+  ranks.for_files().agree([&] { tracer->close(); });
   if (ranks.rank() != 0) return;
   std::vector<std::string> files;
   for (int r = 0; r < ranks.size(); ++r)

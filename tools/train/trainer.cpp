@@ -36,6 +36,7 @@
 #include "dplab/tools/train/preemption.h"
 #include "dplab/tools/train/progress.h"
 #include "dplab/tools/train/registry.h"
+#include "dplab/tools/train/run_lock.h"
 #include "dplab/tools/train/run_record.h"
 #include "dplab/tools/train/run_trace.h"
 #include "dplab/tools/train/setting_warnings.h"
@@ -77,6 +78,15 @@ RunFacts run_facts(const TrainSettings& set, Module& model, const Strategy& stra
   return f;
 }
 
+// The driver's ranks: their exchanges (epoch records, ...) wait comm.timeout_s, as every
+// collective does, so a stopped rank is named as fast there. A single process has no peers and
+// leaves the key unread (a key nobody reads is an error).
+RankGroup rank_group(int rank, int size, const Options& opt) {
+  if (size == 1) return RankGroup(rank, size);
+  return RankGroup(rank, size,
+                   opt.get_double("comm.timeout_s", std::stod(option_default("comm.timeout_s"))));
+}
+
 }  // namespace
 
 void apply_thread_option(int64_t threads) {
@@ -102,6 +112,13 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
   const TrainSettings set = read_train_settings(opt);
   // A one-process algorithm under mpiexec -n N would be N copies writing one out directory.
   check_launch(registry.strategy(get(opt, "algo")), launched_ranks());
+  // One run per output directory, before anything is read or written (tools/train/run_lock.h).
+  // The world here is MPI's, as the algorithm's will be (check_launch).
+  RunLocks locks = lock_run_dirs(
+      set.loop.out_dir, set.resume,
+      mpi_active() ? rank_group(MpiEnv::get().world_rank(), MpiEnv::get().world_size(), opt)
+                   : RankGroup(0, 1),
+      progress_out);
   // Installed at once, so a signal during set-up (data indexing can take minutes) is not lost.
   PreemptionSignals preemption(set.preempt_signals);
   const Device device = set_up_train_device(opt, registry);
@@ -129,7 +146,7 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
   if (tracer) tracer->set_time(clock.source());
   const std::unique_ptr<Strategy> strategy =
       set_up_strategy(opt, registry, built, tracer, clock.source());
-  const RankGroup ranks(strategy->rank(), strategy->world_size());
+  const RankGroup ranks = rank_group(strategy->rank(), strategy->world_size(), opt);
   // Every rank learns whether any rank saw a non-finite value or a pre-emption signal, kLag
   // ticks later (a non-blocking 8-byte allreduce per tick; tools/train/step_agreement.h).
   // Collective construction.
@@ -186,6 +203,7 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
                               ? LoopState{}
                               : resume_run(set.resume, set.resume_overrides, ranks, run, parts,
                                            steps_per_epoch, summary, progress_out);
+  locks.resume.reset();  // read: another run may resume from it too
 
   // Records and progress; elapsed_s continues from the resumed run's checkpoint.
   ReportingOptions ro;
