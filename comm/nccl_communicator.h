@@ -56,8 +56,9 @@
 // (ncclConfig_t::blocking = 0): no NCCL call blocks the host, not even the connection set-up that
 // NCCL 2.28 does at a communicator's first collective; each call's completion is polled under the
 // family's lock with comm.timeout_s, and an abort from another thread never needs that lock to
-// be free (comm/abortable_lock.h), as PyTorch's watchdog aborts without the caller's lock. comm.timeout_s also bounds the host's waits for the device
-// (core/cuda/stream_wait.h: the cross-entropy target check, reading a tensor back), since the
+// be free (comm/abortable_lock.h), as PyTorch's watchdog aborts without the caller's lock.
+// comm.timeout_s also bounds every host wait for the device (core/host_wait.h,
+// core/cuda/stream_wait.h: the cross-entropy target check, reading a tensor back), since the
 // compute stream may be waiting for a stalled collective. At teardown a communicator whose comm
 // stream does not drain within comm.timeout_s, or which has an asynchronous error, is aborted
 // instead of destroyed (ncclCommDestroy would wait for the peers).
