@@ -10,12 +10,15 @@
 #include <cmath>
 #include <string>
 
+#include "data/decode_error.h"
 #include "dplab/core/philox.h"
 #include "dplab/data/decode.h"
 #include "dplab/data/transforms.h"
 
 namespace dplab {
 namespace {
+
+using test::decode_error;
 
 void put_be32(std::vector<uint8_t>& b, uint32_t v) {
   for (int s = 24; s >= 0; s -= 8) b.push_back(uint8_t(v >> s));
@@ -57,19 +60,6 @@ std::vector<uint8_t> make_png(uint32_t w, uint32_t h, uint8_t depth, uint8_t col
 std::vector<uint8_t> bytes(const std::string& s) {
   return std::vector<uint8_t>(s.begin(), s.end());
 }
-
-// The DecodeError message of f(), or "" when it does not throw.
-template <typename F>
-std::string decode_error(F f) {
-  try {
-    f();
-  } catch (const DecodeError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-#define EXPECT_HAS(msg, part) EXPECT_NE((msg).find(part), std::string::npos) << (msg)
 
 TEST(BadImages, PngColourTypesDecodeToRgb) {
   // 8-bit greyscale, 2x1.

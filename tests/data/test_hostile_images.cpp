@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "data/decode_error.h"
 #include "data/image_bytes.h"
 #include "dplab/core/philox.h"
 #include "dplab/data/decode.h"
@@ -17,19 +18,9 @@
 namespace dplab {
 namespace {
 
+using test::decode_error;
+
 using test::Bytes;
-
-template <typename F>
-std::string decode_error(F f) {
-  try {
-    f();
-  } catch (const DecodeError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-#define EXPECT_HAS(msg, part) EXPECT_NE((msg).find(part), std::string::npos) << (msg)
 
 Bytes pattern(size_t n, unsigned seed) {
   Bytes v(n);
