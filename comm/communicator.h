@@ -44,6 +44,7 @@ using Clock = std::chrono::steady_clock;
 namespace cluster {
 struct VirtualTime;  // comm/cluster/virtual_time.h
 struct Platform;     // comm/cluster/platform.h
+enum class Op;       // comm/cluster/cost_collectives.h
 }  // namespace cluster
 
 enum class ReduceOp { sum, average, max };
@@ -212,6 +213,10 @@ class Communicator {
   // Under virtual time: whether the ranks of a node share its network interfaces in
   // point-to-point messages (comm/node_port.h; false when each rank has its own).
   virtual bool shares_node_interfaces() const { return false; }
+  // The bytes this rank puts on its links for collective `op` over `bytes` (the cost model's
+  // convention, comm/wire_bytes.h): the ring's figure for size() ranks, or, on a virtual
+  // cluster, the figure of the algorithm the cost model times the operation with.
+  virtual double wire_bytes(cluster::Op op, double bytes) const;
 
   // Blocking forms.
   void allreduce(const Tensor& t, ReduceOp op = ReduceOp::sum, std::optional<DType> wire = {}) {

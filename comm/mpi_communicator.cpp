@@ -16,6 +16,7 @@
 #include "dplab/comm/cluster/cost_collectives.h"
 #include "dplab/comm/cluster/virtual_time.h"
 #include "dplab/comm/communicator.h"
+#include "dplab/comm/wire_bytes.h"
 #include "dplab/comm/mpi_env.h"
 #include "dplab/comm/node_port.h"
 #include "dplab/comm/stall_report.h"
@@ -273,6 +274,14 @@ class MpiCommunicator : public Communicator {
   }
 
   std::shared_ptr<cluster::VirtualTime> virtual_time() const override { return vt_; }
+  double wire_bytes(cluster::Op op, double bytes) const override {
+    if (!vt_) return Communicator::wire_bytes(op, bytes);
+    const cluster::Group g = virtual_group();
+    if (g.size() != size_) return Communicator::wire_bytes(op, bytes);  // ragged: the ring
+    const auto algo = cluster::resolve_algorithm(vt_->platform, op, g, bytes,
+                                                 vt_->platform.algorithm);
+    return dplab::wire_bytes(op, g, algo, bytes);
+  }
   bool shares_node_interfaces() const override { return nic_ != nullptr; }
   // The world communicator releases the node port when it goes (see the destructor).
   void own_node_port() { owns_nic_ = true; }

@@ -59,16 +59,21 @@ struct StepPlan {
 };
 
 // Statistics every algorithm reports (per step and accumulated per epoch).
+// Counted by the communication meter (comm/meter.h), never by hand.
 struct CommStats {
-  double bytes_sent = 0;      // payload bytes this rank handed to the communicator
+  double bytes_sent = 0;      // payload: bytes this rank handed to the communicator (wire type)
+  double wire_bytes = 0;      // bytes this rank put on its links (comm/wire_bytes.h)
   int64_t collectives = 0;    // collective calls (allreduce, broadcast, ...)
   int64_t allreduces = 0;     // of which allreduces
+  int64_t messages = 0;       // point-to-point sends
   double in_flight_s = 0;     // time communication was in flight
   double exposed_wait_s = 0;  // time compute stood still waiting for communication
   void add(const CommStats& o) {
     bytes_sent += o.bytes_sent;
+    wire_bytes += o.wire_bytes;
     collectives += o.collectives;
     allreduces += o.allreduces;
+    messages += o.messages;
     in_flight_s += o.in_flight_s;
     exposed_wait_s += o.exposed_wait_s;
   }

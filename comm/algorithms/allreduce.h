@@ -14,13 +14,12 @@
 #pragma once
 #include <memory>
 
+#include "dplab/comm/distributed_strategy.h"
 #include "dplab/comm/grad_sync.h"
-#include "dplab/comm/strategy.h"
-#include "dplab/comm/topology.h"
 
 namespace dplab {
 
-class AllReduceStrategy : public Strategy {
+class AllReduceStrategy : public DistributedStrategy {
  public:
   // Builds the Topology from options (initialising MPI if needed).
   explicit AllReduceStrategy(const Options& opt);
@@ -32,34 +31,25 @@ class AllReduceStrategy : public Strategy {
   void drain() override;
   CommStats take_stats() override;
   std::map<std::string, double> state() const override;
-  // Nothing survives a step but the model and the optimizer (the trainer's): GradSync's buckets
-  // come from the arena and the options, and every rank holds the same parameters. Saves only
-  // the algorithm's name, which load_state checks.
-  void save_state(StateDict& out) const override;
-  void load_state(const StateDict& in) override;
-  int rank() const override { return topo_->world().rank(); }
-  int world_size() const override { return topo_->world().size(); }
 
-  Topology& topology() { return *topo_; }
   GradSync& grad_sync() { return *sync_; }
 
+ protected:
+  // Nothing survives a step but the model and the optimizer (the trainer's): GradSync's buckets
+  // come from the arena and the options, and every rank holds the same parameters. Saves only
+  // the gradient compression state, if any.
+  void save_algorithm_state(StateDict& out) const override;
+  void load_algorithm_state(const StateDict& in) override;
+
  private:
-  std::shared_ptr<Topology> topo_;
   GradSyncOptions sync_opt_;
   std::unique_ptr<GradSync> sync_;
-  CommStats extra_;  // setup/drain traffic outside GradSync
 };
 
-// Broadcasts the parameter arena and the model buffers from `root`, so all ranks start
-// identical. Returns the statistics of the broadcasts. `tracer`: a "broadcast" comm event and
-// a "wait broadcast" event (core/trace/tracer.h). `time`: the run's time base the figures are
-// measured on (TrainContext::time: virtual under a cluster); null: the wall clock.
+// TEMPORARY (issue #32 migration, comm/algorithms/legacy_metering.cpp): hand-metered forms.
 CommStats broadcast_model(Communicator& comm, ParamArena& arena,
                           const std::vector<NamedTensor>& buffers, int root = 0,
                           trace::Tracer* tracer = nullptr, TimeSource* time = nullptr);
-// Averages BatchNorm-style running statistics (floating buffers whose name does not end in
-// "num_batches_tracked") over `comm`; integer counters are left alone.
-// `tracer`: a "buffer average" comm event and a "wait buffer average" event; `time` as above.
 CommStats average_buffers(Communicator& comm, const std::vector<NamedTensor>& buffers,
                           trace::Tracer* tracer = nullptr, TimeSource* time = nullptr);
 

@@ -1,11 +1,9 @@
 #include "dplab/comm/algorithms/diloco.h"
 
 #include "dplab/comm/algorithms/algo_state.h"
-#include "dplab/comm/algorithms/allreduce.h"
 #include "dplab/core/autograd.h"
 #include "dplab/core/backend.h"
 #include "dplab/core/ops/elementwise.h"
-#include "dplab/core/trace/tracer.h"
 
 namespace dplab {
 
@@ -26,15 +24,10 @@ DiLoCoStrategy::DiLoCoStrategy(const Options& opt)
     : DiLoCoStrategy(std::make_shared<Topology>(Topology::from_options(opt)), opt) {}
 
 DiLoCoStrategy::DiLoCoStrategy(std::shared_ptr<Topology> topo, const Options& opt)
-    : topo_(std::move(topo)), opt_(DiLoCoOptions::from_options(opt)) {}
+    : DistributedStrategy(std::move(topo)), opt_(DiLoCoOptions::from_options(opt)) {}
 
 void DiLoCoStrategy::setup(TrainContext& ctx) {
-  Strategy::setup(ctx);
-  DPLAB_CHECK(ctx.arena != nullptr, "diloco: setup needs the parameter arena");
-  // θ(0): rank 0's model on every rank.
-  stats_.add(
-      broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer, ctx.time.get()));
-  device_waits_ = DeviceWaits(ctx.arena->device(), topo_->world().virtual_time() != nullptr);
+  DistributedStrategy::setup(ctx);  // θ(0): rank 0's model on every rank
   theta_ = ctx.arena->params().clone();
   delta_ = Tensor::zeros(theta_.shape(), DType::f32, theta_.device());
   if (opt_.outer_momentum > 0)
@@ -48,20 +41,7 @@ void DiLoCoStrategy::outer_step() {
   delta_.copy_(theta_);
   add_(delta_, params, -1.f);
   // Line 13: Δ(t) = (1/k) Σ_i δ_i(t), one allreduce.
-  Communicator& comm = topo_->world();
-  if (comm.size() > 1) {
-    const Stopwatch sw(*ctx_.time);
-    const double bytes = static_cast<double>(delta_.nbytes());
-    CommStats s;
-    {
-      trace::BlockingComm traced(ctx_.tracer, "outer gradient", "wait outer gradient", bytes);
-      Request r = comm.iallreduce(delta_, ReduceOp::average);
-      s.in_flight_s = s.exposed_wait_s = complete_measured(r, sw, &device_waits_, true);
-    }
-    s.bytes_sent = bytes;
-    s.collectives = s.allreduces = 1;
-    stats_.add(s);
-  }
+  if (world_size() > 1) meter().allreduce(world(), "outer gradient", delta_, ReduceOp::average);
   // Line 15: θ(t) = OuterOpt(θ(t−1), Δ(t)): PyTorch's SGD (Nesterov) on the flat vector.
   SgdStepArgs a;
   a.lr = static_cast<float>(opt_.outer_lr);
@@ -85,23 +65,13 @@ void DiLoCoStrategy::finish_training() {
   if (inner_steps_ > 0) outer_step();
 }
 
-void DiLoCoStrategy::drain() {
-  stats_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer, ctx_.time.get()));
-}
-
-CommStats DiLoCoStrategy::take_stats() {
-  CommStats s = stats_;
-  device_waits_.take(s);
-  stats_ = {};
-  return s;
-}
+void DiLoCoStrategy::drain() { average_buffers(); }
 
 std::map<std::string, double> DiLoCoStrategy::state() const {
   return {{"H", double(opt_.H)}, {"outer_steps", double(outer_steps_)}};
 }
 
-void DiLoCoStrategy::save_state(StateDict& out) const {
-  save_algorithm_name(out, name());
+void DiLoCoStrategy::save_algorithm_state(StateDict& out) const {
   out.put_int("H", opt_.H);
   out.put_int("inner_steps", inner_steps_);
   out.put_int("outer_steps", outer_steps_);
@@ -109,8 +79,7 @@ void DiLoCoStrategy::save_state(StateDict& out) const {
   if (momentum_.defined()) out.put_tensor("outer_momentum", momentum_);
 }
 
-void DiLoCoStrategy::load_state(const StateDict& in) {
-  check_algorithm_name(in, name());
+void DiLoCoStrategy::load_algorithm_state(const StateDict& in) {
   // A round in progress only makes sense with the same H.
   state_int(in, name(), "H", opt_.H, opt_.H);
   const int64_t inner = state_int(in, name(), "inner_steps", 0, opt_.H - 1);

@@ -49,9 +49,7 @@
 #pragma once
 #include <memory>
 
-#include "dplab/comm/device_waits.h"
-#include "dplab/comm/strategy.h"
-#include "dplab/comm/topology.h"
+#include "dplab/comm/distributed_strategy.h"
 
 namespace dplab {
 
@@ -63,7 +61,7 @@ struct DiLoCoOptions {
   static DiLoCoOptions from_options(const Options& opt);
 };
 
-class DiLoCoStrategy : public Strategy {
+class DiLoCoStrategy : public DistributedStrategy {
  public:
   explicit DiLoCoStrategy(const Options& opt);
   DiLoCoStrategy(std::shared_ptr<Topology> topo, const Options& opt);
@@ -72,29 +70,25 @@ class DiLoCoStrategy : public Strategy {
   void after_step(const StepInfo& step) override;
   void finish_training() override;
   void drain() override;
-  CommStats take_stats() override;
   std::map<std::string, double> state() const override;
-  void save_state(StateDict& out) const override;
-  void load_state(const StateDict& in) override;
-  int rank() const override { return topo_->world().rank(); }
-  int world_size() const override { return topo_->world().size(); }
 
   const DiLoCoOptions& options() const { return opt_; }
   int64_t outer_steps() const { return outer_steps_; }
   int64_t inner_steps() const { return inner_steps_; }
   const Tensor& theta_global() const { return theta_; }
 
+ protected:
+  void save_algorithm_state(StateDict& out) const override;
+  void load_algorithm_state(const StateDict& in) override;
+
  private:
   void outer_step();  // lines 11-15 and line 3 of the next round
-  std::shared_ptr<Topology> topo_;
   DiLoCoOptions opt_;
   Tensor theta_;             // θ(t−1): the global model the round started from
   Tensor momentum_;          // the outer optimizer's buffer b (undefined when μ = 0)
   Tensor delta_;             // scratch: δ_i, then Δ after the allreduce
   int64_t inner_steps_ = 0;  // inner steps done in the round in progress
   int64_t outer_steps_ = 0;
-  CommStats stats_;
-  DeviceWaits device_waits_;  // the outer allreduce's figures on NCCL (comm/device_waits.h)
 };
 
 std::unique_ptr<Strategy> make_diloco_strategy(const Options& opt);

@@ -1,0 +1,55 @@
+#include "dplab/comm/distributed_strategy.h"
+
+#include "dplab/comm/algorithms/algo_state.h"
+#include "dplab/core/error.h"
+
+namespace dplab {
+
+namespace {
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+}  // namespace
+
+void broadcast_model(CommMeter& meter, Communicator& comm, ParamArena& arena,
+                     const std::vector<NamedTensor>& buffers, int root) {
+  Pending p = meter.ibroadcast(comm, "broadcast", arena.params(), root);
+  for (auto& b : buffers) p.join(meter.ibroadcast(comm, "broadcast", b.tensor, root));
+  meter.complete_blocking(p);
+}
+
+void average_buffers(CommMeter& meter, Communicator& comm, const std::vector<NamedTensor>& buffers) {
+  if (comm.size() == 1) return;
+  Pending p;
+  for (auto& b : buffers) {
+    if (!is_floating(b.tensor.dtype()) || ends_with(b.name, "num_batches_tracked")) continue;
+    p.join(meter.iallreduce(comm, "buffer average", b.tensor, ReduceOp::average));
+  }
+  meter.complete_blocking(p);
+}
+
+DistributedStrategy::DistributedStrategy(std::shared_ptr<Topology> topo) : topo_(std::move(topo)) {
+  DPLAB_CHECK(topo_ != nullptr, "distributed strategy: no topology");
+}
+
+void DistributedStrategy::setup(TrainContext& ctx) {
+  Strategy::setup(ctx);
+  DPLAB_CHECK(ctx.arena != nullptr, "{}: setup needs the parameter arena", name());
+  meter_ = CommMeter(ctx, world().virtual_time() != nullptr);
+  broadcast_model(meter_, world(), *ctx.arena, ctx.buffers, 0);
+}
+
+void DistributedStrategy::average_buffers() { dplab::average_buffers(meter_, world(), ctx_.buffers); }
+
+void DistributedStrategy::save_state(StateDict& out) const {
+  save_algorithm_name(out, name());
+  save_algorithm_state(out);
+}
+
+void DistributedStrategy::load_state(const StateDict& in) {
+  check_algorithm_name(in, name());
+  load_algorithm_state(in);
+}
+
+}  // namespace dplab

@@ -1,0 +1,60 @@
+// DistributedStrategy: what every distributed algorithm shares, so that an algorithm file holds
+// its paper's arithmetic and its communication calls and nothing else (issue #32):
+//   - the Topology (world, node, cross communicators), handed in by whoever builds the strategy;
+//   - rank() and world_size();
+//   - the communication meter (comm/meter.h), set up from the run's context, through which all
+//     communication goes, and take_stats() reading it;
+//   - the start-up broadcast of rank 0's model (setup) and the averaging of the model's
+//     buffers (BatchNorm statistics) over the world;
+//   - checkpoint naming: save_state writes the algorithm's name and calls save_algorithm_state;
+//     load_state checks the name and calls load_algorithm_state.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dplab/comm/meter.h"
+#include "dplab/comm/strategy.h"
+#include "dplab/comm/topology.h"
+
+namespace dplab {
+
+class DistributedStrategy : public Strategy {
+ public:
+  explicit DistributedStrategy(std::shared_ptr<Topology> topo);
+  // Strategy::setup, the meter on ctx's time base, trace and device, and rank 0's model and
+  // buffers broadcast to every rank (unless broadcast_at_setup() is false).
+  void setup(TrainContext& ctx) override;
+  CommStats take_stats() override { return meter_.take_stats(); }
+  int rank() const override { return topo_->world().rank(); }
+  int world_size() const override { return topo_->world().size(); }
+  void save_state(StateDict& out) const final;
+  void load_state(const StateDict& in) final;
+
+  Topology& topology() const { return *topo_; }
+
+ protected:
+  Communicator& world() const { return topo_->world(); }
+  CommMeter& meter() { return meter_; }
+  // The algorithm's own state under its own keys (the name is written and checked here).
+  virtual void save_algorithm_state(StateDict& out) const {}
+  virtual void load_algorithm_state(const StateDict& in) {}
+  // Averages the model's floating buffers over the world (a "buffer average" event).
+  void average_buffers();
+
+  std::shared_ptr<Topology> topo_;
+
+ private:
+  CommMeter meter_;
+};
+
+// Broadcasts the parameter arena and the model buffers from `root` over `comm` (one "broadcast"
+// event on `meter`), so all ranks start identical.
+void broadcast_model(CommMeter& meter, Communicator& comm, ParamArena& arena,
+                     const std::vector<NamedTensor>& buffers, int root = 0);
+// Averages BatchNorm-style running statistics (floating buffers whose name does not end in
+// "num_batches_tracked") over `comm` (one "buffer average" event); integer counters are left
+// alone. Nothing on one rank.
+void average_buffers(CommMeter& meter, Communicator& comm, const std::vector<NamedTensor>& buffers);
+
+}  // namespace dplab
