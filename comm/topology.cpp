@@ -24,9 +24,10 @@ Topology::Topology(std::shared_ptr<Communicator> world) : world_(std::move(world
   cross_ = world_->split(node_->rank(), node_id_, fmt::format("cross{}", node_->rank()));
 }
 
-Topology Topology::from_options(const Options& opt) {
+Topology Topology::from_options(const Options& opt,
+                                std::shared_ptr<cluster::VirtualTime> virtual_time) {
   // Backend by option comm (mpi | nccl | auto): comm/world.h.
-  return Topology(make_world(opt));
+  return Topology(make_world(opt, std::move(virtual_time)));
 }
 
 }  // namespace dplab

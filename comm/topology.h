@@ -19,8 +19,10 @@ class Topology {
   // ranks (a clear error otherwise: cross groups would be ragged).
   explicit Topology(std::shared_ptr<Communicator> world);
   // Initialises MPI if needed and builds the world from options (comm = mpi|nccl|auto,
-  // ranks_per_node, link.*, comm.wait, comm.timeout_s).
-  static Topology from_options(const Options& opt);
+  // ranks_per_node, link.*, comm.wait, comm.timeout_s), on `virtual_time` under a cluster
+  // (comm/world.h make_world).
+  static Topology from_options(const Options& opt,
+                               std::shared_ptr<cluster::VirtualTime> virtual_time = nullptr);
 
   Communicator& world() const { return *world_; }
   Communicator& node() const { return *node_; }

@@ -1,6 +1,5 @@
 #include "dplab/comm/world.h"
 
-#include "dplab/comm/cluster/virtual_time_scope.h"
 #include "dplab/core/device.h"
 #include "dplab/core/error.h"
 #include "dplab/core/usage_error.h"
@@ -19,7 +18,8 @@ std::string comm_backend(const Options& opt) {
   return Device::parse(device).is_cuda() ? "nccl" : "mpi";
 }
 
-std::shared_ptr<Communicator> make_world(const Options& opt) {
+std::shared_ptr<Communicator> make_world(const Options& opt,
+                                         std::shared_ptr<cluster::VirtualTime> virtual_time) {
   const std::string backend = comm_backend(opt);
   CommConfig cfg = CommConfig::from_options(opt);
   // The virtual cluster models the MPI backend on CPU tensors (a GPU's compute enters through a
@@ -30,8 +30,7 @@ std::shared_ptr<Communicator> make_world(const Options& opt) {
                      "and, for a GPU's compute, cluster.compute = profile:FILE",
                      opt.get_string("cluster", ""), backend, opt.get_string("comm", "auto"),
                      opt.get_string("device", "cpu"));
-  // The training driver's clock (comm/cluster/virtual_time_scope.h), when it installed one.
-  if (cfg.platform && !cfg.virtual_time) cfg.virtual_time = cluster::VirtualTimeScope::current();
+  if (cfg.platform && virtual_time) cfg.virtual_time = std::move(virtual_time);
   if (backend == "mpi") return mpi_world(cfg);
 #ifdef DPLAB_WITH_CUDA
   return nccl_world(cfg);

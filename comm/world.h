@@ -18,7 +18,12 @@ namespace dplab {
 std::string comm_backend(const Options& opt);
 
 // The world communicator of the chosen backend, configured by CommConfig::from_options(opt).
-std::shared_ptr<Communicator> make_world(const Options& opt);
+// `virtual_time`: the rank's virtual clock when option cluster (or the link shorthand) sets a
+// platform: the training driver builds it (its compute mode, this rank's --slowdown, profile
+// replay) and hands it here, so the world's operations and the driver read one clock. Null
+// with a platform: the world builds its own clock from the platform on the calling thread.
+std::shared_ptr<Communicator> make_world(
+    const Options& opt, std::shared_ptr<cluster::VirtualTime> virtual_time = nullptr);
 
 // The CUDA device NCCL gives this rank (local rank on the host mod device count; initialises
 // MPI). Throws without CUDA (build or device).

@@ -225,7 +225,7 @@ TEST(Registry, ExperimentAlgorithmOptimizerAndScheduleAreTheOnesUsed) {
   ScopedTempDir dir("registry-parts");
   Registry r = toy_registry();
   auto steps = std::make_shared<int64_t>(0);
-  r.add(StrategyEntry{"counting", "counts steps", {}, [steps](const Options&) {
+  r.add(StrategyEntry{"counting", "counts steps", {}, [steps](std::shared_ptr<Topology>, const Options&) {
                         return std::unique_ptr<Strategy>(std::make_unique<CountingStrategy>(steps));
                       }});
   r.add(OptimizerEntry{

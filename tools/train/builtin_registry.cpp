@@ -69,7 +69,9 @@ Registry Registry::with_builtins() {
        "(streaming_diloco.md)"}};
   for (const std::string& name : strategy_names()) {
     StrategyEntry e{name, "", algorithm_option_keys(name),
-                    [](const Options& o) { return make_strategy(o); }};
+                    [](std::shared_ptr<Topology> topo, const Options& o) {
+                      return make_strategy(std::move(topo), o);
+                    }};
     if (auto it = algo_help.find(name); it != algo_help.end()) e.help = it->second;
     e.averages_gradients = name == "local" || name == "allreduce";
     e.single_process = name == "local";

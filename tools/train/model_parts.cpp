@@ -1,5 +1,7 @@
 #include "dplab/tools/train/model_parts.h"
 
+#include "dplab/comm/topology.h"
+
 #include "dplab/tools/train/checkpoint.h"
 #include "dplab/tools/train/config.h"
 
@@ -61,8 +63,15 @@ ModelParts build_model_parts(const Options& opt, const Registry& registry,
 
 std::unique_ptr<Strategy> set_up_strategy(const Options& opt, const Registry& registry,
                                           ModelParts& parts, trace::Tracer* tracer,
-                                          std::shared_ptr<TimeSource> time) {
-  std::unique_ptr<Strategy> strategy = registry.strategy(get(opt, "algo")).make(opt);
+                                          std::shared_ptr<TimeSource> time,
+                                          std::shared_ptr<cluster::VirtualTime> virtual_time) {
+  // The driver builds the ranks' topology (and so MPI's world) on the run's clock and hands it
+  // to the algorithm.
+  const StrategyEntry& entry = registry.strategy(get(opt, "algo"));
+  std::shared_ptr<Topology> topo;
+  if (!entry.single_process)
+    topo = std::make_shared<Topology>(Topology::from_options(opt, std::move(virtual_time)));
+  std::unique_ptr<Strategy> strategy = entry.make(std::move(topo), opt);
   TrainContext ctx;
   ctx.model = parts.model.get();
   ctx.arena = parts.arena.get();

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "dplab/comm/cluster/virtual_time.h"
 #include "dplab/comm/strategy.h"
 #include "dplab/core/device.h"
 #include "dplab/core/options.h"
@@ -36,9 +37,11 @@ ModelParts build_model_parts(const Options& opt, const Registry& registry,
 
 // The algorithm named by option algo, set up on `parts` (collective for distributed ones: it
 // broadcasts rank 0's parameters and buffers). `tracer` may be nullptr. `time`: the run's time
-// base (TrainContext::time; a virtual cluster's clock); null: the wall clock.
-std::unique_ptr<Strategy> set_up_strategy(const Options& opt, const Registry& registry,
-                                          ModelParts& parts, trace::Tracer* tracer,
-                                          std::shared_ptr<TimeSource> time = nullptr);
+// base (TrainContext::time; a virtual cluster's clock); null: the wall clock. `virtual_time`:
+// the cluster's clock the algorithm's communicators run on (null without a cluster).
+std::unique_ptr<Strategy> set_up_strategy(
+    const Options& opt, const Registry& registry, ModelParts& parts, trace::Tracer* tracer,
+    std::shared_ptr<TimeSource> time = nullptr,
+    std::shared_ptr<cluster::VirtualTime> virtual_time = nullptr);
 
 }  // namespace dplab

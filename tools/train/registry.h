@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "dplab/comm/strategy.h"
+#include "dplab/comm/topology.h"
 #include "dplab/core/options.h"
 #include "dplab/data/dataset.h"
 #include "dplab/layers/module.h"
@@ -71,7 +72,9 @@ struct StrategyEntry {
   std::string name;
   std::string help;
   std::vector<std::string> keys;
-  std::function<std::unique_ptr<Strategy>(const Options&)> make;
+  // Builds the algorithm on the ranks of `topo` (built by the driver, with the run's virtual
+  // clock under a cluster; null for a single_process entry).
+  std::function<std::unique_ptr<Strategy>(std::shared_ptr<Topology> topo, const Options&)> make;
   // Capabilities the driver checks instead of names (check_accumulation, uses_communicator).
   // Every step's update is the optimizer's step on the gradient averaged over the ranks (or
   // this rank's own, in one process), and the strategy calls after_backward only where the

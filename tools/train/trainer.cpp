@@ -145,7 +145,8 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
   trace::Tracer* const tracer = run_tracer.get();
   if (tracer) tracer->set_time(clock.source());
   const std::unique_ptr<Strategy> strategy =
-      set_up_strategy(opt, registry, built, tracer, clock.source());
+      set_up_strategy(opt, registry, built, tracer, clock.source(),
+                      cluster_run ? cluster_run->shared_virtual_time() : nullptr);
   const RankGroup ranks = rank_group(strategy->rank(), strategy->world_size(), opt);
   // Every rank learns whether any rank saw a non-finite value or a pre-emption signal, kLag
   // ticks later (a non-blocking 8-byte allreduce per tick; tools/train/step_agreement.h).

@@ -89,7 +89,6 @@ std::unique_ptr<VirtualRun> VirtualRun::from_options(const Options& opt, Device 
 VirtualRun::VirtualRun(std::shared_ptr<cluster::VirtualTime> vt, std::string compute,
                        double data_rate, double slowdown, std::string profile_path)
     : vt_(vt),
-      scope_(vt),
       source_(std::make_shared<cluster::VirtualTimeSource>(vt)),
       compute_(std::move(compute)),
       profile_path_(std::move(profile_path)),

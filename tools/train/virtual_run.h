@@ -1,6 +1,6 @@
 // A training run on a virtual cluster (option cluster; issue #20 items 2-3,
 // docs/virtual_cluster.md): the rank's virtual clock, built by the driver on its compute thread
-// and shared with the communicators the algorithm builds (comm/cluster/virtual_time_scope.h),
+// and handed to the algorithm's Topology, which the driver builds (tools/train/model_parts.h),
 // and the loop's hooks that say what is compute:
 //
 //   measured (cluster.compute = measured): the clock counts the compute thread's CPU time x
@@ -22,7 +22,6 @@
 #include <string>
 
 #include "dplab/comm/cluster/virtual_time.h"
-#include "dplab/comm/cluster/virtual_time_scope.h"
 #include "dplab/core/device.h"
 #include "dplab/core/options.h"
 #include "dplab/core/param_arena.h"
@@ -68,6 +67,8 @@ class VirtualRun {
   // "virtual:<platform>" (the records' time_base).
   std::string time_base() const;
   const cluster::VirtualTime& virtual_time() const { return *vt_; }
+  // The clock for the algorithm's communicators (Topology::from_options).
+  const std::shared_ptr<cluster::VirtualTime>& shared_virtual_time() const { return vt_; }
   bool replays_profile() const { return replay_.has_value(); }
   // One line for the run header: the platform, its shape, how compute and loading are timed.
   std::string describe() const;
@@ -91,7 +92,6 @@ class VirtualRun {
   VirtualRun(std::shared_ptr<cluster::VirtualTime> vt, std::string compute, double data_rate,
              double slowdown, std::string profile_path);
   std::shared_ptr<cluster::VirtualTime> vt_;
-  cluster::VirtualTimeScope scope_;
   std::shared_ptr<TimeSource> source_;
   std::string compute_;       // "measured" or the profile's path
   std::string profile_path_;  // empty: measured

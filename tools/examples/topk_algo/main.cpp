@@ -1,8 +1,9 @@
 // What it shows: a distributed algorithm written outside the library, chosen with algo=topk and
 // trained by the full driver. TopKStrategy (topk_strategy.h, under 100 lines) sends only the
 // largest topk.ratio of each rank's gradient, keeps the rest as a residual for the next step
-// (error feedback), and uses the library's Topology, allgather, CommStats (metrics.jsonl's
-// comm_bytes) and StateDict (a resumed run is bitwise the uninterrupted one).
+// (error feedback), and uses the library's DistributedStrategy, its communication meter
+// (metrics.jsonl's comm_bytes and comm_wire_bytes, a "topk gather" event in dplab trace) and
+// StateDict (a resumed run is bitwise the uninterrupted one).
 //
 //   mpiexec -n 2 ./topk_algo epochs=2 topk.ratio=0.01 out=runs/topk
 //   ./topk_algo --help          the registry's names, topk among the algorithms
@@ -17,9 +18,8 @@ int main(int argc, char** argv) {
       "top-k sparsified gradient averaging with error feedback (allgather of indices and "
       "values); k = topk.ratio x parameters [default ratio 0.01]",
       {"topk.ratio"},
-      [](const Options& o) {
-        return std::make_unique<TopKStrategy>(std::make_shared<Topology>(Topology::from_options(o)),
-                                              o.get_double("topk.ratio", 0.01));
+      [](std::shared_ptr<Topology> topo, const Options& o) {
+        return std::make_unique<TopKStrategy>(std::move(topo), o.get_double("topk.ratio", 0.01));
       }});
   Options defaults;
   defaults.set("algo", "topk");
