@@ -2,7 +2,8 @@
 # ctest tools.install_example: `cmake --install` into a temporary prefix, then configure, build
 # and run the example experiments against the installed package (find_package(dplab)):
 # mnist_experiment (a hand-written loop); under `mpiexec -n 2`: vgg_fashion (its own model
-# through the full driver) and topk_algo (its own algorithm, algo=topk), each stopped after 2
+# through the full driver), topk_algo (its own algorithm, algo=topk) and dpsgd (a decentralised
+# algorithm on the communication meter, traced, with consensus evaluation), each stopped after 2
 # epochs and resumed for a third, and csv_dataset (its own dataset and model).
 set -euo pipefail
 build="$1"
@@ -95,6 +96,30 @@ acc="$(sed -n 's/^test accuracy: //p' "$tmp/topk-resume.log")"
 # test images has sd 0.013, so 0.5 is 30 sd above it (this run, 1% of the gradient per step,
 # reaches 0.68 after 3 epochs; allreduce, 0.7).
 awk -v a="$acc" 'BEGIN { exit !(a > 0.5) }' || { echo "topk: test accuracy $acc <= 0.5"; exit 1; }
+
+# ---- dpsgd: a decentralised algorithm on the meter, its exchange overlapped across steps --------
+build_example dpsgd
+run="$tmp/dpsgd-run"
+dpsgd() {
+  OMP_NUM_THREADS=1 "$mpiexec" -n 2 "$tmp/dpsgd/dpsgd" algo=dpsgd batch=32 \
+    data.train_limit=1024 data.test_limit=200 progress=off threads=1 "$@"
+}
+dpsgd epochs=2 out="$run" trace=true >"$tmp/dpsgd.log" 2>&1 || { cat "$tmp/dpsgd.log"; exit 1; }
+cat "$tmp/dpsgd.log"
+# Epoch 2: 16 steps, one exchange each (2 ranks: one neighbour), a message of the whole model;
+# the consensus model evaluated beside rank 0's; the exchanges in the trace under their name.
+rec="$(grep '"kind": *"epoch"' "$run/metrics.jsonl" | sed -n 2p)"
+msgs="$(json_number comm_messages "$rec")"
+test "$msgs" = 16 || { echo "dpsgd: epoch 2 comm_messages $msgs, expected 16"; echo "$rec"; exit 1; }
+grep -q '"test_acc_consensus"' <<<"$rec" || { echo "dpsgd: no consensus evaluation"; exit 1; }
+grep -q '"name": *"dpsgd exchange"' "$run/trace/rank_0.json" ||
+  { echo "dpsgd: no dpsgd exchange events in the trace"; exit 1; }
+dpsgd epochs=3 resume="$run" out="$run" >"$tmp/dpsgd-resume.log" 2>&1 ||
+  { cat "$tmp/dpsgd-resume.log"; exit 1; }
+dpsgd epochs=3 out="$tmp/dpsgd-straight" >"$tmp/dpsgd-straight.log" 2>&1 ||
+  { cat "$tmp/dpsgd-straight.log"; exit 1; }
+cmp "$run/final.safetensors" "$tmp/dpsgd-straight/final.safetensors" ||
+  { echo "dpsgd: the resumed run's final model differs from the uninterrupted run's"; exit 1; }
 
 # ---- csv_dataset: a Dataset read from CSV, and an MLP ------------------------------------------
 build_example csv_dataset
