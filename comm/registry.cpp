@@ -37,10 +37,19 @@ const std::vector<std::pair<std::string, Factory>>& factories() {
       {"allreduce", make_allreduce},
       {"hybrid", make_hybrid_strategy},
       {"daso", make_daso_strategy},
-      {"dcs3gd", make_dcs3gd_strategy},
+      {"dcs3gd",
+       [](const Options& o) {
+         return make_dcs3gd_strategy(std::make_shared<Topology>(Topology::from_options(o)), o);
+       }},
       {"crossover", make_crossover_strategy},
-      {"sgp", make_sgp_strategy},
-      {"oscars", make_oscars_strategy},
+      {"sgp",
+       [](const Options& o) {
+         return make_sgp_strategy(std::make_shared<Topology>(Topology::from_options(o)), o);
+       }},
+      {"oscars",
+       [](const Options& o) {
+         return make_oscars_strategy(std::make_shared<Topology>(Topology::from_options(o)), o);
+       }},
       {"local_sgd", make_local_sgd_strategy},
       {"post_local_sgd", make_post_local_sgd_strategy},
       {"diloco", make_diloco_strategy},
