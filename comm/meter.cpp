@@ -100,8 +100,8 @@ Pending CommMeter::irecv(Communicator& c, std::string_view name, const Tensor& t
   return start(name, std::move(r), 0, 0, false, false);
 }
 
-void CommMeter::finish(Pending& p, Use use, bool blocking) {
-  if (p.reqs_.empty()) return;
+double CommMeter::finish(Pending& p, Use use, bool blocking) {
+  if (p.reqs_.empty()) return 0;
   // Overlapped: compute waits from here; blocking: it has waited since the post.
   const Stopwatch since = blocking ? Stopwatch(*time_, p.posted_) : Stopwatch(*time_, tracer_);
   const trace::Clock::time_point wait_from =
@@ -131,11 +131,12 @@ void CommMeter::finish(Pending& p, Use use, bool blocking) {
     t->complete("wait " + p.name_, "wait", trace::kCompute, wait_from, done, p.step_);
   }
   p.reqs_.clear();
+  return waited;
 }
 
-void CommMeter::complete(Pending& p, Use use) { finish(p, use, false); }
+double CommMeter::complete(Pending& p, Use use) { return finish(p, use, false); }
 
-void CommMeter::complete_blocking(Pending& p, Use use) { finish(p, use, true); }
+double CommMeter::complete_blocking(Pending& p, Use use) { return finish(p, use, true); }
 
 bool CommMeter::test(Pending& p) {
   if (p.reqs_.empty()) return true;

@@ -89,9 +89,11 @@ class CommMeter {
   Pending irecv(Communicator& c, std::string_view name, const Tensor& t, int src, int tag);
 
   // Overlapped completion: the compute thread waits from now until the operations end.
-  void complete(Pending& p, Use use = Use::compute);
+  // Both completions return the exposed wait they counted (seconds on the run's time base; 0
+  // where the device measures it, added at take_stats), for algorithms that act on it.
+  double complete(Pending& p, Use use = Use::compute);
   // Blocking completion of operations posted just before: compute waited from the post.
-  void complete_blocking(Pending& p, Use use = Use::compute);
+  double complete_blocking(Pending& p, Use use = Use::compute);
   // Without waiting: true (and counted, no exposed wait) once every operation has ended.
   bool test(Pending& p);
 
@@ -116,7 +118,7 @@ class CommMeter {
  private:
   Pending start(std::string_view name, Request r, double payload, double wire, bool collective,
                 bool allreduce);
-  void finish(Pending& p, Use use, bool blocking);
+  double finish(Pending& p, Use use, bool blocking);
 
   std::shared_ptr<TimeSource> time_;
   trace::Tracer* tracer_ = nullptr;

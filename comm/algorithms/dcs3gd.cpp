@@ -8,7 +8,6 @@
 #include <utility>
 
 #include "dplab/comm/algorithms/algo_state.h"
-#include "dplab/comm/algorithms/allreduce.h"
 #include "dplab/comm/algorithms/dcs3gd_functors.h"
 #include "dplab/core/autograd.h"
 #include "dplab/core/backend.h"
@@ -117,11 +116,8 @@ std::string dcs3gd_peak_lr_note(int64_t global_batch, double warmup_frac, double
       dcs3gd_paper_peak_lr(global_batch, warmup_frac), lr);
 }
 
-Dcs3gdStrategy::Dcs3gdStrategy(const Options& opt)
-    : Dcs3gdStrategy(std::make_shared<Topology>(Topology::from_options(opt)), opt) {}
-
 Dcs3gdStrategy::Dcs3gdStrategy(std::shared_ptr<Topology> topo, const Options& opt)
-    : topo_(std::move(topo)), opt_(Dcs3gdOptions::from_options(opt)) {}
+    : DistributedStrategy(std::move(topo)), opt_(Dcs3gdOptions::from_options(opt)) {}
 
 Dcs3gdStrategy::~Dcs3gdStrategy() {
   // Never leave the progress thread running (e.g. after an exception between before_forward
@@ -131,9 +127,6 @@ Dcs3gdStrategy::~Dcs3gdStrategy() {
 }
 
 void Dcs3gdStrategy::setup(TrainContext& ctx) {
-  Strategy::setup(ctx);
-  DPLAB_CHECK(ctx.arena != nullptr, "dcs3gd: setup needs the parameter arena");
-  device_waits_ = DeviceWaits(ctx.arena->device(), topo_->world().virtual_time() != nullptr);
   DPLAB_CHECK(ctx.optimizer != nullptr,
               "dcs3gd: setup needs the optimizer (its lr and weight decay are the peak values)");
   peak_lr_ = ctx.optimizer->lr();
@@ -151,8 +144,7 @@ void Dcs3gdStrategy::setup(TrainContext& ctx) {
               ctx.optimizer->name());
 
   // Common rule: every rank starts from rank 0's parameters; W̄⁰ = W⁰.
-  stats_.add(
-      broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer, ctx.time.get()));
+  DistributedStrategy::setup(ctx);
   const Tensor& w = ctx.arena->params();
   wbar_ = w.clone();
   v_ = Tensor::zeros(w.shape(), DType::f32, w.device());
@@ -187,16 +179,7 @@ void Dcs3gdStrategy::start_allreduce() {
   join_progress();
   // R ← S, reduced in place: S stays untouched while the message is in flight.
   r_.copy_(s_);
-  req_step_ = -1;
-  if (trace::Tracer* tr = trace::active(ctx_.tracer)) {
-    req_step_ = tr->step();
-    req_launched_ = tr->now();
-  }
-  req_ = device_waits_.post_measured(
-      [&] { return topo_->world().iallreduce(r_, ReduceOp::sum, opt_.wire); });
-  stats_.bytes_sent += double(r_.numel()) * double(dtype_size(opt_.wire));
-  ++stats_.collectives;
-  ++stats_.allreduces;
+  update_ = meter().iallreduce(world(), "dcs3gd update allreduce", r_, ReduceOp::sum, opt_.wire);
   pending_ = false;
   if (opt_.progress_s <= 0) return;
   // MPICH advances a non-blocking collective only inside MPI calls: this thread tests the
@@ -208,7 +191,7 @@ void Dcs3gdStrategy::start_allreduce() {
   // so what the statistics count is decided by the compute thread's own wait below.
   // Its sleeps are real time too (a poll interval, not a modelled duration).
   stop_progress_.store(false);
-  progress_ = std::thread([this, req = req_, dev = r_.device()]() mutable {
+  progress_ = std::thread([this, req = update_.requests().front(), dev = r_.device()]() mutable {
     WaitOptions w;
     w.policy = WaitPolicy::backoff;
     w.spin_tests = 0;
@@ -226,23 +209,10 @@ void Dcs3gdStrategy::start_allreduce() {
 
 void Dcs3gdStrategy::finish_allreduce() {
   stop_progress_.store(true);
-  const Stopwatch sw(*ctx_.time, ctx_.tracer);
-  // The communicator's polite wait (and timeout) on MPI; on NCCL the update kernels wait for
-  // the allreduce on the device. Under a virtual cluster the wait moves the clock to the
-  // allreduce's virtual end if that is later: the exposed wait is the modelled excess over
-  // forward and backward.
-  stats_.exposed_wait_s += complete_measured(req_, sw, &device_waits_, false);
-  stats_.in_flight_s += device_waits_.host_flight(req_);
-  // Launched in before_forward, completed here: the event spans forward and backward.
-  if (req_step_ >= 0 && ctx_.tracer != nullptr) {
-    ctx_.tracer->complete_us("dcs3gd update allreduce", "comm", trace::kComm,
-                             ctx_.tracer->us(req_launched_), 1e6 * req_.seconds_in_flight(),
-                             req_step_,
-                             {{"bytes", double(r_.numel()) * double(dtype_size(opt_.wire))}});
-    ctx_.tracer->complete("wait dcs3gd update allreduce", "wait", trace::kCompute, sw.trace_start(),
-                          ctx_.tracer->now(), req_step_);
-  }
-  req_ = Request();
+  // Posted in before_forward, overlapped with forward and backward: the exposed wait is what
+  // is left of it now (on NCCL the update kernels wait for it on the device; under a virtual
+  // cluster the clock moves to the allreduce's virtual end if that is later).
+  meter().complete(update_);
   received_ = true;
   // The progress thread exits at its next wake-up; it is joined before the next allreduce
   // (or in drain), off the critical path.
@@ -258,7 +228,7 @@ void Dcs3gdStrategy::join_progress() {
 
 void Dcs3gdStrategy::before_forward(const StepInfo&) {
   DPLAB_CHECK(wbar_.defined(), "dcs3gd: before_forward before setup");
-  DPLAB_CHECK(!req_.valid(), "dcs3gd: before_forward with the previous allreduce in flight");
+  DPLAB_CHECK(!in_flight(), "dcs3gd: before_forward with the previous allreduce in flight");
   if (pending_) start_allreduce();  // Algorithm 1: MPI_Iallreduce(Δw_i), non-blocking
   compute_start_ = ctx_.time->now();
 }
@@ -266,7 +236,7 @@ void Dcs3gdStrategy::before_forward(const StepInfo&) {
 void Dcs3gdStrategy::after_backward(const StepInfo& step) {
   DPLAB_CHECK(wbar_.defined(), "dcs3gd: after_backward before setup");
   compute_s_ += ctx_.time->now() - compute_start_;
-  if (req_.valid()) finish_allreduce();  // Δw̄ = MPI_Wait()
+  if (in_flight()) finish_allreduce();  // Δw̄ = MPI_Wait()
   update(step);
 }
 
@@ -303,7 +273,7 @@ void Dcs3gdStrategy::update(const StepInfo& step) {
   if (!sums_.defined() || sums_.numel() != 4 * nseg)
     sums_ = Tensor::zeros({4 * nseg}, DType::i64, arena.device());
   Dcs3gdAverageArgs avg_args;
-  avg_args.ranks = float(topo_->world().size());
+  avg_args.ranks = float(world_size());
   avg_args.have_r = have_r;
   for (int64_t j = 0; j < nseg; ++j) {
     const int64_t b = segs[j].offset, e = b + segs[j].numel;
@@ -403,7 +373,7 @@ const std::vector<Dcs3gdTensorStats>& Dcs3gdStrategy::last_tensor_stats() const 
 }
 
 void Dcs3gdStrategy::drain() {
-  DPLAB_CHECK(!req_.valid(),
+  DPLAB_CHECK(!in_flight(),
               "dcs3gd: drain with an allreduce in flight (drain must be called between steps)");
   if (wbar_.defined() && pending_) {
     // The last update: W̄ += (Σ_j Δw_j)/N; the evaluated model is W̄ (ALGORITHMS.md §4).
@@ -411,18 +381,11 @@ void Dcs3gdStrategy::drain() {
     finish_allreduce();
     received_ = false;
     Tensor w = ctx_.arena->params();
-    backend_for(wbar_.device()).optim.dcs3gd_drain(wbar_, r_, w, float(topo_->world().size()));
+    backend_for(wbar_.device()).optim.dcs3gd_drain(wbar_, r_, w, float(world_size()));
     s_.zero_();
   }
   join_progress();
-  stats_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer, ctx_.time.get()));
-}
-
-CommStats Dcs3gdStrategy::take_stats() {
-  CommStats s = stats_;
-  device_waits_.take(s);
-  stats_ = {};
-  return s;
+  average_buffers();
 }
 
 void Dcs3gdStrategy::begin_epoch(int64_t epoch) {
@@ -435,13 +398,12 @@ void Dcs3gdStrategy::begin_epoch(int64_t epoch) {
   compute_s_ = lambda_sum_ = d_rel_sum_ = 0;
 }
 
-void Dcs3gdStrategy::save_state(StateDict& out) const {
+void Dcs3gdStrategy::save_algorithm_state(StateDict& out) const {
   DPLAB_CHECK(wbar_.defined(), "dcs3gd: save_state before setup");
-  DPLAB_CHECK(!req_.valid() && !received_,
+  DPLAB_CHECK(!in_flight() && !received_,
               "dcs3gd: save_state with the update allreduce in flight (call it between steps)");
   flush_history();  // the epoch sums include every recorded step
-  save_algorithm_name(out, name());
-  out.put_int("ranks", topo_->world().size());
+  out.put_int("ranks", world_size());
   out.put_tensor("W_bar", wbar_);
   out.put_tensor("V", v_);
   out.put_tensor("S", s_);
@@ -459,11 +421,10 @@ void Dcs3gdStrategy::save_state(StateDict& out) const {
   out.put_double("last_wd", last_wd_);
 }
 
-void Dcs3gdStrategy::load_state(const StateDict& in) {
+void Dcs3gdStrategy::load_algorithm_state(const StateDict& in) {
   DPLAB_CHECK(wbar_.defined(), "dcs3gd: load_state before setup");
-  DPLAB_CHECK(!req_.valid(), "dcs3gd: load_state with the update allreduce in flight");
-  check_algorithm_name(in, name());
-  const int n = topo_->world().size();
+  DPLAB_CHECK(!in_flight(), "dcs3gd: load_state with the update allreduce in flight");
+  const int n = world_size();
   state_int(in, "dcs3gd", "ranks", n, n);  // W̄ is the average over exactly these ranks
   const std::string where = in.origin().empty() ? std::string("state") : in.origin();
   // The schedule's peak values come from the optimizer at setup; a different value would
@@ -503,8 +464,8 @@ std::map<std::string, double> Dcs3gdStrategy::state() const {
   flush_history();
   const double n = steps_ > 0 ? double(steps_) : 1.0;
   const double nc = corrected_steps_ > 0 ? double(corrected_steps_) : 1.0;
-  return {{"ranks", double(topo_->world().size())},
-          {"nodes", double(topo_->num_nodes())},
+  return {{"ranks", double(world_size())},
+          {"nodes", double(topology().num_nodes())},
           {"staleness", 1.0},
           {"lambda0", opt_.lambda0},
           {"lambda_mean", lambda_sum_ / nc},
@@ -515,8 +476,8 @@ std::map<std::string, double> Dcs3gdStrategy::state() const {
           {"steps", double(steps_)}};
 }
 
-std::unique_ptr<Strategy> make_dcs3gd_strategy(const Options& opt) {
-  return std::make_unique<Dcs3gdStrategy>(opt);
+std::unique_ptr<Strategy> make_dcs3gd_strategy(std::shared_ptr<Topology> topo, const Options& opt) {
+  return std::make_unique<Dcs3gdStrategy>(std::move(topo), opt);
 }
 
 }  // namespace dplab

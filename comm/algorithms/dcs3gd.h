@@ -54,10 +54,7 @@
 #include <utility>
 #include <vector>
 
-#include "dplab/comm/device_waits.h"
-#include "dplab/comm/strategy.h"
-#include "dplab/comm/topology.h"
-#include "dplab/core/trace/tracer.h"
+#include "dplab/comm/distributed_strategy.h"
 
 namespace dplab {
 
@@ -104,9 +101,8 @@ struct Dcs3gdTensorStats {
   double d_norm = 0;    // ‖D_k‖
 };
 
-class Dcs3gdStrategy : public Strategy {
+class Dcs3gdStrategy : public DistributedStrategy {
  public:
-  explicit Dcs3gdStrategy(const Options& opt);
   Dcs3gdStrategy(std::shared_ptr<Topology> topo, const Options& opt);
   ~Dcs3gdStrategy() override;
   std::string name() const override { return "dcs3gd"; }
@@ -116,28 +112,14 @@ class Dcs3gdStrategy : public Strategy {
   void before_forward(const StepInfo& step) override;
   void after_backward(const StepInfo& step) override;
   void drain() override;
-  CommStats take_stats() override;
   std::map<std::string, double> state() const override;
-  // Checkpoints, between steps (nothing is in flight then: after_backward waits for the
-  // allreduce, and R is consumed by the same step's update). Saved: W̄, V, S and whether S is
-  // an update not yet sent ("pending": true between steps, false after drain(), which folds it
-  // into W̄), so a checkpoint taken with or without drain() resumes exactly; the schedule's
-  // peak lr, weight decay and μ taken from the optimizer at setup (checked on load: they fix the
-  // trajectory); the epoch's metric sums. Not saved: W (the model, the trainer's), R and the
-  // per-step sums, λ and history (recomputed every step), the weight-decay masks (from the arena
-  // and options).
-  void save_state(StateDict& out) const override;
-  void load_state(const StateDict& in) override;
-  int rank() const override { return topo_->world().rank(); }
-  int world_size() const override { return topo_->world().size(); }
 
-  Topology& topology() { return *topo_; }
   const Dcs3gdOptions& options() const { return opt_; }
   const Tensor& average_weights() const { return wbar_; }  // W̄
   const Tensor& momentum() const { return v_; }            // V
   const Tensor& send_buffer() const { return s_; }         // S (the last Δw)
   // True while the update allreduce is posted and not yet waited for.
-  bool in_flight() const { return req_.valid(); }
+  bool in_flight() const { return !update_.empty(); }
   // True when S holds an update not yet added to W̄ on any rank (between steps).
   bool update_pending() const { return pending_; }
   // (Reads the recorded sums back from the arena's device first: a host synchronisation.)
@@ -150,6 +132,18 @@ class Dcs3gdStrategy : public Strategy {
   }
   double last_wd() const { return last_wd_; }
 
+ protected:
+  // Checkpoints, between steps (nothing is in flight then: after_backward waits for the
+  // allreduce, and R is consumed by the same step's update). Saved: W̄, V, S and whether S is
+  // an update not yet sent ("pending": true between steps, false after drain(), which folds it
+  // into W̄), so a checkpoint taken with or without drain() resumes exactly; the schedule's
+  // peak lr, weight decay and μ taken from the optimizer at setup (checked on load: they fix the
+  // trajectory); the epoch's metric sums. Not saved: W (the model, the trainer's), R and the
+  // per-step sums, λ and history (recomputed every step), the weight-decay masks (from the arena
+  // and options).
+  void save_algorithm_state(StateDict& out) const override;
+  void load_algorithm_state(const StateDict& in) override;
+
  private:
   void start_allreduce();
   void finish_allreduce();  // waits; W̄ += R/N is left to the caller
@@ -161,7 +155,6 @@ class Dcs3gdStrategy : public Strategy {
   void record_sums(bool have_r, bool correct);
   void flush_history() const;  // updates last_stats_, lambda_sum_, d_rel_sum_
 
-  std::shared_ptr<Topology> topo_;
   Dcs3gdOptions opt_;
   double peak_lr_ = 0, base_wd_ = 0, mu_ = 0;
   Tensor wbar_, v_, s_, r_;
@@ -172,10 +165,8 @@ class Dcs3gdStrategy : public Strategy {
   std::vector<float> wd_mask_;  // per arena segment: 1 = decayed, 0 = excluded
   bool pending_ = false;        // S holds an update not yet communicated
   bool received_ = false;       // R holds this iteration's sum (set by finish_allreduce)
-  Request req_;                 // the update allreduce while in flight
-  trace::Clock::time_point req_launched_{};  // tracing: when req_ was posted (trace axis), step
-  int64_t req_step_ = -1;
-  std::thread progress_;  // tests req_ during forward/backward
+  Pending update_;              // the update allreduce while in flight
+  std::thread progress_;        // tests update_'s request during forward/backward
   std::atomic<bool> stop_progress_{false};
   std::exception_ptr progress_error_;
   double compute_start_ = 0;  // before_forward, on the run's time base (ctx_.time)
@@ -183,8 +174,6 @@ class Dcs3gdStrategy : public Strategy {
   double last_lr_ = 0, last_wd_ = 0;
   bool have_lr_ = false;  // last_lr_ is an applied lr (an update ran, or a checkpoint's)
 
-  CommStats stats_;
-  DeviceWaits device_waits_;  // figures measured on the device on NCCL (comm/device_waits.h)
   // For state(): per-step means over the current epoch (reset in begin_epoch).
   int64_t steps_ = 0, corrected_steps_ = 0;
   int64_t epoch_ = -1;          // of the last begin_epoch
@@ -193,6 +182,6 @@ class Dcs3gdStrategy : public Strategy {
   mutable double lambda_sum_ = 0, d_rel_sum_ = 0;
 };
 
-std::unique_ptr<Strategy> make_dcs3gd_strategy(const Options& opt);
+std::unique_ptr<Strategy> make_dcs3gd_strategy(std::shared_ptr<Topology> topo, const Options& opt);
 
 }  // namespace dplab

@@ -6,8 +6,6 @@
 #include <cmath>
 
 #include "dplab/comm/algorithms/algo_state.h"
-#include "dplab/comm/algorithms/allreduce.h"
-#include "dplab/comm/algorithms/local_sgd.h"
 #include "dplab/core/usage_error.h"
 
 namespace dplab {
@@ -32,11 +30,8 @@ std::vector<int64_t> parse_times(const std::string& s) {
 }
 }  // namespace
 
-OscarsStrategy::OscarsStrategy(const Options& opt)
-    : OscarsStrategy(std::make_shared<Topology>(Topology::from_options(opt)), opt) {}
-
 OscarsStrategy::OscarsStrategy(std::shared_ptr<Topology> topo, const Options& opt)
-    : topo_(std::move(topo)),
+    : DistributedStrategy(std::move(topo)),
       discard_(opt.get_int("oscars.profile_discard", 5)),
       measure_(opt.get_int("oscars.profile_measure", 20)),
       reprofile_rounds_(opt.get_int("oscars.reprofile_rounds", 0)) {
@@ -51,20 +46,15 @@ OscarsStrategy::OscarsStrategy(std::shared_ptr<Topology> topo, const Options& op
                      measure_);
   DPLAB_CHECK_OPTION(reprofile_rounds_ >= 0,
                      "option oscars.reprofile_rounds: expected >= 0, got {}", reprofile_rounds_);
-  DPLAB_CHECK_OPTION(fixed_t_us_.empty() || int(fixed_t_us_.size()) == topo_->world().size(),
-                     "option oscars.t_us: {} times for {} ranks", fixed_t_us_.size(),
-                     topo_->world().size());
+  DPLAB_CHECK_OPTION(fixed_t_us_.empty() || int(fixed_t_us_.size()) == world_size(),
+                     "option oscars.t_us: {} times for {} ranks", fixed_t_us_.size(), world_size());
   // Checked here so a typo fails before training (the search itself runs after profiling).
   oscars_search(std::vector<int64_t>{1}, search_opt_);
 }
 
 void OscarsStrategy::setup(TrainContext& ctx) {
-  Strategy::setup(ctx);
-  DPLAB_CHECK(ctx.arena != nullptr, "oscars: setup needs the parameter arena");
-  stats_.add(
-      broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer, ctx.time.get()));
-  device_waits_ = DeviceWaits(ctx.arena->device(), topo_->world().virtual_time() != nullptr);
-  if (!fixed_t_us_.empty()) {  // no profiling: schedule at once
+  DistributedStrategy::setup(ctx);  // step 1: rank 0's parameters on every rank
+  if (!fixed_t_us_.empty()) {       // no profiling: schedule at once
     profiling_ = false;
     reschedule();
   }
@@ -119,16 +109,8 @@ void OscarsStrategy::reschedule() {
     const Device dev = ctx_.arena->device();
     Tensor mine = Tensor::from_vector_i64({t_us_}, {1}).to(dev);
     Tensor all = Tensor::empty({N}, DType::i64, dev);  // every element is gathered
-    const Stopwatch sw(*ctx_.time, ctx_.tracer);
-    Request r = topo_->world().iallgather(mine, all);
-    const double d = wait_measured(r, sw, &device_waits_, true);
-    if (trace::Tracer* tr = trace::active(ctx_.tracer))
-      trace::record_comm(tr, "oscars time allgather", "wait oscars time allgather",
-                         sw.trace_start(), sw.trace_start(), tr->now(), 8.0);
-    stats_.in_flight_s += d;
-    stats_.exposed_wait_s += d;
-    stats_.bytes_sent += 8;
-    ++stats_.collectives;
+    Pending gather = meter().iallgather(world(), "oscars time allgather", mine, all);
+    meter().complete_blocking(gather, Use::host);
     t = all.to_vector_i64();
   }
   t_us_ = t[size_t(rank())];
@@ -152,15 +134,20 @@ int64_t OscarsStrategy::predicted_wait_us(size_t i) const {
 }
 
 void OscarsStrategy::average() {
-  const CommStats c = average_parameters(topo_->world(), *ctx_.arena, ctx_.tracer, &device_waits_,
-                                         ctx_.time.get());  // Eq. 4, uniform 1/N
-  stats_.add(c);
+  // Eq. 4: x = (1/N) Σ_i x_i, one blocking allreduce (on NCCL the next step's kernels wait for
+  // it on the device, not the host).
+  double waited = 0;
+  if (world_size() > 1) {
+    Pending avg =
+        meter().iallreduce(world(), "parameter average", ctx_.arena->params(), ReduceOp::average);
+    waited = meter().complete_blocking(avg);
+  }
   // The measured wait per round (state: wait_meas_*). On NCCL the host figure is 0: the
   // device's wait arrives later, summed over a window, in take_stats (comm/device_waits.h),
   // so there the per-round comparison with the prediction is not available.
   if (!profiling_) {
-    wait_meas_last_s_ = c.exposed_wait_s;
-    wait_meas_sum_s_ += c.exposed_wait_s;
+    wait_meas_last_s_ = waited;
+    wait_meas_sum_s_ += waited;
     ++wait_meas_rounds_;
   }
   ++averages_;
@@ -204,18 +191,10 @@ void OscarsStrategy::finish_training() {
 }
 
 void OscarsStrategy::drain() {
-  stats_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer, ctx_.time.get()));
+  average_buffers();
 }
 
-CommStats OscarsStrategy::take_stats() {
-  CommStats s = stats_;
-  device_waits_.take(s);
-  stats_ = {};
-  return s;
-}
-
-void OscarsStrategy::save_state(StateDict& out) const {
-  save_algorithm_name(out, name());
+void OscarsStrategy::save_algorithm_state(StateDict& out) const {
   out.put_int("ranks", world_size());
   out.put_bool("profiling", profiling_);
   out.put_int("profile_ticks", profile_ticks_);
@@ -233,8 +212,7 @@ void OscarsStrategy::save_state(StateDict& out) const {
   out.put_int("searches", searches_);
 }
 
-void OscarsStrategy::load_state(const StateDict& in) {
-  check_algorithm_name(in, name());
+void OscarsStrategy::load_algorithm_state(const StateDict& in) {
   const int n = world_size();
   state_int(in, "oscars", "ranks", n, n);
   const std::string where = in.origin().empty() ? std::string("state") : in.origin();
@@ -323,8 +301,8 @@ std::map<std::string, double> OscarsStrategy::state() const {
   return m;
 }
 
-std::unique_ptr<Strategy> make_oscars_strategy(const Options& opt) {
-  return std::make_unique<OscarsStrategy>(opt);
+std::unique_ptr<Strategy> make_oscars_strategy(std::shared_ptr<Topology> topo, const Options& opt) {
+  return std::make_unique<OscarsStrategy>(std::move(topo), opt);
 }
 
 }  // namespace dplab

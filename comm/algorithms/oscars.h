@@ -50,15 +50,12 @@
 #include <memory>
 
 #include "dplab/comm/algorithms/oscars_search.h"
-#include "dplab/comm/device_waits.h"
-#include "dplab/comm/strategy.h"
-#include "dplab/comm/topology.h"
+#include "dplab/comm/distributed_strategy.h"
 
 namespace dplab {
 
-class OscarsStrategy : public Strategy {
+class OscarsStrategy : public DistributedStrategy {
  public:
-  explicit OscarsStrategy(const Options& opt);
   OscarsStrategy(std::shared_ptr<Topology> topo, const Options& opt);
   std::string name() const override { return "oscars"; }
   void setup(TrainContext& ctx) override;
@@ -66,23 +63,22 @@ class OscarsStrategy : public Strategy {
   void after_step(const StepInfo& step) override;
   void finish_training() override;
   void drain() override;
-  CommStats take_stats() override;
   std::map<std::string, double> state() const override;
+
+  bool profiling() const { return profiling_; }
+  const OscarsSchedule& schedule() const { return sched_; }
+  int64_t rounds() const { return rounds_; }
+  int64_t averages() const { return averages_; }
+
+ protected:
   // Checkpoints. Saved: the profiling position and the measured iteration times (a resume
   // during profiling, or with re-profiling, goes on with the same samples), the search result
   // (T*, every rank's tau, predicted wait, feasibility) and this rank's t_i, the position in the
   // round, and the round/average/search counters. Not saved: whether this tick computes and its
   // start time (set by every plan()), this rank's model and momentum (the trainer's). The
   // search (oscars_search.h) is a pure function: its result is the state.
-  void save_state(StateDict& out) const override;
-  void load_state(const StateDict& in) override;
-  int rank() const override { return topo_->world().rank(); }
-  int world_size() const override { return topo_->world().size(); }
-
-  bool profiling() const { return profiling_; }
-  const OscarsSchedule& schedule() const { return sched_; }
-  int64_t rounds() const { return rounds_; }
-  int64_t averages() const { return averages_; }
+  void save_algorithm_state(StateDict& out) const override;
+  void load_algorithm_state(const StateDict& in) override;
 
  private:
   void average();
@@ -92,7 +88,6 @@ class OscarsStrategy : public Strategy {
   bool timed() const;                         // whether computing ticks are timed now
   void wait_for_device() const;  // host waits for the arena's compute stream (no-op on CPU)
 
-  std::shared_ptr<Topology> topo_;
   OscarsSearchOptions search_opt_;
   int64_t discard_, measure_, reprofile_rounds_;
   std::vector<int64_t> fixed_t_us_;  // option oscars.t_us
@@ -117,10 +112,8 @@ class OscarsStrategy : public Strategy {
   int64_t wait_meas_rounds_ = 0;
   bool computing_ = false;  // this tick computes
   double t_plan_ = 0;       // plan() of a computing tick, on the run's time base (ctx_.time)
-  CommStats stats_;
-  DeviceWaits device_waits_;  // average_parameters' figures on NCCL (comm/device_waits.h)
 };
 
-std::unique_ptr<Strategy> make_oscars_strategy(const Options& opt);
+std::unique_ptr<Strategy> make_oscars_strategy(std::shared_ptr<Topology> topo, const Options& opt);
 
 }  // namespace dplab

@@ -1,11 +1,8 @@
 #include "dplab/comm/algorithms/sgp.h"
 
-#include "dplab/core/trace/tracer.h"
-
 #include <cmath>
 
 #include "dplab/comm/algorithms/algo_state.h"
-#include "dplab/comm/algorithms/allreduce.h"
 #include "dplab/core/backend.h"
 #include "dplab/core/error.h"
 #include "dplab/core/usage_error.h"
@@ -41,22 +38,15 @@ SgpPeers sgp_peers(int n, int rank, int64_t round) {
   return {(rank + off) % n, ((rank - off) % n + n) % n, off};
 }
 
-SgpStrategy::SgpStrategy(const Options& opt)
-    : SgpStrategy(std::make_shared<Topology>(Topology::from_options(opt)), opt) {}
-
 SgpStrategy::SgpStrategy(std::shared_ptr<Topology> topo, const Options& opt)
-    : topo_(std::move(topo)),
-      book_(sgp_phone_book(topo_->world().size())),
+    : DistributedStrategy(std::move(topo)),
+      book_(sgp_phone_book(world_size())),
       interval_(opt.get_int("sgp.interval", 1)) {
   DPLAB_CHECK_OPTION(interval_ >= 1, "option sgp.interval: expected >= 1, got {}", interval_);
 }
 
 void SgpStrategy::setup(TrainContext& ctx) {
-  Strategy::setup(ctx);
-  DPLAB_CHECK(ctx.arena != nullptr, "sgp: setup needs the parameter arena");
-  device_waits_ = DeviceWaits(ctx.arena->device(), topo_->world().virtual_time() != nullptr);
-  stats_.add(
-      broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer, ctx.time.get()));
+  DistributedStrategy::setup(ctx);  // every rank starts from rank 0's z (and w = 1)
   const int64_t n = ctx.arena->numel();
   send_ = Tensor::zeros({n + 1}, DType::f32, ctx.arena->device());
   recv_ = Tensor::zeros({n + 1}, DType::f32, ctx.arena->device());
@@ -98,18 +88,18 @@ void SgpStrategy::after_step(const StepInfo& step) {
 
 void SgpStrategy::gossip(int64_t round) {
   DPLAB_CHECK(ctx_.arena != nullptr, "sgp: gossip before setup");
-  Communicator& comm = topo_->world();
-  const int n = comm.size(), me = comm.rank();
+  const int n = world_size(), me = rank();
   if (n < 2) return;
   const SgpPeers peers = sgp_peers(n, me, round);
   const int hop = peers.offset, dst = peers.dst, src = peers.src;
   const int64_t numel = ctx_.arena->numel();
   if (weights_.empty()) {
-    // Every rank's push-sum weight, gathered once (bookkeeping, not counted in the statistics);
+    // Every rank's push-sum weight, gathered once (4 bytes per rank, host bookkeeping);
     // from here on each rank updates all of them by the mixing rule (see below).
     Tensor mine = Tensor::full({1}, w_, DType::f32, send_.device());
     Tensor all = Tensor::empty({n}, DType::f32, send_.device());
-    comm.allgather(mine, all);
+    Pending gather = meter().iallgather(world(), "push-sum weights", mine, all);
+    meter().complete_blocking(gather, Use::host);
     weights_ = all.to_vector();
     DPLAB_CHECK(weights_[size_t(me)] == w_, "sgp: rank {} gathered weight {} for itself, not {}",
                 me, weights_[size_t(me)], w_);
@@ -119,19 +109,11 @@ void SgpStrategy::gossip(int64_t round) {
   Tensor xs = send_.flat_range(0, numel);
   Tensor xs_w = send_.flat_range(numel, numel + 1);
   form_numerator();
-  const Stopwatch sw(*ctx_.time, ctx_.tracer);
-  std::vector<Request> reqs;
-  reqs.push_back(comm.irecv(recv_, src, kTag));
-  reqs.push_back(comm.isend(send_, dst, kTag));
-  // NCCL: the mixing kernels wait on the device, and the figures come from there.
-  const double dt = complete_all_measured(reqs, sw, &device_waits_, true);
-  if (trace::Tracer* tr = trace::active(ctx_.tracer))
-    trace::record_comm(tr, "gossip exchange", "wait gossip exchange", sw.trace_start(),
-                       sw.trace_start(), tr->now(), static_cast<double>(send_.nbytes()));
-  stats_.exposed_wait_s += dt;
-  stats_.in_flight_s += dt;
-  stats_.bytes_sent += static_cast<double>(send_.nbytes());
-  ++stats_.collectives;
+  // Push (x^{k+1/2}, w) to dst, receive (x_j, w_j) from src: one point-to-point exchange,
+  // blocking (NCCL: the mixing kernels wait on the device).
+  Pending exchange = meter().irecv(world(), "gossip exchange", recv_, src, kTag);
+  exchange.join(meter().isend(world(), "gossip exchange", send_, dst, kTag));
+  meter().complete_blocking(exchange);
   // Uniform mixing 1/2 on x and w, then de-bias by the received weight, all on the arena's
   // device: w_new = (w + w_recv)·0.5 from the message itself.
   const Tensor xr = recv_.flat_range(0, numel);
@@ -176,21 +158,10 @@ void SgpStrategy::form_numerator() {
 
 void SgpStrategy::push_sum_average() {
   DPLAB_CHECK(ctx_.arena != nullptr, "sgp: push_sum_average before setup");
-  Communicator& comm = topo_->world();
   const int64_t numel = ctx_.arena->numel();
   form_numerator();
-  const Stopwatch sw(*ctx_.time, ctx_.tracer);
-  std::vector<Request> reqs;
-  reqs.push_back(comm.iallreduce(send_, ReduceOp::sum));
-  const double dt = complete_all_measured(reqs, sw, &device_waits_, true);
-  if (trace::Tracer* tr = trace::active(ctx_.tracer))
-    trace::record_comm(tr, "push-sum average", "wait push-sum average", sw.trace_start(),
-                       sw.trace_start(), tr->now(), static_cast<double>(send_.nbytes()));
-  stats_.exposed_wait_s += dt;
-  stats_.in_flight_s += dt;
-  stats_.bytes_sent += static_cast<double>(send_.nbytes());
-  ++stats_.collectives;
-  ++stats_.allreduces;
+  // (Σ_i x_i, Σ_i w_i), one blocking allreduce.
+  meter().allreduce(world(), "push-sum average", send_, ReduceOp::sum);
   // z = Σ x / Σ w on the arena's device (Σ w = n up to rounding: the mixing preserves it).
   const ElementwiseKernels& ew = backend_for(send_.device()).ew;
   Tensor z = ctx_.arena->params();
@@ -202,8 +173,7 @@ void SgpStrategy::push_sum_average() {
 
 bool SgpStrategy::consensus_eval(const std::function<void()>& evaluate) {
   DPLAB_CHECK(ctx_.arena != nullptr, "sgp: consensus_eval before setup");
-  Communicator& world = topo_->world();
-  if (world.size() < 2) return false;
+  if (world_size() < 2) return false;
   Tensor params = ctx_.arena->params();  // a handle on the arena (copy_ is non-const)
   Tensor saved = params.clone();
   std::vector<Tensor> saved_buffers;
@@ -211,36 +181,27 @@ bool SgpStrategy::consensus_eval(const std::function<void()>& evaluate) {
   // Σ x / Σ w with x = w·z; Σ w stays on the device and divides there.
   const ElementwiseKernels& ew = backend_for(params.device()).ew;
   ew.unary(UnaryOp::mul_scalar, w_, params, params);
-  world.allreduce(params, ReduceOp::sum);
+  meter().allreduce(world(), "consensus average", params, ReduceOp::sum);
   Tensor wsum = Tensor::full({1}, w_, DType::f32, params.device());
-  world.allreduce(wsum, ReduceOp::sum);
+  meter().allreduce(world(), "consensus average", wsum, ReduceOp::sum);
   ew.binary(BinaryOp::div, params, wsum, params);
-  average_buffers(world, ctx_.buffers, ctx_.tracer, ctx_.time.get());
+  average_buffers();
   evaluate();
   params.copy_(saved);
   for (size_t i = 0; i < ctx_.buffers.size(); ++i) ctx_.buffers[i].tensor.copy_(saved_buffers[i]);
   return true;
 }
 
-CommStats SgpStrategy::take_stats() {
-  CommStats s = stats_;
-  device_waits_.take(s);
-  stats_ = {};
-  return s;
-}
-
-void SgpStrategy::save_state(StateDict& out) const {
-  save_algorithm_name(out, name());
-  out.put_int("ranks", topo_->world().size());
+void SgpStrategy::save_algorithm_state(StateDict& out) const {
+  out.put_int("ranks", world_size());
   out.put_double("push_sum_weight", w_);  // a float: exact as a double
   out.put_doubles("weights", std::vector<double>(weights_.begin(), weights_.end()));
   out.put_int("rounds", rounds_);
   out.put_int("last_hop", last_hop_);
 }
 
-void SgpStrategy::load_state(const StateDict& in) {
-  check_algorithm_name(in, name());
-  const int n = topo_->world().size(), me = topo_->world().rank();
+void SgpStrategy::load_algorithm_state(const StateDict& in) {
+  const int n = world_size(), me = rank();
   state_int(in, "sgp", "ranks", n, n);
   const std::string where = in.origin().empty() ? std::string("state") : in.origin();
   const double w = in.get_double("push_sum_weight");
@@ -275,8 +236,8 @@ std::map<std::string, double> SgpStrategy::state() const {
           {"rounds", static_cast<double>(rounds_)}};
 }
 
-std::unique_ptr<Strategy> make_sgp_strategy(const Options& opt) {
-  return std::make_unique<SgpStrategy>(opt);
+std::unique_ptr<Strategy> make_sgp_strategy(std::shared_ptr<Topology> topo, const Options& opt) {
+  return std::make_unique<SgpStrategy>(std::move(topo), opt);
 }
 
 }  // namespace dplab

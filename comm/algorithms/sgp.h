@@ -28,9 +28,7 @@
 #pragma once
 #include <memory>
 
-#include "dplab/comm/device_waits.h"
-#include "dplab/comm/strategy.h"
-#include "dplab/comm/topology.h"
+#include "dplab/comm/distributed_strategy.h"
 
 namespace dplab {
 
@@ -44,26 +42,15 @@ struct SgpPeers {
 // Gossip round `round` of rank `rank` on n >= 2 ranks.
 SgpPeers sgp_peers(int n, int rank, int64_t round);
 
-class SgpStrategy : public Strategy {
+class SgpStrategy : public DistributedStrategy {
  public:
-  explicit SgpStrategy(const Options& opt);
   SgpStrategy(std::shared_ptr<Topology> topo, const Options& opt);
   std::string name() const override { return "sgp"; }
   void setup(TrainContext& ctx) override;
   void after_backward(const StepInfo& step) override;
   void after_step(const StepInfo& step) override;
-  CommStats take_stats() override;
   std::map<std::string, double> state() const override;
-  // Checkpoints. Saved: this rank's push-sum weight w and the weights of all ranks it tracks
-  // (empty before the first gossip), the round count and last hop (metrics). z (the arena) and
-  // the momentum are the trainer's; x = w·z needs nothing more. Not saved: the hop of a round
-  // (a function of the global step), the send/receive buffers and the pre-step snapshot (both
-  // live within one iteration).
-  void save_state(StateDict& out) const override;
-  void load_state(const StateDict& in) override;
   bool consensus_eval(const std::function<void()>& evaluate) override;
-  int rank() const override { return topo_->world().rank(); }
-  int world_size() const override { return topo_->world().size(); }
 
   // One push-sum gossip with peers sgp_peers(n, rank, round); public for tests.
   void gossip(int64_t round);
@@ -78,13 +65,20 @@ class SgpStrategy : public Strategy {
   // first gossip: that round gathers every rank's weight once, and each rank then tracks all of
   // them (the mixing rule is deterministic), so no step reads a weight back from the device.
   void set_push_sum_weight(float w);
-  Topology& topology() { return *topo_; }
+
+ protected:
+  // Checkpoints. Saved: this rank's push-sum weight w and the weights of all ranks it tracks
+  // (empty before the first gossip), the round count and last hop (metrics). z (the arena) and
+  // the momentum are the trainer's; x = w·z needs nothing more. Not saved: the hop of a round
+  // (a function of the global step), the send/receive buffers and the pre-step snapshot (both
+  // live within one iteration).
+  void save_algorithm_state(StateDict& out) const override;
+  void load_algorithm_state(const StateDict& in) override;
 
  private:
   // send_[0, numel) = x^{k+1/2} = w·z (or w·z^k + (z − z^k) after a step taken at w != 1),
   // send_[numel] = w; clears the pre-step snapshot.
   void form_numerator();
-  std::shared_ptr<Topology> topo_;
   std::vector<int> book_;  // sgp_phone_book(n)
   int64_t interval_ = 1;   // sgp.interval
   float w_ = 1.0f;
@@ -94,10 +88,8 @@ class SgpStrategy : public Strategy {
   Tensor send_, recv_;  // [numel + 1]: x, then w
   int64_t rounds_ = 0;
   int last_hop_ = 0;
-  CommStats stats_;
-  DeviceWaits device_waits_;  // figures measured on the device on NCCL (comm/device_waits.h)
 };
 
-std::unique_ptr<Strategy> make_sgp_strategy(const Options& opt);
+std::unique_ptr<Strategy> make_sgp_strategy(std::shared_ptr<Topology> topo, const Options& opt);
 
 }  // namespace dplab

@@ -145,7 +145,7 @@ TEST(Dcs3gd, SameDataEqualsSerialMomentumSgd) {
   const double lr = 0.05, mu = 0.9, wd = 1e-3, wd_mult = 2.3;
   const int64_t spe = 5, epochs = 2;  // T = 10, T_w = round(10/6) = 2
   Options opt = base_options();
-  Dcs3gdStrategy st(opt);
+  Dcs3gdStrategy st(std::make_shared<Topology>(Topology::from_options(opt)), opt);
   Replica dist(kSeed + 17 * R, lr, mu, wd), serial(kSeed, lr, mu, wd);
   TrainContext ctx = dist.context(&opt);
   st.setup(ctx);  // broadcasts rank 0's weights
@@ -276,7 +276,7 @@ TEST(Dcs3gd, MatchesSerialSimulationAndKeepsAverageBitwiseEqual) {
   const double lr = 0.05, mu = 0.9, wd = 1e-3;
   const int64_t spe = 4, epochs = 2;  // T = 8, T_w = round(8/6) = 1
   Options opt = base_options();
-  Dcs3gdStrategy st(opt);
+  Dcs3gdStrategy st(std::make_shared<Topology>(Topology::from_options(opt)), opt);
   Replica dist(kSeed, lr, mu, wd);
   TrainContext ctx = dist.context(&opt);
   st.setup(ctx);
@@ -317,7 +317,7 @@ void check_correction_norm(const std::string& norm) {
   const double lr = 0.1, lambda0 = 0.2;
   Options opt = base_options();
   opt.set("dcs3gd.norm", norm);
-  Dcs3gdStrategy st(opt);
+  Dcs3gdStrategy st(std::make_shared<Topology>(Topology::from_options(opt)), opt);
   Replica dist(kSeed, lr, 0.0, 0.0);
   TrainContext ctx = dist.context(&opt);
   st.setup(ctx);
@@ -382,7 +382,7 @@ TEST(Dcs3gd, LambdaZeroDisablesCompensation) {
   const int N = MpiEnv::get().world_size(), R = MpiEnv::get().world_rank();
   Options opt = base_options();
   opt.set("dcs3gd.lambda0", "0");
-  Dcs3gdStrategy st(opt);
+  Dcs3gdStrategy st(std::make_shared<Topology>(Topology::from_options(opt)), opt);
   Replica dist(kSeed, 0.1, 0.0, 0.0);
   TrainContext ctx = dist.context(&opt);
   st.setup(ctx);
@@ -402,7 +402,7 @@ TEST(Dcs3gd, LambdaZeroDisablesCompensation) {
 TEST(Dcs3gd, DrainLeavesNothingInFlight) {
   const int N = MpiEnv::get().world_size(), R = MpiEnv::get().world_rank();
   Options opt = base_options();
-  Dcs3gdStrategy st(opt);
+  Dcs3gdStrategy st(std::make_shared<Topology>(Topology::from_options(opt)), opt);
   Replica dist(kSeed, 0.05, 0.9, 1e-3);
   TrainContext ctx = dist.context(&opt);
   st.setup(ctx);

@@ -121,7 +121,7 @@ TEST(Oscars, DifferentTauMatchesSerialAndStaysIdentical) {
   opt.set("oscars.t_us", ts);
   opt.set("oscars.M", "6");
   opt.set("comm.timeout_s", "20");  // a deadlock fails the test instead of hanging
-  OscarsStrategy s(opt);
+  OscarsStrategy s(std::make_shared<Topology>(Topology::from_options(opt)), opt);
   OscarsSearchOptions so;
   so.M = 6;
   const OscarsSchedule expect = oscars_search(t, so);
@@ -206,7 +206,7 @@ TEST(Oscars, PredictedAndMeasuredWaitPerRoundInState) {
   opt.set("oscars.t_us", ts);
   opt.set("oscars.M", N == 2 ? "3" : "6");
   opt.set("comm.timeout_s", "20");
-  OscarsStrategy s(opt);
+  OscarsStrategy s(std::make_shared<Topology>(Topology::from_options(opt)), opt);
   Replica rep(5);
   TrainContext ctx;
   ctx.model = rep.model.get();
@@ -235,7 +235,8 @@ TEST(Oscars, PredictedWaitsFollowTheResumedPlan) {
     opt.set("oscars.t_us", ts);
     opt.set("oscars.M", N == 2 ? "3" : "6");
     opt.set("comm.timeout_s", "20");
-    auto s = std::make_unique<OscarsStrategy>(opt);
+    auto s = std::make_unique<OscarsStrategy>(
+        std::make_shared<Topology>(Topology::from_options(opt)), opt);
     TrainContext ctx;
     ctx.model = rep.model.get();
     ctx.arena = rep.arena.get();
@@ -279,7 +280,7 @@ TEST(Oscars, ProfilesSlowedRankAndReprofilesWithoutDeadlock) {
   opt.set("oscars.reprofile_rounds", "2");
   opt.set("oscars.M", "4");
   opt.set("comm.timeout_s", "20");
-  OscarsStrategy s(opt);
+  OscarsStrategy s(std::make_shared<Topology>(Topology::from_options(opt)), opt);
   Replica dist(5);
   TrainContext ctx;
   ctx.model = dist.model.get();

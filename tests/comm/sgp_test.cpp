@@ -205,8 +205,15 @@ TEST(Sgp, OneGossipMatchesSerialUniformMixing) {
     EXPECT_EQ(bad, 0) << "round " << round << " hop " << h;
     EXPECT_EQ(p.strategy->push_sum_weight(), 1.0f);  // regular graph: w stays 1
   }
+  // The meter's counts (comm/meter.h): collectives are the setup broadcast and the one-time
+  // gather of every rank's push-sum weight; each gossip is one point-to-point message of
+  // (x, w), numel + 1 floats.
   const CommStats s = p.strategy->take_stats();
-  EXPECT_EQ(s.collectives, 1 + 3);
+  EXPECT_EQ(s.collectives, 1 + 1);
+  EXPECT_EQ(s.allreduces, 0);
+  EXPECT_EQ(s.messages, 3);
+  const double message_bytes = 4.0 * double(p.arena->numel() + 1);
+  EXPECT_EQ(s.bytes_sent, 4.0 * double(p.arena->numel()) + 4.0 + 3 * message_bytes);
 }
 
 TEST(Sgp, PushSumWeightsStayConsistentAndDebiasedParametersConverge) {
