@@ -35,10 +35,10 @@ const std::vector<std::pair<std::string, Factory>>& factories() {
   static const std::vector<std::pair<std::string, Factory>> f = {
       {"local", make_local},
       {"allreduce", make_allreduce},
-      {"hybrid", make_hybrid_strategy},
-      {"daso", make_daso_strategy},
+      {"hybrid", [](const Options& o) { return make_hybrid_strategy(std::make_shared<Topology>(Topology::from_options(o)), o); }},
+      {"daso", [](const Options& o) { return make_daso_strategy(std::make_shared<Topology>(Topology::from_options(o)), o); }},
       {"dcs3gd", make_dcs3gd_strategy},
-      {"crossover", make_crossover_strategy},
+      {"crossover", [](const Options& o) { return make_crossover_strategy(std::make_shared<Topology>(Topology::from_options(o)), o); }},
       {"sgp", make_sgp_strategy},
       {"oscars", make_oscars_strategy},
       {"local_sgd", make_local_sgd_strategy},
