@@ -128,7 +128,10 @@ double CommMeter::finish(Pending& p, Use use, bool blocking) {
     const trace::Clock::time_point done = trace_instant(t, time_->now());
     t->complete(p.name_, "comm", trace::kComm, p.trace_posted_, done, p.step_,
                 {{"bytes", s.bytes_sent}, {"wire_bytes", s.wire_bytes}});
-    t->complete("wait " + p.name_, "wait", trace::kCompute, wait_from, done, p.step_);
+    // The wait belongs to the step compute stood still in (an overlapped operation may have
+    // been posted steps before), as metrics.jsonl counts the exposed wait.
+    t->complete(p.wait_name_.empty() ? "wait " + p.name_ : p.wait_name_, "wait", trace::kCompute,
+                wait_from, done, t->step());
   }
   p.reqs_.clear();
   return waited;

@@ -48,6 +48,13 @@ class Pending {
   const std::string& name() const { return name_; }
   // The requests, for code that must test them itself (e.g. a poll loop's progress).
   std::vector<Request>& requests() { return reqs_; }
+  const std::vector<Request>& requests() const { return reqs_; }
+  // Names the wait's trace event `wait_name` instead of "wait <name>" (DASO: the wait for a
+  // "daso global send" is "wait daso merge").
+  Pending& wait_as(std::string_view wait_name) {
+    wait_name_ = std::string(wait_name);
+    return *this;
+  }
   // Payload and wire bytes of what is posted (CommStats::bytes_sent, wire_bytes).
   double payload_bytes() const { return counts_.bytes_sent; }
   double wire_bytes() const { return counts_.wire_bytes; }
@@ -55,6 +62,7 @@ class Pending {
  private:
   friend class CommMeter;
   std::string name_;
+  std::string wait_name_;  // empty: "wait " + name_
   std::vector<Request> reqs_;
   CommStats counts_;     // calls and bytes; the times are added at completion
   double posted_ = 0;    // on the meter's time base

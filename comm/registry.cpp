@@ -43,10 +43,10 @@ const std::vector<std::pair<std::string, Factory>>& factories() {
   static const std::vector<std::pair<std::string, Factory>> f = {
       {"local", make_local},
       {"allreduce", make_allreduce},
-      {"hybrid", legacy<make_hybrid_strategy>},
-      {"daso", legacy<make_daso_strategy>},
+      {"hybrid", make_hybrid_strategy},
+      {"daso", make_daso_strategy},
       {"dcs3gd", make_dcs3gd_strategy},
-      {"crossover", legacy<make_crossover_strategy>},
+      {"crossover", make_crossover_strategy},
       {"sgp", make_sgp_strategy},
       {"oscars", make_oscars_strategy},
       {"local_sgd", legacy<make_local_sgd_strategy>},

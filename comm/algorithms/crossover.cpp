@@ -5,7 +5,6 @@
 #include <set>
 
 #include "dplab/comm/algorithms/algo_state.h"
-#include "dplab/comm/algorithms/allreduce.h"
 #include "dplab/core/backend.h"
 #include "dplab/core/error.h"
 #include "dplab/core/usage_error.h"
@@ -170,11 +169,8 @@ CrossoverOptions CrossoverOptions::from_options(const Options& opt) {
   return o;
 }
 
-CrossoverStrategy::CrossoverStrategy(const Options& opt)
-    : CrossoverStrategy(std::make_shared<Topology>(Topology::from_options(opt)), opt) {}
-
 CrossoverStrategy::CrossoverStrategy(std::shared_ptr<Topology> topo, const Options& opt)
-    : topo_(std::move(topo)), opt_(CrossoverOptions::from_options(opt)) {}
+    : DistributedStrategy(std::move(topo)), opt_(CrossoverOptions::from_options(opt)) {}
 
 Communicator* CrossoverStrategy::gossip_comm() const {
   if (!opt_.hierarchical) return &topo_->world();
@@ -182,12 +178,7 @@ Communicator* CrossoverStrategy::gossip_comm() const {
 }
 
 void CrossoverStrategy::setup(TrainContext& ctx) {
-  Strategy::setup(ctx);
-  DPLAB_CHECK(ctx.arena != nullptr, "crossover: setup needs the parameter arena");
-  device_waits_ = DeviceWaits(ctx.arena->device(), topo_->world().virtual_time() != nullptr);
-  // Common rule: every rank starts from rank 0's parameters.
-  stats_.add(
-      broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer, ctx.time.get()));
+  DistributedStrategy::setup(ctx);  // common rule: every rank starts from rank 0's parameters
   segments_ = plan_gossip_segments(*ctx.arena, opt_.segments);
   recv_ = Tensor::zeros({ctx.arena->numel()}, DType::f32, ctx.arena->device());
   if (opt_.hierarchical) {
@@ -262,7 +253,8 @@ void CrossoverStrategy::gossip(int64_t round) {
       std::copy(flat.begin(), flat.end(), mine_host.data<int32_t>());
       const Tensor mine = mine_host.to(params.device());
       Tensor all = Tensor::empty({int64_t(flat.size()) * n}, DType::i32, params.device());
-      comm->allgather(mine, all);
+      Pending p = meter().iallgather(*comm, "peer map check", mine, all);
+      meter().complete_blocking(p, Use::host);
       const Tensor all_host = all.to(Device::cpu());
       const int32_t* a = all_host.data<int32_t>();
       for (int r = 0; r < n; ++r)
@@ -272,11 +264,8 @@ void CrossoverStrategy::gossip(int64_t round) {
                       me, round);
     }
     // Algorithm 1, lines 1-10: post every segment's receive and send at once.
-    const Stopwatch posted(*ctx_.time, ctx_.tracer);
-    std::vector<Request> reqs;
-    reqs.reserve(2 * segments_.size());
+    Pending exchange;
     std::set<int> peers;
-    const double bytes_before = stats_.bytes_sent;
     for (size_t s = 0; s < segments_.size(); ++s) {
       const auto& seg = segments_[s];
       const int src = maps[s][size_t(me)];  // receive_from = destinations[my rank]
@@ -284,23 +273,15 @@ void CrossoverStrategy::gossip(int64_t round) {
       for (int j = 0; j < n; ++j)
         if (maps[s][size_t(j)] == me) dst = j;
       const int tag = kTagBase + static_cast<int>(s);
-      reqs.push_back(comm->irecv(recv_.flat_range(seg.begin, seg.end), src, tag));
-      reqs.push_back(comm->isend(params.flat_range(seg.begin, seg.end), dst, tag));
-      stats_.bytes_sent += static_cast<double>(seg.numel()) * 4.0;
-      ++stats_.collectives;
+      exchange.join(
+          meter().irecv(*comm, "gossip exchange", recv_.flat_range(seg.begin, seg.end), src, tag));
+      exchange.join(
+          meter().isend(*comm, "gossip exchange", params.flat_range(seg.begin, seg.end), dst, tag));
       peers.insert(dst);
     }
     // Lines 11-13: wait for all (gossip is synchronous; the segments overlap each other, not
-    // compute, so the whole wait is exposed). On NCCL the averaging kernels below wait on the
-    // device instead of the host (Request::complete_before_compute), and both figures are the
-    // compute stream's stall measured there (nothing runs on it between posting and waiting).
-    const Stopwatch waited(*ctx_.time, ctx_.tracer);
-    stats_.exposed_wait_s += complete_all_measured(reqs, waited, &device_waits_, true);
-    if (reqs.empty() || !device_waits_.measures(reqs.front()))
-      stats_.in_flight_s += posted.seconds();
-    if (trace::Tracer* tr = trace::active(ctx_.tracer))
-      trace::record_comm(tr, "gossip exchange", "wait gossip exchange", posted.trace_start(),
-                         waited.trace_start(), tr->now(), stats_.bytes_sent - bytes_before);
+    // compute, so the whole wait is exposed).
+    meter().complete(exchange);
     // Lines 14-18: x_s <- (x_s + received_s) / 2. (a + b) * 0.5 is symmetric in a and b, so a
     // 2-cycle leaves both ranks bitwise equal. Backend kernels on each segment's views: the
     // same arithmetic on a CPU or a CUDA arena.
@@ -315,17 +296,7 @@ void CrossoverStrategy::gossip(int64_t round) {
   }
   if (opt_.hierarchical && topo_->node().size() > 1) {
     // The leader's gossiped parameters propagate to its group.
-    const Stopwatch sw(*ctx_.time, ctx_.tracer);
-    Request r = topo_->node().ibroadcast(params, 0);
-    const double dt = complete_measured(r, sw, &device_waits_, true);
-    if (trace::Tracer* tr = trace::active(ctx_.tracer))
-      trace::record_comm(tr, "broadcast", "wait broadcast", sw.trace_start(), sw.trace_start(),
-                         tr->now(),
-                         topo_->local_rank() == 0 ? static_cast<double>(params.nbytes()) : 0.0);
-    stats_.exposed_wait_s += dt;
-    stats_.in_flight_s += dt;
-    ++stats_.collectives;
-    if (topo_->local_rank() == 0) stats_.bytes_sent += static_cast<double>(params.nbytes());
+    meter().broadcast(topo_->node(), "broadcast", params, 0);
   }
   ++rounds_;
 }
@@ -337,15 +308,13 @@ void CrossoverStrategy::drain() {
 
 bool CrossoverStrategy::consensus_eval(const std::function<void()>& evaluate) {
   DPLAB_CHECK(ctx_.arena != nullptr, "crossover: consensus_eval before setup");
-  Communicator& world = topo_->world();
-  if (world.size() < 2) return false;
+  if (world_size() < 2) return false;
   Tensor params = ctx_.arena->params();  // a handle on the arena (copy_ is non-const)
   Tensor saved = params.clone();
   std::vector<Tensor> saved_buffers;
   for (auto& b : ctx_.buffers) saved_buffers.push_back(b.tensor.clone());
-  world.allreduce(params, ReduceOp::average);
-  average_buffers(world, ctx_.buffers, ctx_.tracer,
-                  ctx_.time.get());  // the consensus model's BatchNorm statistics
+  meter().allreduce(world(), "consensus average", params, ReduceOp::average);
+  average_buffers();  // the consensus model's BatchNorm statistics
   evaluate();
   params.copy_(saved);
   for (size_t i = 0; i < ctx_.buffers.size(); ++i) ctx_.buffers[i].tensor.copy_(saved_buffers[i]);
@@ -353,16 +322,13 @@ bool CrossoverStrategy::consensus_eval(const std::function<void()>& evaluate) {
 }
 
 CommStats CrossoverStrategy::take_stats() {
-  CommStats s = stats_;
+  CommStats s = DistributedStrategy::take_stats();
   if (sync_) s.add(sync_->take_stats());
-  device_waits_.take(s);
-  stats_ = {};
   return s;
 }
 
-void CrossoverStrategy::save_state(StateDict& out) const {
+void CrossoverStrategy::save_algorithm_state(StateDict& out) const {
   DPLAB_CHECK(ctx_.arena != nullptr, "crossover: save_state before setup");
-  save_algorithm_name(out, name());
   out.put_int("micro", micro_);
   if (micro_ > 0) out.put_tensor("grad", ctx_.arena->grads());
   out.put_int("rounds", rounds_);
@@ -375,9 +341,8 @@ void CrossoverStrategy::save_state(StateDict& out) const {
   }
 }
 
-void CrossoverStrategy::load_state(const StateDict& in) {
+void CrossoverStrategy::load_algorithm_state(const StateDict& in) {
   DPLAB_CHECK(ctx_.arena != nullptr, "crossover: load_state before setup");
-  check_algorithm_name(in, name());
   const int64_t micro = state_int(in, "crossover", "micro", 0, opt_.interval - 1);
   const int64_t rounds = state_int(in, "crossover", "rounds", 0, INT64_MAX);
   const int64_t restarts = state_int(in, "crossover", "sampler_restarts", 0, INT64_MAX);
@@ -403,8 +368,9 @@ std::map<std::string, double> CrossoverStrategy::state() const {
            rounds_ ? static_cast<double>(peer_sum_) / static_cast<double>(rounds_) : 0.0}};
 }
 
-std::unique_ptr<Strategy> make_crossover_strategy(const Options& opt) {
-  return std::make_unique<CrossoverStrategy>(opt);
+std::unique_ptr<Strategy> make_crossover_strategy(std::shared_ptr<Topology> topo,
+                                                  const Options& opt) {
+  return std::make_unique<CrossoverStrategy>(std::move(topo), opt);
 }
 
 }  // namespace dplab

@@ -39,10 +39,8 @@
 #include <memory>
 
 #include "dplab/comm/algorithms/derangement.h"
-#include "dplab/comm/device_waits.h"
+#include "dplab/comm/distributed_strategy.h"
 #include "dplab/comm/grad_sync.h"
-#include "dplab/comm/strategy.h"
-#include "dplab/comm/topology.h"
 
 namespace dplab {
 
@@ -79,9 +77,8 @@ struct CrossoverOptions {
   static CrossoverOptions from_options(const Options& opt);
 };
 
-class CrossoverStrategy : public Strategy {
+class CrossoverStrategy : public DistributedStrategy {
  public:
-  explicit CrossoverStrategy(const Options& opt);
   CrossoverStrategy(std::shared_ptr<Topology> topo, const Options& opt);
   std::string name() const override { return "crossover"; }
   void setup(TrainContext& ctx) override;
@@ -91,17 +88,7 @@ class CrossoverStrategy : public Strategy {
   void drain() override;
   CommStats take_stats() override;
   std::map<std::string, double> state() const override;
-  // Checkpoints. Saved: the position in the communication interval ("micro") and, inside an
-  // interval, the gradient accumulated so far ("grad"); the round/restart/peer counters
-  // (metrics). Not saved: the peer maps (drawn from a Philox stream keyed by (seed, global
-  // step): no generator position to keep), the segments (from the arena and options), this
-  // rank's model and momentum (the trainer's). Intervals close at the end of every epoch, so a
-  // checkpoint at an epoch boundary holds no gradient.
-  void save_state(StateDict& out) const override;
-  void load_state(const StateDict& in) override;
   bool consensus_eval(const std::function<void()>& evaluate) override;
-  int rank() const override { return topo_->world().rank(); }
-  int world_size() const override { return topo_->world().size(); }
 
   // One gossip round (step 2-3 above, plus the group broadcast in hierarchical mode); `round`
   // keys the shared topology stream. Called by after_step(); public for tests.
@@ -110,13 +97,21 @@ class CrossoverStrategy : public Strategy {
   std::vector<std::vector<int>> draw_maps(int64_t round, int n);
   const std::vector<GossipSegment>& segments() const { return segments_; }
   const CrossoverOptions& options() const { return opt_; }
-  Topology& topology() { return *topo_; }
   // The communicator the gossip runs on (world, or the leaders in hierarchical mode); null on a
   // non-leader in hierarchical mode.
   Communicator* gossip_comm() const;
 
+ protected:
+  // Checkpoints. Saved: the position in the communication interval ("micro") and, inside an
+  // interval, the gradient accumulated so far ("grad"); the round/restart/peer counters
+  // (metrics). Not saved: the peer maps (drawn from a Philox stream keyed by (seed, global
+  // step): no generator position to keep), the segments (from the arena and options), this
+  // rank's model and momentum (the trainer's). Intervals close at the end of every epoch, so a
+  // checkpoint at an epoch boundary holds no gradient.
+  void save_algorithm_state(StateDict& out) const override;
+  void load_algorithm_state(const StateDict& in) override;
+
  private:
-  std::shared_ptr<Topology> topo_;
   CrossoverOptions opt_;
   std::vector<GossipSegment> segments_;
   std::unique_ptr<GradSync> sync_;  // hierarchical mode
@@ -124,10 +119,9 @@ class CrossoverStrategy : public Strategy {
   bool stepping_ = false;           // this iteration ends a communication interval
   int64_t micro_ = 0;               // micro-batches accumulated in the current interval
   int64_t rounds_ = 0, restarts_ = 0, peer_sum_ = 0;
-  CommStats stats_;
-  DeviceWaits device_waits_;  // figures measured on the device on NCCL (comm/device_waits.h)
 };
 
-std::unique_ptr<Strategy> make_crossover_strategy(const Options& opt);
+std::unique_ptr<Strategy> make_crossover_strategy(std::shared_ptr<Topology> topo,
+                                                  const Options& opt);
 
 }  // namespace dplab

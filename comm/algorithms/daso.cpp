@@ -4,7 +4,6 @@
 #include <cstdint>
 
 #include "dplab/comm/algorithms/algo_state.h"
-#include "dplab/comm/algorithms/allreduce.h"
 #include "dplab/core/error.h"
 #include "dplab/core/ops/elementwise.h"
 #include "dplab/core/usage_error.h"
@@ -141,11 +140,8 @@ void DasoCycle::load_state(const StateDict& in) {
 
 // ---- the strategy ----------------------------------------------------------------------------
 
-DasoStrategy::DasoStrategy(const Options& opt)
-    : DasoStrategy(std::make_shared<Topology>(Topology::from_options(opt)), opt) {}
-
 DasoStrategy::DasoStrategy(std::shared_ptr<Topology> topo, const Options& opt)
-    : topo_(std::move(topo)),
+    : DistributedStrategy(std::move(topo)),
       cfg_(DasoConfig::from_options(opt)),
       local_opt_(GradSyncOptions::from_options(opt, "daso.local.")),
       cycle_(cfg_) {
@@ -155,12 +151,7 @@ DasoStrategy::DasoStrategy(std::shared_ptr<Topology> topo, const Options& opt)
 }
 
 void DasoStrategy::setup(TrainContext& ctx) {
-  Strategy::setup(ctx);
-  DPLAB_CHECK(ctx.arena != nullptr, "daso: setup needs the parameter arena");
-  device_waits_ = DeviceWaits(ctx.arena->device(), topo_->world().virtual_time() != nullptr);
-  // Common rule: every rank starts from rank 0's parameters.
-  stats_.add(
-      broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer, ctx.time.get()));
+  DistributedStrategy::setup(ctx);  // common rule: every rank starts from rank 0's parameters
   // Local synchronization: node-local gradient average every batch, overlapped with backward.
   local_sync_ = std::make_unique<GradSync>(*ctx.arena, topo_->node_ptr(), local_opt_);
   local_sync_->set_tracer(ctx.tracer);
@@ -168,8 +159,8 @@ void DasoStrategy::setup(TrainContext& ctx) {
 
 void DasoStrategy::before_forward(const StepInfo&) {
   // Nudge in-flight global syncs (MPI progresses non-blocking collectives inside its calls).
-  for (auto& p : pending_)
-    if (p.req.valid()) p.req.test();
+  for (auto& g : pending_)
+    for (Request& r : g.sent.requests()) r.test();
 }
 
 void DasoStrategy::after_backward(const StepInfo&) {
@@ -219,110 +210,60 @@ void DasoStrategy::after_step(const StepInfo& step) {
 }
 
 void DasoStrategy::post(const DasoSync& s) {
-  Pending p;
-  p.sync = s;
+  GlobalSend g;
+  g.sync = s;
   if (member(s.group)) {
     // A separate send buffer: the live parameters keep training for S batches.
     if (!free_bufs_.empty()) {
-      p.buf = free_bufs_.back();
+      g.buf = free_bufs_.back();
       free_bufs_.pop_back();
     } else {
-      p.buf = Tensor::empty({ctx_.arena->numel()}, DType::f32, ctx_.arena->device());
+      g.buf = Tensor::empty({ctx_.arena->numel()}, DType::f32, ctx_.arena->device());
     }
-    p.buf.copy_(ctx_.arena->params());
-    if (trace::Tracer* tr = trace::active(ctx_.tracer)) {
-      p.launch_step = tr->step();
-      p.launched = tr->now();
-    }
-    p.req = device_waits_.post_measured(
-        [&] { return topo_->cross().iallreduce(p.buf, ReduceOp::sum, cfg_.global_wire); });
-    stats_.bytes_sent += static_cast<double>(p.buf.numel() * dtype_size(cfg_.global_wire));
-    ++stats_.collectives;
-    ++stats_.allreduces;
+    g.buf.copy_(ctx_.arena->params());
+    // Σ_{i=1..P} x_t^i over the global group, in flight for the next S' batches.
+    g.sent = meter().iallreduce(topo_->cross(), "daso global send", g.buf, ReduceOp::sum,
+                                cfg_.global_wire);
+    g.sent.wait_as("wait daso merge");
   }
-  pending_.push_back(std::move(p));
+  pending_.push_back(std::move(g));
 }
 
-void DasoStrategy::merge(Pending& p) {
-  if (member(p.sync.group)) {
-    const Stopwatch sw(*ctx_.time, ctx_.tracer);
-    // On NCCL the merge kernels wait on the device, not the host; both figures come from there.
-    stats_.exposed_wait_s += complete_measured(p.req, sw, &device_waits_, false);
-    stats_.in_flight_s += device_waits_.host_flight(p.req);
-    // The send belongs to the step that posted it (traced if that step was in the window);
-    // the wait for it to this one.
-    if (p.launch_step >= 0 && ctx_.tracer != nullptr)
-      ctx_.tracer->complete_us("daso global send", "comm", trace::kComm,
-                               ctx_.tracer->us(p.launched), 1e6 * p.req.seconds_in_flight(),
-                               p.launch_step,
-                               {{"bytes", double(p.buf.numel() * dtype_size(cfg_.global_wire))},
-                                {"merge_step", double(ctx_.tracer->step())}});
-    if (trace::Tracer* tr = trace::active(ctx_.tracer))
-      tr->complete("wait daso merge", "wait", trace::kCompute, sw.trace_start(), tr->now(),
-                   tr->step());
+void DasoStrategy::merge(GlobalSend& g) {
+  if (member(g.sync.group)) {
+    meter().complete(g.sent);  // the send belongs to the step that posted it, the wait to this one
     // Eq. 1: x_{t+S} = (2S·x_{t+S-1} + Σ_{i=1..P} x_t^i) / (2S + P), x this member's current
     // parameters (S' local steps past the send), the sum over the P members of the group.
-    const double w = 2.0 * p.sync.S;
+    const double w = 2.0 * g.sync.S;
     const double d = w + static_cast<double>(topo_->cross().size());
     Tensor x = ctx_.arena->params();
     mul_(x, static_cast<float>(w / d));
-    add_(x, p.buf, static_cast<float>(1.0 / d));
+    add_(x, g.buf, static_cast<float>(1.0 / d));
   }
-  broadcast_from(p.sync.group);
+  broadcast_from(g.sync.group);
 }
 
 void DasoStrategy::blocking_sync(const DasoSync& s, DType wire) {
-  if (member(s.group)) {
-    // S' = 0: the plain average over the group, in place (16-bit wire reduces in f32).
-    const Stopwatch sw(*ctx_.time, ctx_.tracer);
-    Request r = topo_->cross().iallreduce(ctx_.arena->params(), ReduceOp::average, wire);
-    const double dt = complete_measured(r, sw, &device_waits_, true);
-    if (trace::Tracer* tr = trace::active(ctx_.tracer))
-      trace::record_comm(tr, "daso global sync", "wait daso global sync", sw.trace_start(),
-                         sw.trace_start(), tr->now(),
-                         static_cast<double>(ctx_.arena->numel() * dtype_size(wire)));
-    stats_.exposed_wait_s += dt;
-    stats_.in_flight_s += dt;
-    stats_.bytes_sent += static_cast<double>(ctx_.arena->numel() * dtype_size(wire));
-    ++stats_.collectives;
-    ++stats_.allreduces;
-  }
+  // S' = 0: the plain average over the group, in place (16-bit wire reduces in f32).
+  if (member(s.group))
+    meter().allreduce(topo_->cross(), "daso global sync", ctx_.arena->params(), ReduceOp::average,
+                      wire);
   broadcast_from(s.group);
 }
 
 void DasoStrategy::broadcast_from(int group) {
   // Local update: the group member's parameters replace those of the other ranks of its node.
-  Communicator& node = topo_->node();
-  if (node.size() == 1) return;
-  const Stopwatch sw(*ctx_.time, ctx_.tracer);
-  Request r = node.ibroadcast(ctx_.arena->params(), group);
-  const double dt = complete_measured(r, sw, &device_waits_, true);
-  if (trace::Tracer* tr = trace::active(ctx_.tracer))
-    trace::record_comm(tr, "broadcast", "wait broadcast", sw.trace_start(), sw.trace_start(),
-                       tr->now(),
-                       member(group) ? static_cast<double>(ctx_.arena->params().nbytes()) : 0.0);
-  stats_.exposed_wait_s += dt;
-  stats_.in_flight_s += dt;
-  ++stats_.collectives;
-  if (member(group)) stats_.bytes_sent += static_cast<double>(ctx_.arena->params().nbytes());
+  if (topo_->node().size() == 1) return;
+  meter().broadcast(topo_->node(), "broadcast", ctx_.arena->params(), group);
 }
 
 void DasoStrategy::end_epoch(int64_t epoch, double mean_train_loss) {
   // The plateau test sees the training loss averaged over all ranks, so every rank takes the
   // same B/S decision. The loss is a host scalar: it travels on the arena's device (the
-  // communicators' device) and the average is copied back explicitly by item().
+  // communicators' device) and the average is read back on the host by item().
   Tensor l = Tensor::full({1}, mean_train_loss, DType::f32, ctx_.arena->device());
-  const Stopwatch sw(*ctx_.time, ctx_.tracer);
-  Request r = topo_->world().iallreduce(l, ReduceOp::average);
-  const double dt = wait_measured(r, sw, &device_waits_, true);
-  if (trace::Tracer* tr = trace::active(ctx_.tracer))
-    trace::record_comm(tr, "loss average", "wait loss average", sw.trace_start(), sw.trace_start(),
-                       tr->now(), static_cast<double>(l.nbytes()));
-  stats_.exposed_wait_s += dt;
-  stats_.in_flight_s += dt;
-  stats_.bytes_sent += static_cast<double>(l.nbytes());
-  ++stats_.collectives;
-  ++stats_.allreduces;
+  Pending p = meter().iallreduce(world(), "loss average", l, ReduceOp::average);
+  meter().complete_blocking(p, Use::host);
   last_loss_ = l.item();
   cycle_.end_epoch(epoch, total_epochs_, last_loss_);
 }
@@ -335,14 +276,12 @@ void DasoStrategy::drain() {
     if (pending_.front().buf.defined()) free_bufs_.push_back(pending_.front().buf);
     pending_.pop_front();
   }
-  stats_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer, ctx_.time.get()));
+  average_buffers();
 }
 
 CommStats DasoStrategy::take_stats() {
   CommStats s = local_sync_ ? local_sync_->take_stats() : CommStats{};
-  s.add(stats_);
-  device_waits_.take(s);
-  stats_ = {};
+  s.add(DistributedStrategy::take_stats());
   return s;
 }
 
@@ -380,8 +319,7 @@ std::vector<DasoSync> syncs_from_state(const StateDict& in, const std::string& k
 
 }  // namespace
 
-void DasoStrategy::save_state(StateDict& out) const {
-  save_algorithm_name(out, name());
+void DasoStrategy::save_algorithm_state(StateDict& out) const {
   out.put_int("nodes", topo_->num_nodes());
   out.put_int("ranks_per_node", topo_->ranks_per_node());
   StateDict cyc;
@@ -401,12 +339,11 @@ void DasoStrategy::save_state(StateDict& out) const {
   // of a sync's group save its sum; the merge happens at its batch after the resume.
   std::vector<DasoSync> pending;
   for (size_t i = 0; i < pending_.size(); ++i) {
-    const Pending& p = pending_[i];
-    pending.push_back(p.sync);
-    if (!member(p.sync.group)) continue;
-    Request r = p.req;  // a handle on the same operation: waiting completes the original
-    r.wait();
-    out.put_tensor("pending." + std::to_string(i) + ".sum", p.buf);
+    const GlobalSend& g = pending_[i];
+    pending.push_back(g.sync);
+    if (!member(g.sync.group)) continue;
+    for (Request r : g.sent.requests()) r.wait();  // a handle on the same operation
+    out.put_tensor("pending." + std::to_string(i) + ".sum", g.buf);
   }
   out.put_ints("pending", flat_syncs(pending));
   if (local_sync_) {  // gradient compression state (comm/grad_compress.h), if any
@@ -416,9 +353,8 @@ void DasoStrategy::save_state(StateDict& out) const {
   }
 }
 
-void DasoStrategy::load_state(const StateDict& in) {
+void DasoStrategy::load_algorithm_state(const StateDict& in) {
   DPLAB_CHECK(local_sync_ != nullptr, "daso: load_state before setup");
-  check_algorithm_name(in, name());
   const int G = topo_->ranks_per_node();
   state_int(in, "daso", "nodes", topo_->num_nodes(), topo_->num_nodes());
   state_int(in, "daso", "ranks_per_node", G, G);
@@ -432,16 +368,16 @@ void DasoStrategy::load_state(const StateDict& in) {
   const int64_t es = state_int(in, "daso", "epoch_S", 0, INT32_MAX);
   const int64_t syncs = state_int(in, "daso", "epoch_syncs", 0, int64_t(sched.size()));
   const double loss = in.get_double("world_loss");
-  std::deque<Pending> restored;
+  std::deque<GlobalSend> restored;
   for (size_t i = 0; i < pending.size(); ++i) {
-    Pending p;
-    p.sync = pending[i];
-    if (member(p.sync.group)) {
-      // The group's sum, already received (an empty Request is complete).
-      p.buf = Tensor::empty({ctx_.arena->numel()}, DType::f32, ctx_.arena->device());
-      restore_tensor(in, "daso", "pending." + std::to_string(i) + ".sum", p.buf);
+    GlobalSend g;
+    g.sync = pending[i];
+    if (member(g.sync.group)) {
+      // The group's sum, already received (nothing left to complete).
+      g.buf = Tensor::empty({ctx_.arena->numel()}, DType::f32, ctx_.arena->device());
+      restore_tensor(in, "daso", "pending." + std::to_string(i) + ".sum", g.buf);
     }
-    restored.push_back(std::move(p));
+    restored.push_back(std::move(g));
   }
   cycle_.load_state(in.sub("cycle."));
   if (local_sync_) local_sync_->load_state(in.sub("sync."));
@@ -470,8 +406,8 @@ std::map<std::string, double> DasoStrategy::state() const {
           {"ranks_per_node", static_cast<double>(topo_->ranks_per_node())}};
 }
 
-std::unique_ptr<Strategy> make_daso_strategy(const Options& opt) {
-  return std::make_unique<DasoStrategy>(opt);
+std::unique_ptr<Strategy> make_daso_strategy(std::shared_ptr<Topology> topo, const Options& opt) {
+  return std::make_unique<DasoStrategy>(std::move(topo), opt);
 }
 
 }  // namespace dplab

@@ -53,10 +53,8 @@
 #include <memory>
 #include <vector>
 
-#include "dplab/comm/device_waits.h"
+#include "dplab/comm/distributed_strategy.h"
 #include "dplab/comm/grad_sync.h"
-#include "dplab/comm/strategy.h"
-#include "dplab/comm/topology.h"
 #include "dplab/optim/schedule.h"
 
 namespace dplab {
@@ -120,10 +118,8 @@ class DasoCycle {
   int plateaus_ = 0;
 };
 
-class DasoStrategy : public Strategy {
+class DasoStrategy : public DistributedStrategy {
  public:
-  // Builds the Topology from options (initialising MPI if needed).
-  explicit DasoStrategy(const Options& opt);
   DasoStrategy(std::shared_ptr<Topology> topo, const Options& opt);
   std::string name() const override { return "daso"; }
   void setup(TrainContext& ctx) override;
@@ -135,6 +131,14 @@ class DasoStrategy : public Strategy {
   CommStats take_stats() override;
   // B, S, phase and global syncs of the last epoch; next_B, next_S for the next cycling epoch.
   std::map<std::string, double> state() const override;
+
+  const DasoConfig& config() const { return cfg_; }
+  const DasoCycle& cycle() const { return cycle_; }
+  GradSync& local_sync() { return *local_sync_; }
+  // The current epoch's schedule (built at its first after_step).
+  const std::vector<DasoSync>& epoch_schedule() const { return sched_; }
+
+ protected:
   // Checkpoints, between steps, with or without drain(). Saved: the B/S cycle and its plateau
   // detector ("cycle.*"), the current epoch's schedule and position in it (a resume in the
   // middle of an epoch goes on with the same syncs), the syncs sent and not yet merged with
@@ -144,35 +148,23 @@ class DasoStrategy : public Strategy {
   // ranks_per_node), which load_state checks. The node's parameters and this rank's momentum
   // are the trainer's. Not saved: the node-local GradSync (no state across steps), free send
   // buffers (scratch), statistics.
-  void save_state(StateDict& out) const override;
-  void load_state(const StateDict& in) override;
-  int rank() const override { return topo_->world().rank(); }
-  int world_size() const override { return topo_->world().size(); }
-
-  Topology& topology() { return *topo_; }
-  const DasoConfig& config() const { return cfg_; }
-  const DasoCycle& cycle() const { return cycle_; }
-  GradSync& local_sync() { return *local_sync_; }
-  // The current epoch's schedule (built at its first after_step).
-  const std::vector<DasoSync>& epoch_schedule() const { return sched_; }
+  void save_algorithm_state(StateDict& out) const override;
+  void load_algorithm_state(const StateDict& in) override;
 
  private:
-  struct Pending {
+  // A global sync posted and not yet merged.
+  struct GlobalSend {
     DasoSync sync;
-    Request req;  // empty on ranks outside the group
-    Tensor buf;   // the sent parameters, replaced by the group's sum
-    // Tracing: when the send was posted and in which step (-1: not traced).
-    trace::Clock::time_point launched{};
-    int64_t launch_step = -1;
+    Pending sent;  // the allreduce; empty on ranks outside the group (and once received)
+    Tensor buf;    // the sent parameters, replaced by the group's sum
   };
   void start_schedule(const StepInfo& step);
   void post(const DasoSync& s);
-  void merge(Pending& p);  // Eq. 1 + local update
+  void merge(GlobalSend& g);  // Eq. 1 + local update
   void blocking_sync(const DasoSync& s, DType wire);
   void broadcast_from(int group);
   bool member(int group) const { return topo_->local_rank() == group; }
 
-  std::shared_ptr<Topology> topo_;
   DasoConfig cfg_;
   GradSyncOptions local_opt_;
   std::unique_ptr<GradSync> local_sync_;
@@ -181,7 +173,7 @@ class DasoStrategy : public Strategy {
   int64_t sched_epoch_ = -1;
   std::vector<DasoSync> sched_;
   size_t next_ = 0;
-  std::deque<Pending> pending_;
+  std::deque<GlobalSend> pending_;
   std::vector<Tensor> free_bufs_;
   int64_t total_epochs_ = 0;
 
@@ -190,10 +182,8 @@ class DasoStrategy : public Strategy {
   int epoch_B_ = 0, epoch_S_ = 0;
   int64_t epoch_syncs_ = 0;
   double last_loss_ = 0;
-  CommStats stats_;           // global syncs, broadcasts, loss allreduce (GradSync keeps its own)
-  DeviceWaits device_waits_;  // figures measured on the device on NCCL (comm/device_waits.h)
 };
 
-std::unique_ptr<Strategy> make_daso_strategy(const Options& opt);
+std::unique_ptr<Strategy> make_daso_strategy(std::shared_ptr<Topology> topo, const Options& opt);
 
 }  // namespace dplab

@@ -1,7 +1,6 @@
 #include "dplab/comm/algorithms/hybrid.h"
 
 #include "dplab/comm/algorithms/algo_state.h"
-#include "dplab/comm/algorithms/allreduce.h"
 #include "dplab/core/ops.h"
 #include "dplab/core/usage_error.h"
 
@@ -132,11 +131,8 @@ HybridAction hybrid_schedule(const HybridConfig& cfg, const StepInfo& s) {
   return a;
 }
 
-HybridStrategy::HybridStrategy(const Options& opt)
-    : HybridStrategy(std::make_shared<Topology>(Topology::from_options(opt)), opt) {}
-
 HybridStrategy::HybridStrategy(std::shared_ptr<Topology> topo, const Options& opt)
-    : topo_(std::move(topo)),
+    : DistributedStrategy(std::move(topo)),
       cfg_(HybridConfig::from_options(opt)),
       sync_opt_(GradSyncOptions::from_options(opt, "hybrid.")) {
   // Stage 2 averages the accumulated sum over ranks (DDP's division by world size), not by W.
@@ -144,12 +140,8 @@ HybridStrategy::HybridStrategy(std::shared_ptr<Topology> topo, const Options& op
 }
 
 void HybridStrategy::setup(TrainContext& ctx) {
-  Strategy::setup(ctx);
-  DPLAB_CHECK(ctx.arena != nullptr, "hybrid: setup needs the parameter arena");
   // Algorithm 4 line 1: initialise theta and synchronise it across the nodes.
-  extra_.add(
-      broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer, ctx.time.get()));
-  device_waits_ = DeviceWaits(ctx.arena->device(), topo_->world().virtual_time() != nullptr);
+  DistributedStrategy::setup(ctx);
   sync_ = std::make_unique<GradSync>(*ctx.arena, topo_->world_ptr(), sync_opt_, topo_->node_ptr(),
                                      topo_->cross_ptr());
   sync_->set_tracer(ctx.tracer);
@@ -188,8 +180,7 @@ void HybridStrategy::drain() {
   // are averaged like AllReduce-SGD does; while they diverge, each rank keeps its own and rank 0
   // evaluates its own model.
   const bool identical = averaged_ || stage_ != 3;
-  if (identical)
-    extra_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer, ctx_.time.get()));
+  if (identical) average_buffers();
 }
 
 void HybridStrategy::finish_training() {
@@ -198,33 +189,21 @@ void HybridStrategy::finish_training() {
   if (cfg_.mode == HybridMode::each_iter || !cfg_.final_average) return;
   // Algorithm 4 line 25 / code: all_reduce(p, SUM); p /= K -- once, parameters only (momentum
   // buffers stay local), as one allreduce of the whole arena.
-  const Tensor& params = ctx_.arena->params();
-  const Stopwatch sw(*ctx_.time, ctx_.tracer);
-  Request r = topo_->world().iallreduce(params, ReduceOp::average);
-  const double dt = wait_measured(r, sw, &device_waits_, true);
-  if (trace::Tracer* tr = trace::active(ctx_.tracer))
-    trace::record_comm(tr, "parameter average", "wait parameter average", sw.trace_start(),
-                       sw.trace_start(), tr->now(), static_cast<double>(params.nbytes()));
-  extra_.bytes_sent += static_cast<double>(params.nbytes());
-  ++extra_.collectives;
-  ++extra_.allreduces;
-  extra_.in_flight_s += dt;
-  extra_.exposed_wait_s += dt;
-  extra_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer, ctx_.time.get()));
+  Pending p =
+      meter().iallreduce(world(), "parameter average", ctx_.arena->params(), ReduceOp::average);
+  meter().complete_blocking(p, Use::host);
+  average_buffers();
   averaged_ = true;
 }
 
 CommStats HybridStrategy::take_stats() {
   CommStats s = sync_ ? sync_->take_stats() : CommStats{};
-  s.add(extra_);
-  device_waits_.take(s);
-  extra_ = {};
+  s.add(DistributedStrategy::take_stats());
   return s;
 }
 
-void HybridStrategy::save_state(StateDict& out) const {
+void HybridStrategy::save_algorithm_state(StateDict& out) const {
   DPLAB_CHECK(sync_ != nullptr, "hybrid: save_state before setup");
-  save_algorithm_name(out, name());
   out.put_tensor("grad", ctx_.arena->grads());
   out.put_int("stage", stage_);
   out.put_int("syncs", syncs_);
@@ -237,9 +216,8 @@ void HybridStrategy::save_state(StateDict& out) const {
   }
 }
 
-void HybridStrategy::load_state(const StateDict& in) {
+void HybridStrategy::load_algorithm_state(const StateDict& in) {
   DPLAB_CHECK(sync_ != nullptr, "hybrid: load_state before setup");
-  check_algorithm_name(in, name());
   const int64_t stage = state_int(in, "hybrid", "stage", 1, 3);
   const int64_t syncs = state_int(in, "hybrid", "syncs", 0, INT64_MAX);
   const bool done = in.get_bool("final_done"), averaged = in.get_bool("final_averaged");
@@ -260,8 +238,8 @@ std::map<std::string, double> HybridStrategy::state() const {
           {"final_averaged", averaged_ ? 1.0 : 0.0}};
 }
 
-std::unique_ptr<Strategy> make_hybrid_strategy(const Options& opt) {
-  return std::make_unique<HybridStrategy>(opt);
+std::unique_ptr<Strategy> make_hybrid_strategy(std::shared_ptr<Topology> topo, const Options& opt) {
+  return std::make_unique<HybridStrategy>(std::move(topo), opt);
 }
 
 }  // namespace dplab

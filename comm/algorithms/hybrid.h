@@ -52,10 +52,8 @@
 #pragma once
 #include <memory>
 
-#include "dplab/comm/device_waits.h"
+#include "dplab/comm/distributed_strategy.h"
 #include "dplab/comm/grad_sync.h"
-#include "dplab/comm/strategy.h"
-#include "dplab/comm/topology.h"
 
 namespace dplab {
 
@@ -90,11 +88,8 @@ int hybrid_stage(const HybridConfig& cfg, int64_t epoch, int64_t total_epochs);
 // steps_per_epoch and total_epochs of `step`).
 HybridAction hybrid_schedule(const HybridConfig& cfg, const StepInfo& step);
 
-class HybridStrategy : public Strategy {
+class HybridStrategy : public DistributedStrategy {
  public:
-  // Builds the Topology from options (initialising MPI if needed).
-  explicit HybridStrategy(const Options& opt);
-  // Uses an existing topology (tests).
   HybridStrategy(std::shared_ptr<Topology> topo, const Options& opt);
   std::string name() const override { return "hybrid"; }
   void setup(TrainContext& ctx) override;
@@ -105,37 +100,33 @@ class HybridStrategy : public Strategy {
   void finish_training() override;
   CommStats take_stats() override;
   std::map<std::string, double> state() const override;
+
+  const HybridConfig& config() const { return cfg_; }
+  GradSync& grad_sync() { return *sync_; }
+  bool finished() const { return final_done_; }
+  bool final_averaged() const { return averaged_; }
+
+ protected:
   // Checkpoints. Saved: the gradient arena ("grad": stage 2 accumulates across iterations, and
   // the last stage-1 gradient carries into stage 2; which iteration zeroes it is a function of
   // the iteration, so it is saved whatever the stage), the stage, the sync count and whether
   // the final average ran. Not saved: each iteration's action and GradSync's no_sync (plan()
   // recomputes both from the iteration), this rank's model and momentum (the trainer's; they
   // differ between ranks in stage 3).
-  void save_state(StateDict& out) const override;
-  void load_state(const StateDict& in) override;
-  int rank() const override { return topo_->world().rank(); }
-  int world_size() const override { return topo_->world().size(); }
-
-  const HybridConfig& config() const { return cfg_; }
-  Topology& topology() { return *topo_; }
-  GradSync& grad_sync() { return *sync_; }
-  bool finished() const { return final_done_; }
-  bool final_averaged() const { return averaged_; }
+  void save_algorithm_state(StateDict& out) const override;
+  void load_algorithm_state(const StateDict& in) override;
 
  private:
-  std::shared_ptr<Topology> topo_;
   HybridConfig cfg_;
   GradSyncOptions sync_opt_;
   std::unique_ptr<GradSync> sync_;
   HybridAction current_;
   int stage_ = 1;
   int64_t syncs_ = 0;
-  bool final_done_ = false;   // finish_training() ran
-  bool averaged_ = false;     // and averaged the parameters
-  CommStats extra_;           // setup broadcast, buffer averages, the final average
-  DeviceWaits device_waits_;  // the final average's figures on NCCL (comm/device_waits.h)
+  bool final_done_ = false;  // finish_training() ran
+  bool averaged_ = false;    // and averaged the parameters
 };
 
-std::unique_ptr<Strategy> make_hybrid_strategy(const Options& opt);
+std::unique_ptr<Strategy> make_hybrid_strategy(std::shared_ptr<Topology> topo, const Options& opt);
 
 }  // namespace dplab

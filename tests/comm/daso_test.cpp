@@ -80,7 +80,8 @@ struct DasoRun {
   explicit DasoRun(const std::map<std::string, std::string>& kv) {
     opt.set("ranks_per_node", "2");
     for (auto& [k, v] : kv) opt.set(k, v);
-    strategy = std::make_unique<DasoStrategy>(opt);
+    strategy = std::make_unique<DasoStrategy>(
+        std::make_shared<Topology>(Topology::from_options(opt)), opt);
     R = strategy->rank();
     W = strategy->world_size();
     G = strategy->topology().ranks_per_node();
@@ -251,10 +252,11 @@ TEST(Daso, WarmupSyncsEveryBatchInBf16) {
   const int mine = run.strategy->topology().local_rank() == 0 ? 2 : 1;
   const auto buckets = static_cast<int64_t>(run.strategy->local_sync().buckets().size());
   EXPECT_EQ(s.allreduces, 3 * buckets + mine);
-  // Bytes: 3 local gradient allreduces (f32) + bf16 parameter sends + broadcasts as root (f32).
+  // Bytes (every participant counts the payload, comm/meter.h): 3 local gradient allreduces
+  // (f32) + bf16 parameter sends + the 3 node broadcasts (f32), as root or not.
   double grad_bytes = 0;
   for (const GradBucket& b : run.strategy->local_sync().buckets()) grad_bytes += b.numel() * 4.0;
-  EXPECT_DOUBLE_EQ(s.bytes_sent, 3.0 * grad_bytes + mine * n * 2.0 + mine * n * 4.0);
+  EXPECT_DOUBLE_EQ(s.bytes_sent, 3.0 * grad_bytes + mine * n * 2.0 + 3.0 * n * 4.0);
 }
 
 // The whole loop over warm-up, cycling and cool-down epochs: all ranks bitwise equal after

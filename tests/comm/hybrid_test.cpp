@@ -138,7 +138,7 @@ TEST(HybridCounts, AllreducesMatchTheFormula) {
     SGD sgd(arena, so);
     // After the arena: the strategy's GradSync refers to it and must go first (ASan found the
     // reverse order reading a freed arena from the communication thread).
-    HybridStrategy strategy(opt);
+    HybridStrategy strategy(std::make_shared<Topology>(Topology::from_options(opt)), opt);
     TrainContext ctx;
     ctx.arena = &arena;
     ctx.optimizer = &sgd;
@@ -245,7 +245,7 @@ void check_stage2_against_big_batch(bool accumulate_mean) {
   // With accumulate = mean every synced stage-2 step is divided by W: the big-batch step then
   // uses lr itself, and the carried step at it = 8 uses lr / W.
   const double big_lr = accumulate_mean ? lr : lr * W;
-  HybridStrategy strategy(opt);
+  HybridStrategy strategy(std::make_shared<Topology>(Topology::from_options(opt)), opt);
   SGDOptions so;
   so.lr = lr;
   Net dist(1234 + R, so), serial(1234, so);  // setup() broadcasts rank 0's parameters
@@ -325,7 +325,7 @@ TEST(HybridStage3, ModelsDivergeAndTheFinalAverageIsTheirMean) {
   opt.set("hybrid.W", "3");
   opt.set("hybrid.R", "4");
   opt.set("hybrid.split", "thirds");
-  HybridStrategy strategy(opt);
+  HybridStrategy strategy(std::make_shared<Topology>(Topology::from_options(opt)), opt);
   SGDOptions so;
   so.lr = 0.05;
   so.momentum = 0.9;
