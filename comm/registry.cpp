@@ -41,11 +41,28 @@ const std::vector<std::pair<std::string, Factory>>& factories() {
       {"crossover", make_crossover_strategy},
       {"sgp", make_sgp_strategy},
       {"oscars", make_oscars_strategy},
-      {"local_sgd", make_local_sgd_strategy},
-      {"post_local_sgd", make_post_local_sgd_strategy},
-      {"diloco", make_diloco_strategy},
-      {"slowmo", make_slowmo_strategy},
-      {"streaming_diloco", make_streaming_diloco_strategy},
+      {"local_sgd",
+       [](const Options& o) {
+         return make_local_sgd_strategy(std::make_shared<Topology>(Topology::from_options(o)), o);
+       }},
+      {"post_local_sgd",
+       [](const Options& o) {
+         return make_post_local_sgd_strategy(std::make_shared<Topology>(Topology::from_options(o)),
+                                             o);
+       }},
+      {"diloco",
+       [](const Options& o) {
+         return make_diloco_strategy(std::make_shared<Topology>(Topology::from_options(o)), o);
+       }},
+      {"slowmo",
+       [](const Options& o) {
+         return make_slowmo_strategy(std::make_shared<Topology>(Topology::from_options(o)), o);
+       }},
+      {"streaming_diloco",
+       [](const Options& o) {
+         return make_streaming_diloco_strategy(
+             std::make_shared<Topology>(Topology::from_options(o)), o);
+       }},
   };
   return f;
 }
