@@ -37,7 +37,7 @@ void DistributedStrategy::setup(TrainContext& ctx) {
   Strategy::setup(ctx);
   DPLAB_CHECK(ctx.arena != nullptr, "{}: setup needs the parameter arena", name());
   meter_ = CommMeter(ctx, world().virtual_time() != nullptr);
-  broadcast_model(meter_, world(), *ctx.arena, ctx.buffers, 0);
+  if (broadcast_at_setup()) broadcast_model(meter_, world(), *ctx.arena, ctx.buffers, 0);
 }
 
 void DistributedStrategy::average_buffers() { dplab::average_buffers(meter_, world(), ctx_.buffers); }

@@ -35,7 +35,11 @@ class DistributedStrategy : public Strategy {
 
  protected:
   Communicator& world() const { return topo_->world(); }
-  CommMeter& meter() { return meter_; }
+  // const: save_state may complete (never post) what is in flight (comm/strategy.h).
+  CommMeter& meter() const { return meter_; }
+  // false: setup() leaves the start-up broadcast to an embedded strategy that makes it itself
+  // (SlowMo over SGP, comm/algorithms/slowmo.h).
+  virtual bool broadcast_at_setup() const { return true; }
   // The algorithm's own state under its own keys (the name is written and checked here).
   virtual void save_algorithm_state(StateDict& out) const {}
   virtual void load_algorithm_state(const StateDict& in) {}
@@ -45,7 +49,7 @@ class DistributedStrategy : public Strategy {
   std::shared_ptr<Topology> topo_;
 
  private:
-  CommMeter meter_;
+  mutable CommMeter meter_;
 };
 
 // Broadcasts the parameter arena and the model buffers from `root` over `comm` (one "broadcast"

@@ -29,15 +29,6 @@ std::unique_ptr<Strategy> make_local(std::shared_ptr<Topology>, const Options&) 
 std::unique_ptr<Strategy> make_allreduce(std::shared_ptr<Topology> topo, const Options& o) {
   return std::make_unique<AllReduceStrategy>(std::move(topo), o);
 }
-std::unique_ptr<Strategy> make_diloco(std::shared_ptr<Topology> topo, const Options& o) {
-  return std::make_unique<DiLoCoStrategy>(std::move(topo), o);
-}
-// TEMPORARY (issue #32 migration): factories that still build their own Topology.
-template <std::unique_ptr<Strategy> (*F)(const Options&)>
-std::unique_ptr<Strategy> legacy(std::shared_ptr<Topology>, const Options& o) {
-  return F(o);
-}
-
 // Every algorithm, by the name `--algo` takes (ALGORITHMS.md §1-7).
 const std::vector<std::pair<std::string, Factory>>& factories() {
   static const std::vector<std::pair<std::string, Factory>> f = {
@@ -49,11 +40,11 @@ const std::vector<std::pair<std::string, Factory>>& factories() {
       {"crossover", make_crossover_strategy},
       {"sgp", make_sgp_strategy},
       {"oscars", make_oscars_strategy},
-      {"local_sgd", legacy<make_local_sgd_strategy>},
-      {"post_local_sgd", legacy<make_post_local_sgd_strategy>},
-      {"diloco", make_diloco},
-      {"slowmo", legacy<make_slowmo_strategy>},
-      {"streaming_diloco", legacy<make_streaming_diloco_strategy>},
+      {"local_sgd", make_local_sgd_strategy},
+      {"post_local_sgd", make_post_local_sgd_strategy},
+      {"diloco", make_diloco_strategy},
+      {"slowmo", make_slowmo_strategy},
+      {"streaming_diloco", make_streaming_diloco_strategy},
   };
   return f;
 }

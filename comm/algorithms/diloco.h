@@ -26,11 +26,14 @@
 // decay, no dampening). μ = 0 gives plain outer SGD (d = Δ); then η_outer = 1 makes θ(t) the
 // average of the θ_i(t), i.e. local SGD (parameter averaging every H steps).
 //
-// Rounds: a round is H inner steps; the last step of every epoch also ends a round (so the
-// evaluated model is θ(t), the same on every rank, and every epoch ends synchronised, as in
-// local_sgd), and so does the end of training (max_steps) when a round is in progress. The
+// Rounds (the periodic-sync skeleton, comm/algorithms/periodic_sync.h; the outer step is the
+// sync step): a round is H inner steps; by default the last step of every epoch also ends a
+// round (so the evaluated model is θ(t), the same on every rank, and every epoch ends
+// synchronised, as in local_sgd); with diloco.round_spans_epochs a round runs on across the
+// epoch boundary and each epoch's consensus evaluation reports the ranks' average. The end of
+// training (max_steps, or a round spanning the last epoch's end) ends a round in progress. The
 // outer gradient travels in f32, one blocking allreduce of the whole parameter vector per
-// round, traced ("outer gradient" comm event) and counted in CommStats.
+// round ("outer gradient" on the meter).
 //
 // Options:
 //   diloco.H                50    inner steps per round (the paper's 500 is for language
@@ -41,6 +44,7 @@
 //   diloco.outer_lr               0.7   η_outer
 //   diloco.outer_momentum         0.9   μ (0: plain SGD)
 //   diloco.outer_nesterov         true  Nesterov (ignored when μ = 0)
+//   diloco.round_spans_epochs     false true: rounds continue across epoch boundaries
 //
 // Checkpoints: θ(t−1) of the round in progress ("theta_global"), the outer momentum buffer
 // ("outer_momentum", when μ > 0), inner steps done in the round and outer steps so far; the
@@ -49,7 +53,7 @@
 #pragma once
 #include <memory>
 
-#include "dplab/comm/distributed_strategy.h"
+#include "dplab/comm/algorithms/periodic_sync.h"
 
 namespace dplab {
 
@@ -58,39 +62,36 @@ struct DiLoCoOptions {
   double outer_lr = 0.7;
   double outer_momentum = 0.9;
   bool outer_nesterov = true;
+  bool round_spans_epochs = false;
   static DiLoCoOptions from_options(const Options& opt);
 };
 
-class DiLoCoStrategy : public DistributedStrategy {
+class DiLoCoStrategy : public PeriodicSyncStrategy {
  public:
-  explicit DiLoCoStrategy(const Options& opt);
   DiLoCoStrategy(std::shared_ptr<Topology> topo, const Options& opt);
   std::string name() const override { return "diloco"; }
   void setup(TrainContext& ctx) override;
-  void after_step(const StepInfo& step) override;
-  void finish_training() override;
   void drain() override;
   std::map<std::string, double> state() const override;
 
   const DiLoCoOptions& options() const { return opt_; }
-  int64_t outer_steps() const { return outer_steps_; }
-  int64_t inner_steps() const { return inner_steps_; }
+  int64_t outer_steps() const { return rounds(); }
+  int64_t inner_steps() const { return steps_in_round(); }
   const Tensor& theta_global() const { return theta_; }
 
  protected:
-  void save_algorithm_state(StateDict& out) const override;
-  void load_algorithm_state(const StateDict& in) override;
+  void sync(RoundEnd) override;  // the outer step: lines 11-15 and line 3 of the next round
+  void save_sync_state(StateDict& out) const override;
+  void load_sync_state(const StateDict& in, const RoundPosition& at) override;
 
  private:
-  void outer_step();  // lines 11-15 and line 3 of the next round
+  DiLoCoStrategy(std::shared_ptr<Topology> topo, const DiLoCoOptions& o);
   DiLoCoOptions opt_;
-  Tensor theta_;             // θ(t−1): the global model the round started from
-  Tensor momentum_;          // the outer optimizer's buffer b (undefined when μ = 0)
-  Tensor delta_;             // scratch: δ_i, then Δ after the allreduce
-  int64_t inner_steps_ = 0;  // inner steps done in the round in progress
-  int64_t outer_steps_ = 0;
+  Tensor theta_;     // θ(t−1): the global model the round started from
+  Tensor momentum_;  // the outer optimizer's buffer b (undefined when μ = 0)
+  Tensor delta_;     // scratch: δ_i, then Δ after the allreduce
 };
 
-std::unique_ptr<Strategy> make_diloco_strategy(const Options& opt);
+std::unique_ptr<Strategy> make_diloco_strategy(std::shared_ptr<Topology> topo, const Options& opt);
 
 }  // namespace dplab

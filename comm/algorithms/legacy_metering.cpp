@@ -1,6 +1,7 @@
 // TEMPORARY (issue #32 migration): the hand-metered helpers, deleted once every algorithm uses
 // the meter (comm/meter.h).
 #include "dplab/comm/algorithms/allreduce.h"
+#include "dplab/comm/algorithms/local_sgd.h"
 #include "dplab/comm/stopwatch.h"
 
 namespace dplab {
@@ -52,6 +53,23 @@ CommStats average_buffers(Communicator& comm, const std::vector<NamedTensor>& bu
                              "wait buffer average", s.bytes_sent);
   wait_all(reqs);
   s.in_flight_s = s.exposed_wait_s = sw.seconds();
+  return s;
+}
+
+CommStats average_parameters(Communicator& comm, ParamArena& arena, trace::Tracer* tracer,
+                             DeviceWaits* waits, TimeSource* time) {
+  CommStats s;
+  if (comm.size() == 1) return s;
+  WallTime wall;  // without a time base: the wall clock
+  const Stopwatch sw(time ? *time : wall);
+  trace::BlockingComm traced(tracer, "parameter average", "wait parameter average",
+                             static_cast<double>(arena.params().nbytes()));
+  // On NCCL the next step's kernels wait for the average on the device, not the host.
+  Request r = comm.iallreduce(arena.params(), ReduceOp::average);
+  s.in_flight_s = s.exposed_wait_s = complete_measured(r, sw, waits, true);
+  s.bytes_sent = static_cast<double>(arena.params().nbytes());
+  s.collectives = 1;
+  s.allreduces = 1;
   return s;
 }
 

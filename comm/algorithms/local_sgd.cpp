@@ -1,35 +1,29 @@
 #include "dplab/comm/algorithms/local_sgd.h"
 
-#include "dplab/comm/algorithms/algo_state.h"
-#include "dplab/comm/algorithms/allreduce.h"
 #include "dplab/core/usage_error.h"
 
 namespace dplab {
 
-CommStats average_parameters(Communicator& comm, ParamArena& arena, trace::Tracer* tracer,
-                             DeviceWaits* waits, TimeSource* time) {
-  CommStats s;
-  if (comm.size() == 1) return s;
-  WallTime wall;  // without a time base: the wall clock
-  const Stopwatch sw(time ? *time : wall);
-  trace::BlockingComm traced(tracer, "parameter average", "wait parameter average",
-                             static_cast<double>(arena.params().nbytes()));
-  // On NCCL the next step's kernels wait for the average on the device, not the host.
-  Request r = comm.iallreduce(arena.params(), ReduceOp::average);
-  s.in_flight_s = s.exposed_wait_s = complete_measured(r, sw, waits, true);
-  s.bytes_sent = static_cast<double>(arena.params().nbytes());
-  s.collectives = 1;
-  s.allreduces = 1;
-  return s;
+void average_parameters(CommMeter& meter, Communicator& comm, ParamArena& arena) {
+  if (comm.size() == 1) return;
+  meter.allreduce(comm, "parameter average", arena.params(), ReduceOp::average);
 }
 
-LocalSgdStrategy::LocalSgdStrategy(const Options& opt, bool post_local)
-    : LocalSgdStrategy(std::make_shared<Topology>(Topology::from_options(opt)), opt, post_local) {}
+namespace {
+PeriodicSyncConfig local_sgd_rounds(const Options& opt) {
+  const int64_t H = opt.get_int("local_sgd.H", 4);
+  DPLAB_CHECK_OPTION(H >= 1, "option local_sgd.H: expected >= 1, got {}", H);
+  return {.period = H,
+          .round_spans_epochs = opt.get_bool("local_sgd.round_spans_epochs", false),
+          .period_key = "H",
+          .steps_key = "since_average",
+          .rounds_key = "averages"};
+}
+}  // namespace
 
 LocalSgdStrategy::LocalSgdStrategy(std::shared_ptr<Topology> topo, const Options& opt,
                                    bool post_local)
-    : topo_(std::move(topo)), post_local_(post_local), H_(opt.get_int("local_sgd.H", 4)) {
-  DPLAB_CHECK_OPTION(H_ >= 1, "option local_sgd.H: expected >= 1, got {}", H_);
+    : PeriodicSyncStrategy(std::move(topo), local_sgd_rounds(opt)), post_local_(post_local) {
   if (post_local_) {
     switch_epoch_ = opt.get_int("post_local_sgd.switch_epoch", 1);
     DPLAB_CHECK_OPTION(switch_epoch_ >= 0,
@@ -39,15 +33,12 @@ LocalSgdStrategy::LocalSgdStrategy(std::shared_ptr<Topology> topo, const Options
 }
 
 void LocalSgdStrategy::setup(TrainContext& ctx) {
-  Strategy::setup(ctx);
-  DPLAB_CHECK(ctx.arena != nullptr, "{}: setup needs the parameter arena", name());
-  stats_.add(
-      broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer, ctx.time.get()));
-  device_waits_ = DeviceWaits(ctx.arena->device(), topo_->world().virtual_time() != nullptr);
-  if (post_local_)
+  PeriodicSyncStrategy::setup(ctx);  // every rank starts from rank 0's model
+  if (post_local_) {
     sync_ = std::make_unique<GradSync>(*ctx.arena, topo_->world_ptr(), sync_opt_, topo_->node_ptr(),
                                        topo_->cross_ptr());
-  if (sync_) sync_->set_tracer(ctx.tracer);
+    sync_->set_tracer(ctx.tracer);
+  }
 }
 
 void LocalSgdStrategy::begin_epoch(int64_t epoch) {
@@ -60,41 +51,21 @@ void LocalSgdStrategy::after_backward(const StepInfo&) {
   if (grad_phase_) sync_->finish();
 }
 
-void LocalSgdStrategy::average() {
-  stats_.add(average_parameters(topo_->world(), *ctx_.arena, ctx_.tracer, &device_waits_,
-                                ctx_.time.get()));
-  ++averages_;
-  since_avg_ = 0;
-}
-
-void LocalSgdStrategy::after_step(const StepInfo& step) {
-  if (grad_phase_) return;  // AllReduce-SGD: ranks are identical after every step
-  ++since_avg_;
-  if (since_avg_ == H_ || step.last_in_epoch()) average();
-}
-
-void LocalSgdStrategy::finish_training() {
-  // A run stopped mid-period (max_steps): every rank stops at the same step, so all reach this.
-  if (!grad_phase_ && since_avg_ > 0) average();
+void LocalSgdStrategy::sync(RoundEnd) {
+  average_parameters(meter(), world(), *ctx_.arena);
 }
 
 void LocalSgdStrategy::drain() {
-  stats_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer, ctx_.time.get()));
+  average_buffers();
 }
 
 CommStats LocalSgdStrategy::take_stats() {
   CommStats s = sync_ ? sync_->take_stats() : CommStats{};
-  s.add(stats_);
-  device_waits_.take(s);
-  stats_ = {};
+  s.add(PeriodicSyncStrategy::take_stats());
   return s;
 }
 
-void LocalSgdStrategy::save_state(StateDict& out) const {
-  save_algorithm_name(out, name());
-  out.put_int("H", H_);
-  out.put_int("since_average", since_avg_);
-  out.put_int("averages", averages_);
+void LocalSgdStrategy::save_sync_state(StateDict& out) const {
   out.put_bool("allreduce_phase", grad_phase_);
   if (sync_) {  // gradient compression state (comm/grad_compress.h), if any
     StateDict sync_state;
@@ -103,35 +74,31 @@ void LocalSgdStrategy::save_state(StateDict& out) const {
   }
 }
 
-void LocalSgdStrategy::load_state(const StateDict& in) {
-  check_algorithm_name(in, name());
-  // The period in progress only makes sense with the same H.
-  state_int(in, name(), "H", H_, H_);
-  const int64_t since = state_int(in, name(), "since_average", 0, H_ - 1);
-  const int64_t averages = state_int(in, name(), "averages", 0, INT64_MAX);
+void LocalSgdStrategy::load_sync_state(const StateDict& in, const RoundPosition& at) {
   const bool phase = in.get_bool("allreduce_phase");
   const std::string where = in.origin().empty() ? std::string("state") : in.origin();
   DPLAB_CHECK(post_local_ || !phase,
               "{}: local_sgd state 'allreduce_phase' is true (only post-local SGD has one)", where);
-  DPLAB_CHECK(!phase || since == 0,
+  DPLAB_CHECK(!phase || at.steps == 0,
               "{}: {} state: 'since_average' = {} during the allreduce phase (expected 0)", where,
-              name(), since);
-  since_avg_ = since;
-  averages_ = averages;
+              name(), at.steps);
   grad_phase_ = phase;
   if (sync_) sync_->set_no_sync(!grad_phase_);
   if (sync_) sync_->load_state(in.sub("sync."));
 }
 
 std::map<std::string, double> LocalSgdStrategy::state() const {
-  return {{"H", double(H_)}, {"averages", double(averages_)}, {"phase", grad_phase_ ? 0.0 : 1.0}};
+  return {
+      {"H", double(period())}, {"averages", double(rounds())}, {"phase", grad_phase_ ? 0.0 : 1.0}};
 }
 
-std::unique_ptr<Strategy> make_local_sgd_strategy(const Options& opt) {
-  return std::make_unique<LocalSgdStrategy>(opt, false);
+std::unique_ptr<Strategy> make_local_sgd_strategy(std::shared_ptr<Topology> topo,
+                                                  const Options& opt) {
+  return std::make_unique<LocalSgdStrategy>(std::move(topo), opt, false);
 }
-std::unique_ptr<Strategy> make_post_local_sgd_strategy(const Options& opt) {
-  return std::make_unique<LocalSgdStrategy>(opt, true);
+std::unique_ptr<Strategy> make_post_local_sgd_strategy(std::shared_ptr<Topology> topo,
+                                                       const Options& opt) {
+  return std::make_unique<LocalSgdStrategy>(std::move(topo), opt, true);
 }
 
 }  // namespace dplab

@@ -1,7 +1,6 @@
 #include "dplab/comm/algorithms/slowmo.h"
 
 #include "dplab/comm/algorithms/algo_state.h"
-#include "dplab/comm/algorithms/allreduce.h"
 #include "dplab/comm/algorithms/local_sgd.h"
 #include "dplab/core/autograd.h"
 #include "dplab/core/backend.h"
@@ -20,6 +19,7 @@ SlowMoOptions SlowMoOptions::from_options(const Options& opt) {
               "got '{}'",
               base);
   o.sgp_base = base == "sgp";
+  o.round_spans_epochs = opt.get_bool("slowmo.round_spans_epochs", false);
   DPLAB_CHECK(o.frequency >= 1, "option slowmo.frequency: expected >= 1 base steps, got {}",
               o.frequency);
   DPLAB_CHECK(o.lr >= 0, "option slowmo.lr: expected >= 0, got {}", o.lr);
@@ -28,44 +28,49 @@ SlowMoOptions SlowMoOptions::from_options(const Options& opt) {
   return o;
 }
 
-SlowMoStrategy::SlowMoStrategy(const Options& opt)
-    : SlowMoStrategy(std::make_shared<Topology>(Topology::from_options(opt)), opt) {}
+namespace {
+PeriodicSyncConfig slowmo_rounds(const SlowMoOptions& o) {
+  return {.period = o.frequency,
+          .round_spans_epochs = o.round_spans_epochs,
+          .period_key = "frequency",
+          .steps_key = "local_steps",
+          .rounds_key = "rounds"};
+}
+}  // namespace
 
 SlowMoStrategy::SlowMoStrategy(std::shared_ptr<Topology> topo, const Options& opt)
-    : topo_(std::move(topo)), opt_(SlowMoOptions::from_options(opt)) {
+    : SlowMoStrategy(std::move(topo), opt, SlowMoOptions::from_options(opt)) {}
+
+SlowMoStrategy::SlowMoStrategy(std::shared_ptr<Topology> topo, const Options& opt,
+                               const SlowMoOptions& o)
+    : PeriodicSyncStrategy(std::move(topo), slowmo_rounds(o)), opt_(o) {
   if (opt_.sgp_base) sgp_ = std::make_unique<SgpStrategy>(topo_, opt);
 }
 
 void SlowMoStrategy::setup(TrainContext& ctx) {
-  Strategy::setup(ctx);
   DPLAB_CHECK(ctx.arena != nullptr && ctx.optimizer != nullptr,
               "slowmo: setup needs the parameter arena and the base optimizer (its lr is γ)");
-  if (sgp_)
-    sgp_->setup(ctx);  // broadcasts rank 0's model, as below
-  else
-    stats_.add(
-        broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer, ctx.time.get()));
-  device_waits_ = DeviceWaits(ctx.arena->device(), topo_->world().virtual_time() != nullptr);
+  PeriodicSyncStrategy::setup(ctx);        // rank 0's model on every rank (SGP base: below)
+  if (sgp_) sgp_->setup(ctx);              // broadcasts rank 0's model
   x_start_ = ctx.arena->params().clone();  // x_{0,0}
   g_ = Tensor::zeros(x_start_.shape(), DType::f32, x_start_.device());
   if (opt_.momentum > 0) u_ = Tensor::zeros(x_start_.shape(), DType::f32, x_start_.device());
 }
 
-void SlowMoStrategy::slow_step() {
+void SlowMoStrategy::sync(RoundEnd) {
   NoGradGuard no_grad;
   const double gamma = ctx_.optimizer->lr();
   DPLAB_CHECK(gamma > 0,
               "slowmo: the base learning rate γ is {} at round {}; the slow momentum update "
               "divides by it (use a schedule that stays above 0)",
-              gamma, rounds_);
+              gamma, rounds());
   // Line 7: x_{t,τ}, the exact average, in place in the arena (SGP: the push-sum average, which
   // also resets the push-sum weights to 1).
   Tensor params = ctx_.arena->params();
   if (sgp_)
     sgp_->push_sum_average();
   else
-    stats_.add(average_parameters(topo_->world(), *ctx_.arena, ctx_.tracer, &device_waits_,
-                                  ctx_.time.get()));
+    average_parameters(meter(), world(), *ctx_.arena);
   // Line 8: u_{t+1} = β u_t + g with g = (x_{t,0} − x_{t,τ}) / γ_t; line 9: x_{t+1,0} =
   // x_{t,0} − α γ_t u_{t+1}. The SGD heavy-ball step on x_start with lr α γ does both.
   g_.copy_(x_start_);
@@ -74,53 +79,43 @@ void SlowMoStrategy::slow_step() {
   SgdStepArgs a;
   a.lr = static_cast<float>(opt_.lr * gamma);
   a.momentum = static_cast<float>(opt_.momentum);
-  a.first_step = rounds_ == 0;
+  a.first_step = rounds() == 0;
   backend_for(x_start_.device()).optim.sgd_step(x_start_, g_, u_, a);
   params.copy_(x_start_);  // every worker starts round t+1 from x_{t+1,0}
-  ++rounds_;
-  local_steps_ = 0;
 }
 
 void SlowMoStrategy::after_backward(const StepInfo& step) {
   if (sgp_) sgp_->after_backward(step);  // SGP's pre-step snapshot (when w != 1)
 }
 
-void SlowMoStrategy::after_step(const StepInfo& step) {
-  ++local_steps_;
-  if (local_steps_ == opt_.frequency || step.last_in_epoch())
-    slow_step();  // SGP: the push-sum average replaces this step's gossip
-  else if (sgp_)
-    sgp_->after_step(step);  // the SGP base step's gossip (or its local-step bookkeeping)
-}
-
-void SlowMoStrategy::finish_training() {
-  // A run stopped mid-round (max_steps): every rank stops at the same step, so all reach this.
-  if (local_steps_ > 0) slow_step();
+void SlowMoStrategy::inner_step(const StepInfo& step, bool round_ends) {
+  // The SGP base step's gossip (or its local-step bookkeeping); at a round's end the push-sum
+  // average replaces this step's gossip.
+  if (sgp_ && !round_ends) sgp_->after_step(step);
 }
 
 void SlowMoStrategy::drain() {
-  stats_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer, ctx_.time.get()));
+  average_buffers();
 }
 
 CommStats SlowMoStrategy::take_stats() {
-  CommStats s = stats_;
-  device_waits_.take(s);
-  stats_ = {};
+  CommStats s = PeriodicSyncStrategy::take_stats();
   if (sgp_) s.add(sgp_->take_stats());
   return s;
 }
 
+bool SlowMoStrategy::consensus_eval(const std::function<void()>& evaluate) {
+  if (sgp_ && round_spans_epochs()) return sgp_->consensus_eval(evaluate);
+  return PeriodicSyncStrategy::consensus_eval(evaluate);
+}
+
 std::map<std::string, double> SlowMoStrategy::state() const {
-  std::map<std::string, double> m = {{"tau", double(opt_.frequency)}, {"rounds", double(rounds_)}};
+  std::map<std::string, double> m = {{"tau", double(opt_.frequency)}, {"rounds", double(rounds())}};
   if (sgp_) m["push_sum_weight"] = double(sgp_->push_sum_weight());
   return m;
 }
 
-void SlowMoStrategy::save_state(StateDict& out) const {
-  save_algorithm_name(out, name());
-  out.put_int("frequency", opt_.frequency);
-  out.put_int("local_steps", local_steps_);
-  out.put_int("rounds", rounds_);
+void SlowMoStrategy::save_sync_state(StateDict& out) const {
   out.put_tensor("x_start", x_start_);
   if (u_.defined()) out.put_tensor("slow_momentum", u_);
   out.put_string("base", opt_.sgp_base ? "sgp" : "local");
@@ -131,12 +126,7 @@ void SlowMoStrategy::save_state(StateDict& out) const {
   }
 }
 
-void SlowMoStrategy::load_state(const StateDict& in) {
-  check_algorithm_name(in, name());
-  // A round in progress only makes sense with the same τ.
-  state_int(in, name(), "frequency", opt_.frequency, opt_.frequency);
-  const int64_t local = state_int(in, name(), "local_steps", 0, opt_.frequency - 1);
-  const int64_t rounds = state_int(in, name(), "rounds", 0, INT64_MAX);
+void SlowMoStrategy::load_sync_state(const StateDict& in, const RoundPosition&) {
   restore_tensor(in, name(), "x_start", x_start_);
   const bool saved_u = in.has("slow_momentum");
   const std::string where = in.origin().empty() ? std::string("state") : in.origin();
@@ -152,12 +142,10 @@ void SlowMoStrategy::load_state(const StateDict& in) {
               "{} (the push-sum weights of an SGP base cannot be made up or dropped)",
               where, base, want);
   if (sgp_) sgp_->load_state(in.sub("sgp."));
-  local_steps_ = local;
-  rounds_ = rounds;
 }
 
-std::unique_ptr<Strategy> make_slowmo_strategy(const Options& opt) {
-  return std::make_unique<SlowMoStrategy>(opt);
+std::unique_ptr<Strategy> make_slowmo_strategy(std::shared_ptr<Topology> topo, const Options& opt) {
+  return std::make_unique<SlowMoStrategy>(std::move(topo), opt);
 }
 
 }  // namespace dplab

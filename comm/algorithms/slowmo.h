@@ -31,17 +31,21 @@
 //          x = z = x_{t+1,0}. With w_i = 1 (the exponential graph keeps them at 1) the push-sum
 //          average is the plain average of the z_i.
 //
-// Rounds: τ base steps; the last step of every epoch also ends a round (so the evaluated model
-// is x_{t+1,0}, the same on every rank, as local_sgd and diloco), and so does the end of training
-// (max_steps) when a round is in progress. One blocking f32 allreduce of the parameters per
-// round, traced ("parameter average") and counted in CommStats. γ_t must be > 0 at every
-// average (line 8 divides by it).
+// Rounds (the periodic-sync skeleton, comm/algorithms/periodic_sync.h; lines 7-9 are the sync
+// step): τ base steps; by default the last step of every epoch also ends a round (so the
+// evaluated model is x_{t+1,0}, the same on every rank, as local_sgd and diloco); with
+// slowmo.round_spans_epochs a round runs on across the epoch boundary and each epoch's
+// consensus evaluation reports the ranks' average (the push-sum average over SGP). The end of
+// training (max_steps, or a round spanning the last epoch's end) ends a round in progress. One
+// blocking f32 allreduce of the parameters per round ("parameter average" on the meter). γ_t
+// must be > 0 at every average (line 8 divides by it).
 //
 // Options (fairscale's SlowMoDistributedDataParallel defaults):
 //   slowmo.frequency   48    τ
 //   slowmo.lr          1     α
 //   slowmo.momentum    0.5   β (0: no slow momentum)
 //   slowmo.base        local local or sgp (sgp.interval applies to its gossip)
+//   slowmo.round_spans_epochs  false  true: rounds continue across epoch boundaries
 // (fairscale's base local SGD may also average every localsgd_frequency steps inside a round;
 // here the base steps alone, the paper's Algorithm 1 with local SGD.)
 //
@@ -52,10 +56,8 @@
 #pragma once
 #include <memory>
 
+#include "dplab/comm/algorithms/periodic_sync.h"
 #include "dplab/comm/algorithms/sgp.h"
-#include "dplab/comm/device_waits.h"
-#include "dplab/comm/strategy.h"
-#include "dplab/comm/topology.h"
 
 namespace dplab {
 
@@ -64,47 +66,46 @@ struct SlowMoOptions {
   double lr = 1.0;         // α
   double momentum = 0.5;   // β
   bool sgp_base = false;   // slowmo.base = sgp
+  bool round_spans_epochs = false;
   static SlowMoOptions from_options(const Options& opt);
 };
 
-class SlowMoStrategy : public Strategy {
+class SlowMoStrategy : public PeriodicSyncStrategy {
  public:
-  explicit SlowMoStrategy(const Options& opt);
   SlowMoStrategy(std::shared_ptr<Topology> topo, const Options& opt);
   std::string name() const override { return "slowmo"; }
   void setup(TrainContext& ctx) override;
   void after_backward(const StepInfo& step) override;
-  void after_step(const StepInfo& step) override;
-  void finish_training() override;
   void drain() override;
   CommStats take_stats() override;
   std::map<std::string, double> state() const override;
-  void save_state(StateDict& out) const override;
-  void load_state(const StateDict& in) override;
-  int rank() const override { return topo_->world().rank(); }
-  int world_size() const override { return topo_->world().size(); }
+  // Rounds spanning epochs: over SGP, SGP's push-sum consensus; otherwise the skeleton's.
+  bool consensus_eval(const std::function<void()>& evaluate) override;
 
   const SlowMoOptions& options() const { return opt_; }
-  int64_t rounds() const { return rounds_; }
   const Tensor& x_start() const { return x_start_; }
   const Tensor& slow_momentum() const { return u_; }
   // The SGP base (slowmo.base = sgp), null otherwise; tests set its push-sum weights.
   SgpStrategy* sgp() { return sgp_.get(); }
 
+ protected:
+  void sync(RoundEnd) override;  // lines 7-9
+  // SGP base: the base step's gossip, unless the round ends (the push-sum average replaces it).
+  void inner_step(const StepInfo& step, bool round_ends) override;
+  // SGP base: SGP's setup broadcasts rank 0's model.
+  bool broadcast_at_setup() const override { return !sgp_; }
+  void save_sync_state(StateDict& out) const override;
+  void load_sync_state(const StateDict& in, const RoundPosition& at) override;
+
  private:
-  void slow_step();  // lines 7-9
-  std::shared_ptr<Topology> topo_;
+  SlowMoStrategy(std::shared_ptr<Topology> topo, const Options& opt, const SlowMoOptions& o);
   SlowMoOptions opt_;
-  Tensor x_start_;           // x_{t,0}
-  Tensor u_;                 // u_t (undefined when β = 0)
-  Tensor g_;                 // scratch: (x_{t,0} − x_{t,τ}) / γ_t
-  int64_t local_steps_ = 0;  // base steps done in the round in progress
-  int64_t rounds_ = 0;
+  Tensor x_start_;                    // x_{t,0}
+  Tensor u_;                          // u_t (undefined when β = 0)
+  Tensor g_;                          // scratch: (x_{t,0} − x_{t,τ}) / γ_t
   std::unique_ptr<SgpStrategy> sgp_;  // the base algorithm when slowmo.base = sgp
-  CommStats stats_;
-  DeviceWaits device_waits_;  // average_parameters' figures on NCCL (comm/device_waits.h)
 };
 
-std::unique_ptr<Strategy> make_slowmo_strategy(const Options& opt);
+std::unique_ptr<Strategy> make_slowmo_strategy(std::shared_ptr<Topology> topo, const Options& opt);
 
 }  // namespace dplab

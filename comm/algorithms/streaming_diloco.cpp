@@ -3,11 +3,9 @@
 #include <algorithm>
 
 #include "dplab/comm/algorithms/algo_state.h"
-#include "dplab/comm/algorithms/allreduce.h"
 #include "dplab/core/autograd.h"
 #include "dplab/core/backend.h"
 #include "dplab/core/ops/elementwise.h"
-#include "dplab/core/trace/tracer.h"
 
 namespace dplab {
 
@@ -86,6 +84,7 @@ StreamingDiLoCoOptions StreamingDiLoCoOptions::from_options(const Options& opt) 
   o.outer_lr = opt.get_double("streaming_diloco.outer_lr", 0.7);
   o.outer_momentum = opt.get_double("streaming_diloco.outer_momentum", 0.9);
   o.outer_nesterov = opt.get_bool("streaming_diloco.outer_nesterov", true);
+  o.round_spans_epochs = opt.get_bool("streaming_diloco.round_spans_epochs", true);
   DPLAB_CHECK(o.outer_lr >= 0, "option streaming_diloco.outer_lr: expected >= 0, got {}",
               o.outer_lr);
   DPLAB_CHECK(o.outer_momentum >= 0 && o.outer_momentum < 1,
@@ -94,18 +93,27 @@ StreamingDiLoCoOptions StreamingDiLoCoOptions::from_options(const Options& opt) 
   return o;
 }
 
-StreamingDiLoCoStrategy::StreamingDiLoCoStrategy(const Options& opt)
-    : StreamingDiLoCoStrategy(std::make_shared<Topology>(Topology::from_options(opt)), opt) {}
+namespace {
+// No round ends by count: the staggered schedule syncs the fragments; a round is the stretch
+// between two full syncs (epoch ends unless rounds span epochs, and the end of training).
+PeriodicSyncConfig streaming_rounds(const StreamingDiLoCoOptions& o) {
+  return {.period = 0,
+          .round_spans_epochs = o.round_spans_epochs,
+          .period_key = "",  // H is checked with the schedule (load_sync_state)
+          .steps_key = "inner_steps",
+          .rounds_key = "rounds"};
+}
+}  // namespace
 
 StreamingDiLoCoStrategy::StreamingDiLoCoStrategy(std::shared_ptr<Topology> topo, const Options& opt)
-    : topo_(std::move(topo)), opt_(StreamingDiLoCoOptions::from_options(opt)) {}
+    : StreamingDiLoCoStrategy(std::move(topo), StreamingDiLoCoOptions::from_options(opt)) {}
+
+StreamingDiLoCoStrategy::StreamingDiLoCoStrategy(std::shared_ptr<Topology> topo,
+                                                 const StreamingDiLoCoOptions& o)
+    : PeriodicSyncStrategy(std::move(topo), streaming_rounds(o)), opt_(o) {}
 
 void StreamingDiLoCoStrategy::setup(TrainContext& ctx) {
-  Strategy::setup(ctx);
-  DPLAB_CHECK(ctx.arena != nullptr, "streaming_diloco: setup needs the parameter arena");
-  device_waits_ = DeviceWaits(ctx.arena->device(), topo_->world().virtual_time() != nullptr);
-  stats_.add(
-      broadcast_model(topo_->world(), *ctx.arena, ctx.buffers, 0, ctx.tracer, ctx.time.get()));
+  PeriodicSyncStrategy::setup(ctx);  // θ_g(0): rank 0's model on every rank
   frags_ = arena_fragments(*ctx.arena, opt_.schedule.fragments);
   if (opt_.quantize_bits > 0) {
     DPLAB_CHECK(ctx.arena->device().is_cpu(),
@@ -133,36 +141,28 @@ void StreamingDiLoCoStrategy::send(int64_t p) {
   d.copy_(range(theta_, p));
   add_(d, range(ctx_.arena->params(), p), -1.f);
   pending_ = p;
-  pending_sent_at_ = inner_steps_;
-  pending_wait_s_ = 0;
-  Communicator& comm = topo_->world();
-  if (comm.size() > 1) {
-    if (ctx_.tracer != nullptr) posted_ = ctx_.tracer->now();
-    if (quantizer_) {
-      // Codes and scales of this rank's δ_p, gathered from every rank; decoded at the wait.
-      const int64_t bytes = quantizer_->packed_bytes(d.numel());
-      q_send_ = Tensor::empty({bytes}, DType::u8);
-      q_recv_ = Tensor::empty({bytes * comm.size()}, DType::u8);
-      quantizer_->encode(d.data<float>(), d.numel(), q_send_.data<uint8_t>());
-      req_ = device_waits_.post_measured([&] { return comm.iallgather(q_send_, q_recv_); });
-      decode_pending_ = true;
-      pending_bytes_ = double(bytes);
-    } else {
-      req_ = device_waits_.post_measured(
-          [&] { return comm.iallreduce(d, ReduceOp::average, opt_.wire); });
-      pending_bytes_ = static_cast<double>(d.numel()) * dtype_size(opt_.wire);
-      ++stats_.allreduces;
-    }
-    stats_.bytes_sent += pending_bytes_;
-    ++stats_.collectives;
+  pending_sent_at_ = steps_in_round();
+  Communicator& comm = world();
+  if (comm.size() == 1) return;
+  if (quantizer_) {
+    // Codes and scales of this rank's δ_p, gathered from every rank; decoded at the wait.
+    const int64_t bytes = quantizer_->packed_bytes(d.numel());
+    q_send_ = Tensor::empty({bytes}, DType::u8);
+    q_recv_ = Tensor::empty({bytes * comm.size()}, DType::u8);
+    quantizer_->encode(d.data<float>(), d.numel(), q_send_.data<uint8_t>());
+    exchange_ = meter().iallgather(comm, "outer gradient fragment", q_send_, q_recv_);
+    decode_pending_ = true;
+  } else {
+    exchange_ =
+        meter().iallreduce(comm, "outer gradient fragment", d, ReduceOp::average, opt_.wire);
   }
 }
 
-void StreamingDiLoCoStrategy::decode_pending() const {
+void StreamingDiLoCoStrategy::decode_exchange() const {
   if (!decode_pending_) return;
   Tensor d = range(delta_, pending_);
   const int64_t n = d.numel(), bytes = quantizer_->packed_bytes(n);
-  const int W = topo_->world().size();
+  const int W = world().size();
   float* out = d.data<float>();
   std::fill(out, out + n, 0.f);
   const uint8_t* all = q_recv_.data<uint8_t>();
@@ -171,27 +171,17 @@ void StreamingDiLoCoStrategy::decode_pending() const {
   decode_pending_ = false;
 }
 
-void StreamingDiLoCoStrategy::wait_pending() const {
-  if (!req_.valid()) return;
-  const Stopwatch sw(*ctx_.time);
-  pending_wait_s_ += complete_measured(req_, sw, &device_waits_, false);
-  decode_pending();
+void StreamingDiLoCoStrategy::wait_exchange() const {
+  // The host decodes a quantised exchange: it reads the result.
+  meter().complete(exchange_, quantizer_ ? Use::host : Use::compute);
+  decode_exchange();
 }
 
 void StreamingDiLoCoStrategy::apply(int64_t p, double alpha) {
   NoGradGuard no_grad;
   DPLAB_CHECK(pending_ == p, "streaming_diloco: fragment {} is due, but fragment {} is in flight",
               p, pending_);
-  const auto t0 = ctx_.tracer != nullptr ? ctx_.tracer->now() : trace::Clock::time_point{};
-  wait_pending();
-  if (req_.valid()) {
-    if (trace::Tracer* tr = trace::active(ctx_.tracer))
-      trace::record_comm(tr, "outer gradient fragment", "wait outer gradient fragment", posted_, t0,
-                         tr->now(), pending_bytes_);
-    stats_.in_flight_s += device_waits_.host_flight(req_);
-    stats_.exposed_wait_s += pending_wait_s_;
-    req_ = Request();
-  }
+  wait_exchange();
   // θ_g[p] ← OuterOpt(θ_g[p], Δ_p): DiLoCo's outer SGD on the fragment's range.
   Tensor theta = range(theta_, p);
   Tensor delta = range(delta_, p);
@@ -216,23 +206,23 @@ void StreamingDiLoCoStrategy::apply(int64_t p, double alpha) {
   pending_ = -1;
 }
 
-void StreamingDiLoCoStrategy::after_step(const StepInfo&) {
-  ++inner_steps_;
+void StreamingDiLoCoStrategy::inner_step(const StepInfo&, bool) {
   // Helps a non-blocking MPI allreduce progress while the inner steps go on.
-  if (req_.valid()) req_.test();
-  const int64_t due = opt_.schedule.applies_after(inner_steps_);
+  for (Request& r : exchange_.requests()) r.test();
+  const int64_t s = steps_in_round();
+  const int64_t due = opt_.schedule.applies_after(s);
   if (due >= 0 && pending_ == due) apply(due, opt_.alpha);
-  const int64_t sends = opt_.schedule.sends_after(inner_steps_);
+  const int64_t sends = opt_.schedule.sends_after(s);
   if (sends >= 0) {
     send(sends);
     if (opt_.schedule.delay == 0) apply(sends, opt_.alpha);
   }
 }
 
-void StreamingDiLoCoStrategy::finish_training() {
+void StreamingDiLoCoStrategy::sync(RoundEnd) {
   if (pending_ >= 0) apply(pending_, opt_.alpha);
   // One last outer step of every fragment, blocking, taking the global fragment (α = 0): the
-  // final model is θ_g, the same on every rank.
+  // model is θ_g, the same on every rank.
   for (int64_t p = 0; p < int64_t(frags_.size()); ++p) {
     send(p);
     apply(p, 0.0);
@@ -240,15 +230,8 @@ void StreamingDiLoCoStrategy::finish_training() {
 }
 
 void StreamingDiLoCoStrategy::drain() {
-  wait_pending();  // nothing in flight; applied at its step as scheduled
-  stats_.add(average_buffers(topo_->world(), ctx_.buffers, ctx_.tracer, ctx_.time.get()));
-}
-
-CommStats StreamingDiLoCoStrategy::take_stats() {
-  CommStats s = stats_;
-  device_waits_.take(s);
-  stats_ = {};
-  return s;
+  wait_exchange();  // nothing in flight; applied at its step as scheduled
+  average_buffers();
 }
 
 std::map<std::string, double> StreamingDiLoCoStrategy::state() const {
@@ -259,30 +242,27 @@ std::map<std::string, double> StreamingDiLoCoStrategy::state() const {
           {"outer_steps", double(total)}};
 }
 
-void StreamingDiLoCoStrategy::save_state(StateDict& out) const {
-  save_algorithm_name(out, name());
+void StreamingDiLoCoStrategy::save_sync_state(StateDict& out) const {
   out.put_int("H", opt_.schedule.H);
   out.put_int("fragments", opt_.schedule.fragments);
   out.put_int("fragment_sync_delay", opt_.schedule.delay);
-  out.put_int("inner_steps", inner_steps_);
   out.put_ints("outer_steps", outer_steps_);
   out.put_tensor("theta_global", theta_);
   if (momentum_.defined()) out.put_tensor("outer_momentum", momentum_);
   out.put_int("pending_fragment", pending_);
   if (pending_ >= 0) {
-    wait_pending();  // the averaged Δ, applied after the resume at its step
+    wait_exchange();  // the averaged Δ, applied after the resume at its step
     out.put_int("pending_sent_at", pending_sent_at_);
     out.put_tensor("pending_delta", range(delta_, pending_));
   }
 }
 
-void StreamingDiLoCoStrategy::load_state(const StateDict& in) {
-  check_algorithm_name(in, name());
+void StreamingDiLoCoStrategy::load_sync_state(const StateDict& in, const RoundPosition& at) {
   const auto& sc = opt_.schedule;
   state_int(in, name(), "H", sc.H, sc.H);
   state_int(in, name(), "fragments", sc.fragments, sc.fragments);
   state_int(in, name(), "fragment_sync_delay", sc.delay, sc.delay);
-  const int64_t inner = state_int(in, name(), "inner_steps", 0, INT64_MAX);
+  const int64_t inner = at.steps;
   const std::vector<int64_t> outer = in.get_ints("outer_steps");
   const std::string where = in.origin().empty() ? std::string("state") : in.origin();
   DPLAB_CHECK(outer.size() == frags_.size(),
@@ -295,7 +275,7 @@ void StreamingDiLoCoStrategy::load_state(const StateDict& in) {
               where, momentum_.defined() ? "lacks" : "has", opt_.outer_momentum);
   if (momentum_.defined()) restore_tensor(in, name(), "outer_momentum", momentum_);
   const int64_t pending = state_int(in, name(), "pending_fragment", -1, sc.fragments - 1);
-  req_ = Request();
+  exchange_ = Pending();
   decode_pending_ = false;  // a saved exchange in flight is saved decoded (its Δ)
   if (pending >= 0) {
     // In flight since inner step `sent`: due after step sent + τ, which is still to come.
@@ -310,12 +290,12 @@ void StreamingDiLoCoStrategy::load_state(const StateDict& in) {
   } else {
     pending_ = -1;
   }
-  inner_steps_ = inner;
   outer_steps_ = outer;
 }
 
-std::unique_ptr<Strategy> make_streaming_diloco_strategy(const Options& opt) {
-  return std::make_unique<StreamingDiLoCoStrategy>(opt);
+std::unique_ptr<Strategy> make_streaming_diloco_strategy(std::shared_ptr<Topology> topo,
+                                                         const Options& opt) {
+  return std::make_unique<StreamingDiLoCoStrategy>(std::move(topo), opt);
 }
 
 }  // namespace dplab

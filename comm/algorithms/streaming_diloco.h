@@ -25,13 +25,18 @@
 //     No error feedback (the paper has none): the quantisation error of a round is lost. θ_g and
 //     the outer optimizer's state stay f32. One rank: no exchange, no quantisation (as `wire`).
 //
-// Each rank is a replica, as in diloco.h. The schedule runs on the count of inner steps since the
-// start of training, across epochs: epochs do not end rounds (unlike diloco). Between epochs
-// the evaluated model is each rank's own local model (they differ, as with sgp). At the end of
-// training (finish_training) the exchange in flight is applied, then every fragment takes one
-// more outer step at once (blocking, α = 0), so the final model is θ_g, the same on every rank.
-// Constraints: 1 ≤ P ≤ H and P ≤ the number of parameter tensors; 0 ≤ τ < ⌊H/P⌋ (an exchange
-// completes before the next fragment sends).
+// Each rank is a replica, as in diloco.h. Rounds (the periodic-sync skeleton,
+// comm/algorithms/periodic_sync.h): the staggered sends and applies above run in the per-step
+// hook, on the count of inner steps since the last full sync (the start of training unless
+// epochs end rounds); a round ends only with a full sync (the sync step): the exchange in
+// flight is applied, then every fragment takes one more outer step at once (blocking, α = 0),
+// so the model is θ_g, the same on every rank, and the schedule starts again. By default
+// (streaming_diloco.round_spans_epochs = true) the schedule runs across epochs and only the
+// end of training (finish_training) makes a full sync, so the final model is θ_g; between
+// epochs the evaluated model is each rank's own local model (they differ, as with sgp; no
+// consensus evaluation, as before issue #32). false: every epoch's end makes a full sync, so
+// each epoch evaluates θ_g. Constraints: 1 ≤ P ≤ H and P ≤ the number of parameter tensors;
+// 0 ≤ τ < ⌊H/P⌋ (an exchange completes before the next fragment sends).
 //
 // Options:
 //   streaming_diloco.H                       50    inner steps between two syncs of a fragment
@@ -44,20 +49,19 @@
 //   streaming_diloco.outer_lr                0.7   as diloco
 //   streaming_diloco.outer_momentum          0.9
 //   streaming_diloco.outer_nesterov          true
+//   streaming_diloco.round_spans_epochs      true  false: a full sync at every epoch's end
 //
-// Checkpoints: θ_g, the outer momentum, the inner step count, each fragment's outer step count,
-// and an exchange in flight (its fragment, send step and averaged Δ: save_state waits for it
+// Checkpoints: θ_g, the outer momentum, the inner step count ("inner_steps", since the last full
+// sync), the full syncs so far ("rounds"), each fragment's outer step count, and an exchange in
+// flight (its fragment, send step and averaged Δ: save_state waits for it
 // without applying it, so the resumed run applies it at the same step).
 #pragma once
 #include <memory>
 #include <optional>
 #include <vector>
 
-#include "dplab/comm/communicator.h"
-#include "dplab/comm/device_waits.h"
+#include "dplab/comm/algorithms/periodic_sync.h"
 #include "dplab/comm/quantize.h"
-#include "dplab/comm/strategy.h"
-#include "dplab/comm/topology.h"
 
 namespace dplab {
 
@@ -90,61 +94,58 @@ struct StreamingDiLoCoOptions {
   double outer_lr = 0.7;
   double outer_momentum = 0.9;
   bool outer_nesterov = true;
+  bool round_spans_epochs = true;
   static StreamingDiLoCoOptions from_options(const Options& opt);
 };
 
-class StreamingDiLoCoStrategy : public Strategy {
+class StreamingDiLoCoStrategy : public PeriodicSyncStrategy {
  public:
-  explicit StreamingDiLoCoStrategy(const Options& opt);
   StreamingDiLoCoStrategy(std::shared_ptr<Topology> topo, const Options& opt);
   std::string name() const override { return "streaming_diloco"; }
   void setup(TrainContext& ctx) override;
-  void after_step(const StepInfo& step) override;
-  void finish_training() override;
   void drain() override;
-  CommStats take_stats() override;
   std::map<std::string, double> state() const override;
-  void save_state(StateDict& out) const override;
-  void load_state(const StateDict& in) override;
-  int rank() const override { return topo_->world().rank(); }
-  int world_size() const override { return topo_->world().size(); }
+  // Not offered (as before issue #32): between epochs each rank evaluates its own model.
+  bool consensus_eval(const std::function<void()>&) override { return false; }
 
   const StreamingDiLoCoOptions& options() const { return opt_; }
   const std::vector<std::pair<int64_t, int64_t>>& fragments() const { return frags_; }
   const Tensor& theta_global() const { return theta_; }
-  int64_t inner_steps() const { return inner_steps_; }
+  int64_t inner_steps() const { return steps_in_round(); }
   const std::vector<int64_t>& outer_steps() const { return outer_steps_; }
 
+ protected:
+  // The staggered schedule (points 1-2): the due fragment applied, the next one sent.
+  void inner_step(const StepInfo& step, bool round_ends) override;
+  // The full sync: the exchange in flight applied, then every fragment's blocking outer step.
+  void sync(RoundEnd) override;
+  void save_sync_state(StateDict& out) const override;
+  void load_sync_state(const StateDict& in, const RoundPosition& at) override;
+
  private:
+  StreamingDiLoCoStrategy(std::shared_ptr<Topology> topo, const StreamingDiLoCoOptions& o);
   void send(int64_t p);                 // δ_p and its allreduce (point 2)
   void apply(int64_t p, double alpha);  // wait, outer step on θ_g[p], mixing (points 2-3)
-  void wait_pending() const;  // completes the exchange in flight (Δ_p in delta_), applies nothing
-  void decode_pending() const;  // quantised: Δ_p = (1/W) Σ_r x̂_r in rank order, into delta_
+  void wait_exchange() const;  // completes the exchange in flight (Δ_p in delta_), applies nothing
+  void decode_exchange() const;  // quantised: Δ_p = (1/W) Σ_r x̂_r in rank order, into delta_
   Tensor range(const Tensor& t, int64_t p) const;
-  std::shared_ptr<Topology> topo_;
   StreamingDiLoCoOptions opt_;
   std::vector<std::pair<int64_t, int64_t>> frags_;
-  Tensor theta_;     // θ_g
-  Tensor momentum_;  // outer momentum buffer (undefined when μ = 0)
-  Tensor delta_;     // δ_p, then Δ_p, of the fragment in flight (its range)
-  int64_t inner_steps_ = 0;
+  Tensor theta_;                      // θ_g
+  Tensor momentum_;                   // outer momentum buffer (undefined when μ = 0)
+  Tensor delta_;                      // δ_p, then Δ_p, of the fragment in flight (its range)
   std::vector<int64_t> outer_steps_;  // per fragment
   int64_t pending_ = -1;              // fragment in flight, or -1
   int64_t pending_sent_at_ = 0;       // inner step count at its send
-  mutable Request req_;
+  mutable Pending exchange_;          // its allreduce (or allgather) on the meter
   // Quantised exchange (quantize != none): this rank's packed δ_p, every rank's after the
   // allgather, and whether they still have to be decoded into delta_.
   std::optional<BlockQuantizer> quantizer_;
   Tensor q_send_, q_recv_;
   mutable bool decode_pending_ = false;
-  double pending_bytes_ = 0;           // bytes this rank sent for the exchange in flight
-  mutable double pending_wait_s_ = 0;  // exposed wait spent in wait_pending (drain, save_state)
-  trace::Clock::time_point posted_{};  // tracing: when req_ was posted, on the trace's axis
-  CommStats stats_;
-  mutable DeviceWaits
-      device_waits_;  // figures measured on the device on NCCL (comm/device_waits.h)
 };
 
-std::unique_ptr<Strategy> make_streaming_diloco_strategy(const Options& opt);
+std::unique_ptr<Strategy> make_streaming_diloco_strategy(std::shared_ptr<Topology> topo,
+                                                         const Options& opt);
 
 }  // namespace dplab

@@ -3,7 +3,9 @@
 // ranks against a serial simulation of the N workers written out here: each worker's local steps on
 // its own batches, then the outer step computed in double from the N local models, exactly as
 // the papers' Algorithm 1 states it (DiLoCo lines 11-15 with PyTorch's Nesterov SGD as OuterOpt;
-// SlowMo lines 7-9). Rounds end after H (τ) local steps and at the end of every epoch.
+// SlowMo lines 7-9). Rounds end after H (τ) local steps and at the end of every epoch, or, with
+// <algorithm>.round_spans_epochs, after H (τ) local steps counted across epochs and at the end of
+// training; then every epoch's consensus evaluation sees the average of the ranks' models.
 //
 // Tolerance: the strategies compute the outer step in f32 (the reference in double) and every
 // rank's local steps are the serial replica's (same code, same batches), so the two differ by
@@ -32,6 +34,11 @@ namespace dplab {
 namespace {
 
 constexpr int kB = 4;
+
+// The strategies take the topology the driver builds (issue #32).
+std::shared_ptr<Topology> topology_of(const Options& o) {
+  return std::make_shared<Topology>(Topology::from_options(o));
+}
 constexpr double kLr = 0.05;  // the inner (base) SGD's lr: SlowMo's γ
 
 struct Replica : test::MnistReplica {
@@ -107,6 +114,7 @@ using OuterStep = std::function<std::vector<double>(const std::vector<Replica>&)
 
 struct Loop {
   int64_t epochs, steps, period;
+  bool spans = false;  // rounds span epochs: the period runs on, training's end closes the last
 };
 
 // Runs `strategy` on this rank and the serial simulation side by side; returns the number of
@@ -118,10 +126,11 @@ int64_t run_both(Strategy& s, const Loop& loop, const OuterStep& outer, const ch
 
   std::vector<Replica> reps;
   for (int i = 0; i < N; ++i) reps.emplace_back(11);
-  int64_t global = 0, rounds = 0, diverged = 0;
+  int64_t global = 0, rounds = 0, diverged = 0, consensus_evals = 0;
+  int64_t since = 0;
   for (int64_t e = 0; e < loop.epochs; ++e) {
     s.begin_epoch(e);
-    int64_t since = 0;
+    if (!loop.spans) since = 0;
     for (int64_t k = 0; k < loop.steps; ++k, ++global) {
       StepInfo info{e, k, global, loop.steps, loop.epochs};
       s.plan(info);
@@ -131,7 +140,7 @@ int64_t run_both(Strategy& s, const Loop& loop, const OuterStep& outer, const ch
       s.after_step(info);
       for (int i = 0; i < N; ++i) reps[size_t(i)].grad(i, e, k);
       for (auto& r : reps) r.sgd->step();
-      if (++since == loop.period || k + 1 == loop.steps) {
+      if (++since == loop.period || (!loop.spans && k + 1 == loop.steps)) {
         const std::vector<double> next = outer(reps);
         for (auto& r : reps) r.set_params(next);
         since = 0;
@@ -142,8 +151,27 @@ int64_t run_both(Strategy& s, const Loop& loop, const OuterStep& outer, const ch
     }
     s.end_epoch(e, 0.0);
     s.drain();
+    // The consensus evaluation: the ranks' average while it runs, this rank's model after.
+    const std::vector<double> own = as_double(dist.arena->params()), mean = mean_params(reps);
+    double consensus_diff = -1;
+    const bool ran =
+        s.consensus_eval([&] { consensus_diff = rel_diff(as_double(dist.arena->params()), mean); });
+    EXPECT_EQ(ran, loop.spans && N > 1) << what;
+    if (ran) {
+      ++consensus_evals;
+      EXPECT_LT(consensus_diff, 1e-5) << what << ", epoch " << e;
+    }
+    EXPECT_EQ(as_double(dist.arena->params()), own) << what << ": consensus_eval kept its model";
   }
   s.finish_training();
+  if (since > 0) {  // the round in progress ends with training
+    const std::vector<double> next = outer(reps);
+    for (auto& r : reps) r.set_params(next);
+    ++rounds;
+  }
+  if (loop.spans && N > 1) {
+    EXPECT_EQ(consensus_evals, loop.epochs) << what;
+  }
   const double d = rel_diff(as_double(dist.arena->params()), reps[size_t(R)].params());
   EXPECT_LT(d, 1e-5) << what << ", rank " << R;
   EXPECT_TRUE(same_bytes_everywhere(dist.arena->params())) << what;
@@ -168,7 +196,8 @@ Options diloco_options(int64_t H, double lr, double momentum, bool nesterov) {
 // H = 1, outer lr 1, no outer momentum: θ(t) = θ(t−1) − (θ(t−1) − mean θ_i) = mean θ_i, i.e.
 // parameter averaging after every step. The reference is that average, nothing else.
 TEST(DiLoCo, H1OuterLr1NoMomentumIsParameterAveragingEveryStep) {
-  DiLoCoStrategy s(diloco_options(1, 1.0, 0.0, false));
+  const Options o = diloco_options(1, 1.0, 0.0, false);
+  DiLoCoStrategy s(topology_of(o), o);
   const int64_t rounds = run_both(s, {2, 5, 1}, mean_params, "diloco H=1 averaging");
   EXPECT_EQ(s.outer_steps(), rounds);
   EXPECT_EQ(rounds, 10);
@@ -177,7 +206,8 @@ TEST(DiLoCo, H1OuterLr1NoMomentumIsParameterAveragingEveryStep) {
 // H = 4 (and the epoch's end after 6 steps: rounds of 4 and 2), outer SGD with Nesterov
 // momentum at the paper's lr 0.7 and μ 0.9, against lines 11-15 in double.
 TEST(DiLoCo, OuterStepMatchesSerialNesterovForH4) {
-  DiLoCoStrategy s(diloco_options(4, 0.7, 0.9, true));
+  const Options o = diloco_options(4, 0.7, 0.9, true);
+  DiLoCoStrategy s(topology_of(o), o);
   std::vector<double> theta, b;  // θ(t−1) and the outer momentum buffer
   double moved = 0, apart = 0;   // max |Δ| and max |θ(t) − mean θ_i| over all outer steps
   auto outer = [&](const std::vector<Replica>& reps) {
@@ -207,10 +237,31 @@ TEST(DiLoCo, OuterStepMatchesSerialNesterovForH4) {
   EXPECT_GT(apart, 0.1 * moved);
 }
 
+// diloco.round_spans_epochs: H = 4 over 2 epochs of 5 steps, lines 11-15 in double (outer SGD
+// without momentum at lr 0.7: θ ← θ − 0.7 (θ − mean θ_i)). Outer steps after global steps 4, 8
+// and the end of training (10): ceil(10 / 4) = 3, where per-epoch rounds make 4 (after steps 4
+// and 5 of each epoch); the first epoch ends one step into a round.
+TEST(DiLoCo, RoundSpanningEpochsTakesAnOuterStepEveryHStepsOfTheRun) {
+  Options o = diloco_options(4, 0.7, 0.0, false);
+  o.set("diloco.round_spans_epochs", "true");
+  DiLoCoStrategy s(topology_of(o), o);
+  std::vector<double> theta = Replica(11).params();
+  auto outer = [&](const std::vector<Replica>& reps) {
+    const std::vector<double> avg = mean_params(reps);
+    for (size_t j = 0; j < theta.size(); ++j) theta[j] -= 0.7 * (theta[j] - avg[j]);
+    return theta;
+  };
+  const int64_t rounds = run_both(s, {2, 5, 4, true}, outer, "diloco spanning epochs");
+  EXPECT_EQ(rounds, 3);
+  EXPECT_EQ(s.outer_steps(), 3);
+  EXPECT_EQ(s.inner_steps(), 0);
+  EXPECT_LT(rel_diff(as_double(s.theta_global()), theta), 1e-5);
+}
+
 TEST(DiLoCo, RejectsBadOptions) {
-  EXPECT_THROW(DiLoCoStrategy(diloco_options(0, 0.7, 0.9, true)), Error);
-  EXPECT_THROW(DiLoCoStrategy(diloco_options(4, 0.7, 1.0, true)), Error);
-  EXPECT_THROW(DiLoCoStrategy(diloco_options(4, -1.0, 0.9, true)), Error);
+  EXPECT_THROW(DiLoCoStrategy(topology_of(Options()), diloco_options(0, 0.7, 0.9, true)), Error);
+  EXPECT_THROW(DiLoCoStrategy(topology_of(Options()), diloco_options(4, 0.7, 1.0, true)), Error);
+  EXPECT_THROW(DiLoCoStrategy(topology_of(Options()), diloco_options(4, -1.0, 0.9, true)), Error);
 }
 
 Options slowmo_options(int64_t tau, double alpha, double beta) {
@@ -223,8 +274,10 @@ Options slowmo_options(int64_t tau, double alpha, double beta) {
 }
 
 // Lines 7-9 in double: x_avg = mean, u = β u + (x_start − x_avg) / γ, x = x_start − α γ u.
-void check_slowmo(double alpha, double beta) {
-  SlowMoStrategy s(slowmo_options(3, alpha, beta));
+void check_slowmo(double alpha, double beta, bool spans = false) {
+  Options o = slowmo_options(3, alpha, beta);
+  if (spans) o.set("slowmo.round_spans_epochs", "true");
+  SlowMoStrategy s(topology_of(o), o);
   std::vector<double> x_start = Replica(11).params(), u(x_start.size(), 0.0);
   double moved = 0, apart = 0;  // max |x_{t,0} − x_{t,τ}| and max |x_{t+1,0} − x_{t,τ}|
   auto outer = [&](const std::vector<Replica>& reps) {
@@ -239,8 +292,10 @@ void check_slowmo(double alpha, double beta) {
   };
   const std::string what =
       "slowmo alpha " + std::to_string(alpha) + " beta " + std::to_string(beta);
-  const int64_t rounds = run_both(s, {2, 5, 3}, outer, what.c_str());
-  EXPECT_EQ(rounds, 4);  // rounds of 3 and 2 steps per epoch
+  // Per epoch: rounds of 3 and 2 steps (4 in all); spanning epochs: after global steps 3, 6, 9
+  // and the end of training (10), ceil(10 / 3) = 4 rounds too, but over other steps.
+  const int64_t rounds = run_both(s, {2, 5, 3, spans}, outer, what.c_str());
+  EXPECT_EQ(rounds, 4);
   EXPECT_EQ(s.rounds(), 4);
   EXPECT_LT(rel_diff(as_double(s.x_start()), x_start), 1e-5);
   if (beta > 0) {
@@ -260,9 +315,13 @@ TEST(SlowMo, SlowLrAndMomentumMatchTheUpdateFormula) {
   check_slowmo(0.8, 0.7);
 }
 
+TEST(SlowMo, RoundSpanningEpochsMatchesTheUpdateFormula) {
+  check_slowmo(1.0, 0.5, true);
+}
+
 TEST(SlowMo, RejectsBadOptions) {
-  EXPECT_THROW(SlowMoStrategy(slowmo_options(0, 1.0, 0.5)), Error);
-  EXPECT_THROW(SlowMoStrategy(slowmo_options(3, 1.0, 1.0)), Error);
+  EXPECT_THROW(SlowMoStrategy(topology_of(Options()), slowmo_options(0, 1.0, 0.5)), Error);
+  EXPECT_THROW(SlowMoStrategy(topology_of(Options()), slowmo_options(3, 1.0, 1.0)), Error);
 }
 
 // ---- SlowMo with SGP as the base algorithm --------------------------------------------------
@@ -298,7 +357,7 @@ void check_slowmo_sgp(int64_t I) {
     float* z = arena.params().data<float>();
     for (int64_t i = 0; i < m; ++i) z[i] = value(i);
   }
-  SlowMoStrategy s(opt);
+  SlowMoStrategy s(topology_of(opt), opt);
   ASSERT_NE(s.sgp(), nullptr);
   TrainContext ctx;
   ctx.arena = &arena;
@@ -414,7 +473,7 @@ TEST(SlowMo, SgpBaseWithGossipIntervalMatchesSerialPushSum) {
 TEST(SlowMo, RejectsAnUnknownBase) {
   Options o = slowmo_options(3, 1.0, 0.5);
   o.set("slowmo.base", "gossip");
-  EXPECT_THROW(SlowMoStrategy{o}, Error);
+  EXPECT_THROW((SlowMoStrategy{topology_of(o), o}), Error);
 }
 
 // ---- Streaming DiLoCo -------------------------------------------------------------------------
@@ -483,7 +542,7 @@ TEST(StreamingDiLoCo, OuterStepsAndMixingMatchTheSerialReference) {
   o.set("streaming_diloco.fragment_sync_delay", "1");
   o.set("streaming_diloco.fragment_update_alpha", "0.5");
   o.set("comm.timeout_s", "20");
-  StreamingDiLoCoStrategy s(o);
+  StreamingDiLoCoStrategy s(topology_of(o), o);
   Replica dist(11 + uint64_t(R));
   dist.set_up(s);
   const auto frags = s.fragments();
@@ -562,6 +621,64 @@ TEST(StreamingDiLoCo, OuterStepsAndMixingMatchTheSerialReference) {
   if (R == 0) std::printf("[streaming_diloco] %d ranks: rel diff %.3g\n", N, d);
 }
 
+// streaming_diloco.round_spans_epochs = false: every epoch's end makes a full sync (the exchange
+// in flight applied, then every fragment's blocking outer step with α = 0), so every epoch ends
+// with θ_g, the same bytes on every rank, and the schedule starts again. H = 4, P = 2, τ = 1,
+// epochs of 6 steps: fragment 0 sends after steps 2 and 6 of each epoch, fragment 1 after step
+// 4; per epoch fragment 0 takes 3 outer steps (the apply after step 3, the one sent at 6 applied
+// by the full sync, the full sync's own) and fragment 1 two (after step 5, the full sync's).
+// Spanning epochs (the default) leaves the local models apart at the epoch's end instead.
+TEST(StreamingDiLoCo, FullSyncAtEveryEpochEndUnlessRoundsSpanEpochs) {
+  const int N = MpiEnv::get().world_size(), R = MpiEnv::get().world_rank();
+  for (const bool spans : {false, true}) {
+    Options o;
+    o.set("streaming_diloco.H", "4");
+    o.set("streaming_diloco.fragments", "2");
+    o.set("streaming_diloco.fragment_sync_delay", "1");
+    o.set("streaming_diloco.round_spans_epochs", spans ? "true" : "false");
+    o.set("comm.timeout_s", "20");
+    StreamingDiLoCoStrategy s(topology_of(o), o);
+    Replica dist(11 + uint64_t(R));
+    dist.set_up(s);
+    const int64_t epochs = 2, steps = 6;
+    int64_t global = 0;
+    for (int64_t e = 0; e < epochs; ++e) {
+      s.begin_epoch(e);
+      for (int64_t k = 0; k < steps; ++k, ++global) {
+        StepInfo info{e, k, global, steps, epochs};
+        s.plan(info);
+        dist.grad(R, e, k);
+        s.after_backward(info);
+        dist.sgd->step();
+        s.after_step(info);
+      }
+      s.end_epoch(e, 0.0);
+      s.drain();
+      EXPECT_FALSE(s.consensus_eval([] {}));  // not offered (as before issue #32)
+      if (!spans) {
+        EXPECT_EQ(s.inner_steps(), 0);  // the schedule starts again
+        EXPECT_EQ(s.rounds(), e + 1);
+        EXPECT_EQ(s.outer_steps(), (std::vector<int64_t>{3 * (e + 1), 2 * (e + 1)}));
+        EXPECT_TRUE(same_bytes_everywhere(dist.arena->params())) << "epoch " << e;
+        EXPECT_EQ(as_double(dist.arena->params()), as_double(s.theta_global())) << "epoch " << e;
+      } else {
+        EXPECT_EQ(s.inner_steps(), global);
+        EXPECT_EQ(s.rounds(), 0);
+        if (N > 1) {
+          EXPECT_FALSE(same_bytes_everywhere(dist.arena->params())) << "epoch " << e;
+        }
+      }
+    }
+    s.finish_training();
+    // Not spanning: the last epoch's end closed the round; spanning: the end of training's full
+    // sync (fragment 0 sent at 10 and applied at 11; fragment 1 in flight since 12).
+    EXPECT_EQ(s.rounds(), spans ? 1 : 2);
+    EXPECT_EQ(s.outer_steps(), spans ? (std::vector<int64_t>{4, 4}) : (std::vector<int64_t>{6, 4}));
+    EXPECT_TRUE(same_bytes_everywhere(dist.arena->params()));
+    EXPECT_EQ(as_double(dist.arena->params()), as_double(s.theta_global()));
+  }
+}
+
 // The wire: bf16 outer gradients cost half the bytes of f32 and are rounded: θ_g moves off the
 // f32 run's (so the wire is really used) by at most the bf16 rounding of Δ, 2^-9 of |Δ|, and
 // |Δ| (a few local steps) is well below |θ|: under 1e-2 of θ's norm.
@@ -574,7 +691,7 @@ TEST(StreamingDiLoCo, Bf16WireHalvesTheBytesAndRoundsTheOuterGradient) {
     o.set("streaming_diloco.fragment_sync_delay", "0");
     o.set("streaming_diloco.wire", wire);
     o.set("comm.timeout_s", "20");
-    StreamingDiLoCoStrategy s(o);
+    StreamingDiLoCoStrategy s(topology_of(o), o);
     Replica dist(11 + uint64_t(R));
     dist.set_up(s);
     s.take_stats();  // the setup broadcast
@@ -640,7 +757,7 @@ void check_quantized(const char* quantize, int q) {
   o.set("streaming_diloco.quantize", quantize);
   o.set("streaming_diloco.quantize_block", std::to_string(block));
   o.set("comm.timeout_s", "20");
-  StreamingDiLoCoStrategy s(o);
+  StreamingDiLoCoStrategy s(topology_of(o), o);
   Replica dist(11 + uint64_t(R));
   dist.set_up(s);
   s.take_stats();  // the setup broadcast
@@ -755,13 +872,13 @@ TEST(StreamingDiLoCo, QuantizeRejectsBadOptions) {
   Options o;
   o.set("streaming_diloco.H", "4");
   o.set("streaming_diloco.quantize", "int2");
-  EXPECT_THROW(StreamingDiLoCoStrategy{o}, Error);
+  EXPECT_THROW((StreamingDiLoCoStrategy{topology_of(o), o}), Error);
   o.set("streaming_diloco.quantize", "int8");
   o.set("streaming_diloco.wire", "bf16");
-  EXPECT_THROW(StreamingDiLoCoStrategy{o}, Error);
+  EXPECT_THROW((StreamingDiLoCoStrategy{topology_of(o), o}), Error);
   o.set("streaming_diloco.wire", "f32");
   o.set("streaming_diloco.quantize_block", "0");
-  EXPECT_THROW(StreamingDiLoCoStrategy{o}, Error);
+  EXPECT_THROW((StreamingDiLoCoStrategy{topology_of(o), o}), Error);
 }
 
 }  // namespace

@@ -504,6 +504,53 @@ TEST(Resume, StreamingDiLoCoQuantized) {
   check_resume(c);
 }
 
+// Rounds spanning epochs (periodic-sync skeleton, comm/algorithms/periodic_sync.h): H = 4 over
+// epochs of 6 steps, rounds end after global steps 4, 8, 12, 16 and at the end of training (18).
+// 6: the epoch's end, two steps into a round that goes on into the next epoch.
+TEST(Resume, LocalSgdRoundSpanningEpochs) {
+  Case c;
+  c.algo = "local_sgd";
+  c.options = {{"local_sgd.H", "4"}, {"local_sgd.round_spans_epochs", "true"}};
+  c.snaps = {{6}, {14}};
+  c.check_interesting = [](const StateDict& s) {
+    EXPECT_EQ(s.get_int("since_average"), 2);
+    EXPECT_EQ(s.get_int("averages"), 1);
+  };
+  check_resume(c);
+}
+
+TEST(Resume, DiLoCoRoundSpanningEpochs) {
+  Case c;
+  c.algo = "diloco";
+  c.options = {{"diloco.H", "4"}, {"diloco.round_spans_epochs", "true"}};
+  c.snaps = {{6}, {13}};
+  c.check_interesting = [](const StateDict& s) {
+    EXPECT_EQ(s.get_int("inner_steps"), 2);
+    EXPECT_EQ(s.get_int("outer_steps"), 1);
+  };
+  check_resume(c);
+}
+
+// streaming_diloco.round_spans_epochs = false: a full sync at every epoch's end, then the
+// schedule starts again: at 8 (step 2 of epoch 1) fragment 0 is in flight, sent at step 2 of
+// the round.
+TEST(Resume, StreamingDiLoCoFullSyncAtEpochEnds) {
+  Case c;
+  c.algo = "streaming_diloco";
+  c.options = {{"streaming_diloco.H", "4"},
+               {"streaming_diloco.fragments", "2"},
+               {"streaming_diloco.fragment_sync_delay", "1"},
+               {"streaming_diloco.round_spans_epochs", "false"}};
+  c.snaps = {{8}, {12}, {15}};
+  c.check_interesting = [](const StateDict& s) {
+    EXPECT_EQ(s.get_int("inner_steps"), 2);
+    EXPECT_EQ(s.get_int("rounds"), 1);
+    EXPECT_EQ(s.get_int("pending_fragment"), 0);
+    EXPECT_EQ(s.get_int("pending_sent_at"), 2);
+  };
+  check_resume(c);
+}
+
 TEST(Resume, LoadStateRejectsMismatches) {
   Options opt;
   opt.set("algo", "dcs3gd");

@@ -92,7 +92,7 @@ TEST(RegistryHelp, BuiltinAlgorithmsListTheirKeysFromTheOptionTable) {
   EXPECT_EQ(keys("allreduce"), allreduce);
   EXPECT_TRUE(keys("local").empty());
   std::set<std::string> post = allreduce;
-  post.insert({"local_sgd.H", "post_local_sgd.switch_epoch"});
+  post.insert({"local_sgd.H", "local_sgd.round_spans_epochs", "post_local_sgd.switch_epoch"});
   EXPECT_EQ(keys("post_local_sgd"), post);
   post.erase("post_local_sgd.switch_epoch");
   EXPECT_EQ(keys("local_sgd"), post);

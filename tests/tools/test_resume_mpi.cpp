@@ -156,6 +156,14 @@ INSTANTIATE_TEST_SUITE_P(
         Algo{"oscars", "--set oscars.t_us=1000,2000,1000,3000"},
         Algo{"local_sgd", "--set local_sgd.H=3"}, Algo{"post_local_sgd", "--set local_sgd.H=3"},
         Algo{"diloco", "--set optim=adamw --wd 0.01 --set diloco.H=3"},
+        // Rounds spanning epochs (comm/algorithms/periodic_sync.h): H = 3 over epochs of 4
+        // iterations, rounds end after steps 3, 6 and 8 (the end of training); the epoch-end
+        // checkpoint (step 4) is one step into a round that goes on into the next epoch.
+        Algo{"local_sgd", "--set local_sgd.H=3 --set local_sgd.round_spans_epochs=true",
+             "local_sgd_round_spans_epochs"},
+        Algo{"diloco",
+             "--set optim=adamw --wd 0.01 --set diloco.H=3 --set diloco.round_spans_epochs=true",
+             "diloco_round_spans_epochs"},
         Algo{"slowmo", "--set slowmo.frequency=3"},
         Algo{"slowmo", "--set slowmo.frequency=3 --set slowmo.base=sgp", "slowmo_sgp"},
         Algo{"streaming_diloco",

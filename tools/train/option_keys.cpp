@@ -173,6 +173,9 @@ std::vector<OptionSpec> make_specs() {
       {"oscars.t_us", "", "fixed iteration times \"t0,t1,...\" (us) instead of profiling"},
       // ---- local_sgd, post_local_sgd (comm/algorithms/local_sgd.h) ----
       {"local_sgd.H", "4", "local steps between parameter averages"},
+      {"local_sgd.round_spans_epochs", "false",
+       "true: a period continues across epoch boundaries (the epoch's consensus evaluation "
+       "reports the ranks' average); false: every epoch ends with an average"},
       {"post_local_sgd.switch_epoch", "1", "epochs of allreduce SGD before local SGD"},
       // ---- diloco (comm/algorithms/diloco.h) ----
       {"diloco.H", "50",
@@ -181,6 +184,9 @@ std::vector<OptionSpec> make_specs() {
       {"diloco.outer_lr", "0.7", "learning rate of the outer SGD on the averaged outer gradient"},
       {"diloco.outer_momentum", "0.9", "momentum of the outer SGD (0: plain SGD)"},
       {"diloco.outer_nesterov", "true", "Nesterov outer momentum (ignored when momentum is 0)"},
+      {"diloco.round_spans_epochs", "false",
+       "true: a round continues across epoch boundaries (the epoch's consensus evaluation "
+       "reports the ranks' average); false: every epoch ends with an outer step"},
       // ---- streaming_diloco (comm/algorithms/streaming_diloco.h) ----
       {"streaming_diloco.H", "50", "inner steps between two syncs of the same fragment"},
       {"streaming_diloco.fragments", "2",
@@ -200,6 +206,9 @@ std::vector<OptionSpec> make_specs() {
       {"streaming_diloco.outer_momentum", "0.9", "momentum of the outer SGD (0: plain SGD)"},
       {"streaming_diloco.outer_nesterov", "true",
        "Nesterov outer momentum (ignored when momentum is 0)"},
+      {"streaming_diloco.round_spans_epochs", "true",
+       "true: the fragment schedule runs across epochs; false: every epoch ends with a full "
+       "sync of all fragments (each epoch evaluates the global model)"},
       // ---- slowmo (comm/algorithms/slowmo.h) ----
       {"slowmo.frequency", "48", "tau: local steps between exact averages with slow momentum"},
       {"slowmo.lr", "1", "alpha: slow learning rate (1 with momentum 0: plain local SGD)"},
@@ -207,6 +216,9 @@ std::vector<OptionSpec> make_specs() {
       {"slowmo.base", "local",
        "base algorithm: local (local SGD) or sgp (an SGP gossip every step, sgp.interval "
        "applies; the exact average is the push-sum average)"},
+      {"slowmo.round_spans_epochs", "false",
+       "true: a round continues across epoch boundaries (the epoch's consensus evaluation "
+       "reports the ranks' average); false: every epoch ends with a slow step"},
   };
   add_grad_sync(v, "allreduce.", "allreduce (and post_local_sgd's first phase)");
   v.push_back({"allreduce.hierarchical", "false",
