@@ -46,11 +46,4 @@ class AllReduceStrategy : public DistributedStrategy {
   std::unique_ptr<GradSync> sync_;
 };
 
-// TEMPORARY (issue #32 migration, comm/algorithms/legacy_metering.cpp): hand-metered forms.
-CommStats broadcast_model(Communicator& comm, ParamArena& arena,
-                          const std::vector<NamedTensor>& buffers, int root = 0,
-                          trace::Tracer* tracer = nullptr, TimeSource* time = nullptr);
-CommStats average_buffers(Communicator& comm, const std::vector<NamedTensor>& buffers,
-                          trace::Tracer* tracer = nullptr, TimeSource* time = nullptr);
-
 }  // namespace dplab

@@ -26,7 +26,6 @@
 #include <memory>
 
 #include "dplab/comm/algorithms/periodic_sync.h"
-#include "dplab/comm/device_waits.h"
 #include "dplab/comm/grad_sync.h"
 
 namespace dplab {
@@ -37,11 +36,6 @@ namespace dplab {
 // it on the device). Nothing on one rank. Local SGD's sync step, also SlowMo's line 7 and
 // Oscars' average.
 void average_parameters(CommMeter& meter, Communicator& comm, ParamArena& arena);
-
-// TEMPORARY (issue #32 migration, comm/algorithms/legacy_metering.cpp): the hand-metered form,
-// for the algorithms not yet on the meter (Oscars) and its DeviceWaits tests.
-CommStats average_parameters(Communicator& comm, ParamArena& arena, trace::Tracer* tracer = nullptr,
-                             DeviceWaits* waits = nullptr, TimeSource* time = nullptr);
 
 class LocalSgdStrategy : public PeriodicSyncStrategy {
  public:

@@ -7,6 +7,7 @@
 
 #include "dplab/comm/algorithms/local_sgd.h"
 #include "dplab/comm/device_waits.h"
+#include "dplab/comm/meter.h"
 #include "dplab/comm/mpi_env.h"
 
 namespace dplab {
@@ -51,15 +52,20 @@ TEST(DeviceWaits, WithoutDeviceWaitsTheHostTimeCounts) {
   EXPECT_EQ(b.to_vector()[0], float(c->size()));
 }
 
-// average_parameters on MPI with a strategy's (CPU) DeviceWaits: the figures are host time, the
-// same for both as before (a blocking collective), and the parameters the average.
-TEST(DeviceWaits, AverageParametersOnMpiKeepsHostFigures) {
+// The meter on MPI with a strategy's (CPU) context: the figures are host time, in flight =
+// exposed wait for a blocking collective, and the parameters the average (average_parameters,
+// local SGD's and SlowMo's exchange).
+TEST(DeviceWaits, MeterOnMpiKeepsHostFigures) {
   auto c = world();
   const int K = c->size(), r = c->rank();
   std::vector<NamedTensor> ps{{"w", Tensor::full({30}, float(r + 1), DType::f32, Device::cpu())}};
   ParamArena arena(ps, ParamArena::Layout::given_order);
-  DeviceWaits waits(Device::cpu(), false);
-  const CommStats s = average_parameters(*c, arena, nullptr, &waits);
+  TrainContext ctx;
+  ctx.arena = &arena;
+  CommMeter meter(ctx, false);
+  EXPECT_FALSE(meter.device_figures());
+  average_parameters(meter, *c, arena);
+  const CommStats s = meter.take_stats();
   if (K == 1) {
     EXPECT_EQ(s.allreduces, 0);  // nothing to average
     return;
@@ -68,9 +74,6 @@ TEST(DeviceWaits, AverageParametersOnMpiKeepsHostFigures) {
   EXPECT_GT(s.exposed_wait_s, 0.0);
   EXPECT_EQ(s.in_flight_s, s.exposed_wait_s);
   for (float v : arena.segments()[0].param.to_vector()) ASSERT_FLOAT_EQ(v, float(K + 1) / 2.0f);
-  CommStats st;
-  waits.take(st);
-  EXPECT_EQ(st.exposed_wait_s, 0.0);
 }
 
 }  // namespace

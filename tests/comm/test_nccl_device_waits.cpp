@@ -11,8 +11,8 @@
 
 #include <gtest/gtest.h>
 
-#include "dplab/comm/algorithms/local_sgd.h"
 #include "dplab/comm/device_waits.h"
+#include "dplab/comm/meter.h"
 #include "dplab/comm/nccl_communicator.h"
 #include "dplab/core/cuda/device_guard.h"
 #include "dplab/core/cuda/stream.h"
@@ -140,29 +140,30 @@ TEST(NcclDeviceWaits, GossipExchangeWaitComesFromTheDevice) {
   for (float v : recv.to_vector()) ASSERT_EQ(v, float((r + K - 1) % K + 1));
 }
 
-// average_parameters (local SGD, SlowMo, OSCARS) with its strategy's DeviceWaits: the returned
-// figures are 0 and the device's come through take(). Needs 2 ranks (1 rank does not
-// communicate).
-TEST(NcclDeviceWaits, AverageParametersWaitComesFromTheDevice) {
+// The meter with a strategy's device context (every algorithm's collectives, e.g. local SGD's
+// average_parameters): the host figure complete_blocking returns is 0 and the device's come
+// through take_stats(). Needs 2 ranks (1 rank does not communicate).
+TEST(NcclDeviceWaits, MeterWaitComesFromTheDevice) {
   DPLAB_NCCL_TEST_GATE();
   auto c = test::nccl_test_world();
   const int K = c->size(), r = c->rank();
-  if (K < 2) GTEST_SKIP() << "average_parameters communicates only with 2 ranks or more";
+  if (K < 2) GTEST_SKIP() << "the average communicates only with 2 ranks or more";
   warm_up(*c);
   std::vector<NamedTensor> ps{{"w", Tensor::full({300}, float(r + 1), DType::f32, dev())}};
   ParamArena arena(ps, ParamArena::Layout::given_order);
   sync_device();
-  DeviceWaits waits(dev(), false);
+  TrainContext ctx;
+  ctx.arena = &arena;
+  CommMeter meter(ctx, false);
+  ASSERT_TRUE(meter.device_figures());
   hold_comm_stream();
   const auto t0 = std::chrono::steady_clock::now();
-  const CommStats host = average_parameters(*c, arena, nullptr, &waits);
+  Pending p = meter.iallreduce(*c, "parameter average", arena.params(), ReduceOp::average);
+  EXPECT_EQ(meter.complete_blocking(p), 0.0);
   const double host_s = seconds_since(t0);
-  EXPECT_EQ(host.exposed_wait_s, 0.0);
-  EXPECT_EQ(host.in_flight_s, 0.0);
-  EXPECT_EQ(host.allreduces, 1);
   sync_device();
-  CommStats st;
-  waits.take(st);
+  const CommStats st = meter.take_stats(true);
+  EXPECT_EQ(st.allreduces, 1);
   EXPECT_GE(st.exposed_wait_s, 0.15) << "host time: " << host_s;
   EXPECT_GE(st.in_flight_s, 0.15);
   for (float v : arena.segments()[0].param.to_vector()) ASSERT_FLOAT_EQ(v, float(K + 1) / 2.0f);
