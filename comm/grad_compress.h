@@ -23,8 +23,10 @@
 // the world. Hierarchical mode (GradSync): the node's gradients are summed exactly on its first
 // rank, the first ranks of all nodes run the compressed exchange over their cross communicator
 // (each node one worker, with its own residuals), and the result is broadcast inside the node.
-// CommStats count the bytes this rank hands to the communicator: the compressed payloads (and,
-// hierarchical, the node-local reduce and broadcast).
+// Every collective goes through the bucket's BucketContext (comm/bucket_reducer.h), so GradSync's
+// meter counts it (comm/meter.h): payload = numel x the type's size for every participant (the
+// compressed payloads; hierarchical, also the node-local reduce and broadcast, on every rank of
+// the node), wire bytes by the collective's formula (comm/wire_bytes.h).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -32,8 +34,8 @@
 #include <string>
 #include <vector>
 
+#include "dplab/comm/bucket_reducer.h"
 #include "dplab/comm/communicator.h"
-#include "dplab/comm/strategy.h"
 #include "dplab/core/options.h"
 #include "dplab/core/state_dict.h"
 #include "dplab/core/tensor.h"
@@ -52,22 +54,14 @@ struct CompressOptions {
   static CompressOptions from_options(const Options& opt, const std::string& prefix);
 };
 
-// One tensor of a bucket: its range in the bucket and its shape.
-struct BucketTensor {
-  int64_t offset = 0, numel = 0;
-  Shape shape;
-};
-
 class GradCompressor {
  public:
-  // Waits for one collective. GradSync supplies it: under virtual time it also moves the post
-  // time of the next collective to this one's end.
-  using Run = std::function<void(Request)>;
   virtual ~GradCompressor() = default;
   // Replaces bucket `b`'s local gradient `g` (a CPU f32 slice of the arena) by the compressed
-  // average (or sum) over `comm`; adds what it sent to `s`.
-  virtual void reduce(int b, const Tensor& g, Communicator& comm, bool average, const Run& run,
-                      CommStats& s) = 0;
+  // average (or sum) over `comm`, posting its collectives through `ctx` one after another (each
+  // waited for: ctx.wait, which counts it and posts the next at its virtual end).
+  virtual void reduce(int b, const Tensor& g, Communicator& comm, bool average,
+                      BucketContext& ctx) = 0;
   // After every bucket of a synchronised step (GradSync::finish).
   virtual void end_step() {}
   // The state that must survive a checkpoint (residuals, Q, the step count), bitwise.
@@ -78,5 +72,27 @@ class GradCompressor {
 // `buckets`: the tensors of each bucket of GradSync's plan. Null for kind "none".
 std::unique_ptr<GradCompressor> make_grad_compressor(
     const CompressOptions& opt, const std::vector<std::vector<BucketTensor>>& buckets);
+
+// The bucket reducer of compression (registered as "powersgd" and "topk", comm/bucket_reducer.h):
+// the compressor of setup.options.compress over the world, or, hierarchical, the exact sum inside
+// the node on its first rank, the compressed exchange among the nodes' first ranks (their cross
+// communicator: one worker per node, with the node's residuals), the result broadcast inside the
+// node. Whole buckets, not shards: PowerSGD needs the tensors' matrix shapes. CPU arenas, wire
+// f32 (checked here).
+class CompressedReducer : public BucketReducer {
+ public:
+  explicit CompressedReducer(const ReducerSetup& setup);
+  std::string name() const override { return kind_; }
+  void reduce(BucketView& bucket, BucketContext& ctx) override;
+  void end_step() override { compressor_->end_step(); }
+  void save_state(StateDict& out) const override { compressor_->save_state(out); }
+  void load_state(const StateDict& in) override { compressor_->load_state(in); }
+  GradCompressor* compressor() { return compressor_.get(); }
+
+ private:
+  std::string kind_;
+  bool hierarchical_ = false;
+  std::unique_ptr<GradCompressor> compressor_;
+};
 
 }  // namespace dplab

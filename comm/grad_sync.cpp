@@ -3,6 +3,7 @@
 #include "dplab/core/device_intervals.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <optional>
@@ -54,6 +55,10 @@ GradSyncOptions GradSyncOptions::from_options(const Options& opt, const std::str
   o.wire = parse_dtype(wire);
   o.hierarchical = opt.get_bool(prefix + "hierarchical", false);
   o.compress = CompressOptions::from_options(opt, prefix);
+  o.reducer = opt.get_string(prefix + "reducer", "");
+  DPLAB_CHECK(o.reducer.empty() || has_bucket_reducer(o.reducer),
+              "option {}reducer: no bucket reducer named '{}' (registered: {})", prefix, o.reducer,
+              fmt::join(bucket_reducer_names(), ", "));
   return o;
 }
 
@@ -89,22 +94,15 @@ GradSync::GradSync(ParamArena& arena, std::shared_ptr<Communicator> world,
       bucket_of_segment_[s] = static_cast<int>(b);
     pending_[b] = buckets_[b].last_segment - buckets_[b].first_segment + 1;
   }
-  if (opt_.compress.enabled()) {
-    DPLAB_CHECK(arena_.device().is_cpu(),
-                "GradSync: gradient compression ({}) needs a CPU arena, "
-                "got {}",
-                opt_.compress.kind, arena_.device().str());
-    DPLAB_CHECK(opt_.wire == DType::f32,
-                "GradSync: gradient compression ({}) needs wire f32, got {}", opt_.compress.kind,
-                dtype_name(opt_.wire));
-    std::vector<std::vector<BucketTensor>> bt(buckets_.size());
-    for (size_t b = 0; b < buckets_.size(); ++b)
-      for (int s = buckets_[b].first_segment; s <= buckets_[b].last_segment; ++s) {
-        const ArenaSegment& seg = arena_.segments()[s];
-        bt[b].push_back({seg.offset - buckets_[b].begin, seg.numel, seg.shape});
-      }
-    compressor_ = make_grad_compressor(opt_.compress, bt);
-  }
+  tensors_.resize(buckets_.size());
+  for (size_t b = 0; b < buckets_.size(); ++b)
+    for (int s = buckets_[b].first_segment; s <= buckets_[b].last_segment; ++s) {
+      const ArenaSegment& seg = arena_.segments()[s];
+      tensors_[b].push_back({seg.offset - buckets_[b].begin, seg.numel, seg.shape});
+    }
+  reducer_ = make_bucket_reducer(
+      resolve_reducer_name(opt_),
+      ReducerSetup{opt_, buckets_, tensors_, arena_.device(), *world_, node_.get(), cross_.get()});
   state_ = std::make_shared<State>(State{this});
   std::weak_ptr<State> weak = state_;
   for (size_t i = 0; i < arena_.segments().size(); ++i) {
@@ -130,6 +128,19 @@ GradSync::~GradSync() {
   cv_.notify_all();
   thread_.join();
   state_.reset();
+}
+
+GradCompressor* GradSync::compressor() {
+  auto* c = dynamic_cast<CompressedReducer*>(reducer_.get());
+  return c ? c->compressor() : nullptr;
+}
+
+void GradSync::set_reducer(std::unique_ptr<BucketReducer> r) {
+  DPLAB_CHECK(r != nullptr, "GradSync::set_reducer: no reducer");
+  std::lock_guard<std::mutex> lock(mu_);
+  DPLAB_CHECK(!active_ && next_launch_ == 0 && queue_.empty(),
+              "GradSync::set_reducer: a backward pass is under way (call it after finish())");
+  reducer_ = std::move(r);
 }
 
 void GradSync::on_ready(int segment) {
@@ -209,7 +220,7 @@ void GradSync::finish() {
   if (vt_ && !error_)
     for (double e : end_virtual_) virtual_end = std::max(virtual_end, e);
   // A synchronised step is over (the communication thread is idle until the next hooks).
-  if (compressor_ && !error_) compressor_->end_step();
+  if (!error_) reducer_->end_step();
   std::vector<Request> posted = std::move(device_pending_);
   device_pending_.clear();
   std::exception_ptr err = std::exchange(error_, nullptr);
@@ -237,25 +248,20 @@ void GradSync::finish() {
   }
   wait_span.end();
   if (!on_device) {
+    CommStats w;
+    w.exposed_wait_s = waited;
     std::lock_guard<std::mutex> relock(mu_);
-    stats_.exposed_wait_s += waited;
+    meter_.add(w);
   }
   if (err) std::rethrow_exception(err);
 }
 
 void GradSync::save_state(StateDict& out) const {
-  if (compressor_) compressor_->save_state(out);
+  reducer_->save_state(out);
 }
 
 void GradSync::load_state(const StateDict& in) {
-  if (compressor_) {
-    compressor_->load_state(in);
-  } else {
-    DPLAB_CHECK(!in.has("compress"),
-                "{}: the checkpoint holds gradient compression state ({}), "
-                "this run has compress = none",
-                in.origin(), in.get_string("compress"));
-  }
+  reducer_->load_state(in);
 }
 
 CommStats GradSync::take_stats() {
@@ -263,10 +269,9 @@ CommStats GradSync::take_stats() {
   const double device_wait = device_waits_ ? device_waits_->take_seconds() : 0.0;
   const double device_flight = device_flight_ ? device_flight_->take_seconds() : 0.0;
   std::lock_guard<std::mutex> lock(mu_);
-  CommStats s = stats_;
+  CommStats s = meter_.take_stats();
   s.exposed_wait_s += device_wait;
   s.in_flight_s += device_flight;
-  stats_ = {};
   return s;
 }
 
@@ -307,166 +312,52 @@ void GradSync::comm_loop(Device device) {
 
 void GradSync::reduce_bucket(int b) {
   const GradBucket& bk = buckets_[b];
-  Tensor g = arena_.grads().flat_range(bk.begin, bk.end);
-  const ReduceOp op = opt_.average ? ReduceOp::average : ReduceOp::sum;
-  const double wire_bytes = static_cast<double>(bk.numel()) * dtype_size(opt_.wire);
-  CommStats s;
+  BucketView view{b, bk, arena_.grads().flat_range(bk.begin, bk.end), tensors_[b]};
+  BucketContext ctx;
+  ctx.bucket_ = b;
+  ctx.world_ = world_.get();
+  ctx.node_ = node_.get();
+  ctx.cross_ = cross_.get();
+  ctx.average_ = opt_.average;
+  ctx.wire_ = opt_.wire;
+  ctx.meter_ = &meter_;
+  ctx.mu_ = &mu_;
+  ctx.device_pending_ = &device_pending_;
+  // On a device, the time in flight is measured there (see the header).
+  ctx.flight_ = device_flight_.get();
   // Tracing: the step was set by the compute thread before this backward pass began, and
   // finish() waits for this bucket before the step ends.
   trace::Tracer* const tr = trace::active(tracer_);
   const int64_t step = tr ? tr->step() : -1;
+  ctx.tracer_ = tr;
+  ctx.step_ = step;
   // The GPU span starts when the comm stream has caught up with the compute stream (the
   // gradients are ready there), not when the comm stream reaches this bucket's wait for them.
   const int gpu_span = tr && tr->gpu() ? tr->gpu()->begin_comm_after_compute() : -1;
   // Virtual time: each operation of the bucket is posted at the virtual time it could start on
-  // the compute thread's clock (the bucket's ready time, then the previous stage's end), not
-  // when this thread gets to it; the waits here are real only (this is not the clock's thread).
-  std::optional<cluster::PostAt> post_at;
+  // the compute thread's clock (the bucket's ready time, then the previous operation's end), not
+  // when this thread gets to it; the waits are real only (this is not the clock's thread).
   double virtual_ready = 0;
   if (vt_) {
     std::lock_guard<std::mutex> lock(mu_);
     virtual_ready = ready_virtual_[b];
   }
-  double virtual_end = virtual_ready;  // the bucket's latest virtual end so far
+  ctx.vt_ = vt_.get();
+  ctx.virtual_end_ = virtual_ready;
   // The trace's axis: on a virtual trace the bucket's events are its virtual interval (ready
   // to end, each stage from its post to its end, through Tracer::at), not when this thread ran
   // them; on a wall-clock trace, steady_clock as this thread runs them.
-  const bool virtual_trace = tr && vt_ && tr->virtual_time();
-  auto mark = [&] { return virtual_trace ? tr->at(virtual_end) : Clock::now(); };
-  const auto t0 = mark();
-  // A stage of the hierarchical mode, inside the bucket's event.
-  auto stage = [&](const char* name, Clock::time_point from) {
-    if (tr)
-      tr->complete(fmt::format("bucket {} {}", b, name), "comm_stage", trace::kComm, from, mark(),
-                   step, {{"bucket", double(b)}});
-  };
-  auto post_virtual_at = [&](double t) {
-    if (!vt_) return;
-    post_at.reset();
-    post_at.emplace(*vt_, t);
-  };
-  post_virtual_at(virtual_ready);
-  if (compressor_) {
-    // Several collectives, one after another, each posted at the previous one's virtual end.
-    auto run = [&](Request r) {
-      r.wait();
-      if (vt_) {
-        virtual_end = r.virtual_end();
-        post_virtual_at(virtual_end);
-      }
-    };
-    if (!opt_.hierarchical) {
-      compressor_->reduce(b, g, *world_, opt_.average, run, s);
-    } else {
-      // Hierarchical: the exact sum inside the node on its first rank, the compressed exchange
-      // of the node sums among the nodes' first ranks (their cross communicator: one "worker"
-      // per node, with the node's residuals), the result broadcast inside the node. Whole
-      // buckets, not the reduce-scatter's shards: PowerSGD needs the tensors' matrix shapes.
-      const int G = node_->size();
-      const bool leader = node_->rank() == 0;
-      if (G > 1) {
-        run(node_->ireduce(g, 0, ReduceOp::sum));
-        s.bytes_sent += static_cast<double>(g.nbytes());
-        ++s.collectives;
-      }
-      if (leader) {
-        compressor_->reduce(b, g, *cross_, /*average=*/false, run, s);
-        if (opt_.average) {  // the mean over all ranks, divided as the flat top-k does
-          float* p = g.data<float>();
-          const float W = static_cast<float>(world_->size());
-          for (int64_t i = 0; i < g.numel(); ++i) p[i] /= W;
-        }
-      }
-      if (G > 1) {
-        run(node_->ibroadcast(g, 0));
-        if (leader) s.bytes_sent += static_cast<double>(g.nbytes());
-        ++s.collectives;
-      }
-    }
-  } else if (!opt_.hierarchical || node_->size() == 1) {
-    Communicator& c = opt_.hierarchical ? *cross_ : *world_;
-    // On a device, the time in flight is measured there too (see the header).
-    if (device_flight_) device_flight_->begin(DeviceStream::compute);
-    Request r;
-    try {
-      r = c.iallreduce(g, op, opt_.wire);
-    } catch (...) {
-      if (device_flight_) device_flight_->end(DeviceStream::comm);  // closed for the next pass
-      throw;
-    }
-    if (device_flight_) device_flight_->end(DeviceStream::comm);
-    if (r.device_ordered()) {
-      s.in_flight_s = -1;  // from the device: take_stats() adds it
-      // NCCL: posted on the comm stream; finish() orders it before compute (see the header).
-      std::lock_guard<std::mutex> lock(mu_);
-      device_pending_.push_back(std::move(r));
-    } else {
-      r.wait();
-      if (vt_) virtual_end = r.virtual_end();
-    }
-    s.bytes_sent = wire_bytes;
-    s.collectives = 1;
-    s.allreduces = 1;
-  } else {
-    // reduce-scatter in the node -> allreduce of my shard across nodes -> allgather in the node.
-    // The bucket is padded to a multiple of the node size in a scratch buffer on the arena's
-    // device; copies and scaling are backend kernels, so CPU and CUDA arenas take one path.
-    const Backend& be = backend_for(g.device());
-    const int G = node_->size();
-    const int64_t chunk = (bk.numel() + G - 1) / G;
-    Tensor full = Tensor::zeros({chunk * G}, DType::f32, g.device());
-    Tensor head = full.flat_range(0, bk.numel());
-    if (bk.numel() > 0) be.ew.copy(g, head);
-    Tensor shard = Tensor::empty({chunk}, DType::f32, g.device());
-    // On a device the time in flight is measured there, as in the flat mode: from the compute
-    // stream's position at posting (the bucket's gradients are ready) to the end of the last
-    // stage on the comm stream. The host waits between stages below order the stages' kernels
-    // (compute stream) after them without making the compute stream wait mid-backward; they
-    // time nothing. Closed on every path so the next bucket can open one.
-    struct CloseFlight {
-      DeviceIntervals* iv;
-      ~CloseFlight() {
-        try {
-          if (iv) iv->end(DeviceStream::comm);
-        } catch (...) {  // already failing: the first error is the one to report
-        }
-      }
-    } close_flight{device_flight_.get()};
-    if (device_flight_) device_flight_->begin(DeviceStream::compute);
-    // A stage: posted at the previous one's virtual end, waited for in real time.
-    auto run_stage = [&](Request r) {
-      r.wait();
-      if (vt_) {
-        virtual_end = r.virtual_end();
-        post_virtual_at(virtual_end);
-      }
-    };
-    auto ts = mark();
-    run_stage(node_->ireduce_scatter(full, shard, ReduceOp::sum, opt_.wire));
-    stage("reduce_scatter (node)", ts);
-    // Average over all ranks = (sum over the node, then over nodes) / world size.
-    ts = mark();
-    run_stage(cross_->iallreduce(shard, ReduceOp::sum, opt_.wire));
-    stage("allreduce (cross)", ts);
-    if (opt_.average)
-      be.ew.unary(UnaryOp::mul_scalar, 1.0f / static_cast<float>(world_->size()), shard, shard);
-    ts = mark();
-    Request gather = node_->iallgather(shard, full, opt_.wire);
-    if (device_flight_) {  // after the last stage on the comm stream, before the host waits
-      device_flight_->end(DeviceStream::comm);
-      close_flight.iv = nullptr;
-      s.in_flight_s = -1;  // from the device: take_stats() adds it
-    }
-    run_stage(std::move(gather));
-    stage("allgather (node)", ts);
-    if (bk.numel() > 0) be.ew.copy(head, g);
-    const double ws = dtype_size(opt_.wire);
-    s.bytes_sent = static_cast<double>(chunk * G) * ws + 2.0 * static_cast<double>(chunk) * ws;
-    s.collectives = 3;
-    s.allreduces = 1;
-  }
-  const auto t1 = mark();
-  s.in_flight_s = s.in_flight_s < 0 ? 0.0 : std::chrono::duration<double>(t1 - t0).count();
+  ctx.virtual_trace_ = tr && vt_ && tr->virtual_time();
+  const auto t0 = ctx.mark();
+  ctx.post_at(virtual_ready);
+  reducer_->reduce(view, ctx);
+  ctx.close_flight();
+  const auto t1 = ctx.mark();
+  // The reducer's collectives are counted by the meter; the bucket's time in flight is GradSync's:
+  // from the device (take_stats() adds it), or here.
+  CommStats s;
+  s.in_flight_s = ctx.flight_measured_ ? 0.0 : std::chrono::duration<double>(t1 - t0).count();
+  const double virtual_end = ctx.virtual_end_;
   if (vt_) {
     std::lock_guard<std::mutex> lock(mu_);
     // In flight from when it could start: its ready time, or the end of the pass's previous
@@ -481,19 +372,20 @@ void GradSync::reduce_bucket(int b) {
     if (gpu_span >= 0)
       tr->gpu()->end(gpu_span, fmt::format("allreduce bucket {}", b), "comm", step);
     trace::Clock::time_point ready = t0;  // virtual: posted at its ready time
-    if (!virtual_trace) {
+    if (!ctx.virtual_trace_) {
       std::lock_guard<std::mutex> lock(mu_);
       ready = ready_at_[b];
     }
     tr->complete(fmt::format("allreduce bucket {}", b), "comm", trace::kComm, t0, t1, step,
                  {{"bucket", double(b)},
-                  {"bytes", s.bytes_sent},
+                  {"bytes", ctx.payload_},
+                  {"wire_bytes", ctx.wire_bytes_},
                   {"tensors", double(bk.last_segment - bk.first_segment + 1)},
                   {"ready_us", tr->us(ready)},
                   {"launch_us", tr->us(t0)}});
   }
   std::lock_guard<std::mutex> lock(mu_);
-  stats_.add(s);
+  meter_.add(s);
 }
 
 }  // namespace dplab

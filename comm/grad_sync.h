@@ -49,6 +49,13 @@
 // across nodes (cross communicator), allgather inside the node. With gradient compression:
 // reduce to the node's first rank, the compressed exchange among the nodes' first ranks (cross
 // communicator), broadcast inside the node (comm/grad_compress.h).
+//
+// Reducers (issue #32, item 6): what runs on a bucket is a BucketReducer (comm/bucket_reducer.h,
+// the shape of PyTorch's comm hooks): flat, hierarchical, powersgd or topk, chosen from the
+// options, or one an experiment registers by name ([<prefix>reducer]) or hands to set_reducer().
+// GradSync keeps the bucket plan, the hooks, the communication thread, the timing and the trace;
+// every collective a reducer posts goes through GradSync's CommMeter (comm/meter.h), which counts
+// calls, payload and wire bytes by its rules, and take_stats() adds the times measured here.
 #pragma once
 #include <condition_variable>
 #include <deque>
@@ -59,20 +66,16 @@
 #include <thread>
 #include <vector>
 
+#include "dplab/comm/bucket_reducer.h"
 #include "dplab/comm/communicator.h"
 #include "dplab/comm/grad_compress.h"
+#include "dplab/comm/meter.h"
 #include "dplab/comm/strategy.h"
 #include "dplab/core/device_intervals.h"
 #include "dplab/core/param_arena.h"
 #include "dplab/core/trace/tracer.h"
 
 namespace dplab {
-
-struct GradBucket {
-  int64_t begin = 0, end = 0;               // element range of the arena
-  int first_segment = 0, last_segment = 0;  // inclusive, arena order
-  int64_t numel() const { return end - begin; }
-};
 
 // The bucket plan for `segments` in arena order. Limits in MiB of f32 gradient.
 std::vector<GradBucket> plan_buckets(const std::vector<ArenaSegment>& segments,
@@ -85,8 +88,12 @@ struct GradSyncOptions {
   bool hierarchical = false;     // [<algo>.hierarchical]
   bool average = true;           // divide by the number of ranks (else leave the sum)
   CompressOptions compress;      // [<algo>.compress] and its keys (comm/grad_compress.h)
+  // [<algo>.reducer] a registered bucket reducer (comm/bucket_reducer.h); empty: the built-in
+  // one the keys above select (builtin_reducer_name).
+  std::string reducer;
   // Reads "<prefix>first_bucket_mb", "<prefix>bucket_cap_mb", "<prefix>wire",
-  // "<prefix>hierarchical" and the compression keys, e.g. prefix "allreduce.".
+  // "<prefix>hierarchical", "<prefix>reducer" and the compression keys, e.g. prefix
+  // "allreduce.".
   static GradSyncOptions from_options(const Options& opt, const std::string& prefix);
 };
 
@@ -106,8 +113,9 @@ class GradSync {
   // next backward pass.
   void set_average(bool on) { opt_.average = on; }
   // Timeline (nullptr: off): each bucket is a comm event "allreduce bucket K" from launch to
-  // completion on the communication thread (hierarchical stages as comm_stage events inside
-  // it), finish()'s wait a "wait allreduce" event; the same intervals CommStats counts. Set
+  // completion on the communication thread (args.bytes and args.wire_bytes: the meter's figures
+  // of its collectives; hierarchical stages as comm_stage events inside it), finish()'s wait a
+  // "wait allreduce" event; the same intervals CommStats counts. Set
   // between backward passes. On a virtual trace (Tracer::virtual_time, with a virtual cluster)
   // a bucket's event is its virtual interval instead, from its ready time to its modelled end
   // (each stage from its post to its end), through Tracer::at.
@@ -119,8 +127,13 @@ class GradSync {
   const std::vector<GradBucket>& buckets() const { return buckets_; }
   const GradSyncOptions& options() const { return opt_; }
   // The compressor (null without compression), e.g. for tests reading its residuals.
-  GradCompressor* compressor() { return compressor_.get(); }
-  // Compression state (nothing without compression); call between steps.
+  GradCompressor* compressor();
+  // The bucket reducer (comm/bucket_reducer.h).
+  BucketReducer& reducer() { return *reducer_; }
+  // Replaces the bucket reducer; between backward passes (after finish(), before the next
+  // backward's hooks).
+  void set_reducer(std::unique_ptr<BucketReducer> r);
+  // The reducer's state (compression's; nothing for the others); call between steps.
   void save_state(StateDict& out) const;
   void load_state(const StateDict& in);
   int world_size() const { return world_->size(); }
@@ -137,8 +150,10 @@ class GradSync {
   GradSyncOptions opt_;
   std::vector<GradBucket> buckets_;
   std::vector<int> bucket_of_segment_;
+  std::vector<std::vector<BucketTensor>> tensors_;  // per bucket
   std::shared_ptr<State> state_;
-  std::unique_ptr<GradCompressor> compressor_;  // used by the communication thread only
+  // Used by the communication thread while a pass runs, by the compute thread between passes.
+  std::unique_ptr<BucketReducer> reducer_;
   bool no_sync_ = false;
 
   std::mutex mu_;
@@ -152,7 +167,10 @@ class GradSync {
   // Posted device requests (flat mode on NCCL) for finish() to order before compute.
   std::vector<Request> device_pending_;
   std::exception_ptr error_;
-  CommStats stats_;
+  // Counts every collective the reducer posts (BucketContext), and holds the times measured
+  // here (CommMeter::add); guarded by mu_ (posted from the communication thread, taken by the
+  // compute thread).
+  CommMeter meter_;
   // NCCL: the compute stream's stalls in finish(), timed on the device (core/device_intervals.h).
   std::unique_ptr<DeviceIntervals> device_waits_;
   // NCCL, both modes: each bucket from posting (compute stream) to the end of its last collective

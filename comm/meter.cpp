@@ -156,6 +156,14 @@ bool CommMeter::test(Pending& p) {
   return true;
 }
 
+std::vector<Request> CommMeter::count(Pending& p) {
+  stats_.add(p.counts_);
+  p.counts_ = {};
+  std::vector<Request> reqs = std::move(p.reqs_);
+  p.reqs_.clear();
+  return reqs;
+}
+
 void CommMeter::allreduce(Communicator& c, std::string_view name, const Tensor& t, ReduceOp op,
                           std::optional<DType> wire) {
   Pending p = iallreduce(c, name, t, op, wire);

@@ -104,6 +104,11 @@ class CommMeter {
   double complete_blocking(Pending& p, Use use = Use::compute);
   // Without waiting: true (and counted, no exposed wait) once every operation has ended.
   bool test(Pending& p);
+  // Counts p's calls, payload and wire bytes now, without timing or tracing it, and hands its
+  // requests to the caller, who completes them: for code that times and traces a group of
+  // operations itself (GradSync's buckets: one event per bucket, comm/bucket_reducer.h). p is
+  // empty afterwards.
+  std::vector<Request> count(Pending& p);
 
   // Blocking forms: post, then complete_blocking.
   void allreduce(Communicator& c, std::string_view name, const Tensor& t,

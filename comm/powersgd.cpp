@@ -88,17 +88,14 @@ void PowerSgdCompressor::init_q(int b) {
 }
 
 void PowerSgdCompressor::reduce(int b, const Tensor& g, Communicator& comm, bool average,
-                                const Run& run, CommStats& s) {
+                                BucketContext& ctx) {
   Bucket& bk = buckets_[b];
   DPLAB_CHECK(g.numel() == bk.numel, "powersgd: bucket {} has {} elements, planned {}", b,
               g.numel(), bk.numel);
   const ReduceOp op = average ? ReduceOp::average : ReduceOp::sum;
   if (step_ < opt_.start_step || bk.p_numel == 0) {
     // Plain allreduce: before start_step, or nothing in this bucket is worth compressing.
-    run(comm.iallreduce(g, op));
-    s.bytes_sent += static_cast<double>(g.nbytes());
-    s.collectives += 1;
-    s.allreduces += 1;
+    ctx.allreduce(comm, g, op);
     return;
   }
   float* gp = g.data<float>();
@@ -111,10 +108,7 @@ void PowerSgdCompressor::reduce(int b, const Tensor& g, Communicator& comm, bool
         std::copy(gp + mx.offset, gp + mx.offset + mx.numel, u + at);
         at += mx.numel;
       }
-    run(comm.iallreduce(bk.u, op));
-    s.bytes_sent += static_cast<double>(bk.u.nbytes());
-    s.collectives += 1;
-    s.allreduces += 1;
+    ctx.allreduce(comm, bk.u, op);
     at = 0;
     for (const Matrix& mx : bk.mats)
       if (mx.r == 0) {
@@ -142,7 +136,7 @@ void PowerSgdCompressor::reduce(int b, const Tensor& g, Communicator& comm, bool
         P[i * mx.r + c] = float(acc);
       }
   }
-  run(comm.iallreduce(bk.p, ReduceOp::sum));  // orthogonalised next: no need to average
+  ctx.allreduce(comm, bk.p, ReduceOp::sum);  // orthogonalised next: no need to average
   // Orthogonalise P; Q = M^T P.
   for (const Matrix& mx : bk.mats) {
     if (mx.r == 0) continue;
@@ -157,10 +151,7 @@ void PowerSgdCompressor::reduce(int b, const Tensor& g, Communicator& comm, bool
         Q[j * mx.r + c] = float(acc);
       }
   }
-  run(comm.iallreduce(bk.q, ReduceOp::average));  // Q = (sum_k M_k^T P) / world
-  s.bytes_sent += static_cast<double>(bk.p.nbytes() + bk.q.nbytes());
-  s.collectives += 2;
-  s.allreduces += 2;
+  ctx.allreduce(comm, bk.q, ReduceOp::average);  // Q = (sum_k M_k^T P) / world
   // A = P Q^T (the average's approximation); e = M - A; the result A, or world A for a sum.
   const float scale = average ? 1.0f : static_cast<float>(comm.size());
   for (const Matrix& mx : bk.mats) {

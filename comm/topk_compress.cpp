@@ -29,7 +29,7 @@ TopKCompressor::TopKCompressor(const CompressOptions& opt,
 }
 
 void TopKCompressor::reduce(int b, const Tensor& g, Communicator& comm, bool average,
-                            const Run& run, CommStats& s) {
+                            BucketContext& ctx) {
   Bucket& bk = buckets_[b];
   DPLAB_CHECK(g.numel() == bk.numel, "topk: bucket {} has {} elements, planned {}", b, g.numel(),
               bk.numel);
@@ -57,10 +57,8 @@ void TopKCompressor::reduce(int b, const Tensor& g, Communicator& comm, bool ave
   const int world = comm.size();
   Tensor all_idx = Tensor::empty({world * bk.k}, DType::i32);
   Tensor all_val = Tensor::empty({world * bk.k});
-  run(comm.iallgather(bk.idx, all_idx));
-  run(comm.iallgather(bk.val, all_val));
-  s.bytes_sent += static_cast<double>(bk.idx.nbytes() + bk.val.nbytes());
-  s.collectives += 2;
+  ctx.allgather(comm, bk.idx, all_idx);
+  ctx.allgather(comm, bk.val, all_val);
   std::fill(gp, gp + bk.numel, 0.f);
   const int32_t* ai = all_idx.data<int32_t>();
   const float* av = all_val.data<float>();

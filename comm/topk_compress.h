@@ -11,8 +11,8 @@ namespace dplab {
 class TopKCompressor : public GradCompressor {
  public:
   TopKCompressor(const CompressOptions& opt, const std::vector<std::vector<BucketTensor>>& buckets);
-  void reduce(int b, const Tensor& g, Communicator& comm, bool average, const Run& run,
-              CommStats& s) override;
+  void reduce(int b, const Tensor& g, Communicator& comm, bool average,
+              BucketContext& ctx) override;
   void save_state(StateDict& out) const override;
   void load_state(const StateDict& in) override;
 

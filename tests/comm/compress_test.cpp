@@ -255,6 +255,9 @@ TEST(PowerSgd, StartStepAndBytes) {
       // The bucket's range, with the arena's alignment padding: 53 elements.
       EXPECT_EQ(s.bytes_sent, double(sync.buckets()[0].numel()) * 4) << t;
       EXPECT_EQ(s.allreduces, 1) << t;
+      EXPECT_DOUBLE_EQ(s.wire_bytes,  // ring allreduce
+                       2.0 * (W - 1) / W * double(sync.buckets()[0].numel()) * 4)
+          << t;
       auto g = arena->grads().to_vector();
       for (int64_t i : elements(*arena)) {
         double avg = 0;
@@ -265,6 +268,7 @@ TEST(PowerSgd, StartStepAndBytes) {
     } else {
       EXPECT_EQ(s.bytes_sent, (15.0 + 5.0 + 6.0 + 4.0) * 4) << t;
       EXPECT_EQ(s.allreduces, 3) << t;
+      EXPECT_DOUBLE_EQ(s.wire_bytes, 2.0 * (W - 1) / W * (15.0 + 5.0 + 6.0 + 4.0) * 4) << t;
     }
   }
   EXPECT_EQ(ps->step(), 3);
@@ -293,6 +297,8 @@ TEST(TopK, PayloadResidualAndResultMatchSerial) {
     CommStats s = sync.take_stats();
     EXPECT_EQ(s.bytes_sent, (4 + 2) * 8.0);
     EXPECT_EQ(s.collectives, 4);
+    // Each allgather of b bytes puts (W - 1) b on this rank's links (ring, comm/wire_bytes.h).
+    EXPECT_DOUBLE_EQ(s.wire_bytes, (W - 1) * (4 + 2) * 8.0);
     std::vector<double> sum(N, 0.0);
     std::vector<std::vector<int>> sel(W);  // rank R's selection, bucket by bucket
     for (int k = 0; k < W; ++k) {
@@ -455,8 +461,9 @@ std::shared_ptr<Topology> node_topo(int W) {
 // Top-k in the hierarchical mode against a serial computation: each node is one worker whose
 // gradient is the exact sum of its ranks' (quarters: exact in f32), with its own residual; the
 // nodes' sparse payloads are summed and divided by the world size; every rank of every node
-// gets the result. Bytes: every rank hands its bucket to the node reduce, the node's first rank
-// also its payloads (8 k per bucket) and the broadcast.
+// gets the result. Bytes (the meter's rule, comm/meter.h: a collective's payload counts for
+// every participant): every rank's bucket in the node reduce and in the broadcast, and the
+// node's first rank's payloads (8 k per bucket).
 TEST(TopK, HierarchicalMatchesSerialPerNode) {
   const int W = MpiEnv::get().world_size(), R = MpiEnv::get().world_rank();
   auto topo = node_topo(W);
@@ -478,13 +485,17 @@ TEST(TopK, HierarchicalMatchesSerialPerNode) {
     backward(*arena, R, t, tied_grad);
     sync.finish();
     const CommStats st = sync.take_stats();
-    double bytes = 0;
+    double bytes = 0, wire = 0;
     for (size_t b = 0; b < 2; ++b) {
       const double bucket = 4.0 * double(sync.buckets()[b].numel());
-      if (G > 1) bytes += bucket;  // node reduce
-      if (topo->local_rank() == 0) bytes += 8.0 * tk->k(int(b)) + (G > 1 ? bucket : 0);
+      if (G > 1) bytes += 2 * bucket;  // node reduce and broadcast
+      if (topo->local_rank() == 0) bytes += 8.0 * tk->k(int(b));
+      // Wire: reduce and broadcast (G - 1) / G of the bucket each, the allgathers (N - 1) b.
+      wire += 2.0 * (G - 1) / G * bucket;
+      if (topo->local_rank() == 0) wire += (N - 1) * 8.0 * tk->k(int(b));
     }
     EXPECT_EQ(st.bytes_sent, bytes) << "step " << t;
+    EXPECT_DOUBLE_EQ(st.wire_bytes, wire) << "step " << t;
     std::vector<double> sum(static_cast<size_t>(M), 0.0);
     for (int n = 0; n < N; ++n) {
       for (size_t b = 0; b < 2; ++b) {

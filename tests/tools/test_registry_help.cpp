@@ -78,7 +78,8 @@ TEST(RegistryHelp, BuiltinAlgorithmsListTheirKeysFromTheOptionTable) {
     const auto& k = r.strategy(algo).keys;
     return std::set<std::string>(k.begin(), k.end());
   };
-  // GradSync's bucket, wire and compression keys (docs/algorithms/compression.md).
+  // GradSync's bucket, wire, compression and reducer keys (docs/algorithms/compression.md,
+  // comm/bucket_reducer.h).
   const std::set<std::string> allreduce = {"allreduce.first_bucket_mb",
                                            "allreduce.bucket_cap_mb",
                                            "allreduce.wire",
@@ -88,7 +89,8 @@ TEST(RegistryHelp, BuiltinAlgorithmsListTheirKeysFromTheOptionTable) {
                                            "allreduce.powersgd.start_step",
                                            "allreduce.powersgd.min_compression_rate",
                                            "allreduce.powersgd.warm_start",
-                                           "allreduce.topk.ratio"};
+                                           "allreduce.topk.ratio",
+                                           "allreduce.reducer"};
   EXPECT_EQ(keys("allreduce"), allreduce);
   EXPECT_TRUE(keys("local").empty());
   std::set<std::string> post = allreduce;

@@ -41,6 +41,10 @@ void add_grad_sync(std::vector<OptionSpec>& v, const std::string& prefix, const 
   v.push_back({prefix + "topk.ratio", "0.01",
                what + ": top-k: fraction of each bucket's elements sent, k = max(1, ratio n), "
                       "in (0, 1]"});
+  v.push_back({prefix + "reducer", "",
+               what + ": bucket reducer registered by name (comm/bucket_reducer.h), e.g. an "
+                      "experiment's own; empty: the built-in one the keys above select (flat, "
+                      "hierarchical, powersgd or topk)"});
 }
 
 std::vector<OptionSpec> make_specs() {

@@ -1,0 +1,58 @@
+// The hierarchical bucket reducer (comm/bucket_reducer.h), per bucket: reduce-scatter inside the
+// node, allreduce of the node's shard across nodes (cross communicator), allgather inside the
+// node, each stage in the wire type and waited for before the next (a comm_stage trace event).
+// With one rank per node it is the flat allreduce over the cross communicator.
+#include "dplab/comm/bucket_reducer.h"
+#include "dplab/core/backend.h"
+
+namespace dplab {
+namespace {
+
+class HierarchicalReducer : public BucketReducer {
+ public:
+  std::string name() const override { return "hierarchical"; }
+  void reduce(BucketView& bucket, BucketContext& ctx) override {
+    Communicator& node = *ctx.node();
+    Communicator& cross = *ctx.cross();
+    Tensor g = bucket.grad;  // a handle on the arena's slice
+    if (node.size() == 1) {  // nothing to do inside the node: as the flat reducer, across nodes
+      Pending p =
+          ctx.iallreduce(cross, g, ctx.average() ? ReduceOp::average : ReduceOp::sum, ctx.wire());
+      ctx.complete(p);
+      return;
+    }
+    // The bucket is padded to a multiple of the node size in a scratch buffer on the arena's
+    // device; copies and scaling are backend kernels, so CPU and CUDA arenas take one path.
+    const Backend& be = backend_for(g.device());
+    const int64_t numel = g.numel();
+    const int G = node.size();
+    const int64_t chunk = (numel + G - 1) / G;
+    Tensor full = Tensor::zeros({chunk * G}, DType::f32, g.device());
+    Tensor head = full.flat_range(0, numel);
+    if (numel > 0) be.ew.copy(g, head);
+    Tensor shard = Tensor::empty({chunk}, DType::f32, g.device());
+    // On a device the time in flight is measured there (BucketContext): from the first stage's
+    // post to the end of the last stage on the comm stream. The host waits between stages order
+    // the stages' kernels (compute stream) after them without making the compute stream wait
+    // mid-backward; they time nothing.
+    Pending p = ctx.ireduce_scatter(node, full, shard, ReduceOp::sum, ctx.wire());
+    ctx.wait(p, "reduce_scatter (node)");
+    // Average over all ranks = (sum over the node, then over nodes) / world size.
+    p = ctx.iallreduce(cross, shard, ReduceOp::sum, ctx.wire());
+    ctx.wait(p, "allreduce (cross)");
+    if (ctx.average())
+      be.ew.unary(UnaryOp::mul_scalar, 1.0f / static_cast<float>(ctx.world().size()), shard, shard);
+    p = ctx.iallgather(node, shard, full, ctx.wire());
+    ctx.posted_last();  // after the last stage on the comm stream, before the host waits
+    ctx.wait(p, "allgather (node)");
+    if (numel > 0) be.ew.copy(head, g);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<BucketReducer> make_hierarchical_reducer() {
+  return std::make_unique<HierarchicalReducer>();
+}
+
+}  // namespace dplab
