@@ -12,14 +12,15 @@
 #include <thread>
 #include <utility>
 
+#include "dplab/comm/backend_communicator.h"
 #include "dplab/comm/cluster/cluster_option.h"
 #include "dplab/comm/cluster/cost_collectives.h"
 #include "dplab/comm/cluster/virtual_time.h"
 #include "dplab/comm/communicator.h"
-#include "dplab/comm/wire_bytes.h"
 #include "dplab/comm/mpi_env.h"
 #include "dplab/comm/node_port.h"
 #include "dplab/comm/stall_report.h"
+#include "dplab/comm/wire_bytes.h"
 #include "dplab/core/error.h"
 #include "dplab/core/usage_error.h"
 
@@ -58,24 +59,16 @@ MPI_Op mpi_op(ReduceOp op, DType wire) {
       return max ? MPI_MAX : MPI_SUM;
     case DType::i32:
     case DType::i64:
-      DPLAB_CHECK(op != ReduceOp::average, "average reduction of integer dtype {}",
-                  dtype_name(wire));
-      return max ? MPI_MAX : MPI_SUM;
+      return max ? MPI_MAX : MPI_SUM;  // average of integers: refused by the base's checks
     case DType::u8:
       break;
   }
-  DPLAB_FAIL("no reduction for wire dtype {}", dtype_name(wire));
+  DPLAB_FAIL("no reduction for wire dtype {}", dtype_name(wire));  // refused by the base too
 }
 
-int checked_count(int64_t n, const char* what) {
-  DPLAB_CHECK(n >= 0 && n <= INT_MAX, "{}: {} elements exceed MPI's int count", what, n);
+int checked_count(int64_t n, const std::string& where) {
+  DPLAB_CHECK(n >= 0 && n <= INT_MAX, "{}: {} elements exceed MPI's int count", where, n);
   return static_cast<int>(n);
-}
-
-void check_tensor(const Tensor& t, const char* what) {
-  DPLAB_CHECK(t.defined(), "{}: undefined tensor", what);
-  DPLAB_CHECK(t.device().is_cpu(), "{}: the MPI backend takes CPU tensors, got {}", what, t.str());
-  DPLAB_CHECK(t.is_contiguous(), "{}: tensor {} must be contiguous", what, t.str());
 }
 
 // dst[i] = src[i] * factor, converting dtypes (either may be f32, bf16, f16, ...).
@@ -102,7 +95,7 @@ void convert_scale(const Tensor& dst, const Tensor& src, double factor) {
 
 // A posted MPI operation: complete when MPI_Testall says so; then `finish` converts/scales the
 // result into the caller's tensor.
-struct MpiRequest : Request::Impl {
+struct MpiRequest : BackendRequest {
   std::vector<MPI_Request> reqs;
   // Virtual time of a point-to-point message (comm/cluster/virtual_time.h): the end, once
   // known (a send knows it when posted); a receive learns the sender's transmission start from
@@ -131,8 +124,6 @@ struct MpiRequest : Request::Impl {
   bool owner_waiting = false;
   double wait_began = 0;
   std::function<void()> finish;
-  std::string desc;
-  std::vector<Tensor> keep_alive;  // buffers MPI reads or writes until completion
   bool mpi_done = false;
 
   bool progress() override {
@@ -147,7 +138,6 @@ struct MpiRequest : Request::Impl {
     keep_alive.clear();
     return true;
   }
-  std::string describe() const override { return desc; }
 
   void owner_wait_begins(double now) override {
     std::lock_guard<std::mutex> vlock(vend_mu);
@@ -216,38 +206,49 @@ struct MpiRequest : Request::Impl {
   }
 };
 
-class MpiCommunicator : public Communicator {
+// Who an MPI communicator is: its rank and size, and its members as world ranks (a timeout asks
+// exactly them which did not arrive). Sets MPI_ERRORS_RETURN first, so errors become exceptions.
+BackendCommunicator::Identity mpi_identity(MPI_Comm comm, std::string name,
+                                           std::vector<int> node_of_rank, WaitOptions wait) {
+  BackendCommunicator::Identity id;
+  mpi_check(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", name);
+  mpi_check(MPI_Comm_rank(comm, &id.rank), "MPI_Comm_rank", name);
+  mpi_check(MPI_Comm_size(comm, &id.size), "MPI_Comm_size", name);
+  MPI_Group g, world;
+  mpi_check(MPI_Comm_group(comm, &g), "MPI_Comm_group", name);
+  mpi_check(MPI_Comm_group(MPI_COMM_WORLD, &world), "MPI_Comm_group", name);
+  std::vector<int> mine(id.size), in_world(id.size);
+  for (int i = 0; i < id.size; ++i) mine[i] = i;
+  mpi_check(MPI_Group_translate_ranks(g, id.size, mine.data(), world, in_world.data()),
+            "MPI_Group_translate_ranks", name);
+  MPI_Group_free(&g);
+  MPI_Group_free(&world);
+  id.world_members = std::make_shared<const std::vector<int>>(std::move(in_world));
+  id.name = std::move(name);
+  id.wait = wait;
+  id.node_of = std::move(node_of_rank);
+  return id;
+}
+
+BackendCommunicator::Traits mpi_traits() {
+  return {"communicator", "MPI", Device::cpu(), "CPU", ""};
+}
+
+class MpiCommunicator : public BackendCommunicator {
  public:
   MpiCommunicator(MPI_Comm comm, std::string name, std::vector<int> node_of_rank, WaitOptions wait,
                   std::shared_ptr<cluster::VirtualTime> vt, std::shared_ptr<NodePort> nic)
-      : comm_(comm),
-        name_(std::move(name)),
-        node_of_(std::move(node_of_rank)),
-        wait_(wait),
+      : BackendCommunicator(mpi_traits(),
+                            mpi_identity(comm, std::move(name), std::move(node_of_rank), wait)),
+        comm_(comm),
         vt_(std::move(vt)),
         nic_(std::move(nic)) {
-    mpi_check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", name_);
     // Virtual time: headers travel on a duplicate, so they never match a payload receive, and
     // MPI's non-overtaking order per (source, tag, communicator) pairs them with their payloads.
     if (vt_) {
-      mpi_check(MPI_Comm_dup(comm_, &shadow_), "MPI_Comm_dup", name_);
+      mpi_check(MPI_Comm_dup(comm_, &shadow_), "MPI_Comm_dup", this->name());
       group_ = virtual_group();
     }
-    mpi_check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank", name_);
-    mpi_check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size", name_);
-    DPLAB_CHECK(static_cast<int>(node_of_.size()) == size_,
-                "communicator {}: node map size {} != {}", name_, node_of_.size(), size_);
-    // Our members as world ranks: a timeout asks exactly them which did not arrive.
-    MPI_Group g, world;
-    mpi_check(MPI_Comm_group(comm_, &g), "MPI_Comm_group", name_);
-    mpi_check(MPI_Comm_group(MPI_COMM_WORLD, &world), "MPI_Comm_group", name_);
-    std::vector<int> mine(size_), in_world(size_);
-    for (int i = 0; i < size_; ++i) mine[i] = i;
-    mpi_check(MPI_Group_translate_ranks(g, size_, mine.data(), world, in_world.data()),
-              "MPI_Group_translate_ranks", name_);
-    MPI_Group_free(&g);
-    MPI_Group_free(&world);
-    world_members_ = std::make_shared<const std::vector<int>>(std::move(in_world));
   }
   ~MpiCommunicator() override {
     // The world communicator's end is the same program point on every rank: the node's
@@ -265,7 +266,7 @@ class MpiCommunicator : public Communicator {
   // per local rank) is taken to run beside the others of its kind, sharing the interfaces.
   cluster::Group virtual_group() const {
     std::map<int, int> per_node;
-    for (int n : node_of_) ++per_node[n];
+    for (int n : node_map()) ++per_node[n];
     cluster::Group g;
     g.nodes = static_cast<int>(per_node.size());
     for (const auto& [node, count] : per_node) g.ranks_per_node = std::max(g.ranks_per_node, count);
@@ -277,63 +278,70 @@ class MpiCommunicator : public Communicator {
   double wire_bytes(cluster::Op op, double bytes) const override {
     if (!vt_) return Communicator::wire_bytes(op, bytes);
     const cluster::Group g = virtual_group();
-    if (g.size() != size_) return Communicator::wire_bytes(op, bytes);  // ragged: the ring
-    const auto algo = cluster::resolve_algorithm(vt_->platform, op, g, bytes,
-                                                 vt_->platform.algorithm);
+    if (g.size() != size()) return Communicator::wire_bytes(op, bytes);  // ragged: the ring
+    const auto algo =
+        cluster::resolve_algorithm(vt_->platform, op, g, bytes, vt_->platform.algorithm);
     return dplab::wire_bytes(op, g, algo, bytes);
   }
   bool shares_node_interfaces() const override { return nic_ != nullptr; }
   // The world communicator releases the node port when it goes (see the destructor).
   void own_node_port() { owns_nic_ = true; }
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  std::string name() const override { return name_; }
-  const WaitOptions& wait_options() const override { return wait_; }
-  int node_of(int r) const override {
-    DPLAB_CHECK(r >= 0 && r < size_, "communicator {}: rank {} out of range [0, {})", name_, r,
-                size_);
-    return node_of_[r];
+
+  std::shared_ptr<Communicator> split(int color, int key, const std::string& name) override {
+    MPI_Comm nc = MPI_COMM_NULL;
+    mpi_check(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &nc), "MPI_Comm_split",
+              this->name());
+    if (nc == MPI_COMM_NULL) return nullptr;
+    // The node of each new rank: translate new ranks to ours through the groups.
+    MPI_Group g_new, g_old;
+    mpi_check(MPI_Comm_group(nc, &g_new), "MPI_Comm_group", this->name());
+    mpi_check(MPI_Comm_group(comm_, &g_old), "MPI_Comm_group", this->name());
+    int n = 0;
+    mpi_check(MPI_Comm_size(nc, &n), "MPI_Comm_size", this->name());
+    std::vector<int> new_ranks(n), old_ranks(n);
+    for (int i = 0; i < n; ++i) new_ranks[i] = i;
+    mpi_check(MPI_Group_translate_ranks(g_new, n, new_ranks.data(), g_old, old_ranks.data()),
+              "MPI_Group_translate_ranks", this->name());
+    MPI_Group_free(&g_new);
+    MPI_Group_free(&g_old);
+    std::vector<int> nodes(n);
+    for (int i = 0; i < n; ++i) nodes[i] = node_map()[old_ranks[i]];
+    std::string nm = name.empty() ? fmt::format("{}/split({},{})", this->name(), color, key) : name;
+    return std::make_shared<MpiCommunicator>(nc, nm, std::move(nodes), wait_options(), vt_, nic_);
   }
 
-  Request iallreduce(const Tensor& t, ReduceOp op, std::optional<DType> wire) override {
-    check_tensor(t, "allreduce");
-    const DType w = wire.value_or(t.dtype());
-    auto r = make("allreduce", t, op, w);
+ protected:
+  Request post_allreduce(const Tensor& t, ReduceOp op, DType w, std::string desc) override {
+    auto r = make_request<MpiRequest>(std::move(desc));
     Tensor buf = wire_buffer(t, w);
-    const int n = checked_count(t.numel(), "allreduce");
+    const int n = checked_count(t.numel(), where("allreduce"));
     reserve(r, cluster::Op::allreduce, double(n) * dtype_size(w));
     post(r, "MPI_Iallreduce", [&](MPI_Request* q) {
       return MPI_Iallreduce(MPI_IN_PLACE, buf.raw_data(), n, mpi_type(w), mpi_op(op, w), comm_, q);
     });
-    finish_into(r, t, buf, op == ReduceOp::average ? 1.0 / size_ : 1.0);
+    finish_into(r, t, buf, op == ReduceOp::average ? 1.0 / size() : 1.0);
     return Request(r);
   }
 
-  Request ireduce(const Tensor& t, int root, ReduceOp op, std::optional<DType> wire) override {
-    check_tensor(t, "reduce");
-    check_rank(root, "reduce root");
-    const DType w = wire.value_or(t.dtype());
-    auto r = make(fmt::format("reduce(root {})", root), t, op, w);
+  Request post_reduce(const Tensor& t, int root, ReduceOp op, DType w, std::string desc) override {
+    auto r = make_request<MpiRequest>(std::move(desc));
     Tensor buf = wire_buffer(t, w);
-    const int n = checked_count(t.numel(), "reduce");
+    const int n = checked_count(t.numel(), where("reduce"));
     reserve(r, cluster::Op::reduce, double(n) * dtype_size(w));
-    const bool is_root = rank_ == root;
+    const bool is_root = rank() == root;
     post(r, "MPI_Ireduce", [&](MPI_Request* q) {
       return MPI_Ireduce(is_root ? MPI_IN_PLACE : buf.raw_data(),
                          is_root ? buf.raw_data() : nullptr, n, mpi_type(w), mpi_op(op, w), root,
                          comm_, q);
     });
-    if (is_root) finish_into(r, t, buf, op == ReduceOp::average ? 1.0 / size_ : 1.0);
+    if (is_root) finish_into(r, t, buf, op == ReduceOp::average ? 1.0 / size() : 1.0);
     return Request(r);
   }
 
-  Request ibroadcast(const Tensor& t, int root, std::optional<DType> wire) override {
-    check_tensor(t, "broadcast");
-    check_rank(root, "broadcast root");
-    const DType w = wire.value_or(t.dtype());
-    auto r = make(fmt::format("broadcast(root {})", root), t, std::nullopt, w);
+  Request post_broadcast(const Tensor& t, int root, DType w, std::string desc) override {
+    auto r = make_request<MpiRequest>(std::move(desc));
     Tensor buf = wire_buffer(t, w);
-    const int n = checked_count(t.numel(), "broadcast");
+    const int n = checked_count(t.numel(), where("broadcast"));
     reserve(r, cluster::Op::broadcast, double(n) * dtype_size(w));
     post(r, "MPI_Ibcast", [&](MPI_Request* q) {
       return MPI_Ibcast(buf.raw_data(), n, mpi_type(w), root, comm_, q);
@@ -343,20 +351,13 @@ class MpiCommunicator : public Communicator {
     return Request(r);
   }
 
-  Request iallgather(const Tensor& send, const Tensor& recv, std::optional<DType> wire) override {
-    check_tensor(send, "allgather send");
-    check_tensor(recv, "allgather recv");
-    DPLAB_CHECK(recv.numel() == send.numel() * size_,
-                "allgather on {}: recv has {} elements, expected size {} x send {} = {}", name_,
-                recv.numel(), size_, send.numel(), send.numel() * size_);
-    DPLAB_CHECK(recv.dtype() == send.dtype(), "allgather: send {} and recv {} dtypes differ",
-                send.str(), recv.str());
-    const DType w = wire.value_or(send.dtype());
-    auto r = make("allgather", send, std::nullopt, w);
+  Request post_allgather(const Tensor& send, const Tensor& recv, DType w,
+                         std::string desc) override {
+    auto r = make_request<MpiRequest>(std::move(desc));
     Tensor sbuf = wire_buffer(send, w);
     Tensor rbuf = w == recv.dtype() ? recv : Tensor::empty({recv.numel()}, w);
     r->keep_alive.push_back(rbuf);
-    const int n = checked_count(send.numel(), "allgather");
+    const int n = checked_count(send.numel(), where("allgather"));
     reserve(r, cluster::Op::allgather, double(recv.numel()) * dtype_size(w));
     post(r, "MPI_Iallgather", [&](MPI_Request* q) {
       return MPI_Iallgather(sbuf.raw_data(), n, mpi_type(w), rbuf.raw_data(), n, mpi_type(w), comm_,
@@ -366,78 +367,45 @@ class MpiCommunicator : public Communicator {
     return Request(r);
   }
 
-  Request ireduce_scatter(const Tensor& send, const Tensor& recv, ReduceOp op,
-                          std::optional<DType> wire) override {
-    check_tensor(send, "reduce_scatter send");
-    check_tensor(recv, "reduce_scatter recv");
-    DPLAB_CHECK(send.numel() == recv.numel() * size_,
-                "reduce_scatter on {}: send has {} elements, expected size {} x recv {} = {}",
-                name_, send.numel(), size_, recv.numel(), recv.numel() * size_);
-    const DType w = wire.value_or(send.dtype());
-    auto r = make("reduce_scatter", send, op, w);
+  Request post_reduce_scatter(const Tensor& send, const Tensor& recv, ReduceOp op, DType w,
+                              std::string desc) override {
+    auto r = make_request<MpiRequest>(std::move(desc));
     Tensor sbuf = wire_buffer(send, w);
     Tensor rbuf = w == recv.dtype() ? recv : Tensor::empty({recv.numel()}, w);
     r->keep_alive.push_back(rbuf);
-    const int n = checked_count(recv.numel(), "reduce_scatter");
+    const int n = checked_count(recv.numel(), where("reduce_scatter"));
     reserve(r, cluster::Op::reduce_scatter, double(send.numel()) * dtype_size(w));
     post(r, "MPI_Ireduce_scatter_block", [&](MPI_Request* q) {
       return MPI_Ireduce_scatter_block(sbuf.raw_data(), rbuf.raw_data(), n, mpi_type(w),
                                        mpi_op(op, w), comm_, q);
     });
-    finish_into(r, recv, rbuf, op == ReduceOp::average ? 1.0 / size_ : 1.0);
+    finish_into(r, recv, rbuf, op == ReduceOp::average ? 1.0 / size() : 1.0);
     return Request(r);
   }
 
-  Request ibarrier() override {
-    auto r = std::make_shared<MpiRequest>();
-    r->wait = wait_;
-    r->world_members = world_members_;
-    r->desc =
-        fmt::format("barrier #{} on communicator '{}' ({} ranks)", ++collectives_, name_, size_);
+  Request post_barrier(std::string desc) override {
+    auto r = make_request<MpiRequest>(std::move(desc));
     reserve(r, cluster::Op::barrier, 0);
     post(r, "MPI_Ibarrier", [&](MPI_Request* q) { return MPI_Ibarrier(comm_, q); });
     return Request(r);
   }
 
-  Request isend(const Tensor& t, int dst, int tag) override { return p2p(t, dst, tag, true); }
-  Request irecv(const Tensor& t, int src, int tag) override { return p2p(t, src, tag, false); }
-
-  std::shared_ptr<Communicator> split(int color, int key, const std::string& name) override {
-    MPI_Comm nc = MPI_COMM_NULL;
-    mpi_check(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &nc), "MPI_Comm_split",
-              name_);
-    if (nc == MPI_COMM_NULL) return nullptr;
-    // The node of each new rank: translate new ranks to ours through the groups.
-    MPI_Group g_new, g_old;
-    mpi_check(MPI_Comm_group(nc, &g_new), "MPI_Comm_group", name_);
-    mpi_check(MPI_Comm_group(comm_, &g_old), "MPI_Comm_group", name_);
-    int n = 0;
-    mpi_check(MPI_Comm_size(nc, &n), "MPI_Comm_size", name_);
-    std::vector<int> new_ranks(n), old_ranks(n);
-    for (int i = 0; i < n; ++i) new_ranks[i] = i;
-    mpi_check(MPI_Group_translate_ranks(g_new, n, new_ranks.data(), g_old, old_ranks.data()),
-              "MPI_Group_translate_ranks", name_);
-    MPI_Group_free(&g_new);
-    MPI_Group_free(&g_old);
-    std::vector<int> nodes(n);
-    for (int i = 0; i < n; ++i) nodes[i] = node_of_[old_ranks[i]];
-    std::string nm = name.empty() ? fmt::format("{}/split({},{})", name_, color, key) : name;
-    return std::make_shared<MpiCommunicator>(nc, nm, std::move(nodes), wait_, vt_, nic_);
+  Request post_p2p(const Tensor& t, int peer, int tag, bool is_send, std::string desc) override {
+    auto r = make_request<MpiRequest>(std::move(desc), peer);
+    r->keep_alive.push_back(t);
+    const int n = checked_count(t.numel(), where(is_send ? "send" : "recv"));
+    if (vt_) return virtual_p2p(r, t, n, peer, tag, is_send);
+    r->reqs.resize(1);
+    if (is_send)
+      mpi_check(MPI_Isend(t.raw_data(), n, mpi_type(t.dtype()), peer, tag, comm_, &r->reqs[0]),
+                "MPI_Isend", r->desc);
+    else
+      mpi_check(MPI_Irecv(t.raw_data(), n, mpi_type(t.dtype()), peer, tag, comm_, &r->reqs[0]),
+                "MPI_Irecv", r->desc);
+    return Request(r);
   }
 
  private:
-  std::shared_ptr<MpiRequest> make(const std::string& what, const Tensor& t,
-                                   std::optional<ReduceOp> op, DType wire) {
-    auto r = std::make_shared<MpiRequest>();
-    r->wait = wait_;
-    r->world_members = world_members_;
-    // #N: the collective's number on this communicator, the same on every member (MPI orders
-    // collectives), so a timeout report shows a rank that is one collective behind.
-    r->desc = fmt::format("{}{} #{} of {} as {} on communicator '{}' ({} ranks)", what,
-                          op ? "(" + reduce_op_name(*op) + ")" : std::string(), ++collectives_,
-                          t.str(), dtype_name(wire), name_, size_);
-    return r;
-  }
   // The tensor itself when it already has the wire dtype, else a converted copy.
   static Tensor wire_buffer(const Tensor& t, DType wire) {
     if (t.dtype() == wire) return t;
@@ -485,32 +453,6 @@ class MpiCommunicator : public Communicator {
     r->group = group_;
     r->virtual_post = vt_->post_time();
   }
-  void check_rank(int r, const char* what) const {
-    DPLAB_CHECK(r >= 0 && r < size_, "{} {} out of range for communicator '{}' of {} ranks", what,
-                r, name_, size_);
-  }
-  Request p2p(const Tensor& t, int peer, int tag, bool is_send) {
-    const char* what = is_send ? "send" : "recv";
-    check_tensor(t, what);
-    check_rank(peer, is_send ? "send destination" : "recv source");
-    DPLAB_CHECK(tag >= 0 && tag <= 32767, "{}: tag {} outside [0, 32767]", what, tag);
-    auto r = std::make_shared<MpiRequest>();
-    r->wait = wait_;
-    r->desc = fmt::format("{} of {} {} rank {} (tag {}) on communicator '{}'", what, t.str(),
-                          is_send ? "to" : "from", peer, tag, name_);
-    r->keep_alive.push_back(t);
-    r->world_members = std::make_shared<const std::vector<int>>(1, (*world_members_)[peer]);
-    const int n = checked_count(t.numel(), what);
-    if (vt_) return virtual_p2p(r, t, n, peer, tag, is_send);
-    r->reqs.resize(1);
-    if (is_send)
-      mpi_check(MPI_Isend(t.raw_data(), n, mpi_type(t.dtype()), peer, tag, comm_, &r->reqs[0]),
-                "MPI_Isend", r->desc);
-    else
-      mpi_check(MPI_Irecv(t.raw_data(), n, mpi_type(t.dtype()), peer, tag, comm_, &r->reqs[0]),
-                "MPI_Irecv", r->desc);
-    return Request(r);
-  }
   // A point-to-point message in virtual time (docs/virtual_cluster.md, "Point to point"): the
   // sender takes its post time from the clock, starts transmitting when its port's egress is
   // free and sends that start in a 16-byte header beside the payload; its request ends when the
@@ -519,7 +461,7 @@ class MpiCommunicator : public Communicator {
   Request virtual_p2p(const std::shared_ptr<MpiRequest>& r, const Tensor& t, int n, int peer,
                       int tag, bool is_send) {
     r->vt = vt_;
-    r->same_node = node_of_[peer] == node_of_[rank_];
+    r->same_node = node_map()[peer] == node_map()[rank()];
     r->bytes = double(t.nbytes());
     r->virtual_post = vt_->post_time();
     r->reqs.assign(2, MPI_REQUEST_NULL);
@@ -529,7 +471,7 @@ class MpiCommunicator : public Communicator {
       r->nic = nic_;
       r->via_nic = true;
       r->nic_send = is_send;
-      r->nic_sender = is_send ? MpiEnv::get().world_rank() : (*world_members_)[peer];
+      r->nic_sender = is_send ? MpiEnv::get().world_rank() : (*world_members())[peer];
     }
     if (is_send && r->via_nic) {
       // The header carries the message's number on the interface; its end is known once no
@@ -564,9 +506,6 @@ class MpiCommunicator : public Communicator {
   }
 
   MPI_Comm comm_;
-  std::string name_;
-  std::vector<int> node_of_;
-  WaitOptions wait_;
   std::shared_ptr<cluster::VirtualTime> vt_;
   std::shared_ptr<NodePort> nic_;    // the node's shared interface (null: each rank its own)
   bool owns_nic_ = false;            // the world communicator: releases nic_
@@ -574,9 +513,6 @@ class MpiCommunicator : public Communicator {
   std::mutex post_mu_;               // virtual time: a collective's shadow and payload posts
   std::shared_ptr<MpiRequest> last_collective_;  // guarded by post_mu_
   cluster::Group group_;                         // this communicator on the platform
-  std::shared_ptr<const std::vector<int>> world_members_;
-  std::atomic<uint64_t> collectives_{0};  // collectives posted so far (see make())
-  int rank_ = 0, size_ = 1;
 };
 
 }  // namespace

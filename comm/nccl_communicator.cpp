@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "dplab/comm/abortable_lock.h"
+#include "dplab/comm/backend_communicator.h"
 #include "dplab/comm/local_device.h"
 #include "dplab/comm/mpi_env.h"
 #include "dplab/comm/nccl_check.h"
@@ -48,17 +49,14 @@ ncclDataType_t nccl_type(DType t) {
   DPLAB_FAIL("no NCCL type for dtype {}", dtype_name(t));
 }
 
-// The NCCL reduction for `op` on wire dtype `wire` (the MPI backend's rules: no reduction of
-// u8, no average of integers).
-ncclRedOp_t nccl_op(ReduceOp op, DType wire) {
-  DPLAB_CHECK(wire != DType::u8, "no reduction for wire dtype {}", dtype_name(wire));
+// The NCCL reduction for `op` (the wire dtype can be reduced: BackendCommunicator checked it).
+ncclRedOp_t nccl_op(ReduceOp op) {
   switch (op) {
     case ReduceOp::sum:
       return ncclSum;
     case ReduceOp::max:
       return ncclMax;
     case ReduceOp::average:
-      DPLAB_CHECK(is_floating(wire), "average reduction of integer dtype {}", dtype_name(wire));
       return ncclAvg;
   }
   DPLAB_FAIL("unknown reduce op");
@@ -68,9 +66,8 @@ ncclRedOp_t nccl_op(ReduceOp op, DType wire) {
 // object (a dropped communicator with a pending request), so the NCCL handle lives here.
 struct NcclState;
 
-struct NcclRequest : Request::Impl {
+struct NcclRequest : BackendRequest {
   std::shared_ptr<NcclState> state;
-  std::string desc;
   // Set when the operation has been enqueued on the comm stream (point-to-point requests are
   // queued first and issued with their group; the flag is set after `comm_done`).
   std::atomic<bool> issued{false};
@@ -80,12 +77,10 @@ struct NcclRequest : Request::Impl {
   std::function<void()> post;
   bool post_enqueued = false;
   std::optional<cuda::Event> finished;
-  std::vector<Tensor> keep_alive;  // buffers the device reads or writes until completion
 
   bool progress() override;
   void order_before_compute() override;
   bool device_ordered() const override { return true; }
-  std::string describe() const override { return desc; }
   void on_wait_failed(const std::string& why) override;
   ~NcclRequest() override;
 
@@ -357,13 +352,38 @@ NcclRequest::~NcclRequest() {
     cudaStreamWaitEvent(cuda::compute_stream(state->device), comm_done->get(), 0);
 }
 
-class NcclCommunicator : public Communicator {
+// Who an NCCL communicator is: the MPI communicator it bootstraps from, as that one says.
+BackendCommunicator::Identity nccl_identity(const Communicator& mpi) {
+  BackendCommunicator::Identity id;
+  id.rank = mpi.rank();
+  id.size = mpi.size();
+  id.name = mpi.name();
+  id.wait = mpi.wait_options();
+  id.node_of.resize(static_cast<size_t>(id.size));
+  for (int r = 0; r < id.size; ++r) id.node_of[r] = mpi.node_of(r);
+  if (const auto* b = dynamic_cast<const BackendCommunicator*>(&mpi))
+    id.world_members = b->world_members();
+  return id;
+}
+
+BackendCommunicator::Traits nccl_traits(int device) {
+  return {"NCCL communicator", "NCCL", Device::cuda(device),
+          fmt::format("this rank's device cuda:{}", device), fmt::format(", cuda:{}", device)};
+}
+
+// The MPI communicator to bootstrap from, checked before anything is built on it.
+const Communicator& bootstrap(const std::shared_ptr<Communicator>& mpi) {
+  DPLAB_CHECK(mpi != nullptr, "NCCL communicator: no MPI communicator to bootstrap from");
+  return *mpi;
+}
+
+class NcclCommunicator : public BackendCommunicator {
  public:
   // `family`: the communicator this one was split from shares its family (null: a new one).
   NcclCommunicator(std::shared_ptr<Communicator> mpi, int device,
                    std::shared_ptr<NcclFamily> family = nullptr)
-      : mpi_(std::move(mpi)) {
-    DPLAB_CHECK(mpi_ != nullptr, "NCCL communicator: no MPI communicator to bootstrap from");
+      : BackendCommunicator(nccl_traits(device), nccl_identity(bootstrap(mpi))),
+        mpi_(std::move(mpi)) {
     DPLAB_CHECK(cuda_available(), "NCCL communicator '{}': {}", mpi_->name(),
                 cuda_unavailable_reason());
     DPLAB_CHECK(device >= 0 && device < cuda_device_count(),
@@ -398,18 +418,23 @@ class NcclCommunicator : public Communicator {
     st_->id = st_->family->next_id++;
   }
 
-  int rank() const override { return mpi_->rank(); }
-  int size() const override { return mpi_->size(); }
-  std::string name() const override { return mpi_->name(); }
-  const WaitOptions& wait_options() const override { return mpi_->wait_options(); }
-  int node_of(int r) const override { return mpi_->node_of(r); }
+  std::shared_ptr<Communicator> split(int color, int key, const std::string& name) override {
+    {
+      // Anything queued goes out before the (collective) split, as it would before a collective.
+      AbortableLock::Guard lock(st_->family->lock, fmt::format("split of '{}'", mpi_->name()),
+                                st_->timeout_s);
+      st_->family->flush_p2p_locked();
+    }
+    auto sub = mpi_->split(color, key, name);
+    if (!sub) return nullptr;
+    return std::make_shared<NcclCommunicator>(std::move(sub), st_->device, st_->family);
+  }
 
-  Request iallreduce(const Tensor& t, ReduceOp op, std::optional<DType> wire) override {
-    check_tensor(t, "allreduce");
-    const DType w = wire.value_or(t.dtype());
-    auto r = make("allreduce", t, op, w);
+ protected:
+  Request post_allreduce(const Tensor& t, ReduceOp op, DType w, std::string desc) override {
+    auto r = make(std::move(desc));
     const bool scale_after = needs_scale_after(t, w, op);
-    const ncclRedOp_t nop = nccl_op(scale_after ? ReduceOp::sum : op, w);
+    const ncclRedOp_t nop = nccl_op(scale_after ? ReduceOp::sum : op);
     Tensor buf = to_wire(t, w);
     const size_t n = static_cast<size_t>(t.numel());
     post(r, [&](cudaStream_t s) {
@@ -422,13 +447,10 @@ class NcclCommunicator : public Communicator {
     return Request(r);
   }
 
-  Request ireduce(const Tensor& t, int root, ReduceOp op, std::optional<DType> wire) override {
-    check_tensor(t, "reduce");
-    check_rank(root, "reduce root");
-    const DType w = wire.value_or(t.dtype());
-    auto r = make(fmt::format("reduce(root {})", root), t, op, w);
+  Request post_reduce(const Tensor& t, int root, ReduceOp op, DType w, std::string desc) override {
+    auto r = make(std::move(desc));
     const bool scale_after = needs_scale_after(t, w, op);
-    const ncclRedOp_t nop = nccl_op(scale_after ? ReduceOp::sum : op, w);
+    const ncclRedOp_t nop = nccl_op(scale_after ? ReduceOp::sum : op);
     const bool is_root = rank() == root;
     // Non-roots send from a wire copy so their own tensor stays unchanged.
     Tensor buf = to_wire(t, w);
@@ -446,11 +468,8 @@ class NcclCommunicator : public Communicator {
     return Request(r);
   }
 
-  Request ibroadcast(const Tensor& t, int root, std::optional<DType> wire) override {
-    check_tensor(t, "broadcast");
-    check_rank(root, "broadcast root");
-    const DType w = wire.value_or(t.dtype());
-    auto r = make(fmt::format("broadcast(root {})", root), t, std::nullopt, w);
+  Request post_broadcast(const Tensor& t, int root, DType w, std::string desc) override {
+    auto r = make(std::move(desc));
     Tensor buf = to_wire(t, w);
     const size_t n = static_cast<size_t>(t.numel());
     post(r, [&](cudaStream_t s) {
@@ -464,16 +483,9 @@ class NcclCommunicator : public Communicator {
     return Request(r);
   }
 
-  Request iallgather(const Tensor& send, const Tensor& recv, std::optional<DType> wire) override {
-    check_tensor(send, "allgather send");
-    check_tensor(recv, "allgather recv");
-    DPLAB_CHECK(recv.numel() == send.numel() * size(),
-                "allgather on {}: recv has {} elements, expected size {} x send {} = {}", name(),
-                recv.numel(), size(), send.numel(), send.numel() * size());
-    DPLAB_CHECK(recv.dtype() == send.dtype(), "allgather: send {} and recv {} dtypes differ",
-                send.str(), recv.str());
-    const DType w = wire.value_or(send.dtype());
-    auto r = make("allgather", send, std::nullopt, w);
+  Request post_allgather(const Tensor& send, const Tensor& recv, DType w,
+                         std::string desc) override {
+    auto r = make(std::move(desc));
     Tensor sbuf = to_wire(send, w);
     Tensor rbuf = w == recv.dtype() ? recv : Tensor::empty({recv.numel()}, w, recv.device());
     r->keep_alive.push_back(sbuf);
@@ -488,19 +500,11 @@ class NcclCommunicator : public Communicator {
     return Request(r);
   }
 
-  Request ireduce_scatter(const Tensor& send, const Tensor& recv, ReduceOp op,
-                          std::optional<DType> wire) override {
-    check_tensor(send, "reduce_scatter send");
-    check_tensor(recv, "reduce_scatter recv");
-    DPLAB_CHECK(send.numel() == recv.numel() * size(),
-                "reduce_scatter on {}: send has {} elements, expected size {} x recv {} = {}",
-                name(), send.numel(), size(), recv.numel(), recv.numel() * size());
-    DPLAB_CHECK(recv.dtype() == send.dtype(), "reduce_scatter: send {} and recv {} dtypes differ",
-                send.str(), recv.str());
-    const DType w = wire.value_or(send.dtype());
-    auto r = make("reduce_scatter", send, op, w);
+  Request post_reduce_scatter(const Tensor& send, const Tensor& recv, ReduceOp op, DType w,
+                              std::string desc) override {
+    auto r = make(std::move(desc));
     const bool scale_after = needs_scale_after(recv, w, op);
-    const ncclRedOp_t nop = nccl_op(scale_after ? ReduceOp::sum : op, w);
+    const ncclRedOp_t nop = nccl_op(scale_after ? ReduceOp::sum : op);
     Tensor sbuf = to_wire(send, w);
     Tensor rbuf = w == recv.dtype() ? recv : Tensor::empty({recv.numel()}, w, recv.device());
     r->keep_alive.push_back(sbuf);
@@ -516,9 +520,8 @@ class NcclCommunicator : public Communicator {
   }
 
   // A one-byte max-allreduce: complete on a rank only once every rank has posted it.
-  Request ibarrier() override {
-    auto r = std::make_shared<NcclRequest>();
-    init(*r, fmt::format("barrier on NCCL communicator '{}' ({} ranks)", name(), size()));
+  Request post_barrier(std::string desc) override {
+    auto r = make(std::move(desc));
     Tensor token = Tensor::empty({1}, DType::u8, Device::cuda(st_->device));
     r->keep_alive.push_back(token);
     post(r, [&](cudaStream_t s) {
@@ -529,50 +532,27 @@ class NcclCommunicator : public Communicator {
     return Request(r);
   }
 
-  Request isend(const Tensor& t, int dst, int tag) override { return p2p(t, dst, tag, true); }
-  Request irecv(const Tensor& t, int src, int tag) override { return p2p(t, src, tag, false); }
-
-  std::shared_ptr<Communicator> split(int color, int key, const std::string& name) override {
-    {
-      // Anything queued goes out before the (collective) split, as it would before a collective.
-      AbortableLock::Guard lock(st_->family->lock, fmt::format("split of '{}'", mpi_->name()),
-                                st_->timeout_s);
-      st_->family->flush_p2p_locked();
-    }
-    auto sub = mpi_->split(color, key, name);
-    if (!sub) return nullptr;
-    return std::make_shared<NcclCommunicator>(std::move(sub), st_->device, st_->family);
+  // Queued until the family's next operation (comm/p2p_order.h).
+  Request post_p2p(const Tensor& t, int peer, int tag, bool is_send, std::string desc) override {
+    DPLAB_CHECK(peer != rank(), "{}: NCCL point-to-point to oneself (rank {}) is not supported",
+                where(is_send ? "send" : "recv"), peer);
+    auto r = make(std::move(desc), peer);
+    r->keep_alive.push_back(t);
+    AbortableLock::Guard lock(st_->family->lock, r->desc, st_->timeout_s);
+    st_->check_usable();
+    st_->family->pending.push_back(P2pOp{is_send, t, peer, tag, r});
+    return Request(r);
   }
 
  private:
-  void check_tensor(const Tensor& t, const char* what) const {
-    DPLAB_CHECK(t.defined(), "{}: undefined tensor", what);
-    DPLAB_CHECK(t.device() == Device::cuda(st_->device),
-                "{}: the NCCL communicator '{}' takes tensors on this rank's device cuda:{}, got "
-                "{} on {}",
-                what, name(), st_->device, t.str(), t.device().str());
-    DPLAB_CHECK(t.is_contiguous(), "{}: tensor {} must be contiguous", what, t.str());
-  }
-  void check_rank(int r, const char* what) const {
-    DPLAB_CHECK(r >= 0 && r < size(), "{} {} out of range for communicator '{}' of {} ranks", what,
-                r, name(), size());
-  }
   // Average with a conversion into an f32 tensor: sum in the wire type, 1/n in f32 on the way
   // back (the MPI backend's arithmetic). Otherwise NCCL averages itself (ncclAvg).
   static bool needs_scale_after(const Tensor& dst, DType wire, ReduceOp op) {
     return op == ReduceOp::average && wire != dst.dtype() && dst.dtype() == DType::f32;
   }
-  void init(NcclRequest& r, std::string desc) const {
-    r.state = st_;
-    r.wait = wait_options();
-    r.desc = std::move(desc);
-  }
-  std::shared_ptr<NcclRequest> make(const std::string& what, const Tensor& t,
-                                    std::optional<ReduceOp> op, DType wire) const {
-    auto r = std::make_shared<NcclRequest>();
-    init(*r, fmt::format("{}{} of {} as {} on NCCL communicator '{}' ({} ranks, cuda:{})", what,
-                         op ? "(" + reduce_op_name(*op) + ")" : std::string(), t.str(),
-                         dtype_name(wire), name(), size(), st_->device));
+  std::shared_ptr<NcclRequest> make(std::string desc, int peer = -1) const {
+    auto r = make_request<NcclRequest>(std::move(desc), peer);
+    r->state = st_;
     return r;
   }
   // The tensor itself (flat) when it already has the wire dtype, else a converted copy made on
@@ -619,23 +599,6 @@ class NcclCommunicator : public Communicator {
     r->comm_done->record(st_->stream);
     r->issued.store(true, std::memory_order_release);
   }
-  Request p2p(const Tensor& t, int peer, int tag, bool is_send) {
-    const char* what = is_send ? "send" : "recv";
-    check_tensor(t, what);
-    check_rank(peer, is_send ? "send destination" : "recv source");
-    DPLAB_CHECK(tag >= 0 && tag <= 32767, "{}: tag {} outside [0, 32767]", what, tag);
-    DPLAB_CHECK(peer != rank(), "{}: NCCL point-to-point to oneself (rank {}) is not supported",
-                what, peer);
-    auto r = std::make_shared<NcclRequest>();
-    init(*r, fmt::format("{} of {} {} rank {} (tag {}) on NCCL communicator '{}'", what, t.str(),
-                         is_send ? "to" : "from", peer, tag, name()));
-    r->keep_alive.push_back(t);
-    AbortableLock::Guard lock(st_->family->lock, r->desc, st_->timeout_s);
-    st_->check_usable();
-    st_->family->pending.push_back(P2pOp{is_send, t, peer, tag, r});
-    return Request(r);
-  }
-
   std::shared_ptr<Communicator> mpi_;
   std::shared_ptr<NcclState> st_;
 };

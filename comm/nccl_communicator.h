@@ -4,7 +4,9 @@
 // ncclGetUniqueId and broadcasts it over MPI, then every rank calls ncclCommInitRank. split()
 // splits the MPI communicator and creates a new NCCL communicator for the new group, so a
 // Topology built on an NCCL world has one NCCL communicator per group (world, node, cross).
-// node_of(), wait options and names come from the MPI communicator.
+// node_of(), wait options and names come from the MPI communicator. The argument checks, the
+// requests' names (numbered collectives) and their bookkeeping are the MPI backend's, shared in
+// comm/backend_communicator.h; this file keeps only NCCL's posting and progress.
 //
 // Device: comm/local_device.h: a rank that sees one GPU (CUDA_VISIBLE_DEVICES per rank, Slurm
 // --gpus-per-task=1) uses it; otherwise rank r of the host uses device r, the local rank coming
