@@ -5,13 +5,6 @@
 
 namespace dplab {
 
-namespace {
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-}  // namespace
-
 void broadcast_model(CommMeter& meter, Communicator& comm, ParamArena& arena,
                      const std::vector<NamedTensor>& buffers, int root) {
   Pending p = meter.ibroadcast(comm, "broadcast", arena.params(), root);
@@ -23,7 +16,7 @@ void average_buffers(CommMeter& meter, Communicator& comm, const std::vector<Nam
   if (comm.size() == 1) return;
   Pending p;
   for (auto& b : buffers) {
-    if (!is_floating(b.tensor.dtype()) || ends_with(b.name, "num_batches_tracked")) continue;
+    if (!is_floating(b.tensor.dtype()) || b.name.ends_with("num_batches_tracked")) continue;
     p.join(meter.iallreduce(comm, "buffer average", b.tensor, ReduceOp::average));
   }
   meter.complete_blocking(p);

@@ -3,9 +3,6 @@
 
 namespace dplab {
 
-AllReduceStrategy::AllReduceStrategy(const Options& opt)
-    : AllReduceStrategy(std::make_shared<Topology>(Topology::from_options(opt)), opt) {}
-
 AllReduceStrategy::AllReduceStrategy(std::shared_ptr<Topology> topo, const Options& opt)
     : DistributedStrategy(std::move(topo)), sync_opt_(GradSyncOptions::from_options(opt, "allreduce.")) {}
 

@@ -21,9 +21,7 @@ namespace dplab {
 
 class AllReduceStrategy : public DistributedStrategy {
  public:
-  // Builds the Topology from options (initialising MPI if needed).
-  explicit AllReduceStrategy(const Options& opt);
-  // Uses an existing topology (tests, or algorithms that embed this one).
+  // On the ranks of `topo` (the driver builds it: comm/registry.h).
   AllReduceStrategy(std::shared_ptr<Topology> topo, const Options& opt);
   std::string name() const override { return "allreduce"; }
   void setup(TrainContext& ctx) override;

@@ -16,15 +16,6 @@
 
 namespace dplab {
 
-namespace {
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-}  // namespace
-
 Dcs3gdOptions Dcs3gdOptions::from_options(const Options& opt) {
   Dcs3gdOptions o;
   o.lambda0 = opt.get_double("dcs3gd.lambda0", o.lambda0);
@@ -157,7 +148,7 @@ void Dcs3gdStrategy::setup(TrainContext& ctx) {
   for (const ArenaSegment& seg : ctx.arena->segments()) {
     bool decay = opt_.wd_exclude == Dcs3gdOptions::WdExclude::none || !seg.is_norm;
     if (opt_.wd_exclude == Dcs3gdOptions::WdExclude::bn_bias &&
-        (seg.name == "bias" || ends_with(seg.name, ".bias")))
+        (seg.name == "bias" || seg.name.ends_with(".bias")))
       decay = false;
     wd_mask_.push_back(decay ? 1.f : 0.f);
   }

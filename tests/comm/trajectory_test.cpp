@@ -53,7 +53,7 @@ TEST(Trajectory, KRanksBatchBEqualsOneRankBatchKB) {
   opt.set("algo", "allreduce");
   opt.set("allreduce.bucket_cap_mb", "0.01");  // several buckets, overlapped with backward
   opt.set("allreduce.first_bucket_mb", "0.005");
-  AllReduceStrategy strategy(opt);
+  AllReduceStrategy strategy(std::make_shared<Topology>(Topology::from_options(opt)), opt);
   // Ranks start from different seeds: setup() must broadcast rank 0's parameters.
   Replica dist(1234 + R), serial(1234);
   TrainContext ctx;
