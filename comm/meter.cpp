@@ -26,6 +26,13 @@ CommMeter::CommMeter(const TrainContext& ctx, bool virtual_time)
 }
 
 namespace {
+// The step an operation's events belong to: the one it was posted in, or none when it completes
+// after the epoch's steps (the end of the epoch, the drain): the metrics count it where it
+// completes, outside the epochs then (Tracer::between_steps).
+int64_t event_step(const trace::Tracer& t, const Pending& p) {
+  return t.outside_steps() ? -1 : p.step();
+}
+
 double bytes_of(const Tensor& t, std::optional<DType> wire) {
   return static_cast<double>(t.numel()) * double(dtype_size(wire.value_or(t.dtype())));
 }
@@ -104,8 +111,7 @@ double CommMeter::finish(Pending& p, Use use, bool blocking) {
   if (p.reqs_.empty()) return 0;
   // Overlapped: compute waits from here; blocking: it has waited since the post.
   const Stopwatch since = blocking ? Stopwatch(*time_, p.posted_) : Stopwatch(*time_, tracer_);
-  const trace::Clock::time_point wait_from =
-      blocking ? p.trace_posted_ : since.trace_start();
+  const trace::Clock::time_point wait_from = blocking ? p.trace_posted_ : since.trace_start();
   // A request posted with its flight measured on the device keeps it there; the exposed wait
   // is then the compute stream's stall (the non-blocking interval).
   const bool device_blocking = blocking && !p.flight_on_device_;
@@ -121,17 +127,19 @@ double CommMeter::finish(Pending& p, Use use, bool blocking) {
   if (blocking && !p.flight_on_device_) {
     s.in_flight_s = waited;
   } else {
-    for (const Request& r : p.reqs_) s.in_flight_s = std::max(s.in_flight_s, device_.host_flight(r));
+    for (const Request& r : p.reqs_)
+      s.in_flight_s = std::max(s.in_flight_s, device_.host_flight(r));
   }
   stats_.add(s);
   if (trace::Tracer* t = trace::active(tracer_)) {
     const trace::Clock::time_point done = trace_instant(t, time_->now());
-    t->complete(p.name_, "comm", trace::kComm, p.trace_posted_, done, p.step_,
+    const int64_t step = event_step(*t, p);
+    t->complete(p.name_, "comm", trace::kComm, p.trace_posted_, done, step,
                 {{"bytes", s.bytes_sent}, {"wire_bytes", s.wire_bytes}});
     // The wait belongs to the step compute stood still in (an overlapped operation may have
-    // been posted steps before), as metrics.jsonl counts the exposed wait.
+    // been posted steps before), as metrics.jsonl counts the exposed wait; none after the steps.
     t->complete(p.wait_name_.empty() ? "wait " + p.name_ : p.wait_name_, "wait", trace::kCompute,
-                wait_from, done, t->step());
+                wait_from, done, t->outside_steps() ? -1 : t->step());
   }
   p.reqs_.clear();
   return waited;
@@ -149,9 +157,8 @@ bool CommMeter::test(Pending& p) {
   for (const Request& r : p.reqs_) s.in_flight_s = std::max(s.in_flight_s, device_.host_flight(r));
   stats_.add(s);
   if (trace::Tracer* t = trace::active(tracer_))
-    t->complete(p.name_, "comm", trace::kComm, p.trace_posted_,
-                trace_instant(t, time_->now()), p.step_,
-                {{"bytes", s.bytes_sent}, {"wire_bytes", s.wire_bytes}});
+    t->complete(p.name_, "comm", trace::kComm, p.trace_posted_, trace_instant(t, time_->now()),
+                event_step(*t, p), {{"bytes", s.bytes_sent}, {"wire_bytes", s.wire_bytes}});
   p.reqs_.clear();
   return true;
 }

@@ -46,6 +46,8 @@ class Pending {
   // Adds `other`'s operations to this one (one event named after the first).
   Pending& join(Pending&& other);
   const std::string& name() const { return name_; }
+  // The trace's step when it was posted (-1: not traced, or outside the steps).
+  int64_t step() const { return step_; }
   // The requests, for code that must test them itself (e.g. a poll loop's progress).
   std::vector<Request>& requests() { return reqs_; }
   const std::vector<Request>& requests() const { return reqs_; }
@@ -64,10 +66,10 @@ class Pending {
   std::string name_;
   std::string wait_name_;  // empty: "wait " + name_
   std::vector<Request> reqs_;
-  CommStats counts_;     // calls and bytes; the times are added at completion
-  double posted_ = 0;    // on the meter's time base
+  CommStats counts_;   // calls and bytes; the times are added at completion
+  double posted_ = 0;  // on the meter's time base
   trace::Clock::time_point trace_posted_{};
-  int64_t step_ = -1;    // the tracer's step at posting
+  int64_t step_ = -1;  // the tracer's step at posting
   bool flight_on_device_ = false;
 };
 
@@ -88,8 +90,8 @@ class CommMeter {
                   ReduceOp op = ReduceOp::sum, std::optional<DType> wire = {});
   Pending ibroadcast(Communicator& c, std::string_view name, const Tensor& t, int root,
                      std::optional<DType> wire = {});
-  Pending iallgather(Communicator& c, std::string_view name, const Tensor& send,
-                     const Tensor& recv, std::optional<DType> wire = {});
+  Pending iallgather(Communicator& c, std::string_view name, const Tensor& send, const Tensor& recv,
+                     std::optional<DType> wire = {});
   Pending ireduce_scatter(Communicator& c, std::string_view name, const Tensor& send,
                           const Tensor& recv, ReduceOp op = ReduceOp::sum,
                           std::optional<DType> wire = {});

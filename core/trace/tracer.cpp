@@ -55,11 +55,10 @@ void Tracer::start(const RankPlace& place, Clock::time_point origin, int64_t tot
   window_ = parse_step_window(opt_.steps, total_steps);
   std::filesystem::create_directories(opt_.dir);
   const std::string other = fmt::format(
-      "{{\"dplab_trace_version\":1,\"world_size\":{},\"steps\":{},\"clock\":{},\"rank\":{},"
-      "\"node\":{},\"host\":{}}}",
-      place_.world_size, json_string(window_.str()),
-      json_string("microseconds since rank 0's time origin (a barrier after MPI start)"),
-      place_.rank, place_.node, json_string(place_.host));
+      "{{\"dplab_trace_version\":1,\"world_size\":{},\"steps\":{},\"clock\":{},"
+      "\"time_base\":{},\"rank\":{},\"node\":{},\"host\":{}}}",
+      place_.world_size, json_string(window_.str()), json_string(clock_text()),
+      json_string(time_base()), place_.rank, place_.node, json_string(place_.host));
   file_ = std::make_unique<TraceFile>(file_path(), other);
   gpu_ = make_gpu_timeline(opt_.device);
   const int pid = place_.rank;
@@ -107,6 +106,21 @@ void Tracer::begin_step(int64_t step) {
   // One write per recorded step; chunk_bytes still bounds what a long step buffers.
   std::lock_guard<std::mutex> lock(mu_);
   if (file_->buffered_bytes() > 0) file_->flush();
+}
+
+void Tracer::between_steps() {
+  if (!file_) return;
+  step_.store(-1, std::memory_order_relaxed);
+}
+
+std::string Tracer::time_base() const {
+  if (!virtual_time()) return "wall";
+  return time_base_.starts_with("virtual") ? time_base_ : "virtual";
+}
+
+std::string Tracer::clock_text() const {
+  return virtual_time() ? "microseconds of virtual time (option cluster) after rank 0's time origin"
+                        : "microseconds since rank 0's time origin (a barrier after MPI start)";
 }
 
 void Tracer::resolve_gpu() {

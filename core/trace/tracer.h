@@ -83,6 +83,15 @@ class Tracer {
   // the window. Between steps: writes buffered events out once a chunk is full, and reads
   // the GPU tracks back when the window has just ended.
   void begin_step(int64_t step);
+  // The epoch's steps are over (its end: the algorithm's end-of-epoch work, the drain, the
+  // evaluation, checkpoints; the end of training) until the next begin_step: what is recorded
+  // now belongs to no step (no args.step), as metrics.jsonl counts it outside the epochs
+  // (comm_outside_epochs_*). Recording stays as the last step left it: on when that step was in
+  // the window. An operation posted in a step and completed after this counts with it too
+  // (comm/meter.h): both count communication where it completes.
+  void between_steps();
+  // True after between_steps() (until the next begin_step).
+  bool outside_steps() const { return step() < 0; }
   bool recording() const { return recording_.load(std::memory_order_acquire); }
   // Whether `step` is in the window, for threads that work ahead of the training thread (the
   // loader's workers); false before start().
@@ -101,8 +110,18 @@ class Tracer {
   // The run's time base (core/time_source.h). Without one (or with the wall clock) events are
   // stamped with steady_clock; with a virtual clock, with origin + its virtual seconds, so
   // the trace shows modelled time. Set before start(); shared with the driver.
-  void set_time(std::shared_ptr<TimeSource> time) { time_ = std::move(time); }
+  // `time_base` names it in the file's otherData (the metrics records' "virtual:<platform>";
+  // empty: "virtual" or "wall" by the source).
+  void set_time(std::shared_ptr<TimeSource> time, std::string time_base = "") {
+    time_ = std::move(time);
+    time_base_ = std::move(time_base);
+  }
   bool virtual_time() const { return time_ && time_->is_virtual(); }
+  // otherData.time_base: "wall", or "virtual..." under a virtual cluster (dplab trace then says
+  // "virtual" wherever it would say wall time).
+  std::string time_base() const;
+  // otherData.clock: what ts and dur measure, in words.
+  std::string clock_text() const;
   // Now, on the trace's time base. Every instrumented interval reads this, never Clock::now().
   Clock::time_point now() const {
     if (!virtual_time()) return Clock::now();
@@ -147,6 +166,7 @@ class Tracer {
   StepWindow window_;
   Clock::time_point origin_{};
   std::shared_ptr<TimeSource> time_;
+  std::string time_base_;
   std::atomic<bool> recording_{false};
   std::atomic<int64_t> step_{-1};
   std::atomic<bool> started_{false};

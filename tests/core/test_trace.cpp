@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "../data/temp_dir.h"
@@ -124,6 +125,61 @@ TEST(TraceWriter, RecordsOnlyInsideTheWindow) {
     }
   EXPECT_EQ(test::count_events(j, "parameter average", trace::kComm), 2u);
   EXPECT_EQ(test::count_events(j, "wait parameter average", trace::kCompute), 2u);
+}
+
+// After the epoch's last step (between_steps) events are still recorded, without args.step, until
+// the next step begins; the file says which clock it is on (otherData.time_base and clock).
+TEST(TraceWriter, BetweenStepsEventsHaveNoStep) {
+  test::ScopedTempDir dir("trace-between");
+  trace::Tracer t(options(dir.file("trace"), "all"));
+  t.start(place(0, 1, "h"), trace::Clock::now(), 10);
+  t.begin_step(3);
+  { trace::BlockingComm c(&t, "parameter average", "wait parameter average", 8); }
+  t.between_steps();
+  EXPECT_TRUE(t.outside_steps());
+  EXPECT_NE(trace::active(&t), nullptr);  // the last step was in the window: still recording
+  { trace::BlockingComm c(&t, "final average", "wait final average", 8); }
+  t.begin_step(4);
+  EXPECT_FALSE(t.outside_steps());
+  { trace::Span s(&t, "forward", "compute"); }
+  t.close();
+  const nlohmann::json j = test::read_trace(dir.file("trace/rank_0.json"));
+  EXPECT_EQ(j["otherData"]["time_base"], "wall");
+  EXPECT_EQ(j["otherData"]["clock"].get<std::string>().find("virtual"), std::string::npos);
+  std::map<std::string, int64_t> step_of;
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "X") {
+      const auto args = e.value("args", nlohmann::json::object());
+      step_of[e["name"]] = args.contains("step") ? args["step"].get<int64_t>() : -1;
+    }
+  EXPECT_EQ(step_of, (std::map<std::string, int64_t>{{"parameter average", 3},
+                                                     {"wait parameter average", 3},
+                                                     {"final average", -1},
+                                                     {"wait final average", -1},
+                                                     {"forward", 4}}));
+}
+
+// A virtual clock: otherData says so (time_base, as the metrics records' "virtual:<platform>").
+TEST(TraceWriter, AVirtualClockIsNamedInTheFile) {
+  struct Fixed final : TimeSource {
+    double now() override { return 0.5; }
+    bool is_virtual() const override { return true; }
+  };
+  test::ScopedTempDir dir("trace-virtual-base");
+  trace::Tracer t(options(dir.file("trace"), "all"));
+  t.set_time(std::make_shared<Fixed>(), "virtual:testlab");
+  EXPECT_EQ(t.time_base(), "virtual:testlab");
+  t.start(place(0, 1, "h"), trace::Clock::now(), 10);
+  t.close();
+  const nlohmann::json j = test::read_trace(dir.file("trace/rank_0.json"));
+  EXPECT_EQ(j["otherData"]["time_base"], "virtual:testlab");
+  EXPECT_NE(j["otherData"]["clock"].get<std::string>().find("virtual time"), std::string::npos);
+  trace::Tracer unnamed(options(dir.file("trace2"), "all"));
+  unnamed.set_time(std::make_shared<Fixed>());
+  EXPECT_EQ(unnamed.time_base(), "virtual");
+  trace::Tracer wall(options(dir.file("trace3"), "all"));
+  wall.set_time(std::make_shared<WallTime>(), "wall");
+  EXPECT_EQ(wall.time_base(), "wall");
 }
 
 // Many events through a small chunk: memory stays under the hard limit, the file holds all.

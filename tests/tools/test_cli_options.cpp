@@ -3,6 +3,7 @@
 // from the sources themselves (every literal key read through Options), not from the table.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -20,6 +21,7 @@ using test::run_dplab;
 using test::ScopedTempDir;
 
 #define EXPECT_HAS(text, what) EXPECT_NE((text).find(what), std::string::npos) << (text)
+#define ASSERT_HAS(text, what) ASSERT_NE((text).find(what), std::string::npos) << (text)
 #define EXPECT_LACKS(text, what) EXPECT_EQ((text).find(what), std::string::npos) << (text)
 
 // Keys read with a literal name in the library and the training driver: opt.get_int("k", ..),
@@ -82,7 +84,43 @@ TEST(CliOptions, PrefixSelectsAnAlgorithmsKeys) {
   EXPECT_HAS(r.out, "30,60,80");
   r = run_dplab("options nosuchthing", dir.path);
   EXPECT_EQ(r.status, 2) << r.err;
-  EXPECT_HAS(r.err, "no option key or area starts with 'nosuchthing'");
+  EXPECT_HAS(r.err, "no option key, area or built-in name starts with 'nosuchthing'");
+  EXPECT_HAS(r.err,
+             "an experiment binary's own algorithm, model or data set: that binary's "
+             "--help lists it");
+}
+
+// `dplab options ALGO` (the unknown-key error's advice) lists every key that algorithm reads,
+// those of the areas it shares too, for every built-in algorithm.
+TEST(CliOptions, AnAlgorithmsNameListsEveryKeyItReads) {
+  ScopedTempDir dir("cli-options-algorithm");
+  auto r = run_dplab("options post_local_sgd", dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_HAS(r.out, "algorithm post_local_sgd reads these option keys");
+  for (const char* k :
+       {"post_local_sgd.switch_epoch", "local_sgd.H", "allreduce.bucket_cap_mb", "allreduce.wire"})
+    EXPECT_HAS(r.out, "  " + std::string(k) + " ");
+  EXPECT_LACKS(r.out, "daso.B_max");
+  EXPECT_HAS(r.out, "post_local_sgd   allreduce SGD, then local SGD");  // its entry
+  r = run_dplab("options local", dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_HAS(r.out, "algorithm local reads no option keys of its own");
+  EXPECT_LACKS(r.out, "local_sgd.H");  // local_sgd's, not local's
+  r = run_dplab("options local_sgd", dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_HAS(r.out, "  local_sgd.H ");
+  EXPECT_LACKS(r.out, "post_local_sgd.switch_epoch");  // plain local SGD never reads it
+  const auto help = run_dplab("train --help", dir.path);
+  ASSERT_EQ(help.status, 0);
+  const std::string algos = help.out.substr(help.out.find("algorithms (option algo):"));
+  for (const char* algo : {"allreduce", "hybrid", "daso", "dcs3gd", "crossover", "sgp", "oscars",
+                           "diloco", "slowmo", "streaming_diloco"}) {
+    ASSERT_HAS(algos, std::string("\n  ") + algo + " ");
+    r = run_dplab(std::string("options ") + algo, dir.path);
+    EXPECT_EQ(r.status, 0) << algo << r.err;
+    EXPECT_HAS(r.out, fmt::format("algorithm {} reads these option keys", algo));
+    EXPECT_HAS(r.out, fmt::format("\n  {}.", algo));  // its own area's keys
+  }
 }
 
 TEST(CliOptions, TrainHelpWithAnAlgorithmShowsItsKeysOnly) {

@@ -67,21 +67,93 @@ TEST(CliTrace, TableHasTheHandValuesPerRankAndMean) {
                                       "1.000", "0.750", "4.000", "0.400", "90.0", "%"}));
   EXPECT_NE(r.out.find("slowest rank: 1 (mean step time 13.000 ms); skew between ranks: 26.1 %"),
             std::string::npos);
-  // Buckets: delay, duration (ms), size (MB), bandwidth (GB/s); rank 0's first, then rank 1's,
-  // then the means.
-  std::vector<std::vector<std::string>> buckets;
-  std::istringstream in(r.out.substr(r.out.find("GradSync buckets")));
+  // Operations (here GradSync's buckets, "allreduce bucket K"): calls per step, in flight per
+  // call and per step (ms), payload and wire bytes per call (MB; wire = payload for a ring
+  // allreduce at P = 2), wire bandwidth (GB/s), ready-to-launch delay (ms); rank 0's first, then
+  // rank 1's, then the means.
+  std::vector<std::vector<std::string>> ops;
+  std::istringstream in(r.out.substr(r.out.find("communication by operation")));
   for (std::string line; std::getline(in, line);)
     if (line.rfind("rank ", 0) == 0 || line.rfind("mean over ranks", 0) == 0)
-      buckets.push_back(words(line));
+      ops.push_back(words(line));
   const std::vector<std::vector<std::string>> want = {
-      {"rank", "0", "0", "0.200", "2.000", "4.000", "2.000"},
-      {"rank", "0", "1", "0.500", "2.500", "1.000", "0.400"},
-      {"rank", "1", "0", "0.100", "3.000", "4.000", "1.333"},
-      {"rank", "1", "1", "0.300", "1.000", "1.000", "1.000"},
-      {"mean", "over", "ranks", "0", "0.150", "2.500", "4.000", "1.600"},
-      {"mean", "over", "ranks", "1", "0.400", "1.750", "1.000", "0.571"}};
-  EXPECT_EQ(buckets, want) << r.out;
+      {"rank", "0", "allreduce", "bucket", "0", "1.00", "2.000", "2.000", "4.000", "4.000", "2.000",
+       "0.200"},
+      {"rank", "0", "allreduce", "bucket", "1", "1.00", "2.500", "2.500", "1.000", "1.000", "0.400",
+       "0.500"},
+      {"rank", "1", "allreduce", "bucket", "0", "1.00", "3.000", "3.000", "4.000", "4.000", "1.333",
+       "0.100"},
+      {"rank", "1", "allreduce", "bucket", "1", "1.00", "1.000", "1.000", "1.000", "1.000", "1.000",
+       "0.300"},
+      {"mean", "over", "ranks", "allreduce", "bucket", "0", "1.00", "2.500", "2.500", "4.000",
+       "4.000", "1.600", "0.150"},
+      {"mean", "over", "ranks", "allreduce", "bucket", "1", "1.00", "1.750", "1.750", "1.000",
+       "1.000", "0.571", "0.400"}};
+  EXPECT_EQ(ops, want) << r.out;
+  EXPECT_NE(r.out.find("wall time"), std::string::npos);
+  EXPECT_EQ(r.out.find("virtual"), std::string::npos);
+  EXPECT_EQ(r.out.find("outside the steps"), std::string::npos);  // none in this trace
+}
+
+// Every communication event, by operation name, and the events after the last step apart
+// (trace_fixture.h operations_trace has the figures); a virtual-time trace says so everywhere.
+TEST(CliTrace, EveryOperationIsARowAndVirtualTimeIsSaid) {
+  ScopedTempDir dir("cli-trace-ops");
+  write(dir.path / "run" / "trace.json", test::operations_trace("virtual:testlab").dump());
+  const auto r = run_dplab("trace " + (dir.path / "run").string(), dir.path / "o");
+  ASSERT_EQ(r.status, 0) << r.err;
+  // The row of `label` for `op` in the section that starts with `section`: the words after
+  // the operation's name.
+  const auto row = [&](const std::string& section, const std::string& label,
+                       const std::string& op) {
+    // The label takes the first 16 characters, the operation's name follows.
+    std::istringstream in(r.out.substr(r.out.find(section)));
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind(label + " ", 0) == 0 && line.size() > 16 &&
+          line.substr(16).rfind(op + "  ", 0) == 0)
+        return words(line.substr(16 + op.size()));
+    return std::vector<std::string>{};
+  };
+  using W = std::vector<std::string>;
+  const std::string ops = "communication by operation";
+  // calls per step, in flight per call, per step (ms), payload, wire (MB), wire GB/s, delay.
+  EXPECT_EQ(row(ops, "rank 0", "broadcast"),
+            (W{"0.50", "0.400", "0.200", "0.800", "0.600", "1.500", "-"}))
+      << r.out;
+  EXPECT_EQ(row(ops, "rank 2", "daso global sync"),
+            (W{"0.50", "1.000", "0.500", "2.000", "n/a", "n/a", "-"}));
+  EXPECT_EQ(row(ops, "rank 3", "gossip exchange"),
+            (W{"1.00", "2.000", "2.000", "1.000", "1.000", "0.500", "-"}));
+  EXPECT_EQ(row(ops, "rank 0", "outer gradient"),
+            (W{"0.50", "0.500", "0.250", "4.000", "6.000", "12.000", "-"}));
+  EXPECT_EQ(row(ops, "rank 3", "outer gradient"),
+            (W{"0.50", "2.000", "1.000", "4.000", "6.000", "3.000", "-"}));
+  EXPECT_EQ(row(ops, "mean over ranks", "outer gradient"),
+            (W{"0.50", "1.250", "0.625", "4.000", "6.000", "4.800", "-"}))
+      << r.out;
+  // Outside the steps: calls, in flight per call and in total (ms), payload, wire, GB/s.
+  const std::string outside = "communication outside the steps";
+  EXPECT_EQ(row(outside, "rank 1", "final average"),
+            (W{"1.00", "1.000", "1.000", "4.000", "6.000", "6.000"}));
+  EXPECT_EQ(row(outside, "mean over ranks", "final average"),
+            (W{"1.00", "1.000", "1.000", "4.000", "6.000", "6.000"}));
+  EXPECT_NE(r.out.find("rank 2: exposed wait outside the steps 1.000 ms"), std::string::npos);
+  // Virtual time everywhere: the step table, the operations, the time base line.
+  EXPECT_EQ(r.out.find("wall"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("time base: virtual:testlab"), std::string::npos);
+  EXPECT_NE(r.out.find("mean over the window's steps, virtual time in ms"), std::string::npos);
+  // The mean over ranks of the step figures: in flight 3.325 ms, exposed 0.625 ms.
+  EXPECT_EQ(words(line_of(r.out, "mean over ranks ")),
+            (W{"mean", "over", "ranks", "10.000", "8.000", "3.000", "4.000", "1.000", "0.000",
+               "3.325", "0.625", "81.2", "%"}));
+  const auto j = run_dplab("trace " + (dir.path / "run").string() + " --json", dir.path / "o");
+  ASSERT_EQ(j.status, 0) << j.err;
+  EXPECT_EQ(json::parse(j.out)["time_base"], "virtual:testlab");
+  const auto f =
+      run_dplab(fmt::format("trace {} --out {}", (dir.path / "run").string(), dir.file("t.svg")),
+                dir.path / "o");
+  ASSERT_EQ(f.status, 0) << f.err;
+  EXPECT_NE(f.out.find("of 4 ranks, virtual time"), std::string::npos) << f.out;
 }
 
 TEST(CliTrace, JsonHasTheDocumentedKeysAndTheHandValues) {
@@ -91,9 +163,9 @@ TEST(CliTrace, JsonHasTheDocumentedKeysAndTheHandValues) {
       run_dplab("trace " + (dir.path / "trace.json").string() + " --json", dir.path / "o");
   ASSERT_EQ(r.status, 0) << r.err;
   const json j = json::parse(r.out);
-  for (const char* k : {"files", "from_rank_files", "window", "world_size", "steps_found",
-                        "first_step", "last_step", "units", "ranks", "mean_over_ranks",
-                        "slowest_rank", "slowest_step_time_s", "skew"})
+  for (const char* k : {"files", "from_rank_files", "window", "time_base", "world_size",
+                        "steps_found", "first_step", "last_step", "units", "ranks",
+                        "mean_over_ranks", "slowest_rank", "slowest_step_time_s", "skew"})
     EXPECT_TRUE(j.contains(k)) << k;
   EXPECT_EQ(j["window"], "10:13");
   EXPECT_EQ(j["world_size"], 2);
@@ -116,7 +188,8 @@ TEST(CliTrace, JsonHasTheDocumentedKeysAndTheHandValues) {
                                                   "exposed_wait_s",
                                                   "overlap",
                                                   "incomplete_events",
-                                                  "buckets"};
+                                                  "operations",
+                                                  "outside_steps"};
   for (const auto& k : per_rank_keys) EXPECT_TRUE(j["ranks"][0].contains(k)) << k;
   const json& r1 = j["ranks"][1];
   EXPECT_EQ(r1["rank"], 1);
@@ -128,16 +201,23 @@ TEST(CliTrace, JsonHasTheDocumentedKeysAndTheHandValues) {
   EXPECT_NEAR(r1["comm_in_flight_s"].get<double>(), 0.004, 1e-15);
   EXPECT_NEAR(r1["exposed_wait_s"].get<double>(), 0.0003, 1e-15);
   EXPECT_NEAR(r1["overlap"].get<double>(), 0.925, 1e-12);
-  const json& b = j["mean_over_ranks"]["buckets"][1];
-  for (const char* k :
-       {"bucket", "events", "ready_to_launch_s", "duration_s", "bytes", "bandwidth_bytes_per_s"})
+  const json& b = j["mean_over_ranks"]["operations"][1];
+  for (const char* k : {"name", "bucket", "events", "calls_per_step", "ready_to_launch_s",
+                        "duration_s", "in_flight_per_step_s", "in_flight_total_s", "bytes",
+                        "wire_bytes", "wire_bandwidth_bytes_per_s"})
     EXPECT_TRUE(b.contains(k)) << k;
+  EXPECT_EQ(b["name"], "allreduce bucket 1");
   EXPECT_EQ(b["bucket"], 1);
   EXPECT_EQ(b["events"], 6);
+  EXPECT_NEAR(b["calls_per_step"].get<double>(), 1, 1e-15);
   EXPECT_NEAR(b["ready_to_launch_s"].get<double>(), 0.0004, 1e-15);
   EXPECT_NEAR(b["duration_s"].get<double>(), 0.00175, 1e-15);
+  EXPECT_NEAR(b["in_flight_total_s"].get<double>(), 0.00525, 1e-15);  // 3 calls per rank
   EXPECT_EQ(b["bytes"].get<double>(), 1e6);
-  EXPECT_NEAR(b["bandwidth_bytes_per_s"].get<double>(), 1e6 / 1.75e-3, 1e-3);
+  EXPECT_EQ(b["wire_bytes"].get<double>(), 1e6);
+  EXPECT_NEAR(b["wire_bandwidth_bytes_per_s"].get<double>(), 1e6 / 1.75e-3, 1e-3);
+  EXPECT_EQ(j["time_base"], "wall");
+  EXPECT_TRUE(j["mean_over_ranks"]["outside_steps"]["operations"].empty());
   EXPECT_NEAR(j["mean_over_ranks"]["overlap"].get<double>(), 0.9, 1e-12);
 }
 

@@ -219,8 +219,8 @@ TEST(ClusterTrain, ProfileEpochTimesIgnoreHostLoadAndMatchTheArithmetic) {
       EXPECT_EQ(quiet.rank_epochs[r][e]["time_s"], loaded.rank_epochs[r][e]["time_s"]);
   }
   // Per step (records every 2 steps: the window's mean): the step lasts `step` and its exposed
-  // wait is the whole allreduce. (The epoch records' comm_exposed_wait_s also hold the set-up's
-  // broadcast and the drain, which are timed by the algorithm's own code.)
+  // wait is the whole allreduce. (The set-up's broadcast and the drain are in neither: the final
+  // record's comm_outside_epochs_* holds them.)
   ASSERT_EQ(quiet.steps.size(), 4u);
   for (const auto& st : quiet.steps) {
     EXPECT_EQ(st["time_base"], "virtual:testlab");

@@ -99,6 +99,18 @@ TEST(TraceFigure, StepsAndEventsAreWhereTheTraceSays) {
     EXPECT_TRUE(has_text(L, t)) << t;
 }
 
+// A virtual-time trace (otherData.time_base "virtual:...") says so on the time axis.
+TEST(TraceFigure, AVirtualTimeTraceHasAVirtualTimeAxis) {
+  json doc = test::two_rank_trace();
+  doc["otherData"]["time_base"] = "virtual:testlab";
+  trace::TimelineSpec spec;
+  spec.first_step = 11;
+  spec.end_step = 12;
+  const TimelineLayout L = trace::layout_timeline(trace::parse_trace(doc.dump(), "t.json"), spec);
+  EXPECT_TRUE(has_text(L, "virtual time (ms) from the start of step 11"));
+  EXPECT_FALSE(has_text(L, "time (ms) from the start of step 11"));
+}
+
 // Hierarchical buckets' stages (cat comm_stage, tid 2, nested in their bucket) go to the comm
 // lane, in a row below the bucket that holds them; the summary does not count them again.
 TEST(TraceFigure, BucketStagesSitUnderTheirBucket) {

@@ -163,8 +163,9 @@ TEST(TraceRun, TwoRankAllreduceOverlapsBackwardAndLeavesTrainingUnchanged) {
 }
 
 // The trace's comm and wait events are taken at the points CommStats measures in_flight_s and
-// exposed_wait_s: over an epoch they add up to each rank's rank_R.jsonl record. Epoch 2 (steps
-// 4..7): epoch 1's record also holds the set-up broadcast, which precedes the trace's clock.
+// exposed_wait_s: over an epoch they add up to each rank's rank_R.jsonl record, in both epochs
+// (neither holds the set-up broadcast: it precedes the trace's clock and epoch 1, and is in the
+// final record's comm_outside_epochs_*).
 TEST(TraceRun, CommAndWaitEventsAddUpToTheRanksMetrics) {
   ScopedTempDir dir("trace-run-metrics");
   const std::string out = dir.file("run");
@@ -172,32 +173,104 @@ TEST(TraceRun, CommAndWaitEventsAddUpToTheRanksMetrics) {
       kJob + kSmallBuckets + " --epochs 2 --trace --set trace.steps=all --out " + out, dir.path);
   ASSERT_EQ(r.status, 0) << r.err;
   const nlohmann::json j = test::read_trace((fs::path(out) / "trace.json").string());
+  for (int epoch = 1; epoch <= 2; ++epoch)
+    for (int rank = 0; rank < 2; ++rank) {
+      double in_flight = 0, exposed = 0;
+      for (const auto& e : j["traceEvents"]) {
+        if (e["ph"] != "X" || e["pid"] != rank || !e["args"].contains("step")) continue;
+        const int64_t step = e["args"]["step"];
+        if (step < (epoch - 1) * kSteps || step >= epoch * kSteps) continue;
+        if (e["cat"] == "comm") in_flight += e["dur"].get<double>() * 1e-6;
+        if (e["cat"] == "wait") exposed += e["dur"].get<double>() * 1e-6;
+      }
+      nlohmann::json rec;
+      std::istringstream in(slurp(fs::path(out) / fmt::format("rank_{}.jsonl", rank)));
+      for (std::string line; std::getline(in, line);) {
+        const auto l = nlohmann::json::parse(line);
+        if (l.value("kind", "") == "rank_epoch" && l.value("epoch", 0) == epoch) rec = l;
+      }
+      ASSERT_FALSE(rec.is_null()) << "rank " << rank << ": no epoch " << epoch << " record";
+      auto metric = [&](const char* a, const char* b) {
+        return rec.contains(a) ? rec[a].get<double>() : rec.at(b).get<double>();
+      };
+      const double m_in_flight = metric("comm_in_flight_s", "in_flight_s");
+      const double m_exposed = metric("comm_exposed_wait_s", "exposed_wait_s");
+      EXPECT_GT(in_flight, 0);
+      EXPECT_GT(exposed, 0);
+      // Separate clock readings a few microseconds apart per event.
+      EXPECT_NEAR(in_flight, m_in_flight, 2e-4 + 0.01 * m_in_flight) << "rank " << rank;
+      EXPECT_NEAR(exposed, m_exposed, 2e-4 + 0.01 * m_exposed) << "rank " << rank;
+    }
+}
+
+// Communication after an epoch's last step is counted in the same place by the trace and by
+// metrics.jsonl: outside. DiLoCo with H = 2 stopped by max_steps = 3 takes its outer step at
+// step 1 (inside the step) and, for the round that step 2 began, in finish_training, after the
+// last step: that "outer gradient" has no args.step, starts after the last step event ends, and
+// is in the final record's comm_outside_epochs_* beside the set-up broadcast, not in the epoch's
+// comm_*. n = the parameters' bytes (the outer gradient is the parameter vector's shape, as is
+// the broadcast); at P = 2: epoch comm_bytes = comm_wire_bytes = n (one ring allreduce,
+// 2(P-1)/P n = n); outside: payload n (broadcast) + n (allreduce), wire (P-1)/P n + n = 1.5 n.
+TEST(TraceRun, EndOfEpochCommunicationIsOutsideInTraceAndMetrics) {
+  ScopedTempDir dir("trace-run-end-of-epoch");
+  const std::string out = dir.file("run");
+  const auto r = run2(
+      "train --model mnist_cnn --data fashion-mnist --batch 256 --threads 1 --algo diloco "
+      "--set diloco.H=2 --max-steps 3 --set data.train_limit=2048 --set data.test_limit=200 "
+      "--set progress=off --trace --set trace.steps=all --out " +
+          out,
+      dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto ev = by_rank_step(test::read_trace((fs::path(out) / "trace.json").string()));
+  double n = 0;
   for (int rank = 0; rank < 2; ++rank) {
-    double in_flight = 0, exposed = 0;
-    for (const auto& e : j["traceEvents"]) {
-      if (e["ph"] != "X" || e["pid"] != rank || !e["args"].contains("step")) continue;
-      const int64_t step = e["args"]["step"];
-      if (step < kSteps || step >= 2 * kSteps) continue;
-      if (e["cat"] == "comm") in_flight += e["dur"].get<double>() * 1e-6;
-      if (e["cat"] == "wait") exposed += e["dur"].get<double>() * 1e-6;
+    ASSERT_EQ(named(ev.at({rank, 1}), "outer gradient").size(), 1u) << rank;
+    for (int64_t step : {0, 2}) EXPECT_TRUE(named(ev.at({rank, step}), "outer gradient").empty());
+    ASSERT_TRUE(ev.count({rank, -1})) << rank;
+    const auto outside = named(ev.at({rank, -1}), "outer gradient");
+    ASSERT_EQ(outside.size(), 1u) << rank;
+    EXPECT_EQ(named(ev.at({rank, -1}), "wait outer gradient").size(), 1u);
+    const auto last = named(ev.at({rank, 2}), "step");
+    ASSERT_EQ(last.size(), 1u);
+    EXPECT_GE(outside[0].ts, last[0].end() - 1e-3);  // after the last step ended
+    const Ev in_step =
+        named(ev.at({rank, 1}), "outer gradient")[0];  // a copy: named() returns a temporary
+    n = in_step.args["bytes"].get<double>();
+    EXPECT_GT(n, 4.0 * 18000);  // mnist_cnn's 18 k parameters and more
+    EXPECT_EQ(in_step.args["wire_bytes"].get<double>(), n);
+    EXPECT_EQ(outside[0].args["bytes"].get<double>(), n);
+    EXPECT_EQ(outside[0].args["wire_bytes"].get<double>(), n);
+  }
+  std::vector<nlohmann::json> recs;
+  std::istringstream in(slurp(fs::path(out) / "metrics.jsonl"));
+  for (std::string line; std::getline(in, line);) recs.push_back(nlohmann::json::parse(line));
+  int epochs = 0;
+  for (const auto& rec : recs) {
+    if (rec["kind"] == "epoch") {
+      ++epochs;
+      EXPECT_EQ(rec["comm_bytes"].get<double>(), n);
+      EXPECT_EQ(rec["comm_wire_bytes"].get<double>(), n);
+      EXPECT_EQ(rec["comm_allreduces"], 1);
     }
-    nlohmann::json rec;
-    std::istringstream in(slurp(fs::path(out) / fmt::format("rank_{}.jsonl", rank)));
-    for (std::string line; std::getline(in, line);) {
-      const auto l = nlohmann::json::parse(line);
-      if (l.value("kind", "") == "rank_epoch" && l.value("epoch", 0) == 2) rec = l;
+    if (rec["kind"] == "final") {
+      EXPECT_EQ(rec["comm_outside_epochs_bytes"].get<double>(), 2 * n);
+      EXPECT_EQ(rec["comm_outside_epochs_wire_bytes"].get<double>(), 1.5 * n);
+      EXPECT_EQ(rec["comm_outside_epochs_allreduces"], 1);
     }
-    ASSERT_FALSE(rec.is_null()) << "rank " << rank << ": no epoch 2 record";
-    auto metric = [&](const char* a, const char* b) {
-      return rec.contains(a) ? rec[a].get<double>() : rec.at(b).get<double>();
-    };
-    const double m_in_flight = metric("comm_in_flight_s", "in_flight_s");
-    const double m_exposed = metric("comm_exposed_wait_s", "exposed_wait_s");
-    EXPECT_GT(in_flight, 0);
-    EXPECT_GT(exposed, 0);
-    // Separate clock readings a few microseconds apart per event.
-    EXPECT_NEAR(in_flight, m_in_flight, 2e-4 + 0.01 * m_in_flight) << "rank " << rank;
-    EXPECT_NEAR(exposed, m_exposed, 2e-4 + 0.01 * m_exposed) << "rank " << rank;
+  }
+  EXPECT_EQ(epochs, 1);
+  // dplab trace: the same attribution, the outer step after the last step in the table apart.
+  const auto t = test::run_dplab("trace " + out + " --json", dir.path / "t");
+  ASSERT_EQ(t.status, 0) << t.err;
+  const nlohmann::json s = nlohmann::json::parse(t.out);
+  for (const auto& rank : s["ranks"]) {
+    ASSERT_EQ(rank["operations"].size(), 1u) << rank.dump();
+    EXPECT_EQ(rank["operations"][0]["name"], "outer gradient");
+    EXPECT_EQ(rank["operations"][0]["events"], 1);
+    EXPECT_DOUBLE_EQ(rank["operations"][0]["calls_per_step"].get<double>(), 1.0 / 3);
+    ASSERT_EQ(rank["outside_steps"]["operations"].size(), 1u);
+    EXPECT_EQ(rank["outside_steps"]["operations"][0]["name"], "outer gradient");
+    EXPECT_EQ(rank["outside_steps"]["operations"][0]["wire_bytes"].get<double>(), n);
   }
 }
 

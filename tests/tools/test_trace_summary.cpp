@@ -60,15 +60,25 @@ TEST(TraceSummary, TwoRanksGiveTheHandValues) {
   EXPECT_DOUBLE_EQ(r0.exposed_us, 500);
   ASSERT_TRUE(r0.overlap.has_value());
   EXPECT_DOUBLE_EQ(*r0.overlap, 0.875);
-  ASSERT_EQ(r0.buckets.size(), 2u);
-  EXPECT_EQ(r0.buckets[0].events, 3);
-  EXPECT_DOUBLE_EQ(r0.buckets[0].delay_us, 200);
-  EXPECT_DOUBLE_EQ(r0.buckets[0].duration_us, 2000);
-  EXPECT_DOUBLE_EQ(r0.buckets[0].bytes, 4e6);
-  EXPECT_DOUBLE_EQ(r0.buckets[0].bandwidth_Bps, 2e9);
-  EXPECT_DOUBLE_EQ(r0.buckets[1].delay_us, 500);
-  EXPECT_DOUBLE_EQ(r0.buckets[1].duration_us, 2500);
-  EXPECT_DOUBLE_EQ(r0.buckets[1].bandwidth_Bps, 4e8);
+  // The buckets are operations "allreduce bucket K", by index; wire bytes = payload at P = 2.
+  ASSERT_EQ(r0.operations.size(), 2u);
+  const auto& b00 = r0.operations[0];
+  EXPECT_EQ(b00.name, "allreduce bucket 0");
+  EXPECT_EQ(b00.bucket, 0);
+  EXPECT_EQ(b00.events, 3);
+  EXPECT_DOUBLE_EQ(b00.calls_per_step, 1);
+  EXPECT_DOUBLE_EQ(*b00.delay_us, 200);
+  EXPECT_DOUBLE_EQ(b00.duration_us, 2000);
+  EXPECT_DOUBLE_EQ(b00.per_step_us, 2000);
+  EXPECT_DOUBLE_EQ(b00.total_us, 6000);
+  EXPECT_DOUBLE_EQ(*b00.bytes, 4e6);
+  EXPECT_DOUBLE_EQ(*b00.wire_bytes, 4e6);
+  EXPECT_DOUBLE_EQ(*b00.bandwidth_Bps, 2e9);
+  EXPECT_EQ(r0.operations[1].name, "allreduce bucket 1");
+  EXPECT_DOUBLE_EQ(*r0.operations[1].delay_us, 500);
+  EXPECT_DOUBLE_EQ(r0.operations[1].duration_us, 2500);
+  EXPECT_DOUBLE_EQ(*r0.operations[1].bandwidth_Bps, 4e8);
+  EXPECT_TRUE(r0.outside.operations.empty());
 
   EXPECT_DOUBLE_EQ(r1.step_us, 13000);
   EXPECT_DOUBLE_EQ(r1.compute_us, 10000);
@@ -76,10 +86,10 @@ TEST(TraceSummary, TwoRanksGiveTheHandValues) {
   EXPECT_DOUBLE_EQ(r1.in_flight_us, 4000);
   EXPECT_DOUBLE_EQ(r1.exposed_us, 300);
   EXPECT_DOUBLE_EQ(*r1.overlap, 0.925);
-  EXPECT_DOUBLE_EQ(r1.buckets[0].delay_us, 100);
-  EXPECT_NEAR(r1.buckets[0].bandwidth_Bps, 4e6 / 3e-3, 1);
-  EXPECT_DOUBLE_EQ(r1.buckets[1].delay_us, 300);
-  EXPECT_DOUBLE_EQ(r1.buckets[1].bandwidth_Bps, 1e9);
+  EXPECT_DOUBLE_EQ(*r1.operations[0].delay_us, 100);
+  EXPECT_NEAR(*r1.operations[0].bandwidth_Bps, 4e6 / 3e-3, 1);
+  EXPECT_DOUBLE_EQ(*r1.operations[1].delay_us, 300);
+  EXPECT_DOUBLE_EQ(*r1.operations[1].bandwidth_Bps, 1e9);
 
   EXPECT_DOUBLE_EQ(s.mean.step_us, 11500);
   EXPECT_DOUBLE_EQ(s.mean.compute_us, 9500);
@@ -88,15 +98,162 @@ TEST(TraceSummary, TwoRanksGiveTheHandValues) {
   EXPECT_DOUBLE_EQ(s.mean.in_flight_us, 4000);
   EXPECT_DOUBLE_EQ(s.mean.exposed_us, 400);
   EXPECT_DOUBLE_EQ(*s.mean.overlap, 0.9);
-  ASSERT_EQ(s.mean.buckets.size(), 2u);
-  EXPECT_DOUBLE_EQ(s.mean.buckets[0].delay_us, 150);
-  EXPECT_DOUBLE_EQ(s.mean.buckets[0].duration_us, 2500);
-  EXPECT_DOUBLE_EQ(s.mean.buckets[0].bandwidth_Bps, 1.6e9);
-  EXPECT_DOUBLE_EQ(s.mean.buckets[1].delay_us, 400);
-  EXPECT_DOUBLE_EQ(s.mean.buckets[1].duration_us, 1750);
-  EXPECT_NEAR(s.mean.buckets[1].bandwidth_Bps, 1e6 / 1.75e-3, 1e-3);
+  ASSERT_EQ(s.mean.operations.size(), 2u);
+  EXPECT_EQ(s.mean.operations[0].events, 6);  // 3 per rank
+  EXPECT_DOUBLE_EQ(*s.mean.operations[0].delay_us, 150);
+  EXPECT_DOUBLE_EQ(s.mean.operations[0].duration_us, 2500);
+  EXPECT_DOUBLE_EQ(*s.mean.operations[0].bandwidth_Bps, 1.6e9);
+  EXPECT_DOUBLE_EQ(*s.mean.operations[1].delay_us, 400);
+  EXPECT_DOUBLE_EQ(s.mean.operations[1].duration_us, 1750);
+  EXPECT_NEAR(*s.mean.operations[1].bandwidth_Bps, 1e6 / 1.75e-3, 1e-3);
+  EXPECT_EQ(s.time_base, "wall");
   EXPECT_EQ(s.slowest_rank, 1);
   EXPECT_DOUBLE_EQ(s.skew, 3000.0 / 11500.0);
+}
+
+// Every communication event is in the per-operation table, by name, with its payload and wire
+// bytes and a bandwidth from the wire bytes (trace_fixture.h operations_trace has the hand
+// values); the events after the last step (no args.step) are outside the steps.
+TEST(TraceSummary, EveryOperationHasItsHandValues) {
+  const TraceSummary s = summary_of(test::operations_trace());
+  ASSERT_EQ(s.ranks.size(), 4u);
+  for (const auto& r : s.ranks) {
+    SCOPED_TRACE(r.rank);
+    const double D = 500.0 * (r.rank + 1);
+    EXPECT_DOUBLE_EQ(r.f.in_flight_us, 2700 + D / 2);
+    EXPECT_DOUBLE_EQ(r.f.exposed_us, D / 2);
+    EXPECT_DOUBLE_EQ(r.f.compute_us, 8000);  // the eval after the steps is not a step's
+    ASSERT_EQ(r.f.operations.size(), 4u);    // by name
+    const auto& bc = r.f.operations[0];
+    EXPECT_EQ(bc.name, "broadcast");
+    EXPECT_EQ(bc.events, 1);
+    EXPECT_DOUBLE_EQ(bc.calls_per_step, 0.5);
+    EXPECT_DOUBLE_EQ(bc.duration_us, 400);
+    EXPECT_DOUBLE_EQ(bc.per_step_us, 200);
+    EXPECT_DOUBLE_EQ(*bc.bytes, 8e5);
+    EXPECT_DOUBLE_EQ(*bc.wire_bytes, 6e5);
+    EXPECT_DOUBLE_EQ(*bc.bandwidth_Bps, 1.5e9);  // wire bytes, not the payload's 2e9
+    EXPECT_FALSE(bc.delay_us.has_value());
+    const auto& daso = r.f.operations[1];
+    EXPECT_EQ(daso.name, "daso global sync");
+    EXPECT_DOUBLE_EQ(daso.duration_us, 1000);
+    EXPECT_DOUBLE_EQ(*daso.bytes, 2e6);
+    EXPECT_FALSE(daso.wire_bytes.has_value());  // not in the trace: not invented
+    EXPECT_FALSE(daso.bandwidth_Bps.has_value());
+    const auto& gossip = r.f.operations[2];
+    EXPECT_EQ(gossip.name, "gossip exchange");
+    EXPECT_EQ(gossip.events, 2);
+    EXPECT_DOUBLE_EQ(gossip.calls_per_step, 1);
+    EXPECT_DOUBLE_EQ(gossip.per_step_us, 2000);
+    EXPECT_DOUBLE_EQ(*gossip.bandwidth_Bps, 0.5e9);
+    const auto& outer = r.f.operations[3];
+    EXPECT_EQ(outer.name, "outer gradient");
+    EXPECT_DOUBLE_EQ(outer.duration_us, D);
+    EXPECT_DOUBLE_EQ(outer.per_step_us, D / 2);
+    EXPECT_DOUBLE_EQ(*outer.bytes, 4e6);
+    EXPECT_DOUBLE_EQ(*outer.wire_bytes, 6e6);
+    EXPECT_DOUBLE_EQ(*outer.bandwidth_Bps, 6e6 / (D * 1e-6));
+    ASSERT_EQ(r.f.outside.operations.size(), 1u);
+    const auto& fin = r.f.outside.operations[0];
+    EXPECT_EQ(fin.name, "final average");
+    EXPECT_EQ(fin.events, 1);
+    EXPECT_DOUBLE_EQ(fin.duration_us, 1000);
+    EXPECT_DOUBLE_EQ(fin.total_us, 1000);
+    EXPECT_DOUBLE_EQ(fin.calls_per_step, 0);
+    EXPECT_DOUBLE_EQ(*fin.wire_bytes, 6e6);
+    EXPECT_DOUBLE_EQ(*fin.bandwidth_Bps, 6e9);
+    EXPECT_DOUBLE_EQ(r.f.outside.exposed_us, 1000);
+  }
+  EXPECT_DOUBLE_EQ(s.ranks[0].f.operations[3].bandwidth_Bps.value(), 12e9);
+  EXPECT_DOUBLE_EQ(s.ranks[3].f.operations[3].bandwidth_Bps.value(), 3e9);
+  const auto& m = s.mean.operations[3];
+  EXPECT_EQ(m.name, "outer gradient");
+  EXPECT_EQ(m.events, 4);
+  EXPECT_DOUBLE_EQ(m.duration_us, 1250);
+  EXPECT_DOUBLE_EQ(m.per_step_us, 625);
+  EXPECT_DOUBLE_EQ(*m.bandwidth_Bps, 4.8e9);  // mean wire / mean duration
+  EXPECT_EQ(s.mean.operations[2].events, 8);
+  EXPECT_DOUBLE_EQ(s.mean.in_flight_us, 3325);
+  EXPECT_DOUBLE_EQ(s.mean.exposed_us, 625);
+  EXPECT_DOUBLE_EQ(*s.mean.overlap, 1 - 625.0 / 3325.0);
+  EXPECT_DOUBLE_EQ(s.mean.outside.exposed_us, 1000);
+  EXPECT_EQ(s.mean.outside.operations.at(0).events, 4);
+
+  // The same rows in the table (per call in ms, MB, GB/s) and in the JSON (s, bytes, bytes/s).
+  const std::string text = trace::format_summary(s);
+  EXPECT_NE(text.find("communication by operation"), std::string::npos) << text;
+  EXPECT_NE(text.find("wire bandwidth"), std::string::npos);
+  EXPECT_NE(text.find("wall time"), std::string::npos);
+  const nlohmann::json j = trace::summary_json(s);
+  EXPECT_EQ(j["time_base"], "wall");
+  const json& daso = j["ranks"][0]["operations"][1];
+  EXPECT_EQ(daso["name"], "daso global sync");
+  EXPECT_TRUE(daso["bucket"].is_null());
+  EXPECT_TRUE(daso["wire_bytes"].is_null());
+  EXPECT_TRUE(daso["wire_bandwidth_bytes_per_s"].is_null());
+  EXPECT_TRUE(daso["ready_to_launch_s"].is_null());
+  EXPECT_DOUBLE_EQ(daso["bytes"].get<double>(), 2e6);
+  const json& outer = j["mean_over_ranks"]["operations"][3];
+  EXPECT_DOUBLE_EQ(outer["duration_s"].get<double>(), 1.25e-3);
+  EXPECT_DOUBLE_EQ(outer["in_flight_per_step_s"].get<double>(), 6.25e-4);
+  EXPECT_DOUBLE_EQ(outer["calls_per_step"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(outer["wire_bytes"].get<double>(), 6e6);
+  EXPECT_DOUBLE_EQ(outer["wire_bandwidth_bytes_per_s"].get<double>(), 4.8e9);
+  const json& fin = j["ranks"][1]["outside_steps"];
+  EXPECT_DOUBLE_EQ(fin["exposed_wait_s"].get<double>(), 1e-3);
+  EXPECT_EQ(fin["operations"][0]["name"], "final average");
+  EXPECT_DOUBLE_EQ(fin["operations"][0]["in_flight_total_s"].get<double>(), 1e-3);
+  EXPECT_FALSE(fin["operations"][0].contains("calls_per_step"));
+}
+
+// A trace written before wire bytes were recorded: payload and times as before, wire bytes and
+// the bandwidth (which needs them) "n/a" / null.
+TEST(TraceSummary, WithoutWireBytesTheBandwidthIsNotAvailable) {
+  json doc = test::two_rank_trace();
+  for (auto& e : doc["traceEvents"])
+    if (e.contains("args")) e["args"].erase("wire_bytes");
+  const TraceSummary s = summary_of(doc);
+  const auto& b = s.ranks[0].f.operations[0];
+  EXPECT_DOUBLE_EQ(*b.bytes, 4e6);
+  EXPECT_DOUBLE_EQ(b.duration_us, 2000);
+  EXPECT_FALSE(b.wire_bytes.has_value());
+  EXPECT_FALSE(b.bandwidth_Bps.has_value());
+  EXPECT_FALSE(s.mean.operations[0].bandwidth_Bps.has_value());
+  const std::string text = trace::format_summary(s);
+  EXPECT_NE(text.find("n/a"), std::string::npos) << text;
+  EXPECT_TRUE(trace::summary_json(s)["mean_over_ranks"]["operations"][0]["wire_bytes"].is_null());
+}
+
+// A trace on a virtual cluster's clock (otherData.time_base, or for an older trace the words of
+// otherData.clock) is summarised as virtual time everywhere: no "wall time" label.
+TEST(TraceSummary, AVirtualTimeTraceIsVirtualEverywhere) {
+  json older = test::operations_trace();
+  older["otherData"]["clock"] =
+      "microseconds of virtual time (option cluster) after rank 0's time origin";
+  for (const json& doc : {test::operations_trace("virtual:testlab"), older}) {
+    const TraceSummary s = summary_of(doc);
+    EXPECT_TRUE(s.virtual_time());
+    const std::string text = trace::format_summary(s);
+    EXPECT_EQ(text.find("wall"), std::string::npos) << text;
+    EXPECT_NE(text.find("per step, mean over the window's steps, virtual time in ms"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("communication by operation, means over the window's steps, virtual "
+                        "time"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("communication outside the steps"), std::string::npos);
+    const json j = trace::summary_json(s);
+    EXPECT_EQ(j["units"].get<std::string>().find("wall"), std::string::npos);
+    EXPECT_NE(j["units"].get<std::string>().find("virtual time"), std::string::npos);
+    // The figures are the same numbers: only the label differs.
+    EXPECT_DOUBLE_EQ(s.mean.in_flight_us, 3325);
+  }
+  EXPECT_EQ(summary_of(test::operations_trace("virtual:testlab")).time_base, "virtual:testlab");
+  EXPECT_EQ(summary_of(older).time_base, "virtual");
+  EXPECT_NE(trace::format_summary(summary_of(test::operations_trace("virtual:testlab")))
+                .find("time base: virtual:testlab"),
+            std::string::npos);
 }
 
 TEST(TraceSummary, UnionCountsOverlappingCommunicationOnce) {
@@ -131,7 +288,7 @@ TEST(TraceSummary, NothingInFlightMeansNoOverlap) {
   EXPECT_FALSE(s.mean.overlap.has_value());
   EXPECT_TRUE(trace::summary_json(s)["ranks"][0]["overlap"].is_null());
   EXPECT_NE(trace::format_summary(s).find("n/a"), std::string::npos);
-  EXPECT_TRUE(s.ranks[0].f.buckets.empty());
+  EXPECT_TRUE(s.ranks[0].f.operations.empty());
   EXPECT_DOUBLE_EQ(s.skew, 0);  // one rank
 }
 
@@ -143,6 +300,18 @@ TEST(TraceSummary, OverlapIsFormedFromTheWindowsSums) {
   EXPECT_DOUBLE_EQ(s.ranks[0].f.exposed_us, 30);
   EXPECT_DOUBLE_EQ(*s.ranks[0].f.overlap, 0.8);
   EXPECT_DOUBLE_EQ(s.ranks[0].f.compute_us, 1000);
+  // Its one broadcast (args.bytes 10, no args.wire_bytes): 0.5 calls per step, 300 us.
+  ASSERT_EQ(s.ranks[0].f.operations.size(), 1u);
+  const auto& b = s.ranks[0].f.operations[0];
+  EXPECT_EQ(b.name, "broadcast");
+  EXPECT_EQ(b.bucket, -1);
+  EXPECT_DOUBLE_EQ(b.calls_per_step, 0.5);
+  EXPECT_DOUBLE_EQ(b.duration_us, 300);
+  EXPECT_DOUBLE_EQ(b.per_step_us, 150);
+  EXPECT_DOUBLE_EQ(*b.bytes, 10);
+  EXPECT_FALSE(b.wire_bytes.has_value());
+  EXPECT_FALSE(b.bandwidth_Bps.has_value());
+  EXPECT_FALSE(b.delay_us.has_value());
 }
 
 TEST(TraceSummary, SlowestRankAndSkewAcrossThreeRanks) {
@@ -166,7 +335,7 @@ TEST(TraceSummary, EventsOfAStepThatNeverEndedAreLeftOut) {
   const TraceSummary s = summary_of(doc);
   EXPECT_EQ(s.ranks[0].incomplete_events, 2);
   EXPECT_DOUBLE_EQ(s.ranks[0].f.compute_us, 9000);
-  EXPECT_DOUBLE_EQ(s.ranks[0].f.buckets[0].duration_us, 2000);
+  EXPECT_DOUBLE_EQ(s.ranks[0].f.operations[0].duration_us, 2000);
   EXPECT_NE(trace::format_summary(s).find("rank 0: 2 events of steps without a step event"),
             std::string::npos);
 }
@@ -203,10 +372,28 @@ TEST(TraceSummary, RandomTracesAgreeWithAnIndependentComputation) {
         const int comms = int(uni(0, 5));  // 0: a step with nothing in flight
         for (int k = 0; k < comms; ++k) {
           const double ts = t + uni(0, len);
-          ev.push_back(bucket_event(r, k, s, ts, uni(1, 400), ts - uni(0, 100), uni(1, 1e6)));
+          ev.push_back(
+              bucket_event(r, k, s, ts, uni(1, 400), ts - uni(0, 100), uni(1, 1e6), uni(1, 2e6)));
           ev.push_back(x_event("wait allreduce", "wait", r, 1, ts, uni(0, 20), {{"step", s}}));
         }
+        // Algorithms' operations by name, some without args.wire_bytes (an older writer).
+        const char* names[] = {"outer gradient", "gossip exchange", "broadcast"};
+        const int ops = int(uni(0, 4));
+        for (int k = 0; k < ops; ++k) {
+          const double ts = t + uni(0, len);
+          const double wire = trial % 4 == 3 && k == 0 ? -1 : uni(0, 3e6);
+          ev.push_back(
+              test::comm_event(names[int(uni(0, 3))], r, s, ts, uni(1, 900), uni(0, 1e6), wire));
+        }
         t += len;
+      }
+      // After the last step (the end of an epoch): no args.step.
+      const int after = int(uni(0, 3));
+      for (int k = 0; k < after; ++k) {
+        const double dur = uni(1, 500);
+        ev.push_back(test::comm_event(k % 2 ? "final average" : "buffer average", r, -1, t + 10 * k,
+                                      dur, uni(0, 1e6), uni(0, 2e6)));
+        ev.push_back(test::wait_event("final average", r, -1, t + 10 * k, dur));
       }
     }
     const json doc = trace_doc(ev, ranks, "3:8");
@@ -229,14 +416,38 @@ TEST(TraceSummary, RandomTracesAgreeWithAnIndependentComputation) {
       if (r.f.overlap) {
         EXPECT_NEAR(*r.f.overlap, 1 - x.exposed / x.in_flight, 1e-9);
       }
-      ASSERT_EQ(r.f.buckets.size(), x.buckets.size());
-      for (const auto& b : r.f.buckets) {
-        const test::RefBucket& y = x.buckets.at(b.bucket);
-        EXPECT_EQ(b.events, y.n);
-        EXPECT_NEAR(b.delay_us, y.delay / y.n, 1e-9 * y.delay + 1e-9);
-        EXPECT_NEAR(b.duration_us, y.dur / y.n, 1e-9 * y.dur);
-        EXPECT_NEAR(b.bandwidth_Bps, y.bytes / (y.dur * 1e-6), 1e-9 * y.bytes / (y.dur * 1e-6));
+      ASSERT_EQ(r.f.operations.size(), x.ops.size());
+      for (const auto& o : r.f.operations) {
+        ASSERT_TRUE(x.ops.count(o.name)) << o.name;
+        const test::RefOp& y = x.ops.at(o.name);
+        SCOPED_TRACE(o.name);
+        EXPECT_EQ(o.events, y.n);
+        EXPECT_NEAR(o.calls_per_step, y.n / n, 1e-12);
+        EXPECT_NEAR(o.duration_us, y.dur / y.n, 1e-9 * y.dur);
+        EXPECT_NEAR(o.per_step_us, y.dur / n, 1e-9 * y.dur);
+        EXPECT_NEAR(*o.bytes, y.bytes / y.n, 1e-9 * y.bytes + 1e-9);
+        ASSERT_EQ(o.wire_bytes.has_value(), y.wire_all);
+        ASSERT_EQ(o.bandwidth_Bps.has_value(), y.wire_all);
+        if (y.wire_all) {
+          EXPECT_NEAR(*o.wire_bytes, y.wire / y.n, 1e-9 * y.wire + 1e-9);
+          EXPECT_NEAR(*o.bandwidth_Bps, y.wire / (y.dur * 1e-6),
+                      1e-9 * y.wire / (y.dur * 1e-6) + 1e-9);
+        }
+        ASSERT_EQ(o.delay_us.has_value(), o.bucket >= 0);
+        if (o.bucket >= 0) {
+          const test::RefBucket& b = x.buckets.at(o.bucket);
+          EXPECT_EQ(o.name, fmt::format("allreduce bucket {}", o.bucket));
+          EXPECT_NEAR(*o.delay_us, b.delay / b.n, 1e-9 * b.delay + 1e-9);
+        }
       }
+      ASSERT_EQ(r.f.outside.operations.size(), x.outside.size());
+      for (const auto& o : r.f.outside.operations) {
+        const test::RefOp& y = x.outside.at(o.name);
+        EXPECT_EQ(o.events, y.n);
+        EXPECT_NEAR(o.total_us, y.dur, 1e-9 * y.dur);
+        EXPECT_NEAR(*o.wire_bytes, y.wire / y.n, 1e-9 * y.wire + 1e-9);
+      }
+      EXPECT_NEAR(r.f.outside.exposed_us, x.outside_exposed, 1e-9 * x.outside_exposed);
       const double step = x.step / n;
       mean_step += step / double(ref.size());
       fastest = std::min(fastest, step);

@@ -25,15 +25,88 @@ inline nlohmann::json trace_doc(nlohmann::json events, int world_size, const std
           {"traceEvents", std::move(events)}};
 }
 
+// A GradSync bucket's allreduce. args.wire_bytes defaults to the payload: what a ring allreduce
+// puts on a rank's links at P = 2 (2(P-1)/P n = n), the world size of the traces below.
 inline nlohmann::json bucket_event(int pid, int k, long step, double ts, double dur, double ready,
-                                   double bytes) {
+                                   double bytes, double wire_bytes = -1) {
   return x_event(fmt::format("allreduce bucket {}", k), "comm", pid, 2, ts, dur,
                  {{"step", step},
                   {"bucket", k},
                   {"bytes", bytes},
+                  {"wire_bytes", wire_bytes < 0 ? bytes : wire_bytes},
                   {"tensors", 2},
                   {"ready_us", ready},
                   {"launch_us", ts}});
+}
+
+// A communication event as CommMeter records it (comm/meter.h): named after the operation, on
+// tid 2, args.bytes (payload) and args.wire_bytes (this rank's link traffic); step < 0: outside
+// the steps (no args.step); wire_bytes < 0: none (a trace written before wire bytes were).
+inline nlohmann::json comm_event(const std::string& name, int pid, long step, double ts, double dur,
+                                 double bytes, double wire_bytes) {
+  nlohmann::json args = {{"bytes", bytes}};
+  if (wire_bytes >= 0) args["wire_bytes"] = wire_bytes;
+  if (step >= 0) args["step"] = step;
+  return x_event(name, "comm", pid, 2, ts, dur, std::move(args));
+}
+
+// Its wait (tid 1, category wait), as the meter records it beside the comm event.
+inline nlohmann::json wait_event(const std::string& name, int pid, long step, double ts,
+                                 double dur) {
+  nlohmann::json args = nlohmann::json::object();
+  if (step >= 0) args["step"] = step;
+  return x_event("wait " + name, "wait", pid, 1, ts, dur, std::move(args));
+}
+
+// Four ranks of a world of 4, window 0:2, steps 0 and 1 of 10000 us (base b = 10000 s), every
+// communication event named after its operation (no GradSync bucket). Per rank r and step s:
+//   forward [b, b+3000), backward [b+3000, b+7000), optimizer [b+9000, b+10000);
+//   "gossip exchange" [b+3000, b+5000): 1e6 bytes, wire 1e6 (point to point: n), both steps;
+//   step 0: "outer gradient" [b+7000, b+7000+D) with D = 500 (r+1) us, 4e6 bytes, wire
+//     2(P-1)/P n = 1.5 x 4e6 = 6e6 (ring allreduce at P = 4), and its wait over the same time;
+//   step 1: "broadcast" [b+7000, b+7400): 8e5 bytes, wire (P-1)/P n = 6e5; "daso global sync"
+//     [b+7500, b+8500): 2e6 bytes and no args.wire_bytes (an older writer: wire n/a);
+//   after step 1 (no args.step: the end of the epoch): "final average" [20500, 21500), 4e6
+//     bytes, wire 6e6, with its wait; an eval [21500, 25000).
+// Per rank, per step (2 steps): in flight (2000 + D + 3400) / 2 = 2700 + D/2; exposed D/2.
+//   broadcast: 1 call, 0.5 per step, 0.4 ms per call, 0.2 ms per step, 0.8 MB, wire 0.6 MB,
+//     6e5 / 400e-6 = 1.5 GB/s;
+//   daso global sync: 1 call, 0.5 per step, 1.0 ms, 0.5 ms per step, 2 MB, wire n/a, n/a;
+//   gossip exchange: 2 calls, 1 per step, 2.0 ms, 2.0 ms per step, 1 MB, wire 1 MB, 0.5 GB/s;
+//   outer gradient: 1 call, 0.5 per step, D, D/2 per step, 4 MB, wire 6 MB, 6e6 / D: rank 0
+//     12 GB/s, rank 1 6, rank 2 4, rank 3 3.
+//   Outside the steps: final average 1 call, 1.0 ms, total 1.0 ms, 4 MB, wire 6 MB, 6 GB/s;
+//     exposed wait 1.0 ms.
+// Mean over ranks: outer gradient D = 1.25 ms, 0.625 ms per step, 6e6 / 1.25e-3 = 4.8 GB/s,
+//   4 calls; in flight 2700 + 625 = 3325 us per step, exposed 625, overlap 1 - 625 / 3325.
+inline nlohmann::json operations_trace(const std::string& time_base = "") {
+  nlohmann::json ev = nlohmann::json::array();
+  for (int r = 0; r < 4; ++r) {
+    ev.push_back(process_name(r, fmt::format("rank {} (node 0, hostA)", r)));
+    const double D = 500.0 * (r + 1);
+    for (long s = 0; s < 2; ++s) {
+      const double b = 10000.0 * s;
+      const nlohmann::json st = {{"step", s}};
+      ev.push_back(x_event("step", "step", r, 0, b, 10000, {{"step", s}, {"epoch", 1}}));
+      ev.push_back(x_event("forward", "compute", r, 1, b, 3000, st));
+      ev.push_back(x_event("backward", "compute", r, 1, b + 3000, 4000, st));
+      ev.push_back(comm_event("gossip exchange", r, s, b + 3000, 2000, 1e6, 1e6));
+      if (s == 0) {
+        ev.push_back(comm_event("outer gradient", r, s, b + 7000, D, 4e6, 6e6));
+        ev.push_back(wait_event("outer gradient", r, s, b + 7000, D));
+      } else {
+        ev.push_back(comm_event("broadcast", r, s, b + 7000, 400, 8e5, 6e5));
+        ev.push_back(comm_event("daso global sync", r, s, b + 7500, 1000, 2e6, -1));
+      }
+      ev.push_back(x_event("optimizer", "compute", r, 1, b + 9000, 1000, st));
+    }
+    ev.push_back(comm_event("final average", r, -1, 20500, 1000, 4e6, 6e6));
+    ev.push_back(wait_event("final average", r, -1, 20500, 1000));
+    ev.push_back(x_event("eval", "compute", r, 1, 21500, 3500, {{"epoch", 1}}));
+  }
+  nlohmann::json doc = trace_doc(std::move(ev), 4, "0:2");
+  if (!time_base.empty()) doc["otherData"]["time_base"] = time_base;
+  return doc;
 }
 
 // Two ranks, window 10:13, steps 10, 11, 12 (times in us).

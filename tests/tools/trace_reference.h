@@ -19,12 +19,33 @@ struct RefBucket {
   double delay = 0, dur = 0, bytes = 0;  // sums over the bucket's events
 };
 
+// One operation (events of one name): sums over its events; `wire_all`: every event had
+// args.wire_bytes.
+struct RefOp {
+  int n = 0;
+  double dur = 0, bytes = 0, wire = 0;
+  bool wire_all = true;
+};
+
 // Per-rank sums over the rank's recorded steps (divide by `steps` for per-step means).
 struct RefRank {
   int steps = 0;
   double step = 0, compute = 0, data_wait = 0, in_flight = 0, exposed = 0;
   std::map<int, RefBucket> buckets;
+  std::map<std::string, RefOp> ops;      // comm events of the recorded steps, by name
+  std::map<std::string, RefOp> outside;  // comm events without args.step
+  double outside_exposed = 0;            // wait events without args.step
 };
+
+inline void ref_add(RefOp& o, const nlohmann::json& e) {
+  ++o.n;
+  o.dur += e["dur"].get<double>();
+  o.bytes += e["args"]["bytes"].get<double>();
+  if (e["args"].contains("wire_bytes"))
+    o.wire += e["args"]["wire_bytes"].get<double>();
+  else
+    o.wire_all = false;
+}
 
 // Length of the union of [start, end) intervals by sweeping their end points.
 inline double ref_union(const std::vector<std::pair<double, double>>& iv) {
@@ -53,7 +74,12 @@ inline std::map<int, RefRank> reference_sums(const nlohmann::json& doc) {
   std::map<int, RefRank> out;
   std::map<int, std::map<long, std::vector<std::pair<double, double>>>> comm;
   for (const auto& e : doc["traceEvents"]) {
-    if (e["ph"] != "X" || e["tid"].get<int>() > 3 || !e["args"].contains("step")) continue;
+    if (e["ph"] != "X" || e["tid"].get<int>() > 3) continue;
+    if (!e.contains("args") || !e["args"].contains("step")) {
+      if (e["cat"] == "comm") ref_add(out[e["pid"].get<int>()].outside[e["name"]], e);
+      if (e["cat"] == "wait") out[e["pid"].get<int>()].outside_exposed += e["dur"].get<double>();
+      continue;
+    }
     const int pid = e["pid"];
     const long step = e["args"]["step"];
     if (!steps[pid].count(step)) continue;
@@ -68,6 +94,7 @@ inline std::map<int, RefRank> reference_sums(const nlohmann::json& doc) {
     if (name == "data_wait") r.data_wait += dur;
     if (cat == "wait") r.exposed += dur;
     if (cat == "comm") comm[pid][step].push_back({ts, ts + dur});
+    if (cat == "comm") ref_add(r.ops[name], e);
     if (cat == "comm" && e["args"].contains("bucket")) {
       RefBucket& b = r.buckets[e["args"]["bucket"].get<int>()];
       ++b.n;

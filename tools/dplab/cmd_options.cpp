@@ -1,7 +1,8 @@
 // `dplab options [PREFIX] [--json]`: every option key of `dplab train` with its default and
 // help, grouped by area, then the names the options model, data, algo, optim and lr.schedule
 // take (the built-in registry's) with their help and keys; PREFIX selects keys, areas, names
-// or kinds by prefix (daso, lr., data, algo).
+// or kinds by prefix (daso, lr., data, algo). A built-in algorithm's exact name (post_local_sgd)
+// lists every key that algorithm reads, those of the areas it shares too.
 #include <iostream>
 
 #include "dplab/core/usage_error.h"
@@ -32,14 +33,37 @@ CommandSpec options_command() {
                 std::cout << option_reference_json(a->prefix);
                 return 0;
               }
+              // A built-in algorithm's exact name: every key it reads (its own area's and those
+              // it shares), then its entry. The hint of an unknown-key error points here.
+              const Registry builtins = Registry::with_builtins();
+              for (const StrategyEntry& e : builtins.strategies()) {
+                if (e.name != a->prefix) continue;
+                const std::string keys = algorithm_option_reference(e.name);
+                Registry one;
+                one.add(e);
+                std::cout << (keys.empty()
+                                  ? fmt::format("algorithm {} reads no option keys of its own "
+                                                "(the driver's: dplab options)\n",
+                                                e.name)
+                                  : fmt::format("algorithm {} reads these option keys (with the "
+                                                "driver's: dplab options):\n\n{}",
+                                                e.name, keys))
+                          << "\nNames:\n\n"
+                          << registry_reference(one);
+                return 0;
+              }
               // The keys, then the names of models, datasets, algorithms, optimizers and
               // schedules (with their help and keys) that the prefix selects.
               std::string text = option_reference(a->prefix);
-              const std::string names = registry_reference(Registry::with_builtins(), a->prefix);
+              const std::string names = registry_reference(builtins, a->prefix);
               if (!names.empty())
                 text += (text.empty() ? "" : "\n") + std::string("Names:\n\n") + names;
               if (text.empty())
-                throw UsageError(fmt::format("no option key or area starts with '{}'", a->prefix));
+                throw UsageError(fmt::format(
+                    "no option key, area or built-in name starts with '{}' (an experiment "
+                    "binary's own algorithm, model or data set: that binary's --help lists it "
+                    "with its keys)",
+                    a->prefix));
               std::cout << text;
               return 0;
             };

@@ -25,12 +25,12 @@ int run_trace(const TraceArgs& a) {
     const trace::TraceData data = trace::read_trace(a.where);
     const trace::TimelineLayout layout = trace::layout_timeline(data, spec);
     trace::write_figure(layout, a.out);
-    std::cout << fmt::format("wrote {}: steps {} to {} of {} ranks{}\n", a.out, layout.first_step,
-                             layout.end_step - 1, trace::summarize(data).ranks.size(),
-                             !data.unfinished.empty()
-                                 ? " (from the per-rank files of a run that did not finish)"
-                             : data.from_rank_files ? " (from the per-rank files: no trace.json)"
-                                                    : "");
+    std::cout << fmt::format(
+        "wrote {}: steps {} to {} of {} ranks{}{}\n", a.out, layout.first_step, layout.end_step - 1,
+        trace::summarize(data).ranks.size(), data.virtual_time() ? ", virtual time" : "",
+        !data.unfinished.empty() ? " (from the per-rank files of a run that did not finish)"
+        : data.from_rank_files   ? " (from the per-rank files: no trace.json)"
+                                 : "");
     return 0;
   }
   if (!a.steps.empty()) throw UsageError("--steps chooses the steps of the figure: give --out too");

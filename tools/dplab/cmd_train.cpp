@@ -12,6 +12,7 @@
 #include "dplab/tools/train/registry_help.h"
 #include "dplab/tools/train/run_config.h"
 #include "dplab/tools/train/setting_warnings.h"
+#include "dplab/tools/train/train_flags.h"
 #include "dplab/tools/train/trainer.h"
 #include "dplab/tools/train/usage_agreement.h"
 
@@ -56,14 +57,14 @@ CommandSpec train_command() {
         CLI::App* train =
             app.add_subcommand("train", "train a model; prints a summary line per epoch");
         FlagSet& tf = a->flags;
-        tf.add(*train, "--model", "model", "model: " + joined(model_names()));
-        tf.add(*train, "--data", "data",
+        tf.add(*train, train_flag_names("model"), "model", "model: " + joined(model_names()));
+        tf.add(*train, train_flag_names("data"), "data",
                "dataset: fashion-mnist, mnist-10k, mnist:DIR (the standard 60k/10k IDX files), "
                "shards:GLOB (tar shards, brace ranges) or folder:DIR (class folders)");
-        tf.add(*train, "--epochs", "epochs", "number of epochs");
-        tf.add(*train, "--batch,--batch-size", "batch", "batch size per rank");
-        tf.add(*train, "--lr", "lr", "base learning rate");
-        tf.add(*train, "--momentum", "momentum", "SGD momentum");
+        tf.add(*train, train_flag_names("epochs"), "epochs", "number of epochs");
+        tf.add(*train, train_flag_names("batch"), "batch", "batch size per rank");
+        tf.add(*train, train_flag_names("lr"), "lr", "base learning rate");
+        tf.add(*train, train_flag_names("momentum"), "momentum", "SGD momentum");
         a->nesterov_flag =
             train->add_flag("--nesterov,!--no-nesterov", a->nesterov,
                             "Nesterov momentum on/off (option nesterov) [default: off]");
@@ -71,39 +72,40 @@ CommandSpec train_command() {
             "--trace", a->trace,
             "write a per-rank timeline to DIR/trace/ and DIR/trace.json (option trace; window: "
             "trace.steps) [default: off]");
-        tf.add(*train, "--wd,--weight-decay", "wd", "weight decay");
-        tf.add(*train, "--seed", "seed", "seed of weights and data order");
-        tf.add(*train, "--threads", "threads", "OpenMP threads for the ops",
+        tf.add(*train, train_flag_names("wd"), "wd", "weight decay");
+        tf.add(*train, train_flag_names("seed"), "seed", "seed of weights and data order");
+        tf.add(*train, train_flag_names("threads"), "threads", "OpenMP threads for the ops",
                fmt::format("{} (the number of cores)", cores));
-        tf.add(*train, "--max-steps", "max_steps", "stop after N optimizer steps (0: no limit)");
-        tf.add(*train, "--device", "device",
+        tf.add(*train, train_flag_names("max_steps"), "max_steps",
+               "stop after N optimizer steps (0: no limit)");
+        tf.add(*train, train_flag_names("device"), "device",
                "where to train: cpu, cuda or cuda:N (fails at once, saying why, without a "
                "usable CUDA device)");
-        tf.add(*train, "--out", "out",
+        tf.add(*train, train_flag_names("out"), "out",
                "output directory: DIR/run.json (the run record: options, versions, hosts; a "
                "valid --config), DIR/metrics.jsonl (one JSON object per line; "
                "docs/metrics_schema.md), "
                "DIR/checkpoints/step_<N>/ (every rank's state + manifest.json, for --resume) "
                "and DIR/final.safetensors (the final model, PyTorch names)");
-        tf.add(*train, "--resume", "resume",
+        tf.add(*train, train_flag_names("resume"), "resume",
                "continue a run: its --out directory (newest valid checkpoint) or a checkpoint "
                "directory DIR/checkpoints/step_<N>");
-        tf.add(*train, "--resume-override", "resume.override",
+        tf.add(*train, train_flag_names("resume.override"), "resume.override",
                "KEY,...: trajectory options the resumed run may change (KEY.* for a prefix)");
-        tf.add(*train, "--init-from", "init_from",
+        tf.add(*train, train_flag_names("init_from"), "init_from",
                "start a new run from a checkpoint's model weights (run or checkpoint directory, "
                "or a model .safetensors file)");
-        tf.add(*train, "--algo", "algo",
+        tf.add(*train, train_flag_names("algo"), "algo",
                "distributed algorithm (" + joined(strategy_names()) + ")");
-        tf.add(*train, "--slowdown", "slowdown",
+        tf.add(*train, train_flag_names("slowdown"), "slowdown",
                "RANK=FACTOR[,...]: slow those ranks down (heterogeneous workers): by sleeping, or "
                "on a virtual cluster by scaling their virtual compute");
-        tf.add(*train, "--cluster", "cluster",
+        tf.add(*train, train_flag_names("cluster"), "cluster",
                "PRESET|FILE: run in virtual time on a modelled cluster (dplab cluster list, "
                "docs/virtual_cluster.md): every time figure is virtual, wall_s beside it");
-        tf.add(*train, "--ranks-per-node", "ranks_per_node",
+        tf.add(*train, train_flag_names("ranks_per_node"), "ranks_per_node",
                "virtual nodes of N ranks (0: nodes are hosts)", "0");
-        tf.add(*train, "--wait", "comm.wait",
+        tf.add(*train, train_flag_names("comm.wait"), "comm.wait",
                "waiting in MPI: spin, backoff or auto (backoff when ranks outnumber cores)",
                "auto");
         train

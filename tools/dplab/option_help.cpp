@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <vector>
 
 #include "dplab/tools/train/option_keys.h"
@@ -12,6 +14,12 @@ namespace {
 
 bool selected(const OptionSpec& s, const std::string& prefix) {
   return prefix.empty() || s.key.rfind(prefix, 0) == 0 || option_area(s.key).rfind(prefix, 0) == 0;
+}
+
+std::string key_line(const OptionSpec& s) {
+  return fmt::format("  {:<28} {} [default: {}]{}\n", s.key, s.help,
+                     s.default_value.empty() ? "\"\"" : s.default_value,
+                     s.trajectory ? "" : " [run]");
 }
 
 }  // namespace
@@ -27,15 +35,26 @@ std::string option_reference(const std::string& prefix, const std::string& algo)
     std::string lines;
     for (const OptionSpec& s : train_option_specs()) {
       if (option_area(s.key) != area || !selected(s, prefix)) continue;
-      lines += fmt::format("  {:<28} {} [default: {}]{}\n", s.key, s.help,
-                           s.default_value.empty() ? "\"\"" : s.default_value,
-                           s.trajectory ? "" : " [run]");
+      lines += key_line(s);
     }
     if (!lines.empty()) r += fmt::format("{}{}:\n{}", r.empty() ? "" : "\n", area, lines);
   }
   if (left_out)
     r += fmt::format(
         "\n(the other algorithms' keys: dplab options ALGO, or dplab train --algo ALGO --help)\n");
+  return r;
+}
+
+std::string algorithm_option_reference(const std::string& algo) {
+  const std::vector<std::string> keys = algorithm_option_keys(algo);
+  std::string r;
+  for (const std::string& area : option_areas()) {
+    std::string lines;
+    for (const OptionSpec& s : train_option_specs())
+      if (option_area(s.key) == area && std::find(keys.begin(), keys.end(), s.key) != keys.end())
+        lines += key_line(s);
+    if (!lines.empty()) r += fmt::format("{}{}:\n{}", r.empty() ? "" : "\n", area, lines);
+  }
   return r;
 }
 

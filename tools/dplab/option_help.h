@@ -11,6 +11,10 @@ namespace dplab::cli {
 // heading per area. With `algo` set, the keys of other algorithms are left out (a line says
 // where they are).
 std::string option_reference(const std::string& prefix, const std::string& algo = "");
+// `dplab options ALGO`: every key the built-in algorithm ALGO reads (algorithm_option_keys:
+// its own area's and those of the areas it shares, e.g. post_local_sgd's local_sgd.* and
+// allreduce.*), under a heading per area; "" when it reads none.
+std::string algorithm_option_reference(const std::string& algo);
 // [{"key", "default", "help", "area", "trajectory"}, ...] for the same selection.
 std::string option_reference_json(const std::string& prefix);
 // `dplab train --algo NAME --help`: the train command's footer shows NAME's keys only.

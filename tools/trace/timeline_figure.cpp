@@ -246,8 +246,9 @@ TimelineLayout layout_timeline(const TraceData& trace, const TimelineSpec& spec)
   }
   y += 20;
   L.texts.push_back({(L.plot_x0 + L.plot_x1) / 2, y,
-                     fmt::format("time (ms) from the start of step {}", L.first_step), kAxisSize,
-                     FigText::kCentre, false, kText});
+                     fmt::format("{} (ms) from the start of step {}",
+                                 trace.virtual_time() ? "virtual time" : "time", L.first_step),
+                     kAxisSize, FigText::kCentre, false, kText});
   y += 12;
 
   // Legend below the axis, wrapping, only for what the figure shows.

@@ -46,11 +46,19 @@ std::string text_field(const json& obj, const std::string& key, const std::strin
   return it->get<std::string>();
 }
 
-// Categories whose events the summary adds up per step: each must say which step it is part of.
+// Events the summary adds up per step: each must say which step it is part of. Communication
+// and waits may be outside the steps (no args.step: the end of an epoch, Tracer::between_steps),
+// and so may compute other than a step's forward, backward and optimizer (eval, an algorithm's
+// end-of-epoch work).
 bool needs_step(const Event& e) {
-  if (e.name == "eval") return false;  // evaluation passes belong to an epoch, not a step
-  return e.cat == "step" || e.cat == "data" || e.cat == "compute" || e.cat == "comm" ||
-         e.cat == "wait";
+  if (e.cat == "compute")
+    return e.name == "forward" || e.name == "backward" || e.name == "optimizer";
+  return e.cat == "step" || e.cat == "data";
+}
+
+// Categories whose events belong to a step when they say so.
+bool may_have_step(const Event& e) {
+  return e.cat == "compute" || e.cat == "comm" || e.cat == "wait";
 }
 
 Event read_complete_event(const json& ev, const std::string& source, size_t i) {
@@ -66,15 +74,34 @@ Event read_complete_event(const json& ev, const std::string& source, size_t i) {
   DPLAB_CHECK(e.dur >= 0, "{}: traceEvents[{}] ({}): dur {} is negative", source, i, e.name, e.dur);
   const auto args_it = ev.find("args");
   const json args = args_it != ev.end() && args_it->is_object() ? *args_it : json::object();
-  if (needs_step(e)) e.step = long(number(args, "step", "args.", source, i));
-  if (e.cat == "comm" && args.contains("bytes"))
+  if (needs_step(e) || (may_have_step(e) && args.contains("step")))
+    e.step = long(number(args, "step", "args.", source, i));
+  if (e.cat == "comm" && args.contains("bytes")) {
     e.bytes = number(args, "bytes", "args.", source, i);
+    e.has_bytes = true;
+  }
+  if (e.cat == "comm" && args.contains("wire_bytes")) {
+    e.wire_bytes = number(args, "wire_bytes", "args.", source, i);
+    e.has_wire_bytes = true;
+  }
   if (e.cat == "comm" && e.name.rfind("allreduce bucket ", 0) == 0) {
     e.bucket = int(number(args, "bucket", "args.", source, i));
     e.bytes = number(args, "bytes", "args.", source, i);
+    e.has_bytes = true;
     e.ready_us = number(args, "ready_us", "args.", source, i);
   }
   return e;
+}
+
+// otherData.time_base, or for a trace written before it was recorded, what otherData.clock
+// says: "microseconds of virtual time (option cluster) ..." under a virtual cluster.
+std::string time_base_of(const json& other) {
+  if (auto b = other.find("time_base"); b != other.end() && b->is_string() && !b->empty())
+    return *b;
+  if (auto c = other.find("clock"); c != other.end() && c->is_string() &&
+                                    c->get<std::string>().find("virtual time") != std::string::npos)
+    return "virtual";
+  return "wall";
 }
 
 }  // namespace
@@ -124,6 +151,7 @@ TraceData parse_trace(const std::string& text, const std::string& source) {
     t.version = od->value("dplab_trace_version", 0);
     t.world_size = od->value("world_size", 0);
     if (auto s = od->find("steps"); s != od->end() && s->is_string()) t.window = *s;
+    t.time_base = time_base_of(*od);
   }
   return t;
 }
@@ -172,6 +200,7 @@ TraceData read_trace(const std::filesystem::path& where) {
     all.version = std::max(all.version, one.version);
     all.world_size = std::max(all.world_size, one.world_size);
     if (all.window.empty()) all.window = one.window;
+    if (one.virtual_time()) all.time_base = one.time_base;
     all.process_names.insert(one.process_names.begin(), one.process_names.end());
     all.events.insert(all.events.end(), one.events.begin(), one.events.end());
   }

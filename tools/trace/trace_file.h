@@ -17,10 +17,18 @@ struct Event {
   int pid = 0;  // the rank
   int tid = 0;  // 0 steps, 1 compute, 2 comm, 3 loader, 4 gpu compute, 5 gpu comm
   double ts = 0, dur = 0;
-  long step = -1;  // args.step; -1 where the format allows none (eval)
+  // args.step; -1 where the format allows none: eval, and communication and waits outside the
+  // steps (the end of an epoch: the algorithm's end-of-epoch work, the drain, evaluation).
+  long step = -1;
   // Bucket allreduces (name "allreduce bucket K") only; -1 / 0 elsewhere.
   int bucket = -1;
-  double bytes = 0;     // args.bytes where given (comm events)
+  // Comm events: args.bytes (the payload handed to the communicator) and args.wire_bytes (what
+  // the rank put on its links, comm/wire_bytes.h) where given; traces written before wire bytes
+  // were recorded have none.
+  double bytes = 0;
+  bool has_bytes = false;
+  double wire_bytes = 0;
+  bool has_wire_bytes = false;
   double ready_us = 0;  // args.ready_us: when the bucket's last tensor became ready
   std::string file;     // the file it came from, for messages
   size_t index = 0;     // its position in that file's traceEvents
@@ -43,6 +51,10 @@ struct TraceData {
   // Per-rank files that end mid-stream, without their closing line: their run did not finish
   // (killed, crashed, aborted). What they hold was read: every step that ended before.
   std::vector<std::string> unfinished;
+  // otherData.time_base ("wall", "virtual:<platform>"); a trace without it says so in
+  // otherData.clock ("... virtual time ..."), else it is on the wall clock.
+  std::string time_base = "wall";
+  bool virtual_time() const { return time_base.starts_with("virtual"); }
   int version = 0;                           // otherData.dplab_trace_version
   int world_size = 0;                        // otherData.world_size
   std::string window;                        // otherData.steps ("A:B" or "all"), as written

@@ -16,20 +16,104 @@
 namespace dplab::trace {
 namespace {
 
-struct BucketTotals {
-  int events = 0;
-  double delay = 0, dur = 0, bytes = 0;
+// Sums over one operation's events (over ranks: sums of the ranks' per-call means).
+struct OpTotals {
+  int bucket = -1;
+  int events = 0;  // over ranks: ranks that have it
+  double dur = 0, bytes = 0, wire = 0, delay = 0;
+  double total = 0, per_step = 0, calls = 0, calls_per_step = 0;  // over ranks only
+  bool all_bytes = true, all_wire = true;  // every event (rank) gave args.bytes / wire_bytes
 };
 
-BucketFigures bucket_figures(int k, const BucketTotals& t) {
-  BucketFigures b;
-  b.bucket = k;
-  b.events = t.events;
-  b.delay_us = t.delay / t.events;
-  b.duration_us = t.dur / t.events;
-  b.bytes = t.bytes / t.events;
-  b.bandwidth_Bps = b.duration_us > 0 ? b.bytes / (b.duration_us * 1e-6) : NAN;
-  return b;
+// GradSync's buckets by index first, then the other operations by name.
+struct OpOrder {
+  bool operator()(const std::pair<int, std::string>& a,
+                  const std::pair<int, std::string>& b) const {
+    if ((a.first < 0) != (b.first < 0)) return a.first >= 0;
+    return a < b;
+  }
+};
+using OpMap = std::map<std::pair<int, std::string>, OpTotals, OpOrder>;
+
+void add_event(OpMap& ops, const Event& e) {
+  OpTotals& t = ops[{e.bucket, e.name}];
+  t.bucket = e.bucket;
+  ++t.events;
+  t.dur += e.dur;
+  t.bytes += e.bytes;
+  t.wire += e.wire_bytes;
+  t.all_bytes = t.all_bytes && e.has_bytes;
+  t.all_wire = t.all_wire && e.has_wire_bytes;
+  if (e.bucket >= 0) t.delay += e.ts - e.ready_us;
+}
+
+std::optional<double> bandwidth(const std::optional<double>& wire, double duration_us) {
+  if (!wire || duration_us <= 0) return std::nullopt;
+  return *wire / (duration_us * 1e-6);
+}
+
+// One rank's figures of an operation; `steps` 0 outside the steps.
+OperationFigures op_figures(const std::string& name, const OpTotals& t, int steps) {
+  OperationFigures o;
+  o.name = name;
+  o.bucket = t.bucket;
+  o.events = t.events;
+  o.calls = t.events;
+  const double n = t.events;
+  o.duration_us = t.dur / n;
+  o.total_us = t.dur;
+  if (steps > 0) {
+    o.calls_per_step = n / steps;
+    o.per_step_us = t.dur / steps;
+  }
+  if (t.all_bytes) o.bytes = t.bytes / n;
+  if (t.all_wire) o.wire_bytes = t.wire / n;
+  if (t.bucket >= 0) o.delay_us = t.delay / n;
+  o.bandwidth_Bps = bandwidth(o.wire_bytes, o.duration_us);
+  return o;
+}
+
+// Mean over the ranks that have each operation of their figures; events summed.
+std::vector<OperationFigures> mean_ops(
+    const std::vector<const std::vector<OperationFigures>*>& per_rank) {
+  OpMap ops;
+  std::map<std::pair<int, std::string>, int, OpOrder> events;
+  for (const auto* rank_ops : per_rank)
+    for (const OperationFigures& o : *rank_ops) {
+      OpTotals& t = ops[{o.bucket, o.name}];
+      t.bucket = o.bucket;
+      ++t.events;
+      t.dur += o.duration_us;
+      t.total += o.total_us;
+      t.per_step += o.per_step_us;
+      t.calls += o.calls;
+      t.calls_per_step += o.calls_per_step;
+      t.bytes += o.bytes.value_or(0);
+      t.wire += o.wire_bytes.value_or(0);
+      t.all_bytes = t.all_bytes && o.bytes.has_value();
+      t.all_wire = t.all_wire && o.wire_bytes.has_value();
+      t.delay += o.delay_us.value_or(0);
+      events[{o.bucket, o.name}] += o.events;
+    }
+  std::vector<OperationFigures> out;
+  for (const auto& [key, t] : ops) {
+    const double n = t.events;  // ranks that have it
+    OperationFigures o;
+    o.name = key.second;
+    o.bucket = t.bucket;
+    o.events = events[key];
+    o.duration_us = t.dur / n;
+    o.total_us = t.total / n;
+    o.per_step_us = t.per_step / n;
+    o.calls = t.calls / n;
+    o.calls_per_step = t.calls_per_step / n;
+    if (t.all_bytes) o.bytes = t.bytes / n;
+    if (t.all_wire) o.wire_bytes = t.wire / n;
+    if (t.bucket >= 0) o.delay_us = t.delay / n;
+    o.bandwidth_Bps = bandwidth(o.wire_bytes, o.duration_us);
+    out.push_back(std::move(o));
+  }
+  return out;
 }
 
 std::optional<double> overlap_of(double exposed, double in_flight) {
@@ -68,11 +152,16 @@ RankFigures rank_figures(int rank, const std::vector<const Event*>& evs) {
   r.first_step = *steps.begin();
   r.last_step = *steps.rbegin();
 
-  double fwd = 0, bwd = 0, opt = 0, data = 0, exposed = 0;
+  double fwd = 0, bwd = 0, opt = 0, data = 0, exposed = 0, outside_exposed = 0;
   std::map<long, std::vector<std::pair<double, double>>> comm_by_step;
-  std::map<int, BucketTotals> buckets;
+  OpMap ops, outside;
   for (const Event* e : evs) {
-    if (e->cat == "step" || !summed(*e) || e->step < 0) continue;
+    if (e->cat == "step" || !summed(*e)) continue;
+    if (e->step < 0) {  // communication outside the steps (the end of an epoch)
+      if (e->cat == "comm") add_event(outside, *e);
+      if (e->cat == "wait") outside_exposed += e->dur;
+      continue;
+    }
     if (!steps.count(e->step)) {
       ++r.incomplete_events;  // its step never finished (stopped run): not averaged
       continue;
@@ -83,13 +172,7 @@ RankFigures rank_figures(int rank, const std::vector<const Event*>& evs) {
     if (e->name == "data_wait") data += e->dur;
     if (e->cat == "wait") exposed += e->dur;
     if (e->cat == "comm") comm_by_step[e->step].emplace_back(e->ts, e->end());
-    if (e->cat == "comm" && e->bucket >= 0) {
-      BucketTotals& b = buckets[e->bucket];
-      ++b.events;
-      b.delay += e->ts - e->ready_us;
-      b.dur += e->dur;
-      b.bytes += e->bytes;
-    }
+    if (e->cat == "comm") add_event(ops, *e);
   }
   double in_flight = 0;
   for (auto& [step, iv] : comm_by_step) in_flight += union_length_us(std::move(iv));
@@ -106,16 +189,18 @@ RankFigures rank_figures(int rank, const std::vector<const Event*>& evs) {
   f.in_flight_us = in_flight / n;
   f.exposed_us = exposed / n;
   f.overlap = overlap_of(exposed, in_flight);
-  for (const auto& [k, t] : buckets) f.buckets.push_back(bucket_figures(k, t));
+  for (const auto& [key, t] : ops) f.operations.push_back(op_figures(key.second, t, step_events));
+  for (const auto& [key, t] : outside) f.outside.operations.push_back(op_figures(key.second, t, 0));
+  f.outside.exposed_us = outside_exposed;
   return r;
 }
 
-// Mean over ranks of each per-rank figure; bucket K over the ranks that have it.
+// Mean over ranks of each per-rank figure; an operation over the ranks that have it.
 StepFigures mean_over(const std::vector<RankFigures>& ranks) {
   StepFigures m;
   const double n = double(ranks.size());
   double steps = 0;
-  std::map<int, BucketTotals> buckets;  // sums of the ranks' means
+  std::vector<const std::vector<OperationFigures>*> ops, outside;
   for (const auto& r : ranks) {
     steps += r.f.steps;
     m.step_us += r.f.step_us / n;
@@ -126,23 +211,14 @@ StepFigures mean_over(const std::vector<RankFigures>& ranks) {
     m.data_wait_us += r.f.data_wait_us / n;
     m.in_flight_us += r.f.in_flight_us / n;
     m.exposed_us += r.f.exposed_us / n;
-    for (const auto& b : r.f.buckets) {
-      BucketTotals& t = buckets[b.bucket];
-      ++t.events;  // here: ranks that have bucket K
-      t.delay += b.delay_us;
-      t.dur += b.duration_us;
-      t.bytes += b.bytes;
-    }
+    m.outside.exposed_us += r.f.outside.exposed_us / n;
+    ops.push_back(&r.f.operations);
+    outside.push_back(&r.f.outside.operations);
   }
   m.steps = int(std::lround(steps / n));
   m.overlap = overlap_of(m.exposed_us, m.in_flight_us);
-  for (const auto& [k, t] : buckets) {
-    m.buckets.push_back(bucket_figures(k, t));
-    m.buckets.back().events = 0;
-    for (const auto& r : ranks)
-      for (const auto& b : r.f.buckets)
-        if (b.bucket == k) m.buckets.back().events += b.events;
-  }
+  m.operations = mean_ops(ops);
+  m.outside.operations = mean_ops(outside);
   return m;
 }
 
@@ -172,6 +248,7 @@ TraceSummary summarize(const TraceData& trace) {
   s.from_rank_files = trace.from_rank_files;
   s.unfinished = trace.unfinished;
   s.window = trace.window;
+  s.time_base = trace.time_base;
   s.world_size = trace.world_size;
 
   std::map<int, std::vector<const Event*>> by_rank;

@@ -12,14 +12,34 @@
 
 namespace dplab::trace {
 
-// One GradSync bucket (index K): means over the events of that bucket in the window's steps.
-struct BucketFigures {
-  int bucket = 0;
-  int events = 0;            // how many allreduces of this bucket were averaged
-  double delay_us = 0;       // ready-to-launch delay: ts - args.ready_us
-  double duration_us = 0;    // dur
-  double bytes = 0;          // args.bytes
-  double bandwidth_Bps = 0;  // bytes / duration (ratio of the means), bytes per second
+// One communication operation: the `comm` events of one name (a GradSync bucket's are named
+// "allreduce bucket K"; the built-in algorithms' and an experiment's are named after the
+// operation: "outer gradient", "broadcast", "daso global sync", ...). Per call: means over the
+// operation's events; per step: totals over the window's steps divided by their number.
+struct OperationFigures {
+  std::string name;
+  int bucket = -1;  // K for a GradSync bucket ("allreduce bucket K"), -1 otherwise
+  // The calls averaged: on a rank its events; over ranks the sum of the ranks' events.
+  int events = 0;
+  double calls = 0;           // a rank's events; over ranks: the mean over those that have it
+  double calls_per_step = 0;  // events / steps (outside the steps: 0)
+  double duration_us = 0;     // in flight per call: mean dur (post to completion)
+  double total_us = 0;        // in flight, all calls: sum of dur (over ranks: the mean)
+  double per_step_us = 0;     // total_us / steps (outside the steps: 0)
+  // Per call: args.bytes (the payload handed to the communicator) and args.wire_bytes (what the
+  // rank put on its links, comm/wire_bytes.h); empty ("n/a") when an event lacks it (a trace
+  // written before wire bytes were recorded: nothing is invented).
+  std::optional<double> bytes, wire_bytes;
+  std::optional<double> delay_us;       // buckets: ready-to-launch delay, ts - args.ready_us
+  std::optional<double> bandwidth_Bps;  // wire bytes / duration (ratio of the means), bytes/s
+};
+
+// Communication outside the steps (no args.step: what completed at the end of an epoch, after
+// its last step: the algorithm's end-of-epoch work, the drain, evaluation; metrics.jsonl counts
+// it in the final record's comm_outside_epochs_*): totals, not per-step means.
+struct OutsideFigures {
+  std::vector<OperationFigures> operations;  // per_step_us and calls_per_step 0
+  double exposed_us = 0;                     // sum of its `wait` events
 };
 
 // Per-step means over a set of steps (one rank's, or the mean over ranks of those).
@@ -32,7 +52,10 @@ struct StepFigures {
   double exposed_us = 0;    // sum of the step's wait events
   // 1 - exposed / in flight; empty ("n/a") when no communication was in flight.
   std::optional<double> overlap;
-  std::vector<BucketFigures> buckets;  // by bucket index
+  // Every communication operation of the steps: GradSync's buckets by index, then the others by
+  // name.
+  std::vector<OperationFigures> operations;
+  OutsideFigures outside;
 };
 
 struct RankFigures {
@@ -48,8 +71,10 @@ struct TraceSummary {
   bool from_rank_files = false;
   std::vector<std::string> unfinished;  // per-rank files of a run that did not finish
   std::string window;                   // otherData.steps
-  int world_size = 0;                   // otherData.world_size
-  int steps_found = 0;                  // distinct global steps with a step event on any rank
+  std::string time_base = "wall";       // TraceData::time_base: "wall" or "virtual..."
+  bool virtual_time() const { return time_base.starts_with("virtual"); }
+  int world_size = 0;   // otherData.world_size
+  int steps_found = 0;  // distinct global steps with a step event on any rank
   long first_step = 0, last_step = 0;
   std::vector<RankFigures> ranks;  // ranks with at least one step, by rank
   StepFigures mean;                // mean over those ranks

@@ -28,11 +28,63 @@ std::string time_row(const std::string& label, const StepFigures& f) {
                      percent(f.overlap));
 }
 
-std::string bucket_row(const std::string& label, const BucketFigures& b) {
-  const std::string bw =
-      std::isfinite(b.bandwidth_Bps) ? fmt::format("{:.3f}", b.bandwidth_Bps / 1e9) : "n/a";
-  return fmt::format("{:<16}{:>7}{:>18}{:>15}{:>12.3f}{:>17}\n", label, b.bucket, ms(b.delay_us),
-                     ms(b.duration_us), b.bytes / 1e6, bw);
+std::string mb(const std::optional<double>& bytes) {
+  return bytes ? fmt::format("{:.3f}", *bytes / 1e6) : "n/a";
+}
+
+std::string opt_ms(const std::optional<double>& us) {
+  return us ? ms(*us) : "-";
+}
+
+std::string gbps(const std::optional<double>& Bps) {
+  return Bps ? fmt::format("{:.3f}", *Bps / 1e9) : "n/a";
+}
+
+// The operation column is as wide as its longest name.
+size_t name_width(const TraceSummary& s, bool outside) {
+  size_t w = 9;  // "operation"
+  const auto widen = [&](const StepFigures& f) {
+    for (const auto& o : outside ? f.outside.operations : f.operations)
+      w = std::max(w, o.name.size());
+  };
+  for (const auto& r : s.ranks) widen(r.f);
+  widen(s.mean);
+  return w + 2;
+}
+
+std::string op_row(const std::string& label, size_t w, const OperationFigures& o) {
+  return fmt::format("{:<16}{:<{}}{:>10.2f}{:>14}{:>14}{:>14}{:>14}{:>16}{:>16}\n", label, o.name,
+                     w, o.calls_per_step, ms(o.duration_us), ms(o.per_step_us), mb(o.bytes),
+                     mb(o.wire_bytes), gbps(o.bandwidth_Bps), opt_ms(o.delay_us));
+}
+
+std::string outside_row(const std::string& label, size_t w, const OperationFigures& o) {
+  return fmt::format("{:<16}{:<{}}{:>10.2f}{:>14}{:>14}{:>14}{:>14}{:>16}\n", label, o.name, w,
+                     o.calls, ms(o.duration_us), ms(o.total_us), mb(o.bytes), mb(o.wire_bytes),
+                     gbps(o.bandwidth_Bps));
+}
+
+nlohmann::json maybe(const std::optional<double>& v, double scale = 1) {
+  return v ? nlohmann::json(*v * scale) : nlohmann::json(nullptr);
+}
+
+nlohmann::json op_json(const OperationFigures& o, bool in_steps) {
+  nlohmann::json j = {
+      {"name", o.name},
+      {"bucket", o.bucket >= 0 ? nlohmann::json(o.bucket) : nlohmann::json(nullptr)},
+      {"events", o.events},
+      {"calls", o.calls},
+      {"duration_s", o.duration_us * 1e-6},
+      {"in_flight_total_s", o.total_us * 1e-6},
+      {"bytes", maybe(o.bytes)},
+      {"wire_bytes", maybe(o.wire_bytes)},
+      {"wire_bandwidth_bytes_per_s", maybe(o.bandwidth_Bps)}};
+  if (in_steps) {
+    j["calls_per_step"] = o.calls_per_step;
+    j["in_flight_per_step_s"] = o.per_step_us * 1e-6;
+    j["ready_to_launch_s"] = maybe(o.delay_us, 1e-6);
+  }
+  return j;
 }
 
 nlohmann::json step_json(const StepFigures& f) {
@@ -47,16 +99,12 @@ nlohmann::json step_json(const StepFigures& f) {
   j["comm_in_flight_s"] = f.in_flight_us * 1e-6;
   j["exposed_wait_s"] = f.exposed_us * 1e-6;
   j["overlap"] = f.overlap ? nlohmann::json(*f.overlap) : nlohmann::json(nullptr);
-  j["buckets"] = nlohmann::json::array();
-  for (const auto& b : f.buckets)
-    j["buckets"].push_back(
-        {{"bucket", b.bucket},
-         {"events", b.events},
-         {"ready_to_launch_s", b.delay_us * 1e-6},
-         {"duration_s", b.duration_us * 1e-6},
-         {"bytes", b.bytes},
-         {"bandwidth_bytes_per_s", std::isfinite(b.bandwidth_Bps) ? nlohmann::json(b.bandwidth_Bps)
-                                                                  : nlohmann::json(nullptr)}});
+  j["operations"] = nlohmann::json::array();
+  for (const auto& o : f.operations) j["operations"].push_back(op_json(o, true));
+  nlohmann::json out = {{"operations", nlohmann::json::array()},
+                        {"exposed_wait_s", f.outside.exposed_us * 1e-6}};
+  for (const auto& o : f.outside.operations) out["operations"].push_back(op_json(o, false));
+  j["outside_steps"] = std::move(out);
   return j;
 }
 
@@ -92,8 +140,15 @@ std::string format_summary(const TraceSummary& s) {
           "or a stopped run's unfinished step) left out\n",
           r.rank, r.incomplete_events);
 
-  o += "\nper step, mean over the window's steps, wall time in ms (per rank, then the mean over "
-       "ranks):\n";
+  const std::string time = s.virtual_time() ? "virtual time" : "wall time";
+  if (s.virtual_time())
+    o += fmt::format(
+        "time base: {} (a virtual cluster: every time below is modelled, not measured)\n",
+        s.time_base);
+  o += fmt::format(
+      "\nper step, mean over the window's steps, {} in ms (per rank, then the mean over "
+      "ranks):\n",
+      time);
   o += fmt::format("{:<16}{:>10}{:>10}{:>10}{:>10}{:>10}{:>11}{:>13}{:>13}{:>10}\n", "", "step",
                    "compute", "forward", "backward", "optimizer", "data wait", "comm in", "exposed",
                    "overlap");
@@ -121,17 +176,44 @@ std::string format_summary(const TraceSummary& s) {
       "time ((slowest - fastest) / mean over ranks)\n",
       s.slowest_rank, ms(slow->f.step_us), s.skew * 100.0);
 
-  if (!s.mean.buckets.empty()) {
-    o += "\nGradSync buckets, mean over the window's steps (per rank, then the mean over ranks; "
-         "MB = 1e6 bytes, GB/s = 1e9 bytes/s):\n";
-    o += fmt::format("{:<16}{:>7}{:>18}{:>15}{:>12}{:>17}\n", "", "bucket", "ready-to-launch",
-                     "duration", "size", "bandwidth");
-    o += fmt::format("{:<16}{:>7}{:>18}{:>15}{:>12}{:>17}\n", "", "", "delay (ms)", "(ms)", "(MB)",
-                     "(GB/s)");
+  if (!s.mean.operations.empty()) {
+    const size_t w = name_width(s, false);
+    o += fmt::format(
+        "\ncommunication by operation, means over the window's steps, {} (per rank, then the "
+        "mean over ranks; MB = 1e6 bytes, GB/s = 1e9 bytes/s):\n",
+        time);
+    o += fmt::format("{:<16}{:<{}}{:>10}{:>14}{:>14}{:>14}{:>14}{:>16}{:>16}\n", "", "operation", w,
+                     "calls", "in flight", "in flight", "payload", "wire", "wire bandwidth",
+                     "ready-to-launch");
+    o += fmt::format("{:<16}{:<{}}{:>10}{:>14}{:>14}{:>14}{:>14}{:>16}{:>16}\n", "", "", w,
+                     "per step", "per call (ms)", "per step (ms)", "per call (MB)", "per call (MB)",
+                     "(GB/s)", "delay (ms)");
     for (const auto& r : s.ranks)
-      for (const auto& b : r.f.buckets) o += bucket_row(fmt::format("rank {}", r.rank), b);
-    for (const auto& b : s.mean.buckets) o += bucket_row("mean over ranks", b);
-    o += "bandwidth = bytes this rank sends / duration (launch to completion).\n";
+      for (const auto& op : r.f.operations) o += op_row(fmt::format("rank {}", r.rank), w, op);
+    for (const auto& op : s.mean.operations) o += op_row("mean over ranks", w, op);
+    o += "payload = args.bytes, what the rank handed to the communicator; wire = args.wire_bytes, "
+         "what it put on its links\n(comm/wire_bytes.h: ring allreduce 2(P-1)/P n, allgather "
+         "(P-1) b, point-to-point n); n/a: not in the trace;\nwire bandwidth = wire bytes / in "
+         "flight per call (launch to completion); ready-to-launch delay: GradSync buckets only.\n";
+  }
+  if (!s.mean.outside.operations.empty()) {
+    const size_t w = name_width(s, true);
+    o += fmt::format(
+        "\ncommunication outside the steps (completed at the end of an epoch, after its last "
+        "step: end-of-epoch work, drain,\nevaluation; metrics.jsonl's comm_outside_epochs_*), "
+        "totals over the trace, {} (per rank, then the mean over ranks):\n",
+        time);
+    o += fmt::format("{:<16}{:<{}}{:>10}{:>14}{:>14}{:>14}{:>14}{:>16}\n", "", "operation", w,
+                     "calls", "in flight", "in flight", "payload", "wire", "wire bandwidth");
+    o += fmt::format("{:<16}{:<{}}{:>10}{:>14}{:>14}{:>14}{:>14}{:>16}\n", "", "", w, "",
+                     "per call (ms)", "total (ms)", "per call (MB)", "per call (MB)", "(GB/s)");
+    for (const auto& r : s.ranks)
+      for (const auto& op : r.f.outside.operations)
+        o += outside_row(fmt::format("rank {}", r.rank), w, op);
+    for (const auto& op : s.mean.outside.operations) o += outside_row("mean over ranks", w, op);
+    for (const auto& r : s.ranks)
+      o += fmt::format("rank {}: exposed wait outside the steps {} ms\n", r.rank,
+                       ms(r.f.outside.exposed_us));
   }
   return o;
 }
@@ -142,13 +224,16 @@ nlohmann::json summary_json(const TraceSummary& s) {
   j["from_rank_files"] = s.from_rank_files;
   j["unfinished_files"] = s.unfinished;
   j["window"] = s.window;
+  j["time_base"] = s.time_base;
   j["world_size"] = s.world_size;
   j["steps_found"] = s.steps_found;
   j["first_step"] = s.first_step;
   j["last_step"] = s.last_step;
-  j["units"] =
-      "per-step means over the window's steps: *_s in seconds of wall time, bytes in bytes, "
-      "bandwidth in bytes per second, overlap and skew as fractions";
+  j["units"] = fmt::format(
+      "per-step means over the window's steps (operations: per call, per step and in total, "
+      "as named): *_s in seconds of {}, bytes in bytes, bandwidth in bytes per second, overlap "
+      "and skew as fractions",
+      s.virtual_time() ? "virtual time" : "wall time");
   j["ranks"] = nlohmann::json::array();
   for (const auto& r : s.ranks) {
     nlohmann::json rj = step_json(r.f);

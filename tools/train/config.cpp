@@ -14,10 +14,12 @@
 #include <fstream>
 #include <iterator>
 
+#include "dplab/comm/registry.h"
 #include "dplab/core/error.h"
 #include "dplab/core/suggest.h"
 #include "dplab/tools/train/option_keys.h"
 #include "dplab/tools/train/option_values.h"
+#include "dplab/tools/train/registry.h"
 #include "dplab/tools/train/toml_nesting.h"
 
 namespace dplab {
@@ -307,7 +309,33 @@ void apply_set_option(const std::string& key_value, Options& opt) {
   opt.set(key_value.substr(0, eq), key_value.substr(eq + 1));
 }
 
-void check_no_unknown_options(const Options& opt) {
+namespace {
+
+// Where the unknown-key message sends the user for algorithm `algo`'s keys.
+std::string algorithm_keys_hint(const std::string& algo, const Registry* registry) {
+  const std::vector<std::string> builtin = strategy_names();
+  if (std::find(builtin.begin(), builtin.end(), algo) != builtin.end())
+    return fmt::format("every key: dplab options, algorithm {}'s: dplab options {}", algo, algo);
+  if (registry != nullptr)
+    for (const StrategyEntry& e : registry->strategies()) {
+      if (e.name != algo) continue;
+      // Not built in: dplab options does not know it; its keys are the registry entry's.
+      std::string keys;
+      for (size_t i = 0; i < std::min(e.keys.size(), kMaxUnknownListed); ++i)
+        keys += (keys.empty() ? "" : ", ") + e.keys[i];
+      if (e.keys.size() > kMaxUnknownListed)
+        keys += fmt::format(" and {} more", count_text(e.keys.size() - kMaxUnknownListed));
+      return fmt::format(
+          "algorithm {} is this program's own and reads {} (its --help lists every name's "
+          "keys); the driver's keys: dplab options",
+          quoted_excerpt(algo), keys.empty() ? "no keys of its own" : keys);
+    }
+  return "every key: dplab options";
+}
+
+}  // namespace
+
+void check_no_unknown_options(const Options& opt, const Registry* registry) {
   const auto unused = opt.unused_keys();
   if (unused.empty()) return;
   // Candidates for "did you mean": the table's keys and every key this run read (an
@@ -336,8 +364,9 @@ void check_no_unknown_options(const Options& opt) {
     if (why.empty()) why = compression_refusal(k, algo);
   throw UsageError(fmt::format(
       "unknown option{} {} (not used by the model, data, optimizer, schedule or algorithm "
-      "{}; every key: dplab options, an algorithm's: dplab options ALGO){}",
-      unused.size() > 1 ? "s" : "", list, quoted_excerpt(algo), why.empty() ? "" : ". " + why));
+      "{}; {}){}",
+      unused.size() > 1 ? "s" : "", list, quoted_excerpt(algo), algorithm_keys_hint(algo, registry),
+      why.empty() ? "" : ". " + why));
 }
 
 }  // namespace dplab

@@ -53,8 +53,12 @@ void load_toml_string(std::string_view text, const std::string& path, Options& o
 void apply_set_option(const std::string& key_value, Options& opt);
 // Throws an error naming the keys that were set but never read, when there are any: the first
 // kMaxUnknownListed (long ones cut short, core/suggest.h excerpt) and how many more.
+// The message says where the keys are listed: every key `dplab options`, a built-in
+// algorithm's `dplab options ALGO`; an algorithm of `registry` that is not built in (an
+// experiment's own) has its keys listed in the message itself, which `dplab options` cannot.
 constexpr size_t kMaxUnknownListed = 10;
-void check_no_unknown_options(const Options& opt);
+class Registry;
+void check_no_unknown_options(const Options& opt, const Registry* registry = nullptr);
 
 // Every key `opt` has been read under that changes the trajectory, with the value read (set or
 // defaulted; Options::read_values): the table's keys marked trajectory, and every key read that

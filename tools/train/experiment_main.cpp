@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iostream>
 #include <thread>
+#include <vector>
 
 #include "dplab/comm/mpi_env.h"
 #include "dplab/core/usage_error.h"
@@ -11,6 +12,7 @@
 #include "dplab/tools/train/registry_help.h"
 #include "dplab/tools/train/run_stopped.h"
 #include "dplab/tools/train/setting_warnings.h"
+#include "dplab/tools/train/train_flags.h"
 #include "dplab/tools/train/trainer.h"
 #include "dplab/tools/train/usage_agreement.h"
 
@@ -23,9 +25,12 @@ int experiment_main(int argc, char** argv, const Registry& registry, const Exper
     const std::string a = argv[i];
     if (a != "--help" && a != "-h") continue;
     if (rank0)
-      std::cout << "usage: " << exp.name << " [KEY=VALUE ...]\n\n"
-                << exp.about << "\n\nArguments are option keys (dplab options [PREFIX] lists "
-                << "them). Names this binary knows, with their help and the keys they read:\n\n"
+      std::cout << "usage: " << exp.name << " [KEY=VALUE ...] [--FLAG VALUE ...]\n\n"
+                << exp.about
+                << "\n\nArguments are option keys as KEY=VALUE (dplab options [PREFIX] lists "
+                << "them), --set KEY=VALUE, or dplab train's flags (--threads 1, --out DIR, "
+                << "--trace, ...), applied in order. Names this binary knows, with their help "
+                << "and the keys they read:\n\n"
                 << registry_reference(registry);
     return 0;
   }
@@ -33,7 +38,7 @@ int experiment_main(int argc, char** argv, const Registry& registry, const Exper
   try {
     // A usage error is every rank's: the ranks agree on it, rank 0 prints it, all exit 2.
     cli::agree_on_usage([&] {
-      for (int i = 1; i < argc; ++i) apply_set_option(argv[i], opt);
+      apply_experiment_args(std::vector<std::string>(argv + 1, argv + argc), opt, exp.name);
       check_option_values(opt, registry);  // types, ranges, and this registry's names
     });
     if (rank0) {  // settings that do nothing here, as `dplab train` reports them

@@ -1,7 +1,7 @@
 // The main() of an experiment binary in one call: the command line (KEY=VALUE option keys, as
-// `dplab train --set`), --help listing the experiment's registry, value checks against that
-// registry, run_training, and the exit codes of `dplab train` (0 done, 1 runtime error, 2 usage
-// error, 3 non-finite stop, 4 pre-empted).
+// `dplab train --set`, and dplab train's flags: tools/train/train_flags.h), --help listing the
+// experiment's registry, value checks against that registry, run_training, and the exit codes of
+// `dplab train` (0 done, 1 runtime error, 2 usage error, 3 non-finite stop, 4 pre-empted).
 //
 //   int main(int argc, char** argv) {
 //     Registry r = Registry::with_builtins();

@@ -86,12 +86,10 @@ void finish_run_trace(trace::Tracer* tracer, const RankGroup& ranks, const std::
     files.push_back(
         (std::filesystem::path(out_dir) / "trace" / fmt::format("rank_{}.json", r)).string());
   const std::string other = fmt::format(
-      "{{\"dplab_trace_version\":1,\"world_size\":{},\"steps\":{},\"clock\":{}}}", ranks.size(),
-      trace::json_string(tracer->window().str()),
-      trace::json_string(
-          tracer->virtual_time()
-              ? "microseconds of virtual time (option cluster) after rank 0's time origin"
-              : "microseconds since rank 0's time origin (a barrier after MPI start)"));
+      "{{\"dplab_trace_version\":1,\"world_size\":{},\"steps\":{},\"clock\":{},"
+      "\"time_base\":{}}}",
+      ranks.size(), trace::json_string(tracer->window().str()),
+      trace::json_string(tracer->clock_text()), trace::json_string(tracer->time_base()));
   trace::merge_traces(files, (std::filesystem::path(out_dir) / "trace.json").string(), other);
 }
 
@@ -110,9 +108,11 @@ bool StepTrace::next(DeviceBatches& batches, Batch& b, int64_t step,
   const auto wall0 = std::chrono::steady_clock::now();
   const bool got = batches.next(b);
   if (!got) {
-    // The epoch is over: no step `step` was taken here. What follows (evaluation, checkpoints)
-    // belongs with the step before, recorded if that step was.
+    // The epoch is over: no step `step` was taken here. What follows (the end of the epoch:
+    // the algorithm's end-of-epoch work, the drain, evaluation, checkpoints) belongs to no
+    // step, recorded if the step before was (TrainLoop::end_epoch marks it).
     tracer_->begin_step(previous);
+    tracer_->between_steps();
     return false;
   }
   if (arrived) arrived(b);

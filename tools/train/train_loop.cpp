@@ -204,6 +204,11 @@ bool TrainLoop::after_tick() {
 }
 
 void TrainLoop::end_epoch(const EpochTally& tally) {
+  // The epoch's steps are over: communication that completes from here on (the algorithm's
+  // end_epoch, the drain, finish_training, evaluation) is outside the epoch in the records
+  // (the final record's comm_outside_epochs_*) and outside the steps in the trace (no
+  // args.step), one attribution for both (docs/trace_summary.md).
+  if (p_.tracer) p_.tracer->between_steps();
   act_on(w_.agreement.flush());  // every tick so far agreed on (stop, pre-emption)
   step_metrics_.flush(loop_.epoch_loss_sum, loop_.epoch_correct);
   const RunClock::Mark epoch_time = rep_.clock().now() - tally.start;

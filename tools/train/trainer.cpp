@@ -143,7 +143,7 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
   // Timeline (tools/train/run_trace.h): outlives the strategy, whose threads record into it.
   const std::unique_ptr<trace::Tracer> run_tracer = make_run_tracer(opt, set.loop.out_dir, device);
   trace::Tracer* const tracer = run_tracer.get();
-  if (tracer) tracer->set_time(clock.source());
+  if (tracer) tracer->set_time(clock.source(), clock.time_base());
   const std::unique_ptr<Strategy> strategy =
       set_up_strategy(opt, registry, built, tracer, clock.source(),
                       cluster_run ? cluster_run->shared_virtual_time() : nullptr);
@@ -187,7 +187,7 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
   run.config = trajectory_config(opt);
   // After the last option read: every key the run reads, run.json's included, is known here
   // (a run.json whose keys were read only after this check could not be a --config).
-  check_no_unknown_options(opt);
+  check_no_unknown_options(opt, &registry);
   const int64_t steps_per_epoch = pipeline.steps_per_epoch();
   start_run_trace(tracer, ranks, opt,
                   set.loop.max_steps > 0 ? std::min(set.loop.epochs * steps_per_epoch,
