@@ -12,7 +12,8 @@ void broadcast_model(CommMeter& meter, Communicator& comm, ParamArena& arena,
   meter.complete_blocking(p);
 }
 
-void average_buffers(CommMeter& meter, Communicator& comm, const std::vector<NamedTensor>& buffers) {
+void average_buffers(CommMeter& meter, Communicator& comm,
+                     const std::vector<NamedTensor>& buffers) {
   if (comm.size() == 1) return;
   Pending p;
   for (auto& b : buffers) {
@@ -33,7 +34,9 @@ void DistributedStrategy::setup(TrainContext& ctx) {
   if (broadcast_at_setup()) broadcast_model(meter_, world(), *ctx.arena, ctx.buffers, 0);
 }
 
-void DistributedStrategy::average_buffers() { dplab::average_buffers(meter_, world(), ctx_.buffers); }
+void DistributedStrategy::average_buffers() {
+  dplab::average_buffers(meter_, world(), ctx_.buffers);
+}
 
 void DistributedStrategy::save_state(StateDict& out) const {
   save_algorithm_name(out, name());

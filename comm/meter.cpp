@@ -145,9 +145,13 @@ double CommMeter::finish(Pending& p, Use use, bool blocking) {
   return waited;
 }
 
-double CommMeter::complete(Pending& p, Use use) { return finish(p, use, false); }
+double CommMeter::complete(Pending& p, Use use) {
+  return finish(p, use, false);
+}
 
-double CommMeter::complete_blocking(Pending& p, Use use) { return finish(p, use, true); }
+double CommMeter::complete_blocking(Pending& p, Use use) {
+  return finish(p, use, true);
+}
 
 bool CommMeter::test(Pending& p) {
   if (p.reqs_.empty()) return true;

@@ -65,7 +65,9 @@ std::vector<std::string> strategy_names() {
   return names;
 }
 
-bool single_process_strategy(const std::string& algo) { return algo == "local"; }
+bool single_process_strategy(const std::string& algo) {
+  return algo == "local";
+}
 
 std::unique_ptr<Strategy> make_strategy(std::shared_ptr<Topology> topo, const Options& opt) {
   const std::string algo = opt.get_string("algo", "local");

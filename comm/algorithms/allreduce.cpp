@@ -1,10 +1,10 @@
 #include "dplab/comm/algorithms/allreduce.h"
 
-
 namespace dplab {
 
 AllReduceStrategy::AllReduceStrategy(std::shared_ptr<Topology> topo, const Options& opt)
-    : DistributedStrategy(std::move(topo)), sync_opt_(GradSyncOptions::from_options(opt, "allreduce.")) {}
+    : DistributedStrategy(std::move(topo)),
+      sync_opt_(GradSyncOptions::from_options(opt, "allreduce.")) {}
 
 void AllReduceStrategy::setup(TrainContext& ctx) {
   DistributedStrategy::setup(ctx);  // every rank starts from rank 0's parameters

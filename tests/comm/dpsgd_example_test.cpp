@@ -17,7 +17,9 @@ constexpr int64_t kN = 10;
 constexpr double kLr = 0.1;
 
 // Rank r's gradient at step s, element i (multiples of 1/8).
-double grad_value(int r, int s, int64_t i) { return double((r * 5 + int(i) * 3 + s * 7) % 17 - 8) / 8.0; }
+double grad_value(int r, int s, int64_t i) {
+  return double((r * 5 + int(i) * 3 + s * 7) % 17 - 8) / 8.0;
+}
 
 std::unique_ptr<ParamArena> make_arena() {
   std::vector<NamedTensor> ps = {{"w", Tensor::full({kN}, 0.5)}};
@@ -67,7 +69,9 @@ std::vector<std::vector<double>> serial(int P, int steps) {
   return x;
 }
 
-std::shared_ptr<Topology> world_topology() { return std::make_shared<Topology>(mpi_world()); }
+std::shared_ptr<Topology> world_topology() {
+  return std::make_shared<Topology>(mpi_world());
+}
 
 TEST(DpsgdExample, MatchesSerialAlgorithmOneOnARing) {
   Ring run(world_topology());
@@ -77,7 +81,8 @@ TEST(DpsgdExample, MatchesSerialAlgorithmOneOnARing) {
   const auto ref = serial(P, 5);
   const auto got = run.params();
   // Five steps of at most three f32 multiply-adds on values below 4: 1e-5 is ~100 f32 ulps.
-  for (int64_t i = 0; i < kN; ++i) EXPECT_NEAR(got[i], ref[r][i], 1e-5) << "rank " << r << " i " << i;
+  for (int64_t i = 0; i < kN; ++i)
+    EXPECT_NEAR(got[i], ref[r][i], 1e-5) << "rank " << r << " i " << i;
   // Counts: five exchanges posted (after each step), each one message of kN f32 per distinct
   // neighbour; the messages' wire bytes are their payload.
   const CommStats st = run.strategy->take_stats();

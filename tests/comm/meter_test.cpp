@@ -23,11 +23,8 @@ struct Hand {
   double allreduce, scatter, allgather;
 };
 const std::map<int, Hand> kHand = {
-    {1, {0, 0, 0}},
-    {2, {1200, 600, 100}},
-    {3, {1600, 800, 200}},
-    {4, {1800, 900, 300}},
-    {8, {2100, 1050, 700}},
+    {1, {0, 0, 0}},        {2, {1200, 600, 100}},  {3, {1600, 800, 200}},
+    {4, {1800, 900, 300}}, {8, {2100, 1050, 700}},
 };
 
 Hand hand(int P) {
@@ -163,8 +160,8 @@ TEST(CommMeter, VirtualClusterHierarchicalAllreduceCountsPerLevel) {
   p.algorithm = cluster::Algorithm::hierarchical;
   p.validate("test");
   CommConfig cfg;
-  cfg.virtual_time = std::make_shared<cluster::VirtualTime>(
-      p, cluster::shape_of(p, W, 2), cluster::VirtualClock::Compute::manual);
+  cfg.virtual_time = std::make_shared<cluster::VirtualTime>(p, cluster::shape_of(p, W, 2),
+                                                            cluster::VirtualClock::Compute::manual);
   auto world = mpi_world(cfg);
   CommMeter meter;
   Tensor a = filled(300, 1.f);

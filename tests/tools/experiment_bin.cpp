@@ -11,11 +11,11 @@ int main(int argc, char** argv) {
   own.name = "own_local";
   own.help = "the local loop, under this program's own name";
   own.keys = {"own_local.k"};
-  own.make = [make = local.make](const Options& opt) {
+  own.make = [make = local.make](std::shared_ptr<Topology> topo, const Options& opt) {
     (void)opt.get_int("own_local.k", 1);
     Options as_local = opt;  // the built-in factory builds the algorithm that option algo names
     as_local.set("algo", "local");
-    return make(as_local);
+    return make(std::move(topo), as_local);
   };
   registry.add(own);
   Options defaults;

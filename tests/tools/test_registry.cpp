@@ -225,9 +225,10 @@ TEST(Registry, ExperimentAlgorithmOptimizerAndScheduleAreTheOnesUsed) {
   ScopedTempDir dir("registry-parts");
   Registry r = toy_registry();
   auto steps = std::make_shared<int64_t>(0);
-  r.add(StrategyEntry{"counting", "counts steps", {}, [steps](std::shared_ptr<Topology>, const Options&) {
-                        return std::unique_ptr<Strategy>(std::make_unique<CountingStrategy>(steps));
-                      }});
+  r.add(StrategyEntry{
+      "counting", "counts steps", {}, [steps](std::shared_ptr<Topology>, const Options&) {
+        return std::unique_ptr<Strategy>(std::make_unique<CountingStrategy>(steps));
+      }});
   r.add(OptimizerEntry{
       "plain_sgd", "SGD", {}, [](const Options&, ParamArena& a, const SGDOptions& so) {
         return std::unique_ptr<Optimizer>(std::make_unique<SGD>(a, so));

@@ -36,9 +36,11 @@ struct Half : LrSchedule {
 
 Registry with_experiment_entries() {
   Registry r = Registry::with_builtins();
-  r.add(StrategyEntry{"topk", "top-k with error feedback", {"topk.ratio"}, [](std::shared_ptr<Topology>, const Options&) {
-                        return std::make_unique<LocalStrategy>();
-                      }});
+  r.add(StrategyEntry{
+      "topk",
+      "top-k with error feedback",
+      {"topk.ratio"},
+      [](std::shared_ptr<Topology>, const Options&) { return std::make_unique<LocalStrategy>(); }});
   r.add(ScheduleEntry{"half", "0.5 x lr", {}, [](const Options&, int64_t) {
                         return std::unique_ptr<LrSchedule>(std::make_unique<Half>());
                       }});

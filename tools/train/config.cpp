@@ -313,7 +313,7 @@ namespace {
 
 // Where the unknown-key message sends the user for algorithm `algo`'s keys.
 std::string algorithm_keys_hint(const std::string& algo, const Registry* registry) {
-  const std::vector<std::string> builtin = strategy_names();
+  const std::vector<std::string> builtin = builtin_names_for("algo");
   if (std::find(builtin.begin(), builtin.end(), algo) != builtin.end())
     return fmt::format("every key: dplab options, algorithm {}'s: dplab options {}", algo, algo);
   if (registry != nullptr)

@@ -5,10 +5,9 @@
 //
 //   int main(int argc, char** argv) {
 //     Registry r = Registry::with_builtins();
-//     r.add(StrategyEntry{"topk", "top-k with error feedback", {"topk.ratio"}, make_topk});  // make_topk(topo, options)
-//     Options defaults;
-//     defaults.set("algo", "topk");
-//     return experiment_main(argc, argv, r, {"topk_algo", "what it shows", defaults});
+//     r.add(StrategyEntry{"topk", "top-k with error feedback", {"topk.ratio"}, make_topk});  //
+//     make_topk(topo, options) Options defaults; defaults.set("algo", "topk"); return
+//     experiment_main(argc, argv, r, {"topk_algo", "what it shows", defaults});
 //   }
 #pragma once
 #include <string>

@@ -124,8 +124,8 @@ class DpsgdStrategy : public DistributedStrategy {
   CommMeter& meter_unconst() const { return const_cast<DpsgdStrategy*>(this)->meter(); }
 
   double weight_self_;
-  std::vector<int> peers_;       // distinct ring neighbours
-  Tensor sent_;                  // x_k as sent (the arena changes under the exchange)
+  std::vector<int> peers_;        // distinct ring neighbours
+  Tensor sent_;                   // x_k as sent (the arena changes under the exchange)
   std::vector<Tensor> received_;  // the neighbours' x_k, one per peer
   mutable Pending exchange_;
   bool posted_ = false;  // an exchange of x_k is posted or received but not yet mixed in

@@ -75,7 +75,9 @@ class TopKStrategy : public DistributedStrategy {
   const Tensor& residual() const { return residual_; }
 
  protected:
-  void save_algorithm_state(StateDict& out) const override { out.put_tensor("residual", residual_); }
+  void save_algorithm_state(StateDict& out) const override {
+    out.put_tensor("residual", residual_);
+  }
   void load_algorithm_state(const StateDict& in) override {
     restore_tensor(in, name(), "residual", residual_);
   }
