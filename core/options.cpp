@@ -4,6 +4,7 @@
 #include <system_error>
 
 #include "dplab/core/error.h"
+#include "dplab/core/suggest.h"
 #include "dplab/core/usage_error.h"
 
 namespace dplab {
@@ -33,7 +34,8 @@ int64_t Options::get_int(const std::string& key, int64_t def) const {
   int64_t v = 0;
   auto r = std::from_chars(s.data(), s.data() + s.size(), v);
   if (r.ec != std::errc() || r.ptr != s.data() + s.size())
-    throw UsageError(fmt::format("option {}: expected an integer, got '{}'", key, s));
+    throw UsageError(
+        fmt::format("option {}: expected an integer, got {}", excerpt(key), quoted_excerpt(s)));
   return v;
 }
 
@@ -51,7 +53,8 @@ double Options::get_double(const std::string& key, double def) const {
     pos = std::string::npos;
   }
   if (pos != s.size())
-    throw UsageError(fmt::format("option {}: expected a number, got '{}'", key, s));
+    throw UsageError(
+        fmt::format("option {}: expected a number, got {}", excerpt(key), quoted_excerpt(s)));
   return v;
 }
 
@@ -63,13 +66,15 @@ bool Options::get_bool(const std::string& key, bool def) const {
   const std::string& s = it->second;
   if (s == "true" || s == "1" || s == "yes" || s == "on") return true;
   if (s == "false" || s == "0" || s == "no" || s == "off") return false;
-  throw UsageError(fmt::format("option {}: expected true or false, got '{}'", key, s));
+  throw UsageError(
+      fmt::format("option {}: expected true or false, got {}", excerpt(key), quoted_excerpt(s)));
 }
 
 std::string Options::require_string(const std::string& key) const {
   used_.insert(key);
   auto it = values_.find(key);
-  if (it == values_.end()) throw UsageError(fmt::format("missing required option '{}'", key));
+  if (it == values_.end())
+    throw UsageError(fmt::format("missing required option {}", quoted_excerpt(key)));
   return it->second;
 }
 

@@ -71,6 +71,36 @@ TEST(ConfigErrors, LongKeyMessageIsShortAndNamesTheLength) {
   EXPECT_EQ(count_text(1234567), "1,234,567");
 }
 
+// The typed reads (core/options.h) cut the key and the value too: a 4245-character key holding
+// "2", read as a boolean, was a 4285-byte message (found by fuzz_options).
+TEST(ConfigErrors, TypedReadsCutLongKeysAndValues) {
+  const std::string key = "data.w" + std::string(4240, 'a');
+  Options o;
+  o.set(key, "2");
+  o.set("n", std::string(5000, 'x'));
+  auto message = [](auto&& read) {
+    try {
+      read();
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string b = message([&] { o.get_bool(key, false); });
+  EXPECT_HAS(b, "(4246 characters): expected true or false, got '2'");
+  EXPECT_LT(b.size(), 200u) << b.size();
+  const std::string i = message([&] { o.get_int("n", 0); });
+  EXPECT_HAS(i, "option n: expected an integer, got '" + std::string(kExcerptChars, 'x') +
+                    "…' (5000 characters)");
+  EXPECT_LT(i.size(), 200u) << i.size();
+  const std::string d = message([&] { o.get_double("n", 0); });
+  EXPECT_HAS(d, "option n: expected a number, got '");
+  EXPECT_LT(d.size(), 200u) << d.size();
+  const std::string r = message([&] { o.require_string(std::string(3000, 'k')); });
+  EXPECT_HAS(r, "(3000 characters)");
+  EXPECT_LT(r.size(), 200u) << r.size();
+}
+
 TEST(ConfigErrors, SixtyThousandUnknownKeysAreTheFirstTenAndACount) {
   std::string text = "lr = 0.1\n";
   for (int i = 0; i < 60000; ++i) text += fmt::format("zz{:05} = {}\n", i, i);

@@ -315,14 +315,15 @@ namespace {
 std::string algorithm_keys_hint(const std::string& algo, const Registry* registry) {
   const std::vector<std::string> builtin = builtin_names_for("algo");
   if (std::find(builtin.begin(), builtin.end(), algo) != builtin.end())
-    return fmt::format("every key: dplab options, algorithm {}'s: dplab options {}", algo, algo);
+    return fmt::format("every key: dplab options, algorithm {}'s: dplab options {}", excerpt(algo),
+                       excerpt(algo));
   if (registry != nullptr)
     for (const StrategyEntry& e : registry->strategies()) {
       if (e.name != algo) continue;
       // Not built in: dplab options does not know it; its keys are the registry entry's.
       std::string keys;
       for (size_t i = 0; i < std::min(e.keys.size(), kMaxUnknownListed); ++i)
-        keys += (keys.empty() ? "" : ", ") + e.keys[i];
+        keys += (keys.empty() ? "" : ", ") + excerpt(e.keys[i]);
       if (e.keys.size() > kMaxUnknownListed)
         keys += fmt::format(" and {} more", count_text(e.keys.size() - kMaxUnknownListed));
       return fmt::format(
