@@ -78,18 +78,6 @@ bool same_bytes_everywhere(const Tensor& params) {
   return true;
 }
 
-// The mean over the replicas of their parameters.
-Tensor mean_params(std::vector<Replica>& reps) {
-  std::vector<double> sum(size_t(reps[0].arena->numel()), 0.0);
-  for (auto& r : reps) {
-    auto v = r.arena->params().to_vector();
-    for (size_t i = 0; i < v.size(); ++i) sum[i] += v[i];
-  }
-  std::vector<float> avg(sum.size());
-  for (size_t i = 0; i < sum.size(); ++i) avg[i] = float(sum[i] / double(reps.size()));
-  return Tensor::from_vector(avg, {int64_t(avg.size())});
-}
-
 struct Run {
   int64_t epochs, steps, H, switch_epoch;  // switch_epoch < 0: plain local SGD
   bool spans = false;                      // local_sgd.round_spans_epochs
@@ -147,7 +135,7 @@ int64_t check(const Run& run) {
     // The consensus evaluation: the average of the ranks' models while it runs, this rank's own
     // (bitwise) after; only when rounds span epochs (otherwise every epoch ended averaged).
     const Tensor own = dist.arena->params().clone();
-    const Tensor mean = mean_params(reps);
+    const Tensor mean = test::mean_params(reps);
     double consensus_diff = -1;
     const bool ran =
         s.consensus_eval([&] { consensus_diff = rel_diff(dist.arena->params(), mean); });

@@ -49,16 +49,10 @@ struct Replica : test::MnistReplica {
 };
 
 void average_replicas(std::vector<Replica>& reps) {
-  std::vector<double> sum(size_t(reps[0].arena->numel()), 0.0);
-  for (auto& r : reps) {
-    auto v = r.arena->params().to_vector();
-    for (size_t i = 0; i < v.size(); ++i) sum[i] += v[i];
-  }
-  std::vector<float> avg(sum.size());
-  for (size_t i = 0; i < sum.size(); ++i) avg[i] = float(sum[i] / double(reps.size()));
+  const Tensor avg = test::mean_params(reps);
   for (auto& r : reps) {
     Tensor p = r.arena->params();  // a handle on the arena's storage
-    p.copy_(Tensor::from_vector(avg, {int64_t(avg.size())}));
+    p.copy_(avg);
   }
 }
 

@@ -27,6 +27,20 @@ struct MnistReplica {
   }
 };
 
+// The mean over `reps` (MnistReplica or derived) of their parameters, summed in double, as one
+// flat f32 tensor: the serial reference of a parameter average.
+template <class R>
+Tensor mean_params(const std::vector<R>& reps) {
+  std::vector<double> sum(size_t(reps[0].arena->numel()), 0.0);
+  for (const auto& r : reps) {
+    const auto v = r.arena->params().to_vector();
+    for (size_t i = 0; i < v.size(); ++i) sum[i] += v[i];
+  }
+  std::vector<float> avg(sum.size());
+  for (size_t i = 0; i < sum.size(); ++i) avg[i] = float(sum[i] / double(reps.size()));
+  return Tensor::from_vector(avg, {int64_t(avg.size())});
+}
+
 // The global batch of step `step`: n images in [0, 1) and labels, the same on every rank (a
 // serial run with batch n sees exactly what K ranks see together).
 inline void global_batch(int step, int n, Tensor& x, Tensor& y) {

@@ -6,3 +6,10 @@ foreach(n 2 4)
   set_tests_properties(test_comm_outer_step_np${n} PROPERTIES
     ENVIRONMENT "OMP_NUM_THREADS=1;DPLAB_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
 endforeach()
+# Streaming DiLoCo (comm/algorithms/streaming_diloco.h) on the same harness.
+dplab_add_mpi_test(test_comm_streaming_diloco ${CMAKE_CURRENT_SOURCE_DIR}/streaming_diloco_test.cpp
+                   RANKS 2 4 TIMEOUT 120)
+foreach(n 2 4)
+  set_tests_properties(test_comm_streaming_diloco_np${n} PROPERTIES
+    ENVIRONMENT "OMP_NUM_THREADS=1;DPLAB_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+endforeach()

@@ -1,0 +1,421 @@
+// Streaming DiLoCo (comm/algorithms/streaming_diloco.h): its fragment schedule by hand, then the
+// strategy on 2 and 4 ranks against a serial simulation of the N workers (outer_step_harness.h)
+// with the fragments' outer steps computed in double, in f32, bf16, int8 and int4 on the wire.
+// Tolerance as in outer_step_test.cpp: 1e-5 relative (f32 rounding of the strategy's outer
+// step against the double reference).
+#include <gtest/gtest.h>
+
+#include "outer_step_harness.h"
+
+namespace dplab {
+namespace {
+
+using namespace outer_step;
+
+// ---- Streaming DiLoCo -------------------------------------------------------------------------
+
+// The staggered schedule by hand: H = 8, P = 2 (offsets 4 and 8), τ = 2; and H = 10, P = 3
+// (offsets 3, 6, 10).
+TEST(StreamingDiLoCo, FragmentScheduleIsStaggered) {
+  StreamingSchedule sc{8, 2, 2};
+  sc.check();
+  std::vector<int64_t> sends, applies;
+  for (int64_t s = 0; s <= 20; ++s) {
+    sends.push_back(sc.sends_after(s));
+    applies.push_back(sc.applies_after(s));
+  }
+  //                               s: 0   1   2   3  4   5   6   7  8   9  10  11 12  13 14  15 16
+  //                               17 18  19 20
+  EXPECT_EQ(sends, (std::vector<int64_t>{-1, -1, -1, -1, 0,  -1, -1, -1, 1,  -1, -1,
+                                         -1, 0,  -1, -1, -1, 1,  -1, -1, -1, 0}));
+  EXPECT_EQ(applies, (std::vector<int64_t>{-1, -1, -1, -1, -1, -1, 0,  -1, -1, -1, 1,
+                                           -1, -1, -1, 0,  -1, -1, -1, 1,  -1, -1}));
+  StreamingSchedule three{10, 3, 0};
+  three.check();
+  std::vector<int64_t> got;
+  for (int64_t s = 1; s <= 13; ++s) got.push_back(three.sends_after(s));
+  EXPECT_EQ(got, (std::vector<int64_t>{-1, -1, 0, -1, -1, 1, -1, -1, -1, 2, -1, -1, 0}));
+  // τ must stay below ⌊H/P⌋, P within 1 .. H.
+  EXPECT_THROW((StreamingSchedule{8, 2, 4}.check()), Error);
+  EXPECT_THROW((StreamingSchedule{8, 9, 0}.check()), Error);
+  EXPECT_NO_THROW((StreamingSchedule{8, 2, 3}.check()));
+}
+
+// Fragments cover the arena, in order, cut at tensor boundaries, about equal in size.
+TEST(StreamingDiLoCo, FragmentsAreContiguousTensorRanges) {
+  Replica r(1);
+  const auto& segs = r.arena->segments();
+  std::set<int64_t> bounds = {r.arena->numel()};
+  for (const auto& sg : segs) bounds.insert(sg.offset);
+  for (int64_t P : {int64_t(1), int64_t(2), int64_t(3)}) {
+    const auto f = arena_fragments(*r.arena, P);
+    ASSERT_EQ(int64_t(f.size()), P);
+    EXPECT_EQ(f.front().first, 0);
+    EXPECT_EQ(f.back().second, r.arena->numel());
+    for (size_t i = 0; i < f.size(); ++i) {
+      EXPECT_LT(f[i].first, f[i].second) << P;
+      EXPECT_TRUE(bounds.count(f[i].second)) << P;
+      if (i > 0) {
+        EXPECT_EQ(f[i].first, f[i - 1].second) << P;
+      }
+    }
+  }
+  EXPECT_THROW(arena_fragments(*r.arena, int64_t(segs.size()) + 1), Error);
+}
+
+// The strategy at H = 4, P = 2, τ = 1, α = 0.5 against the schedule written by hand (fragment
+// 0 sends after steps 2, 6, 10, fragment 1 after 4, 8, 12, each applied one step later) and the
+// outer step and mixing in double: Δ_p = θ_g[p] − mean θ_i[p] at the send; at the apply
+// θ_g[p] ← Nesterov SGD(θ_g[p], Δ_p), θ_i[p] ← θ_g[p] + α (θ_i[p] − θ_g[p]) per replica. At the
+// end the pending fragment is applied, then every fragment takes one blocking outer step with
+// α = 0.
+TEST(StreamingDiLoCo, OuterStepsAndMixingMatchTheSerialReference) {
+  const int N = MpiEnv::get().world_size(), R = MpiEnv::get().world_rank();
+  const double lr = 0.7, mu = 0.9, alpha = 0.5;
+  Options o;
+  o.set("streaming_diloco.H", "4");
+  o.set("streaming_diloco.fragments", "2");
+  o.set("streaming_diloco.fragment_sync_delay", "1");
+  o.set("streaming_diloco.fragment_update_alpha", "0.5");
+  o.set("comm.timeout_s", "20");
+  StreamingDiLoCoStrategy s(topology_of(o), o);
+  Replica dist(11 + uint64_t(R));
+  dist.set_up(s);
+  const auto frags = s.fragments();
+  ASSERT_EQ(frags.size(), 2u);
+
+  std::vector<Replica> reps;
+  for (int i = 0; i < N; ++i) reps.emplace_back(11);
+  std::vector<double> theta = reps[0].params(), b(theta.size(), 0.0);
+  std::vector<int64_t> outer(2, 0);
+  std::vector<std::vector<double>> delta(2);
+  auto send = [&](int p) {
+    const auto avg = mean_params(reps);
+    delta[size_t(p)].clear();
+    for (int64_t j = frags[size_t(p)].first; j < frags[size_t(p)].second; ++j)
+      delta[size_t(p)].push_back(theta[size_t(j)] - avg[size_t(j)]);
+  };
+  double mixed_apart = 0;  // how far mixing leaves the local models from θ_g (α > 0 matters)
+  auto apply = [&](int p, double a) {
+    const int64_t lo = frags[size_t(p)].first, hi = frags[size_t(p)].second;
+    for (int64_t j = lo; j < hi; ++j) {
+      const double d = delta[size_t(p)][size_t(j - lo)];
+      b[size_t(j)] = outer[size_t(p)] == 0 ? d : mu * b[size_t(j)] + d;
+      theta[size_t(j)] -= lr * (d + mu * b[size_t(j)]);
+    }
+    ++outer[size_t(p)];
+    for (auto& r : reps) {
+      std::vector<double> v = r.params();
+      for (int64_t j = lo; j < hi; ++j) {
+        const double t = theta[size_t(j)];
+        v[size_t(j)] = t + a * (v[size_t(j)] - t);
+        mixed_apart = std::max(mixed_apart, std::fabs(v[size_t(j)] - t));
+      }
+      r.set_params(v);
+    }
+  };
+  const int64_t epochs = 2, steps = 6;
+  int64_t global = 0, pending = -1;
+  for (int64_t e = 0; e < epochs; ++e) {
+    s.begin_epoch(e);
+    for (int64_t k = 0; k < steps; ++k, ++global) {
+      StepInfo info{e, k, global, steps, epochs};
+      s.plan(info);
+      dist.grad(R, e, k);
+      s.after_backward(info);
+      dist.sgd->step();
+      s.after_step(info);
+      for (int i = 0; i < N; ++i) reps[size_t(i)].grad(i, e, k);
+      for (auto& r : reps) r.sgd->step();
+      const int64_t done = global + 1;
+      if (pending >= 0 && done % 2 == 1) {  // one step after the send
+        apply(int(pending), alpha);
+        pending = -1;
+      }
+      if (done % 4 == 2) pending = 0;
+      if (done % 4 == 0) pending = 1;
+      if (done % 2 == 0) send(int(pending));
+    }
+    s.end_epoch(e, 0.0);
+    s.drain();
+  }
+  s.finish_training();
+  ASSERT_EQ(pending, 1);  // sent after step 12, applied by finish_training
+  apply(1, alpha);
+  for (int p = 0; p < 2; ++p) {
+    send(p);
+    apply(p, 0.0);
+  }
+  EXPECT_EQ(s.outer_steps(), (std::vector<int64_t>{4, 4}));
+  const double d = rel_diff(as_double(dist.arena->params()), reps[size_t(R)].params());
+  EXPECT_LT(d, 1e-5) << "rank " << R;
+  EXPECT_LT(rel_diff(as_double(s.theta_global()), theta), 1e-5);
+  EXPECT_TRUE(same_bytes_everywhere(dist.arena->params()));
+  if (N > 1) {
+    EXPECT_GT(mixed_apart, 0.0);  // α = 0.5 left local progress in the models
+  }
+  if (R == 0) std::printf("[streaming_diloco] %d ranks: rel diff %.3g\n", N, d);
+}
+
+// streaming_diloco.round_spans_epochs = false: every epoch's end makes a full sync (the exchange
+// in flight applied, then every fragment's blocking outer step with α = 0), so every epoch ends
+// with θ_g, the same bytes on every rank, and the schedule starts again. H = 4, P = 2, τ = 1,
+// epochs of 6 steps: fragment 0 sends after steps 2 and 6 of each epoch, fragment 1 after step
+// 4; per epoch fragment 0 takes 3 outer steps (the apply after step 3, the one sent at 6 applied
+// by the full sync, the full sync's own) and fragment 1 two (after step 5, the full sync's).
+// Spanning epochs (the default) leaves the local models apart at the epoch's end instead.
+TEST(StreamingDiLoCo, FullSyncAtEveryEpochEndUnlessRoundsSpanEpochs) {
+  const int N = MpiEnv::get().world_size(), R = MpiEnv::get().world_rank();
+  for (const bool spans : {false, true}) {
+    Options o;
+    o.set("streaming_diloco.H", "4");
+    o.set("streaming_diloco.fragments", "2");
+    o.set("streaming_diloco.fragment_sync_delay", "1");
+    o.set("streaming_diloco.round_spans_epochs", spans ? "true" : "false");
+    o.set("comm.timeout_s", "20");
+    StreamingDiLoCoStrategy s(topology_of(o), o);
+    Replica dist(11 + uint64_t(R));
+    dist.set_up(s);
+    const int64_t epochs = 2, steps = 6;
+    int64_t global = 0;
+    for (int64_t e = 0; e < epochs; ++e) {
+      s.begin_epoch(e);
+      for (int64_t k = 0; k < steps; ++k, ++global) {
+        StepInfo info{e, k, global, steps, epochs};
+        s.plan(info);
+        dist.grad(R, e, k);
+        s.after_backward(info);
+        dist.sgd->step();
+        s.after_step(info);
+      }
+      s.end_epoch(e, 0.0);
+      s.drain();
+      EXPECT_FALSE(s.consensus_eval([] {}));  // not offered (as before issue #32)
+      if (!spans) {
+        EXPECT_EQ(s.inner_steps(), 0);  // the schedule starts again
+        EXPECT_EQ(s.rounds(), e + 1);
+        EXPECT_EQ(s.outer_steps(), (std::vector<int64_t>{3 * (e + 1), 2 * (e + 1)}));
+        EXPECT_TRUE(same_bytes_everywhere(dist.arena->params())) << "epoch " << e;
+        EXPECT_EQ(as_double(dist.arena->params()), as_double(s.theta_global())) << "epoch " << e;
+      } else {
+        EXPECT_EQ(s.inner_steps(), global);
+        EXPECT_EQ(s.rounds(), 0);
+        if (N > 1) {
+          EXPECT_FALSE(same_bytes_everywhere(dist.arena->params())) << "epoch " << e;
+        }
+      }
+    }
+    s.finish_training();
+    // Not spanning: the last epoch's end closed the round; spanning: the end of training's full
+    // sync (fragment 0 sent at 10 and applied at 11; fragment 1 in flight since 12).
+    EXPECT_EQ(s.rounds(), spans ? 1 : 2);
+    EXPECT_EQ(s.outer_steps(), spans ? (std::vector<int64_t>{4, 4}) : (std::vector<int64_t>{6, 4}));
+    EXPECT_TRUE(same_bytes_everywhere(dist.arena->params()));
+    EXPECT_EQ(as_double(dist.arena->params()), as_double(s.theta_global()));
+  }
+}
+
+// The wire: bf16 outer gradients cost half the bytes of f32 and are rounded: θ_g moves off the
+// f32 run's (so the wire is really used) by at most the bf16 rounding of Δ, 2^-9 of |Δ|, and
+// |Δ| (a few local steps) is well below |θ|: under 1e-2 of θ's norm.
+TEST(StreamingDiLoCo, Bf16WireHalvesTheBytesAndRoundsTheOuterGradient) {
+  const int N = MpiEnv::get().world_size(), R = MpiEnv::get().world_rank();
+  auto run = [&](const char* wire, CommStats& stats) {
+    Options o;
+    o.set("streaming_diloco.H", "2");
+    o.set("streaming_diloco.fragments", "2");
+    o.set("streaming_diloco.fragment_sync_delay", "0");
+    o.set("streaming_diloco.wire", wire);
+    o.set("comm.timeout_s", "20");
+    StreamingDiLoCoStrategy s(topology_of(o), o);
+    Replica dist(11 + uint64_t(R));
+    dist.set_up(s);
+    s.take_stats();  // the setup broadcast
+    for (int64_t k = 0; k < 4; ++k) {
+      StepInfo info{0, k, k, 4, 1};
+      dist.grad(R, 0, k);
+      dist.sgd->step();
+      s.after_step(info);
+    }
+    stats = s.take_stats();
+    return as_double(s.theta_global());
+  };
+  CommStats f32, bf16;
+  const auto a = run("f32", f32), b = run("bf16", bf16);
+  if (N == 1) return;
+  EXPECT_EQ(f32.allreduces, 4);  // one fragment after each step
+  EXPECT_EQ(bf16.bytes_sent * 2, f32.bytes_sent);
+  const double d = rel_diff(b, a);
+  EXPECT_GT(d, 0.0);
+  EXPECT_LT(d, 1e-2);
+  if (R == 0) std::printf("[streaming_diloco bf16] theta rel diff to f32 %.3g\n", d);
+}
+
+// ---- Streaming DiLoCo, quantised outer gradients --------------------------------------------
+
+// comm/quantize.h's round trip as its header specifies it, written out here: per block of
+// `block` values, s = max |x| / q (f32), x̂ = clamp(round(x / s), −q, q) · s (f32).
+std::vector<float> quantize_dequantize(const std::vector<float>& x, int q, int64_t block) {
+  std::vector<float> out(x.size(), 0.f);
+  for (size_t lo = 0; lo < x.size(); lo += size_t(block)) {
+    const size_t hi = std::min(x.size(), lo + size_t(block));
+    float m = 0;
+    for (size_t j = lo; j < hi; ++j) m = std::max(m, std::fabs(x[j]));
+    const float s = m / float(q);
+    for (size_t j = lo; j < hi; ++j) {
+      const float c = s > 0 ? std::clamp(std::round(x[j] / s), -float(q), float(q)) : 0.f;
+      out[j] = c * s;
+    }
+  }
+  return out;
+}
+
+// quantize = int4 / int8 at H = 4, P = 2, τ = 1, α = 0.5, outer SGD with lr 1 and no momentum
+// (θ_g[p] ← θ_g[p] − Δ_p, so θ_g shows Δ directly). Before every inner step's after_step the
+// test gathers every rank's local model; at each send (steps 2, 6, 10: fragment 0; 4, 8, 12:
+// fragment 1) it computes δ_r = θ_g[p] − θ_r[p] per rank, quantises and dequantises each δ_r
+// itself, sums them in f32 in rank order and divides by W; one step later θ_g[p] must equal its
+// own θ_g[p] − Δ_p. The inputs are bitwise the strategy's, so the codes are the same and only
+// the f32 sum's order could differ: the tolerance is 1e-6 of the quantisation step. The test
+// also checks that Δ differs from the exact mean (by more than 100x that tolerance: the values
+// really went through the quantiser) and by at most the mean of the ranks' half steps, and
+// the bytes: per send, this rank's codes and scales, by one allgather (no allreduce).
+void check_quantized(const char* quantize, int q) {
+  const int N = MpiEnv::get().world_size(), R = MpiEnv::get().world_rank();
+  const int64_t block = 64;
+  Options o;
+  o.set("streaming_diloco.H", "4");
+  o.set("streaming_diloco.fragments", "2");
+  o.set("streaming_diloco.fragment_sync_delay", "1");
+  o.set("streaming_diloco.fragment_update_alpha", "0.5");
+  o.set("streaming_diloco.outer_lr", "1");
+  o.set("streaming_diloco.outer_momentum", "0");
+  o.set("streaming_diloco.quantize", quantize);
+  o.set("streaming_diloco.quantize_block", std::to_string(block));
+  o.set("comm.timeout_s", "20");
+  StreamingDiLoCoStrategy s(topology_of(o), o);
+  Replica dist(11 + uint64_t(R));
+  dist.set_up(s);
+  s.take_stats();  // the setup broadcast
+  const auto frags = s.fragments();
+  ASSERT_EQ(frags.size(), 2u);
+  const int64_t n = dist.arena->numel();
+  std::vector<float> theta = dist.arena->params().to_vector();  // θ_g(0): rank 0's model
+  auto world = mpi_world();
+  std::vector<std::vector<float>> delta(2);
+  double quant_apart = 0, exact_tol = 0;  // max |Δ − exact mean| and the tolerance below
+  int64_t compared = 0;
+  auto send = [&](int p, const std::vector<float>& all) {
+    const int64_t lo = frags[size_t(p)].first, hi = frags[size_t(p)].second;
+    std::vector<float> acc(size_t(hi - lo), 0.f);
+    std::vector<double> exact(acc.size(), 0.0), half_steps(acc.size(), 0.0);
+    for (int r = 0; r < N; ++r) {
+      std::vector<float> d(acc.size());
+      for (int64_t j = lo; j < hi; ++j)
+        d[size_t(j - lo)] = theta[size_t(j)] - all[size_t(int64_t(r) * n + j)];
+      const auto dq = quantize_dequantize(d, q, block);
+      for (size_t j = 0; j < d.size(); ++j) {
+        acc[j] += dq[j];
+        exact[j] += d[j];
+      }
+      for (size_t b = 0; b < d.size(); b += size_t(block)) {
+        float m = 0;
+        for (size_t j = b; j < std::min(d.size(), b + size_t(block)); ++j)
+          m = std::max(m, std::fabs(d[j]));
+        for (size_t j = b; j < std::min(d.size(), b + size_t(block)); ++j)
+          half_steps[j] += m / q / 2 + std::ldexp(double(m), -22);
+      }
+    }
+    for (size_t j = 0; j < acc.size(); ++j) {
+      acc[j] /= float(N);
+      const double err = std::fabs(double(acc[j]) - exact[j] / N);
+      EXPECT_LE(err, half_steps[j] / N + 1e-12) << "element " << j;
+      quant_apart = std::max(quant_apart, err);
+    }
+    delta[size_t(p)] = acc;
+  };
+  auto apply_and_compare = [&](int p) {
+    const int64_t lo = frags[size_t(p)].first, hi = frags[size_t(p)].second;
+    for (int64_t j = lo; j < hi; ++j) theta[size_t(j)] -= delta[size_t(p)][size_t(j - lo)];
+    const auto got = s.theta_global().to_vector();
+    double worst = 0, scale = 0;
+    for (int64_t j = lo; j < hi; ++j) {
+      worst = std::max(worst, double(std::fabs(got[size_t(j)] - theta[size_t(j)])));
+      scale = std::max(scale, double(std::fabs(delta[size_t(p)][size_t(j - lo)])));
+    }
+    exact_tol = 1e-6 * scale / q;
+    EXPECT_LE(worst, exact_tol) << "fragment " << p;
+    ++compared;
+  };
+  const int64_t epochs = 2, steps = 6;
+  int64_t global = 0, pending = -1;
+  for (int64_t e = 0; e < epochs; ++e) {
+    s.begin_epoch(e);
+    for (int64_t k = 0; k < steps; ++k, ++global) {
+      StepInfo info{e, k, global, steps, epochs};
+      s.plan(info);
+      dist.grad(R, e, k);
+      s.after_backward(info);
+      dist.sgd->step();
+      Tensor all = Tensor::zeros({n * N});
+      world->allgather(dist.arena->params(), all);
+      const std::vector<float> locals = all.to_vector();
+      s.after_step(info);
+      const int64_t done = global + 1;
+      if (pending >= 0 && done % 2 == 1) {
+        apply_and_compare(int(pending));
+        pending = -1;
+      }
+      if (done % 4 == 2) pending = 0;
+      if (done % 4 == 0) pending = 1;
+      if (done % 2 == 0) send(int(pending), locals);
+    }
+    s.end_epoch(e, 0.0);
+    s.drain();
+  }
+  const CommStats st = s.take_stats();
+  EXPECT_EQ(compared, 5);
+  s.finish_training();
+  EXPECT_EQ(s.outer_steps(), (std::vector<int64_t>{4, 4}));
+  EXPECT_TRUE(same_bytes_everywhere(dist.arena->params()));
+  EXPECT_EQ(as_double(dist.arena->params()), as_double(s.theta_global()));
+  if (N == 1) return;  // one rank: nothing exchanged, nothing quantised
+  EXPECT_GT(quant_apart, 100 * exact_tol);
+  // Three sends per fragment, each 4 bytes per block of 64 and q = 7: half a byte per value,
+  // q = 127: one byte.
+  double bytes = 0;
+  for (const auto& f : frags) {
+    const int64_t len = f.second - f.first;
+    bytes += 3.0 * (4 * ((len + block - 1) / block) + (q == 7 ? (len + 1) / 2 : len));
+  }
+  EXPECT_EQ(st.bytes_sent, bytes);
+  EXPECT_EQ(st.collectives, 6);
+  EXPECT_EQ(st.allreduces, 0);
+  if (R == 0)
+    std::printf("[streaming_diloco %s] %d ranks: max |quantised - exact mean| %.3g\n", quantize, N,
+                quant_apart);
+}
+
+TEST(StreamingDiLoCo, Int4OuterGradientsMatchTheSerialQuantisedMean) {
+  check_quantized("int4", 7);
+}
+
+TEST(StreamingDiLoCo, Int8OuterGradientsMatchTheSerialQuantisedMean) {
+  check_quantized("int8", 127);
+}
+
+TEST(StreamingDiLoCo, QuantizeRejectsBadOptions) {
+  Options o;
+  o.set("streaming_diloco.H", "4");
+  o.set("streaming_diloco.quantize", "int2");
+  EXPECT_THROW((StreamingDiLoCoStrategy{topology_of(o), o}), Error);
+  o.set("streaming_diloco.quantize", "int8");
+  o.set("streaming_diloco.wire", "bf16");
+  EXPECT_THROW((StreamingDiLoCoStrategy{topology_of(o), o}), Error);
+  o.set("streaming_diloco.wire", "f32");
+  o.set("streaming_diloco.quantize_block", "0");
+  EXPECT_THROW((StreamingDiLoCoStrategy{topology_of(o), o}), Error);
+}
+
+}  // namespace
+}  // namespace dplab
