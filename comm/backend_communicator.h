@@ -61,7 +61,7 @@ class BackendCommunicator : public Communicator {
   std::string name() const final { return id_.name; }
   const WaitOptions& wait_options() const final { return id_.wait; }
   int node_of(int r) const final;
-  const std::shared_ptr<const std::vector<int>>& world_members() const { return id_.world_members; }
+  std::shared_ptr<const std::vector<int>> world_members() const final { return id_.world_members; }
 
   // Communicator's operations: the checks and the request's name here, the posting in post_*.
   Request iallreduce(const Tensor& t, ReduceOp op, std::optional<DType> wire) final;

@@ -160,6 +160,11 @@ class Request {
   void complete_before_compute();
   // Whether the request completes on a device (see complete_before_compute).
   bool device_ordered() const { return impl_ && impl_->device_ordered(); }
+  // Tells the operation that a wait for it failed (wait() does this itself): a layer around a
+  // communicator (comm/virtual_communicator.h) forwards its own wait's failure to the inner one.
+  void wait_failed(const std::string& why) {
+    if (impl_) impl_->on_wait_failed(why);
+  }
   bool valid() const { return impl_ != nullptr; }
   // Under virtual time: the operation's virtual end (may wait for the peers' post times).
   double virtual_end() const;
@@ -208,6 +213,9 @@ class Communicator {
   virtual std::shared_ptr<Communicator> split(int color, int key, const std::string& name = {}) = 0;
   // The (virtual) node of each rank of this communicator, and this rank's.
   virtual int node_of(int rank) const = 0;
+  // The members as world ranks, in this communicator's rank order (null: unknown; a timeout
+  // then asks every rank which did not arrive).
+  virtual std::shared_ptr<const std::vector<int>> world_members() const { return nullptr; }
   // The virtual cluster's time this communicator's operations are timed in; null without one.
   virtual std::shared_ptr<cluster::VirtualTime> virtual_time() const { return nullptr; }
   // Under virtual time: whether the ranks of a node share its network interfaces in

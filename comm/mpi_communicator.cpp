@@ -14,13 +14,12 @@
 
 #include "dplab/comm/backend_communicator.h"
 #include "dplab/comm/cluster/cluster_option.h"
-#include "dplab/comm/cluster/cost_collectives.h"
 #include "dplab/comm/cluster/virtual_time.h"
 #include "dplab/comm/communicator.h"
 #include "dplab/comm/mpi_env.h"
 #include "dplab/comm/node_port.h"
 #include "dplab/comm/stall_report.h"
-#include "dplab/comm/wire_bytes.h"
+#include "dplab/comm/virtual_communicator.h"
 #include "dplab/core/error.h"
 #include "dplab/core/usage_error.h"
 
@@ -97,32 +96,6 @@ void convert_scale(const Tensor& dst, const Tensor& src, double factor) {
 // result into the caller's tensor.
 struct MpiRequest : BackendRequest {
   std::vector<MPI_Request> reqs;
-  // Virtual time of a point-to-point message (comm/cluster/virtual_time.h): the end, once
-  // known (a send knows it when posted); a receive learns the sender's transmission start from
-  // the header (reqs[1] receives into `header`) and completes it with its own port.
-  std::optional<double> vend;
-  // Point to point: {sender's transmission start, sender's post time}; collectives: {the
-  // latest post time among the members} (a shadow max-allreduce into header[0]).
-  std::array<double, 2> header{};
-  bool same_node = false;
-  double bytes = 0;
-  bool collective = false;
-  cluster::Op op = cluster::Op::barrier;
-  cluster::Group group;
-  // The previous collective of the same communicator: this one starts after it ends. Dropped
-  // once the end is known.
-  std::shared_ptr<MpiRequest> prev;
-  std::mutex vend_mu;  // guards vend, header and prev while the end is computed
-  // An off-node message through the node's shared interface (comm/node_port.h): the sender's
-  // world rank and sequence number there (a receive learns the number from the header).
-  std::shared_ptr<NodePort> nic;
-  bool via_nic = false, nic_send = false;
-  int nic_sender = -1;
-  uint64_t nic_seq = 0;
-  // While the clock's owner waits for this request: its clock when the wait began; it raises
-  // its floor with lower bounds of the end as they become known.
-  bool owner_waiting = false;
-  double wait_began = 0;
   std::function<void()> finish;
   bool mpi_done = false;
 
@@ -137,72 +110,6 @@ struct MpiRequest : BackendRequest {
     if (finish) finish();
     keep_alive.clear();
     return true;
-  }
-
-  void owner_wait_begins(double now) override {
-    std::lock_guard<std::mutex> vlock(vend_mu);
-    owner_waiting = true;
-    wait_began = now;
-    if (nic) nic->raise_floor(vend ? std::max(now, *vend) : now);
-  }
-  void owner_wait_ends() override {
-    std::lock_guard<std::mutex> vlock(vend_mu);
-    owner_waiting = false;
-  }
-  // The end of an off-node message through the node's interface, final (node_port.h); a
-  // waiting owner raises its floor meanwhile (its clock will be at least `lag` past the
-  // interface's end of the message when the wait returns).
-  double nic_end(int sender, uint64_t seq, double lag) {
-    return nic->end(sender, seq, desc, [this, lag](double lower) {
-      if (owner_waiting) nic->raise_floor(std::max(wait_began, lower + lag));
-    });
-  }
-
-  double virtual_end() override {
-    std::lock_guard<std::mutex> vlock(vend_mu);
-    if (vend) return *vend;
-    if (nic_send) {
-      // The last byte leaves the sender's share of the interface (eager: the buffer is free).
-      vend = nic_end(nic_sender, nic_seq, 0.0);
-      return *vend;
-    }
-    // A receive: wait for the sender's header (the sender posts it with the payload), never for
-    // the payload itself; a collective: for the max-allreduce of the members' post times.
-    polite_wait(
-        [this] {
-          std::lock_guard<std::mutex> lock(mu);  // progress() tests the same handles
-          if (mpi_done || reqs[1] == MPI_REQUEST_NULL) return true;
-          int flag = 0;
-          mpi_check(MPI_Test(&reqs[1], &flag, MPI_STATUS_IGNORE), "MPI_Test", desc + " (header)");
-          return flag != 0;
-        },
-        wait, [this] { return desc + " (virtual-time header)"; }, world_members);
-    if (collective) {
-      // Starts at the latest post time among the members, after the communicator's previous
-      // operation; lasts what the platform's model says (cost_collectives.h).
-      double start = header[0];
-      if (prev) start = std::max(start, prev->virtual_end());
-      prev.reset();
-      vend = start + cluster::collective_time(vt->platform, op, group, bytes);
-      return *vend;
-    }
-    if (via_nic) {
-      // The sender's share of its node's interface decides when the last byte leaves; it then
-      // enters through this rank's ingress (its own queue) and arrives one latency later.
-      const double alpha = vt->platform.nic.latency_s;
-      const double left = nic_end(nic_sender, static_cast<uint64_t>(header[0]), alpha);
-      const double ser = bytes / vt->rate(false);
-      std::lock_guard<std::mutex> lock(vt->port_mu);
-      vend = std::max(vt->net_port.arrive(left - ser, alpha, ser), virtual_post);
-      return *vend;
-    }
-    std::lock_guard<std::mutex> lock(vt->port_mu);
-    const double ser = bytes / vt->rate(same_node);
-    const double arrival =
-        vt->port(same_node).arrive(header[0], vt->link(same_node).latency_s, ser);
-    // Eager: data that arrives before the receive is posted completes at the post.
-    vend = std::max(arrival, virtual_post);
-    return *vend;
   }
 };
 
@@ -236,56 +143,15 @@ BackendCommunicator::Traits mpi_traits() {
 
 class MpiCommunicator : public BackendCommunicator {
  public:
-  MpiCommunicator(MPI_Comm comm, std::string name, std::vector<int> node_of_rank, WaitOptions wait,
-                  std::shared_ptr<cluster::VirtualTime> vt, std::shared_ptr<NodePort> nic)
+  MpiCommunicator(MPI_Comm comm, std::string name, std::vector<int> node_of_rank, WaitOptions wait)
       : BackendCommunicator(mpi_traits(),
                             mpi_identity(comm, std::move(name), std::move(node_of_rank), wait)),
-        comm_(comm),
-        vt_(std::move(vt)),
-        nic_(std::move(nic)) {
-    // Virtual time: headers travel on a duplicate, so they never match a payload receive, and
-    // MPI's non-overtaking order per (source, tag, communicator) pairs them with their payloads.
-    if (vt_) {
-      mpi_check(MPI_Comm_dup(comm_, &shadow_), "MPI_Comm_dup", this->name());
-      group_ = virtual_group();
-    }
-  }
+        comm_(comm) {}
   ~MpiCommunicator() override {
-    // The world communicator's end is the same program point on every rank: the node's
-    // interface (a collective free of shared memory) goes with it, not with its last user.
-    if (owns_nic_ && nic_) nic_->release();
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
-    if (!finalized && shadow_ != MPI_COMM_NULL) MPI_Comm_free(&shadow_);
   }
-
-  // The communicator as the cost model sees it: the nodes it spans, its members per node (the
-  // most on any node), and how many communicators of its shape run at once on those nodes: a
-  // group with fewer members per node than the node has ranks (DASO's cross-node groups, one
-  // per local rank) is taken to run beside the others of its kind, sharing the interfaces.
-  cluster::Group virtual_group() const {
-    std::map<int, int> per_node;
-    for (int n : node_map()) ++per_node[n];
-    cluster::Group g;
-    g.nodes = static_cast<int>(per_node.size());
-    for (const auto& [node, count] : per_node) g.ranks_per_node = std::max(g.ranks_per_node, count);
-    g.concurrent = g.nodes > 1 ? std::max(1, vt_->shape.ranks_per_node / g.ranks_per_node) : 1;
-    return g;
-  }
-
-  std::shared_ptr<cluster::VirtualTime> virtual_time() const override { return vt_; }
-  double wire_bytes(cluster::Op op, double bytes) const override {
-    if (!vt_) return Communicator::wire_bytes(op, bytes);
-    const cluster::Group g = virtual_group();
-    if (g.size() != size()) return Communicator::wire_bytes(op, bytes);  // ragged: the ring
-    const auto algo =
-        cluster::resolve_algorithm(vt_->platform, op, g, bytes, vt_->platform.algorithm);
-    return dplab::wire_bytes(op, g, algo, bytes);
-  }
-  bool shares_node_interfaces() const override { return nic_ != nullptr; }
-  // The world communicator releases the node port when it goes (see the destructor).
-  void own_node_port() { owns_nic_ = true; }
 
   std::shared_ptr<Communicator> split(int color, int key, const std::string& name) override {
     MPI_Comm nc = MPI_COMM_NULL;
@@ -307,7 +173,7 @@ class MpiCommunicator : public BackendCommunicator {
     std::vector<int> nodes(n);
     for (int i = 0; i < n; ++i) nodes[i] = node_map()[old_ranks[i]];
     std::string nm = name.empty() ? fmt::format("{}/split({},{})", this->name(), color, key) : name;
-    return std::make_shared<MpiCommunicator>(nc, nm, std::move(nodes), wait_options(), vt_, nic_);
+    return std::make_shared<MpiCommunicator>(nc, nm, std::move(nodes), wait_options());
   }
 
  protected:
@@ -315,7 +181,6 @@ class MpiCommunicator : public BackendCommunicator {
     auto r = make_request<MpiRequest>(std::move(desc));
     Tensor buf = wire_buffer(t, w);
     const int n = checked_count(t.numel(), where("allreduce"));
-    reserve(r, cluster::Op::allreduce, double(n) * dtype_size(w));
     post(r, "MPI_Iallreduce", [&](MPI_Request* q) {
       return MPI_Iallreduce(MPI_IN_PLACE, buf.raw_data(), n, mpi_type(w), mpi_op(op, w), comm_, q);
     });
@@ -327,7 +192,6 @@ class MpiCommunicator : public BackendCommunicator {
     auto r = make_request<MpiRequest>(std::move(desc));
     Tensor buf = wire_buffer(t, w);
     const int n = checked_count(t.numel(), where("reduce"));
-    reserve(r, cluster::Op::reduce, double(n) * dtype_size(w));
     const bool is_root = rank() == root;
     post(r, "MPI_Ireduce", [&](MPI_Request* q) {
       return MPI_Ireduce(is_root ? MPI_IN_PLACE : buf.raw_data(),
@@ -342,7 +206,6 @@ class MpiCommunicator : public BackendCommunicator {
     auto r = make_request<MpiRequest>(std::move(desc));
     Tensor buf = wire_buffer(t, w);
     const int n = checked_count(t.numel(), where("broadcast"));
-    reserve(r, cluster::Op::broadcast, double(n) * dtype_size(w));
     post(r, "MPI_Ibcast", [&](MPI_Request* q) {
       return MPI_Ibcast(buf.raw_data(), n, mpi_type(w), root, comm_, q);
     });
@@ -358,7 +221,6 @@ class MpiCommunicator : public BackendCommunicator {
     Tensor rbuf = w == recv.dtype() ? recv : Tensor::empty({recv.numel()}, w);
     r->keep_alive.push_back(rbuf);
     const int n = checked_count(send.numel(), where("allgather"));
-    reserve(r, cluster::Op::allgather, double(recv.numel()) * dtype_size(w));
     post(r, "MPI_Iallgather", [&](MPI_Request* q) {
       return MPI_Iallgather(sbuf.raw_data(), n, mpi_type(w), rbuf.raw_data(), n, mpi_type(w), comm_,
                             q);
@@ -374,7 +236,6 @@ class MpiCommunicator : public BackendCommunicator {
     Tensor rbuf = w == recv.dtype() ? recv : Tensor::empty({recv.numel()}, w);
     r->keep_alive.push_back(rbuf);
     const int n = checked_count(recv.numel(), where("reduce_scatter"));
-    reserve(r, cluster::Op::reduce_scatter, double(send.numel()) * dtype_size(w));
     post(r, "MPI_Ireduce_scatter_block", [&](MPI_Request* q) {
       return MPI_Ireduce_scatter_block(sbuf.raw_data(), rbuf.raw_data(), n, mpi_type(w),
                                        mpi_op(op, w), comm_, q);
@@ -385,7 +246,6 @@ class MpiCommunicator : public BackendCommunicator {
 
   Request post_barrier(std::string desc) override {
     auto r = make_request<MpiRequest>(std::move(desc));
-    reserve(r, cluster::Op::barrier, 0);
     post(r, "MPI_Ibarrier", [&](MPI_Request* q) { return MPI_Ibarrier(comm_, q); });
     return Request(r);
   }
@@ -394,7 +254,6 @@ class MpiCommunicator : public BackendCommunicator {
     auto r = make_request<MpiRequest>(std::move(desc), peer);
     r->keep_alive.push_back(t);
     const int n = checked_count(t.numel(), where(is_send ? "send" : "recv"));
-    if (vt_) return virtual_p2p(r, t, n, peer, tag, is_send);
     r->reqs.resize(1);
     if (is_send)
       mpi_check(MPI_Isend(t.raw_data(), n, mpi_type(t.dtype()), peer, tag, comm_, &r->reqs[0]),
@@ -421,98 +280,11 @@ class MpiCommunicator : public BackendCommunicator {
   }
   template <typename F>
   void post(const std::shared_ptr<MpiRequest>& r, const char* call, F&& f) {
-    if (!r->vt) {
-      r->reqs.resize(1);
-      mpi_check(f(&r->reqs[0]), call, r->desc);
-      return;
-    }
-    // Virtual time: the shadow max-allreduce of the post times, then the payload, both under
-    // one lock so that the shadow communicator sees the payload's order (a communicator used
-    // by two threads, as GradSync's and the compute thread may, still orders both alike).
-    // Non-blocking: no new blocking point, so no new deadlock (docs/virtual_cluster.md).
-    std::lock_guard<std::mutex> lock(post_mu_);
-    r->reqs.assign(2, MPI_REQUEST_NULL);
-    r->header = {r->virtual_post, 0.0};
-    mpi_check(MPI_Iallreduce(MPI_IN_PLACE, r->header.data(), 1, MPI_DOUBLE, MPI_MAX, shadow_,
-                             &r->reqs[1]),
-              "MPI_Iallreduce", r->desc + " (virtual post times)");
+    r->reqs.resize(1);
     mpi_check(f(&r->reqs[0]), call, r->desc);
-    // Operations of one communicator queue behind each other on its links.
-    r->prev = std::exchange(last_collective_, r);
-    if (nic_ && vt_->clock.is_owner()) nic_->raise_floor(r->virtual_post);
-    vt_->clock.discard_cpu();  // posting is communication, not compute
-  }
-  // The virtual-time set-up of a collective (nothing without a cluster): its kind, bytes (as
-  // cost_collectives.h counts them) and the group it runs on.
-  void reserve(const std::shared_ptr<MpiRequest>& r, cluster::Op op, double bytes) {
-    if (!vt_) return;
-    r->vt = vt_;
-    r->collective = true;
-    r->op = op;
-    r->bytes = bytes;
-    r->group = group_;
-    r->virtual_post = vt_->post_time();
-  }
-  // A point-to-point message in virtual time (docs/virtual_cluster.md, "Point to point"): the
-  // sender takes its post time from the clock, starts transmitting when its port's egress is
-  // free and sends that start in a 16-byte header beside the payload; its request ends when the
-  // last byte has left (eager). The receiver ends at max(its post, arrival through its port's
-  // ingress + latency). Full duplex: egress and ingress queue separately.
-  Request virtual_p2p(const std::shared_ptr<MpiRequest>& r, const Tensor& t, int n, int peer,
-                      int tag, bool is_send) {
-    r->vt = vt_;
-    r->same_node = node_map()[peer] == node_map()[rank()];
-    r->bytes = double(t.nbytes());
-    r->virtual_post = vt_->post_time();
-    r->reqs.assign(2, MPI_REQUEST_NULL);
-    if (nic_ && vt_->clock.is_owner()) nic_->raise_floor(r->virtual_post);
-    // Off-node with a node-wide interface (comm/node_port.h): both ends decide alike.
-    if (nic_ && !r->same_node) {
-      r->nic = nic_;
-      r->via_nic = true;
-      r->nic_send = is_send;
-      r->nic_sender = is_send ? MpiEnv::get().world_rank() : (*world_members())[peer];
-    }
-    if (is_send && r->via_nic) {
-      // The header carries the message's number on the interface; its end is known once no
-      // other rank of the node can still share the interface with it (virtual_end).
-      r->nic_seq = nic_->add(r->virtual_post, r->bytes / vt_->rate(false));
-      r->header = {static_cast<double>(r->nic_seq), r->virtual_post};
-      mpi_check(MPI_Isend(t.raw_data(), n, mpi_type(t.dtype()), peer, tag, comm_, &r->reqs[0]),
-                "MPI_Isend", r->desc);
-      mpi_check(MPI_Isend(r->header.data(), 2, MPI_DOUBLE, peer, tag, shadow_, &r->reqs[1]),
-                "MPI_Isend", r->desc + " (header)");
-    } else if (is_send) {
-      const double ser = r->bytes / vt_->rate(r->same_node);
-      double start = 0;
-      {
-        std::lock_guard<std::mutex> lock(vt_->port_mu);
-        start = vt_->port(r->same_node).depart(r->virtual_post, ser);
-      }
-      r->vend = start + ser;
-      r->header = {start, r->virtual_post};
-      mpi_check(MPI_Isend(t.raw_data(), n, mpi_type(t.dtype()), peer, tag, comm_, &r->reqs[0]),
-                "MPI_Isend", r->desc);
-      mpi_check(MPI_Isend(r->header.data(), 2, MPI_DOUBLE, peer, tag, shadow_, &r->reqs[1]),
-                "MPI_Isend", r->desc + " (header)");
-    } else {
-      mpi_check(MPI_Irecv(t.raw_data(), n, mpi_type(t.dtype()), peer, tag, comm_, &r->reqs[0]),
-                "MPI_Irecv", r->desc);
-      mpi_check(MPI_Irecv(r->header.data(), 2, MPI_DOUBLE, peer, tag, shadow_, &r->reqs[1]),
-                "MPI_Irecv", r->desc + " (header)");
-    }
-    vt_->clock.discard_cpu();  // posting is communication, not compute
-    return Request(r);
   }
 
   MPI_Comm comm_;
-  std::shared_ptr<cluster::VirtualTime> vt_;
-  std::shared_ptr<NodePort> nic_;    // the node's shared interface (null: each rank its own)
-  bool owns_nic_ = false;            // the world communicator: releases nic_
-  MPI_Comm shadow_ = MPI_COMM_NULL;  // virtual-time headers and post-time allreduces
-  std::mutex post_mu_;               // virtual time: a collective's shadow and payload posts
-  std::shared_ptr<MpiRequest> last_collective_;  // guarded by post_mu_
-  cluster::Group group_;                         // this communicator on the platform
 };
 
 }  // namespace
@@ -606,13 +378,11 @@ std::shared_ptr<Communicator> mpi_world(const CommConfig& cfg) {
   }
   MPI_Comm dup = MPI_COMM_NULL;
   DPLAB_MPI(MPI_Comm_dup, MPI_COMM_WORLD, &dup);
+  auto world = std::make_shared<MpiCommunicator>(dup, "world", std::move(node_of), wait);
+  if (!vt) return world;
   // Collective: every rank with a cluster (the same platform) creates the node port.
-  std::shared_ptr<NodePort> nic =
-      vt && cfg.nic_sharing ? NodePort::create(vt->platform, vt->shape, wait) : nullptr;
-  auto world =
-      std::make_shared<MpiCommunicator>(dup, "world", std::move(node_of), wait, vt, std::move(nic));
-  world->own_node_port();
-  return world;
+  return with_virtual_time(
+      world, vt, cfg.nic_sharing ? NodePort::create(vt->platform, vt->shape, wait) : nullptr);
 }
 
 }  // namespace dplab

@@ -361,8 +361,7 @@ BackendCommunicator::Identity nccl_identity(const Communicator& mpi) {
   id.wait = mpi.wait_options();
   id.node_of.resize(static_cast<size_t>(id.size));
   for (int r = 0; r < id.size; ++r) id.node_of[r] = mpi.node_of(r);
-  if (const auto* b = dynamic_cast<const BackendCommunicator*>(&mpi))
-    id.world_members = b->world_members();
+  id.world_members = mpi.world_members();
   return id;
 }
 
@@ -622,9 +621,10 @@ std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicato
 
 std::shared_ptr<Communicator> nccl_world(const CommConfig& cfg) {
   DPLAB_CHECK(!cfg.platform && !cfg.virtual_time,
-              "the virtual cluster (option cluster, or its link.intra / link.inter shorthand) is "
-              "implemented by the MPI backend only; use comm = mpi to time a run on a modelled "
-              "cluster");
+              "the virtual cluster (option cluster, or its link.intra / link.inter shorthand) "
+              "times a communicator whose operations complete on the host "
+              "(comm/virtual_communicator.h); NCCL's complete on the GPU, so use comm = mpi to "
+              "time a run on a modelled cluster");
   auto mpi = mpi_world(cfg);
   DPLAB_CHECK(cuda_available(), "comm = nccl: {}", cuda_unavailable_reason());
   // comm.timeout_s also bounds the host's waits for the device (stream_wait.h, item 3); those

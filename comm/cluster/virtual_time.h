@@ -1,9 +1,9 @@
 // A process's virtual time (issue #20): the platform, the job's shape, the rank's clock and its
 // ports, shared by the world communicator and every communicator split from it (as the link
-// emulator was). With it, point-to-point messages of the MPI backend are timed by the model
-// (comm/mpi_communicator.cpp): the sender's transmission start travels in a 16-byte header
-// message on a shadow communicator, the receiver completes the message from it with its own
-// port; a collective's members' post times meet in a shadow max-allreduce.
+// emulator was). With it, the layer of comm/virtual_communicator.h times every operation of
+// the communicator it wraps by the model: the sender's transmission start travels in a 16-byte
+// header message on a header communicator, the receiver completes the message from it with its
+// own port; a collective's members' post times meet in a max-allreduce there.
 #pragma once
 #include <functional>
 #include <map>

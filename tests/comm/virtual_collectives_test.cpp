@@ -114,5 +114,17 @@ TEST(VirtualCollectives, TestAnswersByVirtualTime) {
   EXPECT_TIME(clock_of(w), 7e-3);
 }
 
+// Issue #32 item 5: the layer wraps the communicator it is given; ctest runs this file both on
+// the MPI world and over a Forwarding communicator (virtual_world.h), with the same expected times.
+TEST(VirtualLayer, WrapsTheCommunicatorItIsGiven) {
+  World w = make_world(2);
+  EXPECT_EQ(w.comm->virtual_time(), w.vt);
+  EXPECT_EQ(w.comm->name(), over_forwarding() ? "forwarding(world)" : "world");
+  auto node = w.comm->split(w.comm->node_of(w.comm->rank()), w.comm->rank(), "node");
+  ASSERT_TRUE(node);
+  EXPECT_EQ(node->virtual_time(), w.vt);  // splits are layered alike
+  EXPECT_EQ(node->name(), over_forwarding() ? "forwarding(node)" : "node");
+}
+
 }  // namespace
 }  // namespace dplab::test

@@ -3,14 +3,23 @@
 // network 10 us, 1 GB/s per interface, one interface per node) and the clock in manual mode, so
 // that compute advances only by add_compute() and every expected time is exact arithmetic.
 // The ranks of a node share its interface in point-to-point messages (comm/node_port.h).
+//
+// The virtual cluster is a layer around any communicator (comm/virtual_communicator.h): with
+// DPLAB_TEST_VIRTUAL_INNER=forwarding in the environment (ctest's *_over_forwarding entries), the
+// world is that layer around a Forwarding communicator, which is not an MPI backend and only
+// passes each call on, and the same tests must give the same times.
 #pragma once
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 
 #include "dplab/comm/cluster/virtual_time.h"
 #include "dplab/comm/communicator.h"
 #include "dplab/comm/mpi_env.h"
+#include "dplab/comm/node_port.h"
+#include "dplab/comm/virtual_communicator.h"
 #include "dplab/core/error.h"
 
 namespace dplab::test {
@@ -32,6 +41,52 @@ inline cluster::Platform test_platform() {
   return p;
 }
 
+// A communicator of its own kind that passes every call on to `inner` (splits are forwarded
+// too): what a researcher's own communicator, or another layer, would look like to the cluster.
+class Forwarding : public Communicator {
+ public:
+  explicit Forwarding(std::shared_ptr<Communicator> inner) : inner_(std::move(inner)) {}
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  std::string name() const override { return "forwarding(" + inner_->name() + ")"; }
+  const WaitOptions& wait_options() const override { return inner_->wait_options(); }
+  Request iallreduce(const Tensor& t, ReduceOp op, std::optional<DType> wire) override {
+    return inner_->iallreduce(t, op, wire);
+  }
+  Request ireduce(const Tensor& t, int root, ReduceOp op, std::optional<DType> wire) override {
+    return inner_->ireduce(t, root, op, wire);
+  }
+  Request ibroadcast(const Tensor& t, int root, std::optional<DType> wire) override {
+    return inner_->ibroadcast(t, root, wire);
+  }
+  Request iallgather(const Tensor& s, const Tensor& r, std::optional<DType> wire) override {
+    return inner_->iallgather(s, r, wire);
+  }
+  Request ireduce_scatter(const Tensor& s, const Tensor& r, ReduceOp op,
+                          std::optional<DType> wire) override {
+    return inner_->ireduce_scatter(s, r, op, wire);
+  }
+  Request ibarrier() override { return inner_->ibarrier(); }
+  Request isend(const Tensor& t, int dst, int tag) override { return inner_->isend(t, dst, tag); }
+  Request irecv(const Tensor& t, int src, int tag) override { return inner_->irecv(t, src, tag); }
+  std::shared_ptr<Communicator> split(int color, int key, const std::string& name) override {
+    auto c = inner_->split(color, key, name);
+    return c ? std::make_shared<Forwarding>(std::move(c)) : nullptr;
+  }
+  int node_of(int r) const override { return inner_->node_of(r); }
+  std::shared_ptr<const std::vector<int>> world_members() const override {
+    return inner_->world_members();
+  }
+
+ private:
+  std::shared_ptr<Communicator> inner_;
+};
+
+inline bool over_forwarding() {
+  const char* v = std::getenv("DPLAB_TEST_VIRTUAL_INNER");
+  return v != nullptr && std::strcmp(v, "forwarding") == 0;
+}
+
 struct World {
   std::shared_ptr<VirtualTime> vt;
   std::shared_ptr<Communicator> comm;
@@ -45,8 +100,14 @@ inline World make_world(int ranks_per_node) {
   cfg.virtual_time = std::make_shared<VirtualTime>(p, cluster::shape_of(p, W, ranks_per_node),
                                                    VirtualClock::Compute::manual);
   cfg.nic_sharing = true;
-  World w{cfg.virtual_time, mpi_world(cfg)};
-  return w;
+  if (!over_forwarding()) return World{cfg.virtual_time, mpi_world(cfg)};
+  // The same world built by hand: plain MPI with the shape's nodes, a Forwarding communicator
+  // around it, and the virtual cluster around that.
+  CommConfig plain;
+  plain.ranks_per_node = ranks_per_node;
+  auto vt = cfg.virtual_time;
+  auto inner = std::make_shared<Forwarding>(mpi_world(plain));
+  return World{vt, with_virtual_time(inner, vt, NodePort::create(vt->platform, vt->shape, {}))};
 }
 
 inline double clock_of(const World& w) {
