@@ -65,8 +65,8 @@
 // stream does not drain within comm.timeout_s, or which has an asynchronous error, is aborted
 // instead of destroyed (ncclCommDestroy would wait for the peers).
 //
-// The virtual cluster (cluster, link.intra / link.inter) is an MPI backend feature: nccl_world()
-// rejects it.
+// The virtual cluster (cluster, link.intra / link.inter) is a layer for communicators whose
+// operations complete on the host (comm/virtual_communicator.h): nccl_world() rejects it.
 #pragma once
 #include <memory>
 

@@ -1,6 +1,7 @@
 // Backend-independent parts of Communicator's requests (comm/communicator.h): waiting politely,
 // and Request's test, wait and completion, in real time or on a rank's virtual clock
-// (docs/virtual_cluster.md). The MPI backend is comm/mpi_communicator.cpp, NCCL's
+// (docs/virtual_cluster.md; virtual times come from comm/virtual_communicator.cpp). The MPI
+// backend is comm/mpi_communicator.cpp, NCCL's
 // comm/nccl_communicator.cpp.
 #include <chrono>
 #include <ctime>
