@@ -195,6 +195,9 @@ std::vector<OptionSpec> make_specs() {
       {"streaming_diloco.H", "50", "inner steps between two syncs of the same fragment"},
       {"streaming_diloco.fragments", "2",
        "P: fragments (cut at tensor boundaries), synchronised on a staggered schedule"},
+      {"streaming_diloco.fragment_pattern", "contiguous",
+       "contiguous: P ranges of the arena of about equal size; strided: the model's blocks dealt "
+       "round-robin to the P fragments (the paper's pattern)"},
       {"streaming_diloco.fragment_sync_delay", "1",
        "tau: inner steps a fragment's allreduce overlaps before it is applied (< H / P)"},
       {"streaming_diloco.fragment_update_alpha", "0.5",
@@ -202,8 +205,9 @@ std::vector<OptionSpec> make_specs() {
       {"streaming_diloco.wire", "f32",
        "wire type of the outer gradients' allreduce: f32, bf16 or f16 (f32 accumulation)"},
       {"streaming_diloco.quantize", "none",
-       "none, int8 or int4: outer gradients quantised per block (one f32 scale each), "
-       "allgathered, decoded and summed in f32 (replaces the allreduce; wire must be f32)"},
+       "none, int8, int4 (linear codes), fp8_e4m3 or fp4_e2m1 (floats): outer gradients "
+       "quantised per block (one f32 scale each) and averaged by a quantised reduce-scatter and "
+       "allgather, summed in f32 (replaces the allreduce; wire must be f32)"},
       {"streaming_diloco.quantize_block", "256",
        "elements per quantisation scale (streaming_diloco.quantize)"},
       {"streaming_diloco.outer_lr", "0.7", "learning rate of the outer SGD"},
