@@ -90,6 +90,36 @@ TEST(StreamingDiLoCo, StridedFragmentsDealBlocksRoundRobin) {
   EXPECT_THROW((StreamingDiLoCoStrategy{topology_of(o), o}), Error);
 }
 
+// A checkpoint from before fragment_pattern existed (no "fragment_strided") holds contiguous
+// fragments: it loads into a contiguous run and a strided run refuses it, naming the option.
+TEST(StreamingDiLoCo, OldCheckpointsLoadAsContiguous) {
+  const int R = MpiEnv::get().world_rank();
+  auto make = [&](const char* pattern, Replica& rep) {
+    Options o;
+    o.set("streaming_diloco.H", "4");
+    o.set("streaming_diloco.fragment_pattern", pattern);
+    o.set("comm.timeout_s", "20");
+    auto s = std::make_unique<StreamingDiLoCoStrategy>(topology_of(o), o);
+    rep.set_up(*s);
+    return s;
+  };
+  Replica ra(11 + uint64_t(R)), rb(11 + uint64_t(R)), rc(11 + uint64_t(R));
+  auto a = make("contiguous", ra);
+  StateDict saved;
+  a->save_state(saved);
+  std::map<std::string, std::string> values = saved.values();
+  ASSERT_EQ(values.erase("fragment_strided"), 1u);
+  StateDict old_format;
+  old_format.assign(saved.tensors(), values);
+  EXPECT_NO_THROW(make("contiguous", rb)->load_state(old_format));
+  try {
+    make("strided", rc)->load_state(old_format);
+    ADD_FAILURE() << "a contiguous checkpoint was loaded into a strided run";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("fragment_pattern"), std::string::npos) << e.what();
+  }
+}
+
 // The elements of a fragment, in the order the strategy packs them.
 std::vector<int64_t> elements(const Fragment& f) {
   std::vector<int64_t> out;
