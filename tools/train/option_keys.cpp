@@ -224,6 +224,12 @@ std::vector<OptionSpec> make_specs() {
       {"slowmo.base", "local",
        "base algorithm: local (local SGD) or sgp (an SGP gossip every step, sgp.interval "
        "applies; the exact average is the push-sum average)"},
+      {"slowmo.localsgd_frequency", "3",
+       "k: with base local, the workers average their parameters every k base steps of a round "
+       "(fairscale's localsgd_frequency; 0: no averaging inside a round)"},
+      {"slowmo.node_workers", "(true with base local, false with sgp)",
+       "true: the ranks of a node (the host's, or --ranks-per-node) average their gradients every "
+       "step and form one worker (fairscale's nprocs_per_node); false: every rank is a worker"},
       {"slowmo.round_spans_epochs", "false",
        "true: a round continues across epoch boundaries (the epoch's consensus evaluation "
        "reports the ranks' average); false: every epoch ends with a slow step"},

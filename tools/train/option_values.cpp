@@ -160,6 +160,8 @@ const std::map<std::string, ValueRule>& rules() {
       {"slowmo.lr", number(0)},
       {"slowmo.momentum", number(0, 1, true)},
       {"slowmo.base", choice({"local", "sgp"})},
+      {"slowmo.localsgd_frequency", integer(0)},
+      {"slowmo.node_workers", boolean()},
       {"daso.B_max", integer(1)},
       {"daso.S", integer(0)},
       {"daso.warmup_epochs", integer(0)},
