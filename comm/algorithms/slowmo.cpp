@@ -19,6 +19,17 @@ SlowMoOptions SlowMoOptions::from_options(const Options& opt) {
               "got '{}'",
               base);
   o.sgp_base = base == "sgp";
+  o.localsgd_frequency = opt.get_int("slowmo.localsgd_frequency", 3);
+  DPLAB_CHECK(o.localsgd_frequency >= 0,
+              "option slowmo.localsgd_frequency: expected >= 0 base steps (0: no averaging inside "
+              "a round), got {}",
+              o.localsgd_frequency);
+  // Node workers: fairscale's default with its LocalSGD base; not offered over SGP (below).
+  o.node_workers = opt.get_bool("slowmo.node_workers", !o.sgp_base);
+  DPLAB_CHECK(!(o.node_workers && o.sgp_base),
+              "option slowmo.node_workers = true: node workers are implemented for slowmo.base = "
+              "local only; with slowmo.base = sgp every rank is a worker (set node_workers = "
+              "false)");
   o.round_spans_epochs = opt.get_bool("slowmo.round_spans_epochs", false);
   DPLAB_CHECK(o.frequency >= 1, "option slowmo.frequency: expected >= 1 base steps, got {}",
               o.frequency);
@@ -57,6 +68,23 @@ void SlowMoStrategy::setup(TrainContext& ctx) {
   if (opt_.momentum > 0) u_ = Tensor::zeros(x_start_.shape(), DType::f32, x_start_.device());
 }
 
+bool SlowMoStrategy::node_workers() const {
+  return opt_.node_workers && topology().ranks_per_node() > 1;
+}
+
+int SlowMoStrategy::workers() const {
+  if (sgp_ || !opt_.node_workers) return world().size();
+  return topology().num_nodes();
+}
+
+void SlowMoStrategy::average_workers() {
+  // The workers' average. Node workers: the ranks of a node hold the same parameters (same
+  // start, same averaged gradients, same optimizer), so the average over the nodes is the
+  // average over the ranks with the same local rank (the cross communicator): every rank of a
+  // node gets the same bytes without a broadcast.
+  average_parameters(meter(), opt_.node_workers ? topology().cross() : world(), *ctx_.arena);
+}
+
 void SlowMoStrategy::sync(RoundEnd) {
   NoGradGuard no_grad;
   const double gamma = ctx_.optimizer->lr();
@@ -70,7 +98,7 @@ void SlowMoStrategy::sync(RoundEnd) {
   if (sgp_)
     sgp_->push_sum_average();
   else
-    average_parameters(meter(), world(), *ctx_.arena);
+    average_workers();
   // Line 8: u_{t+1} = β u_t + g with g = (x_{t,0} − x_{t,τ}) / γ_t; line 9: x_{t+1,0} =
   // x_{t,0} − α γ_t u_{t+1}. The SGD heavy-ball step on x_start with lr α γ does both.
   g_.copy_(x_start_);
@@ -86,12 +114,22 @@ void SlowMoStrategy::sync(RoundEnd) {
 
 void SlowMoStrategy::after_backward(const StepInfo& step) {
   if (sgp_) sgp_->after_backward(step);  // SGP's pre-step snapshot (when w != 1)
+  // Node workers: the node's ranks average their gradients before every base step (fairscale's
+  // backward hook), so they take the same step and act as one worker with the node's batch.
+  if (node_workers())
+    meter().allreduce(topology().node(), "node gradient average", ctx_.arena->grads(),
+                      ReduceOp::average);
 }
 
 void SlowMoStrategy::inner_step(const StepInfo& step, bool round_ends) {
   // The SGP base step's gossip (or its local-step bookkeeping); at a round's end the push-sum
   // average replaces this step's gossip.
   if (sgp_ && !round_ends) sgp_->after_step(step);
+  // The LocalSGD base's averages inside the round, every localsgd_frequency base steps counted
+  // from the round's start; at the round's end the exact average of line 7 takes its place (as
+  // fairscale skips it when the slow momentum step's reduce averages anyway).
+  const int64_t k = opt_.localsgd_frequency;
+  if (!sgp_ && k > 0 && !round_ends && steps_in_round() % k == 0) average_workers();
 }
 
 void SlowMoStrategy::drain() {
@@ -110,7 +148,9 @@ bool SlowMoStrategy::consensus_eval(const std::function<void()>& evaluate) {
 }
 
 std::map<std::string, double> SlowMoStrategy::state() const {
-  std::map<std::string, double> m = {{"tau", double(opt_.frequency)}, {"rounds", double(rounds())}};
+  std::map<std::string, double> m = {{"tau", double(opt_.frequency)},
+                                     {"rounds", double(rounds())},
+                                     {"workers", double(workers())}};
   if (sgp_) m["push_sum_weight"] = double(sgp_->push_sum_weight());
   return m;
 }
@@ -119,6 +159,8 @@ void SlowMoStrategy::save_sync_state(StateDict& out) const {
   out.put_tensor("x_start", x_start_);
   if (u_.defined()) out.put_tensor("slow_momentum", u_);
   out.put_string("base", opt_.sgp_base ? "sgp" : "local");
+  out.put_int("localsgd_frequency", opt_.sgp_base ? 0 : opt_.localsgd_frequency);
+  out.put_int("node_workers", node_workers() ? 1 : 0);
   if (sgp_) {
     StateDict base;
     sgp_->save_state(base);
@@ -141,6 +183,21 @@ void SlowMoStrategy::load_sync_state(const StateDict& in, const RoundPosition&) 
               "{}: slowmo state was saved with slowmo.base = {}, but this run has slowmo.base = "
               "{} (the push-sum weights of an SGP base cannot be made up or dropped)",
               where, base, want);
+  // Checkpoints from before issue #33 ran the base without averages inside a round and every
+  // rank as a worker: a run that would continue them otherwise is refused, naming the option.
+  const int64_t k = in.has("localsgd_frequency") ? in.get_int("localsgd_frequency") : 0;
+  const int64_t want_k = opt_.sgp_base ? 0 : opt_.localsgd_frequency;
+  const char* old = in.has("localsgd_frequency") ? "" : " (saved before the option existed)";
+  DPLAB_CHECK(k == want_k,
+              "{}: slowmo state was saved with slowmo.localsgd_frequency = {}{}, but this run has "
+              "{}: resume with --set slowmo.localsgd_frequency={}",
+              where, k, old, want_k, k);
+  const bool nw = in.has("node_workers") && in.get_int("node_workers") == 1;
+  DPLAB_CHECK(nw == node_workers(),
+              "{}: slowmo state was saved with {} worker per {}{}, but this run has {} (set "
+              "slowmo.node_workers or --ranks-per-node as the saved run had them)",
+              where, "one", nw ? "node" : "rank", old,
+              node_workers() ? "one per node" : "one per rank");
   if (sgp_) sgp_->load_state(in.sub("sgp."));
 }
 

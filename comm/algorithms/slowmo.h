@@ -10,17 +10,24 @@
 //   8      u_{t+1} = β u_t + (x_{t,0} − x_{t,τ}) / γ_t      (slow momentum)
 //   9      x_{t+1,0} = x_{t,0} − α γ_t u_{t+1}              (outer iterate)
 //
-// m = the world size (each rank a worker); the base optimizer is the run's optimizer, stepped by
-// the training loop on the rank's own batches; γ_t is its learning rate at the exact average (the
-// lr schedule's value then, as fairscale reads param_groups' lr at the SlowMo step). Line 3:
-// the base optimizer's buffers (momentum, Adam moments) are maintained: they stay local, neither
-// reset nor averaged. Lines 8-9 are the SGD heavy-ball step (PyTorch's rule, no Nesterov) on
-// the gradient (x_{t,0} − x_{t,τ}) / γ_t with learning rate α γ_t, run by the fused SGD kernel
-// (u_0 = 0 makes its first step u_1 = g exactly). With α = 1 and β = 0, x_{t+1,0} is the average
-// (to rounding): local SGD with period τ.
+// m = the workers. As fairscale's SlowMoDistributedDataParallel (nprocs_per_node), by default
+// (slowmo.node_workers) the ranks of a node form one worker: before every base step they average
+// their gradients by an allreduce on the node (so each worker's step is on the node's batch),
+// and they hold the same parameters; m = the number of nodes (the host's, or --ranks-per-node's
+// virtual ones). slowmo.node_workers = false: every rank is a worker, m = the world size. The
+// base optimizer is the run's optimizer, stepped by the training loop on the rank's batches; γ_t is
+// its learning rate at the exact average (the lr schedule's value then, as fairscale reads
+// param_groups' lr at the SlowMo step). Line 3: the base optimizer's buffers (momentum, Adam
+// moments) are maintained: they stay local, neither reset nor averaged. Lines 8-9 are the SGD
+// heavy-ball step (PyTorch's rule, no Nesterov) on the gradient (x_{t,0} − x_{t,τ}) / γ_t with
+// learning rate α γ_t, run by the fused SGD kernel (u_0 = 0 makes its first step u_1 = g exactly).
+// With α = 1 and β = 0, x_{t+1,0} is the average (to rounding): local SGD with period τ.
 //
 // Base algorithm (slowmo.base):
-//   local  local SGD: the base steps alone, no communication inside a round.
+//   local  local SGD (fairscale's LOCALSGD): the base steps, and every slowmo.localsgd_frequency
+//          (k) steps of a round, counted from its start, the workers' parameters replaced by
+//          their average (an allreduce); the round's last step takes line 7's exact average
+//          instead. k = 0: no averaging inside a round (the paper's Algorithm 1 with local SGD).
 //   sgp    Stochastic Gradient Push (comm/algorithms/sgp.h, held by composition): every base
 //          step is an SGP step, a push-sum gossip on the directed exponential graph (every
 //          sgp.interval steps), the arena holding the de-biased z_i = x_i / w_i. Line 7 is then
@@ -36,18 +43,23 @@
 // evaluated model is x_{t+1,0}, the same on every rank, as local_sgd and diloco); with
 // slowmo.round_spans_epochs a round runs on across the epoch boundary and each epoch's
 // consensus evaluation reports the ranks' average (the push-sum average over SGP). The end of
-// training (max_steps, or a round spanning the last epoch's end) ends a round in progress. One
-// blocking f32 allreduce of the parameters per round ("parameter average" on the meter). γ_t
+// training (max_steps, or a round spanning the last epoch's end) ends a round in progress. Per
+// round: one blocking f32 allreduce of the parameters ("parameter average" on the meter), plus one
+// per localsgd average; with node workers these run on the cross communicator (one rank per node,
+// the same local rank), and every base step adds a "node gradient average" allreduce on the
+// node. With one node (a host without --ranks-per-node) the workers are 1: the base is then
+// allreduce SGD on the node, and the slow momentum step still runs every τ steps (fairscale the
+// same: it disables LocalSGD when there is no second node). The metrics' state says `workers`. γ_t
 // must be > 0 at every average (line 8 divides by it).
 //
-// Options (fairscale's SlowMoDistributedDataParallel defaults):
-//   slowmo.frequency   48    τ
-//   slowmo.lr          1     α
-//   slowmo.momentum    0.5   β (0: no slow momentum)
-//   slowmo.base        local local or sgp (sgp.interval applies to its gossip)
+// Options (fairscale's SlowMoDistributedDataParallel defaults, its default algorithm):
+//   slowmo.frequency           48     τ
+//   slowmo.lr                  1      α
+//   slowmo.momentum            0.5    β (0: no slow momentum)
+//   slowmo.base                local  local or sgp (sgp.interval applies to its gossip)
+//   slowmo.localsgd_frequency  3      k (base local; 0: none)
+//   slowmo.node_workers        true with base local, false with sgp (true refused there)
 //   slowmo.round_spans_epochs  false  true: rounds continue across epoch boundaries
-// (fairscale's base local SGD may also average every localsgd_frequency steps inside a round;
-// here the base steps alone, the paper's Algorithm 1 with local SGD.)
 //
 // Checkpoints: x_{t,0} of the round in progress ("x_start"), u ("slow_momentum", when β > 0),
 // base steps done in the round and rounds so far; with base sgp, SGP's state under "sgp." (its
@@ -62,10 +74,12 @@
 namespace dplab {
 
 struct SlowMoOptions {
-  int64_t frequency = 48;  // τ
-  double lr = 1.0;         // α
-  double momentum = 0.5;   // β
-  bool sgp_base = false;   // slowmo.base = sgp
+  int64_t frequency = 48;          // τ
+  double lr = 1.0;                 // α
+  double momentum = 0.5;           // β
+  bool sgp_base = false;           // slowmo.base = sgp
+  int64_t localsgd_frequency = 3;  // k: base averages inside a round (0: none)
+  bool node_workers = true;        // the ranks of a node form one worker (base local)
   bool round_spans_epochs = false;
   static SlowMoOptions from_options(const Options& opt);
 };
@@ -87,6 +101,8 @@ class SlowMoStrategy : public PeriodicSyncStrategy {
   const Tensor& slow_momentum() const { return u_; }
   // The SGP base (slowmo.base = sgp), null otherwise; tests set its push-sum weights.
   SgpStrategy* sgp() { return sgp_.get(); }
+  // m: the nodes (node workers) or the ranks.
+  int workers() const;
 
  protected:
   void sync(RoundEnd) override;  // lines 7-9
@@ -99,6 +115,8 @@ class SlowMoStrategy : public PeriodicSyncStrategy {
 
  private:
   SlowMoStrategy(std::shared_ptr<Topology> topo, const Options& opt, const SlowMoOptions& o);
+  bool node_workers() const;  // node workers with more than one rank per node
+  void average_workers();     // the parameters' average over the workers
   SlowMoOptions opt_;
   Tensor x_start_;                    // x_{t,0}
   Tensor u_;                          // u_t (undefined when β = 0)

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "dplab/comm/algorithms/algo_state.h"
+#include "dplab/comm/algorithms/crossover.h"
 #include "dplab/core/autograd.h"
 #include "dplab/core/backend.h"
 #include "dplab/core/ops/elementwise.h"
@@ -55,12 +56,48 @@ std::vector<std::pair<int64_t, int64_t>> arena_fragments(const ParamArena& arena
   return out;
 }
 
+int64_t fragment_numel(const Fragment& f) {
+  int64_t n = 0;
+  for (const auto& [b, e] : f) n += e - b;
+  return n;
+}
+
+std::vector<Fragment> plan_fragments(const ParamArena& arena, int64_t fragments,
+                                     const std::string& pattern) {
+  std::vector<Fragment> out;
+  if (pattern == "contiguous") {
+    for (const auto& r : arena_fragments(arena, fragments)) out.push_back({r});
+    return out;
+  }
+  DPLAB_CHECK(pattern == "strided",
+              "option streaming_diloco.fragment_pattern: expected contiguous or strided, got '{}'",
+              pattern);
+  const auto blocks = plan_gossip_segments(arena, "blocks");
+  DPLAB_CHECK(fragments >= 1 && fragments <= int64_t(blocks.size()),
+              "option streaming_diloco.fragments: {} strided fragments, but the model has {} "
+              "blocks (streaming_diloco.fragment_pattern = strided deals whole blocks)",
+              fragments, blocks.size());
+  out.resize(size_t(fragments));
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    Fragment& f = out[b % size_t(fragments)];
+    if (!f.empty() && f.back().second == blocks[b].begin)
+      f.back().second = blocks[b].end;  // P = 1: one range
+    else
+      f.push_back({blocks[b].begin, blocks[b].end});
+  }
+  return out;
+}
+
 StreamingDiLoCoOptions StreamingDiLoCoOptions::from_options(const Options& opt) {
   StreamingDiLoCoOptions o;
   o.schedule.H = opt.get_int("streaming_diloco.H", 50);
   o.schedule.fragments = opt.get_int("streaming_diloco.fragments", 2);
   o.schedule.delay = opt.get_int("streaming_diloco.fragment_sync_delay", 1);
   o.schedule.check();
+  o.fragment_pattern = opt.get_string("streaming_diloco.fragment_pattern", "contiguous");
+  DPLAB_CHECK(o.fragment_pattern == "contiguous" || o.fragment_pattern == "strided",
+              "option streaming_diloco.fragment_pattern: expected contiguous or strided, got '{}'",
+              o.fragment_pattern);
   o.alpha = opt.get_double("streaming_diloco.fragment_update_alpha", 0.5);
   DPLAB_CHECK(o.alpha >= 0 && o.alpha <= 1,
               "option streaming_diloco.fragment_update_alpha: expected a value in [0, 1], got {}",
@@ -70,10 +107,15 @@ StreamingDiLoCoOptions StreamingDiLoCoOptions::from_options(const Options& opt) 
               "option streaming_diloco.wire: expected f32, bf16 or f16, got '{}'", wire);
   o.wire = parse_dtype(wire);
   const std::string quantize = opt.get_string("streaming_diloco.quantize", "none");
-  DPLAB_CHECK(quantize == "none" || quantize == "int8" || quantize == "int4",
-              "option streaming_diloco.quantize: expected none, int8 or int4, got '{}'", quantize);
-  o.quantize_bits = quantize == "int8" ? 8 : quantize == "int4" ? 4 : 0;
-  DPLAB_CHECK(o.quantize_bits == 0 || o.wire == DType::f32,
+  if (quantize != "none") {
+    DPLAB_CHECK(quantize == "int8" || quantize == "int4" || quantize == "fp8_e4m3" ||
+                    quantize == "fp4_e2m1",
+                "option streaming_diloco.quantize: expected none, int8, int4, fp8_e4m3 or "
+                "fp4_e2m1, got '{}'",
+                quantize);
+    o.quantize = parse_quant_format(quantize, "streaming_diloco.quantize");
+  }
+  DPLAB_CHECK(!o.quantize || o.wire == DType::f32,
               "option streaming_diloco.quantize = {} replaces the allreduce whose wire type "
               "streaming_diloco.wire = {} sets: leave wire at f32 or set quantize = none",
               quantize, wire);
@@ -114,67 +156,142 @@ StreamingDiLoCoStrategy::StreamingDiLoCoStrategy(std::shared_ptr<Topology> topo,
 
 void StreamingDiLoCoStrategy::setup(TrainContext& ctx) {
   PeriodicSyncStrategy::setup(ctx);  // θ_g(0): rank 0's model on every rank
-  frags_ = arena_fragments(*ctx.arena, opt_.schedule.fragments);
-  if (opt_.quantize_bits > 0) {
+  frags_ = plan_fragments(*ctx.arena, opt_.schedule.fragments, opt_.fragment_pattern);
+  if (opt_.quantize) {
     DPLAB_CHECK(ctx.arena->device().is_cpu(),
-                "option streaming_diloco.quantize = int{}: outer gradients are quantised on the "
+                "option streaming_diloco.quantize = {}: outer gradients are quantised on the "
                 "host, but the parameters are on {}; use quantize = none (wire = bf16 sends 16 "
                 "bits on a device)",
-                opt_.quantize_bits, ctx.arena->device().str());
-    quantizer_.emplace(opt_.quantize_bits, opt_.quantize_block, "streaming_diloco.quantize");
+                quant_format_name(*opt_.quantize), ctx.arena->device().str());
+    quantizer_.emplace(*opt_.quantize, opt_.quantize_block, "streaming_diloco.quantize_block");
   }
   theta_ = ctx.arena->params().clone();
-  delta_ = Tensor::zeros(theta_.shape(), DType::f32, theta_.device());
+  int64_t largest = 0;
+  for (const Fragment& f : frags_) largest = std::max(largest, fragment_numel(f));
+  delta_ = Tensor::zeros({largest}, DType::f32, theta_.device());
   if (opt_.outer_momentum > 0)
     momentum_ = Tensor::zeros(theta_.shape(), DType::f32, theta_.device());
   outer_steps_.assign(frags_.size(), 0);
 }
 
-Tensor StreamingDiLoCoStrategy::range(const Tensor& t, int64_t p) const {
-  return t.flat_range(frags_[size_t(p)].first, frags_[size_t(p)].second);
+std::vector<Tensor> StreamingDiLoCoStrategy::pieces(const Tensor& t, int64_t p) const {
+  std::vector<Tensor> out;
+  for (const auto& [b, e] : frags_[size_t(p)]) out.push_back(t.flat_range(b, e));
+  return out;
 }
 
 void StreamingDiLoCoStrategy::send(int64_t p) {
   NoGradGuard no_grad;
-  // δ_p = θ_g[p] − θ_i[p](s), averaged over the replicas while training goes on.
-  Tensor d = range(delta_, p);
-  d.copy_(range(theta_, p));
-  add_(d, range(ctx_.arena->params(), p), -1.f);
+  // δ_p = θ_g[p] − θ_i[p](s), packed range after range, averaged over the replicas while
+  // training goes on.
+  Tensor d = delta(p);
+  auto theta = pieces(theta_, p), local = pieces(ctx_.arena->params(), p);
+  int64_t at = 0;
+  for (size_t k = 0; k < theta.size(); ++k) {
+    Tensor dk = d.flat_range(at, at + theta[k].numel());
+    dk.copy_(theta[k]);
+    add_(dk, local[k], -1.f);
+    at += theta[k].numel();
+  }
   pending_ = p;
   pending_sent_at_ = steps_in_round();
   Communicator& comm = world();
   if (comm.size() == 1) return;
-  if (quantizer_) {
-    // Codes and scales of this rank's δ_p, gathered from every rank; decoded at the wait.
-    const int64_t bytes = quantizer_->packed_bytes(d.numel());
-    q_send_ = Tensor::empty({bytes}, DType::u8);
-    q_recv_ = Tensor::empty({bytes * comm.size()}, DType::u8);
-    quantizer_->encode(d.data<float>(), d.numel(), q_send_.data<uint8_t>());
-    exchange_ = meter().iallgather(comm, "outer gradient fragment", q_send_, q_recv_);
-    decode_pending_ = true;
-  } else {
+  if (quantizer_)
+    post_shards(d);
+  else
     exchange_ =
         meter().iallreduce(comm, "outer gradient fragment", d, ReduceOp::average, opt_.wire);
+}
+
+namespace {
+constexpr int kShardTag = 0x5344;  // the quantised exchange's messages; distinct from others'
+
+// Shard r of the n values x (length L, the last ones shorter or empty), padded with zeros.
+std::vector<float> padded_shard(const float* x, int64_t n, int64_t L, int r) {
+  std::vector<float> s(size_t(L), 0.f);
+  const int64_t lo = std::min(n, int64_t(r) * L), hi = std::min(n, lo + L);
+  std::copy(x + lo, x + hi, s.begin());
+  return s;
+}
+}  // namespace
+
+int64_t StreamingDiLoCoStrategy::shard_len(int64_t n) const {
+  const int64_t W = world().size();
+  return (n + W - 1) / W;
+}
+
+void StreamingDiLoCoStrategy::post_shards(const Tensor& d) const {
+  // a. Every shard of this rank's δ_p quantised, shard r sent to rank r; this rank's own shard
+  // stays here (its quantised copy, as every other rank's).
+  Communicator& comm = world();
+  const int W = comm.size(), me = comm.rank();
+  const int64_t n = d.numel(), L = shard_len(n), S = quantizer_->packed_bytes(L);
+  q_send_ = Tensor::empty({S * W}, DType::u8);
+  q_recv_ = Tensor::empty({S * W}, DType::u8);
+  for (int r = 0; r < W; ++r)
+    quantizer_->encode(padded_shard(d.data<float>(), n, L, r).data(), L,
+                       q_send_.data<uint8_t>() + int64_t(r) * S);
+  q_recv_.flat_range(me * S, (me + 1) * S).copy_(q_send_.flat_range(me * S, (me + 1) * S));
+  Pending all;
+  for (int r = 0; r < W; ++r) {
+    if (r == me) continue;
+    Tensor in = q_recv_.flat_range(r * S, (r + 1) * S),
+           out = q_send_.flat_range(r * S, (r + 1) * S);
+    Pending pr = meter().irecv(comm, "outer gradient shards", in, r, kShardTag);
+    Pending ps = meter().isend(comm, "outer gradient shards", out, r, kShardTag);
+    if (all.empty())
+      all = std::move(pr);
+    else
+      all.join(std::move(pr));
+    all.join(std::move(ps));
+  }
+  exchange_ = std::move(all);
+  phase_ = Phase::shards;
+}
+
+void StreamingDiLoCoStrategy::reduce_shards() const {
+  // b. This rank's shard: the W quantised copies decoded and added in f32 in rank order, divided
+  // by W, quantised again; c. the mean shards allgathered (completed by wait_exchange).
+  meter().complete(exchange_, Use::host);
+  Communicator& comm = world();
+  const int W = comm.size();
+  const int64_t L = shard_len(delta(pending_).numel()), S = quantizer_->packed_bytes(L);
+  std::vector<float> mean(size_t(L), 0.f);
+  for (int r = 0; r < W; ++r)
+    quantizer_->decode_add(q_recv_.data<uint8_t>() + int64_t(r) * S, L, mean.data());
+  for (float& v : mean) v /= float(W);
+  q_mean_ = Tensor::empty({S}, DType::u8);
+  q_all_ = Tensor::empty({S * W}, DType::u8);
+  quantizer_->encode(mean.data(), L, q_mean_.data<uint8_t>());
+  exchange_ = meter().iallgather(comm, "outer gradient mean shards", q_mean_, q_all_);
+  phase_ = Phase::means;
+}
+
+void StreamingDiLoCoStrategy::decode_means() const {
+  // Δ_p: every rank's quantised mean shard decoded, in place of δ_p.
+  Tensor d = delta(pending_);
+  const int W = world().size();
+  const int64_t n = d.numel(), L = shard_len(n), S = quantizer_->packed_bytes(L);
+  float* out = d.data<float>();
+  for (int r = 0; r < W; ++r) {
+    std::vector<float> shard(size_t(L), 0.f);
+    quantizer_->decode_add(q_all_.data<uint8_t>() + int64_t(r) * S, L, shard.data());
+    const int64_t lo = std::min(n, int64_t(r) * L), hi = std::min(n, lo + L);
+    std::copy(shard.begin(), shard.begin() + (hi - lo), out + lo);
   }
 }
 
-void StreamingDiLoCoStrategy::decode_exchange() const {
-  if (!decode_pending_) return;
-  Tensor d = range(delta_, pending_);
-  const int64_t n = d.numel(), bytes = quantizer_->packed_bytes(n);
-  const int W = world().size();
-  float* out = d.data<float>();
-  std::fill(out, out + n, 0.f);
-  const uint8_t* all = q_recv_.data<uint8_t>();
-  for (int r = 0; r < W; ++r) quantizer_->decode_add(all + int64_t(r) * bytes, n, out);
-  for (int64_t j = 0; j < n; ++j) out[j] /= float(W);
-  decode_pending_ = false;
-}
-
 void StreamingDiLoCoStrategy::wait_exchange() const {
-  // The host decodes a quantised exchange: it reads the result.
-  meter().complete(exchange_, quantizer_ ? Use::host : Use::compute);
-  decode_exchange();
+  if (phase_ == Phase::shards) reduce_shards();
+  if (phase_ == Phase::means) {
+    // The host decodes a quantised exchange: it reads the result.
+    meter().complete(exchange_, Use::host);
+    decode_means();
+    phase_ = Phase::none;
+    return;
+  }
+  meter().complete(exchange_, Use::compute);
 }
 
 void StreamingDiLoCoStrategy::apply(int64_t p, double alpha) {
@@ -182,34 +299,43 @@ void StreamingDiLoCoStrategy::apply(int64_t p, double alpha) {
   DPLAB_CHECK(pending_ == p, "streaming_diloco: fragment {} is due, but fragment {} is in flight",
               p, pending_);
   wait_exchange();
-  // θ_g[p] ← OuterOpt(θ_g[p], Δ_p): DiLoCo's outer SGD on the fragment's range.
-  Tensor theta = range(theta_, p);
-  Tensor delta = range(delta_, p);
-  Tensor buf = momentum_.defined() ? range(momentum_, p) : Tensor();
+  // θ_g[p] ← OuterOpt(θ_g[p], Δ_p): DiLoCo's outer SGD on the fragment's ranges (element-wise,
+  // so range by range is the fragment's step).
+  auto theta = pieces(theta_, p), local = pieces(ctx_.arena->params(), p);
+  auto buf = momentum_.defined() ? pieces(momentum_, p) : std::vector<Tensor>{};
   SgdStepArgs a;
   a.lr = static_cast<float>(opt_.outer_lr);
   a.momentum = static_cast<float>(opt_.outer_momentum);
   a.nesterov = opt_.outer_nesterov && opt_.outer_momentum > 0;
   a.first_step = outer_steps_[size_t(p)] == 0;
-  backend_for(theta.device()).optim.sgd_step(theta, delta, buf, a);
-  ++outer_steps_[size_t(p)];
-  // θ_i[p] ← θ_g[p] + α (θ_i[p] − θ_g[p]), reusing δ's range as scratch.
-  Tensor local = range(ctx_.arena->params(), p);
-  if (alpha == 0) {
-    local.copy_(theta);
-  } else {
-    delta.copy_(local);
-    add_(delta, theta, -1.f);
-    local.copy_(theta);
-    add_(local, delta, static_cast<float>(alpha));
+  int64_t at = 0;
+  for (size_t k = 0; k < theta.size(); ++k) {
+    Tensor delta_k = delta(p).flat_range(at, at + theta[k].numel());
+    at += theta[k].numel();
+    Tensor none;
+    backend_for(theta[k].device())
+        .optim.sgd_step(theta[k], delta_k, buf.empty() ? none : buf[k], a);
+    // θ_i[p] ← θ_g[p] + α (θ_i[p] − θ_g[p]), reusing Δ's range as scratch.
+    if (alpha == 0) {
+      local[k].copy_(theta[k]);
+    } else {
+      delta_k.copy_(local[k]);
+      add_(delta_k, theta[k], -1.f);
+      local[k].copy_(theta[k]);
+      add_(local[k], delta_k, static_cast<float>(alpha));
+    }
   }
+  ++outer_steps_[size_t(p)];
   pending_ = -1;
 }
 
 void StreamingDiLoCoStrategy::inner_step(const StepInfo&, bool) {
-  // Helps a non-blocking MPI allreduce progress while the inner steps go on.
+  // Helps a non-blocking MPI exchange progress while the inner steps go on.
   for (Request& r : exchange_.requests()) r.test();
   const int64_t s = steps_in_round();
+  // The quantised exchange's second half starts at the first inner step after the send, on
+  // every rank at the same step (a collective: the ranks must post it in the same order).
+  if (phase_ == Phase::shards && s > pending_sent_at_) reduce_shards();
   const int64_t due = opt_.schedule.applies_after(s);
   if (due >= 0 && pending_ == due) apply(due, opt_.alpha);
   const int64_t sends = opt_.schedule.sends_after(s);
@@ -230,7 +356,7 @@ void StreamingDiLoCoStrategy::sync(RoundEnd) {
 }
 
 void StreamingDiLoCoStrategy::drain() {
-  wait_exchange();  // nothing in flight; applied at its step as scheduled
+  if (pending_ >= 0) wait_exchange();  // applied at its step as scheduled
   average_buffers();
 }
 
@@ -246,6 +372,7 @@ void StreamingDiLoCoStrategy::save_sync_state(StateDict& out) const {
   out.put_int("H", opt_.schedule.H);
   out.put_int("fragments", opt_.schedule.fragments);
   out.put_int("fragment_sync_delay", opt_.schedule.delay);
+  out.put_int("fragment_strided", opt_.fragment_pattern == "strided" ? 1 : 0);
   out.put_ints("outer_steps", outer_steps_);
   out.put_tensor("theta_global", theta_);
   if (momentum_.defined()) out.put_tensor("outer_momentum", momentum_);
@@ -253,7 +380,7 @@ void StreamingDiLoCoStrategy::save_sync_state(StateDict& out) const {
   if (pending_ >= 0) {
     wait_exchange();  // the averaged Δ, applied after the resume at its step
     out.put_int("pending_sent_at", pending_sent_at_);
-    out.put_tensor("pending_delta", range(delta_, pending_));
+    out.put_tensor("pending_delta", delta(pending_));
   }
 }
 
@@ -262,6 +389,15 @@ void StreamingDiLoCoStrategy::load_sync_state(const StateDict& in, const RoundPo
   state_int(in, name(), "H", sc.H, sc.H);
   state_int(in, name(), "fragments", sc.fragments, sc.fragments);
   state_int(in, name(), "fragment_sync_delay", sc.delay, sc.delay);
+  // Checkpoints from before fragment_pattern existed hold contiguous fragments.
+  const bool saved_strided = in.has("fragment_strided") && in.get_int("fragment_strided") == 1;
+  DPLAB_CHECK(saved_strided == (opt_.fragment_pattern == "strided"),
+              "{}: streaming_diloco state holds {} fragments{}, but this run has "
+              "streaming_diloco.fragment_pattern = {}",
+              in.origin().empty() ? std::string("state") : in.origin(),
+              saved_strided ? "strided" : "contiguous",
+              in.has("fragment_strided") ? "" : " (saved before fragment_pattern existed)",
+              opt_.fragment_pattern);
   const int64_t inner = at.steps;
   const std::vector<int64_t> outer = in.get_ints("outer_steps");
   const std::string where = in.origin().empty() ? std::string("state") : in.origin();
@@ -276,7 +412,7 @@ void StreamingDiLoCoStrategy::load_sync_state(const StateDict& in, const RoundPo
   if (momentum_.defined()) restore_tensor(in, name(), "outer_momentum", momentum_);
   const int64_t pending = state_int(in, name(), "pending_fragment", -1, sc.fragments - 1);
   exchange_ = Pending();
-  decode_pending_ = false;  // a saved exchange in flight is saved decoded (its Δ)
+  phase_ = Phase::none;  // a saved exchange in flight is saved decoded (its Δ)
   if (pending >= 0) {
     // In flight since inner step `sent`: due after step sent + τ, which is still to come.
     const int64_t sent = state_int(in, name(), "pending_sent_at", inner - sc.delay + 1, inner);
@@ -285,7 +421,7 @@ void StreamingDiLoCoStrategy::load_sync_state(const StateDict& in, const RoundPo
                 "schedule sends fragment {} then",
                 where, pending, sent, sc.sends_after(sent));
     pending_ = pending;
-    restore_tensor(in, name(), "pending_delta", range(delta_, pending));
+    restore_tensor(in, name(), "pending_delta", delta(pending));
     pending_sent_at_ = sent;
   } else {
     pending_ = -1;

@@ -2,13 +2,20 @@
 // a distributed free lunch", 2025, arXiv:2501.18512): DiLoCo (comm/algorithms/diloco.h) with
 // three changes, each as the paper and torchft's StreamingDiLoCo name them:
 //
-//  1. Fragments. The parameters are cut into P fragments (contiguous ranges of the arena, cut
-//     at tensor boundaries, of about equal size). Each fragment p keeps DiLoCo's round of H inner
-//     steps, but the fragments are staggered: fragment p sends after inner step s when
+//  1. Fragments. The parameters are cut into P fragments, cut at tensor boundaries
+//     (streaming_diloco.fragment_pattern):
+//       contiguous  P contiguous ranges of the arena of about equal size (the default);
+//       strided     the model's blocks (residual blocks, else top-level modules, as Crossover's
+//                   "blocks" segments, comm/algorithms/crossover.h) dealt round-robin: fragment
+//                   p holds blocks p, p + P, p + 2P, ... in arena order (the paper's strided
+//                   pattern: each fragment spans the whole depth).
+//     Each fragment p keeps DiLoCo's round of H inner steps, but the fragments are staggered:
+//     fragment p sends after inner step s when
 //       s ≡ o_p (mod H),   o_p = ((p + 1) · H) / P  (integer division; o_{P−1} = H),
-//     so at most one fragment is exchanged at a time and the peak bandwidth is 1/P of DiLoCo's.
+//     so at most one fragment is exchanged at a time and the peak bandwidth is about 1/P of
+//     DiLoCo's.
 //  2. Overlap (torchft fragment_sync_delay, τ). At the send (step s) the fragment's outer
-//     gradient δ_p = θ_g[p] − θ_i[p](s) is averaged by a non-blocking allreduce, and training
+//     gradient δ_p = θ_g[p] − θ_i[p](s) is averaged by a non-blocking exchange, and training
 //     goes on for τ more inner steps; after step s + τ the average Δ_p is waited for (τ = 0:
 //     at once) and the outer optimizer (SGD, Nesterov, as DiLoCo) updates θ_g[p].
 //  3. Mixing (torchft fragment_update_alpha, α). The fragment's local parameters become
@@ -16,14 +23,24 @@
 //     (α = 0: the global fragment, as DiLoCo; the paper's α = 0.5 keeps half of the τ steps'
 //     local progress). Computed as θ_g + α (θ_i − θ_g), torch's lerp.
 //  4. Low precision (torchft should_quantize). Either the outer gradient travels as `wire` (f32,
-//     bf16 or f16) in the allreduce, summed in f32 by the communicator as GradSync's wire; or
-//     (`quantize` = int8 or int4) each rank quantises its δ_p in blocks of `quantize_block`
-//     elements (comm/quantize.h: symmetric, one f32 scale per block, round to nearest), the
-//     packed codes and scales are exchanged by one allgather (an allreduce cannot sum codes that
-//     have different scales, and int8 sums would overflow), and every rank decodes all W
-//     payloads, adds them in f32 in rank order and divides by W: every rank gets the same bits.
-//     No error feedback (the paper has none): the quantisation error of a round is lost. θ_g and
-//     the outer optimizer's state stay f32. One rank: no exchange, no quantisation (as `wire`).
+//     bf16 or f16) in an allreduce, summed in f32 by the communicator as GradSync's wire; or
+//     (`quantize` = int8, int4, fp8_e4m3 or fp4_e2m1, comm/quantize.h, blocks of
+//     `quantize_block` elements) by a quantised reduce-scatter / all-gather, as torchft's
+//     allreduce_quantized (torchft/collectives.py): the fragment's n values are cut into W
+//     shards of L = ⌈n/W⌉ (the last ones shorter, padded with zeros to L);
+//       a. each rank quantises each shard of its δ_p and sends shard r to rank r (an all-to-all
+//          of point-to-point messages: W − 1 sends of packed_bytes(L) per rank);
+//       b. rank r decodes the W quantised copies of its shard, adds them in f32 in rank order,
+//          divides by W and quantises that mean again;
+//       c. the W quantised mean shards are allgathered (W − 1 blocks of packed_bytes(L) per
+//          rank), and every rank decodes all of them: every rank gets the same bits.
+//     Per rank the wire carries 2 (W − 1) packed_bytes(L) ≈ 2 (W − 1)/W · packed_bytes(n), as a
+//     ring allreduce of the packed values would: O(n) at any world size (an allgather of whole
+//     payloads carries (W − 1) · packed_bytes(n)). Step a is posted at the send; b and c run at
+//     the first inner step after it (or at the apply when τ = 0), c completing at the apply: so
+//     with τ ≥ 2 both halves overlap inner steps. No error feedback (the paper has none): the
+//     quantisation errors of a round (twice: before and after the sum) are lost. θ_g and the
+//     outer optimizer's state stay f32. One rank: no exchange, no quantisation (as `wire`).
 //
 // Each rank is a replica, as in diloco.h. Rounds (the periodic-sync skeleton,
 // comm/algorithms/periodic_sync.h): the staggered sends and applies above run in the per-step
@@ -41,23 +58,26 @@
 // Options:
 //   streaming_diloco.H                       50    inner steps between two syncs of a fragment
 //   streaming_diloco.fragments               2     P
+//   streaming_diloco.fragment_pattern        contiguous  contiguous or strided (point 1)
 //   streaming_diloco.fragment_sync_delay     1     τ (torchft's default is 0: no overlap)
 //   streaming_diloco.fragment_update_alpha   0.5   α, the paper's (torchft's default is 0)
 //   streaming_diloco.wire                    f32   wire type of the outer gradients' allreduce
-//   streaming_diloco.quantize                none  none, int8 or int4 (replaces the allreduce)
+//   streaming_diloco.quantize                none  none, int8, int4, fp8_e4m3, fp4_e2m1
+//                                                  (replaces the allreduce, point 4)
 //   streaming_diloco.quantize_block          256   elements per quantisation scale
 //   streaming_diloco.outer_lr                0.7   as diloco
 //   streaming_diloco.outer_momentum          0.9
 //   streaming_diloco.outer_nesterov          true
 //   streaming_diloco.round_spans_epochs      true  false: a full sync at every epoch's end
 //
-// Checkpoints: θ_g, the outer momentum, the inner step count ("inner_steps", since the last full
-// sync), the full syncs so far ("rounds"), each fragment's outer step count, and an exchange in
-// flight (its fragment, send step and averaged Δ: save_state waits for it
+// Checkpoints: the fragment pattern, θ_g, the outer momentum, the inner step count ("inner_steps",
+// since the last full sync), the full syncs so far ("rounds"), each fragment's outer step count,
+// and an exchange in flight (its fragment, send step and averaged Δ: save_state waits for it
 // without applying it, so the resumed run applies it at the same step).
 #pragma once
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "dplab/comm/algorithms/periodic_sync.h"
@@ -79,17 +99,27 @@ struct StreamingSchedule {
   int64_t applies_after(int64_t s) const { return s - delay >= 1 ? sends_after(s - delay) : -1; }
 };
 
-// The fragments of an arena: P contiguous ranges [begin, end) of elements, cut at segment
-// boundaries, each closing at the first boundary at or after (p + 1) / P of all elements (and
-// leaving at least one tensor to each later fragment). Throws when P exceeds the segment count.
+// A fragment: ranges [begin, end) of arena elements, in arena order.
+using Fragment = std::vector<std::pair<int64_t, int64_t>>;
+int64_t fragment_numel(const Fragment& f);
+
+// The contiguous fragments of an arena: P ranges of elements, cut at segment boundaries, each
+// closing at the first boundary at or after (p + 1) / P of all elements (and leaving at least one
+// tensor to each later fragment). Throws when P exceeds the segment count.
 std::vector<std::pair<int64_t, int64_t>> arena_fragments(const ParamArena& arena,
                                                          int64_t fragments);
+// The fragments of `pattern` ("contiguous": arena_fragments, one range each; "strided": the
+// model's blocks dealt round-robin, adjacent blocks of a fragment merged into one range). Throws
+// naming streaming_diloco.fragments when P exceeds the tensors (contiguous) or blocks (strided).
+std::vector<Fragment> plan_fragments(const ParamArena& arena, int64_t fragments,
+                                     const std::string& pattern);
 
 struct StreamingDiLoCoOptions {
   StreamingSchedule schedule;
   double alpha = 0.5;
+  std::string fragment_pattern = "contiguous";  // or "strided"
   DType wire = DType::f32;
-  int quantize_bits = 0;  // 0 (none), 8 or 4
+  std::optional<QuantFormat> quantize;  // none: the allreduce
   int64_t quantize_block = 256;
   double outer_lr = 0.7;
   double outer_momentum = 0.9;
@@ -109,7 +139,7 @@ class StreamingDiLoCoStrategy : public PeriodicSyncStrategy {
   bool consensus_eval(const std::function<void()>&) override { return false; }
 
   const StreamingDiLoCoOptions& options() const { return opt_; }
-  const std::vector<std::pair<int64_t, int64_t>>& fragments() const { return frags_; }
+  const std::vector<Fragment>& fragments() const { return frags_; }
   const Tensor& theta_global() const { return theta_; }
   int64_t inner_steps() const { return steps_in_round(); }
   const std::vector<int64_t>& outer_steps() const { return outer_steps_; }
@@ -124,25 +154,34 @@ class StreamingDiLoCoStrategy : public PeriodicSyncStrategy {
 
  private:
   StreamingDiLoCoStrategy(std::shared_ptr<Topology> topo, const StreamingDiLoCoOptions& o);
-  void send(int64_t p);                 // δ_p and its allreduce (point 2)
+  void send(int64_t p);                 // δ_p and its exchange (point 2)
   void apply(int64_t p, double alpha);  // wait, outer step on θ_g[p], mixing (points 2-3)
   void wait_exchange() const;  // completes the exchange in flight (Δ_p in delta_), applies nothing
-  void decode_exchange() const;  // quantised: Δ_p = (1/W) Σ_r x̂_r in rank order, into delta_
-  Tensor range(const Tensor& t, int64_t p) const;
+  // Quantised exchange (point 4): a. posted by send; b-c: reduce_shards; the decoding of c.
+  void post_shards(const Tensor& d) const;
+  void reduce_shards() const;
+  void decode_means() const;
+  int64_t shard_len(int64_t n) const;  // L = ⌈n/W⌉
+  // The fragment's ranges of an arena-sized tensor, and its part of delta_.
+  std::vector<Tensor> pieces(const Tensor& t, int64_t p) const;
+  Tensor delta(int64_t p) const { return delta_.flat_range(0, fragment_numel(frags_[size_t(p)])); }
   StreamingDiLoCoOptions opt_;
-  std::vector<std::pair<int64_t, int64_t>> frags_;
+  std::vector<Fragment> frags_;
   Tensor theta_;                      // θ_g
   Tensor momentum_;                   // outer momentum buffer (undefined when μ = 0)
-  Tensor delta_;                      // δ_p, then Δ_p, of the fragment in flight (its range)
+  Tensor delta_;                      // δ_p, then Δ_p, of the fragment in flight, packed in
+                                      // its ranges' order (sized for the largest fragment)
   std::vector<int64_t> outer_steps_;  // per fragment
   int64_t pending_ = -1;              // fragment in flight, or -1
   int64_t pending_sent_at_ = 0;       // inner step count at its send
-  mutable Pending exchange_;          // its allreduce (or allgather) on the meter
-  // Quantised exchange (quantize != none): this rank's packed δ_p, every rank's after the
-  // allgather, and whether they still have to be decoded into delta_.
+  mutable Pending exchange_;          // its allreduce, or the quantised exchange's current half
+  // Quantised exchange: where it stands, and its buffers (W shards of packed_bytes(L) each):
+  // this rank's quantised shards (by destination), every rank's copy of this rank's shard, this
+  // rank's quantised mean shard, every rank's mean shard after the allgather.
+  enum class Phase { none, shards, means };
+  mutable Phase phase_ = Phase::none;
   std::optional<BlockQuantizer> quantizer_;
-  Tensor q_send_, q_recv_;
-  mutable bool decode_pending_ = false;
+  mutable Tensor q_send_, q_recv_, q_mean_, q_all_;
 };
 
 std::unique_ptr<Strategy> make_streaming_diloco_strategy(std::shared_ptr<Topology> topo,

@@ -111,9 +111,12 @@ Options slowmo_options(int64_t tau, double alpha, double beta) {
   return o;
 }
 
-// Lines 7-9 in double: x_avg = mean, u = β u + (x_start − x_avg) / γ, x = x_start − α γ u.
+// Lines 7-9 in double: x_avg = mean, u = β u + (x_start − x_avg) / γ, x = x_start − α γ u; the
+// paper's Algorithm 1 with local SGD: every rank a worker, no average inside a round.
 void check_slowmo(double alpha, double beta, bool spans = false) {
   Options o = slowmo_options(3, alpha, beta);
+  o.set("slowmo.localsgd_frequency", "0");
+  o.set("slowmo.node_workers", "false");
   if (spans) o.set("slowmo.round_spans_epochs", "true");
   SlowMoStrategy s(topology_of(o), o);
   std::vector<double> x_start = Replica(11).params(), u(x_start.size(), 0.0);
@@ -157,9 +160,171 @@ TEST(SlowMo, RoundSpanningEpochsMatchesTheUpdateFormula) {
   check_slowmo(1.0, 0.5, true);
 }
 
+// fairscale's default algorithm (fairscale/experimental/nn/data_parallel/gossip/distributed.py):
+// node workers and LocalSGD averages inside the round, on 2 nodes x 2 ranks (4 ranks,
+// ranks_per_node 2; on 2 ranks: 2 nodes x 1 rank) against a serial computation of its update
+// written here, with m = 2 workers (the nodes):
+//   every step (backward hook, lines 814-838): each node's gradient is the mean of its ranks'
+//     gradients; the worker's SGD (lr γ = 0.05, momentum 0.9) steps on it;
+//   after step j (0-based) with (j + 1) % k == 0 (lines 477-478, 547-566): the workers'
+//     parameters replaced by their mean (k = 3), except at a slow momentum step;
+//   after step j with (j + 1) % τ == 0 (lines 474-475, 770-804): p = the workers' mean (the
+//     memory-efficient gather, lines 717-751), then per element
+//       gmb = β gmb + (old − p) / γ,   old = old − γ α gmb,   p = old      (lines 798-802)
+//     with gmb = 0 and old = the initial parameters at the start (lines 655-715).
+// τ = 6, α = 1, β = 0.5, rounds spanning epochs (fairscale counts steps globally), 2 epochs of
+// 6 steps: averages after steps 3 and 9, slow steps after 6 and 12. Checked: every rank equals
+// its node's serial worker (1e-5), a node's ranks hold the same bytes, the nodes differ inside a
+// round, and the communication: one node gradient allreduce per step (2 ranks per node) and one
+// parameter allreduce per average or slow step, on the cross communicator.
+TEST(SlowMo, FairscaleDefaultAlgorithmMatchesTheSerialUpdate) {
+  const int N = MpiEnv::get().world_size(), R = MpiEnv::get().world_rank();
+  const int rpn = N % 2 == 0 && N >= 4 ? 2 : 1, W = N / rpn;
+  const int64_t tau = 6, k = 3, epochs = 2, steps = 6;
+  const double alpha = 1.0, beta = 0.5;
+  Options o = slowmo_options(tau, alpha, beta);
+  o.set("slowmo.localsgd_frequency", std::to_string(k));
+  o.set("slowmo.round_spans_epochs", "true");
+  o.set("ranks_per_node", std::to_string(rpn));
+  SlowMoStrategy s(topology_of(o), o);
+  EXPECT_EQ(s.workers(), W);
+  Replica dist(11 + uint64_t(R));
+  dist.set_up(s);
+  s.take_stats();  // the setup broadcast
+
+  std::vector<Replica> workers;
+  for (int w = 0; w < W; ++w) workers.emplace_back(11);
+  std::vector<double> old = workers[0].params(), gmb(old.size(), 0.0);
+  const size_t n = old.size();
+  auto mean_of_workers = [&] {
+    std::vector<double> m(n, 0.0);
+    for (const auto& w : workers) {
+      const auto v = w.params();
+      for (size_t j = 0; j < n; ++j) m[j] += v[j] / W;
+    }
+    return m;
+  };
+  int64_t apart_steps = 0, averages = 0, slow_steps = 0;
+  int64_t j = 0;  // fairscale's num_updates
+  for (int64_t e = 0; e < epochs; ++e) {
+    s.begin_epoch(e);
+    for (int64_t t = 0; t < steps; ++t, ++j) {
+      StepInfo info{e, t, j, steps, epochs};
+      s.plan(info);
+      dist.grad(R, e, t);
+      s.after_backward(info);
+      dist.sgd->step();
+      s.after_step(info);
+      for (int w = 0; w < W; ++w) {
+        Replica& rep = workers[size_t(w)];
+        std::vector<double> g(n, 0.0);
+        for (int r = w * rpn; r < (w + 1) * rpn; ++r) {
+          rep.grad(r, e, t);
+          const auto gr = rep.arena->grads().to_vector();
+          for (size_t i = 0; i < n; ++i) g[i] += double(gr[i]) / rpn;
+        }
+        std::vector<float> gf(g.begin(), g.end());
+        Tensor grads = rep.arena->grads();
+        grads.copy_(Tensor::from_vector(gf, {int64_t(n)}));
+        rep.sgd->step();
+      }
+      if ((j + 1) % tau == 0) {
+        const auto p = mean_of_workers();
+        for (size_t i = 0; i < n; ++i) {
+          gmb[i] = beta * gmb[i] + (old[i] - p[i]) / kLr;
+          old[i] -= kLr * alpha * gmb[i];
+        }
+        for (auto& w : workers) w.set_params(old);
+        ++slow_steps;
+      } else if ((j + 1) % k == 0) {
+        const auto p = mean_of_workers();
+        for (auto& w : workers) w.set_params(p);
+        ++averages;
+      } else if (W > 1 && rel_diff(workers[0].params(), workers[1].params()) > 0) {
+        ++apart_steps;
+      }
+      const double d = rel_diff(as_double(dist.arena->params()), workers[size_t(R / rpn)].params());
+      EXPECT_LT(d, 1e-5) << "rank " << R << " after step " << j + 1;
+    }
+    s.end_epoch(e, 0.0);
+    s.drain();
+  }
+  const CommStats st = s.take_stats();
+  s.finish_training();  // no round in progress: 12 = 2 τ
+  EXPECT_EQ(s.rounds(), 2);
+  EXPECT_EQ(slow_steps, 2);
+  EXPECT_EQ(averages, 2);
+  if (W > 1) {
+    EXPECT_GT(apart_steps, 0);  // the workers really step on their own between averages
+  }
+  // The ranks of a node hold the same bytes: gather everything, compare with the node's first.
+  auto world = mpi_world();
+  const Tensor mine = dist.arena->params();
+  Tensor all = Tensor::zeros({mine.numel() * N});
+  world->allgather(mine, all);
+  const int first = R / rpn * rpn;
+  EXPECT_EQ(std::memcmp(all.data<float>() + first * mine.numel(), mine.data<float>(),
+                        size_t(mine.numel()) * 4),
+            0);
+  // Allreduces: the node gradient average every step (12) when a node has 2 ranks, and 4
+  // parameter averages (2 LocalSGD, 2 slow steps); the cross communicator has W ranks, so they
+  // count only with W > 1 (one node: the average is the node's own).
+  const int64_t node_avgs = rpn > 1 ? 12 : 0;
+  EXPECT_EQ(st.allreduces, node_avgs + 4);
+  if (R == 0)
+    std::printf(
+        "[slowmo fairscale default] %d nodes x %d ranks: rel diff within 1e-5 at every "
+        "step, %lld allreduces\n",
+        W, rpn, static_cast<long long>(st.allreduces));
+}
+
+// A checkpoint from before issue #33 (no "localsgd_frequency", no "node_workers": it ran the
+// paper's Algorithm 1, every rank a worker) loads into a run configured that way, and a run with
+// the new defaults refuses it, naming the option to set.
+TEST(SlowMo, OldCheckpointsLoadOrAreRefusedNamingTheOption) {
+  const int R = MpiEnv::get().world_rank();
+  Options old_cfg = slowmo_options(3, 1.0, 0.5);
+  old_cfg.set("slowmo.localsgd_frequency", "0");
+  old_cfg.set("slowmo.node_workers", "false");
+  SlowMoStrategy a(topology_of(old_cfg), old_cfg);
+  Replica rep(11 + uint64_t(R));
+  rep.set_up(a);
+  StateDict saved;
+  a.save_state(saved);
+  EXPECT_EQ(saved.get_int("localsgd_frequency"), 0);
+  std::map<std::string, std::string> values = saved.values();
+  ASSERT_EQ(values.erase("localsgd_frequency"), 1u);
+  ASSERT_EQ(values.erase("node_workers"), 1u);
+  StateDict old_format;
+  old_format.assign(saved.tensors(), values);
+  SlowMoStrategy b(topology_of(old_cfg), old_cfg);
+  Replica rep_b(11 + uint64_t(R));
+  rep_b.set_up(b);
+  EXPECT_NO_THROW(b.load_state(old_format));
+  Options now = slowmo_options(3, 1.0, 0.5);  // the defaults: k = 3
+  now.set("slowmo.node_workers", "false");
+  SlowMoStrategy c(topology_of(now), now);
+  Replica rep_c(11 + uint64_t(R));
+  rep_c.set_up(c);
+  try {
+    c.load_state(old_format);
+    ADD_FAILURE() << "an old checkpoint was loaded into a run with localsgd_frequency 3";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("slowmo.localsgd_frequency"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(SlowMo, RejectsBadOptions) {
   EXPECT_THROW(SlowMoStrategy(topology_of(Options()), slowmo_options(0, 1.0, 0.5)), Error);
   EXPECT_THROW(SlowMoStrategy(topology_of(Options()), slowmo_options(3, 1.0, 1.0)), Error);
+  Options o = slowmo_options(3, 1.0, 0.5);
+  o.set("slowmo.localsgd_frequency", "-1");
+  EXPECT_THROW(SlowMoStrategy(topology_of(o), o), Error);
+  o.set("slowmo.localsgd_frequency", "3");
+  o.set("slowmo.base", "sgp");
+  o.set("slowmo.node_workers", "true");  // not implemented over SGP: refused, not ignored
+  EXPECT_THROW(SlowMoStrategy(topology_of(o), o), Error);
 }
 
 // ---- SlowMo with SGP as the base algorithm --------------------------------------------------

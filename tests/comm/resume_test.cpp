@@ -504,6 +504,28 @@ TEST(Resume, StreamingDiLoCoQuantized) {
   check_resume(c);
 }
 
+TEST(Resume, StreamingDiLoCoStridedFp4TwoPhaseExchange) {
+  // Strided fragments, fp4_e2m1 outer gradients, H = 8, P = 2, τ = 2: fragment 0 sends after
+  // steps 4 and 12, fragment 1 after 8 and 16, each applied two steps later; the quantised
+  // exchange's second half (reduce, requantise, allgather) is posted one step after the send.
+  // 9: that second half in flight; 8: the first (the shards); 11: nothing in flight.
+  Case c;
+  c.algo = "streaming_diloco";
+  c.options = {{"streaming_diloco.H", "8"},
+               {"streaming_diloco.fragments", "2"},
+               {"streaming_diloco.fragment_pattern", "strided"},
+               {"streaming_diloco.fragment_sync_delay", "2"},
+               {"streaming_diloco.quantize", "fp4_e2m1"},
+               {"streaming_diloco.quantize_block", "32"}};
+  c.snaps = {{9}, {8}, {11}};
+  c.check_interesting = [](const StateDict& s) {
+    EXPECT_EQ(s.get_int("pending_fragment"), 1);
+    EXPECT_EQ(s.get_int("pending_sent_at"), 8);
+    EXPECT_EQ(s.get_int("fragment_strided"), 1);
+  };
+  check_resume(c);
+}
+
 // Rounds spanning epochs (periodic-sync skeleton, comm/algorithms/periodic_sync.h): H = 4 over
 // epochs of 6 steps, rounds end after global steps 4, 8, 12, 16 and at the end of training (18).
 // 6: the epoch's end, two steps into a round that goes on into the next epoch.

@@ -165,6 +165,11 @@ INSTANTIATE_TEST_SUITE_P(
              "--set optim=adamw --wd 0.01 --set diloco.H=3 --set diloco.round_spans_epochs=true",
              "diloco_round_spans_epochs"},
         Algo{"slowmo", "--set slowmo.frequency=3"},
+        // fairscale's default algorithm on 2 nodes x 2 ranks: node gradient averages every
+        // step, a LocalSGD average after step 2 of each round of 4.
+        Algo{"slowmo",
+             "--ranks-per-node 2 --set slowmo.frequency=4 --set slowmo.localsgd_frequency=2",
+             "slowmo_nodes"},
         Algo{"slowmo", "--set slowmo.frequency=3 --set slowmo.base=sgp", "slowmo_sgp"},
         Algo{"streaming_diloco",
              "--set streaming_diloco.H=4 --set streaming_diloco.fragment_sync_delay=1"},

@@ -63,7 +63,9 @@ Registry Registry::with_builtins() {
       {"diloco",
        "H inner steps, then an outer Nesterov step on the averaged outer gradient "
        "(diloco.md)"},
-      {"slowmo", "local SGD with an exact average and slow momentum every tau steps (slowmo.md)"},
+      {"slowmo",
+       "local SGD (an average every slowmo.localsgd_frequency steps, a node's ranks one worker) "
+       "with an exact average and slow momentum every tau steps (slowmo.md)"},
       {"streaming_diloco",
        "DiLoCo by fragments on a staggered, overlapped schedule "
        "(streaming_diloco.md)"}};

@@ -30,7 +30,7 @@ std::string why_not(const std::string& algo) {
       {"diloco", "averages outer gradients (parameter differences) once per round"},
       {"streaming_diloco",
        "averages outer gradients (parameter differences) per fragment; "
-       "streaming_diloco.quantize sends them in 8 or 4 bits"},
+       "streaming_diloco.quantize sends them in 8 or 4 bits (int8, int4, fp8_e4m3, fp4_e2m1)"},
       {"slowmo", "averages parameters once per round (with a local SGD or SGP base)"},
   };
   const auto it = reasons.find(algo);

@@ -195,6 +195,9 @@ std::vector<OptionSpec> make_specs() {
       {"streaming_diloco.H", "50", "inner steps between two syncs of the same fragment"},
       {"streaming_diloco.fragments", "2",
        "P: fragments (cut at tensor boundaries), synchronised on a staggered schedule"},
+      {"streaming_diloco.fragment_pattern", "contiguous",
+       "contiguous: P ranges of the arena of about equal size; strided: the model's blocks dealt "
+       "round-robin to the P fragments (the paper's pattern)"},
       {"streaming_diloco.fragment_sync_delay", "1",
        "tau: inner steps a fragment's allreduce overlaps before it is applied (< H / P)"},
       {"streaming_diloco.fragment_update_alpha", "0.5",
@@ -202,8 +205,9 @@ std::vector<OptionSpec> make_specs() {
       {"streaming_diloco.wire", "f32",
        "wire type of the outer gradients' allreduce: f32, bf16 or f16 (f32 accumulation)"},
       {"streaming_diloco.quantize", "none",
-       "none, int8 or int4: outer gradients quantised per block (one f32 scale each), "
-       "allgathered, decoded and summed in f32 (replaces the allreduce; wire must be f32)"},
+       "none, int8, int4 (linear codes), fp8_e4m3 or fp4_e2m1 (floats): outer gradients "
+       "quantised per block (one f32 scale each) and averaged by a quantised reduce-scatter and "
+       "allgather, summed in f32 (replaces the allreduce; wire must be f32)"},
       {"streaming_diloco.quantize_block", "256",
        "elements per quantisation scale (streaming_diloco.quantize)"},
       {"streaming_diloco.outer_lr", "0.7", "learning rate of the outer SGD"},
@@ -220,6 +224,12 @@ std::vector<OptionSpec> make_specs() {
       {"slowmo.base", "local",
        "base algorithm: local (local SGD) or sgp (an SGP gossip every step, sgp.interval "
        "applies; the exact average is the push-sum average)"},
+      {"slowmo.localsgd_frequency", "3",
+       "k: with base local, the workers average their parameters every k base steps of a round "
+       "(fairscale's localsgd_frequency; 0: no averaging inside a round)"},
+      {"slowmo.node_workers", "(true with base local, false with sgp)",
+       "true: the ranks of a node (the host's, or --ranks-per-node) average their gradients every "
+       "step and form one worker (fairscale's nprocs_per_node); false: every rank is a worker"},
       {"slowmo.round_spans_epochs", "false",
        "true: a round continues across epoch boundaries (the epoch's consensus evaluation "
        "reports the ranks' average); false: every epoch ends with a slow step"},
