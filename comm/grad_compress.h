@@ -13,7 +13,8 @@
 // n m travel uncompressed, together in one allreduce, with no error feedback (their average is
 // exact). For the first powersgd.start_step synchronised steps every bucket is allreduced plainly.
 //
-// Top-k with error feedback (GRACE's TopKCompressor with residual memory), per bucket (with
+// Top-k with error feedback (Stich et al. 2018, "Sparsified SGD with memory"; GRACE's
+// TopKCompressor with residual memory; not DGC, which adds momentum correction), per bucket (with
 // bucket_cap_mb = 0 a bucket is one tensor, i.e. per tensor): g' = g + r; S = the
 // k = max(1, floor(ratio n)) indices of largest |g'| (ties: lower index), ascending; the payload
 // (S as i32, g'[S] as f32) travels by allgather; the result is the sum of the ranks' sparse

@@ -4,20 +4,55 @@
 #include "dplab/core/autograd.h"
 #include "dplab/core/backend.h"
 #include "dplab/core/ops/elementwise.h"
+#include "dplab/core/usage_error.h"
 
 namespace dplab {
 
 DiLoCoOptions DiLoCoOptions::from_options(const Options& opt) {
   DiLoCoOptions o;
   o.H = opt.get_int("diloco.H", 50);
-  o.outer_lr = opt.get_double("diloco.outer_lr", 0.7);
-  o.outer_momentum = opt.get_double("diloco.outer_momentum", 0.9);
-  o.outer_nesterov = opt.get_bool("diloco.outer_nesterov", true);
+  DPLAB_CHECK_OPTION(!opt.has("diloco.outer_nesterov"),
+                     "option diloco.outer_nesterov = {} was replaced by diloco.outer_optim "
+                     "(nesterov, sgd or adam)",
+                     opt.values().at("diloco.outer_nesterov"));
+  const std::string name = opt.get_string("diloco.outer_optim", "nesterov");
+  if (name == "nesterov") {
+    o.outer_optim = DiLoCoOuterOptim::nesterov;
+  } else if (name == "sgd") {
+    o.outer_optim = DiLoCoOuterOptim::sgd;
+  } else if (name == "adam") {
+    o.outer_optim = DiLoCoOuterOptim::adam;
+  } else {
+    DPLAB_FAIL_OPTION("option diloco.outer_optim: expected nesterov, sgd or adam, got '{}'", name);
+  }
+  const bool adam = o.outer_optim == DiLoCoOuterOptim::adam;
+  // Only the chosen outer optimizer's keys are read; a set key of the other one would be
+  // silently ignored, so it is refused.
+  for (const char* key : adam ? std::vector<const char*>{"diloco.outer_momentum"}
+                              : std::vector<const char*>{"diloco.outer_beta1", "diloco.outer_beta2",
+                                                         "diloco.outer_eps"})
+    DPLAB_CHECK_OPTION(!opt.has(key), "option {} = {} does not apply to diloco.outer_optim = {}",
+                       key, opt.values().at(key), name);
+  // PyTorch's defaults for Adam (torch.optim.Adam: lr 1e-3), the paper's for Nesterov SGD.
+  o.outer_lr = opt.get_double("diloco.outer_lr", adam ? 1e-3 : 0.7);
+  if (adam) {
+    o.outer_beta1 = opt.get_double("diloco.outer_beta1", 0.9);
+    o.outer_beta2 = opt.get_double("diloco.outer_beta2", 0.999);
+    o.outer_eps = opt.get_double("diloco.outer_eps", 1e-8);
+    o.outer_momentum = 0;
+  } else {
+    o.outer_momentum = opt.get_double("diloco.outer_momentum", 0.9);
+  }
   o.round_spans_epochs = opt.get_bool("diloco.round_spans_epochs", false);
   DPLAB_CHECK(o.H >= 1, "option diloco.H: expected >= 1 inner steps per round, got {}", o.H);
   DPLAB_CHECK(o.outer_lr >= 0, "option diloco.outer_lr: expected >= 0, got {}", o.outer_lr);
   DPLAB_CHECK(o.outer_momentum >= 0 && o.outer_momentum < 1,
               "option diloco.outer_momentum: expected a value in [0, 1), got {}", o.outer_momentum);
+  DPLAB_CHECK(o.outer_beta1 >= 0 && o.outer_beta1 < 1,
+              "option diloco.outer_beta1: expected a value in [0, 1), got {}", o.outer_beta1);
+  DPLAB_CHECK(o.outer_beta2 >= 0 && o.outer_beta2 < 1,
+              "option diloco.outer_beta2: expected a value in [0, 1), got {}", o.outer_beta2);
+  DPLAB_CHECK(o.outer_eps >= 0, "option diloco.outer_eps: expected >= 0, got {}", o.outer_eps);
   return o;
 }
 
@@ -41,8 +76,12 @@ void DiLoCoStrategy::setup(TrainContext& ctx) {
   PeriodicSyncStrategy::setup(ctx);  // θ(0): rank 0's model on every rank
   theta_ = ctx.arena->params().clone();
   delta_ = Tensor::zeros(theta_.shape(), DType::f32, theta_.device());
-  if (opt_.outer_momentum > 0)
+  if (opt_.outer_optim == DiLoCoOuterOptim::adam) {
+    exp_avg_ = Tensor::zeros(theta_.shape(), DType::f32, theta_.device());
+    exp_avg_sq_ = Tensor::zeros(theta_.shape(), DType::f32, theta_.device());
+  } else if (opt_.outer_momentum > 0) {
     momentum_ = Tensor::zeros(theta_.shape(), DType::f32, theta_.device());
+  }
 }
 
 void DiLoCoStrategy::sync(RoundEnd) {
@@ -53,13 +92,26 @@ void DiLoCoStrategy::sync(RoundEnd) {
   add_(delta_, params, -1.f);
   // Line 13: Δ(t) = (1/k) Σ_i δ_i(t), one allreduce.
   if (world_size() > 1) meter().allreduce(world(), "outer gradient", delta_, ReduceOp::average);
-  // Line 15: θ(t) = OuterOpt(θ(t−1), Δ(t)): PyTorch's SGD (Nesterov) on the flat vector.
-  SgdStepArgs a;
-  a.lr = static_cast<float>(opt_.outer_lr);
-  a.momentum = static_cast<float>(opt_.outer_momentum);
-  a.nesterov = opt_.outer_nesterov && opt_.outer_momentum > 0;
-  a.first_step = rounds() == 0;
-  backend_for(theta_.device()).optim.sgd_step(theta_, delta_, momentum_, a);
+  // Line 15: θ(t) = OuterOpt(θ(t−1), Δ(t)) on the flat vector.
+  if (opt_.outer_optim == DiLoCoOuterOptim::adam) {
+    // PyTorch's Adam: AdamW at weight decay 0; t = this outer step, 1-based (rounds() counts
+    // the completed ones, restored on resume, so the bias corrections continue).
+    AdamWStepArgs a;
+    a.lr = opt_.outer_lr;
+    a.beta1 = opt_.outer_beta1;
+    a.beta2 = opt_.outer_beta2;
+    a.eps = opt_.outer_eps;
+    a.weight_decay = 0;
+    a.step = rounds() + 1;
+    backend_for(theta_.device()).optim.adamw_step(theta_, delta_, exp_avg_, exp_avg_sq_, a);
+  } else {  // PyTorch's SGD, Nesterov or not
+    SgdStepArgs a;
+    a.lr = static_cast<float>(opt_.outer_lr);
+    a.momentum = static_cast<float>(opt_.outer_momentum);
+    a.nesterov = opt_.outer_optim == DiLoCoOuterOptim::nesterov && opt_.outer_momentum > 0;
+    a.first_step = rounds() == 0;
+    backend_for(theta_.device()).optim.sgd_step(theta_, delta_, momentum_, a);
+  }
   // Line 3 of the next round: θ_i(t+1) = θ(t).
   params.copy_(theta_);
 }
@@ -75,6 +127,10 @@ std::map<std::string, double> DiLoCoStrategy::state() const {
 void DiLoCoStrategy::save_sync_state(StateDict& out) const {
   out.put_tensor("theta_global", theta_);
   if (momentum_.defined()) out.put_tensor("outer_momentum", momentum_);
+  if (exp_avg_.defined()) {
+    out.put_tensor("outer_exp_avg", exp_avg_);
+    out.put_tensor("outer_exp_avg_sq", exp_avg_sq_);
+  }
 }
 
 void DiLoCoStrategy::load_sync_state(const StateDict& in, const RoundPosition&) {
@@ -85,6 +141,14 @@ void DiLoCoStrategy::load_sync_state(const StateDict& in, const RoundPosition&) 
               "{}: diloco state {} an outer momentum buffer but diloco.outer_momentum is {}", where,
               saved_momentum ? "has" : "lacks", opt_.outer_momentum);
   if (momentum_.defined()) restore_tensor(in, name(), "outer_momentum", momentum_);
+  const bool saved_adam = in.has("outer_exp_avg");
+  DPLAB_CHECK(saved_adam == exp_avg_.defined(),
+              "{}: diloco state {} outer Adam moments but diloco.outer_optim is {}adam", where,
+              saved_adam ? "has" : "lacks", exp_avg_.defined() ? "" : "not ");
+  if (exp_avg_.defined()) {
+    restore_tensor(in, name(), "outer_exp_avg", exp_avg_);
+    restore_tensor(in, name(), "outer_exp_avg_sq", exp_avg_sq_);
+  }
 }
 
 std::unique_ptr<Strategy> make_diloco_strategy(std::shared_ptr<Topology> topo, const Options& opt) {

@@ -16,15 +16,21 @@
 // possibly several ranks under DDP; dplab offers the simplest faithful mapping, one rank per
 // replica.) InnerOpt is the run's optimizer (`optim`: sgd, lars or adamw; the paper's is AdamW),
 // stepped by the training loop; its state (momentum, Adam moments) stays local and persists
-// across rounds, as in the paper. OuterOpt is SGD with Nesterov momentum, PyTorch's rule
-// (the paper's: lr 0.7, momentum 0.9), on the flat parameter vector:
+// across rounds, as in the paper. OuterOpt (diloco.outer_optim) acts on the flat parameter
+// vector with Δ(t) as its gradient:
 //
-//   b ← μ b + Δ   (b = Δ at the first outer step)      d = Δ + μ b (Nesterov)  |  d = b
-//   θ ← θ − η_outer d
-//
-// computed by the same fused SGD kernel as the inner SGD (core/optim_functors.h, no weight
-// decay, no dampening). μ = 0 gives plain outer SGD (d = Δ); then η_outer = 1 makes θ(t) the
-// average of the θ_i(t), i.e. local SGD (parameter averaging every H steps).
+//   nesterov (default; the paper's choice, lr 0.7, momentum 0.9) and sgd: PyTorch's SGD rule
+//     b ← μ b + Δ   (b = Δ at the first outer step)      d = Δ + μ b (nesterov)  |  d = b (sgd)
+//     θ ← θ − η_outer d
+//   computed by the same fused SGD kernel as the inner SGD (core/optim_functors.h, no weight
+//   decay, no dampening). μ = 0 gives plain outer SGD (d = Δ); then η_outer = 1 makes θ(t) the
+//   average of the θ_i(t), i.e. local SGD (parameter averaging every H steps).
+//   adam (the paper ablates Adam as OuterOpt): torch.optim.Adam at outer step t = 1, 2, ...
+//     m ← β1 m + (1 − β1) Δ     v ← β2 v + (1 − β2) Δ²
+//     θ ← θ − η_outer / (1 − β1^t) · m / (√v / √(1 − β2^t) + ε)
+//   with PyTorch's defaults (η_outer 1e-3, β 0.9/0.999, ε 1e-8) unless set, no weight decay:
+//   the AdamW kernel of the inner AdamW (core/optim_functors.h) at weight decay 0, which is
+//   Adam.
 //
 // Rounds (the periodic-sync skeleton, comm/algorithms/periodic_sync.h; the outer step is the
 // sync step): a round is H inner steps; by default the last step of every epoch also ends a
@@ -41,15 +47,18 @@
 //                                 few hundred steps per epoch, and the paper's ablation shows
 //                                 quality improving as H shrinks, so 50, the smallest H it
 //                                 studies, gives several outer steps per epoch)
-//   diloco.outer_lr               0.7   η_outer
-//   diloco.outer_momentum         0.9   μ (0: plain SGD)
-//   diloco.outer_nesterov         true  Nesterov (ignored when μ = 0)
+//   diloco.outer_optim            nesterov  nesterov | sgd | adam
+//   diloco.outer_lr               0.7   η_outer (adam: 0.001, PyTorch's)
+//   diloco.outer_momentum         0.9   μ of nesterov and sgd (0: plain SGD)
+//   diloco.outer_beta1, outer_beta2, outer_eps   0.9, 0.999, 1e-8   adam's (PyTorch's)
+//   An option of another outer optimizer than the chosen one is refused, not ignored.
 //   diloco.round_spans_epochs     false true: rounds continue across epoch boundaries
 //
 // Checkpoints: θ(t−1) of the round in progress ("theta_global"), the outer momentum buffer
-// ("outer_momentum", when μ > 0), inner steps done in the round and outer steps so far; the
-// local model and the inner optimizer are the trainer's. Memory: two (one with μ = 0) extra
-// copies of the parameters plus a scratch one for Δ.
+// ("outer_momentum", when μ > 0) or Adam's moments ("outer_exp_avg", "outer_exp_avg_sq"; Adam's
+// step t is the outer step count), inner steps done in the round and outer steps so far; the
+// local model and the inner optimizer are the trainer's. Memory: two (one with μ = 0, three
+// with adam) extra copies of the parameters plus a scratch one for Δ.
 #pragma once
 #include <memory>
 
@@ -57,11 +66,14 @@
 
 namespace dplab {
 
+enum class DiLoCoOuterOptim { sgd, nesterov, adam };
+
 struct DiLoCoOptions {
   int64_t H = 50;
-  double outer_lr = 0.7;
-  double outer_momentum = 0.9;
-  bool outer_nesterov = true;
+  DiLoCoOuterOptim outer_optim = DiLoCoOuterOptim::nesterov;
+  double outer_lr = 0.7;                                            // adam: 1e-3
+  double outer_momentum = 0.9;                                      // sgd, nesterov
+  double outer_beta1 = 0.9, outer_beta2 = 0.999, outer_eps = 1e-8;  // adam
   bool round_spans_epochs = false;
   static DiLoCoOptions from_options(const Options& opt);
 };
@@ -87,9 +99,10 @@ class DiLoCoStrategy : public PeriodicSyncStrategy {
  private:
   DiLoCoStrategy(std::shared_ptr<Topology> topo, const DiLoCoOptions& o);
   DiLoCoOptions opt_;
-  Tensor theta_;     // θ(t−1): the global model the round started from
-  Tensor momentum_;  // the outer optimizer's buffer b (undefined when μ = 0)
-  Tensor delta_;     // scratch: δ_i, then Δ after the allreduce
+  Tensor theta_;                 // θ(t−1): the global model the round started from
+  Tensor momentum_;              // the outer SGD's buffer b (undefined when μ = 0 or with adam)
+  Tensor exp_avg_, exp_avg_sq_;  // the outer Adam's m and v (undefined unless adam)
+  Tensor delta_;                 // scratch: δ_i, then Δ after the allreduce
 };
 
 std::unique_ptr<Strategy> make_diloco_strategy(std::shared_ptr<Topology> topo, const Options& opt);

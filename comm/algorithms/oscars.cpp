@@ -28,6 +28,23 @@ std::vector<int64_t> parse_times(const std::string& s) {
   }
   return r;
 }
+
+// Option oscars.resolution_us: "measured" (-1) or microseconds >= 0.
+int64_t parse_resolution(const std::string& s) {
+  if (s == "measured") return -1;
+  size_t used = 0;
+  int64_t v = -1;
+  try {
+    v = std::stoll(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  DPLAB_CHECK_OPTION(used == s.size() && used > 0 && v >= 0,
+                     "option oscars.resolution_us: expected 'measured' or an integer >= 0 (us), "
+                     "got '{}'",
+                     s);
+  return v;
+}
 }  // namespace
 
 OscarsStrategy::OscarsStrategy(std::shared_ptr<Topology> topo, const Options& opt)
@@ -40,6 +57,13 @@ OscarsStrategy::OscarsStrategy(std::shared_ptr<Topology> topo, const Options& op
   search_opt_.mode = parse_oscars_search_mode(opt.get_string("oscars.search", "exact"));
   search_opt_.text_step_us = opt.get_int("oscars.text_step_us", 1000);
   fixed_t_us_ = parse_times(opt.get_string("oscars.t_us", ""));
+  resolution_opt_ = parse_resolution(opt.get_string("oscars.resolution_us", "measured"));
+  if (resolution_opt_ < 0 && fixed_t_us_.empty()) {  // read only where it applies
+    resolution_rel_ = opt.get_double("oscars.resolution_rel", 0.1);
+    DPLAB_CHECK_OPTION(resolution_rel_ >= 0 && resolution_rel_ < 1,
+                       "option oscars.resolution_rel: expected a fraction in [0, 1), got {}",
+                       resolution_rel_);
+  }
   DPLAB_CHECK_OPTION(discard_ >= 0, "option oscars.profile_discard: expected >= 0, got {}",
                      discard_);
   DPLAB_CHECK_OPTION(measure_ >= 1, "option oscars.profile_measure: expected >= 1, got {}",
@@ -96,25 +120,60 @@ int64_t OscarsStrategy::my_median_us() const {
   return std::max<int64_t>(1, v[n / 2]);  // upper median for even n
 }
 
+int64_t OscarsStrategy::my_spread_us() const {
+  // The range of the middle 80% of the samples the median was taken from (10th to 90th
+  // percentile): how far this rank's iteration times scatter, without the odd outlier (a page
+  // fault). Wider than the interquartile range, which two identical ranks' medians often
+  // exceeded (3660 and 3754 us with ranges of 80 and 91 us on a loaded 2-core host); the
+  // search's floor, resolution_rel, covers the slower drifts (reschedule()).
+  const size_t n = std::min(samples_us_.size(), size_t(measure_));
+  DPLAB_CHECK(n > 0, "oscars: no iteration time measured on rank {}", rank());
+  std::vector<int64_t> v(samples_us_.end() - std::ptrdiff_t(n), samples_us_.end());
+  std::sort(v.begin(), v.end());
+  // Trim n/10 samples at each end, and at least one from 3 samples on: with the 5 samples of a
+  // short profile the full range would be set by one hiccup.
+  const size_t k = std::max(n / 10, size_t(n >= 3 ? 1 : 0));
+  return v[n - 1 - k] - v[k];
+}
+
 void OscarsStrategy::reschedule() {
   // Step 3, the "global view": every rank learns every t_i and runs the same search.
   const int N = world_size();
   std::vector<int64_t> t;
+  OscarsSearchOptions so = search_opt_;
   if (!fixed_t_us_.empty()) {
     t = fixed_t_us_;
+    t_spread_us_ = 0;
+    so.resolution_us = std::max<int64_t>(0, resolution_opt_);  // given times are exact
   } else {
-    t_us_ = my_median_us();
     // Host values: they travel on the arena's device (the communicator's) and come back to
-    // the host explicitly (to_vector_i64).
+    // the host explicitly (to_vector_i64). Per rank: its median and its spread.
     const Device dev = ctx_.arena->device();
-    Tensor mine = Tensor::from_vector_i64({t_us_}, {1}).to(dev);
-    Tensor all = Tensor::empty({N}, DType::i64, dev);  // every element is gathered
+    Tensor mine = Tensor::from_vector_i64({my_median_us(), my_spread_us()}, {2}).to(dev);
+    Tensor all = Tensor::empty({2 * N}, DType::i64, dev);  // every element is gathered
     Pending gather = meter().iallgather(world(), "oscars time allgather", mine, all);
     meter().complete_blocking(gather, Use::host);
-    t = all.to_vector_i64();
+    const std::vector<int64_t> v = all.to_vector_i64();
+    int64_t widest = 0;
+    for (int i = 0; i < N; ++i) {
+      t.push_back(v[size_t(2 * i)]);
+      widest = std::max(widest, v[size_t(2 * i + 1)]);
+    }
+    t_spread_us_ = v[size_t(2 * rank() + 1)];
+    // Times that agree within the noisiest rank's spread cannot be told apart by this
+    // measurement. Nor can those within resolution_rel of the fastest: a profile window is
+    // tens of milliseconds, and a loaded host slows one rank for a whole window and another
+    // rank in the next (identical ranks measured 1.5 to 7.8% apart with spreads of 0.04 to
+    // 0.19 ms at 3.6-4 ms per step, on 2 shared cores). Below that, Eq. 3 would set rounds of
+    // more than 10 local steps from the host's load, to save at most that fraction of idle.
+    const int64_t fastest = *std::min_element(t.begin(), t.end());
+    so.resolution_us =
+        resolution_opt_ >= 0
+            ? resolution_opt_
+            : std::max(widest, int64_t(std::ceil(resolution_rel_ * double(fastest))));
   }
   t_us_ = t[size_t(rank())];
-  sched_ = oscars_search(t, search_opt_);
+  sched_ = oscars_search(t, so);
   R_ = *std::max_element(sched_.tau.begin(), sched_.tau.end());
   plan_t_us_ = t;
   wait_pred_us_ = predicted_wait_us(size_t(rank()));
@@ -205,6 +264,8 @@ void OscarsStrategy::save_algorithm_state(StateDict& out) const {
   out.put_bool("feasible", sched_.feasible);
   out.put_int("candidates", sched_.candidates);
   out.put_int("t_us", t_us_);
+  out.put_int("t_spread_us", t_spread_us_);
+  out.put_int("resolution_us", sched_.resolution_us);
   out.put_ints("plan_t_us", plan_t_us_);
   out.put_int("round_pos", round_pos_);
   out.put_int("rounds", rounds_);
@@ -241,6 +302,11 @@ void OscarsStrategy::load_algorithm_state(const StateDict& in) {
   s.max_wait_us = state_int(in, "oscars", "max_wait_us", 0, INT64_MAX);
   s.feasible = in.get_bool("feasible");
   s.candidates = state_int(in, "oscars", "candidates", 0, INT64_MAX);
+  // Checkpoints written before the resolution existed searched with none (Eq. 3 exactly).
+  s.resolution_us =
+      in.has("resolution_us") ? state_int(in, "oscars", "resolution_us", 0, INT64_MAX) : 0;
+  const int64_t spread =
+      in.has("t_spread_us") ? state_int(in, "oscars", "t_spread_us", 0, INT64_MAX) : 0;
   const int64_t R = s.tau.empty() ? 1 : *std::max_element(s.tau.begin(), s.tau.end());
   const int64_t pos = state_int(in, "oscars", "round_pos", 0, R - 1);
   const int64_t t_us = state_int(in, "oscars", "t_us", 0, INT64_MAX);
@@ -264,6 +330,7 @@ void OscarsStrategy::load_algorithm_state(const StateDict& in) {
   R_ = R;
   round_pos_ = pos;
   t_us_ = t_us;
+  t_spread_us_ = spread;
   rounds_ = rounds;
   averages_ = averages;
   searches_ = searches;
@@ -285,6 +352,8 @@ std::map<std::string, double> OscarsStrategy::state() const {
     m["tau_min"] = double(*std::min_element(sched_.tau.begin(), sched_.tau.end()));
     m["tau_max"] = double(R_);
     m["t_us"] = double(t_us_);
+    m["t_spread_us"] = double(t_spread_us_);
+    m["resolution_us"] = double(sched_.resolution_us);
     m["max_wait_us"] = double(sched_.max_wait_us);
     if (wait_pred_us_ >= 0) m["wait_pred_us"] = double(wait_pred_us_);
     if (wait_meas_rounds_ > 0) {

@@ -12,8 +12,12 @@
 //      (plan() to after_step(): zero-grad, forward, backward, step and the injected slowdown;
 //      the averaging wait is excluded), on the run's time base (TrainContext::time): with a
 //      virtual cluster the modelled compute, so T* and tau do not depend on host load.
-//   3. allgather t_i (integer microseconds); every rank runs the same deterministic search
-//      -> T*, tau (identical on all ranks, no broadcast needed).
+//   3. allgather t_i and its spread s_i (the 10th-to-90th-percentile range of the same
+//      samples, integer microseconds); every rank runs the same deterministic search -> T*,
+//      tau (identical on all ranks, no broadcast needed). The search's resolution is
+//      max(max_i s_i, resolution_rel * min_i t_i): times and waits that agree within the
+//      noise of the measurement count as equal, so identical ranks get tau = 1 instead of a
+//      round length set by timing noise (oscars_search.h).
 //   4. rounds: a round is R = max_i tau_i loop ticks. Rank i computes on the first tau_i ticks
 //      and skips the rest (StepPlan::compute = false: its batch is dropped and it goes
 //      straight to the barrier), then at the round's last tick every rank averages.
@@ -39,10 +43,16 @@
 //   profile_measure    20    profiling iterations measured (median)
 //   reprofile_rounds   0     re-measure and re-search every N rounds (0: never)
 //   t_us               ""    fixed iteration times "t0,t1,..." in us instead of profiling (tests)
+//   resolution_us      measured  waits (and times) within this many us count as equal;
+//                            measured: the largest 10th-to-90th-percentile range of any
+//                            rank's profiled times, at least resolution_rel of the fastest
+//                            time (0 with t_us, which are exact)
+//   resolution_rel     0.1   the least measured resolution, a fraction of the fastest time
 // plus the communicator options (ranks_per_node, link.*, comm.*).
 //
 // state(): T_us, tau (this rank), tau_min, tau_max, t_us (this rank's measured time),
-// max_wait_us (Eq. 2 at T*), wait_pred_us (this rank's predicted idle per round:
+// t_spread_us (the 10th-to-90th-percentile range of this rank's measured times), resolution_us (the
+// search's), max_wait_us (Eq. 2 at T*), wait_pred_us (this rank's predicted idle per round:
 // max_j tau_j t_j - tau_i t_i), wait_meas_us (mean measured wait of the round averages since
 // the last search) and wait_meas_last_us, rounds, searches, feasible; per rank i, tau_r<i>
 // and wait_pred_us_r<i> (rank i's predicted idle per round, from the plan every rank shares).
@@ -84,6 +94,7 @@ class OscarsStrategy : public DistributedStrategy {
   void average();
   void reschedule();  // allgather the medians, search, set tau
   int64_t my_median_us() const;
+  int64_t my_spread_us() const;  // 10th-90th percentile range of the samples of the median
   int64_t predicted_wait_us(size_t i) const;  // max_j tau_j t_j - tau_i t_i (plan_t_us_)
   bool timed() const;                         // whether computing ticks are timed now
   void wait_for_device() const;  // host waits for the arena's compute stream (no-op on CPU)
@@ -91,6 +102,8 @@ class OscarsStrategy : public DistributedStrategy {
   OscarsSearchOptions search_opt_;
   int64_t discard_, measure_, reprofile_rounds_;
   std::vector<int64_t> fixed_t_us_;  // option oscars.t_us
+  int64_t resolution_opt_ = -1;      // option oscars.resolution_us; -1: measured
+  double resolution_rel_ = 0;        // option oscars.resolution_rel (measured times only)
 
   bool profiling_ = true;
   int64_t profile_ticks_ = 0;
@@ -101,7 +114,8 @@ class OscarsStrategy : public DistributedStrategy {
   int64_t rounds_ = 0;     // completed rounds (excluding profiling)
   int64_t averages_ = 0;
   int64_t searches_ = 0;
-  int64_t t_us_ = 0;  // this rank's iteration time used in the last search
+  int64_t t_us_ = 0;         // this rank's iteration time used in the last search
+  int64_t t_spread_us_ = 0;  // and the 10th-90th percentile range of its samples
   // Predicted against measured idle per round (metrics). Predicted: this rank's idle at the
   // round's barrier, max_j tau_j t_j - tau_i t_i, from the times of the last search (saved);
   // measured: the exposed wait of the round's average (barrier idle plus the transfer), summed

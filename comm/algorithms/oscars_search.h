@@ -23,6 +23,18 @@
 // by Eq. 3; a cap bounds them). If the constraint already fails at T = t_max
 // (floor(t_max/t_min) - 1 >= M) the feasible set is empty: T* = t_max and
 // tau_i = min(floor(t_max/t_i), M), which keeps the step gap <= M - 1 (notes §5.4).
+//
+// Measurement resolution (resolution_us = eps >= 0). Measured times carry noise: two identical
+// workers measure, say, 100000 and 100003 us, and Eq. 3 on those numbers finds its zero wait at
+// a common multiple thousands of steps away, a different one in every run. What differs by no
+// more than eps cannot be told apart, so it counts as equal:
+//   - times: sorted, a group starts at the fastest time not yet grouped and takes every time
+//     up to it + eps; the search runs with each member at the group's slowest time. Times
+//     within eps of each other are then one time: T* = t_max, tau = 1.
+//   - waits: the scan ends at the first candidate whose wait is <= eps (nothing later is
+//     measurably better), and T* is the smallest candidate scanned whose wait is within eps of
+//     the least wait scanned (ties go to the smallest T, as before).
+// max_wait_us is Eq. 2 at T* on the measured times. eps = 0 is Eq. 3 exactly.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -39,17 +51,19 @@ struct OscarsSearchOptions {
   int64_t tau_cap = 0;  // largest tau any worker may get; 0: no cap (Eq. 3 as written)
   OscarsSearchMode mode = OscarsSearchMode::exact;
   int64_t text_step_us = 1000;  // T increment of the "text" reading
+  int64_t resolution_us = 0;    // eps: waits within eps count as equal; 0: Eq. 3 exactly
 };
 
 struct OscarsSchedule {
-  int64_t T_us = 0;          // T*
-  std::vector<int64_t> tau;  // tau_i = floor(T*/t_i), capped when tau_cap > 0
-  int64_t max_wait_us = 0;   // max_i mod(T*, t_i): the predicted worst idle time
-  bool feasible = true;      // false: empty feasible set, fallback used
-  int64_t candidates = 0;    // T values evaluated
+  int64_t T_us = 0;           // T*
+  std::vector<int64_t> tau;   // tau_i = floor(T*/t_i), capped when tau_cap > 0
+  int64_t max_wait_us = 0;    // max_i mod(T*, t_i): the predicted worst idle time
+  bool feasible = true;       // false: empty feasible set, fallback used
+  int64_t candidates = 0;     // T values evaluated
+  int64_t resolution_us = 0;  // the eps the search used
 };
 
-// t_us: per-worker iteration times in microseconds (each >= 1).
-OscarsSchedule oscars_search(const std::vector<int64_t>& t_us, const OscarsSearchOptions& opt);
+// measured: per-worker iteration times in microseconds (each >= 1).
+OscarsSchedule oscars_search(const std::vector<int64_t>& measured, const OscarsSearchOptions& opt);
 
 }  // namespace dplab

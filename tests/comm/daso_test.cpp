@@ -10,7 +10,6 @@
 #include "common/harness.h"
 #include "common/mnist_replica.h"
 
-#include <array>
 #include <cmath>
 #include <map>
 
@@ -117,10 +116,26 @@ struct DasoRun {
   }
 };
 
+// One global sync of the hand-written schedules: sent after batch `send`, merged after batch
+// `merge` (= send: blocking, a plain average) by the ranks of local rank `group`, with S' = S.
+DasoSync sync(int64_t send, int64_t merge, int group, int S) {
+  DasoSync d;
+  d.send_batch = send;
+  d.merge_batch = merge;
+  d.group = group;
+  d.S = S;
+  return d;
+}
+
 // Runs one epoch of T batches with per-batch perturbations and checks every after_step against
-// the serial recomputation. `wire_bf16`: blocking syncs travel as bf16 (warm-up), so their
-// expected value is the average of the bf16-rounded member states within the bf16 bound.
-void check_epoch(DasoRun& run, int64_t T, int64_t total_epochs, bool wire_bf16) {
+// the serial recomputation, which follows `sched`: the epoch's syncs written out by hand from
+// docs/algorithms/daso.md (send when t % B == 0, S' = min(S, T-1-t), the last batch a blocking
+// plain average, groups in rotation from 0), never the strategy's own schedule. That the
+// strategy planned the same syncs is checked too. `wire_bf16`: blocking syncs travel as bf16
+// (warm-up), so their expected value is the average of the bf16-rounded member states within
+// the bf16 bound.
+void check_epoch(DasoRun& run, int64_t T, int64_t total_epochs, bool wire_bf16,
+                 const std::vector<DasoSync>& sched) {
   Communicator& world = run.strategy->topology().world();
   const int G = run.G, P = run.P, W = run.W;
   std::map<int64_t, States> sent;  // batch -> states after that batch (what members sent)
@@ -137,7 +152,16 @@ void check_epoch(DasoRun& run, int64_t T, int64_t total_epochs, bool wire_bf16) 
     const States before = gather(world, params);
     run.strategy->after_step(info);
     const States after = gather(world, params);
-    const auto& sched = run.strategy->epoch_schedule();
+    if (t == 0) {  // the strategy's plan of the epoch, against the hand-written one
+      const auto& planned = run.strategy->epoch_schedule();
+      ASSERT_EQ(planned.size(), sched.size());
+      for (size_t i = 0; i < sched.size(); ++i) {
+        EXPECT_EQ(planned[i].send_batch, sched[i].send_batch) << "sync " << i;
+        EXPECT_EQ(planned[i].merge_batch, sched[i].merge_batch) << "sync " << i;
+        EXPECT_EQ(planned[i].group, sched[i].group) << "sync " << i;
+        EXPECT_EQ(planned[i].S, sched[i].S) << "sync " << i;
+      }
+    }
 
     States expect = before;
     bool any = false;
@@ -208,42 +232,44 @@ TEST(Daso, Topology4NodesOf2) {
   EXPECT_EQ(run.strategy->topology().cross().size(), 4);
 }
 
-// Cycling with B = 2, S = 1: sends after 0, 2, 4, merges after 1, 3, 5, blocking at 6.
+// Cycling with B = 2, S = 1, T = 7: sends after 0, 2, 4 (t % 2 == 0), each merged one batch
+// later by groups 0, 1, 0; batch 6 is both a send batch and the last: a blocking average by
+// group 1.
 TEST(Daso, Eq1MergesAndRotationB2S1) {
   DasoRun run({{"daso.phases", "false"}, {"daso.B_max", "2"}, {"daso.S", "1"}});
-  check_epoch(run, 7, 1, false);
-  // The schedule the expectations above followed, written out: (send, merge, group).
-  const std::vector<std::array<int64_t, 3>> want = {{0, 1, 0}, {2, 3, 1}, {4, 5, 0}, {6, 6, 1}};
-  const auto& got = run.strategy->epoch_schedule();
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    EXPECT_EQ(got[i].send_batch, want[i][0]);
-    EXPECT_EQ(got[i].merge_batch, want[i][1]);
-    EXPECT_EQ(got[i].group, want[i][2]);
-  }
+  check_epoch(run, 7, 1, false,
+              {sync(0, 1, 0, 1), sync(2, 3, 1, 1), sync(4, 5, 0, 1), sync(6, 6, 1, 0)});
   EXPECT_EQ(run.strategy->state().at("global_syncs"), 4);
   EXPECT_EQ(run.strategy->state().at("B"), 2);
   EXPECT_EQ(run.strategy->state().at("S"), 1);
 }
 
-// S > B: several receives in flight at once, some clipped to the last batch.
+// S > B: several receives in flight at once, some clipped to the last batch. B = 1, S = 3,
+// T = 6: a send after every batch; S' = min(3, 5 - t) = 3, 3, 3, 2, 1, so the sends of batches
+// 0, 1, 2 merge after 3, 4, 5 and those of 3 and 4 after 5 as well; batch 5 is the blocking
+// average. Groups rotate 0, 1, 0, 1, 0, 1. After batch 5 three stale merges (sent after 2, 3, 4,
+// in send order) come before the blocking sync.
 TEST(Daso, Eq1MergesWithOverlappingReceivesB1S3) {
   DasoRun run({{"daso.phases", "false"}, {"daso.B_max", "1"}, {"daso.S", "3"}});
-  check_epoch(run, 6, 1, false);
+  check_epoch(run, 6, 1, false,
+              {sync(0, 3, 0, 3), sync(1, 4, 1, 3), sync(2, 5, 0, 3), sync(3, 5, 1, 2),
+               sync(4, 5, 0, 1), sync(5, 5, 1, 0)});
   EXPECT_EQ(run.strategy->state().at("global_syncs"), 6);
 }
 
-// S = 0: blocking f32 plain averages every 3 batches.
+// S = 0: blocking f32 plain averages every 3 batches. T = 7: after batches 0, 3 and 6 (6 is
+// also the last), by groups 0, 1, 0; nothing in between.
 TEST(Daso, BlockingF32AveragesB3S0) {
   DasoRun run({{"daso.phases", "false"}, {"daso.B_max", "3"}, {"daso.S", "0"}});
-  check_epoch(run, 7, 1, false);
+  check_epoch(run, 7, 1, false, {sync(0, 0, 0, 0), sync(3, 3, 1, 0), sync(6, 6, 0, 0)});
 }
 
 // Warm-up: blocking bf16 syncs after every batch, f32 accumulation, plain average.
 TEST(Daso, WarmupSyncsEveryBatchInBf16) {
   DasoRun run({{"daso.warmup_epochs", "1"}, {"daso.cooldown_epochs", "0"}});
   run.strategy->take_stats();
-  check_epoch(run, 3, 3, true);
+  // Warm-up: a blocking sync after every batch, groups 0, 1, 0.
+  check_epoch(run, 3, 3, true, {sync(0, 0, 0, 0), sync(1, 1, 1, 0), sync(2, 2, 0, 0)});
   EXPECT_EQ(run.strategy->state().at("phase"), 0);
   EXPECT_EQ(run.strategy->state().at("global_syncs"), 3);
   // Groups 0, 1, 0 synced: local rank 0 sent two bf16 arenas, local rank 1 one.
@@ -296,9 +322,10 @@ TEST(Daso, AllRanksBitwiseEqualAfterEveryEpoch) {
     const int64_t syncs = cycling ? 3 : T;
     EXPECT_EQ(st.at("global_syncs"), syncs) << e;
     EXPECT_DOUBLE_EQ(st.at("world_loss"), 1.0 + 3.5) << e;
-    int64_t mine = 0;
-    for (const DasoSync& s : run.strategy->epoch_schedule())
-      if (s.group == run.strategy->topology().local_rank()) ++mine;
+    // This rank's global syncs, by hand: groups 0, 1, 0 while cycling, 0, 1, 0, 1, 0 in the
+    // blocking phases (one sync per batch).
+    const bool first = run.strategy->topology().local_rank() == 0;
+    const int64_t mine = cycling ? (first ? 2 : 1) : (first ? 3 : 2);
     const CommStats cs = run.strategy->take_stats();
     // T node-local gradient bucket allreduces, this rank's global syncs, the loss average.
     EXPECT_EQ(cs.allreduces, T * buckets + mine + 1) << e;

@@ -147,6 +147,103 @@ TEST(OscarsSearch, HeterogeneousWorkersAreNotCappedAgainstEq3) {
   EXPECT_EQ(OscarsSearchOptions{}.tau_cap, 0);
 }
 
+// Measurement resolution eps (issue #33 item 5): waits within eps count as equal. Two workers
+// 3 us apart, as two identical ranks measure: with eps = 0, Eq. 3 runs on to a distant common
+// multiple; with eps >= 3 the first candidate, T = t_max = 100003, waits 3 us <= eps: T* =
+// t_max, tau = [1, 1], one candidate.
+TEST(OscarsSearch, NearEqualTimesWithinTheResolutionGiveTauOne) {
+  auto o = opts(4);
+  const auto exact = oscars_search({100000, 100003}, o);
+  EXPECT_GT(exact.tau[0], 1);  // timing noise sets the round length
+  o.resolution_us = 3;
+  const auto s = oscars_search({100000, 100003}, o);
+  EXPECT_EQ(s.T_us, 100003);
+  EXPECT_EQ(s.tau, (V{1, 1}));
+  EXPECT_EQ(s.max_wait_us, 3);
+  EXPECT_EQ(s.candidates, 1);
+  EXPECT_EQ(s.resolution_us, 3);
+  // Four workers within 350 us of each other, eps = 350: at T = 100250 the waits are
+  // 250, 0, 350, 150 (mod 100000, 100250, 99900, 100100): the worst, 350, is within eps.
+  o.resolution_us = 350;
+  const auto f = oscars_search({100000, 100250, 99900, 100100}, o);
+  EXPECT_EQ(f.T_us, 100250);
+  EXPECT_EQ(f.tau, (V{1, 1, 1, 1}));
+  for (auto mode : {OscarsSearchMode::alg1, OscarsSearchMode::text}) {
+    auto m = opts(4, mode);
+    m.resolution_us = 350;
+    EXPECT_EQ(oscars_search({100000, 100250, 99900, 100100}, m).tau, (V{1, 1, 1, 1}));
+  }
+}
+
+// The boundary, by hand: t = [100000, 100250]. At T = k*100250 the wait is 250k (k < 400); at
+// T = k*100000 (k >= 2) it is 100250 - 250k, first 0 at k = 401 (T = 40100000, the common
+// multiple of HomogeneousWorkers). So with eps = 249 no wait but the common multiple's is within
+// eps and Eq. 3's answer stands, tau = [401, 400]; with eps = 250, T = 100250 is (tau = 1).
+TEST(OscarsSearch, ResolutionBoundary) {
+  auto o = opts(4);
+  o.resolution_us = 249;
+  const auto below = oscars_search({100000, 100250}, o);
+  EXPECT_EQ(below.T_us, 40100000);
+  EXPECT_EQ(below.tau, (V{401, 400}));
+  o.resolution_us = 250;
+  const auto at = oscars_search({100000, 100250}, o);
+  EXPECT_EQ(at.T_us, 100250);
+  EXPECT_EQ(at.tau, (V{1, 1}));
+  EXPECT_EQ(at.max_wait_us, 250);
+}
+
+// Heterogeneous workers keep Eq. 3 when their difference is far above the resolution:
+// t = [100, 105] ms with eps = 1 ms. The waits at k*105 ms are 5k ms and at k*100 ms (k >= 2)
+// 105 - 5k ms: the first within 1 ms is the common multiple 2100 ms (wait 0), as without eps.
+TEST(OscarsSearch, HeterogeneousWorkersKeepEq3UnderAResolution) {
+  auto o = opts(4);
+  o.resolution_us = 1000;
+  const auto s = oscars_search({100000, 105000}, o);
+  EXPECT_EQ(s.T_us, 2100000);
+  EXPECT_EQ(s.tau, (V{21, 20}));
+  EXPECT_EQ(s.max_wait_us, 0);
+}
+
+// Waits within eps of the least count as equal, and ties go to the smallest T. t = [100, 170] ms,
+// M = 4: the candidates 170, 200, 300, 340, 400, 500, 510, 600, 680, 700 ms have waits 70, 30,
+// 130, 40, 60, 160, 10, 90, 80, 20 ms; 800 ms breaks the constraint (8 - 4 = 4). With eps = 0
+// the least, 10 ms at 510 ms, is T*: tau = [5, 3], all 10 candidates scanned. With eps = 25 ms
+// (below the 70 ms between the times: no grouping) the scan ends at 510 ms (10 <= 25), and the
+// smallest candidate within 10 + 25 ms of the least is 200 ms (wait 30): tau = [2, 1].
+TEST(OscarsSearch, WaitsWithinTheResolutionAreTiesToTheSmallestT) {
+  auto o = opts(4);
+  const auto exact = oscars_search({100000, 170000}, o);
+  EXPECT_EQ(exact.T_us, 510000);
+  EXPECT_EQ(exact.tau, (V{5, 3}));
+  EXPECT_EQ(exact.max_wait_us, 10000);
+  EXPECT_EQ(exact.candidates, 10);
+  o.resolution_us = 25000;
+  const auto s = oscars_search({100000, 170000}, o);
+  EXPECT_EQ(s.T_us, 200000);
+  EXPECT_EQ(s.tau, (V{2, 1}));
+  EXPECT_EQ(s.max_wait_us, 30000);
+  EXPECT_EQ(s.candidates, 7);
+  o.resolution_us = -1;
+  EXPECT_THROW(oscars_search({100000, 130000}, o), Error);
+}
+
+// Times within eps are one time, the slowest of their group, even where one is twice the other
+// (a rank that a loaded host slowed for the whole profile, with a spread to match): t = [3976,
+// 8523] us, eps = 4903 us: one group at 8523, T* = 8523, tau = [1, 1] (Eq. 3 on the measured
+// times alone: T* = 8523 with wait 571, tau = [2, 1]). eps = 4546 is one microsecond short of
+// the difference: two groups, and Eq. 3's answer.
+TEST(OscarsSearch, TimesWithinTheResolutionAreOneTime) {
+  auto o = opts(4);
+  EXPECT_EQ(oscars_search({3976, 8523}, o).tau, (V{2, 1}));
+  o.resolution_us = 4903;
+  const auto s = oscars_search({3976, 8523}, o);
+  EXPECT_EQ(s.T_us, 8523);
+  EXPECT_EQ(s.tau, (V{1, 1}));
+  EXPECT_EQ(s.max_wait_us, 8523 % 3976);  // Eq. 2 on the measured times
+  o.resolution_us = 4546;
+  EXPECT_EQ(oscars_search({3976, 8523}, o).tau, (V{2, 1}));
+}
+
 TEST(OscarsSearch, SingleWorkerAndErrors) {
   const auto s = oscars_search({5000}, opts(4));
   EXPECT_EQ(s.T_us, 5000);

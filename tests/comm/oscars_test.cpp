@@ -23,6 +23,7 @@
 #include "dplab/core/autograd.h"
 #include "dplab/core/ops/loss.h"
 #include "dplab/core/state_dict.h"
+#include "dplab/core/usage_error.h"
 #include "dplab/models/registry.h"
 #include "dplab/optim/sgd.h"
 
@@ -295,7 +296,9 @@ TEST(Oscars, ProfilesSlowedRankAndReprofilesWithoutDeadlock) {
   EXPECT_GE(s.state().at("searches"), 2.0);  // the first search and at least one re-profile
   const auto& tau = s.schedule().tau;
   ASSERT_EQ(int(tau.size()), N);
-  EXPECT_GT(tau[0], tau[size_t(N - 1)]) << "the fast rank must get more local steps";
+  EXPECT_GT(tau[0], tau[size_t(N - 1)])
+      << "the fast rank must get more local steps; T* " << s.schedule().T_us << " us, resolution "
+      << s.schedule().resolution_us << " us, this rank's t " << s.state().at("t_us") << " us";
   // Every rank computed the same schedule.
   auto world_ptr = mpi_world();
   Communicator& world = *world_ptr;
@@ -307,6 +310,90 @@ TEST(Oscars, ProfilesSlowedRankAndReprofilesWithoutDeadlock) {
   if (R == 0)
     std::printf("[oscars] profiled: T* %lld us, tau0 %lld, tau_last %lld\n",
                 (long long)s.schedule().T_us, (long long)tau[0], (long long)tau[size_t(N - 1)]);
+}
+
+// Issue #33 item 5: identical ranks get tau = 1 on measured times. Every rank does the same
+// work per iteration (10 ms of sleep-as-work and the same model step on the same batch); the
+// profiles differ by timing noise only. The search's resolution (the widest 10th-to-90th-
+// percentile range of the ranks' samples, at least 10% of the fastest time) makes those times
+// equal: T* = t_max, tau = 1 on every rank, in the first search and in every re-profile (one
+// per round here, about 20 searches per run). The sleep dominates the step so that the test
+// host's other load (2 cores shared with builds) cannot make one rank measurably slower for a
+// whole window: with 3 ms of sleep, one rank in about 100 windows measured twice the other's
+// time (8.5 against 4.1 ms), which no resolution should call equal.
+TEST(Oscars, IdenticalRanksMeasuredGetTauOne) {
+  const int N = MpiEnv::get().world_size(), R = MpiEnv::get().world_rank();
+  Options opt;
+  opt.set("oscars.profile_discard", "2");
+  opt.set("oscars.profile_measure", "10");
+  opt.set("oscars.reprofile_rounds", "1");
+  opt.set("comm.timeout_s", "20");
+  OscarsStrategy s(std::make_shared<Topology>(Topology::from_options(opt)), opt);
+  Replica dist(5);
+  TrainContext ctx;
+  ctx.model = dist.model.get();
+  ctx.arena = dist.arena.get();
+  ctx.optimizer = dist.sgd.get();
+  ctx.options = &opt;
+  s.setup(ctx);
+  int64_t searches = 0, checked = 0;
+  run_loop(
+      s, dist, 2, 16,
+      [&](int64_t e, int64_t k) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        dist.step(0, e, k);  // the same batch on every rank: identical work
+      },
+      [&](int64_t, int64_t) {
+        if (s.profiling() || s.state().at("searches") == double(searches)) return;
+        searches = int64_t(s.state().at("searches"));
+        const OscarsSchedule& sc = s.schedule();
+        EXPECT_EQ(sc.tau, std::vector<int64_t>(size_t(N), 1))
+            << "search " << searches << ": T* " << sc.T_us << " us, resolution " << sc.resolution_us
+            << " us, this rank's t " << s.state().at("t_us") << " us";
+        EXPECT_GE(sc.resolution_us, 0);
+        ++checked;
+        if (R == 0 && searches == 1)
+          std::printf("[oscars] identical ranks: T* %lld us, resolution %lld us, tau0 %lld\n",
+                      (long long)sc.T_us, (long long)sc.resolution_us, (long long)sc.tau[0]);
+      });
+  EXPECT_GE(checked, 10);  // the first search and the re-profiles after it
+}
+
+// Near-equal fixed times (as identical ranks would measure them), 100000 and 100003 us: with
+// the default resolution for given times (0, Eq. 3 exactly) the first zero wait is the common
+// multiple 100000 * 100003 us, tau = [100003, 100000] (the constraint holds there: 3 < M = 4);
+// with oscars.resolution_us = 5 (>= the 3 us difference) every rank gets tau = 1, T* = t_max.
+TEST(Oscars, NearEqualFixedTimesWithinTheResolutionGetTauOne) {
+  const int N = MpiEnv::get().world_size();
+  const std::string ts = N == 2 ? "100000,100003" : "100000,100003,100000,100003";
+  for (const bool with_resolution : {false, true}) {
+    Options opt;
+    opt.set("oscars.t_us", ts);
+    if (with_resolution) opt.set("oscars.resolution_us", "5");
+    opt.set("comm.timeout_s", "20");
+    OscarsStrategy s(std::make_shared<Topology>(Topology::from_options(opt)), opt);
+    Replica rep(5);
+    TrainContext ctx;
+    ctx.model = rep.model.get();
+    ctx.arena = rep.arena.get();
+    ctx.optimizer = rep.sgd.get();
+    ctx.options = &opt;
+    s.setup(ctx);
+    const auto& tau = s.schedule().tau;
+    if (with_resolution) {
+      EXPECT_EQ(tau, std::vector<int64_t>(size_t(N), 1));
+      EXPECT_EQ(s.schedule().T_us, 100003);
+      EXPECT_EQ(s.state().at("resolution_us"), 5.0);
+    } else {
+      EXPECT_EQ(s.schedule().T_us, int64_t(100000) * 100003);
+      EXPECT_EQ(*std::max_element(tau.begin(), tau.end()), 100003);
+      EXPECT_EQ(s.state().at("resolution_us"), 0.0);
+    }
+  }
+  Options bad;
+  bad.set("oscars.resolution_us", "fine");
+  EXPECT_THROW(OscarsStrategy(std::make_shared<Topology>(Topology::from_options(bad)), bad),
+               UsageError);
 }
 
 }  // namespace

@@ -91,6 +91,27 @@ TEST(ModelTools, EvalMnistCnnWithoutModel) {
   EXPECT_EQ(implicit.out, given.out);
 }
 
+// `dplab init` records the model (dplab.model) in the file it writes, so `dplab eval` of it needs
+// no --model (issue #33): the same output as with --model given explicitly.
+TEST(ModelTools, EvalOfAnInitFileWithoutModel) {
+  ScopedTempDir dir("model-tools-init");
+  const std::string file = dir.file("init.safetensors");
+  const auto init = run_dplab("init --model mnist_cnn --seed 3 --out " + file, dir.path / "i");
+  ASSERT_EQ(init.status, 0) << init.err;
+  std::map<std::string, std::string> meta;
+  (void)load_safetensors(file, &meta);
+  EXPECT_EQ(meta["dplab.model"], "mnist_cnn");
+  EXPECT_EQ(meta["dplab.seed"], "3");
+  const std::string common =
+      " --threads 2 --data fashion-mnist --set data.test_limit=20 --checkpoint " + file;
+  const auto implicit = run_dplab("eval" + common, dir.path / "a");
+  ASSERT_EQ(implicit.status, 0) << implicit.err;
+  const auto given = run_dplab("eval --model mnist_cnn" + common, dir.path / "b");
+  ASSERT_EQ(given.status, 0) << given.err;
+  EXPECT_NE(implicit.out.find("/20)"), std::string::npos) << implicit.out;
+  EXPECT_EQ(implicit.out, given.out);
+}
+
 // An IDX directory with `test` test images (all black) and labels i % 10, and a train split whose
 // label file holds `train` labels (its image file a one-image stub: eval reads the test split).
 std::string idx_dir(const ScopedTempDir& dir, const std::string& name, int64_t train,

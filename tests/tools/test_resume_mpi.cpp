@@ -164,6 +164,9 @@ INSTANTIATE_TEST_SUITE_P(
         Algo{"diloco",
              "--set optim=adamw --wd 0.01 --set diloco.H=3 --set diloco.round_spans_epochs=true",
              "diloco_round_spans_epochs"},
+        // The outer Adam's moments and step count (issue #33).
+        Algo{"diloco", "--set optim=adamw --set diloco.H=3 --set diloco.outer_optim=adam",
+             "diloco_outer_adam"},
         Algo{"slowmo", "--set slowmo.frequency=3"},
         // fairscale's default algorithm on 2 nodes x 2 ranks: node gradient averages every
         // step, a LocalSGD average after step 2 of each round of 4.

@@ -1,5 +1,7 @@
 // `dplab init`: a freshly initialised model's state_dict (parameters and buffers, PyTorch names;
-// num_batches_tracked as i64) as safetensors, e.g. to start PyTorch from dplab's weights.
+// num_batches_tracked as i64) as safetensors, e.g. to start PyTorch from dplab's weights. The
+// metadata names the model as `dplab train`'s model files do (dplab.model), so `dplab eval`,
+// `dplab predict` and --init-from take the model from the file without --model.
 #include <iostream>
 
 #include "dplab/core/safetensors.h"
@@ -28,7 +30,9 @@ CommandSpec init_command() {
             return [a]() {
               auto model = make_model(a->model, a->seed, a->num_classes);
               save_safetensors(a->out, model->state_dict(),
-                               {{"model", a->model}, {"seed", std::to_string(a->seed)}});
+                               {{"format", "pt"},  // what PyTorch's safetensors loader expects
+                                {"dplab.model", a->model},
+                                {"dplab.seed", std::to_string(a->seed)}});
               std::cout << fmt::format("wrote {} ({} parameters) to {}\n", a->model,
                                        model->num_parameters(), a->out);
               return 0;

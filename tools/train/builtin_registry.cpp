@@ -79,20 +79,31 @@ Registry Registry::with_builtins() {
     e.single_process = name == "local";
     r.add(std::move(e));
   }
-  r.add(OptimizerEntry{"sgd",
-                       "SGD with momentum, Nesterov, dampening and weight decay",
-                       {"lr", "momentum", "nesterov", "dampening", "wd"},
-                       [](const Options&, ParamArena& arena, const SGDOptions& sgd) {
-                         return std::unique_ptr<Optimizer>(std::make_unique<SGD>(arena, sgd));
-                       }});
-  r.add(OptimizerEntry{"lars",
-                       "LARS (You et al.): layer-wise trust ratio",
-                       {"lr", "momentum", "wd", "lars.eta", "lars.eps"},
-                       make_lars_optimizer});
-  r.add(OptimizerEntry{"adamw",
-                       "AdamW (torch.optim.AdamW): Adam with decoupled weight decay",
+  // Each optimizer's unset keys take its own defaults (OptimizerEntry::defaults): SGD and LARS
+  // the option table's, AdamW PyTorch's (torch.optim.AdamW: lr 1e-3, weight_decay 1e-2; its
+  // betas and eps are the table's adamw.* defaults, which are PyTorch's).
+  OptimizerEntry sgd{"sgd",
+                     "SGD with momentum, Nesterov, dampening and weight decay",
+                     {"lr", "momentum", "nesterov", "dampening", "wd"},
+                     [](const Options&, ParamArena& arena, const SGDOptions& so) {
+                       return std::unique_ptr<Optimizer>(std::make_unique<SGD>(arena, so));
+                     }};
+  sgd.defaults_from = "dplab's option table";
+  r.add(std::move(sgd));
+  OptimizerEntry lars{"lars",
+                      "LARS (You et al.): layer-wise trust ratio",
+                      {"lr", "momentum", "wd", "lars.eta", "lars.eps"},
+                      make_lars_optimizer};
+  lars.defaults_from = "dplab's option table";
+  r.add(std::move(lars));
+  OptimizerEntry adamw{"adamw",
+                       "AdamW (torch.optim.AdamW): Adam with decoupled weight decay; unset keys "
+                       "take PyTorch's defaults (lr 0.001, wd 0.01, betas 0.9/0.999, eps 1e-8)",
                        {"lr", "wd", "adamw.beta1", "adamw.beta2", "adamw.eps"},
-                       make_adamw_optimizer});
+                       make_adamw_optimizer};
+  adamw.defaults = {{"lr", "0.001"}, {"wd", "0.01"}};
+  adamw.defaults_from = "PyTorch's torch.optim.AdamW";
+  r.add(std::move(adamw));
   // make_base_lr_schedule reads lr.schedule itself; Registry::add puts the warm-up
   // (lr.warmup_epochs) in front of each, as make_lr_schedule did.
   struct Sched {

@@ -60,11 +60,13 @@ const std::vector<OptionSpec>& driver_option_specs() {
       {"data.prefetch", "4", "batches the workers build ahead", false},
       {"epochs", "1", "number of epochs", false},
       {"batch", "64", "batch size per rank"},
-      {"lr", "0.01", "base learning rate (scaled by the lr.* schedule)"},
+      {"lr", "0.01",
+       "base learning rate (scaled by the lr.* schedule); unset with optim = adamw: 0.001 "
+       "(PyTorch's AdamW default)"},
       {"momentum", "0.9", "SGD momentum"},
       {"nesterov", "false", "Nesterov momentum"},
       {"dampening", "0", "SGD dampening"},
-      {"wd", "0", "weight decay"},
+      {"wd", "0", "weight decay; unset with optim = adamw: 0.01 (PyTorch's AdamW default)"},
       {"optim", "sgd",
        "optimizer: sgd, lars (optim/lars.h; reads lr, momentum, wd) or adamw (optim/adamw.h; "
        "reads lr, wd, adamw.*; PyTorch's defaults are --lr 0.001 --wd 0.01)"},

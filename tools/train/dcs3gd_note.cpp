@@ -5,7 +5,7 @@
 
 namespace dplab {
 
-std::string dcs3gd_run_note(const Options& opt, int64_t global_batch) {
+std::string dcs3gd_run_note(const Options& opt, int64_t global_batch, double lr) {
   auto number = [&](const std::string& key) {
     return opt.get_double(key, std::stod(option_default(key)));
   };
@@ -13,7 +13,7 @@ std::string dcs3gd_run_note(const Options& opt, int64_t global_batch) {
   const double epochs = number("epochs");
   const double frac =
       warmup_epochs >= 0 && epochs > 0 ? warmup_epochs / epochs : number("dcs3gd.warmup_frac");
-  return dcs3gd_peak_lr_note(global_batch, frac, number("lr"));
+  return dcs3gd_peak_lr_note(global_batch, frac, lr);
 }
 
 }  // namespace dplab

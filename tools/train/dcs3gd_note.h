@@ -9,8 +9,9 @@
 
 namespace dplab {
 
-// The line (ending in '\n') for a run of `global_batch` samples per step; the warm-up fraction
-// is dcs3gd.warmup_epochs / epochs when that option is >= 0, else dcs3gd.warmup_frac.
-std::string dcs3gd_run_note(const Options& opt, int64_t global_batch);
+// The line (ending in '\n') for a run of `global_batch` samples per step at base lr `lr` (option
+// lr, or the optimizer's default); the warm-up fraction is dcs3gd.warmup_epochs / epochs when
+// that option is >= 0, else dcs3gd.warmup_frac.
+std::string dcs3gd_run_note(const Options& opt, int64_t global_batch, double lr);
 
 }  // namespace dplab

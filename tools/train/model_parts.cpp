@@ -4,15 +4,13 @@
 
 #include "dplab/tools/train/checkpoint.h"
 #include "dplab/tools/train/config.h"
+#include "dplab/tools/train/optimizer_factory.h"
 
 namespace dplab {
 namespace {
 
 std::string get(const Options& opt, const std::string& key) {
   return opt.get_string(key, option_default(key));
-}
-double get_double(const Options& opt, const std::string& key) {
-  return opt.get_double(key, std::stod(option_default(key)));
 }
 bool get_bool(const Options& opt, const std::string& key) {
   return opt.get_bool(key, option_default(key) == "true");
@@ -48,15 +46,12 @@ ModelParts build_model_parts(const Options& opt, const Registry& registry,
   p.model->to(device);
   p.arena = std::make_unique<ParamArena>(p.model->named_parameters());
   p.arena->mark_norm_parameters(norm_parameter_names(*p.model));
-  SGDOptions so;
-  so.lr = get_double(opt, "lr");
-  so.momentum = get_double(opt, "momentum");
-  so.nesterov = get_bool(opt, "nesterov");
-  so.dampening = get_double(opt, "dampening");
-  so.weight_decay = get_double(opt, "wd");
+  // optim = sgd | lars | adamw (tools/train/optimizer_factory.h) | an experiment's; the shared
+  // keys left unset take that optimizer's defaults (AdamW's are PyTorch's).
+  const OptimizerEntry& optim = registry.optimizer(get(opt, "optim"));
+  const SGDOptions so = read_shared_optimizer_options(opt, optim);
   p.base_lr = so.lr;
-  // optim = sgd | lars (tools/train/optimizer_factory.h) | an experiment's.
-  p.optimizer = registry.optimizer(get(opt, "optim")).make(opt, *p.arena, so);
+  p.optimizer = optim.make(opt, *p.arena, so);
   if (f16) p.scaler = std::make_unique<GradScaler>(p.optimizer->arena());
   return p;
 }

@@ -6,6 +6,34 @@
 
 namespace dplab {
 
+std::string optimizer_key_default(const OptimizerEntry& entry, const std::string& key) {
+  if (auto it = entry.defaults.find(key); it != entry.defaults.end()) return it->second;
+  return option_default(key);
+}
+
+SGDOptions read_shared_optimizer_options(const Options& opt, const OptimizerEntry& entry) {
+  auto number = [&](const std::string& key) {
+    return opt.get_double(key, std::stod(optimizer_key_default(entry, key)));
+  };
+  SGDOptions so;
+  so.lr = number("lr");
+  so.momentum = number("momentum");
+  so.nesterov = opt.get_bool("nesterov", optimizer_key_default(entry, "nesterov") == "true");
+  so.dampening = number("dampening");
+  so.weight_decay = number("wd");
+  return so;
+}
+
+std::map<std::string, std::string> optimizer_defaulted(const Options& opt,
+                                                       const OptimizerEntry& entry) {
+  const std::map<std::string, std::string> read = opt.read_values();
+  std::map<std::string, std::string> r;
+  for (const std::string& key : entry.keys)
+    if (!opt.has(key))
+      if (auto it = read.find(key); it != read.end()) r[key] = it->second;
+  return r;
+}
+
 std::unique_ptr<Optimizer> make_lars_optimizer(const Options& opt, ParamArena& arena,
                                                const SGDOptions& sgd) {
   DPLAB_CHECK(!sgd.nesterov && sgd.dampening == 0,
@@ -29,7 +57,7 @@ std::unique_ptr<Optimizer> make_adamw_optimizer(const Options& opt, ParamArena& 
               sgd.nesterov, sgd.dampening);
   AdamWOptions ao;
   ao.lr = sgd.lr;
-  ao.weight_decay = sgd.weight_decay;  // the shared key wd (default 0, not PyTorch's 1e-2)
+  ao.weight_decay = sgd.weight_decay;  // the shared key wd (unset: AdamW's 1e-2, PyTorch's)
   ao.beta1 = opt.get_double("adamw.beta1", std::stod(option_default("adamw.beta1")));
   ao.beta2 = opt.get_double("adamw.beta2", std::stod(option_default("adamw.beta2")));
   ao.eps = opt.get_double("adamw.eps", std::stod(option_default("adamw.eps")));

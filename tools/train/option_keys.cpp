@@ -175,6 +175,13 @@ std::vector<OptionSpec> make_specs() {
       {"oscars.profile_measure", "20", "profiling iterations measured (median)"},
       {"oscars.reprofile_rounds", "0", "re-measure and re-search every N rounds (0: never)"},
       {"oscars.t_us", "", "fixed iteration times \"t0,t1,...\" (us) instead of profiling"},
+      {"oscars.resolution_us", "measured",
+       "waits and times within this many us count as equal in the search; measured: the largest "
+       "10th-to-90th-percentile range of any rank's profiled times, at least "
+       "oscars.resolution_rel of the fastest time (0 with oscars.t_us)"},
+      {"oscars.resolution_rel", "0.1",
+       "with resolution_us = measured: the least resolution, as a fraction of the fastest "
+       "profiled time (profiles of identical ranks on a loaded host differ by several percent)"},
       // ---- local_sgd, post_local_sgd (comm/algorithms/local_sgd.h) ----
       {"local_sgd.H", "4", "local steps between parameter averages"},
       {"local_sgd.round_spans_epochs", "false",
@@ -185,9 +192,16 @@ std::vector<OptionSpec> make_specs() {
       {"diloco.H", "50",
        "inner steps per round (the paper's 500 is for language models; 50, the smallest H of "
        "its ablation, gives several rounds per epoch of this project's models)"},
-      {"diloco.outer_lr", "0.7", "learning rate of the outer SGD on the averaged outer gradient"},
-      {"diloco.outer_momentum", "0.9", "momentum of the outer SGD (0: plain SGD)"},
-      {"diloco.outer_nesterov", "true", "Nesterov outer momentum (ignored when momentum is 0)"},
+      {"diloco.outer_optim", "nesterov",
+       "outer optimizer on the averaged outer gradient: nesterov (the paper's), sgd (momentum "
+       "without Nesterov) or adam (torch.optim.Adam)"},
+      {"diloco.outer_lr", "0.7",
+       "outer learning rate (the paper's 0.7); with outer_optim = adam 0.001 (PyTorch's)"},
+      {"diloco.outer_momentum", "0.9",
+       "momentum of the outer SGD, nesterov or sgd (0: plain SGD); refused with adam"},
+      {"diloco.outer_beta1", "0.9", "outer Adam's beta1 (PyTorch's default); adam only"},
+      {"diloco.outer_beta2", "0.999", "outer Adam's beta2 (PyTorch's default); adam only"},
+      {"diloco.outer_eps", "1e-08", "outer Adam's eps (PyTorch's default); adam only"},
       {"diloco.round_spans_epochs", "false",
        "true: a round continues across epoch boundaries (the epoch's consensus evaluation "
        "reports the ranks' average); false: every epoch ends with an outer step"},

@@ -13,6 +13,7 @@
 // driver's unknown-key check accepts every key a factory actually reads).
 #pragma once
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -102,9 +103,15 @@ struct OptimizerEntry {
   std::string help;
   std::vector<std::string> keys;
   // `sgd` holds the values every optimizer shares, already read: lr, momentum, wd, nesterov,
-  // dampening.
+  // dampening (each unset one at the entry's `defaults` where it has one).
   std::function<std::unique_ptr<Optimizer>(const Options&, ParamArena&, const SGDOptions& sgd)>
       make;
+  // The optimizer's own defaults for shared keys it reads (lr, wd, ...) where they differ from
+  // the option table's (tools/train/config.cpp): an unset key takes these. AdamW's are PyTorch's
+  // (lr 1e-3, weight decay 1e-2); SGD and LARS keep the table's. `defaults_from` says whose
+  // defaults the optimizer's unset keys take, for the run header and run.json.
+  std::map<std::string, std::string> defaults;
+  std::string defaults_from;
 };
 
 struct ScheduleEntry {

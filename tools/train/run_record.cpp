@@ -68,7 +68,12 @@ nlohmann::json run_record(const Options& opt, const RunFacts& f,
     const std::optional<std::string> def =
         opt.default_read(k) ? std::optional(option_default_or_read(opt, k)) : std::nullopt;
     nlohmann::json e = {{"value", v}, {"set", set}};
-    if (def) {
+    if (f.optimizer_defaulted.count(k)) {
+      // Unset, so the optimizer's own default (AdamW's lr is PyTorch's 0.001, not the table's).
+      e["default"] = v;
+      e["is_default"] = true;
+      e["default_from"] = "optim " + f.optimizer;
+    } else if (def) {
       e["default"] = *def;
       e["is_default"] = v == *def;
     } else {
@@ -99,6 +104,10 @@ nlohmann::json run_record(const Options& opt, const RunFacts& f,
       {"model", f.model},
       {"parameters", f.parameters},
       {"algorithm", f.algo},
+      {"optimizer",
+       {{"name", f.optimizer},
+        {"defaults_from", f.optimizer_defaults_from},
+        {"defaulted", f.optimizer_defaulted}}},
       {"world_size", world},
       {"nodes", f.cluster_nodes > 0 ? int64_t(f.cluster_nodes)
                 : virtual_rpn > 0   ? (world + virtual_rpn - 1) / virtual_rpn
@@ -147,7 +156,17 @@ void record_run_start(const Options& opt, const RankGroup& ranks, const RunFacts
       rec["nodes"].get<int64_t>() == 1 ? "" : "s", rec["ranks_per_node"].get<int64_t>(),
       rec["ranks_per_node_from"].get<std::string>(), global, f.batch, world, world == 1 ? "" : "s",
       f.accumulate_steps, f.accumulate_steps == 1 ? "" : "s");
-  if (f.algo == "dcs3gd") out << dcs3gd_run_note(opt, global);  // the paper's peak lr
+  if (!f.optimizer.empty()) {
+    // Which of the optimizer's values the user did not set: they are its defaults, whose.
+    std::string unset;
+    for (const auto& [k, v] : f.optimizer_defaulted)
+      unset += fmt::format("{}{} {}", unset.empty() ? "" : ", ", k, v);
+    out << fmt::format("  optimizer {}: {}\n", f.optimizer,
+                       unset.empty() ? std::string("every value set")
+                                     : fmt::format("{} defaulted by the optimizer ({})", unset,
+                                                   f.optimizer_defaults_from));
+  }
+  if (f.algo == "dcs3gd") out << dcs3gd_run_note(opt, global, f.base_lr);  // the paper's peak lr
   out << f.cluster_note;  // a virtual cluster: its shape and how compute is timed
   out << fmt::format("  device {}, {} thread{} per rank; data {}: {} train / {} test samples\n",
                      f.device, f.threads, f.threads == 1 ? "" : "s", f.data,

@@ -9,6 +9,7 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
@@ -37,6 +38,12 @@ struct RunFacts {
   std::string time_base = "wall";
   int cluster_nodes = 0, cluster_ranks_per_node = 0;
   std::string cluster_note;
+  // The optimizer (option optim), whose defaults its unset keys took (OptimizerEntry::
+  // defaults_from), and those keys with the values they took.
+  std::string optimizer;
+  std::string optimizer_defaults_from;
+  std::map<std::string, std::string> optimizer_defaulted;
+  double base_lr = 0;  // the lr the run uses (set, or the optimizer's default)
 };
 
 // Keys of the run record's "options" section never holds (paths of this run's own output and

@@ -33,6 +33,7 @@
 #include "dplab/tools/train/model_file.h"
 #include "dplab/tools/train/model_parts.h"
 #include "dplab/tools/train/nonfinite_guard.h"
+#include "dplab/tools/train/optimizer_factory.h"
 #include "dplab/tools/train/preemption.h"
 #include "dplab/tools/train/progress.h"
 #include "dplab/tools/train/registry.h"
@@ -196,6 +197,11 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
   RunFacts facts =
       run_facts(set, *built.model, *strategy, accumulation.steps(), device, data, start_time);
   facts.eval_batch = eval_opt.batch_size;
+  const OptimizerEntry& optim = registry.optimizer(get(opt, "optim"));
+  facts.optimizer = optim.name;
+  facts.optimizer_defaults_from = optim.defaults_from;
+  facts.optimizer_defaulted = optimizer_defaulted(opt, optim);
+  facts.base_lr = built.base_lr;
   if (cluster_run) cluster_facts(*cluster_run, facts);
   record_run_start(opt, ranks, facts, summary);
   TrainingParts parts{built.model.get(), built.optimizer.get(), strategy.get(), schedule.get(),

@@ -1,4 +1,5 @@
-// Top-k sparsified gradient averaging with error feedback (Stich et al. 2018; Lin et al. 2018),
+// Top-k sparsified gradient averaging with error feedback (Stich et al. 2018, "Sparsified SGD
+// with memory"; GRACE's TopKCompressor; not DGC: no momentum correction or masking),
 // written outside the library with the tools the built-in algorithms use: DistributedStrategy
 // (rank, world, the start-up broadcast, buffer averaging, checkpoint naming), the communication
 // meter for the sparse payloads (an allgather: GRACE's choice, since the ranks' index sets
