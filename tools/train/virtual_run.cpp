@@ -109,8 +109,7 @@ void VirtualRun::attach_model(const std::string& model, int64_t batch, const Par
   replay_.emplace(profile_path_, model, batch, arena, slowdown_);
   // The profile's fraction of this step's backward (slow events included).
   vt_->bucket_ready = [this](int first, int last) {
-    return backward_start_ +
-           (replay_->bucket_ready(backward_start_, first, last) - backward_start_) * events_factor_;
+    return replay_->bucket_ready(backward_start_, first, last, events_factor_);
   };
 }
 
