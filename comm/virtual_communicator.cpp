@@ -40,10 +40,12 @@ struct VirtualRequest : Request::Impl {
   // The end, once known (a send through its own port knows it when posted).
   std::optional<double> vend;
   bool same_node = false;
+  int node = 0, peer_node = 0;  // a message's ends (link events)
   double bytes = 0;
   bool collective = false;
   cluster::Op op = cluster::Op::barrier;
   cluster::Group group;
+  std::shared_ptr<const std::vector<int>> nodes;  // a collective's nodes (link events)
   // The previous collective of the same communicator: this one starts after it ends. Dropped
   // once the end is known.
   std::shared_ptr<VirtualRequest> prev;
@@ -103,23 +105,25 @@ struct VirtualRequest : Request::Impl {
       double start = time_of(h[0]);
       if (prev) start = std::max(start, prev->virtual_end());
       prev.reset();
-      vend = start + cluster::collective_time(vt->platform, op, group, bytes);
+      vend = start + cluster::collective_time(vt->platform_at(start, *nodes), op, group, bytes);
       return *vend;
     }
+    // The link events as the sender met them: at its post time (h[1]).
+    const cluster::LinkFactor f = vt->link_factor(same_node, time_of(h[1]), node, peer_node);
     if (via_nic) {
       // The sender's share of its node's interface decides when the last byte leaves; it then
       // enters through this rank's ingress (its own queue) and arrives one latency later.
-      const double alpha = vt->platform.nic.latency_s;
+      const double alpha = vt->platform.nic.latency_s * f.latency;
       const double left = nic_end(nic_sender, static_cast<uint64_t>(h[0]), alpha);
-      const double ser = bytes / vt->rate(false);
+      const double ser = bytes / (vt->rate(false) * f.bandwidth);
       std::lock_guard<std::mutex> lock(vt->port_mu);
       vend = std::max(vt->net_port.arrive(left - ser, alpha, ser), virtual_post);
       return *vend;
     }
     std::lock_guard<std::mutex> lock(vt->port_mu);
-    const double ser = bytes / vt->rate(same_node);
+    const double ser = bytes / (vt->rate(same_node) * f.bandwidth);
     const double arrival =
-        vt->port(same_node).arrive(time_of(h[0]), vt->link(same_node).latency_s, ser);
+        vt->port(same_node).arrive(time_of(h[0]), vt->link(same_node).latency_s * f.latency, ser);
     // Eager: data that arrives before the receive is posted completes at the post.
     vend = std::max(arrival, virtual_post);
     return *vend;
@@ -136,6 +140,11 @@ class VirtualCommunicator final : public Communicator {
     // communicator) pairs each header with its payload.
     headers_ = inner_->split(0, inner_->rank(), inner_->name() + " (virtual-time headers)");
     group_ = virtual_group();
+    std::vector<int> nodes;
+    for (int r = 0; r < size(); ++r) nodes.push_back(node_of(r));
+    std::sort(nodes.begin(), nodes.end());
+    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+    nodes_ = std::make_shared<const std::vector<int>>(std::move(nodes));
   }
   ~VirtualCommunicator() override {
     // The world communicator's end is the same program point on every rank: the node's
@@ -245,6 +254,7 @@ class VirtualCommunicator final : public Communicator {
     r->op = op;
     r->bytes = bytes;
     r->group = group_;
+    r->nodes = nodes_;
     r->header = Tensor::empty({1}, DType::i64);
     r->header.data<int64_t>()[0] = bits_of(r->virtual_post);
     r->header_req = headers_->iallreduce(r->header, ReduceOp::max);
@@ -262,7 +272,11 @@ class VirtualCommunicator final : public Communicator {
   Request message(const Tensor& t, int peer, int tag, bool is_send) {
     Request payload = is_send ? inner_->isend(t, peer, tag) : inner_->irecv(t, peer, tag);
     auto r = make_request(std::move(payload), peer);
-    r->same_node = node_of(peer) == node_of(rank());
+    r->node = node_of(rank());
+    r->peer_node = node_of(peer);
+    r->same_node = r->node == r->peer_node;
+    const cluster::LinkFactor f =
+        vt_->link_factor(r->same_node, r->virtual_post, r->node, r->peer_node);
     r->bytes = double(t.nbytes());
     r->header = Tensor::empty({2}, DType::i64);
     int64_t* h = r->header.data<int64_t>();
@@ -276,12 +290,12 @@ class VirtualCommunicator final : public Communicator {
     if (is_send && r->via_nic) {
       // The header carries the message's number on the interface; its end is known once no
       // other rank of the node can still share the interface with it (virtual_end).
-      r->nic_seq = nic_->add(r->virtual_post, r->bytes / vt_->rate(false));
+      r->nic_seq = nic_->add(r->virtual_post, r->bytes / (vt_->rate(false) * f.bandwidth));
       h[0] = static_cast<int64_t>(r->nic_seq);
       h[1] = bits_of(r->virtual_post);
       r->header_req = headers_->isend(r->header, peer, tag);
     } else if (is_send) {
-      const double ser = r->bytes / vt_->rate(r->same_node);
+      const double ser = r->bytes / (vt_->rate(r->same_node) * f.bandwidth);
       double start = 0;
       {
         std::lock_guard<std::mutex> lock(vt_->port_mu);
@@ -306,6 +320,7 @@ class VirtualCommunicator final : public Communicator {
   std::mutex post_mu_;                     // a collective's header and payload posts
   std::shared_ptr<VirtualRequest> last_collective_;  // guarded by post_mu_
   cluster::Group group_;                             // this communicator on the platform
+  std::shared_ptr<const std::vector<int>> nodes_;    // the nodes it spans
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "dplab/comm/cluster/events_toml.h"
 #include "dplab/comm/cluster/presets.h"
 #include "dplab/comm/cluster/units.h"
 #include "dplab/core/error.h"
@@ -70,6 +71,9 @@ std::optional<Platform> platform_from_options(const Options& opt) {
     p = resolve_platform(name);
   else if (intra || inter)
     p = link_platform(intra, inter, static_cast<int>(opt.get_int("ranks_per_node", 0)));
+  DPLAB_CHECK_OPTION(p || opt.get_string("cluster.events", "").empty(),
+                     "option cluster.events: events happen on a virtual cluster; give option "
+                     "cluster (or link.intra / link.inter) too");
   if (!p) return std::nullopt;
   // 0: the platform's own scale.
   const double scale = opt.get_double("cluster.compute_scale", 0.0);
@@ -78,6 +82,9 @@ std::optional<Platform> platform_from_options(const Options& opt) {
               "platform's), got {}",
               scale);
   if (scale > 0) p->compute_scale = scale;
+  // Events of a file of their own, after the cluster file's (comm/cluster/events.h).
+  const std::string events = opt.get_string("cluster.events", "");
+  if (!events.empty()) p->events.append(load_events_file(events));
   return p;
 }
 

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "dplab/comm/cluster/events.h"
+
 namespace dplab::cluster {
 
 // One class of link, per direction: a transfer of n bytes takes latency_s + n / rate(). Links
@@ -48,6 +50,9 @@ struct Platform {
   Algorithm algorithm = Algorithm::auto_;
   // Where the figures come from (URL or title, and what they say).
   std::vector<std::string> sources;
+  // Stragglers and degraded links over virtual time (comm/cluster/events.h): the file's
+  // [[event]] tables, then option cluster.events' file.
+  Events events;
 
   // Rate one interface gives one rank when `sharing` ranks use it at once, across the switch.
   double nic_rate(int sharing = 1) const;

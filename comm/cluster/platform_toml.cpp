@@ -3,9 +3,10 @@
 #include <fmt/format.h>
 
 #include <toml++/toml.h>
-#include <fstream>
 #include <set>
 
+#include "dplab/comm/cluster/events_toml.h"
+#include "dplab/comm/cluster/toml_reader.h"
 #include "dplab/comm/cluster/units.h"
 #include "dplab/core/error.h"
 
@@ -13,52 +14,12 @@ namespace dplab::cluster {
 
 namespace {
 
+using toml_read::type_name;
+
 // A cluster file is a dozen lines; anything this large is not one.
 constexpr size_t kMaxBytes = 64 * 1024;
 
-const char* type_name(const toml::node& n) {
-  switch (n.type()) {
-    case toml::node_type::string:
-      return "a string";
-    case toml::node_type::integer:
-      return "an integer";
-    case toml::node_type::floating_point:
-      return "a number";
-    case toml::node_type::boolean:
-      return "a boolean";
-    case toml::node_type::table:
-      return "a table";
-    case toml::node_type::array:
-      return "an array";
-    default:
-      return "a date or time";
-  }
-}
-
-struct Reader {
-  std::string path;
-
-  std::string where(const toml::node& n, const std::string& key) const {
-    return fmt::format("{}:{}: key '{}'", path, n.source().begin.line, key);
-  }
-  std::string string(const toml::node& n, const std::string& key, const char* expected) const {
-    auto s = n.as_string();
-    DPLAB_CHECK(s, "{}: expected {}, got {}", where(n, key), expected, type_name(n));
-    return s->get();
-  }
-  double number(const toml::node& n, const std::string& key, const char* expected) const {
-    if (auto f = n.as_floating_point()) return f->get();
-    if (auto i = n.as_integer()) return double(i->get());
-    DPLAB_FAIL("{}: expected {}, got {}", where(n, key), expected, type_name(n));
-  }
-  int integer(const toml::node& n, const std::string& key, const char* expected) const {
-    auto i = n.as_integer();
-    DPLAB_CHECK(i, "{}: expected {}, got {}", where(n, key), expected, type_name(n));
-    DPLAB_CHECK(i->get() >= 1 && i->get() <= (1 << 24), "{}: expected {}, got {}", where(n, key),
-                expected, i->get());
-    return int(i->get());
-  }
-
+struct Reader : toml_read::Reader {
   void link(const toml::node& n, const std::string& section, Link& out, int* nics) const {
     auto t = n.as_table();
     DPLAB_CHECK(t, "{}: expected a table ([{}]), got {}", where(n, section), section, type_name(n));
@@ -101,7 +62,7 @@ Platform parse_platform_toml(std::string_view text, const std::string& path) {
     DPLAB_FAIL("{}:{}:{}: {}", path, e.source().begin.line, e.source().begin.column,
                e.description());
   }
-  Reader r{path};
+  Reader r{{path}};
   Platform p;
   bool has_intra = false, has_network = false;
   for (auto&& [k, v] : t) {
@@ -129,10 +90,12 @@ Platform parse_platform_toml(std::string_view text, const std::string& path) {
     } else if (key == "network") {
       r.link(v, "network", p.nic, &p.nics);
       has_network = true;
+    } else if (key == "event") {
+      p.events = read_events(v, path);
     } else {
       DPLAB_FAIL(
           "{}: unknown key; a cluster file takes name, description, ranks_per_node, "
-          "oversubscription, compute_scale, algorithm, sources, [intra], [network]",
+          "oversubscription, compute_scale, algorithm, sources, [intra], [network], [[event]]",
           r.where(v, key));
     }
   }
@@ -150,13 +113,7 @@ Platform parse_platform_toml(std::string_view text, const std::string& path) {
 }
 
 Platform load_platform_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  DPLAB_CHECK(in.good(), "{}: cannot open the cluster file", path);
-  std::string text(kMaxBytes + 1, '\0');
-  in.read(text.data(), std::streamsize(text.size()));
-  DPLAB_CHECK(!in.bad(), "{}: read error", path);
-  text.resize(size_t(in.gcount()));
-  return parse_platform_toml(text, path);
+  return parse_platform_toml(toml_read::read_small_file(path, kMaxBytes, "cluster file"), path);
 }
 
 }  // namespace dplab::cluster

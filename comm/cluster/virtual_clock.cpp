@@ -25,7 +25,7 @@ double VirtualClock::owner_cpu_seconds() const {
 
 void VirtualClock::commit_locked() {
   const double cpu = owner_cpu_seconds();
-  if (mode_ == Compute::measured && counting_) t_ += (cpu - cpu_last_) * scale_;
+  if (mode_ == Compute::measured && counting_) t_ += (cpu - cpu_last_) * scale_ * factor_;
   cpu_last_ = cpu;
 }
 
@@ -46,6 +46,13 @@ void VirtualClock::count_compute(bool on) {
   std::lock_guard<std::mutex> lock(mu_);
   commit_locked();  // what ran before the switch is (or is not) compute as it was
   counting_ = on;
+}
+
+void VirtualClock::set_compute_factor(double f) {
+  DPLAB_CHECK(f > 0, "virtual clock: compute factor must be positive, got {}", f);
+  std::lock_guard<std::mutex> lock(mu_);
+  commit_locked();  // what ran before counts at the old factor
+  factor_ = f;
 }
 
 bool VirtualClock::counting_compute() const {

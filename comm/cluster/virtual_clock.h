@@ -41,6 +41,9 @@ class VirtualClock {
   // are not part of the modelled step, so the CPU time they take is discarded; readings, waits
   // and add_compute() work as always.
   void count_compute(bool on);
+  // Measured mode: the compute from now on counts x f on top of compute_scale (a slow event's
+  // factor for the step that begins, comm/cluster/events.h); 1 until set.
+  void set_compute_factor(double f);
   bool counting_compute() const;
   // Whether the calling thread is the owner (the rank's compute thread).
   bool is_owner() const { return pthread_equal(pthread_self(), owner_) != 0; }
@@ -57,6 +60,7 @@ class VirtualClock {
   double t_ = 0;         // virtual seconds
   double cpu_last_ = 0;  // owner CPU seconds at the last commit or discard
   bool counting_ = true;
+  double factor_ = 1.0;  // set_compute_factor
 };
 
 }  // namespace dplab::cluster

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "dplab/comm/cluster/platform.h"
 #include "dplab/comm/cluster/port.h"
@@ -33,6 +34,22 @@ struct VirtualTime {
   // Rate of one message: the intra link, or the interface across the switch (one sender).
   double rate(bool same_node) const {
     return same_node ? platform.intra.rate() : platform.nic_rate(1);
+  }
+  // The link events (comm/cluster/events.h) on a message between nodes a and b posted at t:
+  // none within a node.
+  LinkFactor link_factor(bool same_node, double t, int a, int b) const {
+    if (same_node || !platform.events.has_link_events()) return {};
+    return platform.events.path_at({a, b}, t);
+  }
+  // The platform for a collective over `nodes` starting at t: the interfaces at their slowest
+  // member's link events then (the platform itself when there are none).
+  Platform platform_at(double t, const std::vector<int>& nodes) const {
+    Platform p = platform;
+    if (nodes.size() < 2 || !platform.events.has_link_events()) return p;
+    const LinkFactor f = platform.events.path_at(nodes, t);
+    p.nic.bandwidth_Bps *= f.bandwidth;
+    p.nic.latency_s *= f.latency;
+    return p;
   }
 
   // When a gradient bucket holding parameter segments [first, last] (arena order) becomes

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "dplab/comm/cluster/virtual_clock.h"
+#include "dplab/core/error.h"
 
 namespace dplab::cluster {
 namespace {
@@ -36,6 +37,20 @@ TEST(VirtualClock, MeasuredComputeIsThreadCpuTimeTimesTheScale) {
   const double advanced = clock.now() - t0;
   // rusage counts in microseconds and the two reads are not simultaneous: 5% + 4 ms.
   EXPECT_NEAR(advanced, 2.0 * used, 0.05 * 2.0 * used + 4e-3) << "cpu " << used;
+}
+
+// A slow event's factor (comm/cluster/events.h) multiplies the compute after it is set, on top
+// of the scale; what ran before keeps the old factor.
+TEST(VirtualClock, AComputeFactorMultipliesWhatRunsAfterIt) {
+  VirtualClock clock(VirtualClock::Compute::measured, 2.0);
+  const double t0 = clock.now();
+  const double before = burn(0.1);
+  clock.set_compute_factor(3.0);
+  const double t1 = clock.now();
+  EXPECT_NEAR(t1 - t0, 2.0 * before, 0.05 * 2.0 * before + 4e-3);
+  const double after = burn(0.1);
+  EXPECT_NEAR(clock.now() - t1, 6.0 * after, 0.05 * 6.0 * after + 4e-3);
+  EXPECT_THROW(clock.set_compute_factor(0.0), Error);
 }
 
 TEST(VirtualClock, SleepingDoesNotAdvanceIt) {

@@ -93,9 +93,11 @@ struct World {
 };
 
 // A fresh world whose clock starts at 0: ranks_per_node 1 (every rank its own node) or 2.
-inline World make_world(int ranks_per_node) {
+// `events`: stragglers and link changes in virtual time (comm/cluster/events.h).
+inline World make_world(int ranks_per_node, cluster::Events events = {}) {
   const int W = MpiEnv::get().world_size();
-  const cluster::Platform p = test_platform();
+  cluster::Platform p = test_platform();
+  p.events = std::move(events);
   CommConfig cfg;
   cfg.virtual_time = std::make_shared<VirtualTime>(p, cluster::shape_of(p, W, ranks_per_node),
                                                    VirtualClock::Compute::manual);

@@ -303,6 +303,35 @@ TEST(ClusterTrain, SlowdownDoublesARanksVirtualComputeExactly) {
   EXPECT_EQ(rec.rank_epochs[1][0]["slowdown_sleep_s"], 0.0);  // no sleeping
 }
 
+// Issue #36 item 1: a slow event (cluster.events) on rank 1 for global steps 2 and 3 of 4,
+// factor 2, profile compute, every tensor ready at backward's end. Steps 0 and 1 take
+// F + B + c + O on both ranks. In step 2 rank 1's forward and backward take 2 (F + B); the
+// allreduce starts when it ends, rank 1's optimizer takes 2 O, rank 0's O: step 3 begins O later
+// on rank 0, which then waits for rank 1 again. So rank 1's epoch is
+// 2 (F + B + O + c) + 2 (2 (F + B + O) + c), rank 0's one O less.
+TEST(ClusterTrain, SlowEventStretchesTheStepsItNames) {
+  ScopedTempDir dir("cluster-train-events");
+  double n = 0;
+  const std::string profile = write_profile(dir, 1.0, &n);
+  std::ofstream(dir.file("lab.toml")) << platform_toml(1);
+  std::ofstream(dir.file("events.toml"))
+      << "[[event]]\nkind = \"slow\"\nranks = [1]\nsteps = [2, 3]\nfactor = 2\n";
+  const Records rec = train(2,
+                            "--algo allreduce --epochs 1 --set data.train_limit=128 --cluster " +
+                                dir.file("lab.toml") + " --set cluster.compute=profile:" + profile +
+                                " --set cluster.events=" + dir.file("events.toml"),
+                            dir, "events");
+  ASSERT_EQ(rec.rank_epochs.size(), 2u);
+  ASSERT_EQ(rec.rank_epochs[1].size(), 1u);
+  const double c = ring_allreduce(2, kNetAlpha, kNetRate, n);
+  const double rank1 = 2 * (kF + kB + kO + c) + 2 * (2 * (kF + kB + kO) + c);
+  EXPECT_NEAR(rec.rank_epochs[1][0]["time_s"].get<double>(), rank1, 1e-9 * rank1);
+  EXPECT_NEAR(rec.rank_epochs[0][0]["time_s"].get<double>(), rank1 - kO, 1e-9 * rank1);
+  // The run header names the event.
+  EXPECT_NE(rec.out.find("event slow: compute x2 for ranks [1] steps 2..3"), std::string::npos)
+      << rec.out;
+}
+
 // (d) cluster.data_rate = R: the loader delivers batch k (of n = 16 samples) at
 // max(when asked, batch k-1's time + n / R), batch 1 at the epoch's start + n / R. One rank,
 // 4 steps of C = F + B + O = 35 ms each:

@@ -79,6 +79,10 @@ std::vector<OptionSpec> make_specs() {
        "waits in real time outside the cluster's operations stalls its node's messages for a "
        "real-time deadline; docs/virtual_cluster.md, \"Point to point\"); false: each rank "
        "has its own interface"},
+      {"cluster.events", "",
+       "virtual cluster: a TOML file of [[event]] tables (stragglers: kind = slow; degraded "
+       "interfaces: kind = link), added to the cluster file's own; docs/virtual_cluster.md, "
+       "\"Events\""},
       {"cluster.data_rate", "0",
        "virtual cluster: samples/s one rank's loader delivers in virtual time: batch k of an "
        "epoch is ready at max(when asked, batch k-1's + batch/rate), the first at the epoch's "

@@ -31,8 +31,9 @@ class ProfileReplay {
   double factor() const { return factor_; }
   // When the bucket of segments [first, last] is ready, backward having started at
   // `backward_start` (virtual seconds).
-  double bucket_ready(double backward_start, int first, int last) const {
-    return backward_start + p_.bucket_ready_fraction(first, last) * backward_s();
+  // `factor`: the step's slow events (comm/cluster/events.h) on top of --slowdown.
+  double bucket_ready(double backward_start, int first, int last, double factor = 1.0) const {
+    return backward_start + p_.bucket_ready_fraction(first, last) * (backward_s() * factor);
   }
   const cluster::ComputeProfile& profile() const { return p_; }
 

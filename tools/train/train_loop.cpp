@@ -76,7 +76,8 @@ void TrainLoop::run_epoch() {
     arrived = [v = w_.cluster](const Batch& a) { v->batch_arrived(a.labels.numel()); };
   while (step_trace.next(p_.pipeline.batches(), b, loop_.global_step, arrived)) {
     rep_.step_log().batch_ready();
-    if (w_.cluster) w_.cluster->resume();  // the tick's work is compute (train_step, skip_tick)
+    // The tick's work is compute (train_step, skip_tick), at this step's factor.
+    if (w_.cluster) w_.cluster->begin_step(loop_.global_step);
     const StepInfo step = step_info(tally.epoch);
     p_.optimizer.set_lr(s_.base_lr * p_.schedule.factor(loop_.global_step, steps_per_epoch_));
     const StepPlan plan = p_.strategy.plan(step);

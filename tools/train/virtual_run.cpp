@@ -74,6 +74,7 @@ std::unique_ptr<VirtualRun> VirtualRun::from_options(const Options& opt, Device 
   const cluster::Shape shape =
       cluster::shape_of(*platform, world_size, int(opt.get_int("ranks_per_node", 0)));
   DPLAB_CHECK(rank >= 0 && rank < world_size, "virtual cluster: rank {} of {}", rank, world_size);
+  platform->events.check_against(shape);
   // Measured compute: this rank's --slowdown multiplies its clock's CPU time (profile compute
   // multiplies the profile's times instead, in ProfileReplay).
   if (profile.empty()) platform->compute_scale *= slowdown;
@@ -82,17 +83,18 @@ std::unique_ptr<VirtualRun> VirtualRun::from_options(const Options& opt, Device 
                                                        ? cluster::VirtualClock::Compute::measured
                                                        : cluster::VirtualClock::Compute::manual);
   return std::unique_ptr<VirtualRun>(
-      new VirtualRun(std::move(vt), profile.empty() ? "measured" : "profile:" + profile, data_rate,
-                     slowdown, profile));
+      new VirtualRun(std::move(vt), rank, profile.empty() ? "measured" : "profile:" + profile,
+                     data_rate, slowdown, profile));
 }
 
-VirtualRun::VirtualRun(std::shared_ptr<cluster::VirtualTime> vt, std::string compute,
+VirtualRun::VirtualRun(std::shared_ptr<cluster::VirtualTime> vt, int rank, std::string compute,
                        double data_rate, double slowdown, std::string profile_path)
     : vt_(vt),
       source_(std::make_shared<cluster::VirtualTimeSource>(vt)),
       compute_(std::move(compute)),
       profile_path_(std::move(profile_path)),
       data_rate_(data_rate),
+      rank_(rank),
       slowdown_(slowdown) {
   // Set-up is not compute: the first step resumes counting.
   vt_->clock.count_compute(false);
@@ -105,8 +107,9 @@ VirtualRun::~VirtualRun() {
 void VirtualRun::attach_model(const std::string& model, int64_t batch, const ParamArena& arena) {
   if (profile_path_.empty()) return;
   replay_.emplace(profile_path_, model, batch, arena, slowdown_);
+  // The profile's fraction of this step's backward (slow events included).
   vt_->bucket_ready = [this](int first, int last) {
-    return replay_->bucket_ready(backward_start_, first, last);
+    return replay_->bucket_ready(backward_start_, first, last, events_factor_);
   };
 }
 
@@ -128,13 +131,17 @@ std::string VirtualRun::describe() const {
     compute =
         fmt::format("compute = thread CPU time x {:g}", vt_->platform.compute_scale / slowdown_);
   }
+  std::string events;
+  for (const auto& e : vt_->platform.events.list())
+    events += fmt::format("    event {}\n", cluster::describe(e));
   return fmt::format(
       "  virtual cluster {}: {} node{} x {} rank{} per node; {}; loading {}; times are virtual "
-      "(wall_s beside them)\n",
+      "(wall_s beside them)\n{}",
       vt_->platform.name, s.nodes, s.nodes == 1 ? "" : "s", s.ranks_per_node,
       s.ranks_per_node == 1 ? "" : "s", compute,
       data_rate_ > 0 ? fmt::format("at {:g} samples/s per rank", data_rate_)
-                     : std::string("hidden by prefetch"));
+                     : std::string("hidden by prefetch"),
+      events);
 }
 
 void cluster_facts(const VirtualRun& run, RunFacts& f) {
@@ -152,6 +159,15 @@ void VirtualRun::resume() {
   vt_->clock.count_compute(true);
 }
 
+void VirtualRun::begin_step(int64_t step) {
+  resume();
+  const auto& events = vt_->platform.events;
+  if (events.empty()) return;
+  events_factor_ = events.compute_factor(rank_, vt_->shape.node_of(rank_), step, vt_->clock.now());
+  // Measured compute: the clock scales the CPU time (--slowdown is in its compute_scale).
+  if (!replay_) vt_->clock.set_compute_factor(events_factor_);
+}
+
 void VirtualRun::begin_epoch() {
   loader_ready_ = vt_->clock.now();
 }
@@ -164,7 +180,7 @@ void VirtualRun::batch_arrived(int64_t samples) {
 }
 
 void VirtualRun::forward_end() {
-  if (replay_) vt_->clock.add_compute(replay_->forward_s());
+  if (replay_) vt_->clock.add_compute(replay_->forward_s() * events_factor_);
 }
 
 void VirtualRun::backward_begin() {
@@ -172,11 +188,11 @@ void VirtualRun::backward_begin() {
 }
 
 void VirtualRun::backward_end() {
-  if (replay_) vt_->clock.add_compute(replay_->backward_s());
+  if (replay_) vt_->clock.add_compute(replay_->backward_s() * events_factor_);
 }
 
 void VirtualRun::optimizer_end(bool stepped) {
-  if (replay_ && stepped) vt_->clock.add_compute(replay_->optimizer_s());
+  if (replay_ && stepped) vt_->clock.add_compute(replay_->optimizer_s() * events_factor_);
 }
 
 }  // namespace dplab

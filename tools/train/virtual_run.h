@@ -10,6 +10,8 @@
 //   profile (cluster.compute = profile:FILE): the clock is manual; forward_end, backward_end and
 //     optimizer_end add the profile's times (x the factor), and GradSync's buckets are ready at
 //     backward's start + the profile's fraction (tools/train/profile_replay.h).
+//   Either way a step's compute is also multiplied by the slow events (comm/cluster/events.h)
+//   that apply when it begins (begin_step): by step range, or by the virtual time then.
 //
 // The loader is hidden by prefetch (costs no virtual time) unless cluster.data_rate = R > 0
 // samples/s: the loader restarts with each epoch and delivers batch k of the epoch (n samples
@@ -75,7 +77,10 @@ class VirtualRun {
 
   // The loop's hooks, on the compute thread.
   void pause();   // a step's work is over: what follows is not compute (measured)
-  void resume();  // a step's work begins
+  void resume();  // a step's work goes on (after a pause inside the step)
+  // Global step `step` begins: resume(), and its compute factor is this rank's --slowdown x the
+  // slow events that apply now (comm/cluster/events.h).
+  void begin_step(int64_t step);
   // A new epoch: the loader restarts (cluster.data_rate).
   void begin_epoch();
   // The step's batch of `samples` arrived (while paused): waits for it in virtual time under
@@ -89,14 +94,16 @@ class VirtualRun {
   void optimizer_end(bool stepped);
 
  private:
-  VirtualRun(std::shared_ptr<cluster::VirtualTime> vt, std::string compute, double data_rate,
-             double slowdown, std::string profile_path);
+  VirtualRun(std::shared_ptr<cluster::VirtualTime> vt, int rank, std::string compute,
+             double data_rate, double slowdown, std::string profile_path);
   std::shared_ptr<cluster::VirtualTime> vt_;
   std::shared_ptr<TimeSource> source_;
   std::string compute_;       // "measured" or the profile's path
   std::string profile_path_;  // empty: measured
   double data_rate_ = 0;
+  int rank_ = 0;  // world rank
   double slowdown_ = 1;
+  double events_factor_ = 1;  // the slow events' factor of the step under way
   std::optional<ProfileReplay> replay_;
   double backward_start_ = 0;
   double loader_ready_ = 0;  // when the loader delivered its last batch (cluster.data_rate)
