@@ -57,6 +57,18 @@ TEST(SettingWarnings, ThreadsBeyondCoresAndBatchBeyondShard) {
   EXPECT_TRUE(ineffective_settings(opts({{"threads", "1"}, {"cluster", "gpu4-25gbe"}}), {64, 64, 2})
                   .empty());
   EXPECT_FALSE(ineffective_settings(opts({{"threads", "1"}}), {64, 64, 2}).empty());
+  // Measured virtual compute on a host loaded beyond its cores: warned, naming the load and the
+  // way out; a profile, a quiet host or no cluster: nothing.
+  auto loaded = ineffective_settings(opts({{"cluster", "gpu4-25gbe"}}), {8, 8, 2, 6.7});
+  ASSERT_EQ(loaded.size(), 1u);
+  EXPECT_NE(loaded[0].find("load average 6.7 on 2 cores"), std::string::npos) << loaded[0];
+  EXPECT_NE(loaded[0].find("cluster.compute = profile:FILE"), std::string::npos) << loaded[0];
+  EXPECT_TRUE(ineffective_settings(opts({{"cluster", "gpu4-25gbe"}}), {8, 8, 2, 1.5}).empty());
+  EXPECT_TRUE(
+      ineffective_settings(opts({{"cluster", "gpu4-25gbe"}, {"cluster.compute", "profile:p.json"}}),
+                           {8, 8, 2, 6.7})
+          .empty());
+  EXPECT_TRUE(ineffective_settings(opts({}), {8, 8, 2, 6.7}).empty());
   EXPECT_EQ(batch_warning(64, 64), "");
   EXPECT_NE(batch_warning(128, 32).find("batch = 128 is larger than the 32 training samples"),
             std::string::npos);

@@ -60,6 +60,17 @@ std::vector<std::string> ineffective_settings(const Options& opt, const RunShape
                     "oversubscribed (0: the cores divided among the ranks)",
                     threads, shape.local_ranks, shape.local_ranks == 1 ? "" : "s",
                     threads * shape.local_ranks, shape.cores));
+  // Measured virtual compute is thread CPU time, which contention for caches and cores inflates:
+  // an 8-rank gpu4-25gbe run gave a 37% longer virtual epoch at load 6.7 on 2 cores than on a
+  // quiet host (docs/virtual_cluster.md, "Measured compute"). A profile is load-proof.
+  const std::string compute = value_of(opt, "cluster.compute");
+  if (virtual_cluster && (compute.empty() || compute == "measured") && shape.load > shape.cores)
+    w.push_back(fmt::format(
+        "warning: cluster.compute = measured on a loaded host (1-minute load average {:.1f} on {} "
+        "core{}): thread CPU time grows with contention, so these virtual times depend on the "
+        "load; for load-proof times record a profile (dplab bench train --profile-out FILE) and "
+        "set cluster.compute = profile:FILE",
+        shape.load, shape.cores, shape.cores == 1 ? "" : "s"));
   return w;
 }
 
