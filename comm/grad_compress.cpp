@@ -1,5 +1,7 @@
 #include "dplab/comm/grad_compress.h"
 
+#include <fmt/format.h>
+
 #include "dplab/comm/powersgd.h"
 #include "dplab/comm/topk_compress.h"
 #include "dplab/core/error.h"
@@ -26,7 +28,28 @@ CompressOptions CompressOptions::from_options(const Options& opt, const std::str
   DPLAB_CHECK(o.ratio > 0 && o.ratio <= 1, "option {}topk.ratio: expected (0, 1], got {}", prefix,
               o.ratio);
   o.seed = static_cast<uint64_t>(opt.get_int("seed", 0));
+  o.prefix = prefix;
   return o;
+}
+
+std::vector<std::string> compression_notes(const CompressOptions& o, int64_t max_syncs) {
+  if (!o.enabled()) return {};
+  if (o.kind == "topk")
+    return {
+        fmt::format("gradient compression: top-k ({}compress = topk, {}topk.ratio = {}) on "
+                    "every synchronised step",
+                    o.prefix, o.prefix, o.ratio)};
+  std::vector<std::string> v = {fmt::format(
+      "gradient compression: PowerSGD ({}compress = powersgd, rank {}) from synchronised step "
+      "{} ({}powersgd.start_step); the steps before it are plain allreduces",
+      o.prefix, o.rank, o.start_step + 1, o.prefix)};
+  if (o.start_step >= max_syncs)
+    v.push_back(fmt::format(
+        "warning: {}powersgd.start_step = {} but the run plans at most {} synchronised step{}: "
+        "PowerSGD never starts and every step is a plain allreduce; set {}powersgd.start_step "
+        "below {} (PyTorch's default is 1000)",
+        o.prefix, o.start_step, max_syncs, max_syncs == 1 ? "" : "s", o.prefix, max_syncs));
+  return v;
 }
 
 std::unique_ptr<GradCompressor> make_grad_compressor(

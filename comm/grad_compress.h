@@ -51,6 +51,7 @@ struct CompressOptions {
   bool warm_start = true;             // [<prefix>powersgd.warm_start]
   double ratio = 0.01;                // [<prefix>topk.ratio]
   uint64_t seed = 0;                  // [seed] the run's seed: Q's initialisation
+  std::string prefix;                 // the option prefix the keys were read under
   bool enabled() const { return kind != "none"; }
   static CompressOptions from_options(const Options& opt, const std::string& prefix);
 };
@@ -65,10 +66,21 @@ class GradCompressor {
                       BucketContext& ctx) = 0;
   // After every bucket of a synchronised step (GradSync::finish).
   virtual void end_step() {}
+  // Whether the last synchronised step's gradients were compressed (false before any step):
+  // PowerSGD's first powersgd.start_step steps are plain allreduces. The same on every rank
+  // (hierarchical: also on the ranks that only take part inside their node). Reported in the
+  // records as algo.compress_active (docs/metrics_schema.md).
+  virtual bool compressing() const { return true; }
   // The state that must survive a checkpoint (residuals, Q, the step count), bitwise.
   virtual void save_state(StateDict& out) const = 0;
   virtual void load_state(const StateDict& in) = 0;
 };
+
+// The run header's lines on compression (none for kind "none") for a GradSync that synchronises
+// at most `max_syncs` steps in the run: what compresses from which step, and a line starting
+// "warning: " when PowerSGD's powersgd.start_step is not below `max_syncs` (every step would be a
+// plain allreduce, silently), naming the option.
+std::vector<std::string> compression_notes(const CompressOptions& opt, int64_t max_syncs);
 
 // `buckets`: the tensors of each bucket of GradSync's plan. Null for kind "none".
 std::unique_ptr<GradCompressor> make_grad_compressor(

@@ -135,6 +135,15 @@ GradCompressor* GradSync::compressor() {
   return c ? c->compressor() : nullptr;
 }
 
+const GradCompressor* GradSync::compressor() const {
+  auto* c = dynamic_cast<const CompressedReducer*>(reducer_.get());
+  return c ? const_cast<CompressedReducer*>(c)->compressor() : nullptr;
+}
+
+void GradSync::add_compression_state(std::map<std::string, double>& state) const {
+  if (const GradCompressor* c = compressor()) state["compress_active"] = c->compressing() ? 1 : 0;
+}
+
 void GradSync::set_reducer(std::unique_ptr<BucketReducer> r) {
   DPLAB_CHECK(r != nullptr, "GradSync::set_reducer: no reducer");
   std::lock_guard<std::mutex> lock(mu_);

@@ -60,6 +60,7 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -128,6 +129,10 @@ class GradSync {
   const GradSyncOptions& options() const { return opt_; }
   // The compressor (null without compression), e.g. for tests reading its residuals.
   GradCompressor* compressor();
+  const GradCompressor* compressor() const;
+  // With compression on: state["compress_active"] = 1 when the last synchronised step was
+  // compressed, else 0 (the records' algo.compress_active); nothing without compression.
+  void add_compression_state(std::map<std::string, double>& state) const;
   // The bucket reducer (comm/bucket_reducer.h).
   BucketReducer& reducer() { return *reducer_; }
   // Replaces the bucket reducer; between backward passes (after finish(), before the next

@@ -64,6 +64,13 @@ PowerSgdCompressor::PowerSgdCompressor(const CompressOptions& opt,
   }
 }
 
+bool PowerSgdCompressor::compressing() const {
+  if (step_ == 0 || step_ - 1 < opt_.start_step) return false;  // the last step index: step_ - 1
+  for (const Bucket& bk : buckets_)
+    if (bk.p_numel > 0) return true;
+  return false;  // no matrix passes min_compression_rate: every bucket travels plainly
+}
+
 // Q ~ N(0, 1) from the run seed, the bucket and (without warm start) the step: the same on every
 // rank. Box-Muller on 53-bit uniforms from mt19937_64 (both fully specified by the standard, unlike
 // std::normal_distribution), so the draw does not depend on the standard library.

@@ -14,6 +14,8 @@ class PowerSgdCompressor : public GradCompressor {
   void reduce(int b, const Tensor& g, Communicator& comm, bool average,
               BucketContext& ctx) override;
   void end_step() override { ++step_; }
+  // The last step was at or after start_step, and some bucket has a matrix worth compressing.
+  bool compressing() const override;
   void save_state(StateDict& out) const override;
   void load_state(const StateDict& in) override;
 

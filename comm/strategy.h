@@ -47,6 +47,14 @@ struct StepInfo {
   bool last_in_epoch() const { return step_in_epoch + 1 == steps_per_epoch; }
 };
 
+// The run as the training loop plans it, for the notes at its start (Strategy::plan_notes).
+struct RunPlan {
+  int64_t epochs = 0;           // option epochs
+  int64_t steps_per_epoch = 0;  // global steps (iterations) per epoch
+  int64_t steps = 0;            // global steps of the whole run: epochs x steps_per_epoch, or
+                                // fewer when max_steps stops it earlier
+};
+
 struct StepPlan {
   bool zero_grad = true;       // zero the gradient arena before backward
   bool optimizer_step = true;  // run optimizer.step() after after_backward()
@@ -133,6 +141,23 @@ class Strategy {
   // restore this rank's model, and return true. Collective over the ranks. The default has no
   // such model: returns false without calling `evaluate`.
   virtual bool consensus_eval(const std::function<void()>& evaluate) { return false; }
+  // The run's model: the model a user would take away from the run at this point (the records'
+  // test_loss / test_acc, docs/metrics_schema.md, "Evaluated models"): the global model where
+  // the algorithm keeps one apart from the ranks' (DiLoCo's and Streaming DiLoCo's θ), the
+  // ranks' average where their models differ. When this rank's parameters are not it: put it in
+  // place, call `use`, restore this rank's own parameters and return true. Collective over the
+  // ranks. false, without calling `use`: every rank's parameters are the run's model. The
+  // default is consensus_eval's average.
+  virtual bool with_run_model(const std::function<void()>& use) { return consensus_eval(use); }
+  // Lines for the run header on the algorithm's phases in `plan` (e.g. from which step gradient
+  // compression compresses). A line starting "warning: " says that a phase never starts within
+  // the planned steps (a silent no-op otherwise) and names the option that sets it. Rank 0
+  // prints the notes with the header and the warnings to stderr.
+  virtual std::vector<std::string> plan_notes(const RunPlan& plan) const { return {}; }
+  // What the algorithm plans from the option `epochs`, the run's total (e.g. DASO's cool-down),
+  // each naming its option; empty when nothing. A resume that changes `epochs` is refused while
+  // anything is planned from it, unless --resume-override epochs (tools/train/checkpoint.h).
+  virtual std::vector<std::string> planned_from_epochs() const { return {}; }
 
   // Checkpoints. Every piece of this rank's algorithm state that the model, the optimizer and
   // the loop position do not already hold (DASO's B and S, DC-S3GD's W-bar and V, push-sum

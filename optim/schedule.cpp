@@ -114,6 +114,9 @@ class PolySchedule : public LrSchedule {
   std::string describe() const override {
     return fmt::format("poly(total_epochs={}, power={}, min_factor={})", total_, power_, min_);
   }
+  std::string planned_from_epochs() const override {
+    return "the learning-rate schedule (lr.schedule = poly: it ends at the last epoch)";
+  }
 
  private:
   double total_, power_, min_;
@@ -128,6 +131,9 @@ class CosineSchedule : public LrSchedule {
   }
   std::string describe() const override {
     return fmt::format("cosine(total_epochs={}, min_factor={})", total_, min_);
+  }
+  std::string planned_from_epochs() const override {
+    return "the learning-rate schedule (lr.schedule = cosine: it ends at the last epoch)";
   }
 
  private:
@@ -201,6 +207,7 @@ class WarmupSchedule : public LrSchedule {
   }
   std::map<std::string, double> state() const override { return inner_->state(); }
   void load_state(const std::map<std::string, double>& st) override { inner_->load_state(st); }
+  std::string planned_from_epochs() const override { return inner_->planned_from_epochs(); }
 
  private:
   std::unique_ptr<LrSchedule> inner_;

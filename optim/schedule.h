@@ -20,6 +20,10 @@ class LrSchedule {
   // Called once per epoch with the epoch's metric (reduce-on-plateau uses it; others ignore).
   virtual void observe_epoch(double metric) {}
   virtual std::string describe() const = 0;
+  // What the schedule plans from the run's total epochs (poly and cosine end there), named
+  // with its option; empty when nothing. A resume that changes epochs is refused while it is
+  // not (tools/train/checkpoint.h).
+  virtual std::string planned_from_epochs() const { return ""; }
   // The state a resumed run needs (only reduce-on-plateau has any), as named numbers for a
   // checkpoint's metadata; load_state restores it.
   virtual std::map<std::string, double> state() const { return {}; }

@@ -43,9 +43,16 @@ void AllReduceStrategy::load_algorithm_state(const StateDict& in) {
 }
 
 std::map<std::string, double> AllReduceStrategy::state() const {
-  return {{"buckets", sync_ ? static_cast<double>(sync_->buckets().size()) : 0.0},
-          {"ranks", static_cast<double>(topo_->world().size())},
-          {"nodes", static_cast<double>(topo_->num_nodes())}};
+  std::map<std::string, double> s = {
+      {"buckets", sync_ ? static_cast<double>(sync_->buckets().size()) : 0.0},
+      {"ranks", static_cast<double>(topo_->world().size())},
+      {"nodes", static_cast<double>(topo_->num_nodes())}};
+  if (sync_) sync_->add_compression_state(s);
+  return s;
+}
+
+std::vector<std::string> AllReduceStrategy::plan_notes(const RunPlan& plan) const {
+  return compression_notes(sync_opt_.compress, plan.steps);  // one synchronisation per step
 }
 
 }  // namespace dplab

@@ -29,6 +29,8 @@ class AllReduceStrategy : public DistributedStrategy {
   void drain() override;
   CommStats take_stats() override;
   std::map<std::string, double> state() const override;
+  // Gradient compression: from which step it compresses, and a warning when never.
+  std::vector<std::string> plan_notes(const RunPlan& plan) const override;
 
   GradSync& grad_sync() { return *sync_; }
 

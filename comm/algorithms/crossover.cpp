@@ -358,14 +358,22 @@ void CrossoverStrategy::load_algorithm_state(const StateDict& in) {
 
 std::map<std::string, double> CrossoverStrategy::state() const {
   Communicator* comm = gossip_comm();
-  return {{"segments", static_cast<double>(segments_.size())},
-          {"interval", static_cast<double>(opt_.interval)},
-          {"hierarchical", opt_.hierarchical ? 1.0 : 0.0},
-          {"gossip_ranks", comm ? static_cast<double>(comm->size()) : 0.0},
-          {"rounds", static_cast<double>(rounds_)},
-          {"sampler_restarts", static_cast<double>(restarts_)},
-          {"mean_distinct_peers",
-           rounds_ ? static_cast<double>(peer_sum_) / static_cast<double>(rounds_) : 0.0}};
+  std::map<std::string, double> s = {
+      {"segments", static_cast<double>(segments_.size())},
+      {"interval", static_cast<double>(opt_.interval)},
+      {"hierarchical", opt_.hierarchical ? 1.0 : 0.0},
+      {"gossip_ranks", comm ? static_cast<double>(comm->size()) : 0.0},
+      {"rounds", static_cast<double>(rounds_)},
+      {"sampler_restarts", static_cast<double>(restarts_)},
+      {"mean_distinct_peers",
+       rounds_ ? static_cast<double>(peer_sum_) / static_cast<double>(rounds_) : 0.0}};
+  if (sync_) sync_->add_compression_state(s);
+  return s;
+}
+
+std::vector<std::string> CrossoverStrategy::plan_notes(const RunPlan& plan) const {
+  if (!opt_.hierarchical) return {};
+  return compression_notes(opt_.sync.compress, plan.steps);
 }
 
 std::unique_ptr<Strategy> make_crossover_strategy(std::shared_ptr<Topology> topo,

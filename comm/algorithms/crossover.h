@@ -88,6 +88,8 @@ class CrossoverStrategy : public DistributedStrategy {
   void drain() override;
   CommStats take_stats() override;
   std::map<std::string, double> state() const override;
+  // Hierarchical mode: the group gradient's compression.
+  std::vector<std::string> plan_notes(const RunPlan& plan) const override;
   bool consensus_eval(const std::function<void()>& evaluate) override;
 
   // One gossip round (step 2-3 above, plus the group broadcast in hierarchical mode); `round`

@@ -1,5 +1,7 @@
 #include "dplab/comm/algorithms/daso.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdint>
 
@@ -394,16 +396,49 @@ void DasoStrategy::load_algorithm_state(const StateDict& in) {
 }
 
 std::map<std::string, double> DasoStrategy::state() const {
-  return {{"B", epoch_B_},
-          {"S", epoch_S_},
-          {"phase", static_cast<double>(epoch_phase_)},
-          {"global_syncs", static_cast<double>(epoch_syncs_)},
-          {"next_B", cycle_.B()},
-          {"next_S", cycle_.S()},
-          {"plateaus", cycle_.plateaus()},
-          {"world_loss", last_loss_},
-          {"nodes", static_cast<double>(topo_->num_nodes())},
-          {"ranks_per_node", static_cast<double>(topo_->ranks_per_node())}};
+  std::map<std::string, double> s = {
+      {"B", epoch_B_},
+      {"S", epoch_S_},
+      {"phase", static_cast<double>(epoch_phase_)},
+      {"global_syncs", static_cast<double>(epoch_syncs_)},
+      {"next_B", cycle_.B()},
+      {"next_S", cycle_.S()},
+      {"plateaus", cycle_.plateaus()},
+      {"world_loss", last_loss_},
+      {"nodes", static_cast<double>(topo_->num_nodes())},
+      {"ranks_per_node", static_cast<double>(topo_->ranks_per_node())}};
+  if (local_sync_) local_sync_->add_compression_state(s);
+  return s;
+}
+
+std::vector<std::string> DasoStrategy::plan_notes(const RunPlan& plan) const {
+  std::vector<std::string> v;
+  if (cfg_.phases) {
+    const int64_t spe = std::max<int64_t>(1, plan.steps_per_epoch);
+    const int64_t reached = std::min(plan.epochs, (plan.steps + spe - 1) / spe);
+    int64_t first = -1;
+    for (int64_t e = 0; e < reached && first < 0; ++e)
+      if (daso_phase(e, plan.epochs, cfg_) == DasoPhase::cycling) first = e;
+    if (first < 0)
+      v.push_back(fmt::format(
+          "warning: DASO's cycling phase never runs: daso.warmup_epochs = {} and "
+          "daso.cooldown_epochs = {} cover all {} epoch{} the run reaches (of epochs = {}): "
+          "every batch syncs blocking, as in warm-up; lower them or set daso.phases = false",
+          cfg_.warmup_epochs, cfg_.cooldown_epochs, reached, reached == 1 ? "" : "s", plan.epochs));
+    else
+      v.push_back(fmt::format(
+          "DASO phases: warm-up in epochs 1-{} (daso.warmup_epochs), cycling from epoch {}, "
+          "cool-down in the last {} of epochs = {} (daso.cooldown_epochs)",
+          cfg_.warmup_epochs, first + 1, cfg_.cooldown_epochs, plan.epochs));
+  }
+  for (std::string& n : compression_notes(local_opt_.compress, plan.steps)) v.push_back(n);
+  return v;
+}
+
+std::vector<std::string> DasoStrategy::planned_from_epochs() const {
+  if (!cfg_.phases || cfg_.cooldown_epochs == 0) return {};
+  return {fmt::format("DASO's cool-down (daso.cooldown_epochs = {}: the last {} epochs)",
+                      cfg_.cooldown_epochs, cfg_.cooldown_epochs)};
 }
 
 std::unique_ptr<Strategy> make_daso_strategy(std::shared_ptr<Topology> topo, const Options& opt) {

@@ -131,6 +131,10 @@ class DasoStrategy : public DistributedStrategy {
   CommStats take_stats() override;
   // B, S, phase and global syncs of the last epoch; next_B, next_S for the next cycling epoch.
   std::map<std::string, double> state() const override;
+  // A warning when warm-up and cool-down leave no cycling epoch; node-local compression.
+  std::vector<std::string> plan_notes(const RunPlan& plan) const override;
+  // The cool-down (the last daso.cooldown_epochs epochs) is planned from epochs.
+  std::vector<std::string> planned_from_epochs() const override;
 
   const DasoConfig& config() const { return cfg_; }
   const DasoCycle& cycle() const { return cycle_; }

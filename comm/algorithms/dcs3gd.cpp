@@ -467,6 +467,37 @@ std::map<std::string, double> Dcs3gdStrategy::state() const {
           {"steps", double(steps_)}};
 }
 
+std::vector<std::string> Dcs3gdStrategy::plan_notes(const RunPlan& plan) const {
+  // The warm-up in iterations, as after_backward computes it from the planned epochs.
+  const int64_t total = plan.steps_per_epoch * plan.epochs;
+  const int64_t warmup =
+      opt_.warmup_epochs >= 0
+          ? int64_t(std::llround(opt_.warmup_epochs * double(plan.steps_per_epoch)))
+          : int64_t(std::llround(opt_.warmup_frac * double(total)));
+  const std::string from = opt_.warmup_epochs >= 0
+                               ? fmt::format("dcs3gd.warmup_epochs = {}", opt_.warmup_epochs)
+                               : fmt::format("dcs3gd.warmup_frac = {}", opt_.warmup_frac);
+  std::vector<std::string> v;
+  if (opt_.schedule == Dcs3gdOptions::Schedule::warmup_linear && warmup >= plan.steps)
+    v.push_back(fmt::format(
+        "warning: DC-S3GD's warm-up ({}) lasts {} steps and the run plans {}: the learning rate "
+        "never reaches --lr and its linear decay never starts",
+        from, warmup, plan.steps));
+  if (opt_.correct_after_warmup && opt_.lambda0 > 0 && warmup >= plan.steps)
+    v.push_back(fmt::format(
+        "warning: dcs3gd.correct_from = warmup_end and the warm-up ({}) lasts {} steps, the run "
+        "plans {}: the delay compensation never starts",
+        from, warmup, plan.steps));
+  return v;
+}
+
+std::vector<std::string> Dcs3gdStrategy::planned_from_epochs() const {
+  if (opt_.schedule != Dcs3gdOptions::Schedule::warmup_linear) return {};
+  return {
+      "DC-S3GD's learning-rate schedule (dcs3gd.schedule = warmup_linear: linear decay to 0 "
+      "at the end of the planned epochs)"};
+}
+
 std::unique_ptr<Strategy> make_dcs3gd_strategy(std::shared_ptr<Topology> topo, const Options& opt) {
   return std::make_unique<Dcs3gdStrategy>(std::move(topo), opt);
 }

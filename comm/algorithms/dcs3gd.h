@@ -113,6 +113,11 @@ class Dcs3gdStrategy : public DistributedStrategy {
   void after_backward(const StepInfo& step) override;
   void drain() override;
   std::map<std::string, double> state() const override;
+  // Warnings for a warm-up longer than the run (the schedule's decay, or with
+  // dcs3gd.correct_from = warmup_end the delay compensation, never starts).
+  std::vector<std::string> plan_notes(const RunPlan& plan) const override;
+  // The warmup_linear schedule decays to 0 at the end of the planned epochs.
+  std::vector<std::string> planned_from_epochs() const override;
 
   const Dcs3gdOptions& options() const { return opt_; }
   const Tensor& average_weights() const { return wbar_; }  // W̄

@@ -36,7 +36,8 @@
 // sync step): a round is H inner steps; by default the last step of every epoch also ends a
 // round (so the evaluated model is θ(t), the same on every rank, and every epoch ends
 // synchronised, as in local_sgd); with diloco.round_spans_epochs a round runs on across the
-// epoch boundary and each epoch's consensus evaluation reports the ranks' average. The end of
+// epoch boundary and each epoch's run's model (test_acc) is θ(t−1), the global model, with rank
+// 0's own local model beside it (test_acc_rank0). The end of
 // training (max_steps, or a round spanning the last epoch's end) ends a round in progress. The
 // outer gradient travels in f32, one blocking allreduce of the whole parameter vector per
 // round ("outer gradient" on the meter).
@@ -93,6 +94,7 @@ class DiLoCoStrategy : public PeriodicSyncStrategy {
 
  protected:
   void sync(RoundEnd) override;  // the outer step: lines 11-15 and line 3 of the next round
+  const Tensor* global_model() const override { return &theta_; }  // the run's model: θ(t−1)
   void save_sync_state(StateDict& out) const override;
   void load_sync_state(const StateDict& in, const RoundPosition& at) override;
 

@@ -1,6 +1,11 @@
 #include "dplab/comm/algorithms/hybrid.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include "dplab/comm/algorithms/algo_state.h"
+#include "dplab/core/autograd.h"
 #include "dplab/core/ops.h"
 #include "dplab/core/usage_error.h"
 
@@ -230,12 +235,63 @@ void HybridStrategy::load_algorithm_state(const StateDict& in) {
 }
 
 std::map<std::string, double> HybridStrategy::state() const {
-  return {{"stage", static_cast<double>(stage_)},
-          {"mode", static_cast<double>(static_cast<int>(cfg_.mode))},
-          {"W", static_cast<double>(cfg_.W)},
-          {"R", static_cast<double>(cfg_.R)},
-          {"syncs", static_cast<double>(syncs_)},
-          {"final_averaged", averaged_ ? 1.0 : 0.0}};
+  std::map<std::string, double> s = {{"stage", static_cast<double>(stage_)},
+                                     {"mode", static_cast<double>(static_cast<int>(cfg_.mode))},
+                                     {"W", static_cast<double>(cfg_.W)},
+                                     {"R", static_cast<double>(cfg_.R)},
+                                     {"syncs", static_cast<double>(syncs_)},
+                                     {"final_averaged", averaged_ ? 1.0 : 0.0}};
+  if (sync_) sync_->add_compression_state(s);
+  return s;
+}
+
+std::vector<std::string> HybridStrategy::plan_notes(const RunPlan& plan) const {
+  std::vector<std::string> v;
+  if (cfg_.mode == HybridMode::hybrid && plan.epochs >= 1) {
+    // The epochs each stage covers, within the epochs the run reaches (max_steps may stop it).
+    const int64_t spe = std::max<int64_t>(1, plan.steps_per_epoch);
+    const int64_t reached = std::min(plan.epochs, (plan.steps + spe - 1) / spe);
+    std::string stages;
+    int64_t first[4] = {-1, -1, -1, -1}, last[4] = {-1, -1, -1, -1};
+    for (int64_t e = 0; e < plan.epochs; ++e) {
+      const int st = hybrid_stage(cfg_, e, plan.epochs);
+      if (first[st] < 0) first[st] = e;
+      last[st] = e;
+    }
+    for (int st = 1; st <= 3; ++st) {
+      if (first[st] < 0) continue;
+      stages += fmt::format("{}stage {} in epochs {}-{}", stages.empty() ? "" : ", ", st,
+                            first[st] + 1, last[st] + 1);
+    }
+    v.push_back(fmt::format("hybrid stages (planned from epochs = {}): {}", plan.epochs, stages));
+    for (int st = 2; st <= 3; ++st)
+      if (first[st] < 0 || first[st] >= reached)
+        v.push_back(fmt::format(
+            "warning: hybrid stage {} ({}) never starts: the stages split the {} planned "
+            "epoch{} ({} reached) by thirds (hybrid.split)",
+            st, st == 2 ? "gradient accumulation, hybrid.W" : "local steps, hybrid.R", plan.epochs,
+            plan.epochs == 1 ? "" : "s", reached));
+  }
+  for (std::string& n : compression_notes(sync_opt_.compress, plan.steps)) v.push_back(n);
+  return v;
+}
+
+std::vector<std::string> HybridStrategy::planned_from_epochs() const {
+  if (cfg_.mode != HybridMode::hybrid) return {};
+  return {"hybrid's stages (hybrid.mode = hybrid: thirds of the epochs, hybrid.split)"};
+}
+
+bool HybridStrategy::consensus_eval(const std::function<void()>& evaluate) {
+  // Stage 3 (hybrid, only_end) until the final average: every rank steps on its own gradient.
+  if (averaged_ || stage_ != 3 || world_size() < 2) return false;
+  DPLAB_CHECK(ctx_.arena != nullptr, "hybrid: consensus_eval before setup");
+  NoGradGuard no_grad;
+  Tensor params = ctx_.arena->params();  // a handle on the arena
+  const Tensor own = params.clone();
+  meter().allreduce(world(), "consensus average", params, ReduceOp::average);
+  evaluate();
+  params.copy_(own);
+  return true;
 }
 
 std::unique_ptr<Strategy> make_hybrid_strategy(std::shared_ptr<Topology> topo, const Options& opt) {

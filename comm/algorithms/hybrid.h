@@ -100,6 +100,12 @@ class HybridStrategy : public DistributedStrategy {
   void finish_training() override;
   CommStats take_stats() override;
   std::map<std::string, double> state() const override;
+  // The stages the run reaches (a warning for a stage that never starts) and compression.
+  std::vector<std::string> plan_notes(const RunPlan& plan) const override;
+  // Mode hybrid: the stages are planned from epochs.
+  std::vector<std::string> planned_from_epochs() const override;
+  // Stage 3 before the final average (the ranks' models differ): their average.
+  bool consensus_eval(const std::function<void()>& evaluate) override;
 
   const HybridConfig& config() const { return cfg_; }
   GradSync& grad_sync() { return *sync_; }

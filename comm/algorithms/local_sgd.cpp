@@ -1,5 +1,9 @@
 #include "dplab/comm/algorithms/local_sgd.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include "dplab/core/usage_error.h"
 
 namespace dplab {
@@ -17,7 +21,8 @@ PeriodicSyncConfig local_sgd_rounds(const Options& opt) {
           .round_spans_epochs = opt.get_bool("local_sgd.round_spans_epochs", false),
           .period_key = "H",
           .steps_key = "since_average",
-          .rounds_key = "averages"};
+          .rounds_key = "averages",
+          .period_option = "local_sgd.H"};
 }
 }  // namespace
 
@@ -88,8 +93,40 @@ void LocalSgdStrategy::load_sync_state(const StateDict& in, const RoundPosition&
 }
 
 std::map<std::string, double> LocalSgdStrategy::state() const {
-  return {
+  std::map<std::string, double> s = {
       {"H", double(period())}, {"averages", double(rounds())}, {"phase", grad_phase_ ? 0.0 : 1.0}};
+  if (sync_) sync_->add_compression_state(s);
+  return s;
+}
+
+std::vector<std::string> LocalSgdStrategy::plan_notes(const RunPlan& plan) const {
+  if (!post_local_) return PeriodicSyncStrategy::plan_notes(plan);
+  std::vector<std::string> v;
+  // The epochs the run reaches (max_steps may stop it before `epochs`); the allreduce phase is
+  // epochs [0, switch_epoch).
+  const int64_t spe = std::max<int64_t>(1, plan.steps_per_epoch);
+  const int64_t reached = (plan.steps + spe - 1) / spe;
+  const int64_t phase_steps = std::min(plan.steps, switch_epoch_ * spe);
+  if (switch_epoch_ >= reached)
+    v.push_back(fmt::format(
+        "warning: post_local_sgd.switch_epoch = {} but the run plans {} epoch{} ({} steps): the "
+        "local SGD phase never starts and the whole run is AllReduce-SGD; set "
+        "post_local_sgd.switch_epoch below {}",
+        switch_epoch_, reached, reached == 1 ? "" : "s", plan.steps, reached));
+  else if (switch_epoch_ == 0)
+    v.push_back(fmt::format(
+        "post-local SGD: local SGD (H = {}) from the first step (post_local_sgd.switch_epoch = 0)",
+        period()));
+  else
+    v.push_back(fmt::format(
+        "post-local SGD: AllReduce-SGD in epochs 1-{}, local SGD (H = {}) from epoch {} "
+        "(post_local_sgd.switch_epoch = {})",
+        switch_epoch_, period(), switch_epoch_ + 1, switch_epoch_));
+  if (phase_steps > 0)
+    for (std::string& n : compression_notes(sync_opt_.compress, phase_steps)) v.push_back(n);
+  if (switch_epoch_ < reached)
+    for (std::string& n : PeriodicSyncStrategy::plan_notes(plan)) v.push_back(n);
+  return v;
 }
 
 std::unique_ptr<Strategy> make_local_sgd_strategy(std::shared_ptr<Topology> topo,

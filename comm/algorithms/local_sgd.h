@@ -47,6 +47,9 @@ class LocalSgdStrategy : public PeriodicSyncStrategy {
   void drain() override;
   CommStats take_stats() override;
   std::map<std::string, double> state() const override;
+  // Post-local SGD: the local SGD phase that never starts (post_local_sgd.switch_epoch at or
+  // after epochs) and the allreduce phase's compression; the skeleton's note on rounds.
+  std::vector<std::string> plan_notes(const RunPlan& plan) const override;
 
   int64_t H() const { return period(); }
   bool in_allreduce_phase() const { return grad_phase_; }

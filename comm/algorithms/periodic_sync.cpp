@@ -1,5 +1,7 @@
 #include "dplab/comm/algorithms/periodic_sync.h"
 
+#include <fmt/format.h>
+
 #include <cstdint>
 
 #include "dplab/comm/algorithms/algo_state.h"
@@ -49,6 +51,31 @@ bool PeriodicSyncStrategy::consensus_eval(const std::function<void()>& evaluate)
   evaluate();
   params.copy_(own);
   return true;
+}
+
+bool PeriodicSyncStrategy::with_run_model(const std::function<void()>& use) {
+  const Tensor* global = global_model();
+  if (global == nullptr) return consensus_eval(use);
+  if (steps_ == 0) return false;  // a round just ended: every rank holds the global model
+  DPLAB_CHECK(ctx_.arena != nullptr, "{}: with_run_model before setup", name());
+  NoGradGuard no_grad;
+  Tensor params = ctx_.arena->params();  // a handle on the arena
+  const Tensor own = params.clone();
+  params.copy_(*global);
+  use();
+  params.copy_(own);
+  return true;
+}
+
+std::vector<std::string> PeriodicSyncStrategy::plan_notes(const RunPlan& plan) const {
+  if (!config_.round_spans_epochs || config_.period <= plan.steps) return {};
+  const std::string key = config_.period_option.empty() ? name() + ".H" : config_.period_option;
+  return {fmt::format(
+      "warning: {} = {} is longer than the run's {} planned step{} and rounds span epochs "
+      "({}.round_spans_epochs = true): no round ends before the end of training, whose sync is "
+      "the only one; set {} to at most {}",
+      key, config_.period, plan.steps, plan.steps == 1 ? "" : "s", key.substr(0, key.rfind('.')),
+      key, plan.steps)};
 }
 
 void PeriodicSyncStrategy::save_algorithm_state(StateDict& out) const {

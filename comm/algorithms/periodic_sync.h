@@ -59,6 +59,8 @@ struct PeriodicSyncConfig {
   // Checkpoint keys: the period ("": not saved; the algorithm checks its own), the inner steps
   // of the round in progress, the rounds so far.
   std::string period_key, steps_key, rounds_key;
+  // The option that sets `period`, for the notes ("": "<name()>.H").
+  std::string period_option;
 };
 
 class PeriodicSyncStrategy : public DistributedStrategy {
@@ -72,6 +74,12 @@ class PeriodicSyncStrategy : public DistributedStrategy {
   // (one "consensus average" allreduce; the BatchNorm statistics are drain()'s average), then
   // restores this rank's own. Otherwise false: every epoch ended a round.
   bool consensus_eval(const std::function<void()>& evaluate) override;
+  // The run's model: the algorithm's global model (global_model()) in the middle of a round,
+  // else the consensus average above.
+  bool with_run_model(const std::function<void()>& use) override;
+  // A warning when rounds span epochs and the period is longer than the run: no round ends
+  // before the end of training, whose sync is then the only one.
+  std::vector<std::string> plan_notes(const RunPlan& plan) const override;
 
   int64_t period() const { return config_.period; }
   bool round_spans_epochs() const { return config_.round_spans_epochs; }
@@ -84,6 +92,9 @@ class PeriodicSyncStrategy : public DistributedStrategy {
   virtual void sync(RoundEnd end) = 0;
   virtual void inner_step(const StepInfo& step, bool round_ends) {}
   virtual bool rounds_running() const { return true; }
+  // The global model the algorithm keeps apart from the ranks' (DiLoCo's and Streaming
+  // DiLoCo's θ, the same on every rank), or null: the run's model in the middle of a round.
+  virtual const Tensor* global_model() const { return nullptr; }
   // The round position a checkpoint holds, checked, handed to load_sync_state before it is
   // assigned (so a failed load leaves the counters alone).
   struct RoundPosition {

@@ -45,7 +45,8 @@ PeriodicSyncConfig slowmo_rounds(const SlowMoOptions& o) {
           .round_spans_epochs = o.round_spans_epochs,
           .period_key = "frequency",
           .steps_key = "local_steps",
-          .rounds_key = "rounds"};
+          .rounds_key = "rounds",
+          .period_option = "slowmo.frequency"};
 }
 }  // namespace
 

@@ -50,10 +50,11 @@
 // so the model is θ_g, the same on every rank, and the schedule starts again. By default
 // (streaming_diloco.round_spans_epochs = true) the schedule runs across epochs and only the
 // end of training (finish_training) makes a full sync, so the final model is θ_g; between
-// epochs the evaluated model is each rank's own local model (they differ, as with sgp; no
-// consensus evaluation, as before issue #32). false: every epoch's end makes a full sync, so
-// each epoch evaluates θ_g. Constraints: 1 ≤ P ≤ H and P ≤ the number of parameter tensors;
-// 0 ≤ τ < ⌊H/P⌋ (an exchange completes before the next fragment sends).
+// epochs the ranks' local models differ, and the records' run's model (test_acc) is θ_g, as
+// DiLoCo's, with rank 0's own mixed local model beside it (test_acc_rank0; issue #33 item 3).
+// false: every epoch's end makes a full sync, so each epoch evaluates θ_g. Constraints: 1 ≤ P ≤ H
+// and P ≤ the number of parameter tensors; 0 ≤ τ < ⌊H/P⌋ (an exchange completes before the next
+// fragment sends).
 //
 // Options:
 //   streaming_diloco.H                       50    inner steps between two syncs of a fragment
@@ -135,7 +136,7 @@ class StreamingDiLoCoStrategy : public PeriodicSyncStrategy {
   void setup(TrainContext& ctx) override;
   void drain() override;
   std::map<std::string, double> state() const override;
-  // Not offered (as before issue #32): between epochs each rank evaluates its own model.
+  // Not offered: the run's model is θ_g (global_model(), periodic_sync.h), not the average.
   bool consensus_eval(const std::function<void()>&) override { return false; }
 
   const StreamingDiLoCoOptions& options() const { return opt_; }
@@ -149,6 +150,7 @@ class StreamingDiLoCoStrategy : public PeriodicSyncStrategy {
   void inner_step(const StepInfo& step, bool round_ends) override;
   // The full sync: the exchange in flight applied, then every fragment's blocking outer step.
   void sync(RoundEnd) override;
+  const Tensor* global_model() const override { return &theta_; }  // the run's model: θ_g
   void save_sync_state(StateDict& out) const override;
   void load_sync_state(const StateDict& in, const RoundPosition& at) override;
 

@@ -109,12 +109,14 @@ cat "$tmp/dpsgd.log"
 # Epoch 2: 16 steps, each posting one exchange (2 ranks: one neighbour, one message of the whole
 # model). Communication counts where it completes (docs/metrics_schema.md): the exchange posted in
 # epoch 1's last step completes in that epoch's drain (outside the epochs), and so does epoch 2's
-# last, so epoch 2 counts 15. The consensus model is evaluated beside rank 0's; the exchanges
-# show in the trace under their name.
+# last, so epoch 2 counts 15. The consensus model is evaluated as the run's model (test_acc), beside
+# rank 0's own (test_acc_rank0); the exchanges show in the trace under their name.
 rec="$(grep '"kind": *"epoch"' "$run/metrics.jsonl" | sed -n 2p)"
 msgs="$(json_number comm_messages "$rec")"
 test "$msgs" = 15 || { echo "dpsgd: epoch 2 comm_messages $msgs, expected 15"; echo "$rec"; exit 1; }
-grep -q '"test_acc_consensus"' <<<"$rec" || { echo "dpsgd: no consensus evaluation"; exit 1; }
+grep -q '"test_acc_rank0"' <<<"$rec" || { echo "dpsgd: no evaluation of rank 0's own model"; exit 1; }
+test "$(json_number test_loss "$rec")" != "$(json_number test_loss_rank0 "$rec")" ||
+  { echo "dpsgd: test_loss is rank 0's model, not the consensus"; echo "$rec"; exit 1; }
 grep -q '"name": *"dpsgd exchange"' "$run/trace/rank_0.json" ||
   { echo "dpsgd: no dpsgd exchange events in the trace"; exit 1; }
 dpsgd epochs=3 resume="$run" out="$run" >"$tmp/dpsgd-resume.log" 2>&1 ||

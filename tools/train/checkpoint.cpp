@@ -1,6 +1,7 @@
 #include "dplab/tools/train/checkpoint.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -324,11 +325,20 @@ std::vector<std::string> check_resume_identity(const Manifest& m, const RankGrou
   }
   for (const auto& [k, v] : now.config)
     if (!m.config.count(k)) diff[k] = {kUnused, v};
+  // epochs is compared only where both runs plan something from it (RunIdentity): a
+  // checkpoint without it planned nothing from it (or predates the check), and a run that now
+  // plans nothing from it may change it freely.
+  if (auto it = diff.find("epochs");
+      it != diff.end() && (it->second.first == kUnused || it->second.second == kUnused))
+    diff.erase(it);
   std::vector<std::string> accepted;
   std::string refused;
   for (const auto& [k, ov] : diff) {
-    const std::string line =
+    std::string line =
         fmt::format("option {} was '{}' in the checkpointed run, now '{}'", k, ov.first, ov.second);
+    if (k == "epochs")
+      line +=
+          fmt::format(", and the run plans from it: {}", fmt::join(now.planned_from_epochs, "; "));
     if (allowed(k))
       accepted.push_back(line);
     else
@@ -543,7 +553,13 @@ LoopState resume_run(const std::string& path, const std::vector<std::string>& ov
   });
   if (!m.init_from.empty()) run.init_from = m.init_from;
   if (group.rank() == 0) {
-    for (const auto& a : allowed) summary << "resume: " << a << " (allowed by resume.override)\n";
+    for (const auto& a : allowed) {
+      summary << "resume: " << a << " (allowed by resume.override)\n";
+      if (a.starts_with("option epochs "))
+        report << "warning: --resume-override epochs: " << a
+               << ": the resumed run follows neither the checkpointed run's trajectory nor that of "
+                  "a run started with the new epochs\n";
+    }
     summary << fmt::format("resumed from {} at epoch {} step {} (global step {})\n", m.dir.string(),
                            loop.epoch + 1, loop.step_in_epoch, loop.global_step);
   }

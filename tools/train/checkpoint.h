@@ -63,7 +63,13 @@ struct RunIdentity {
   std::string algo;
   std::string ranks_per_node;
   std::string init_from;
-  std::map<std::string, std::string> config;  // trajectory_config(opt)
+  std::map<std::string, std::string> config;  // trajectory_config(opt), and "epochs" when
+                                              // anything is planned from it (below)
+  // What the run plans from the option `epochs` (the schedule's and the algorithm's
+  // planned_from_epochs()). When not empty, `epochs` is part of `config`: a resume that changes
+  // it is refused, naming these, unless --resume-override epochs (then with a warning). When
+  // empty, epochs is a [run] option and may change freely.
+  std::vector<std::string> planned_from_epochs;
 };
 
 struct CheckpointTarget {

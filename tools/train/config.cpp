@@ -58,7 +58,11 @@ const std::vector<OptionSpec>& driver_option_specs() {
       {"data.workers", "0",
        "loader worker threads of training and evaluation (0: load on the training thread)", false},
       {"data.prefetch", "4", "batches the workers build ahead", false},
-      {"epochs", "1", "number of epochs", false},
+      {"epochs", "1",
+       "number of epochs; a resume may change it unless something is planned from it (lr.schedule "
+       "poly or cosine, DASO's cool-down, hybrid's stages, DC-S3GD's schedule): then "
+       "--resume-override epochs, with a warning",
+       false},
       {"batch", "64", "batch size per rank"},
       {"lr", "0.01",
        "base learning rate (scaled by the lr.* schedule); unset with optim = adamw: 0.001 "

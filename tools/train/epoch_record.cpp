@@ -108,6 +108,8 @@ GlobalEpoch RunReport::epoch(const EpochFacts& f, std::ostream& summary) {
                         {"train_acc", g.train_acc()},
                         {"test_loss", f.ev.loss},
                         {"test_acc", f.ev.accuracy},
+                        {"test_loss_rank0", f.ev_rank0.loss},
+                        {"test_acc_rank0", f.ev_rank0.accuracy},
                         {"images", g.images},
                         {"images_per_s", g.images_per_s()},
                         {"images_per_s_rank", rank_ips},
@@ -123,22 +125,21 @@ GlobalEpoch RunReport::epoch(const EpochFacts& f, std::ostream& summary) {
                         {"comm_exposed_wait_s", c.exposed_wait_s},
                         {"nonfinite_skipped_steps", f.nonfinite_skipped}};
   if (f.ev.top5) rec["test_acc5"] = f.ev.accuracy5;
+  if (f.ev_rank0.top5) rec["test_acc5_rank0"] = f.ev_rank0.accuracy5;
   if (virt) {  // a virtual cluster: the times above are virtual; the wall clock's beside them
     rec["time_base"] = clock_.time_base();
     rec["wall_s"] = g.wall_s;
     rec["elapsed_wall_s"] = elapsed.wall;
   }
   for (const auto& [k, v] : f.algo_state) rec["algo." + k] = v;
-  if (f.consensus) {
-    rec["test_acc_consensus"] = f.consensus->accuracy;
-    rec["test_loss_consensus"] = f.consensus->loss;
-    if (f.consensus->top5) rec["test_acc5_consensus"] = f.consensus->accuracy5;
-  }
   metrics_.write(rec);
+  // test_acc is the run's model's; rank 0's own is shown beside it where it is another model.
   summary << fmt::format(
-      "epoch {}/{}{}  loss {:.4f}  train_acc {:.4f}  test_acc {:.4f}{}  {} img/s{}  {}{}\n",
+      "epoch {}/{}{}  loss {:.4f}  train_acc {:.4f}  test_acc {:.4f}{}{}  {} img/s{}  {}{}\n",
       f.epoch, f.epochs, f.complete ? "" : " (partial)", g.loss(), g.train_acc(), f.ev.accuracy,
       f.ev.top5 ? fmt::format("  test_acc5 {:.4f}", f.ev.accuracy5) : "",
+      f.rank0_separate ? fmt::format(" (the run's model; rank 0's own {:.4f})", f.ev_rank0.accuracy)
+                       : "",
       grouped_rate(g.images_per_s()), g.ranks > 1 ? fmt::format(" global ({} ranks)", g.ranks) : "",
       virt ? fmt::format("{} s virtual, {:.1f} s wall", seconds_text(g.time_s), g.wall_s)
            : fmt::format("{} s", seconds_text(g.time_s)),
@@ -162,6 +163,8 @@ void RunReport::final(const FinalFacts& f) {
       {"train_acc", last_.train_acc()},
       {"test_loss", f.test_loss},
       {"test_acc", f.test_acc},
+      {"test_loss_rank0", f.test_loss_rank0},
+      {"test_acc_rank0", f.test_acc_rank0},
       {"total_images", total_images_},
       {"total_train_time_s", total_train_time_s_},
       {"total_images_per_s", total_images_per_s()},
@@ -174,6 +177,7 @@ void RunReport::final(const FinalFacts& f) {
       {"comm_outside_epochs_exposed_wait_s", f.comm_outside.exposed_wait_s},
       {"nonfinite_skipped_steps", f.nonfinite_skipped}};
   if (f.test_acc5 >= 0) fin["test_acc5"] = f.test_acc5;
+  if (f.test_acc5_rank0 >= 0) fin["test_acc5_rank0"] = f.test_acc5_rank0;
   if (clock_.is_virtual()) {
     fin["time_base"] = clock_.time_base();
     fin["total_train_wall_s"] = total_train_wall_s_;

@@ -60,19 +60,23 @@ struct EpochFacts {
   int64_t computed_steps = 0;
   double lr = 0;
   CommStats comm;  // this rank's, for the epoch
+  // The two evaluated models (docs/metrics_schema.md, "Evaluated models"): the run's model (the
+  // one a user would take away: Strategy::with_run_model) and rank 0's own model.
   EvalResult ev;
-  std::optional<EvalResult> consensus;  // gossip algorithms' consensus model
+  EvalResult ev_rank0;
+  bool rank0_separate = false;  // rank 0's own model is not the run's model (evaluated apart)
   std::map<std::string, double> algo_state;
   int64_t nonfinite_skipped = 0;  // this rank's, in the epoch
   double slowdown = 1, slowdown_sleep_s = 0;
 };
 
-// The run's end (rank 0's model and evaluation).
+// The run's end (the final models' evaluations).
 struct FinalFacts {
   int64_t epoch = 0;  // 1-based number of the last epoch trained (0: none in this process)
   int64_t epochs_completed = 0;
   int64_t step = 0;
-  double test_loss = 0, test_acc = 0, test_acc5 = -1;  // test_acc5 < 0: not counted
+  double test_loss = 0, test_acc = 0, test_acc5 = -1;  // the run's model; acc5 < 0: not counted
+  double test_loss_rank0 = 0, test_acc_rank0 = 0, test_acc5_rank0 = -1;  // rank 0's own model
   int64_t nonfinite_skipped = 0;
   CommStats comm_outside;  // rank 0's communication outside every epoch's iterations
 };

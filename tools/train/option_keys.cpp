@@ -31,7 +31,8 @@ void add_grad_sync(std::vector<OptionSpec>& v, const std::string& prefix, const 
                what + ": PowerSGD rank r (each matrix is approximated at min(n, m, r))"});
   v.push_back({prefix + "powersgd.start_step", "1000",
                what + ": PowerSGD: synchronised steps of plain allreduce before compression "
-                      "starts (PyTorch's start_powerSGD_iter)"});
+                      "starts (PyTorch's start_powerSGD_iter; a run with fewer steps gets a "
+                      "warning: it never compresses)"});
   v.push_back({prefix + "powersgd.min_compression_rate", "2",
                what + ": PowerSGD: an n x m matrix is compressed only if n m > (n + m) r times "
                       "this; others travel uncompressed"});
@@ -189,9 +190,11 @@ std::vector<OptionSpec> make_specs() {
       // ---- local_sgd, post_local_sgd (comm/algorithms/local_sgd.h) ----
       {"local_sgd.H", "4", "local steps between parameter averages"},
       {"local_sgd.round_spans_epochs", "false",
-       "true: a period continues across epoch boundaries (the epoch's consensus evaluation "
-       "reports the ranks' average); false: every epoch ends with an average"},
-      {"post_local_sgd.switch_epoch", "1", "epochs of allreduce SGD before local SGD"},
+       "true: a period continues across epoch boundaries (the epoch's test_acc then evaluates "
+       "the ranks' average); false: every epoch ends with an average"},
+      {"post_local_sgd.switch_epoch", "1",
+       "epochs of allreduce SGD before local SGD (at or after epochs: a warning, the local phase "
+       "never starts)"},
       // ---- diloco (comm/algorithms/diloco.h) ----
       {"diloco.H", "50",
        "inner steps per round (the paper's 500 is for language models; 50, the smallest H of "
@@ -207,8 +210,8 @@ std::vector<OptionSpec> make_specs() {
       {"diloco.outer_beta2", "0.999", "outer Adam's beta2 (PyTorch's default); adam only"},
       {"diloco.outer_eps", "1e-08", "outer Adam's eps (PyTorch's default); adam only"},
       {"diloco.round_spans_epochs", "false",
-       "true: a round continues across epoch boundaries (the epoch's consensus evaluation "
-       "reports the ranks' average); false: every epoch ends with an outer step"},
+       "true: a round continues across epoch boundaries (the epoch's test_acc then evaluates "
+       "the global model of the last outer step); false: every epoch ends with an outer step"},
       // ---- streaming_diloco (comm/algorithms/streaming_diloco.h) ----
       {"streaming_diloco.H", "50", "inner steps between two syncs of the same fragment"},
       {"streaming_diloco.fragments", "2",
@@ -233,8 +236,9 @@ std::vector<OptionSpec> make_specs() {
       {"streaming_diloco.outer_nesterov", "true",
        "Nesterov outer momentum (ignored when momentum is 0)"},
       {"streaming_diloco.round_spans_epochs", "true",
-       "true: the fragment schedule runs across epochs; false: every epoch ends with a full "
-       "sync of all fragments (each epoch evaluates the global model)"},
+       "true: the fragment schedule runs across epochs (the epoch's test_acc evaluates the "
+       "global model, test_acc_rank0 rank 0's mixed local one); false: every epoch ends with a "
+       "full sync of all fragments"},
       // ---- slowmo (comm/algorithms/slowmo.h) ----
       {"slowmo.frequency", "48", "tau: local steps between exact averages with slow momentum"},
       {"slowmo.lr", "1", "alpha: slow learning rate (1 with momentum 0: plain local SGD)"},
@@ -249,8 +253,8 @@ std::vector<OptionSpec> make_specs() {
        "true: the ranks of a node (the host's, or --ranks-per-node) average their gradients every "
        "step and form one worker (fairscale's nprocs_per_node); false: every rank is a worker"},
       {"slowmo.round_spans_epochs", "false",
-       "true: a round continues across epoch boundaries (the epoch's consensus evaluation "
-       "reports the ranks' average); false: every epoch ends with a slow step"},
+       "true: a round continues across epoch boundaries (the epoch's test_acc then evaluates "
+       "the ranks' average); false: every epoch ends with a slow step"},
   };
   add_grad_sync(v, "allreduce.", "allreduce (and post_local_sgd's first phase)");
   v.push_back({"allreduce.hierarchical", "false",

@@ -121,6 +121,9 @@ void StepLog::step_done(LoopState& loop, int64_t images, double lr, StepMetrics&
       rec["step_wall_s"] = wall_s / n;
       rec["elapsed_wall_s"] = elapsed.wall;
     }
+    // The algorithm's state after the window's last step, as in the epoch records (e.g.
+    // algo.compress_active: whether gradient compression compressed that step).
+    for (const auto& [k, v] : s.state()) rec["algo." + k] = v;
     metrics_.write(rec);
   }
   start_window(loop);

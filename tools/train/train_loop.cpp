@@ -273,14 +273,11 @@ void TrainLoop::evaluate_and_record(const EpochTally& tally, const RankEpoch& mi
   trace::Span eval_span(p_.tracer, "eval", "compute");
   eval_span.without_step();
   eval_span.arg("epoch", double(tally.epoch + 1));
-  const EvalResult ev = evaluate(p_.model, p_.data.test, p_.eval);
+  EpochFacts ef;
+  evaluate_models(ef.ev, ef.ev_rank0, ef.rank0_separate);
   eval_span.end();
   evaluated_ = true;
   last_epoch_number_ = tally.epoch + 1;
-  // Gossip algorithms: the consensus average as a second evaluated model (collective).
-  std::optional<EvalResult> ev_consensus;
-  p_.strategy.consensus_eval([&] { ev_consensus = evaluate(p_.model, p_.data.test, p_.eval); });
-  EpochFacts ef;
   ef.epoch = tally.epoch + 1;
   ef.epochs = s_.epochs;
   ef.complete = complete;
@@ -289,8 +286,6 @@ void TrainLoop::evaluate_and_record(const EpochTally& tally, const RankEpoch& mi
   ef.computed_steps = tally.computed;
   ef.lr = p_.strategy.applied_lr(p_.optimizer.lr());  // DC-S3GD: its own schedule's
   ef.comm = comm;
-  ef.ev = ev;
-  ef.consensus = ev_consensus;
   ef.algo_state = p_.strategy.state();
   ef.nonfinite_skipped = nonfinite_skipped;
   ef.slowdown = w_.slowdown.factor();
@@ -299,9 +294,21 @@ void TrainLoop::evaluate_and_record(const EpochTally& tally, const RankEpoch& mi
   const GlobalEpoch global = rep_.report().epoch(ef, rep_.summary());
   result_.train_loss = global.loss();
   result_.train_acc = global.train_acc();
-  result_.test_acc = ev.accuracy;
-  result_.test_loss = ev.loss;
-  result_.test_acc5 = ev.top5 ? ev.accuracy5 : -1;
+}
+
+void TrainLoop::evaluate_models(EvalResult& run_model, EvalResult& rank0, bool& separate) {
+  // Rank 0's own model (every rank evaluates rank 0's: tools/train/evaluate.h), then the run's
+  // model where it is another one (the global model, or the ranks' average; collective).
+  rank0 = evaluate(p_.model, p_.data.test, p_.eval);
+  separate =
+      p_.strategy.with_run_model([&] { run_model = evaluate(p_.model, p_.data.test, p_.eval); });
+  if (!separate) run_model = rank0;
+  result_.test_acc = run_model.accuracy;
+  result_.test_loss = run_model.loss;
+  result_.test_acc5 = run_model.top5 ? run_model.accuracy5 : -1;
+  result_.test_acc_rank0 = rank0.accuracy;
+  result_.test_loss_rank0 = rank0.loss;
+  result_.test_acc5_rank0 = rank0.top5 ? rank0.accuracy5 : -1;
 }
 
 TrainResult TrainLoop::finish() {
@@ -310,25 +317,27 @@ TrainResult TrainLoop::finish() {
     p_.strategy.finish_training();
   }
   p_.strategy.drain();
-  if (!evaluated_) {  // resumed from a finished run: report its model
-    const EvalResult ev = evaluate(p_.model, p_.data.test, p_.eval);
-    result_.test_acc = ev.accuracy;
-    result_.test_loss = ev.loss;
-    result_.test_acc5 = ev.top5 ? ev.accuracy5 : -1;
+  if (!evaluated_) {  // resumed from a finished run: report its models
+    EvalResult run_model, rank0;
+    bool separate = false;
+    evaluate_models(run_model, rank0, separate);
   }
   result_.epochs_done = loop_.epoch;
   result_.global_step = loop_.global_step;
   result_.images_per_s = rep_.report().total_images_per_s();
   result_.nonfinite_skipped_steps = loop_.nonfinite_skipped;
-  // The final model with PyTorch names (rank 0's: the one evaluated), for eval and PyTorch;
-  // checked for inf/NaN on every rank first (finish_training may have changed it).
+  // The final model with PyTorch names, for eval and PyTorch: the run's model (the test_acc
+  // of the final record; rank 0's own where every rank holds it); checked for inf/NaN on every
+  // rank first (finish_training may have changed it).
   if (!s_.out_dir.empty()) {
     check_state_finite("final.safetensors");
-    if (rank0_) {
-      const auto path = std::filesystem::path(s_.out_dir) / "final.safetensors";
-      export_model(path, p_.model, s_.model_name, loop_, dataset_class_names(*p_.data.train));
-      result_.final_checkpoint = path.string();
-    }
+    const auto path = std::filesystem::path(s_.out_dir) / "final.safetensors";
+    auto write = [&] {
+      if (rank0_)
+        export_model(path, p_.model, s_.model_name, loop_, dataset_class_names(*p_.data.train));
+    };
+    if (!p_.strategy.with_run_model(write)) write();  // collective
+    if (rank0_) result_.final_checkpoint = path.string();
   }
   rep_.comm_tally().set_aside(p_.strategy);  // the last drain and evaluation, finish_training
   FinalFacts ff;
@@ -339,6 +348,9 @@ TrainResult TrainLoop::finish() {
   ff.test_loss = result_.test_loss;
   ff.test_acc = result_.test_acc;
   ff.test_acc5 = result_.test_acc5;
+  ff.test_loss_rank0 = result_.test_loss_rank0;
+  ff.test_acc_rank0 = result_.test_acc_rank0;
+  ff.test_acc5_rank0 = result_.test_acc5_rank0;
   ff.nonfinite_skipped = loop_.nonfinite_skipped;
   rep_.report().final(ff);
   finish_run_trace(p_.tracer, ranks_, s_.out_dir);  // OUT/trace.json (rank 0), after every file

@@ -127,6 +127,9 @@ class TrainLoop {
   // mid-epoch checkpoint; returns whether the epoch's loop ends.
   bool after_tick();
   void end_epoch(const EpochTally& tally);
+  // Evaluates rank 0's own model and the run's model (Strategy::with_run_model; the same
+  // evaluation where they are one model) into result_. Collective.
+  void evaluate_models(EvalResult& run_model, EvalResult& rank0, bool& separate);
   void evaluate_and_record(const EpochTally& tally, const RankEpoch& mine, const CommStats& comm,
                            bool complete, int64_t nonfinite_skipped);
   TrainResult finish();

@@ -186,14 +186,23 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
   run.ranks_per_node = opt.get_string("ranks_per_node", "0");
   run.init_from = set.init_from;
   run.config = trajectory_config(opt);
+  // epochs is a [run] option unless something is planned from it (RunIdentity).
+  if (const std::string s = schedule->planned_from_epochs(); !s.empty())
+    run.planned_from_epochs.push_back(s);
+  for (std::string& s : strategy->planned_from_epochs())
+    run.planned_from_epochs.push_back(std::move(s));
+  if (!run.planned_from_epochs.empty()) run.config["epochs"] = std::to_string(set.loop.epochs);
   // After the last option read: every key the run reads, run.json's included, is known here
   // (a run.json whose keys were read only after this check could not be a --config).
   check_no_unknown_options(opt, &registry);
   const int64_t steps_per_epoch = pipeline.steps_per_epoch();
-  start_run_trace(tracer, ranks, opt,
-                  set.loop.max_steps > 0 ? std::min(set.loop.epochs * steps_per_epoch,
-                                                    set.loop.max_steps * accumulation.steps())
-                                         : set.loop.epochs * steps_per_epoch);
+  RunPlan plan;
+  plan.epochs = set.loop.epochs;
+  plan.steps_per_epoch = steps_per_epoch;
+  plan.steps = set.loop.max_steps > 0 ? std::min(set.loop.epochs * steps_per_epoch,
+                                                 set.loop.max_steps * accumulation.steps())
+                                      : set.loop.epochs * steps_per_epoch;
+  start_run_trace(tracer, ranks, opt, plan.steps);
   RunFacts facts =
       run_facts(set, *built.model, *strategy, accumulation.steps(), device, data, start_time);
   facts.eval_batch = eval_opt.batch_size;
@@ -204,6 +213,11 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
   facts.base_lr = built.base_lr;
   if (cluster_run) cluster_facts(*cluster_run, facts);
   record_run_start(opt, ranks, facts, summary);
+  // The algorithm's phases in this run: notes under the header, warnings to stderr for a phase
+  // that never starts (comm/strategy.h, plan_notes).
+  if (ranks.rank() == 0)
+    for (const std::string& n : strategy->plan_notes(plan))
+      (n.starts_with("warning: ") ? progress_out : summary) << n << "\n";
   TrainingParts parts{built.model.get(), built.optimizer.get(), strategy.get(), schedule.get(),
                       built.scaler.get()};
   const LoopState start = set.resume.empty()

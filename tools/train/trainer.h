@@ -20,9 +20,15 @@ struct TrainResult {
   int64_t global_step = 0;  // iterations done in total (including before a resume)
   double train_loss = 0;    // mean over the last (possibly partial) epoch and every rank
   double train_acc = 0;     // (weighted by each rank's sample count)
+  // The last evaluation of the run's model (the one a user takes away: the global model, or the
+  // ranks' average where they differ; docs/metrics_schema.md, "Evaluated models") ...
   double test_acc = 0;
   double test_loss = 0;
   double test_acc5 = -1;  // top-5, when the test set has more than 10 classes; else -1
+  // ... and of rank 0's own model (the same numbers where every rank holds the run's model).
+  double test_acc_rank0 = 0;
+  double test_loss_rank0 = 0;
+  double test_acc5_rank0 = -1;
   double images_per_s =
       0;  // every rank's images over the epochs' times (tools/train/epoch_record.h)
   // This process's training and evaluation, on the run's time base (virtual under a cluster),

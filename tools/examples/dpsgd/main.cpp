@@ -2,7 +2,8 @@
 // the library against its communication meter, chosen with algo=dpsgd and trained by the full
 // driver: its gossip overlaps the next step, shows in dplab trace as "dpsgd exchange" and in
 // metrics.jsonl's comm_* (payload and wire bytes, messages), the consensus model is evaluated
-// beside rank 0's (test_acc_consensus), and a resumed run is bitwise the uninterrupted one.
+// as the run's model (test_acc) beside rank 0's own (test_acc_rank0), and a resumed run is bitwise
+// the uninterrupted one.
 //
 //   mpiexec -n 4 ./dpsgd epochs=2 out=runs/dpsgd trace=true
 //   ./dpsgd --help          the registry's names, dpsgd among the algorithms
