@@ -185,8 +185,12 @@ INSTANTIATE_TEST_SUITE_P(
              "--set post_local_sgd.switch_epoch=0 --set local_sgd.H=3 "
              "--set local_sgd.round_spans_epochs=true",
              "post_local_sgd", Expect::average},
-        Case{"slowmo", "--set slowmo.frequency=3 --set slowmo.round_spans_epochs=true", "slowmo",
-             Expect::average},
+        // Each rank its own worker (with node workers, the default, both ranks of this host are
+        // one worker and hold one model).
+        Case{"slowmo",
+             "--set slowmo.frequency=3 --set slowmo.round_spans_epochs=true "
+             "--set slowmo.node_workers=false",
+             "slowmo", Expect::average},
         Case{"diloco", "--set diloco.H=3 --set diloco.round_spans_epochs=true", "diloco",
              Expect::global},
         // H 6, 2 fragments: fragment 0 sends after step 3 and is mixed in after step 4.
