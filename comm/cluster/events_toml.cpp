@@ -178,15 +178,7 @@ Events read_events(const toml::node& tables, const std::string& path) {
 }
 
 Events parse_events_toml(std::string_view text, const std::string& path) {
-  DPLAB_CHECK(text.size() <= kMaxBytes, "{}: {} bytes exceed the {} bytes an events file may have",
-              path, text.size(), kMaxBytes);
-  toml::table t;
-  try {
-    t = toml::parse(text, path);
-  } catch (const toml::parse_error& e) {
-    DPLAB_FAIL("{}:{}:{}: {}", path, e.source().begin.line, e.source().begin.column,
-               e.description());
-  }
+  const toml::table t = toml_read::parse_small_toml(text, path, kMaxBytes, "events file");
   Events events;
   for (auto&& [k, v] : t) {
     DPLAB_CHECK(k == "event", "{}:{}: key '{}': unknown key; an events file holds [[event]] tables",

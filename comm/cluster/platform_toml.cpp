@@ -53,15 +53,7 @@ struct Reader : toml_read::Reader {
 }  // namespace
 
 Platform parse_platform_toml(std::string_view text, const std::string& path) {
-  DPLAB_CHECK(text.size() <= kMaxBytes, "{}: {} bytes exceed the {} bytes a cluster file may have",
-              path, text.size(), kMaxBytes);
-  toml::table t;
-  try {
-    t = toml::parse(text, path);
-  } catch (const toml::parse_error& e) {
-    DPLAB_FAIL("{}:{}:{}: {}", path, e.source().begin.line, e.source().begin.column,
-               e.description());
-  }
+  const toml::table t = toml_read::parse_small_toml(text, path, kMaxBytes, "cluster file");
   Reader r{{path}};
   Platform p;
   bool has_intra = false, has_network = false;

@@ -6,6 +6,7 @@
 #include <toml++/toml.h>
 #include <fstream>
 #include <string>
+#include <string_view>
 
 #include "dplab/core/error.h"
 
@@ -54,6 +55,20 @@ struct Reader {
     return int(i->get());
   }
 };
+
+// `text` parsed as TOML; a syntax error names the file, line and column, and a text larger than
+// `max` bytes is refused ("cluster file", "events file": `what`).
+inline toml::table parse_small_toml(std::string_view text, const std::string& path, size_t max,
+                                    const char* what) {
+  DPLAB_CHECK(text.size() <= max, "{}: {} bytes exceed the {} bytes a {} may have", path,
+              text.size(), max, what);
+  try {
+    return toml::parse(text, path);
+  } catch (const toml::parse_error& e) {
+    DPLAB_FAIL("{}:{}:{}: {}", path, e.source().begin.line, e.source().begin.column,
+               e.description());
+  }
+}
 
 // The text of a small file, one byte more than `max` when it is larger (the parser then
 // refuses it by size); `what` ("cluster file") names it in errors.

@@ -15,6 +15,7 @@
 #include "dplab/core/autograd.h"
 #include "dplab/core/ops/loss.h"
 #include "dplab/models/registry.h"
+#include "forwarding_communicator.h"
 
 namespace dplab {
 namespace {
@@ -81,40 +82,16 @@ TEST(GradSyncWire, SixteenBitWireRoundsAndHalvesTheBytes) {
 }
 
 // Forwards everything to `inner` and records when each iallreduce is posted, and its size.
-class RecordingCommunicator : public Communicator {
+class RecordingCommunicator : public test::Forwarding {
  public:
-  explicit RecordingCommunicator(std::shared_ptr<Communicator> inner) : inner_(std::move(inner)) {}
-  int rank() const override { return inner_->rank(); }
-  int size() const override { return inner_->size(); }
-  std::string name() const override { return inner_->name(); }
-  const WaitOptions& wait_options() const override { return inner_->wait_options(); }
+  using Forwarding::Forwarding;
   Request iallreduce(const Tensor& t, ReduceOp op, std::optional<DType> wire) override {
     {
       std::lock_guard<std::mutex> lock(mu_);
       posts_.push_back({Clock::now(), t.numel()});
     }
-    return inner_->iallreduce(t, op, wire);
+    return Forwarding::iallreduce(t, op, wire);
   }
-  Request ireduce(const Tensor& t, int root, ReduceOp op, std::optional<DType> wire) override {
-    return inner_->ireduce(t, root, op, wire);
-  }
-  Request ibroadcast(const Tensor& t, int root, std::optional<DType> wire) override {
-    return inner_->ibroadcast(t, root, wire);
-  }
-  Request iallgather(const Tensor& s, const Tensor& r, std::optional<DType> wire) override {
-    return inner_->iallgather(s, r, wire);
-  }
-  Request ireduce_scatter(const Tensor& s, const Tensor& r, ReduceOp op,
-                          std::optional<DType> wire) override {
-    return inner_->ireduce_scatter(s, r, op, wire);
-  }
-  Request ibarrier() override { return inner_->ibarrier(); }
-  Request isend(const Tensor& t, int dst, int tag) override { return inner_->isend(t, dst, tag); }
-  Request irecv(const Tensor& t, int src, int tag) override { return inner_->irecv(t, src, tag); }
-  std::shared_ptr<Communicator> split(int color, int key, const std::string& name) override {
-    return inner_->split(color, key, name);
-  }
-  int node_of(int rank) const override { return inner_->node_of(rank); }
 
   struct Post {
     Clock::time_point t;
@@ -126,7 +103,6 @@ class RecordingCommunicator : public Communicator {
   }
 
  private:
-  std::shared_ptr<Communicator> inner_;
   std::mutex mu_;
   std::vector<Post> posts_;
 };

@@ -21,6 +21,7 @@
 #include "dplab/comm/node_port.h"
 #include "dplab/comm/virtual_communicator.h"
 #include "dplab/core/error.h"
+#include "forwarding_communicator.h"
 
 namespace dplab::test {
 
@@ -40,47 +41,6 @@ inline cluster::Platform test_platform() {
   p.validate("test");
   return p;
 }
-
-// A communicator of its own kind that passes every call on to `inner` (splits are forwarded
-// too): what a researcher's own communicator, or another layer, would look like to the cluster.
-class Forwarding : public Communicator {
- public:
-  explicit Forwarding(std::shared_ptr<Communicator> inner) : inner_(std::move(inner)) {}
-  int rank() const override { return inner_->rank(); }
-  int size() const override { return inner_->size(); }
-  std::string name() const override { return "forwarding(" + inner_->name() + ")"; }
-  const WaitOptions& wait_options() const override { return inner_->wait_options(); }
-  Request iallreduce(const Tensor& t, ReduceOp op, std::optional<DType> wire) override {
-    return inner_->iallreduce(t, op, wire);
-  }
-  Request ireduce(const Tensor& t, int root, ReduceOp op, std::optional<DType> wire) override {
-    return inner_->ireduce(t, root, op, wire);
-  }
-  Request ibroadcast(const Tensor& t, int root, std::optional<DType> wire) override {
-    return inner_->ibroadcast(t, root, wire);
-  }
-  Request iallgather(const Tensor& s, const Tensor& r, std::optional<DType> wire) override {
-    return inner_->iallgather(s, r, wire);
-  }
-  Request ireduce_scatter(const Tensor& s, const Tensor& r, ReduceOp op,
-                          std::optional<DType> wire) override {
-    return inner_->ireduce_scatter(s, r, op, wire);
-  }
-  Request ibarrier() override { return inner_->ibarrier(); }
-  Request isend(const Tensor& t, int dst, int tag) override { return inner_->isend(t, dst, tag); }
-  Request irecv(const Tensor& t, int src, int tag) override { return inner_->irecv(t, src, tag); }
-  std::shared_ptr<Communicator> split(int color, int key, const std::string& name) override {
-    auto c = inner_->split(color, key, name);
-    return c ? std::make_shared<Forwarding>(std::move(c)) : nullptr;
-  }
-  int node_of(int r) const override { return inner_->node_of(r); }
-  std::shared_ptr<const std::vector<int>> world_members() const override {
-    return inner_->world_members();
-  }
-
- private:
-  std::shared_ptr<Communicator> inner_;
-};
 
 inline bool over_forwarding() {
   const char* v = std::getenv("DPLAB_TEST_VIRTUAL_INNER");

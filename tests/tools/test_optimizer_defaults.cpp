@@ -18,43 +18,14 @@
 #include "dplab/tools/train/model_parts.h"
 #include "dplab/tools/train/registry.h"
 #include "dplab/tools/train/trainer.h"
+#include "toy_registry.h"
 
 namespace dplab {
 namespace {
 
 using test::ScopedTempDir;
-
-// 2 x 4 x 4 "images" of two classes.
-class ToyDataset : public Dataset {
- public:
-  explicit ToyDataset(int64_t n) : n_(n) {}
-  int64_t size() const override { return n_; }
-  Shape sample_shape() const override { return {2, 4, 4}; }
-  int num_classes() const override { return 2; }
-  std::string describe() const override { return "toy"; }
-  int64_t get_into(int64_t index, float* out) const override {
-    const int64_t label = index % 2;
-    for (int p = 0; p < 32; ++p) out[p] = (label ? 1.0f : -1.0f) + 0.01f * float(p % 5);
-    return label;
-  }
-
- private:
-  int64_t n_;
-};
-
-Registry toy_registry() {
-  Registry r = Registry::with_builtins();
-  r.add_model("toy_linear", {2, 4, 4}, 2, [](int classes) {
-    return std::shared_ptr<Module>(
-        std::make_shared<Sequential>(std::initializer_list<std::shared_ptr<Module>>{
-            std::make_shared<Flatten>(), std::make_shared<Linear>(32, classes)}));
-  });
-  r.add(DatasetEntry{
-      "toy", "16 training and 8 test samples", {}, [](const std::string&, const Options&) {
-        return TrainData{std::make_shared<ToyDataset>(16), std::make_shared<ToyDataset>(8), false};
-      }});
-  return r;
-}
+using test::toy_registry;
+using test::ToyDataset;
 
 ModelParts parts_for(const Options& opt) {
   const Registry r = toy_registry();

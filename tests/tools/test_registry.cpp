@@ -16,11 +16,14 @@
 #include "dplab/tools/train/config.h"
 #include "dplab/tools/train/registry.h"
 #include "dplab/tools/train/trainer.h"
+#include "toy_registry.h"
 
 namespace dplab {
 namespace {
 
 using test::ScopedTempDir;
+using test::toy_registry;
+using test::ToyDataset;
 
 bool has(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
@@ -39,39 +42,6 @@ std::string usage_error_of(const std::function<void()>& f) {
     return e.what();
   }
   return "(no UsageError)";
-}
-
-// 2 x 4 x 4 "images": class 0 has every pixel near -1, class 1 near +1 (linearly separable).
-class ToyDataset : public Dataset {
- public:
-  explicit ToyDataset(int64_t n) : n_(n) {}
-  int64_t size() const override { return n_; }
-  Shape sample_shape() const override { return {2, 4, 4}; }
-  int num_classes() const override { return 2; }
-  std::string describe() const override { return "toy"; }
-  int64_t get_into(int64_t index, float* out) const override {
-    const int64_t label = index % 2;
-    for (int p = 0; p < 32; ++p)
-      out[p] = (label ? 1.0f : -1.0f) + 0.1f * float((index * 7 + p * 3) % 5 - 2);
-    return label;
-  }
-
- private:
-  int64_t n_;
-};
-
-Registry toy_registry() {
-  Registry r = Registry::with_builtins();
-  r.add_model("toy_linear", {2, 4, 4}, 2, [](int classes) {
-    return std::shared_ptr<Module>(
-        std::make_shared<Sequential>(std::initializer_list<std::shared_ptr<Module>>{
-            std::make_shared<Flatten>(), std::make_shared<Linear>(32, classes)}));
-  });
-  r.add(DatasetEntry{
-      "toy", "32 training and 8 test samples", {}, [](const std::string&, const Options&) {
-        return TrainData{std::make_shared<ToyDataset>(32), std::make_shared<ToyDataset>(8), false};
-      }});
-  return r;
 }
 
 TEST(Registry, BuiltinsNameWhatDplabTrainKnows) {
