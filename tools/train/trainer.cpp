@@ -186,6 +186,7 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
   run.ranks_per_node = opt.get_string("ranks_per_node", "0");
   run.init_from = set.init_from;
   run.config = trajectory_config(opt);
+  run.batch = set.batch;
   // After the last option read: every key the run reads, run.json's included, is known here
   // (a run.json whose keys were read only after this check could not be a --config).
   check_no_unknown_options(opt, &registry);
@@ -209,7 +210,11 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
   const LoopState start = set.resume.empty()
                               ? LoopState{}
                               : resume_run(set.resume, set.resume_overrides, ranks, run, parts,
-                                           steps_per_epoch, summary, progress_out);
+                                           steps_per_epoch, summary, progress_out, set.reshard);
+  // run.json: the world sizes so far (a --reshard resume adds one; tools/train/reshard.h).
+  record_world_sizes(
+      opt, ranks,
+      run.world_sizes.empty() ? std::vector<WorldSpan>{{0, ranks.size()}} : run.world_sizes);
   locks.resume.reset();  // read: another run may resume from it too
 
   // Records and progress; elapsed_s continues from the resumed run's checkpoint.
