@@ -60,10 +60,10 @@ TEST(ReshardPosition, AnEpochSplitBetweenWorldSizesSeesEverySampleOnce) {
 TEST(ReshardPosition, ACounterThatDoesNotStartAStepIsRefused) {
   EXPECT_EQ(resharded_step_in_epoch(192, 2, 32), 3);
   try {
-    resharded_step_in_epoch(192, 3, 16);
+    resharded_step_in_epoch(192, 5, 16);
     FAIL() << "expected a refusal";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("3 ranks x batch 16 = 48 samples per step"),
+    EXPECT_NE(std::string(e.what()).find("5 ranks x batch 16 = 80 samples per step"),
               std::string::npos)
         << e.what();
   }
