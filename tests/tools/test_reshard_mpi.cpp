@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -210,6 +211,21 @@ TEST(ReshardAllreduce, RefusalsNameWhatToChange) {
   r = mpirun(2, base + " --batch 16 --resume " + dir.file("run") + " --reshard", dir.path / "c");
   EXPECT_NE(r.status, 0);
   EXPECT_TRUE(has(r.err, "the global batch must stay 64") && has(r.err, "use --batch 32")) << r.err;
+  // A damaged file of an old rank that no longer exists (rank 3 of 4, resumed on 2): the
+  // consensus reads it, so its CRC-32 is checked too.
+  const fs::path ck = dir.path / "run" / "checkpoints" / "step_00000002";
+  fs::copy(ck, dir.path / "damaged", fs::copy_options::recursive);
+  {
+    const fs::path f = dir.path / "damaged" / "rank_3.safetensors";
+    std::string bytes = slurp(f);
+    bytes[bytes.size() - 5] ^= 0x40;  // a byte of the last tensor's data, size unchanged
+    std::ofstream(f, std::ios::binary | std::ios::trunc) << bytes;
+  }
+  r = mpirun(2, base + " --batch 32 --resume " + dir.file("damaged") + " --reshard",
+             dir.path / "e");
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(has(r.err, dir.file("damaged/rank_3.safetensors")) && has(r.err, "corrupted"))
+      << r.err;
   // --reshard without --resume.
   r = mpirun(2, base + " --batch 32 --reshard --max-steps 1", dir.path / "d");
   EXPECT_NE(r.status, 0);

@@ -549,6 +549,11 @@ LoopState resume_run(const std::string& path, const std::vector<std::string>& ov
     if (resharding) {  // tools/train/reshard.h
       Manifest now = m;
       now.world_size = group.size();
+      // The CRC-32 of every old file (find_resume_checkpoint checked only those of ranks that
+      // exist now), shared out among the new ranks: the consensus reads them all.
+      std::vector<int> crc_ranks;
+      for (int r = group.rank(); r < m.world_size; r += group.size()) crc_ranks.push_back(r);
+      verify_checkpoint_files(m, crc_ranks);
       const std::vector<std::string> plan = plan_reshard(m, group.size(), run.batch, overrides);
       allowed = check_resume_identity(now, group, run, plan);
       if (plan.size() > overrides.size())  // the per-rank batch: reported with the reshard below
