@@ -43,6 +43,8 @@ struct TrainArgs {
   CLI::Option* nesterov_flag = nullptr;
   bool trace = false;
   CLI::Option* trace_flag = nullptr;
+  bool reshard = false;
+  CLI::Option* reshard_flag = nullptr;
   std::string config;
   std::vector<std::string> sets;
 };
@@ -92,6 +94,12 @@ CommandSpec train_command() {
                "directory DIR/checkpoints/step_<N>");
         tf.add(*train, train_flag_names("resume.override"), "resume.override",
                "KEY,...: trajectory options the resumed run may change (KEY.* for a prefix)");
+        a->reshard_flag = train->add_flag(
+            "--reshard", a->reshard,
+            "with --resume: continue on another number of ranks, keeping the global batch "
+            "(world x batch); model and optimizer from the replicas' consensus, algorithms "
+            "whose own state cannot move refuse, naming it (option resume.reshard; "
+            "docs/resharding.md) [default: off]");
         tf.add(*train, train_flag_names("init_from"), "init_from",
                "start a new run from a checkpoint's model weights (run or checkpoint directory, "
                "or a model .safetensors file)");
@@ -132,6 +140,7 @@ CommandSpec train_command() {
             a->flags.apply(o);
             if (a->nesterov_flag->count() > 0) o.set("nesterov", a->nesterov ? "true" : "false");
             if (a->trace_flag->count() > 0) o.set("trace", "true");
+            if (a->reshard_flag->count() > 0) o.set("resume.reshard", "true");
             for (const auto& s : a->sets) apply_set_option(s, o);
             // Types, ranges and choices: the config file's values first (an error names the
             // file), then those of --set.

@@ -16,6 +16,7 @@
 #include "dplab/optim/grad_scaler.h"
 #include "dplab/optim/optimizer.h"
 #include "dplab/optim/schedule.h"
+#include "dplab/tools/train/reshard.h"
 
 namespace dplab {
 namespace fs = std::filesystem;
@@ -206,6 +207,10 @@ fs::path write_checkpoint(const CheckpointTarget& target, const RankGroup& ranks
     m.ranks_per_node = run.ranks_per_node;
     m.init_from = run.init_from;
     m.config = run.config;
+    // The global sample counter (tools/train/reshard.h) and the world sizes so far.
+    m.samples_in_epoch = run.batch > 0 ? loop.step_in_epoch * group.size() * run.batch : -1;
+    m.world_sizes =
+        run.world_sizes.empty() ? std::vector<WorldSpan>{{0, group.size()}} : run.world_sizes;
     for (int r = 0; r < group.size(); ++r)
       m.files.push_back({r, rank_file_name(r), files[size_t(r)].bytes, files[size_t(r)].crc32});
     for (const auto& f : m.files) fsync_path(tmp / f.name);
@@ -306,8 +311,9 @@ std::vector<std::string> check_resume_identity(const Manifest& m, const RankGrou
                                                const std::vector<std::string>& overrides) {
   DPLAB_CHECK(m.world_size == group.size(),
               "--resume {}: the checkpoint was written by {} ranks, this run has {}; every rank "
-              "resumes its own state, so the world size cannot change (--init-from starts a new "
-              "run from its weights)",
+              "resumes its own state, so the world size cannot change without --reshard (which "
+              "continues from the replicas' consensus where the algorithm allows it: "
+              "docs/resharding.md; --init-from starts a new run from its weights)",
               m.dir.string(), m.world_size, group.size());
   auto allowed = [&](const std::string& key) {
     for (const auto& o : overrides) {
@@ -542,16 +548,43 @@ void export_model(const fs::path& path, const Module& model, const std::string& 
 
 LoopState resume_run(const std::string& path, const std::vector<std::string>& overrides,
                      const RankGroup& ranks, RunIdentity& run, const TrainingParts& parts,
-                     int64_t steps_per_epoch, std::ostream& summary, std::ostream& report) {
+                     int64_t steps_per_epoch, std::ostream& summary, std::ostream& report,
+                     bool reshard) {
   const RankGroup group = ranks.for_files();  // each rank reads and checks its own large file
   const Manifest m = find_resume_checkpoint(path, group, report);
+  const bool resharding = reshard && m.world_size != group.size();
   std::vector<std::string> allowed;
   LoopState loop;
-  group.agree([&] {  // a refusal, or one rank's unreadable file, stops every rank together
-    allowed = check_resume_identity(m, group, run, overrides);
-    loop = load_rank_state(m, group.rank(), parts, steps_per_epoch);
+  group.agree([&] {    // a refusal, or one rank's unreadable file, stops every rank together
+    if (resharding) {  // tools/train/reshard.h
+      Manifest now = m;
+      now.world_size = group.size();
+      // The CRC-32 of every old file (find_resume_checkpoint checked only those of ranks that
+      // exist now), shared out among the new ranks: the consensus reads them all.
+      std::vector<int> crc_ranks;
+      for (int r = group.rank(); r < m.world_size; r += group.size()) crc_ranks.push_back(r);
+      verify_checkpoint_files(m, crc_ranks);
+      const std::vector<std::string> plan = plan_reshard(m, group.size(), run.batch, overrides);
+      allowed = check_resume_identity(now, group, run, plan);
+      if (plan.size() > overrides.size())  // the per-rank batch: reported with the reshard below
+        std::erase_if(allowed, [](const std::string& a) { return a.starts_with("option batch "); });
+      loop = load_resharded_state(m, group.rank(), parts, steps_per_epoch);
+    } else {
+      allowed = check_resume_identity(m, group, run, overrides);
+      loop = load_rank_state(m, group.rank(), parts, steps_per_epoch);
+    }
   });
   if (!m.init_from.empty()) run.init_from = m.init_from;
+  run.world_sizes = m.world_sizes;
+  if (resharding) {
+    run.world_sizes.push_back({m.step, group.size()});
+    if (group.rank() == 0)
+      summary << fmt::format(
+          "resharded: {} ranks -> {} ranks ({}); the epoch continues after its first {} "
+          "samples (global sample counter)\n",
+          m.world_size, group.size(), reshard_policy(m.algo, m.config).consensus,
+          checkpoint_samples_in_epoch(m));
+  }
   if (group.rank() == 0) {
     for (const auto& a : allowed) {
       summary << "resume: " << a << " (allowed by resume.override)\n";

@@ -70,6 +70,9 @@ struct RunIdentity {
   // it is refused, naming these, unless --resume-override epochs (then with a warning). When
   // empty, epochs is a [run] option and may change freely.
   std::vector<std::string> planned_from_epochs;
+  // Not compared on resume (a --reshard resume changes them; tools/train/reshard.h):
+  int64_t batch = 0;                   // per rank: the manifest's global sample counter
+  std::vector<WorldSpan> world_sizes;  // the run's world sizes so far (empty: this one's alone)
 };
 
 struct CheckpointTarget {
@@ -119,9 +122,12 @@ LoopState load_rank_state(const Manifest& m, int rank, const TrainingParts& part
 // comes from the checkpoint) and this rank's state loaded into `parts`. A refusal or one rank's
 // unreadable file stops every rank together (RankGroup::agree). Rank 0 tells `summary` what
 // resume.override allowed and where the run continues.
+// With `reshard` (option resume.reshard), a checkpoint of another world size is loaded through
+// tools/train/reshard.h instead of being refused; run.world_sizes then gains this run's span.
 LoopState resume_run(const std::string& path, const std::vector<std::string>& overrides,
                      const RankGroup& group, RunIdentity& run, const TrainingParts& parts,
-                     int64_t steps_per_epoch, std::ostream& summary, std::ostream& report);
+                     int64_t steps_per_epoch, std::ostream& summary, std::ostream& report,
+                     bool reshard = false);
 
 // Model weights only (evaluation, prediction, --init-from), strict: `path` is a model
 // .safetensors file (PyTorch names, e.g. OUT/final.safetensors), a checkpoint directory, or a

@@ -102,6 +102,11 @@ void write_manifest(const fs::path& dir, const Manifest& m) {
   json cfg = json::object();
   for (const auto& [k, v] : m.config) cfg[k] = v;
   j["config"] = cfg;
+  if (m.samples_in_epoch >= 0) j["samples_in_epoch"] = m.samples_in_epoch;
+  json spans = json::array();
+  for (const auto& w : m.world_sizes)
+    spans.push_back({{"from_step", w.from_step}, {"world_size", w.world_size}});
+  if (!m.world_sizes.empty()) j["world_sizes"] = spans;
   json files = json::array();
   for (const auto& f : m.files)
     files.push_back(
@@ -177,6 +182,32 @@ Manifest read_manifest(const fs::path& dir) {
     DPLAB_CHECK(it.value().is_string(), "{}: key 'config.{}': expected a string", p.string(),
                 it.key());
     m.config[it.key()] = it.value().get<std::string>();
+  }
+  if (j.contains("samples_in_epoch")) m.samples_in_epoch = integer("samples_in_epoch", 0, kBig);
+  if (j.contains("world_sizes")) {
+    const json& spans = j["world_sizes"];
+    DPLAB_CHECK(spans.is_array() && !spans.empty(),
+                "{}: key 'world_sizes': expected a non-empty array, got {}", p.string(),
+                spans.dump().substr(0, 200));
+    for (size_t i = 0; i < spans.size(); ++i) {
+      const json& w = spans[i];
+      DPLAB_CHECK(w.is_object() && w.contains("from_step") && w["from_step"].is_number_integer() &&
+                      w.contains("world_size") && w["world_size"].is_number_integer(),
+                  "{}: world_sizes[{}]: expected {{from_step, world_size}}, got {}", p.string(), i,
+                  w.dump());
+      const WorldSpan s{w["from_step"].get<int64_t>(), int(w["world_size"].get<int64_t>())};
+      DPLAB_CHECK(s.world_size >= 1 && s.from_step >= 0 && s.from_step <= m.step &&
+                      (i == 0 ? s.from_step == 0 : s.from_step >= m.world_sizes.back().from_step),
+                  "{}: world_sizes[{}] = {}: expected a world size >= 1 from a step in order, "
+                  "from 0 to the checkpoint's step {}",
+                  p.string(), i, w.dump(), m.step);
+      m.world_sizes.push_back(s);
+    }
+    DPLAB_CHECK(m.world_sizes.back().world_size == m.world_size,
+                "{}: key 'world_sizes' ends with {} ranks, but 'world_size' is {}", p.string(),
+                m.world_sizes.back().world_size, m.world_size);
+  } else {
+    m.world_sizes = {{0, m.world_size}};
   }
   const json& files = field("files");
   DPLAB_CHECK(files.is_array() && files.size() == size_t(m.world_size),

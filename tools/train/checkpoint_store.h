@@ -27,6 +27,13 @@ struct ManifestFile {
   uint32_t crc32 = 0;  // zlib's CRC-32 of the whole file
 };
 
+// From global step `from_step` on, the run had `world_size` ranks (a --reshard resume starts a
+// new span at the checkpoint's step).
+struct WorldSpan {
+  int64_t from_step = 0;
+  int world_size = 1;
+};
+
 struct Manifest {
   std::filesystem::path dir;  // the checkpoint directory it was read from
   int version = kCheckpointFormatVersion;
@@ -38,6 +45,13 @@ struct Manifest {
   std::string init_from;  // the run started from these weights (--init-from), or ""
   std::map<std::string, std::string> config;  // trajectory_config of the run
   std::vector<ManifestFile> files;            // one per rank, in rank order
+  // The global sample counter: samples of `epoch` the run has consumed, i.e. the first
+  // samples_in_epoch entries of the epoch's permutation (data/sampler.h: every rank takes a
+  // strided share of each global batch). -1: not recorded (checkpoints before --reshard).
+  int64_t samples_in_epoch = -1;
+  // Every world size the run had, oldest first (absent in older checkpoints: one span of
+  // world_size from step 0).
+  std::vector<WorldSpan> world_sizes;
 };
 
 // "step_00000120" (global steps zero-padded so names sort by step).

@@ -120,6 +120,12 @@ const std::vector<OptionSpec>& driver_option_specs() {
        "KEY,...: trajectory options a resumed run may change (KEY.* matches a prefix), e.g. "
        "lr,lr.schedule",
        false},
+      {"resume.reshard", "false",
+       "resume a checkpoint written by another number of ranks (flag --reshard): model and "
+       "optimizer from the replicas' consensus, the epoch's sample position from the global "
+       "sample counter (keep the global batch: world x batch); algorithms whose own state "
+       "cannot be resharded refuse, naming it (docs/resharding.md)",
+       false},
       {"init_from", "",
        "start a new run from the model weights of a checkpoint (run or checkpoint directory, "
        "or a model .safetensors file): fresh optimizer and loop",

@@ -82,6 +82,7 @@ const std::map<std::string, ValueRule>& rules() {
       {"data.prefetch", integer(0)},
       {"epochs", integer(1)},
       {"batch", integer(1)},
+      {"resume.reshard", boolean()},
       {"lr", number(0)},
       {"momentum", number(0)},
       {"nesterov", boolean()},

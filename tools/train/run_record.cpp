@@ -43,7 +43,7 @@ std::string option_default_or_read(const Options& opt, const std::string& key) {
 }  // namespace
 
 bool run_record_excludes(const std::string& key) {
-  return key == "out" || key == "resume" || key == "resume.override";
+  return key == "out" || key == "resume" || key == "resume.override" || key == "resume.reshard";
 }
 
 std::string utc_iso8601(std::chrono::system_clock::time_point t) {
@@ -185,6 +185,31 @@ void record_run_start(const Options& opt, const RankGroup& ranks, const RunFacts
     out << fmt::format("  run record: {}\n", path.string());
   }
   out.flush();
+}
+
+void record_world_sizes(const Options& opt, const RankGroup& ranks,
+                        const std::vector<WorldSpan>& spans) {
+  const std::string out_dir = opt.get_string("out", option_default("out"));
+  if (ranks.rank() != 0 || out_dir.empty()) return;
+  const auto path = std::filesystem::path(out_dir) / "run.json";
+  const auto tmp = std::filesystem::path(out_dir) / ".run.json.tmp";
+  nlohmann::json rec;
+  {
+    std::ifstream in(path);
+    DPLAB_CHECK(in.good(), "{}: cannot read the run record", path.string());
+    rec = nlohmann::json::parse(in);
+  }
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& s : spans)
+    a.push_back({{"from_step", s.from_step}, {"world_size", s.world_size}});
+  rec["world_sizes"] = a;
+  {
+    std::ofstream o(tmp, std::ios::trunc);
+    o << rec.dump(2) << '\n';
+    o.flush();
+    DPLAB_CHECK(o.good(), "{}: cannot write the run record", tmp.string());
+  }
+  std::filesystem::rename(tmp, path);
 }
 
 }  // namespace dplab

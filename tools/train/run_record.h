@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "dplab/core/options.h"
+#include "dplab/tools/train/checkpoint_store.h"  // WorldSpan
 #include "dplab/tools/train/rank_group.h"
 
 namespace dplab {
@@ -58,6 +59,11 @@ nlohmann::json run_record(const Options& opt, const RunFacts& f,
 // when the option out is set, writes OUT/run.json (replacing a predecessor's on --resume).
 void record_run_start(const Options& opt, const RankGroup& ranks, const RunFacts& f,
                       std::ostream& out);
+
+// Rank 0 adds "world_sizes" ([{from_step, world_size}], oldest first) to OUT/run.json, when
+// the option out is set; called after the resume, which knows the run's earlier world sizes.
+void record_world_sizes(const Options& opt, const RankGroup& ranks,
+                        const std::vector<WorldSpan>& spans);
 
 // "2026-11-24T04:26:23Z".
 std::string utc_iso8601(std::chrono::system_clock::time_point t);

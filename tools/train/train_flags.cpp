@@ -52,6 +52,7 @@ const std::vector<TrainFlag>& train_flags() {
       {"--out", "out", false, ""},
       {"--resume", "resume", false, ""},
       {"--resume-override", "resume.override", false, ""},
+      {"--reshard", "resume.reshard", true, "true"},
       {"--init-from", "init_from", false, ""},
       {"--algo", "algo", false, ""},
       {"--slowdown", "slowdown", false, ""},

@@ -42,6 +42,10 @@ TrainSettings read_train_settings(const Options& opt) {
   l.out_dir = get(opt, "out");
   t.resume = get(opt, "resume");
   t.resume_overrides = split_override_list(get(opt, "resume.override"));
+  t.reshard = opt.get_bool("resume.reshard", option_default("resume.reshard") == "true");
+  DPLAB_CHECK_OPTION(!t.reshard || !t.resume.empty(),
+                     "option resume.reshard (--reshard) needs resume (--resume DIR): it "
+                     "continues a checkpoint on another number of ranks");
   t.init_from = get(opt, "init_from");
   DPLAB_CHECK_OPTION(
       t.resume.empty() || t.init_from.empty(),

@@ -22,6 +22,7 @@ struct TrainSettings {
   bool f16 = false;        // amp = f16: loss scaling
   std::string resume, init_from;
   std::vector<std::string> resume_overrides;
+  bool reshard = false;              // resume.reshard: another world size (tools/train/reshard.h)
   std::vector<int> preempt_signals;  // none without an output directory to save to
   Progress::Mode progress = Progress::Mode::off;
   int every_percent = 10;

@@ -192,6 +192,7 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
   for (std::string& s : strategy->planned_from_epochs())
     run.planned_from_epochs.push_back(std::move(s));
   if (!run.planned_from_epochs.empty()) run.config["epochs"] = std::to_string(set.loop.epochs);
+  run.batch = set.batch;
   // After the last option read: every key the run reads, run.json's included, is known here
   // (a run.json whose keys were read only after this check could not be a --config).
   check_no_unknown_options(opt, &registry);
@@ -223,7 +224,11 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
   const LoopState start = set.resume.empty()
                               ? LoopState{}
                               : resume_run(set.resume, set.resume_overrides, ranks, run, parts,
-                                           steps_per_epoch, summary, progress_out);
+                                           steps_per_epoch, summary, progress_out, set.reshard);
+  // run.json: the world sizes so far (a --reshard resume adds one; tools/train/reshard.h).
+  record_world_sizes(
+      opt, ranks,
+      run.world_sizes.empty() ? std::vector<WorldSpan>{{0, ranks.size()}} : run.world_sizes);
   locks.resume.reset();  // read: another run may resume from it too
 
   // Records and progress; elapsed_s continues from the resumed run's checkpoint.
