@@ -37,12 +37,14 @@ METHODS = {
     "powersgd": "AllReduce + PowerSGD r=2",
     "daso": "DASO",
     "local_sgd": "local SGD H=4",
-    "slowmo": "SlowMo tau=48",
+    "slowmo": "SlowMo tau=48 (every rank a worker)",
+    "slowmo_fairscale": "SlowMo, fairscale's default",
     "allreduce_adamw": "AllReduce (AdamW)",
     "diloco": "DiLoCo H=50",
     "sdiloco": "Streaming DiLoCo H=50 P=2",
     "sdiloco_int8": "Streaming DiLoCo int8",
     "sdiloco_int4": "Streaming DiLoCo int4",
+    "sdiloco_fp4": "Streaming DiLoCo fp4 (E2M1)",
 }
 FIXED_TARGETS = [0.80, 0.85, 0.88, 0.90]
 BASELINE = "allreduce"
@@ -60,16 +62,19 @@ METHOD_COLLECTIVE = {
     "daso": None,
     "local_sgd": "allreduce",
     "slowmo": "allreduce",
+    "slowmo_fairscale": None,  # run 2026-11-28: measured
     "allreduce_adamw": "allreduce",
     "diloco": "allreduce",
     "sdiloco": "allreduce",
-    "sdiloco_int8": "allgather",
-    "sdiloco_int4": "allgather",
+    # Rerun 2026-11-28 with the quantised reduce-scatter / allgather exchange: measured.
+    "sdiloco_int8": None,
+    "sdiloco_int4": None,
+    "sdiloco_fp4": None,
 }
 DERIVED_NOTE = (
     "† derived, not measured: these runs predate `comm_wire_bytes`. Wire bytes per epoch = the "
     "payload of the middle epochs (2 to the last but one) x 2(P-1)/P for an allreduce, x (P-1) "
-    "for an allgather of this rank's block (Streaming DiLoCo int8/int4), P = the run's ranks "
+    "for an allgather of this rank's block, P = the run's ranks "
     "(comm/wire_bytes.h). The first and last epochs are left out of the derivation: their "
     "records also hold the set-up broadcast and the final averaging, f32 operations of another "
     "kind (studies/README.md); in the middle epochs the records' counters confirm one kind "

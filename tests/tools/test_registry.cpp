@@ -13,6 +13,7 @@
 #include "dplab/layers/sequential.h"
 #include "dplab/models/registry.h"
 #include "dplab/optim/sgd.h"
+#include "dplab/tools/train/checkpoint.h"
 #include "dplab/tools/train/config.h"
 #include "dplab/tools/train/registry.h"
 #include "dplab/tools/train/trainer.h"
@@ -163,6 +164,13 @@ TEST(Registry, ExperimentModelAndDataRunThroughTheDriverAndResume) {
   rest.set("resume", dir.file("part"));
   const TrainResult resumed = run_training(rest, r, s3, p3);
   EXPECT_EQ(resumed.global_step, 8) << s3.str();
+
+  // The weights of a run directory (its last checkpoint) come with that file's metadata: a
+  // run of one rank wrote dplab.world_size 1 (read_model_weights once returned it empty).
+  const ModelWeights w = read_model_weights(dir.file("whole"));
+  ASSERT_TRUE(w.meta.count("dplab.world_size")) << w.file;
+  EXPECT_EQ(w.meta.at("dplab.world_size"), "1");
+  EXPECT_EQ(w.model, "toy_linear");
 
   std::string model_a, model_b;
   const auto a = final_weights(dir.file("whole"), &model_a);

@@ -513,7 +513,10 @@ ModelWeights read_model_weights(const std::string& path) {
     w.file = (m.dir / m.files[0].name).string();
     StateDict s(w.file);
     std::map<std::string, std::string> meta;
-    s.assign(load_safetensors(w.file, &meta), std::move(meta));
+    // Loaded first: the order in which function arguments are evaluated is unspecified, and GCC
+    // moved `meta` out before load_safetensors filled it (the checkpoint's meta came back empty).
+    std::vector<NamedTensor> tensors = load_safetensors(w.file, &meta);
+    s.assign(std::move(tensors), std::move(meta));
     w.tensors = tensors_with(s, kModel, true);
     if (auto it = m.config.find("model"); it != m.config.end()) w.model = it->second;
     w.meta = s.values();
