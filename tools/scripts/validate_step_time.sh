@@ -4,7 +4,8 @@
 #
 # For each model and algorithm it
 #   1. records a compute profile of the model on this machine just before
-#      (dplab bench train --profile-out, one rank, one thread, batch 16, 1x28x28 input);
+#      (dplab bench train --profile-out, one thread, batch 16, 1x28x28 input), beside a twin
+#      bench doing the same work, as the run's 2 ranks share the host;
 #   2. trains for real: mpiexec -n 2, one thread per rank, MPI on this host (wall time);
 #   3. trains the same run in virtual time on the `local-shm` preset (fitted to this machine's
 #      MPI_Allreduce) with cluster.compute = profile:FILE;
@@ -55,8 +56,15 @@ echo "|---|---|---|---|---|"
 errors=()
 for model in $models; do
   profile="$out/$model.profile.json"
-  "$dplab" bench train --model "$model" --batch $batch --threads 1 --input 1x28x28 \
-    --steps 20 --warmup 5 --profile-out "$profile" > "$out/$model.profile.log" 2>&1
+  # Recorded beside a twin doing the same work, as the 2 ranks of the real run compute side by
+  # side on this host's 2 cores (shared caches and memory bandwidth): the profile of one rank
+  # alone is faster than either rank of the run.
+  bench=("$dplab" bench train --model "$model" --batch $batch --threads 1 --input 1x28x28
+         --steps 30 --warmup 5)
+  "${bench[@]}" > "$out/$model.twin.log" 2>&1 &
+  twin=$!
+  "${bench[@]}" --profile-out "$profile" > "$out/$model.profile.log" 2>&1
+  wait $twin
   for entry in "${configs[@]}"; do
     IFS='|' read -r id args prefix buckets <<< "$entry"
     extra=()
