@@ -153,6 +153,7 @@ CommandSpec train_command() {
             shape.world_size = mpi_active() ? MpiEnv::get().world_size() : 1;
             shape.local_ranks = local_ranks_hint();
             shape.cores = int(cores);
+            shape.load = host_load_average();
             for (const std::string& w : ineffective_settings(o, shape)) std::cerr << w << "\n";
           }
           TrainResult r;

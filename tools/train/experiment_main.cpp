@@ -1,7 +1,6 @@
 #include "dplab/tools/train/experiment_main.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <iostream>
 #include <thread>
 #include <vector>
@@ -47,8 +46,7 @@ int experiment_main(int argc, char** argv, const Registry& registry, const Exper
       shape.world_size = mpi_active() ? MpiEnv::get().world_size() : 1;
       shape.local_ranks = local_ranks_hint();
       shape.cores = int(std::max(1u, std::thread::hardware_concurrency()));
-      double load = 0;
-      if (getloadavg(&load, 1) == 1) shape.load = load;
+      shape.load = host_load_average();
       for (const std::string& w : ineffective_settings(opt, shape)) std::cerr << w << "\n";
     }
     const TrainResult r = run_training(opt, registry, std::cout, std::cerr);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cstdlib>
 
 namespace dplab {
 namespace {
@@ -72,6 +73,11 @@ std::vector<std::string> ineffective_settings(const Options& opt, const RunShape
         "set cluster.compute = profile:FILE",
         shape.load, shape.cores, shape.cores == 1 ? "" : "s"));
   return w;
+}
+
+double host_load_average() {
+  double load = 0;
+  return getloadavg(&load, 1) == 1 ? load : 0.0;
 }
 
 std::string batch_warning(int64_t batch, int64_t rank_samples) {

@@ -27,5 +27,7 @@ std::vector<std::string> ineffective_settings(const Options& opt, const RunShape
 // "warning: ..." when `batch` exceeds `rank_samples`, the samples one rank sees per epoch
 // (every step is then one short batch); "" otherwise.
 std::string batch_warning(int64_t batch, int64_t rank_samples);
+// This host's 1-minute load average (getloadavg), 0 when unknown: RunShape::load.
+double host_load_average();
 
 }  // namespace dplab
