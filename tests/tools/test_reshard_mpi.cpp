@@ -232,66 +232,6 @@ TEST(ReshardAllreduce, RefusalsNameWhatToChange) {
   EXPECT_TRUE(has(r.err, "--reshard") && has(r.err, "needs resume")) << r.err;
 }
 
-struct Refusal {
-  std::string name;        // the test's name
-  std::string algo;        // --algo
-  std::string args;        // its options
-  std::string why;         // a phrase of the documented reason
-  std::string args2 = "";  // the 2-rank run's options instead of `args` (per-rank lists)
-};
-
-std::ostream& operator<<(std::ostream& os, const Refusal& r) {
-  return os << r.name;
-}
-
-class ReshardRefusal : public ::testing::TestWithParam<Refusal> {};
-
-// docs/resharding.md: each of these algorithms keeps state per rank that a resume on 2 ranks
-// cannot take over, so --reshard refuses it, naming the algorithm and the state, before
-// anything is trained or written.
-TEST_P(ReshardRefusal, FourToTwoRefusesNamingTheState) {
-  const Refusal& p = GetParam();
-  ScopedTempDir dir("reshard-refuse-" + p.name);
-  const std::string base = kRun + " --algo " + p.algo + " ";
-  auto r = mpirun(4, base + p.args + " --batch 16 --max-steps 2 --out " + dir.file("run"),
-                  dir.path / "a");
-  ASSERT_EQ(r.status, 0) << r.err;
-  r = mpirun(2,
-             base + (p.args2.empty() ? p.args : p.args2) + " --batch 32 --resume " +
-                 dir.file("run") + " --reshard --out " + dir.file("two"),
-             dir.path / "b");
-  EXPECT_NE(r.status, 0);
-  EXPECT_TRUE(has(r.err, "algorithm " + p.algo +
-                             " cannot continue on 2 ranks from a checkpoint "
-                             "of 4") &&
-              has(r.err, p.why))
-      << r.err;
-  EXPECT_FALSE(fs::exists(dir.path / "two" / "checkpoints")) << "a refused run wrote a checkpoint";
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    EveryOtherAlgorithm, ReshardRefusal,
-    ::testing::Values(
-        Refusal{"allreduce_topk", "allreduce",
-                "--set allreduce.compress=topk --set allreduce.topk.ratio=0.05",
-                "residuals per rank"},
-        Refusal{"hybrid", "hybrid", "--set hybrid.W=2 --set hybrid.R=3", "hybrid stage"},
-        Refusal{"daso", "daso",
-                "--ranks-per-node 2 --set daso.warmup_epochs=0 --set daso.cooldown_epochs=0 "
-                "--set daso.B_max=3",
-                "DASO's phase"},
-        Refusal{"dcs3gd", "dcs3gd", "", "W_bar, V, S"},
-        Refusal{"crossover", "crossover", "", "derangement schedule"},
-        Refusal{"sgp", "sgp", "", "push-sum weights"},
-        Refusal{"oscars", "oscars", "--set oscars.t_us=1000,2000,1000,3000", "per-rank schedule",
-                "--set oscars.t_us=1000,2000"},
-        Refusal{"post_local_sgd", "post_local_sgd", "--set local_sgd.H=3", "local-SGD round"},
-        Refusal{"slowmo", "slowmo", "--set slowmo.frequency=3", "slow momentum"},
-        Refusal{"streaming_diloco", "streaming_diloco",
-                "--set streaming_diloco.H=4 --set streaming_diloco.fragment_sync_delay=1",
-                "fragment in flight"}),
-    [](const ::testing::TestParamInfo<Refusal>& i) { return i.param.name; });
-
 // The tensors of a safetensors file by name.
 std::map<std::string, Tensor> tensors_of(const fs::path& f) {
   std::map<std::string, Tensor> r;
@@ -300,108 +240,280 @@ std::map<std::string, Tensor> tensors_of(const fs::path& f) {
 }
 
 bool same_bytes(const Tensor& a, const Tensor& b) {
-  return a.nbytes() == b.nbytes() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
+  return a.dtype() == b.dtype() && a.nbytes() == b.nbytes() &&
+         std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
 }
 
-struct RoundAlgo {
-  std::string name;
-  std::string args;       // H = 2: rounds end after steps 2 and 4 of each epoch
-  std::string round_key;  // the algorithm state value counting steps into the round
+// One algorithm's resharding policy as docs/resharding.md states it, written out here apart
+// from tools/train/reshard.cpp: how the new ranks' value of each state entry follows from the
+// old ranks' files.
+//   same      rank 0's, and every old rank holds the same (global state)
+//   rank0     rank 0's (per-rank statistics)
+//   mean      the mean over the old ranks (f32; other tensors and values: every rank agrees)
+//   wmean:K   model only: sum_i w_i x_i / sum_i w_i with w_i the old file's value algo.K
+//   fresh     the new world's own value: not compared with the old files (`expect` names some)
+//   =V        the value V
+struct ReshardCase {
+  std::string name{};
+  std::string args{};              // the 4-rank run's options (16 per rank)
+  std::string args2{};             // the 2-rank runs' options (32 per rank); "": `args`
+  int64_t at = 3;                  // the checkpoint (global step) the 2 ranks resume from
+  std::string model = "mean";      // rule of model.*
+  std::string optimizer = "mean";  // rule of optim.* ("mean+rank0_steps": step counts rank 0's)
+  std::vector<std::pair<std::string, std::string>> algo{};  // (key or prefix*, rule); else same
+  std::map<std::string, std::string> expect{};              // algo values after the load
+  std::string spread = "model.";  // f32 state that differs between the old ranks (so a mean is
+                                  // tested, not a copy); "" for none
 };
 
-std::ostream& operator<<(std::ostream& os, const RoundAlgo& a) {
-  return os << a.name;
+std::ostream& operator<<(std::ostream& os, const ReshardCase& c) {
+  return os << c.name;
 }
 
-class ReshardAtRoundEnd : public ::testing::TestWithParam<RoundAlgo> {};
+std::string rule_of(const ReshardCase& c, const std::string& name) {
+  if (name.starts_with("model.")) return c.model;
+  if (name.starts_with("optim.")) return c.optimizer;
+  if (!name.starts_with("algo.")) return "rank0";
+  const std::string key = name.substr(5);
+  for (const auto& [k, rule] : c.algo)
+    if (k.ends_with('*') ? key.starts_with(k.substr(0, k.size() - 1)) : key == k) return rule;
+  return "same";
+}
 
-// docs/resharding.md: diloco and local_sgd reshard at a round's end. Every replica is then the
-// same (DiLoCo: theta; local SGD: the average), so the new ranks take rank 0's model and
-// algorithm state (theta and the outer optimizer's, global), and the optimizer's state, each
-// rank's own, is averaged. Checked on the state the 2-rank run loads (its checkpoint at the
-// step it resumed at, before any step), against the 4 files it came from: the mean is computed
-// here. Then the run trains on; a checkpoint inside a round is refused.
-TEST_P(ReshardAtRoundEnd, FourToTwoTakesTheReplicaAndTheAverageOptimizerState) {
-  const RoundAlgo& p = GetParam();
-  ScopedTempDir dir("reshard-round-" + p.name);
-  const std::string base = kRun + " --algo " + p.name + " " + p.args;
-  auto r = mpirun(4, base + " --batch 16 --max-steps 2 --out " + dir.file("run"), dir.path / "a");
+class ReshardEveryAlgorithm : public ::testing::TestWithParam<ReshardCase> {};
+
+// docs/resharding.md: 4 -> 2 ranks for every algorithm, from a checkpoint inside its round
+// (where it has rounds). The state the 2 ranks load (their checkpoint at the step they resumed
+// at, written before any step) is compared entry by entry with the 4 old files under the
+// policy above, the means computed here; then the run trains on to the end (finite loss).
+TEST_P(ReshardEveryAlgorithm, FourToTwoLoadsThePolicysStateAndTrainsOn) {
+  const ReshardCase& c = GetParam();
+  ScopedTempDir dir("reshard-" + c.name);
+  const std::string base = kRun + " " + c.args;
+  const std::string base2 = kRun + " " + (c.args2.empty() ? c.args : c.args2);
+  auto r = mpirun(4,
+                  base + fmt::format(" --batch 16 --set checkpoint.every_steps={} --max-steps {} "
+                                     "--out {}",
+                                     c.at, c.at + 1, dir.file("run")),
+                  dir.path / "a");
   ASSERT_EQ(r.status, 0) << r.err;
+  const fs::path old_dir = dir.path / "run" / "checkpoints" / fmt::format("step_{:08d}", c.at);
+  ASSERT_TRUE(fs::exists(old_dir / "manifest.json")) << old_dir;
+  // The resumed run stops before its first step: --max-steps counts optimizer steps.
+  const std::string stop = values_of(old_dir / "rank_0.safetensors").at("loop.optimizer_steps");
   r = mpirun(2,
-             base + " --batch 32 --max-steps 2 --resume " + dir.file("run") + " --reshard --out " +
-                 dir.file("loaded"),
+             base2 + " --batch 32 --max-steps " + stop + " --resume " + old_dir.string() +
+                 " --reshard --out " + dir.file("loaded"),
              dir.path / "b");
   ASSERT_EQ(r.status, 0) << r.err;
-  const fs::path old_dir = dir.path / "run" / "checkpoints" / "step_00000002";
+  EXPECT_TRUE(has(r.out, "resharded: 4 ranks -> 2 ranks")) << r.out;
+
   std::vector<std::map<std::string, Tensor>> old;
-  for (int rank = 0; rank < 4; ++rank)
-    old.push_back(tensors_of(old_dir / fmt::format("rank_{}.safetensors", rank)));
-  EXPECT_EQ(values_of(old_dir / "rank_0.safetensors").at("algo." + p.round_key), "0")
-      << "the checkpoint is at a round's end";
-  double optimizer_spread = 0;  // how much the ranks' optimizer states differ
+  std::vector<std::map<std::string, std::string>> old_values;
+  for (int rank = 0; rank < 4; ++rank) {
+    const fs::path f = old_dir / fmt::format("rank_{}.safetensors", rank);
+    old.push_back(tensors_of(f));
+    old_values.push_back(values_of(f));
+  }
+  double spread = 0;  // how much the old ranks' `c.spread` state differs
+  int64_t compared = 0;
   for (int rank = 0; rank < 2; ++rank) {
-    const auto now = tensors_of(dir.path / "loaded" / "checkpoints" / "step_00000002" /
-                                fmt::format("rank_{}.safetensors", rank));
-    ASSERT_EQ(now.size(), old[0].size());
+    const fs::path f = dir.path / "loaded" / "checkpoints" / fmt::format("step_{:08d}", c.at) /
+                       fmt::format("rank_{}.safetensors", rank);
+    const auto now = tensors_of(f);
+    const auto now_values = values_of(f);
+    EXPECT_EQ(now_values.at("loop.global_step"), std::to_string(c.at));
+    // Every old tensor not re-derived is there, and nothing else is but re-derived ones.
+    for (const auto& [name, t] : old[0]) {
+      if (rule_of(c, name) != "fresh") {
+        EXPECT_TRUE(now.count(name)) << name << " was lost";
+      }
+    }
     for (const auto& [name, t] : now) {
-      ASSERT_TRUE(old[0].count(name)) << name;
-      if (!name.starts_with("optim.") || t.dtype() != DType::f32) {
-        // Model, algorithm state, step counts: the replica's (every old rank's model alike).
-        EXPECT_TRUE(same_bytes(t, old[0].at(name))) << name << " on new rank " << rank;
-        if (name.starts_with("model.")) {
-          for (int o = 1; o < 4; ++o)
-            EXPECT_TRUE(same_bytes(old[0].at(name), old[size_t(o)].at(name)))
-                << name << ": old rank " << o << " differs from rank 0 at the round's end";
+      const std::string rule = rule_of(c, name);
+      const std::string at = name + " on new rank " + std::to_string(rank);
+      if (rule == "fresh") continue;
+      ASSERT_TRUE(old[0].count(name)) << at << ": not in the old files";
+      const Tensor& t0 = old[0].at(name);
+      const bool averaged =
+          rule == "mean" || rule.starts_with("mean+") || rule.starts_with("wmean:");
+      ++compared;
+      if (!averaged || t.dtype() != DType::f32) {
+        EXPECT_TRUE(same_bytes(t, t0)) << at << ": expected old rank 0's (" << rule << ")";
+        const bool counts_rank0 = rule == "mean+rank0_steps";
+        if (rule != "rank0" && !counts_rank0) {
+          for (int o = 1; o < 4; ++o) {
+            EXPECT_TRUE(same_bytes(old[size_t(o)].at(name), t0))
+                << at << ": old rank " << o << " differs from rank 0 (" << rule << ")";
+          }
         }
         continue;
       }
+      std::vector<double> w(4, 1.0);
+      if (rule.starts_with("wmean:"))
+        for (int o = 0; o < 4; ++o)
+          w[size_t(o)] = std::stod(old_values[size_t(o)].at("algo." + rule.substr(6)));
       const float* y = t.data<float>();
       for (int64_t k = 0; k < t.numel(); ++k) {
-        double mean = 0;
-        for (int o = 0; o < 4; ++o) mean += double(old[size_t(o)].at(name).data<float>()[k]);
-        mean /= 4;
+        double sum = 0, total = 0;
+        for (int o = 0; o < 4; ++o) {
+          sum += w[size_t(o)] * double(old[size_t(o)].at(name).data<float>()[k]);
+          total += w[size_t(o)];
+        }
+        const double mean = sum / total;
         // One f32 rounding of the mean (the sum is in double).
-        EXPECT_NEAR(double(y[k]), mean, 1e-7 * std::abs(mean) + 1e-30) << name << "[" << k << "]";
-        optimizer_spread =
-            std::max(optimizer_spread, std::abs(double(old[1].at(name).data<float>()[k]) -
-                                                double(old[0].at(name).data<float>()[k])));
+        ASSERT_NEAR(double(y[k]), mean, 1e-7 * std::abs(mean) + 1e-30) << at << "[" << k << "]";
+        if (!c.spread.empty() && name.starts_with(c.spread))
+          for (int o = 1; o < 4; ++o)
+            spread = std::max(spread, std::abs(double(old[size_t(o)].at(name).data<float>()[k]) -
+                                               double(t0.data<float>()[k])));
       }
     }
+    // The algorithm's values.
+    for (const auto& [key, v0] : old_values[0]) {
+      if (!key.starts_with("algo.")) continue;
+      const std::string rule = rule_of(c, key);
+      if (rule == "fresh") continue;
+      ASSERT_TRUE(now_values.count(key)) << key << " was lost";
+      ++compared;
+      if (rule.starts_with("=")) {
+        EXPECT_EQ(now_values.at(key), rule.substr(1)) << key;
+        continue;
+      }
+      EXPECT_EQ(now_values.at(key), v0) << key << " on new rank " << rank << " (" << rule << ")";
+      if (rule != "rank0") {
+        for (int o = 1; o < 4; ++o) {
+          EXPECT_EQ(old_values[size_t(o)].at(key), v0) << key << ": old rank " << o << " differs";
+        }
+      }
+    }
+    for (const auto& [key, v] : c.expect) {
+      ASSERT_TRUE(now_values.count("algo." + key)) << key;
+      EXPECT_EQ(now_values.at("algo." + key), v) << key << " on new rank " << rank;
+    }
   }
-  EXPECT_GT(optimizer_spread, 0) << "the old ranks' optimizer states are alike: the mean is "
-                                    "not tested";
-  std::printf("largest |optimizer state difference| between old ranks 0 and 1: %.3g\n",
-              optimizer_spread);
-  // Trains on, across the epoch's end.
-  r = mpirun(2,
-             base + " --batch 32 --max-steps 6 --resume " + dir.file("run") + " --reshard --out " +
-                 dir.file("on"),
-             dir.path / "c");
+  EXPECT_GT(compared, 0);
+  if (!c.spread.empty()) {
+    EXPECT_GT(spread, 0) << "the old ranks' " << c.spread << "* state is alike: the mean is not "
+                         << "tested";
+  }
+  std::printf("%s: largest |%s* difference| between the old ranks: %.3g\n", c.name.c_str(),
+              c.spread.c_str(), spread);
+  // Trains on to the end of the 2 epochs (8 steps).
+  r = mpirun(
+      2, base2 + " --batch 32 --resume " + old_dir.string() + " --reshard --out " + dir.file("on"),
+      dir.path / "c");
   ASSERT_EQ(r.status, 0) << r.err;
-  const auto e1 = epoch_record(dir.path / "on", 1);
-  ASSERT_FALSE(e1.is_null());
-  EXPECT_TRUE(std::isfinite(e1["loss"].get<double>())) << e1.dump();
-  EXPECT_TRUE(fs::exists(dir.path / "on" / "checkpoints" / "step_00000006" / "manifest.json"));
-  // Inside a round (H = 3, 2 steps in) the replicas differ: refused.
-  r = mpirun(4,
-             base + " --set " + p.name + ".H=3 --batch 16 --max-steps 2 --out " + dir.file("mid"),
-             dir.path / "d");
-  ASSERT_EQ(r.status, 0) << r.err;
-  r = mpirun(2,
-             base + " --set " + p.name + ".H=3 --batch 32 --resume " + dir.file("mid") +
-                 " --reshard --out " + dir.file("mid2"),
-             dir.path / "e");
-  EXPECT_NE(r.status, 0);
-  EXPECT_TRUE(has(r.err, "reshards only at a round's end") && has(r.err, "2 steps into a round"))
-      << r.err;
+  const auto e2 = epoch_record(dir.path / "on", 2);
+  ASSERT_FALSE(e2.is_null()) << slurp(dir.path / "on" / "metrics.jsonl");
+  EXPECT_TRUE(std::isfinite(e2["loss"].get<double>())) << e2.dump();
+  EXPECT_EQ(spans(nlohmann::json::parse(slurp(dir.path / "on" / "run.json"))["world_sizes"]),
+            fmt::format("4@0 2@{} ", c.at));
 }
 
+// H = 2 (or its kind): the checkpoint at step 3 is inside a round, where the replicas differ.
 INSTANTIATE_TEST_SUITE_P(
-    PeriodicAveraging, ReshardAtRoundEnd,
-    ::testing::Values(RoundAlgo{"diloco", "--set optim=adamw --wd 0.01 --set diloco.H=2",
-                                "inner_steps"},
-                      RoundAlgo{"local_sgd", "--set local_sgd.H=2", "since_average"}),
-    [](const ::testing::TestParamInfo<RoundAlgo>& i) { return i.param.name; });
+    Algorithms, ReshardEveryAlgorithm,
+    ::testing::Values(
+        ReshardCase{.name = "allreduce_topk",
+                    .args = "--algo allreduce --set allreduce.compress=topk "
+                            "--set allreduce.topk.ratio=0.05",
+                    .model = "rank0",
+                    .optimizer = "rank0",
+                    .algo = {{"sync.*", "mean"}},
+                    .spread = "algo.sync."},
+        ReshardCase{.name = "allreduce_powersgd",
+                    .args = "--algo allreduce --set allreduce.compress=powersgd "
+                            "--set allreduce.powersgd.start_step=1",
+                    .model = "rank0",
+                    .optimizer = "rank0",
+                    .algo = {{"sync.*", "mean"}},
+                    .spread = "algo.sync."},
+        ReshardCase{.name = "local_sgd",
+                    .args = "--algo local_sgd --set local_sgd.H=2",
+                    .algo = {{"sync.*", "mean"}}},
+        ReshardCase{.name = "post_local_sgd",
+                    .args = "--algo post_local_sgd --set post_local_sgd.switch_epoch=0 "
+                            "--set local_sgd.H=2",
+                    .algo = {{"sync.*", "mean"}}},
+        ReshardCase{.name = "diloco",
+                    .args = "--algo diloco --set optim=adamw --wd 0.01 --set diloco.H=2"},
+        ReshardCase{.name = "streaming_diloco",
+                    .args = "--algo streaming_diloco --set streaming_diloco.H=4 "
+                            "--set streaming_diloco.fragment_sync_delay=1",
+                    .at = 2,  // fragment 0 in flight: its averaged delta is global
+                    .expect = {{"pending_fragment", "0"}}},
+        ReshardCase{
+            .name = "slowmo",
+            .args = "--algo slowmo --set slowmo.frequency=2 --set slowmo.node_workers=false"},
+        ReshardCase{.name = "slowmo_sgp",
+                    .args = "--algo slowmo --set slowmo.base=sgp --set slowmo.frequency=2",
+                    .model = "wmean:sgp.push_sum_weight",
+                    .algo = {{"sgp.ranks", "fresh"},
+                             {"sgp.weights", "fresh"},
+                             {"sgp.last_hop", "fresh"},
+                             {"sgp.push_sum_weight", "=1"}},
+                    .expect = {{"sgp.ranks", "2"}}},
+        ReshardCase{.name = "sgp",
+                    .args = "--algo sgp",
+                    .model = "wmean:push_sum_weight",
+                    .algo = {{"ranks", "fresh"},
+                             {"weights", "fresh"},
+                             {"last_hop", "fresh"},
+                             {"push_sum_weight", "=1"}},
+                    .expect = {{"ranks", "2"}}},
+        ReshardCase{.name = "hybrid",
+                    // Epoch 0 is stage 2 (accumulation, W = 3), epoch 1 stage 3 (local steps,
+                    // averaged every R = 3): step 5 is inside stage 3.
+                    .args = "--algo hybrid --set hybrid.W=3 --set hybrid.R=3 "
+                            "--set hybrid.split=thirds",
+                    .at = 5,
+                    .algo = {{"grad", "mean"}, {"sync.*", "mean"}},
+                    .expect = {{"stage", "3"}}},
+        ReshardCase{.name = "daso",
+                    // 2 nodes x 2 ranks, a sync in flight at step 3; then 2 nodes x 1 rank.
+                    .args = "--algo daso --ranks-per-node 2 --set daso.warmup_epochs=0 "
+                            "--set daso.cooldown_epochs=0 --set daso.B_max=2",
+                    .args2 = "--algo daso --ranks-per-node 1 --resume-override ranks_per_node "
+                             "--set daso.warmup_epochs=0 --set daso.cooldown_epochs=0 "
+                             "--set daso.B_max=2",
+                    .algo = {{"nodes", "fresh"},
+                             {"ranks_per_node", "fresh"},
+                             {"schedule_epoch", "fresh"},
+                             {"schedule", "fresh"},
+                             {"schedule_next", "fresh"},
+                             {"epoch_syncs", "fresh"},
+                             {"pending*", "fresh"},
+                             {"sync.*", "mean"}},
+                    .expect = {{"nodes", "2"}, {"ranks_per_node", "1"}, {"pending", ""}}},
+        ReshardCase{.name = "dcs3gd",
+                    .args = "--algo dcs3gd",
+                    .algo = {{"ranks", "fresh"},
+                             {"V", "mean"},
+                             {"S", "mean"},
+                             {"epoch_corrected_steps", "rank0"},
+                             {"epoch_compute_s", "rank0"},
+                             {"epoch_lambda_sum", "rank0"},
+                             {"epoch_d_rel_sum", "rank0"}},
+                    .expect = {{"ranks", "2"}, {"pending", "true"}}},
+        ReshardCase{.name = "crossover",
+                    // Interval 2: step 5 is inside an interval (a gradient accumulated).
+                    .args = "--algo crossover --set crossover.interval=2",
+                    .at = 5,
+                    .algo = {{"grad", "mean"}, {"peer_sum", "rank0"}, {"sync.*", "mean"}},
+                    .expect = {{"micro", "1"}}},
+        ReshardCase{.name = "oscars",
+                    .args = "--algo oscars --set oscars.t_us=1000,2000,1000,3000",
+                    .args2 = "--algo oscars --set oscars.t_us=1000,2000 "
+                             "--resume-override oscars.t_us",
+                    .at = 2,  // inside a round of tau = 3, 1, 3, 1
+                    .optimizer = "mean+rank0_steps",
+                    .algo = {{"rounds", "rank0"},
+                             {"averages", "rank0"},
+                             {"searches", "rank0"},
+                             {"*", "fresh"}},
+                    .expect = {{"ranks", "2"}, {"plan_t_us", "1000,2000"}, {"round_pos", "0"}}}),
+    [](const ::testing::TestParamInfo<ReshardCase>& i) { return i.param.name; });
 
 }  // namespace
 }  // namespace dplab

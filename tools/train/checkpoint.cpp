@@ -432,6 +432,15 @@ LoopState load_rank_state(const Manifest& m, int rank, const TrainingParts& p,
   DPLAB_CHECK(s.get_int("dplab.rank") == rank && s.get_int("dplab.world_size") == m.world_size,
               "{}: written by rank {} of {}, loaded as rank {} of {}", file,
               s.get_int("dplab.rank"), s.get_int("dplab.world_size"), rank, m.world_size);
+  return load_checkpoint_state(m, s, p, steps_per_epoch);
+}
+
+LoopState load_checkpoint_state(const Manifest& m, const StateDict& s, const TrainingParts& p,
+                                int64_t steps_per_epoch) {
+  const std::string& file = s.origin();
+  DPLAB_CHECK(s.get_int("dplab.format_version") == kCheckpointFormatVersion,
+              "{}: state value 'dplab.format_version' = {}, expected {}", file,
+              s.get_int("dplab.format_version"), kCheckpointFormatVersion);
   for (const auto& t : s.tensors())
     DPLAB_CHECK(t.name.starts_with(kModel) || t.name.starts_with(kOptim) ||
                     t.name.starts_with(kAmp) || t.name.starts_with(kAlgo),

@@ -32,6 +32,7 @@ class Optimizer;
 class Strategy;
 class LrSchedule;
 class GradScaler;
+class StateDict;
 
 struct LoopState {
   int64_t epoch = 0;          // epoch in progress (0-based); == epochs when training finished
@@ -116,6 +117,12 @@ std::vector<std::string> check_resume_identity(const Manifest& m, const RankGrou
 // = epoch * steps_per_epoch + step_in_epoch, ...); errors name the file and the key.
 LoopState load_rank_state(const Manifest& m, int rank, const TrainingParts& parts,
                           int64_t steps_per_epoch);
+
+// load_rank_state's loading and checks for a state `s` read from a file of `m` or formed from
+// all of them (tools/train/reshard.h: the consensus of another world size's files); errors
+// name s.origin() and the key.
+LoopState load_checkpoint_state(const Manifest& m, const StateDict& s, const TrainingParts& parts,
+                                int64_t steps_per_epoch);
 
 // `--resume PATH` whole: the checkpoint (find_resume_checkpoint, skipped ones reported to
 // `report`), its identity checked against `run` (check_resume_identity; run.init_from then

@@ -3,55 +3,16 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <cstring>
 
+#include "dplab/comm/strategy.h"
 #include "dplab/core/error.h"
 #include "dplab/core/safetensors.h"
 #include "dplab/core/state_dict.h"
-#include "dplab/optim/optimizer.h"
+#include "dplab/tools/train/reshard_average.h"
 
 namespace dplab {
 
 namespace {
-
-// Why each algorithm that keeps state of its own per rank refuses (docs/resharding.md).
-// Refusing is the policy wherever a resharded state would not be the algorithm's own
-// trajectory: a wrong continuation that looks right is worse than a clear refusal.
-const std::map<std::string, std::string>& refusals() {
-  static const std::map<std::string, std::string> r = {
-      {"local", "it trains one process, so there is no other world size to continue on"},
-      {"hybrid",
-       "the hybrid stage (stage and sync count of its W/R schedule) counts rounds of the "
-       "checkpoint's ranks, and each rank's gradient accumulated since its last sync is its own"},
-      {"daso",
-       "DASO's phase (warm-up, cycling or cool-down position, B, S and the global-sync "
-       "schedule) is laid out for the checkpoint's nodes x ranks per node, and the replicas "
-       "differ between global syncs"},
-      {"dcs3gd",
-       "each rank's delayed-correction state (W_bar, V, S and a pending update) belongs to its "
-       "own model replica"},
-      {"crossover",
-       "its derangement schedule pairs the checkpoint's ranks, and each rank holds its own "
-       "model replica and pending gradient"},
-      {"sgp",
-       "the push-sum weights w_i (they sum to the checkpoint's number of ranks) and the "
-       "directed graph's next hop are those of the checkpoint's ranks; each rank's "
-       "numerator x_i is its own"},
-      {"oscars",
-       "its profiled step times and the per-rank schedule (tau) are of the checkpoint's "
-       "ranks"},
-      {"post_local_sgd",
-       "the replicas differ within a local-SGD round, and the phase switch counts the "
-       "checkpoint's ranks' steps"},
-      {"slowmo",
-       "x_start and the slow momentum are global, but each rank's inner replica and its base "
-       "algorithm's state (local SGD or SGP push-sum weights) are its own"},
-      {"streaming_diloco",
-       "theta, the outer momentum and the fragment schedule are global, but each rank's inner "
-       "replica and its fragment in flight are its own"},
-  };
-  return r;
-}
 
 int64_t config_int(const Manifest& m, const std::string& key) {
   const std::string where = (m.dir / "manifest.json").string();
@@ -67,101 +28,130 @@ int64_t config_int(const Manifest& m, const std::string& key) {
   DPLAB_FAIL("{}: key 'config.{}' = '{}': expected an integer", where, key, it->second);
 }
 
-// Every rank file of `m` as a StateDict.
-StateDict read_rank_file(const Manifest& m, const ManifestFile& f) {
-  const std::string file = (m.dir / f.name).string();
-  std::map<std::string, std::string> meta;
-  std::vector<NamedTensor> tensors = load_safetensors(file, &meta);  // fills meta first
-  StateDict s(file);
-  s.assign(std::move(tensors), std::move(meta));
-  return s;
-}
-
-// The optim.* tensors of every rank file of `m`, f32 ones averaged (summed in double, in rank
-// order), the others required equal (step counts).
-std::vector<NamedTensor> averaged_optimizer_state(const Manifest& m) {
-  std::vector<NamedTensor> avg;
-  std::vector<std::vector<double>> sums;
-  for (const ManifestFile& f : m.files) {
-    const StateDict s = read_rank_file(m, f);
-    std::vector<NamedTensor> mine;
-    for (const auto& t : s.tensors())
-      if (t.name.starts_with("optim.")) mine.push_back(t);
-    if (avg.empty()) {
-      avg = mine;
-      for (auto& t : avg) {
-        t.tensor = t.tensor.clone();
-        sums.emplace_back(t.tensor.dtype() == DType::f32 ? size_t(t.tensor.numel()) : 0, 0.0);
-      }
-    }
-    DPLAB_CHECK(mine.size() == avg.size(), "{}: {} optimizer tensors, {} has {}", s.origin(),
-                mine.size(), m.files[0].name, avg.size());
-    for (size_t i = 0; i < avg.size(); ++i) {
-      const Tensor& a = avg[i].tensor;
-      const Tensor& b = mine[i].tensor;
-      DPLAB_CHECK(mine[i].name == avg[i].name && a.dtype() == b.dtype() && a.shape() == b.shape(),
-                  "{}: optimizer tensor '{}' {} does not match {}'s '{}' {}", s.origin(),
-                  mine[i].name, b.str(), m.files[0].name, avg[i].name, a.str());
-      if (a.dtype() == DType::f32) {
-        const float* x = b.data<float>();
-        for (int64_t k = 0; k < b.numel(); ++k) sums[i][size_t(k)] += double(x[k]);
-      } else {
-        DPLAB_CHECK(std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0,
-                    "{}: optimizer state '{}' differs from {}'s, and only f32 state is "
-                    "averaged",
-                    s.origin(), mine[i].name, m.files[0].name);
-      }
-    }
-  }
-  for (size_t i = 0; i < avg.size(); ++i)
-    if (avg[i].tensor.dtype() == DType::f32) {
-      float* y = avg[i].tensor.data<float>();
-      for (size_t k = 0; k < sums[i].size(); ++k) y[k] = float(sums[i][k] / double(m.world_size));
-    }
-  return avg;
-}
-
 }  // namespace
 
 ReshardPolicy reshard_policy(const std::string& algo,
                              const std::map<std::string, std::string>& config) {
   ReshardPolicy p;
+  p.reshards = true;
+  ConsensusRules& r = p.rules;
+  // Replicas that differ (every algorithm but allreduce): the new ranks start from their
+  // average, and each rank's own optimizer state (momentum, inner AdamW moments) from the
+  // average of the old ranks'. Every algorithm's argument is in docs/resharding.md.
+  r.model = Combine::mean;
+  r.optimizer = Combine::mean;
+  const StateRule compression{"sync.*", Combine::mean};  // error-feedback residuals (top-k,
+                                                         // PowerSGD; its Q agrees on every rank)
   if (algo == "allreduce") {
+    r.model = Combine::rank0;
+    r.optimizer = Combine::rank0;
+    r.algo = {compression};
     auto c = config.find("allreduce.compress");
-    if (c != config.end() && c->second != "none") {
-      p.refusal = fmt::format(
-          "gradient compression (allreduce.compress = {}) keeps error-feedback residuals per "
-          "rank",
-          c->second);
-      return p;
-    }
-    p.reshards = true;
-    p.consensus = "rank 0's model and optimizer (every replica is identical after each step)";
+    const bool compressed = c != config.end() && c->second != "none";
+    p.consensus = fmt::format(
+        "rank 0's model and optimizer (every replica is identical after "
+        "each step){}",
+        compressed ? "; the error-feedback residuals averaged" : "");
     return p;
   }
-  // At a round's end every replica is the same (DiLoCo: theta; local SGD: the average), and
-  // what stays per rank is the inner optimizer's state.
+  if (algo == "local_sgd" || algo == "post_local_sgd") {
+    r.algo = {compression};
+    p.consensus =
+        "the replicas' average (a round's end, early: the round goes on from it); the "
+        "optimizer's state averaged";
+    return p;
+  }
   if (algo == "diloco") {
-    p.reshards = true;
-    p.round_key = "inner_steps";
-    p.average_optimizer = true;
     p.consensus =
-        "at a round's end: rank 0's model (theta on every rank), theta and the outer "
-        "optimizer's state (global); the inner optimizer's state averaged over the ranks";
+        "the inner replicas' average; theta and the outer optimizer's state (global) rank 0's; "
+        "the inner optimizer's state averaged";
     return p;
   }
-  if (algo == "local_sgd") {
-    p.reshards = true;
-    p.round_key = "since_average";
-    p.average_optimizer = true;
+  if (algo == "streaming_diloco") {
     p.consensus =
-        "at a round's end: rank 0's model (the average on every rank); the optimizer's state "
-        "averaged over the ranks";
+        "the inner replicas' average; theta, the outer momentum, the fragment schedule and the "
+        "averaged fragment in flight (global) rank 0's; the inner optimizer's state averaged";
     return p;
   }
-  auto it = refusals().find(algo);
-  p.refusal = it != refusals().end()
-                  ? it->second
+  if (algo == "slowmo") {
+    // An SGP base ("sgp." state) reshards as sgp does.
+    r.algo = {{"sgp.ranks", Combine::fresh},
+              {"sgp.weights", Combine::fresh},
+              {"sgp.last_hop", Combine::fresh},
+              compression};
+    r.set = {{"sgp.push_sum_weight", "1"}};
+    r.model_weight = "sgp.push_sum_weight";
+    p.consensus =
+        "the inner replicas' average (an SGP base: weighted by the push-sum weights, which "
+        "restart at 1); x_start and the slow momentum (global) rank 0's; the optimizer's state "
+        "averaged";
+    return p;
+  }
+  if (algo == "sgp") {
+    r.algo = {{"ranks", Combine::fresh}, {"weights", Combine::fresh}, {"last_hop", Combine::fresh}};
+    r.set = {{"push_sum_weight", "1"}};
+    r.model_weight = "push_sum_weight";
+    p.consensus =
+        "the push-sum consensus sum_i w_i z_i / sum_i w_i on every rank with weight 1 (the "
+        "weights sum to the new world size), the gossip's hops those of the new world; the "
+        "optimizer's state averaged";
+    return p;
+  }
+  if (algo == "hybrid") {
+    r.algo = {{"grad", Combine::mean}, compression};
+    p.consensus =
+        "the replicas' average; the stage and sync count (global) rank 0's; the gradient "
+        "accumulated since the last sync and the optimizer's state averaged";
+    return p;
+  }
+  if (algo == "daso") {
+    r.algo = {{"nodes", Combine::fresh},          {"ranks_per_node", Combine::fresh},
+              {"schedule_epoch", Combine::fresh}, {"schedule", Combine::fresh},
+              {"schedule_next", Combine::fresh},  {"epoch_syncs", Combine::fresh},
+              {"pending*", Combine::fresh},       compression};
+    p.consensus =
+        "the replicas' average (it replaces the global syncs in flight, dropped); the phase, B, "
+        "S and plateau detector (global) rank 0's; the epoch's sync schedule re-laid for the new "
+        "nodes x ranks per node; the optimizer's state averaged";
+    return p;
+  }
+  if (algo == "dcs3gd") {
+    r.algo = {{"ranks", Combine::fresh},
+              {"V", Combine::mean},
+              {"S", Combine::mean},
+              {"epoch_corrected_steps", Combine::rank0},
+              {"epoch_compute_s", Combine::rank0},
+              {"epoch_lambda_sum", Combine::rank0},
+              {"epoch_d_rel_sum", Combine::rank0}};
+    p.consensus =
+        "the local weights' average; W_bar (global) rank 0's; the momentum V and the pending "
+        "update S averaged (W = W_bar + S still holds, and the next allreduce adds the same "
+        "mean update); the epoch's statistics rank 0's";
+    return p;
+  }
+  if (algo == "crossover") {
+    r.algo = {{"grad", Combine::mean}, {"peer_sum", Combine::rank0}, compression};
+    p.consensus =
+        "the replicas' average (gossip preserves it); the gradient accumulated in the interval "
+        "and the optimizer's state averaged; the derangements drawn for the new world";
+    return p;
+  }
+  if (algo == "oscars") {
+    r.algo = {{"rounds", Combine::rank0},
+              {"averages", Combine::rank0},
+              {"searches", Combine::rank0},
+              {"*", Combine::fresh}};
+    r.differing_step_counts = true;
+    p.consensus =
+        "the replicas' average; the per-rank schedule (profile, tau, round position) derived "
+        "anew for the new world as at a run's start; the optimizer's state averaged (its step "
+        "count rank 0's)";
+    return p;
+  }
+  p.reshards = false;
+  p.rules = {};
+  p.refusal = algo == "local"
+                  ? "it trains one process, so there is no other world size to continue on"
                   : "it has no resharding policy (an algorithm registered outside dplab's own)";
   return p;
 }
@@ -193,15 +183,6 @@ std::vector<std::string> plan_reshard(const Manifest& m, int world, int64_t batc
               "--resume {} --reshard: algorithm {} cannot continue on {} ranks from a checkpoint "
               "of {}: {} (docs/resharding.md)",
               m.dir.string(), m.algo, world, m.world_size, policy.refusal);
-  if (!policy.round_key.empty()) {
-    const StateDict s = read_rank_file(m, m.files[0]);
-    const int64_t into = s.get_int("algo." + policy.round_key);
-    DPLAB_CHECK(into == 0,
-                "--resume {} --reshard: algorithm {} reshards only at a round's end, where every "
-                "replica is the same; this checkpoint is {} steps into a round (state value "
-                "'algo.{}' in {}): resume from a checkpoint written at a round's end",
-                m.dir.string(), m.algo, into, policy.round_key, s.origin());
-  }
   // The same global batch keeps the step count of every epoch, and with it the global step,
   // the lr schedule's position and the sample counter's step boundaries.
   const int64_t old_batch = config_int(m, "batch");
@@ -224,17 +205,19 @@ std::vector<std::string> plan_reshard(const Manifest& m, int world, int64_t batc
 LoopState load_resharded_state(const Manifest& m, int rank, const TrainingParts& parts,
                                int64_t steps_per_epoch) {
   const ReshardPolicy policy = reshard_policy(m.algo, m.config);
-  // Identical replicas: rank 0's file is every replica's state (its own checks apply).
-  LoopState loop = load_rank_state(m, 0, parts, steps_per_epoch);
-  if (policy.average_optimizer) parts.optimizer->load_state(averaged_optimizer_state(m));
+  // The new world's own algorithm state, before anything is loaded: what a rule `fresh` takes.
+  StateDict fresh;
+  parts.strategy->save_state(fresh);
+  const std::vector<StateDict> files = read_rank_files(m);
+  LoopState loop = load_checkpoint_state(m, consensus_state(m, files, policy.rules, fresh), parts,
+                                         steps_per_epoch);
   // The epoch's partial sums are per rank; the world's are their sum (tools/train/epoch_loss.h),
   // so the new rank 0 takes every old rank's and the others start from zero.
   loop.epoch_loss_sum = 0;
   loop.epoch_correct = 0;
   loop.epoch_seen = 0;
   if (rank != 0) return loop;
-  for (const ManifestFile& f : m.files) {
-    const StateDict s = read_rank_file(m, f);
+  for (const StateDict& s : files) {
     const std::string& file = s.origin();
     const double sum = s.get_double("loop.epoch_loss_sum");
     const int64_t seen = s.get_int("loop.epoch_seen"), correct = s.get_int("loop.epoch_correct");

@@ -1,12 +1,13 @@
 // Resuming a checkpoint at another world size: `dplab train --resume DIR --reshard` (issue #37).
 //
 // A checkpoint holds one file per rank. At another number of ranks nothing maps file R to rank
-// R, so the new ranks start from the replicas' consensus and each algorithm says whether its
-// own state can follow (reshard_policy; docs/resharding.md has the table):
-//   - model, optimizer, loss scaler, lr schedule and algorithm state: rank 0's file, where
-//     every replica is the same (allreduce after every step; diloco and local_sgd at a round's
-//     end, which they then require), with the optimizer's state averaged over every old rank
-//     where it is each rank's own (diloco's inner optimizer, local_sgd's momentum);
+// R, so the new ranks start from the replicas' consensus and each algorithm says how its own
+// state follows (reshard_policy; docs/resharding.md has the table and each argument):
+//   - model and optimizer: rank 0's where every replica is the same (allreduce), otherwise the
+//     average over the old ranks (f32, summed in double in rank order; SGP's weighted by the
+//     push-sum weights); algorithm state entry by entry: global state rank 0's (checked equal
+//     on every rank), per-rank state averaged, state derived from the world re-derived for the
+//     new one (tools/train/reshard_average.h);
 //   - the loop position: the epoch and the global sample counter (Manifest::samples_in_epoch).
 //     The sampler (data/sampler.h) gives every global batch's samples to the ranks in strides,
 //     so after k batches of an epoch exactly the first k x world x batch samples of the epoch's
@@ -23,24 +24,20 @@
 #include <vector>
 
 #include "dplab/tools/train/checkpoint.h"
+#include "dplab/tools/train/reshard_average.h"
 
 namespace dplab {
 
 // What --reshard does with an algorithm's checkpoint.
 struct ReshardPolicy {
   bool reshards = false;
-  std::string consensus;  // how model and optimizer are formed (when it reshards)
-  std::string refusal;    // what cannot be resharded and why (when it refuses)
-  // Periodic averaging (diloco, local_sgd): only at a round's end, where this algorithm state
-  // value (steps into the round) is 0 and every replica is the same; "" for no such condition.
-  std::string round_key;
-  // The optimizer's state is each rank's own (inner optimizer): the new ranks take its average
-  // over the checkpoint's ranks (f32 tensors; any other tensor must be the same on every rank).
-  bool average_optimizer = false;
+  std::string consensus;  // how model, optimizer and algorithm state are formed (for the log)
+  std::string refusal;    // why it cannot be resharded (when it refuses)
+  ConsensusRules rules;   // how each state entry is combined (tools/train/reshard_average.h)
 };
 
 // The policy of `algo` for a run with these trajectory options (the manifest's config:
-// allreduce with gradient compression refuses, its residuals being per rank).
+// allreduce with gradient compression averages its residuals).
 ReshardPolicy reshard_policy(const std::string& algo,
                              const std::map<std::string, std::string>& config);
 
@@ -61,9 +58,9 @@ std::vector<std::string> plan_reshard(const Manifest& m, int world, int64_t batc
                                       const std::vector<std::string>& overrides);
 
 // Loads the consensus state of `m` (written by m.world_size ranks) into this rank's `parts`
-// (rank `rank` of `world`): rank 0's file, and where the policy says so the optimizer state
-// averaged over every file; returns the loop position with the epoch's partial sums of every
-// old rank on rank 0 (zero elsewhere). Errors name the file and the key.
+// (rank `rank` of the new world, after Strategy::setup): every old file combined by the
+// algorithm's policy (reshard_average.h); returns the loop position with the epoch's partial
+// sums of every old rank on rank 0 (zero elsewhere). Errors name the file and the key.
 LoopState load_resharded_state(const Manifest& m, int rank, const TrainingParts& parts,
                                int64_t steps_per_epoch);
 
