@@ -10,6 +10,7 @@
 #include "dplab/core/error.h"
 #include "dplab/data/sampler.h"
 #include "dplab/tools/train/reshard.h"
+#include "dplab/tools/train/reshard_average.h"
 
 namespace dplab {
 namespace {
@@ -69,26 +70,45 @@ TEST(ReshardPosition, ACounterThatDoesNotStartAStepIsRefused) {
   }
 }
 
-// docs/resharding.md's table: allreduce, diloco and local_sgd reshard (the latter two at a
-// round's end, averaging the optimizer state), every other algorithm refuses with a reason.
-TEST(ReshardPolicy, EveryAlgorithmReshardsOrRefusesWithAReason) {
+// docs/resharding.md's table: every algorithm of more than one process reshards; allreduce
+// takes rank 0's identical replica, every other one the average of the replicas. `local` (one
+// process) and an algorithm without a policy (an experiment's own) refuse with a reason.
+TEST(ReshardPolicy, EveryMultiRankAlgorithmReshards) {
   for (const std::string& algo : strategy_names()) {
     const ReshardPolicy p = reshard_policy(algo, {{"allreduce.compress", "none"}});
-    if (algo == "allreduce" || algo == "diloco" || algo == "local_sgd") {
-      EXPECT_TRUE(p.reshards) << algo;
-      EXPECT_NE(p.consensus.find("rank 0"), std::string::npos) << p.consensus;
-      EXPECT_EQ(p.average_optimizer, algo != "allreduce") << algo;
-      EXPECT_EQ(p.round_key.empty(), algo == "allreduce") << algo;
-    } else {
-      EXPECT_FALSE(p.reshards) << algo;
-      EXPECT_GT(p.refusal.size(), 20u) << algo << ": " << p.refusal;
-      EXPECT_EQ(p.refusal.find("no resharding policy"), std::string::npos) << algo;
+    if (algo == "local") {
+      EXPECT_FALSE(p.reshards);
+      EXPECT_NE(p.refusal.find("one process"), std::string::npos) << p.refusal;
+      continue;
     }
+    EXPECT_TRUE(p.reshards) << algo;
+    EXPECT_GT(p.consensus.size(), 20u) << algo;
+    const Combine replicas = algo == "allreduce" ? Combine::rank0 : Combine::mean;
+    EXPECT_EQ(p.rules.model, replicas) << algo;
+    EXPECT_EQ(p.rules.optimizer, replicas) << algo;
   }
+  // Gradient compression: the error-feedback residuals are averaged.
   const ReshardPolicy topk = reshard_policy("allreduce", {{"allreduce.compress", "topk"}});
-  EXPECT_FALSE(topk.reshards);
-  EXPECT_NE(topk.refusal.find("residuals per rank"), std::string::npos) << topk.refusal;
-  EXPECT_FALSE(reshard_policy("my_algo", {}).reshards);
+  EXPECT_TRUE(topk.reshards);
+  EXPECT_EQ(algo_rule(topk.rules, "sync.b0.residual"), Combine::mean);
+  EXPECT_NE(topk.consensus.find("residuals averaged"), std::string::npos) << topk.consensus;
+  // Global state stays rank 0's (checked equal), per-rank state is averaged, state of the
+  // world is re-derived.
+  const ReshardPolicy diloco = reshard_policy("diloco", {});
+  EXPECT_EQ(algo_rule(diloco.rules, "theta_global"), Combine::same);
+  EXPECT_EQ(algo_rule(diloco.rules, "outer_momentum"), Combine::same);
+  const ReshardPolicy sgp = reshard_policy("sgp", {});
+  EXPECT_EQ(algo_rule(sgp.rules, "ranks"), Combine::fresh);
+  EXPECT_EQ(sgp.rules.model_weight, "push_sum_weight");
+  EXPECT_EQ(sgp.rules.set.at("push_sum_weight"), "1");
+  const ReshardPolicy daso = reshard_policy("daso", {});
+  EXPECT_EQ(algo_rule(daso.rules, "pending.0.sum"), Combine::fresh);
+  EXPECT_EQ(algo_rule(daso.rules, "cycle.B"), Combine::same);
+  EXPECT_EQ(algo_rule(reshard_policy("dcs3gd", {}).rules, "V"), Combine::mean);
+  EXPECT_EQ(algo_rule(reshard_policy("oscars", {}).rules, "tau"), Combine::fresh);
+  const ReshardPolicy mine = reshard_policy("my_algo", {});
+  EXPECT_FALSE(mine.reshards);
+  EXPECT_NE(mine.refusal.find("no resharding policy"), std::string::npos) << mine.refusal;
 }
 
 Manifest sample_manifest(const std::filesystem::path& dir) {
@@ -102,6 +122,74 @@ Manifest sample_manifest(const std::filesystem::path& dir) {
   m.config = {{"batch", "16"}};
   for (int r = 0; r < 4; ++r) m.files.push_back({r, "rank_" + std::to_string(r) + ".safetensors"});
   return m;
+}
+
+// The combination rules on four hand-made rank files (tools/train/reshard_average.h).
+StateDict rank_file(int rank, float x, float w, int64_t steps, const std::string& global) {
+  StateDict s("rank_" + std::to_string(rank));
+  s.put_tensor("model.w", Tensor::from_vector({x, 2 * x}, {2}));
+  s.put_tensor("optim.momentum_buffer", Tensor::from_vector({x + 1}, {1}));
+  s.put_tensor("optim.steps", Tensor::from_vector_i64({steps}, {}));
+  s.put_tensor("algo.theta", Tensor::from_vector({7}, {1}));
+  s.put_tensor("algo.residual", Tensor::from_vector({x * 10}, {1}));
+  s.put_double("algo.weight", w);
+  s.put_string("algo.global", global);
+  s.put_int("algo.ranks", 4);
+  s.put_int("algo.stat", rank);
+  s.put_int("loop.global_step", 3);
+  return s;
+}
+
+TEST(ReshardConsensus, EachEntryFollowsItsRule) {
+  Manifest m;
+  m.dir = "ck";
+  m.world_size = 4;
+  std::vector<StateDict> files;
+  const float xs[] = {1, 2, 4, 9}, ws[] = {1, 1, 0.5f, 0.5f};
+  for (int r = 0; r < 4; ++r) files.push_back(rank_file(r, xs[r], ws[r], 5, "g"));
+  ConsensusRules rules;
+  rules.model = Combine::mean;
+  rules.optimizer = Combine::mean;
+  rules.model_weight = "weight";
+  rules.algo = {{"residual", Combine::mean},
+                {"ranks", Combine::fresh},
+                {"stat", Combine::rank0},
+                {"weight", Combine::same}};
+  rules.set = {{"weight", "1"}};
+  StateDict fresh;
+  fresh.put_int("ranks", 2);
+  const StateDict c = consensus_state(m, files, rules, fresh);
+  // Weighted: (1 + 2 + 0.5 x 4 + 0.5 x 9) / 3 = 9.5 / 3.
+  EXPECT_FLOAT_EQ(c.tensor("model.w").to_vector()[0], float(9.5 / 3));
+  EXPECT_FLOAT_EQ(c.tensor("model.w").to_vector()[1], float(19.0 / 3));
+  EXPECT_FLOAT_EQ(c.tensor("optim.momentum_buffer").to_vector()[0], 5.0f);  // (2+3+5+10)/4
+  EXPECT_EQ(c.tensor("optim.steps").to_vector_i64()[0], 5);
+  EXPECT_FLOAT_EQ(c.tensor("algo.residual").to_vector()[0], 40.0f);
+  EXPECT_FLOAT_EQ(c.tensor("algo.theta").to_vector()[0], 7.0f);
+  EXPECT_EQ(c.get_double("algo.weight"), 1.0);
+  EXPECT_EQ(c.get_int("algo.ranks"), 2);
+  EXPECT_EQ(c.get_int("algo.stat"), 0);
+  EXPECT_EQ(c.get_string("algo.global"), "g");
+  EXPECT_EQ(c.get_int("loop.global_step"), 3);
+  // Global state that differs between the ranks, or a step count under `mean`, is an error
+  // naming the file and the key.
+  auto fails = [&](std::vector<StateDict> f, const ConsensusRules& r, const std::string& what) {
+    try {
+      consensus_state(m, f, r, fresh);
+      ADD_FAILURE() << "expected an error naming " << what;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  std::vector<StateDict> other = files;
+  other[2] = rank_file(2, 4, 0.5f, 5, "h");
+  fails(other, rules, "rank_2: state value 'algo.global' = 'h'");
+  other[2] = rank_file(2, 4, 0.5f, 6, "g");
+  fails(other, rules, "rank_2: state tensor 'optim.steps' differs");
+  rules.differing_step_counts = true;  // Oscars: rank 0's step count
+  EXPECT_EQ(consensus_state(m, other, rules, fresh).tensor("optim.steps").to_vector_i64()[0], 5);
+  other[2].put_tensor("algo.extra", Tensor::from_vector({1}, {1}));
+  fails(other, rules, "rank_2: 6 state tensors to combine");
 }
 
 TEST(ReshardManifest, WorldSizesAndTheSampleCounterRoundTrip) {
