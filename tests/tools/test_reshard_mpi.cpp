@@ -4,8 +4,9 @@
 //     only difference is the order of the f32 sums that form each step's mean gradient while 2
 //     ranks train (each rank's mean over 32 samples, then the mean of 2, instead of means over
 //     16 and the mean of 4). See kTolerance for the bound.
-//   - every other algorithm refuses 4 -> 2 naming itself and the state that cannot move
-//     (docs/resharding.md), and writes nothing.
+//   - every other algorithm goes 4 -> 2 from inside a round (or sync, or interval): the state the
+//     2 ranks load is checked against its policy (docs/resharding.md), computed here from the
+//     4 old files, and the run trains on.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>

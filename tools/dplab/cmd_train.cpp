@@ -97,8 +97,8 @@ CommandSpec train_command() {
         a->reshard_flag = train->add_flag(
             "--reshard", a->reshard,
             "with --resume: continue on another number of ranks, keeping the global batch "
-            "(world x batch); model and optimizer from the replicas' consensus, algorithms "
-            "whose own state cannot move refuse, naming it (option resume.reshard; "
+            "(world x batch); model, optimizer and algorithm state from the replicas' "
+            "consensus, as each algorithm's policy forms it (option resume.reshard; "
             "docs/resharding.md) [default: off]");
         tf.add(*train, train_flag_names("init_from"), "init_from",
                "start a new run from a checkpoint's model weights (run or checkpoint directory, "

@@ -123,8 +123,8 @@ const std::vector<OptionSpec>& driver_option_specs() {
       {"resume.reshard", "false",
        "resume a checkpoint written by another number of ranks (flag --reshard): model and "
        "optimizer from the replicas' consensus, the epoch's sample position from the global "
-       "sample counter (keep the global batch: world x batch); algorithms whose own state "
-       "cannot be resharded refuse, naming it (docs/resharding.md)",
+       "sample counter (keep the global batch: world x batch); each algorithm's own state "
+       "kept, averaged or re-derived for the new world by its policy (docs/resharding.md)",
        false},
       {"init_from", "",
        "start a new run from the model weights of a checkpoint (run or checkpoint directory, "

@@ -6,7 +6,6 @@
 
 #include "dplab/comm/strategy.h"
 #include "dplab/core/error.h"
-#include "dplab/core/safetensors.h"
 #include "dplab/core/state_dict.h"
 #include "dplab/tools/train/reshard_average.h"
 
