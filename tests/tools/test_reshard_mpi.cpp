@@ -256,15 +256,16 @@ bool same_bytes(const Tensor& a, const Tensor& b) {
 //   =V        the value V
 struct ReshardCase {
   std::string name{};
-  std::string args{};              // the 4-rank run's options (16 per rank)
-  std::string args2{};             // the 2-rank runs' options (32 per rank); "": `args`
-  int64_t at = 3;                  // the checkpoint (global step) the 2 ranks resume from
+  std::string args{};              // the old run's options (global batch 64)
+  std::string args2{};             // the new runs' options; "": `args`
+  int64_t at = 3;                  // the checkpoint (global step) the new ranks resume from
   std::string model = "mean";      // rule of model.*
   std::string optimizer = "mean";  // rule of optim.* ("mean+rank0_steps": step counts rank 0's)
   std::vector<std::pair<std::string, std::string>> algo{};  // (key or prefix*, rule); else same
   std::map<std::string, std::string> expect{};              // algo values after the load
   std::string spread = "model.";  // f32 state that differs between the old ranks (so a mean is
                                   // tested, not a copy); "" for none
+  int from = 4, to = 2;           // the old and the new world size
 };
 
 std::ostream& operator<<(std::ostream& os, const ReshardCase& c) {
@@ -283,42 +284,45 @@ std::string rule_of(const ReshardCase& c, const std::string& name) {
 
 class ReshardEveryAlgorithm : public ::testing::TestWithParam<ReshardCase> {};
 
-// docs/resharding.md: 4 -> 2 ranks for every algorithm, from a checkpoint inside its round
-// (where it has rounds). The state the 2 ranks load (their checkpoint at the step they resumed
-// at, written before any step) is compared entry by entry with the 4 old files under the
-// policy above, the means computed here; then the run trains on to the end (finite loss).
-TEST_P(ReshardEveryAlgorithm, FourToTwoLoadsThePolicysStateAndTrainsOn) {
+// docs/resharding.md: 4 -> 2 ranks for every algorithm (and 2 -> 4 for a few), from a
+// checkpoint inside its round (where it has rounds). The state the new ranks load (their
+// checkpoint at the step they resumed at, written before any step) is compared entry by entry
+// with the old files under the policy above, the means computed here; then the run trains on
+// to the end (finite loss).
+TEST_P(ReshardEveryAlgorithm, LoadsThePolicysStateAndTrainsOn) {
   const ReshardCase& c = GetParam();
   ScopedTempDir dir("reshard-" + c.name);
   const std::string base = kRun + " " + c.args;
   const std::string base2 = kRun + " " + (c.args2.empty() ? c.args : c.args2);
-  auto r = mpirun(4,
-                  base + fmt::format(" --batch 16 --set checkpoint.every_steps={} --max-steps {} "
+  const int from = c.from, to = c.to;
+  const std::string batch = fmt::format(" --batch {}", 64 / to);
+  auto r = mpirun(from,
+                  base + fmt::format(" --batch {} --set checkpoint.every_steps={} --max-steps {} "
                                      "--out {}",
-                                     c.at, c.at + 1, dir.file("run")),
+                                     64 / from, c.at, c.at + 1, dir.file("run")),
                   dir.path / "a");
   ASSERT_EQ(r.status, 0) << r.err;
   const fs::path old_dir = dir.path / "run" / "checkpoints" / fmt::format("step_{:08d}", c.at);
   ASSERT_TRUE(fs::exists(old_dir / "manifest.json")) << old_dir;
   // The resumed run stops before its first step: --max-steps counts optimizer steps.
   const std::string stop = values_of(old_dir / "rank_0.safetensors").at("loop.optimizer_steps");
-  r = mpirun(2,
-             base2 + " --batch 32 --max-steps " + stop + " --resume " + old_dir.string() +
+  r = mpirun(to,
+             base2 + batch + " --max-steps " + stop + " --resume " + old_dir.string() +
                  " --reshard --out " + dir.file("loaded"),
              dir.path / "b");
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_TRUE(has(r.out, "resharded: 4 ranks -> 2 ranks")) << r.out;
+  EXPECT_TRUE(has(r.out, fmt::format("resharded: {} ranks -> {} ranks", from, to))) << r.out;
 
   std::vector<std::map<std::string, Tensor>> old;
   std::vector<std::map<std::string, std::string>> old_values;
-  for (int rank = 0; rank < 4; ++rank) {
+  for (int rank = 0; rank < from; ++rank) {
     const fs::path f = old_dir / fmt::format("rank_{}.safetensors", rank);
     old.push_back(tensors_of(f));
     old_values.push_back(values_of(f));
   }
   double spread = 0;  // how much the old ranks' `c.spread` state differs
   int64_t compared = 0;
-  for (int rank = 0; rank < 2; ++rank) {
+  for (int rank = 0; rank < to; ++rank) {
     const fs::path f = dir.path / "loaded" / "checkpoints" / fmt::format("step_{:08d}", c.at) /
                        fmt::format("rank_{}.safetensors", rank);
     const auto now = tensors_of(f);
@@ -343,21 +347,21 @@ TEST_P(ReshardEveryAlgorithm, FourToTwoLoadsThePolicysStateAndTrainsOn) {
         EXPECT_TRUE(same_bytes(t, t0)) << at << ": expected old rank 0's (" << rule << ")";
         const bool counts_rank0 = rule == "mean+rank0_steps";
         if (rule != "rank0" && !counts_rank0) {
-          for (int o = 1; o < 4; ++o) {
+          for (int o = 1; o < from; ++o) {
             EXPECT_TRUE(same_bytes(old[size_t(o)].at(name), t0))
                 << at << ": old rank " << o << " differs from rank 0 (" << rule << ")";
           }
         }
         continue;
       }
-      std::vector<double> w(4, 1.0);
+      std::vector<double> w(size_t(from), 1.0);
       if (rule.starts_with("wmean:"))
-        for (int o = 0; o < 4; ++o)
+        for (int o = 0; o < from; ++o)
           w[size_t(o)] = std::stod(old_values[size_t(o)].at("algo." + rule.substr(6)));
       const float* y = t.data<float>();
       for (int64_t k = 0; k < t.numel(); ++k) {
         double sum = 0, total = 0;
-        for (int o = 0; o < 4; ++o) {
+        for (int o = 0; o < from; ++o) {
           sum += w[size_t(o)] * double(old[size_t(o)].at(name).data<float>()[k]);
           total += w[size_t(o)];
         }
@@ -365,7 +369,7 @@ TEST_P(ReshardEveryAlgorithm, FourToTwoLoadsThePolicysStateAndTrainsOn) {
         // One f32 rounding of the mean (the sum is in double).
         ASSERT_NEAR(double(y[k]), mean, 1e-7 * std::abs(mean) + 1e-30) << at << "[" << k << "]";
         if (!c.spread.empty() && name.starts_with(c.spread))
-          for (int o = 1; o < 4; ++o)
+          for (int o = 1; o < from; ++o)
             spread = std::max(spread, std::abs(double(old[size_t(o)].at(name).data<float>()[k]) -
                                                double(t0.data<float>()[k])));
       }
@@ -383,7 +387,7 @@ TEST_P(ReshardEveryAlgorithm, FourToTwoLoadsThePolicysStateAndTrainsOn) {
       }
       EXPECT_EQ(now_values.at(key), v0) << key << " on new rank " << rank << " (" << rule << ")";
       if (rule != "rank0") {
-        for (int o = 1; o < 4; ++o) {
+        for (int o = 1; o < from; ++o) {
           EXPECT_EQ(old_values[size_t(o)].at(key), v0) << key << ": old rank " << o << " differs";
         }
       }
@@ -401,15 +405,15 @@ TEST_P(ReshardEveryAlgorithm, FourToTwoLoadsThePolicysStateAndTrainsOn) {
   std::printf("%s: largest |%s* difference| between the old ranks: %.3g\n", c.name.c_str(),
               c.spread.c_str(), spread);
   // Trains on to the end of the 2 epochs (8 steps).
-  r = mpirun(
-      2, base2 + " --batch 32 --resume " + old_dir.string() + " --reshard --out " + dir.file("on"),
-      dir.path / "c");
+  r = mpirun(to,
+             base2 + batch + " --resume " + old_dir.string() + " --reshard --out " + dir.file("on"),
+             dir.path / "c");
   ASSERT_EQ(r.status, 0) << r.err;
   const auto e2 = epoch_record(dir.path / "on", 2);
   ASSERT_FALSE(e2.is_null()) << slurp(dir.path / "on" / "metrics.jsonl");
   EXPECT_TRUE(std::isfinite(e2["loss"].get<double>())) << e2.dump();
   EXPECT_EQ(spans(nlohmann::json::parse(slurp(dir.path / "on" / "run.json"))["world_sizes"]),
-            fmt::format("4@0 2@{} ", c.at));
+            fmt::format("{}@0 {}@{} ", from, to, c.at));
 }
 
 // H = 2 (or its kind): the checkpoint at step 3 is inside a round, where the replicas differ.
@@ -513,7 +517,37 @@ INSTANTIATE_TEST_SUITE_P(
                              {"averages", "rank0"},
                              {"searches", "rank0"},
                              {"*", "fresh"}},
-                    .expect = {{"ranks", "2"}, {"plan_t_us", "1000,2000"}, {"round_pos", "0"}}}),
+                    .expect = {{"ranks", "2"}, {"plan_t_us", "1000,2000"}, {"round_pos", "0"}}},
+        // Scaling up: 2 -> 4 (the mean of 2 replicas on 4 ranks).
+        ReshardCase{.name = "sgp_2to4",
+                    // 2 ranks average exactly at every gossip: gossip every 2nd step, so the
+                    // replicas differ after the local step in between.
+                    .args = "--algo sgp --set sgp.interval=2",
+                    .model = "wmean:push_sum_weight",
+                    .algo = {{"ranks", "fresh"},
+                             {"weights", "fresh"},
+                             {"last_hop", "fresh"},
+                             {"push_sum_weight", "=1"}},
+                    .expect = {{"ranks", "4"}},
+                    .from = 2,
+                    .to = 4},
+        ReshardCase{.name = "dcs3gd_2to4",
+                    .args = "--algo dcs3gd",
+                    .algo = {{"ranks", "fresh"},
+                             {"V", "mean"},
+                             {"S", "mean"},
+                             {"epoch_corrected_steps", "rank0"},
+                             {"epoch_compute_s", "rank0"},
+                             {"epoch_lambda_sum", "rank0"},
+                             {"epoch_d_rel_sum", "rank0"}},
+                    .expect = {{"ranks", "4"}, {"pending", "true"}},
+                    .from = 2,
+                    .to = 4},
+        ReshardCase{.name = "local_sgd_2to4",
+                    .args = "--algo local_sgd --set local_sgd.H=2",
+                    .algo = {{"sync.*", "mean"}},
+                    .from = 2,
+                    .to = 4}),
     [](const ::testing::TestParamInfo<ReshardCase>& i) { return i.param.name; });
 
 }  // namespace
