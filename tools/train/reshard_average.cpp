@@ -155,8 +155,8 @@ StateDict consensus_state(const Manifest& m, const std::vector<StateDict>& files
       for (size_t i = 1; i < files.size(); ++i) {
         const auto it = files[i].values().find(key);
         DPLAB_CHECK(it != files[i].values().end() && it->second == v,
-                    "{}: state value '{}' = '{}', {}'s is '{}', but --reshard needs it {} and "
-                    "the same on every rank",
+                    "{}: state value '{}' = '{}', {}'s is '{}': --reshard needs the same value "
+                    "on every rank (the entry is {})",
                     files[i].origin(), key,
                     it == files[i].values().end() ? std::string("(missing)") : it->second,
                     first.origin(), v, rule_name(how));
