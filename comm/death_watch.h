@@ -54,7 +54,7 @@
 // kills the ranks here and the first of them is named too (it did die by a signal). A rank killed
 // in the milliseconds between its process start and DeathWatch::start() is named by nobody
 // (hydra's banner then gives its PID). Measured with tools/scripts/kill_campaign.py: see
-// README.md, section "When a rank fails".
+// docs/distributed.md, section "When a rank fails".
 #pragma once
 
 namespace dplab {

@@ -33,6 +33,7 @@ std::string compute_profile_json(const ComputeProfile& p) {
                         {"forward_s", p.forward_s},
                         {"backward_s", p.backward_s},
                         {"optimizer_s", p.optimizer_s},
+                        {"check_s", p.check_s},
                         {"segments", segs}}
       .dump(1);
 }
@@ -88,6 +89,8 @@ ComputeProfile parse_compute_profile(const std::string& body, const std::string&
   p.forward_s = seconds(j, "forward_s", path);
   p.backward_s = seconds(j, "backward_s", path);
   p.optimizer_s = seconds(j, "optimizer_s", path);
+  // Optional: profiles recorded before the check was (their runs charge no check).
+  if (j.contains("check_s")) p.check_s = seconds(j, "check_s", path);
   const auto& segs = field(j, "segments", path);
   DPLAB_CHECK(segs.is_array() && !segs.empty(),
               "{}: key 'segments': expected a non-empty array, got {}", path,

@@ -3,11 +3,16 @@
 // a CPU box can replay a GPU's compute timeline under the real algorithm's communication.
 // Per model and batch: the median forward, backward and optimizer times, and for each
 // parameter tensor (arena order) the median fraction of backward elapsed when its gradient is
-// ready; a gradient bucket is ready when its last tensor is (bucket_ready_fraction).
+// ready; a gradient bucket is ready when its last tensor is (bucket_ready_fraction). Beside
+// them, the training driver's per-step non-finite check of the loss and the gradients
+// (tools/train/nonfinite_guard.h: one pass over the gradient arena), `check_s`: host work every
+// real step pays between backward and the optimizer, which the phases above leave out (issue
+// #37 item 2). A file without it (written before it was recorded) reads as 0.
 //
 // The file is JSON:
 //   {"dplab_compute_profile": 1, "model": "resnet50", "batch": 64, "device": "cuda:0",
 //    "threads": 1, "steps": 20, "forward_s": 0.031, "backward_s": 0.062, "optimizer_s": 0.004,
+//    "check_s": 0.0002,
 //    "segments": [{"name": "conv1.weight", "numel": 9408, "ready_fraction": 0.99}, ...]}
 #pragma once
 #include <cstdint>
@@ -22,6 +27,7 @@ struct ComputeProfile {
   std::string device;
   int64_t threads = 0, steps = 0;
   double forward_s = 0, backward_s = 0, optimizer_s = 0;
+  double check_s = 0;  // the driver's non-finite check per step (0: not recorded)
   struct Segment {
     std::string name;
     int64_t numel = 0;

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Writes a copy of a dplab compute profile (`dplab bench train --profile-out`) with its forward,
-backward and optimizer times multiplied by a factor: a device FACTOR^-1 times as fast as the one
+backward, optimizer and (when recorded) non-finite check times multiplied by a factor: a device FACTOR^-1 times as fast as the one
 recorded on, the same assumption as `cluster.compute_scale` makes for measured compute. The
 ready fractions (when each gradient is ready, as a fraction of backward) are kept.
 
@@ -26,6 +26,8 @@ def main():
         if key not in prof:
             sys.exit(f"{src}: no '{key}' (not a dplab compute profile?)")
         prof[key] *= factor
+    if "check_s" in prof:  # the driver's per-step check: recorded by profiles since issue #37
+        prof["check_s"] *= factor
     prof["scaled_by"] = factor  # not read by dplab: says what this file is
     with open(dst, "w") as f:
         json.dump(prof, f, indent=1, sort_keys=True)

@@ -19,6 +19,7 @@ ComputeProfile sample() {
   p.forward_s = 0.002;
   p.backward_s = 0.004;
   p.optimizer_s = 0.0005;
+  p.check_s = 0.00025;
   p.segments = {{"fc1.bias", 10, 0.05}, {"fc1.weight", 5120, 0.04}, {"cnn1.weight", 400, 0.97}};
   return p;
 }
@@ -41,10 +42,29 @@ TEST(ComputeProfile, RoundTrips) {
   EXPECT_DOUBLE_EQ(p.forward_s, 0.002);
   EXPECT_DOUBLE_EQ(p.backward_s, 0.004);
   EXPECT_DOUBLE_EQ(p.optimizer_s, 0.0005);
+  EXPECT_DOUBLE_EQ(p.check_s, 0.00025);
   ASSERT_EQ(p.segments.size(), 3u);
   EXPECT_EQ(p.segments[2].name, "cnn1.weight");
   EXPECT_EQ(p.segments[1].numel, 5120);
   EXPECT_DOUBLE_EQ(p.segments[0].ready_fraction, 0.05);
+}
+
+// A profile written before the non-finite check was recorded has no "check_s": it reads as 0
+// (its runs charge no check, as they did); a present one must be seconds.
+TEST(ComputeProfile, AProfileWithoutTheCheckReadsAsNoCheck) {
+  std::string old = compute_profile_json(sample());
+  const std::string key = "\"check_s\": 0.00025,";
+  const size_t i = old.find(key);
+  ASSERT_NE(i, std::string::npos) << old;
+  old.erase(i, key.size());
+  const ComputeProfile p = parse_compute_profile(old, "p.json");
+  EXPECT_EQ(p.check_s, 0.0);
+  EXPECT_DOUBLE_EQ(p.optimizer_s, 0.0005);
+  std::string bad = compute_profile_json(sample());
+  bad.replace(bad.find(key), key.size(), "\"check_s\": -1,");
+  EXPECT_NE(error_of(bad).find("p.json: key 'check_s': expected a number of seconds >= 0, got -1"),
+            std::string::npos)
+      << error_of(bad);
 }
 
 TEST(ComputeProfile, ABucketIsReadyWithItsLastTensor) {

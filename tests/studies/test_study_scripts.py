@@ -97,13 +97,15 @@ class ScaleProfile(unittest.TestCase):
             src, dst = pathlib.Path(t, "p.json"), pathlib.Path(t, "q.json")
             seg = [{"name": "fc.weight", "numel": 640, "ready_fraction": 0.25}]
             src.write_text(json.dumps({"forward_s": 0.008, "backward_s": 0.016,
-                                       "optimizer_s": 0.0005, "batch": 16, "segments": seg}))
+                                       "optimizer_s": 0.0005, "check_s": 0.002, "batch": 16,
+                                       "segments": seg}))
             r = run(SCALE, src, 0.1, dst)
             self.assertEqual(r.returncode, 0, r.stderr)
             q = json.loads(dst.read_text())
             self.assertAlmostEqual(q["forward_s"], 0.0008, delta=1e-15)
             self.assertAlmostEqual(q["backward_s"], 0.0016, delta=1e-15)
             self.assertAlmostEqual(q["optimizer_s"], 0.00005, delta=1e-15)
+            self.assertAlmostEqual(q["check_s"], 0.0002, delta=1e-15)
             self.assertEqual(q["segments"], seg)
             self.assertEqual(q["batch"], 16)
             self.assertEqual(q["scaled_by"], 0.1)

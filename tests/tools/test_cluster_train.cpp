@@ -45,8 +45,9 @@ std::string platform_toml(int ranks_per_node) {
       ranks_per_node);
 }
 
-// The profile's round numbers: forward, backward, optimizer per step.
-constexpr double kF = 0.010, kB = 0.020, kO = 0.005;
+// The profile's round numbers: forward, backward, the non-finite check (between the gradients'
+// averaging and the optimizer), optimizer per step.
+constexpr double kF = 0.010, kB = 0.020, kC = 0.002, kO = 0.005;
 constexpr int64_t kBatch = 16;
 
 // A compute profile of mnist_cnn at batch kBatch with the round times above and every tensor's
@@ -67,6 +68,7 @@ std::string write_profile(const ScopedTempDir& dir, double fraction, double* buc
   p.forward_s = kF;
   p.backward_s = kB;
   p.optimizer_s = kO;
+  p.check_s = kC;
   int64_t values = 0;
   for (size_t i = 0; i < p.segments.size(); ++i) {
     p.segments[i].ready_fraction = fraction;
@@ -177,8 +179,8 @@ double ring_allreduce(int P, double alpha, double rate, double bytes) {
 
 // (a) Profile compute, 2 ranks on 2 nodes: the epoch times are identical with and without two
 // busy processes beside the run, and equal steps x (forward + backward + optimizer + the
-// allreduce): every tensor is ready at the end of backward (fraction 1), so the one bucket's
-// ring allreduce over the network, 2 alpha + n / B, is exposed whole.
+// allreduce + check): every tensor is ready at the end of backward (fraction 1), so the one
+// bucket's ring allreduce over the network, 2 alpha + n / B, is exposed whole.
 TEST(ClusterTrain, ProfileEpochTimesIgnoreHostLoadAndMatchTheArithmetic) {
   ScopedTempDir dir("cluster-train-profile2");
   double n = 0;  // bytes of the one gradient bucket
@@ -202,7 +204,7 @@ TEST(ClusterTrain, ProfileEpochTimesIgnoreHostLoadAndMatchTheArithmetic) {
   EXPECT_EQ(quiet.run["nodes"], 2);
   EXPECT_EQ(quiet.run["threads_per_rank"], 1);
   const double c = ring_allreduce(2, kNetAlpha, kNetRate, n);
-  const double step = kF + kB + kO + c;
+  const double step = kF + kB + kC + kO + c;
   for (size_t e = 0; e < 2; ++e) {
     const double t = quiet.epochs[e]["time_s"].get<double>();
     EXPECT_EQ(quiet.epochs[e]["algo.buckets"].get<double>(), 1.0);
@@ -271,18 +273,18 @@ TEST(ClusterTrain, ProfileFourRanksOnTwoNodesOverlapTheAllreduceWithBackward) {
   ASSERT_LT(6 * kNetAlpha + 1.5 * n / kNetRate, kB) << "the test needs the allreduce to fit";
   const double t = quiet.epochs[0]["time_s"].get<double>();
   EXPECT_EQ(t, loaded.epochs[0]["time_s"].get<double>());
-  EXPECT_NEAR(t, 2 * (kF + kB + kO), 1e-9 * t);
+  EXPECT_NEAR(t, 2 * (kF + kB + kC + kO), 1e-9 * t);
   ASSERT_EQ(quiet.steps.size(), 2u);
   for (const auto& st : quiet.steps) EXPECT_EQ(st["comm_exposed_wait_s"].get<double>(), 0.0);
   for (int r = 0; r < 4; ++r)
     EXPECT_EQ(quiet.rank_epochs[r][0]["time_s"], loaded.rank_epochs[r][0]["time_s"]);
 }
 
-// (c) --slowdown 1=2 with profile compute: rank 1's forward, backward and optimizer take twice
-// the profile's. Each step's allreduce starts when rank 1's backward ends, so with all tensors
-// ready at backward's end (fraction 1), in steady state a step lasts 2(F+B+O) + c on rank 1;
-// rank 0 ends the epoch one (unslowed) optimizer step earlier: its last step ends at the
-// allreduce's end + O, rank 1's at + 2 O.
+// (c) --slowdown 1=2 with profile compute: rank 1's forward, backward, check and optimizer take
+// twice the profile's. Each step's allreduce starts when rank 1's backward ends, so with all
+// tensors ready at backward's end (fraction 1), in steady state a step lasts 2(F+B+C+O) + c on
+// rank 1; rank 0 ends the epoch one (unslowed) check and optimizer step earlier: its last step
+// ends at the allreduce's end + C + O, rank 1's at + 2 (C + O).
 TEST(ClusterTrain, SlowdownDoublesARanksVirtualComputeExactly) {
   ScopedTempDir dir("cluster-train-slowdown");
   double n = 0;  // bytes of the one gradient bucket
@@ -296,19 +298,19 @@ TEST(ClusterTrain, SlowdownDoublesARanksVirtualComputeExactly) {
   ASSERT_EQ(rec.rank_epochs.size(), 2u);
   ASSERT_EQ(rec.rank_epochs[1].size(), 1u);
   const double c = ring_allreduce(2, kNetAlpha, kNetRate, n);
-  const double rank1 = 4 * (2 * (kF + kB + kO) + c);
+  const double rank1 = 4 * (2 * (kF + kB + kC + kO) + c);
   EXPECT_NEAR(rec.rank_epochs[1][0]["time_s"].get<double>(), rank1, 1e-9 * rank1);
-  EXPECT_NEAR(rec.rank_epochs[0][0]["time_s"].get<double>(), rank1 - kO, 1e-9 * rank1);
+  EXPECT_NEAR(rec.rank_epochs[0][0]["time_s"].get<double>(), rank1 - kC - kO, 1e-9 * rank1);
   EXPECT_EQ(rec.rank_epochs[1][0]["slowdown"], 2.0);
   EXPECT_EQ(rec.rank_epochs[1][0]["slowdown_sleep_s"], 0.0);  // no sleeping
 }
 
 // Issue #36 item 1: a slow event (cluster.events) on rank 1 for global steps 2 and 3 of 4,
 // factor 2, profile compute, every tensor ready at backward's end. Steps 0 and 1 take
-// F + B + c + O on both ranks. In step 2 rank 1's forward and backward take 2 (F + B); the
-// allreduce starts when it ends, rank 1's optimizer takes 2 O, rank 0's O: step 3 begins O later
-// on rank 0, which then waits for rank 1 again. So rank 1's epoch is
-// 2 (F + B + O + c) + 2 (2 (F + B + O) + c), rank 0's one O less.
+// F + B + c + C + O on both ranks. In step 2 rank 1's forward and backward take 2 (F + B); the
+// allreduce starts when it ends, rank 1's check and optimizer take 2 (C + O), rank 0's C + O:
+// rank 0 then waits for rank 1 again in step 3. So rank 1's epoch is
+// 2 (F + B + C + O + c) + 2 (2 (F + B + C + O) + c), rank 0's C + O less.
 TEST(ClusterTrain, SlowEventStretchesTheStepsItNames) {
   ScopedTempDir dir("cluster-train-events");
   double n = 0;
@@ -324,9 +326,9 @@ TEST(ClusterTrain, SlowEventStretchesTheStepsItNames) {
   ASSERT_EQ(rec.rank_epochs.size(), 2u);
   ASSERT_EQ(rec.rank_epochs[1].size(), 1u);
   const double c = ring_allreduce(2, kNetAlpha, kNetRate, n);
-  const double rank1 = 2 * (kF + kB + kO + c) + 2 * (2 * (kF + kB + kO) + c);
+  const double rank1 = 2 * (kF + kB + kC + kO + c) + 2 * (2 * (kF + kB + kC + kO) + c);
   EXPECT_NEAR(rec.rank_epochs[1][0]["time_s"].get<double>(), rank1, 1e-9 * rank1);
-  EXPECT_NEAR(rec.rank_epochs[0][0]["time_s"].get<double>(), rank1 - kO, 1e-9 * rank1);
+  EXPECT_NEAR(rec.rank_epochs[0][0]["time_s"].get<double>(), rank1 - kC - kO, 1e-9 * rank1);
   // The run header names the event.
   EXPECT_NE(rec.out.find("event slow: compute x2 for ranks [1] steps 2..3"), std::string::npos)
       << rec.out;
@@ -334,7 +336,7 @@ TEST(ClusterTrain, SlowEventStretchesTheStepsItNames) {
 
 // (d) cluster.data_rate = R: the loader delivers batch k (of n = 16 samples) at
 // max(when asked, batch k-1's time + n / R), batch 1 at the epoch's start + n / R. One rank,
-// 4 steps of C = F + B + O = 35 ms each:
+// 4 steps of C = F + B + check + O = 37 ms each:
 //   R = 200/s:  n / R = 80 ms >= C, every step waits for its batch: 4 x 80 ms + C;
 //   R = 1000/s: n / R = 16 ms < C, only the first batch is waited for: 16 ms + 4 C.
 TEST(ClusterTrain, DataRateArithmetic) {
@@ -344,7 +346,7 @@ TEST(ClusterTrain, DataRateArithmetic) {
   std::ofstream(dir.file("lab.toml")) << platform_toml(1);
   const std::string args = "--algo local --epochs 1 --set data.train_limit=64 --cluster " +
                            dir.file("lab.toml") + " --set cluster.compute=profile:" + profile;
-  const double C = kF + kB + kO;
+  const double C = kF + kB + kC + kO;
   const Records slow = train(1, args + " --set cluster.data_rate=200", dir, "slow");
   ASSERT_EQ(slow.epochs.size(), 1u);
   EXPECT_NEAR(slow.epochs[0]["time_s"].get<double>(), 4 * (16.0 / 200) + C, 1e-9);

@@ -20,6 +20,7 @@ cluster::ComputeProfile profile_of(const ParamArena& arena) {
   p.forward_s = 0.010;
   p.backward_s = 0.020;
   p.optimizer_s = 0.005;
+  p.check_s = 0.001;
   double f = 0.25;
   for (const ArenaSegment& s : arena.segments()) {
     p.segments.push_back({s.name, s.numel, f});
@@ -43,6 +44,7 @@ TEST(ProfileReplay, TimesScaleWithTheSlowdownAndBucketsAreReadyAtTheirFraction) 
   EXPECT_DOUBLE_EQ(r.forward_s(), 2 * 0.010);
   EXPECT_DOUBLE_EQ(r.backward_s(), 2 * 0.020);
   EXPECT_DOUBLE_EQ(r.optimizer_s(), 2 * 0.005);
+  EXPECT_DOUBLE_EQ(r.check_s(), 2 * 0.001);
   // Segment 0 is ready at 0.25 of backward, segment 1 at 0.75; a bucket with its last tensor.
   EXPECT_DOUBLE_EQ(r.bucket_ready(1.0, 0, 0), 1.0 + 0.25 * 0.040);
   EXPECT_DOUBLE_EQ(r.bucket_ready(1.0, 1, 1), 1.0 + 0.75 * 0.040);

@@ -6,6 +6,7 @@
 
 #include "dplab/core/autograd.h"
 #include "dplab/core/ops/loss.h"
+#include "dplab/tools/train/nonfinite_guard.h"
 
 namespace dplab::cli {
 
@@ -46,7 +47,11 @@ cluster::ComputeProfile profile_train_steps(Module& model, ParamArena& arena, Op
       sync();
       m->ready_s[s] = seconds(m->backward_start, ProfileClock::now());
     });
-  std::vector<double> fwd, bwd, upd;
+  // The training driver's per-step check of the loss and the gradients, as train_loop runs it
+  // between backward and the optimizer (with the gradients: the f16 loss scaler's runs check
+  // the loss only, and their profile charges a little more than they pay).
+  NonfiniteGuard guard(arena, true);
+  std::vector<double> fwd, bwd, chk, upd;
   std::vector<std::vector<double>> frac(nseg);
   for (int64_t i = 0; i < steps; ++i) {
     sync();
@@ -62,12 +67,17 @@ cluster::ComputeProfile profile_train_steps(Module& model, ParamArena& arena, Op
     sync();
     const auto t2 = ProfileClock::now();
     marks->recording = false;
-    opt.step();
+    DPLAB_CHECK(!guard.step_nonfinite(loss), "bench --profile-out: step {}: {} is not finite", i,
+                guard.describe(loss));
     sync();
     const auto t3 = ProfileClock::now();
+    opt.step();
+    sync();
+    const auto t4 = ProfileClock::now();
     fwd.push_back(seconds(t0, t1));
     bwd.push_back(seconds(t1, t2));
-    upd.push_back(seconds(t2, t3));
+    chk.push_back(seconds(t2, t3));
+    upd.push_back(seconds(t3, t4));
     const double b = seconds(t1, t2);
     for (size_t s = 0; s < nseg; ++s) {
       // A tensor without a gradient this step is ready when backward ends.
@@ -80,6 +90,7 @@ cluster::ComputeProfile profile_train_steps(Module& model, ParamArena& arena, Op
   p.forward_s = median(fwd);
   p.backward_s = median(bwd);
   p.optimizer_s = median(upd);
+  p.check_s = median(chk);
   for (size_t s = 0; s < nseg; ++s)
     p.segments.push_back({arena.segments()[s].name, arena.segments()[s].numel, median(frac[s])});
   return p;

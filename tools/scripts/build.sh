@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Configures and builds dplab (Release, Ninja) into ${DPLAB_BUILD_DIR:-build}. Re-runs are
 # incremental (ccache + Ninja); the CUDA backend is built when a CUDA compiler is found.
+# DPLAB_TARGETS: only these targets (e.g. "dplab_cli", the `dplab` command: main-job.sh); all by
+# default (tests and examples included).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${DPLAB_BUILD_DIR:-$root/build}"
@@ -10,4 +12,5 @@ export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$root}"
 if [ ! -f "$build/build.ninja" ]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${DPLAB_CMAKE_ARGS:-}
 fi
-cmake --build "$build" -j "$jobs"
+# shellcheck disable=SC2086  # a list of target names
+cmake --build "$build" -j "$jobs" ${DPLAB_TARGETS:+--target $DPLAB_TARGETS}

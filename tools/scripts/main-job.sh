@@ -8,7 +8,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${DPLAB_BUILD_DIR:-$root/build}"
 ranks="${DPLAB_RANKS:-2}"
 "$root/tools/scripts/install-deps.sh"
-DPLAB_BUILD_DIR="$build" "$root/tools/scripts/build.sh"
+# The `dplab` command only: the tests, fuzzers and examples are test.sh's to build.
+DPLAB_BUILD_DIR="$build" DPLAB_TARGETS=dplab_cli "$root/tools/scripts/build.sh"
 "$build/bin/dplab" data fetch fashion-mnist
 mpiexec -n "$ranks" "$build/bin/dplab" train --algo allreduce --model mnist_cnn \
   --data fashion-mnist --epochs 1 --batch 64 --lr 0.01 --momentum 0.9 --nesterov \

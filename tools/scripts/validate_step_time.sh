@@ -13,7 +13,11 @@
 # the warm-up) of 2 with that of 3. "overlap" runs GradSync with small buckets (communication
 # starts during backward); "no overlap" with one bucket posted after backward.
 #
-# Prints a markdown table (measured, predicted, error) and the median and worst |error|.
+# Prints a markdown table (measured, predicted, error) and the median and worst |error|, then
+# where each case's step time goes, real against virtual (both runs are traced over steps 9 and
+# on, rank 0, `dplab trace --json`): compute (forward + backward + optimizer spans), the compute
+# thread's exposed wait for communication, and the rest of the step (the driver's own work, the
+# loader's hand-off, waiting for a core).
 # Needs a quiet machine: the real runs' wall times are the reference. Environment: DPLAB
 # (build/bin/dplab), MODELS ("mnist_cnn resnet20_cifar"), STEPS (40 per run).
 set -euo pipefail
@@ -28,7 +32,7 @@ batch=16
 limit=$((2 * batch * steps))  # 2 ranks x batch x steps images: one epoch of `steps` steps
 common="--data fashion-mnist --batch $batch --threads 1 --epochs 1 --lr 0.01 --seed 1
   --set data.train_limit=$limit --set data.test_limit=16 --set progress=off
-  --set checkpoint.keep=0 --set metrics.every_steps=8"
+  --set checkpoint.keep=0 --set metrics.every_steps=8 --trace --set trace.steps=9:$steps"
 overlap="first_bucket_mb=0.05 bucket_cap_mb=0.1"
 serial="first_bucket_mb=1000 bucket_cap_mb=1000"
 # id | options (PREFIX: the algorithm's GradSync key prefix, overlap applied to it)
@@ -51,9 +55,19 @@ print(sum(t) / len(t) if t else float("nan"))
 EOF
 }
 
+# Rank 0's compute, exposed wait and rest of the step (ms) from a traced run.
+breakdown() {
+  "$dplab" trace --json "$1" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)["ranks"][0]
+c, w, t = r["compute_s"], r["exposed_wait_s"], r["step_time_s"]
+print(f"{1e3 * c:.3f} | {1e3 * w:.3f} | {1e3 * (t - c - w):.3f}")'
+}
+
 echo "| model | algorithm | measured s/step | predicted s/step | error |"
 echo "|---|---|---|---|---|"
 errors=()
+rows=()
 for model in $models; do
   profile="$out/$model.profile.json"
   # Recorded beside a twin doing the same work, as the 2 ranks of the real run compute side by
@@ -83,8 +97,15 @@ for model in $models; do
     err=$(python3 -c "print(f'{($virt - $real) / $real * 100:+.1f}%')")
     errors+=("$err")
     printf '| %s | %s | %.4f | %.4f | %s |\n' "$model" "$id" "$real" "$virt" "$err"
+    rows+=("| $model | $id | $(breakdown "$out/$tag.real") | $(breakdown "$out/$tag.virtual") |")
   done
 done
+echo
+echo "Rank 0, ms per step (traced steps), real | virtual:"
+echo
+echo "| model | algorithm | compute | exposed wait | rest | compute | exposed wait | rest |"
+echo "|---|---|---|---|---|---|---|---|"
+printf '%s\n' "${rows[@]}"
 python3 - "${errors[@]}" <<'EOF'
 import statistics, sys
 e = [abs(float(x.rstrip('%'))) for x in sys.argv[1:]]

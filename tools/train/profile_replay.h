@@ -1,6 +1,7 @@
 // Replaying a compute profile in training (issue #20 item 2; cluster.compute = profile:FILE,
 // docs/virtual_cluster.md): the rank's virtual clock is manual and advances by the profile's
-// forward, backward and optimizer times at the loop's phase boundaries, times this rank's
+// forward, backward, non-finite check and optimizer times at the loop's phase boundaries, times
+// this rank's
 // --slowdown factor; a gradient bucket is ready at backward's start + the profile's fraction of
 // backward for its last tensor. Nothing the host does enters the modelled time, so a run gives
 // the same virtual times however loaded the machine is.
@@ -28,6 +29,8 @@ class ProfileReplay {
   double forward_s() const { return p_.forward_s * factor_; }
   double backward_s() const { return p_.backward_s * factor_; }
   double optimizer_s() const { return p_.optimizer_s * factor_; }
+  // The driver's per-step non-finite check (0 from a profile recorded before it was).
+  double check_s() const { return p_.check_s * factor_; }
   double factor() const { return factor_; }
   // When the bucket of segments [first, last] is ready, backward having started at
   // `backward_start` (virtual seconds).

@@ -9,7 +9,7 @@
 
 namespace dplab {
 
-// Exit statuses of `dplab train` (README "Exit status").
+// Exit statuses of `dplab train` (docs/cli.md, "Exit status").
 constexpr int kExitError = 1;      // an error (bad input, a failed checkpoint write, ...)
 constexpr int kExitNonfinite = 3;  // non-finite loss, gradient or state: nothing written
 // Pre-empted by a signal in preempt.signals after writing a checkpoint (resume from it). Not

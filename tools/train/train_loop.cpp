@@ -133,7 +133,10 @@ bool TrainLoop::train_step(const StepInfo& step, const StepPlan& plan, const Bat
   p_.strategy.after_backward(step);
   // The (averaged) gradients and the loss checked; the ranks agree on it kLag ticks later.
   const bool tick_nonfinite = w_.guard.step_nonfinite(loss);
-  if (w_.cluster) w_.cluster->pause();  // the check and the agreement are not modelled
+  if (w_.cluster) {
+    w_.cluster->check_end();  // the check is compute (a replayed profile's check time)
+    w_.cluster->pause();      // the ranks' agreement on it is not modelled
+  }
   tick_check(step, tick_nonfinite, &loss);
   if (w_.cluster) w_.cluster->resume();
   w_.slowdown.start();

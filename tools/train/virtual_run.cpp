@@ -123,10 +123,11 @@ std::string VirtualRun::describe() const {
   if (replay_) {
     const auto& p = replay_->profile();
     compute = fmt::format(
-        "compute replayed from {} ({} on {}: forward {:.3g} + backward {:.3g} + optimizer {:.3g} "
-        "ms per step)",
+        "compute replayed from {} ({} on {}: forward {:.3g} + backward {:.3g} + check {:.3g}{} + "
+        "optimizer {:.3g} ms per step)",
         profile_path_, p.model, p.device.empty() ? "?" : p.device, 1e3 * p.forward_s,
-        1e3 * p.backward_s, 1e3 * p.optimizer_s);
+        1e3 * p.backward_s, 1e3 * p.check_s, p.check_s > 0 ? "" : " (not in the profile)",
+        1e3 * p.optimizer_s);
   } else {
     compute =
         fmt::format("compute = thread CPU time x {:g}", vt_->platform.compute_scale / slowdown_);
@@ -189,6 +190,10 @@ void VirtualRun::backward_begin() {
 
 void VirtualRun::backward_end() {
   if (replay_) vt_->clock.add_compute(replay_->backward_s() * events_factor_);
+}
+
+void VirtualRun::check_end() {
+  if (replay_) vt_->clock.add_compute(replay_->check_s() * events_factor_);
 }
 
 void VirtualRun::optimizer_end(bool stepped) {

@@ -8,8 +8,8 @@
 //     records, progress, checkpoints, evaluation, the ranks' stop agreement) it does not count
 //     (pause/resume): those are not part of the modelled step.
 //   profile (cluster.compute = profile:FILE): the clock is manual; forward_end, backward_end and
-//     optimizer_end add the profile's times (x the factor), and GradSync's buckets are ready at
-//     backward's start + the profile's fraction (tools/train/profile_replay.h).
+//     check_end, optimizer_end add the profile's times (x the factor), and GradSync's buckets are
+//     ready at backward's start + the profile's fraction (tools/train/profile_replay.h).
 //   Either way a step's compute is also multiplied by the slow events (comm/cluster/events.h)
 //   that apply when it begins (begin_step): by step range, or by the virtual time then.
 //
@@ -90,6 +90,9 @@ class VirtualRun {
   void forward_end();
   void backward_begin();
   void backward_end();
+  // The step's non-finite check of the loss and gradients is over (profile compute adds the
+  // profile's check time; measured: it ran on the clock).
+  void check_end();
   // `stepped`: an optimizer step (or the algorithm's own update) was applied.
   void optimizer_end(bool stepped);
 
