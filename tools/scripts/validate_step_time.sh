@@ -19,7 +19,8 @@
 # thread's exposed wait for communication, and the rest of the step (the driver's own work, the
 # loader's hand-off, waiting for a core).
 # Needs a quiet machine: the real runs' wall times are the reference. Environment: DPLAB
-# (build/bin/dplab), MODELS ("mnist_cnn resnet20_cifar"), STEPS (40 per run).
+# (build/bin/dplab), MODELS ("mnist_cnn resnet20_cifar"), STEPS (40 per run), REAL_ARGS (extra
+# options of the real runs only, e.g. "--set comm.wait=backoff").
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 dplab=${DPLAB:-$root/build/bin/dplab}
@@ -87,7 +88,7 @@ for model in $models; do
     rm -rf "$out/$tag.real" "$out/$tag.virtual"
     # shellcheck disable=SC2086
     mpiexec -n 2 "$dplab" train --model "$model" $common $args ${extra[@]+"${extra[@]}"} \
-      --out "$out/$tag.real" > "$out/$tag.real.log" 2>&1
+      ${REAL_ARGS:-} --out "$out/$tag.real" > "$out/$tag.real.log" 2>&1
     # shellcheck disable=SC2086
     mpiexec -n 2 "$dplab" train --model "$model" $common $args ${extra[@]+"${extra[@]}"} \
       --cluster local-shm --set cluster.compute=profile:"$profile" \
