@@ -133,6 +133,11 @@ class Strategy {
   // The learning rate the last step applied, for the metrics' `lr`: the optimizer's
   // (`optimizer_lr`) unless the algorithm applies a schedule of its own (DC-S3GD).
   virtual double applied_lr(double optimizer_lr) const { return optimizer_lr; }
+  // Whether the algorithm can go on with the live ranks when ranks of a virtual cluster fail
+  // (fail events, docs/virtual_cluster.md "Failures"). false: the job stops at the failure,
+  // naming the ranks, as an MPI job does when a rank dies. Continuing with the live ranks is not
+  // modelled yet for any algorithm (issue #36 item 2), so none overrides it.
+  virtual bool continues_after_failure() const { return false; }
   // Rank and world size this strategy runs in (1 process: 0 and 1).
   virtual int rank() const { return 0; }
   virtual int world_size() const { return 1; }

@@ -332,6 +332,58 @@ TEST(ClusterTrain, SlowEventStretchesTheStepsItNames) {
       << rec.out;
 }
 
+// Issue #36 item 2: a fail event on rank 1 under a synchronous algorithm (allreduce) stops the
+// job. Profile compute, every tensor ready at backward's end, 256 images over 2 ranks in batches
+// of 16 (8 steps): both ranks' clocks read b + s S at step s's start, S = F + B + c + O, where
+// b = alpha + n / B is the set-up's broadcast of rank 0's parameters (the arena, n bytes, one
+// transfer between the 2 nodes). Rank 1 is down from b + 5.5 S: step 5 begins at b + 5 S,
+// before it, step 6 at b + 6 S, inside it, so every rank stops at global step 6, after the
+// checkpoint the policy wrote at step 5 (checkpoint.every_steps = 5), which the message names as
+// the one a restart resumes from.
+TEST(ClusterTrain, FailEventStopsASynchronousAlgorithmAtItsStep) {
+  ScopedTempDir dir("cluster-train-fail");
+  double n = 0;
+  const std::string profile = write_profile(dir, 1.0, &n);
+  std::ofstream(dir.file("lab.toml")) << platform_toml(1);
+  const double S = kF + kB + kO + ring_allreduce(2, kNetAlpha, kNetRate, n);
+  const double b = kNetAlpha + n / kNetRate;
+  std::ofstream(dir.file("events.toml")) << fmt::format(
+      "[[event]]\nkind = \"fail\"\nranks = [1]\nfrom_s = {:.17g}\nfor_s = 60\n", b + 5.5 * S);
+  const fs::path out = dir.path / "run";
+  const auto r = test::run_dplab_mpi(
+      2,
+      fmt::format("train --model mnist_cnn --data fashion-mnist --batch {} --lr 0.05 --threads 1 "
+                  "--set data.test_limit=16 --set progress=off --out {} --algo allreduce "
+                  "--epochs 1 --set data.train_limit=256 --set checkpoint.every_steps=5 "
+                  "--cluster {} --set cluster.compute=profile:{} --set cluster.events={}",
+                  kBatch, out.string(), dir.file("lab.toml"), profile, dir.file("events.toml")),
+      dir.path / "log");
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  const std::string ckpt = (out / "checkpoints" / "step_00000005").string();
+  EXPECT_NE(r.err.find(fmt::format("rank 1 failed at {:g} s of virtual time", b + 5.5 * S)),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(fmt::format("global step 6 begins at {:.6g} s of virtual time without it",
+                                   b + 6 * S)),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("algorithm 'allreduce' cannot go on without a rank"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("a restart resumes from the last checkpoint the policy wrote, " + ckpt +
+                       " (global step 5)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(fs::exists(fs::path(ckpt) / "manifest.json"));
+  const auto stopped = read_jsonl(out / "metrics.jsonl", "stopped");
+  ASSERT_EQ(stopped.size(), 1u);
+  EXPECT_EQ(stopped[0]["reason"], "failure");
+  EXPECT_EQ(stopped[0]["step"], 6);
+  EXPECT_EQ(stopped[0]["ranks"], nlohmann::json::array({1}));
+  EXPECT_NEAR(stopped[0]["virtual_time_s"].get<double>(), b + 6 * S, 1e-9);
+  EXPECT_EQ(stopped[0]["checkpoint"], ckpt);
+  EXPECT_TRUE(read_jsonl(out / "metrics.jsonl", "final").empty());
+}
+
 // (d) cluster.data_rate = R: the loader delivers batch k (of n = 16 samples) at
 // max(when asked, batch k-1's time + n / R), batch 1 at the epoch's start + n / R. One rank,
 // 4 steps of C = F + B + O = 35 ms each:

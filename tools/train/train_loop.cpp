@@ -76,6 +76,7 @@ void TrainLoop::run_epoch() {
     arrived = [v = w_.cluster](const Batch& a) { v->batch_arrived(a.labels.numel()); };
   while (step_trace.next(p_.pipeline.batches(), b, loop_.global_step, arrived)) {
     rep_.step_log().batch_ready();
+    check_liveness();  // a modelled failure of a virtual cluster stops here
     // The tick's work is compute (train_step, skip_tick), at this step's factor.
     if (w_.cluster) w_.cluster->begin_step(loop_.global_step);
     const StepInfo step = step_info(tally.epoch);

@@ -1,8 +1,8 @@
 // The training loop of one rank: epochs of steps at the Strategy's call points
 // (comm/strategy.h), the checkpoint policy, evaluation and records at each epoch's end, and the
-// two ways a run stops on purpose (non-finite values, pre-emption). run_training builds its
-// parts from the options (tools/train/trainer.cpp); an experiment that builds them itself can
-// run the same loop.
+// ways a run stops on purpose (non-finite values, pre-emption, a modelled rank failure).
+// run_training builds its parts from the options (tools/train/trainer.cpp); an experiment that
+// builds them itself can run the same loop.
 //
 //   step:   plan -> zero_grad -> before_forward -> forward -> loss -> backward
 //           -> after_backward -> non-finite check (agreed kLag ticks later) -> optimizer
@@ -142,6 +142,8 @@ class TrainLoop {
   std::filesystem::path checkpoint();
   void step_checkpoint();
   [[noreturn]] void preempt_exit();
+  // Fail events of a virtual cluster (tools/train/liveness.h), before a step begins.
+  void check_liveness();
 
   const LoopSettings& s_;
   LoopParts p_;

@@ -4,6 +4,7 @@
 // checkpoint is collective.
 #include <fmt/format.h>
 
+#include "dplab/tools/train/liveness.h"
 #include "dplab/tools/train/run_stopped.h"
 #include "dplab/tools/train/run_trace.h"
 #include "dplab/tools/train/train_loop.h"
@@ -131,6 +132,50 @@ void TrainLoop::preempt_exit() {
                                preempt_reports_, loop_.global_step,
                                loop_.global_step == 1 ? "" : "s", path, s_.out_dir, kExitPreempted),
                    kExitPreempted, rank0_);
+}
+
+// Fail events (tools/train/liveness.h): every rank learns which ranks are down for the step
+// about to begin, alike. No algorithm goes on with the live ranks yet
+// (Strategy::continues_after_failure), so a failure stops the job at this step on every rank,
+// naming the ranks, with what the checkpoint policy wrote so far: the last checkpoint is what a
+// restart resumes from (no checkpoint is written here: a rank that died could not write its
+// part). Exit status 1, as for a runtime error.
+void TrainLoop::check_liveness() {
+  if (!models_failures(w_.cluster)) return;
+  const StepLiveness live = agree_liveness(*w_.cluster, w_.agreement, loop_.global_step);
+  if (live.down.empty() || p_.strategy.continues_after_failure()) return;
+  act_on(w_.agreement.flush());  // the ticks so far are decided first (a non-finite stop)
+  p_.strategy.drain();           // every rank is here at the same step: nothing in flight
+  const std::string who = describe_failures(*w_.cluster, live);
+  std::string restart;
+  if (s_.out_dir.empty())
+    restart = "the run has no output directory, so no checkpoint: a restart begins afresh";
+  else if (last_checkpoint_dir_.empty())
+    restart = fmt::format(
+        "the checkpoint policy wrote no checkpoint before it (checkpoint.every_steps, "
+        "checkpoint.every_epochs): a restart begins where this run began");
+  else
+    restart = fmt::format(
+        "a restart resumes from the last checkpoint the policy wrote, {} (global step {}): "
+        "--resume {}",
+        last_checkpoint_dir_.string(), last_checkpoint_step_, s_.out_dir);
+  if (rank0_)
+    rep_.metrics().write({{"kind", "stopped"},
+                          {"reason", "failure"},
+                          {"step", loop_.global_step},
+                          {"ranks", live.down},
+                          {"detail", who},
+                          {"virtual_time_s", live.world_time_s},
+                          {"checkpoint", last_checkpoint_dir_.string()}});
+  finish_run_trace(p_.tracer, ranks_, s_.out_dir, &rep_.messages());  // the trace so far
+  throw RunStopped(
+      fmt::format("{}: global step {} begins at {:.6g} s of virtual time without {}; algorithm "
+                  "'{}' cannot go on without a rank (continuing with the live ranks is not "
+                  "modelled for it), so every rank stopped there, as an MPI job does when a rank "
+                  "dies (exit status {}); {}",
+                  who, loop_.global_step, live.world_time_s, live.down.size() == 1 ? "it" : "them",
+                  p_.strategy.name(), kExitError, restart),
+      kExitError, rank0_);
 }
 
 }  // namespace dplab
