@@ -1,5 +1,7 @@
 #include "dplab/comm/distributed_strategy.h"
 
+#include <algorithm>
+
 #include "dplab/comm/algorithms/algo_state.h"
 #include "dplab/core/error.h"
 
@@ -32,6 +34,26 @@ void DistributedStrategy::setup(TrainContext& ctx) {
   DPLAB_CHECK(ctx.arena != nullptr, "{}: setup needs the parameter arena", name());
   meter_ = CommMeter(ctx, world().virtual_time() != nullptr);
   if (broadcast_at_setup()) broadcast_model(meter_, world(), *ctx.arena, ctx.buffers, 0);
+}
+
+void DistributedStrategy::heal(int peer, const std::vector<int>& returning,
+                               const std::vector<Tensor>& state) {
+  constexpr int kHealTag = 0x4845;  // "HE" + the tensor's index; distinct from others' tags
+  const bool sender = rank() == peer;
+  const bool receiver = std::find(returning.begin(), returning.end(), rank()) != returning.end();
+  if (!sender && !receiver) return;
+  Pending all;
+  for (int r : sender ? returning : std::vector<int>{peer})
+    for (size_t i = 0; i < state.size(); ++i) {
+      const int tag = kHealTag + static_cast<int>(i);
+      Pending one = sender ? meter_.isend(world(), "heal", state[i], r, tag)
+                           : meter_.irecv(world(), "heal", state[i], peer, tag);
+      if (all.empty())
+        all = std::move(one);
+      else
+        all.join(std::move(one));
+    }
+  meter_.complete_blocking(all);
 }
 
 void DistributedStrategy::average_buffers() {

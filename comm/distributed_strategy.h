@@ -32,6 +32,7 @@ class DistributedStrategy : public Strategy {
   void load_state(const StateDict& in) final;
 
   Topology& topology() const { return *topo_; }
+  void heal(int peer, const std::vector<int>& returning, const std::vector<Tensor>& state) override;
 
  protected:
   Communicator& world() const { return topo_->world(); }

@@ -135,9 +135,17 @@ class Strategy {
   virtual double applied_lr(double optimizer_lr) const { return optimizer_lr; }
   // Whether the algorithm can go on with the live ranks when ranks of a virtual cluster fail
   // (fail events, docs/virtual_cluster.md "Failures"). false: the job stops at the failure,
-  // naming the ranks, as an MPI job does when a rank dies. Continuing with the live ranks is not
-  // modelled yet for any algorithm (issue #36 item 2), so none overrides it.
+  // naming the ranks, as an MPI job does when a rank dies. true (allreduce.ft = quorum): the
+  // training loop goes on with the live ranks (tools/train/liveness.h) and heals a returning
+  // rank from a live peer through heal().
   virtual bool continues_after_failure() const { return false; }
+  // Healing (continues_after_failure): rank `peer` sends `state` (this rank's tensors, in the
+  // same order and shapes on every rank) to each rank of `returning`, which receive into theirs,
+  // over the algorithm's world communicator: timed (virtual time, the modelled links) and traced
+  // like any other message ("heal"). Called on every rank at the same step; ranks other than the
+  // peer and the returning ones do nothing.
+  virtual void heal(int peer, const std::vector<int>& returning, const std::vector<Tensor>& state) {
+  }
   // Rank and world size this strategy runs in (1 process: 0 and 1).
   virtual int rank() const { return 0; }
   virtual int world_size() const { return 1; }

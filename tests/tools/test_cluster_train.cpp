@@ -79,6 +79,15 @@ std::string write_profile(const ScopedTempDir& dir, double fraction, double* buc
   return file;
 }
 
+// The parameter arena's bytes for the profile's tensors: each in a slot of a multiple of 16
+// floats (core/param_arena.h).
+double arena_bytes(const std::string& profile) {
+  double values = 0;
+  for (const auto& seg : cluster::load_compute_profile(profile).segments)
+    values += double((seg.numel + 15) / 16 * 16);
+  return 4.0 * values;
+}
+
 struct Records {
   std::vector<nlohmann::json> epochs;                    // metrics.jsonl "epoch"
   std::vector<nlohmann::json> steps;                     // metrics.jsonl "step" (rank 0's timings)
@@ -382,6 +391,52 @@ TEST(ClusterTrain, FailEventStopsASynchronousAlgorithmAtItsStep) {
   EXPECT_NEAR(stopped[0]["virtual_time_s"].get<double>(), b + 6 * S, 1e-9);
   EXPECT_EQ(stopped[0]["checkpoint"], ckpt);
   EXPECT_TRUE(read_jsonl(out / "metrics.jsonl", "final").empty());
+}
+
+// Issue #36 item 2: allreduce.ft = quorum goes on with the live ranks, and heals a returning rank
+// from a live peer. 4 ranks on 4 nodes, 512 images in batches of 16: 8 steps. Rank 3 is down for
+// steps 2 and 3 and back at step 4. The liveness records say so at steps 2 and 4; at step 4
+// rank 0 (the lowest rank live at step 3 and at step 4) sends rank 3 its state, one message per
+// tensor: the parameter arena (A bytes: every tensor in a slot of a multiple of 16 floats), SGD's
+// momentum buffer (A bytes) and its step counter (8 bytes). Rank 0 posts at T, the world's clock
+// (the live ranks' clocks agree after the allreduce; rank 3's is behind, its compute not
+// charged): the three messages leave back to back, the last byte arrives at
+// T + (2 A + 8) / rate and is received a latency later, so the world's clock moves by
+// alpha + (2 A + 8) / rate.
+TEST(ClusterTrain, QuorumAllreduceGoesOnWithTheLiveRanksAndHealsTheReturningOne) {
+  ScopedTempDir dir("cluster-train-quorum");
+  double n = 0;
+  const std::string profile = write_profile(dir, 1.0, &n);
+  const double A = arena_bytes(profile);
+  std::ofstream(dir.file("lab.toml")) << platform_toml(1);
+  std::ofstream(dir.file("events.toml"))
+      << "[[event]]\nkind = \"fail\"\nranks = [3]\nsteps = [2, 3]\n";
+  const Records rec = train(4,
+                            "--algo allreduce --set allreduce.ft=quorum --epochs 1 --set "
+                            "data.train_limit=512 --cluster " +
+                                dir.file("lab.toml") + " --set cluster.compute=profile:" + profile +
+                                " --set cluster.events=" + dir.file("events.toml"),
+                            dir, "quorum");
+  const auto live = read_jsonl(dir.path / "quorum" / "metrics.jsonl", "liveness");
+  ASSERT_EQ(live.size(), 2u);
+  EXPECT_EQ(live[0]["step"], 2);
+  EXPECT_EQ(live[0]["live_ranks"], 3);
+  EXPECT_EQ(live[0]["down"], nlohmann::json::array({3}));
+  EXPECT_EQ(live[0]["returned"], nlohmann::json::array());
+  EXPECT_FALSE(live[0].contains("heal_s"));
+  EXPECT_EQ(live[1]["step"], 4);
+  EXPECT_EQ(live[1]["live_ranks"], 4);
+  EXPECT_EQ(live[1]["down"], nlohmann::json::array());
+  EXPECT_EQ(live[1]["returned"], nlohmann::json::array({3}));
+  EXPECT_EQ(live[1]["heal_from"], 0);
+  EXPECT_EQ(live[1]["heal_bytes"].get<double>(), 2 * A + 8);
+  const double heal = kNetAlpha + (2 * A + 8) / kNetRate;
+  EXPECT_NEAR(live[1]["heal_s"].get<double>(), heal, 1e-9 * heal);
+  ASSERT_EQ(rec.epochs.size(), 1u);
+  // Rank 3 saw no batch of steps 2 and 3: 8 x 16 x 4 - 2 x 16 images in the epoch's loss.
+  ASSERT_EQ(rec.rank_epochs.size(), 4u);
+  EXPECT_EQ(rec.rank_epochs[3][0]["images"], 6 * 16);
+  EXPECT_EQ(rec.rank_epochs[0][0]["images"], 8 * 16);
 }
 
 // (d) cluster.data_rate = R: the loader delivers batch k (of n = 16 samples) at

@@ -126,7 +126,8 @@ bool TrainLoop::train_step(const StepInfo& step, const StepPlan& plan, const Bat
   forward_span.end();
   trace::Span backward_span(p_.tracer, "backward", "compute", trace::kCompute, true);
   if (w_.cluster) w_.cluster->backward_begin();
-  const Tensor scaled = p_.accumulation.scale(loss);
+  Tensor scaled = p_.accumulation.scale(loss);
+  if (loss_weight_ != 1.f) scaled = mul_scalar(scaled, loss_weight_);  // check_liveness
   backward(p_.scaler ? p_.scaler->scale_loss(scaled) : scaled);
   if (w_.cluster) w_.cluster->backward_end();
   backward_span.end();
@@ -150,8 +151,9 @@ bool TrainLoop::train_step(const StepInfo& step, const StepPlan& plan, const Bat
   tally.trace->end(tally.epoch, b.labels.numel());
   ++tally.computed;
 
-  const int64_t n = b.labels.numel();
-  if (!tick_nonfinite) {  // a dropped step's loss is not part of the epoch's mean
+  // A down rank's step counts nowhere: its batch is not seen (docs/virtual_cluster.md).
+  const int64_t n = down_here_ ? 0 : b.labels.numel();
+  if (!tick_nonfinite && !down_here_) {  // a dropped step's loss is not part of the epoch's mean
     step_metrics_.add(loss, logits, b.labels, loop_.epoch_loss_sum, loop_.epoch_correct);
     loop_.epoch_seen += n;
   }

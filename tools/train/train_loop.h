@@ -31,6 +31,7 @@
 #include "dplab/tools/train/checkpoint.h"
 #include "dplab/tools/train/data_pipeline.h"
 #include "dplab/tools/train/evaluate.h"
+#include "dplab/tools/train/liveness.h"
 #include "dplab/tools/train/nonfinite_guard.h"
 #include "dplab/tools/train/preemption.h"
 #include "dplab/tools/train/rank_group.h"
@@ -144,6 +145,7 @@ class TrainLoop {
   [[noreturn]] void preempt_exit();
   // Fail events of a virtual cluster (tools/train/liveness.h), before a step begins.
   void check_liveness();
+  [[noreturn]] void stop_failed(const StepLiveness& live);
 
   const LoopSettings& s_;
   LoopParts p_;
@@ -167,6 +169,12 @@ class TrainLoop {
   bool preempted_ = false;       // some rank received a pre-emption signal (agreed)
   std::string preempt_reports_;  // which rank received which signal
   int64_t last_checkpoint_step_ = -1;
+  // Fail events under an algorithm that goes on with the live ranks (check_liveness): the ranks
+  // down for the step under way, whether this rank is one, and its loss's weight (0 down, else
+  // world / live).
+  std::vector<int> down_;
+  bool down_here_ = false;
+  float loss_weight_ = 1.f;
   std::filesystem::path last_checkpoint_dir_;
 };
 

@@ -4,10 +4,15 @@
 // checkpoint is collective.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "dplab/tools/train/heal.h"
 #include "dplab/tools/train/liveness.h"
 #include "dplab/tools/train/run_stopped.h"
 #include "dplab/tools/train/run_trace.h"
 #include "dplab/tools/train/train_loop.h"
+#include "dplab/tools/train/virtual_run.h"
 
 namespace dplab {
 
@@ -135,15 +140,58 @@ void TrainLoop::preempt_exit() {
 }
 
 // Fail events (tools/train/liveness.h): every rank learns which ranks are down for the step
-// about to begin, alike. No algorithm goes on with the live ranks yet
-// (Strategy::continues_after_failure), so a failure stops the job at this step on every rank,
-// naming the ranks, with what the checkpoint policy wrote so far: the last checkpoint is what a
-// restart resumes from (no checkpoint is written here: a rank that died could not write its
-// part). Exit status 1, as for a runtime error.
+// about to begin, alike. An algorithm that cannot go on without them
+// (Strategy::continues_after_failure) stops the job here; one that can goes on with the live
+// ranks: a down rank's loss weighs 0 and a live rank's W / L (W ranks, L live), so that the
+// gradient average over the W ranks is the average over the L live ones; its compute is not
+// charged (VirtualRun::set_down); a rank back from its failure is healed from a live peer first
+// (tools/train/heal.h). Rank 0 records each change (a "liveness" record).
 void TrainLoop::check_liveness() {
   if (!models_failures(w_.cluster)) return;
   const StepLiveness live = agree_liveness(*w_.cluster, w_.agreement, loop_.global_step);
-  if (live.down.empty() || p_.strategy.continues_after_failure()) return;
+  const int world = ranks_.size();
+  const int live_count = world - int(live.down.size());
+  if (!live.down.empty() && (!p_.strategy.continues_after_failure() || live_count == 0))
+    stop_failed(live);
+  if (live.down == down_) return;
+  std::vector<int> returned;
+  for (int r : down_)
+    if (std::find(live.down.begin(), live.down.end(), r) == live.down.end()) returned.push_back(r);
+  HealFacts healed;
+  if (!returned.empty())
+    healed = heal_returning(p_.strategy, p_.model, p_.optimizer, *w_.cluster, w_.agreement,
+                            returned, down_, world);
+  down_ = live.down;
+  down_here_ = std::find(down_.begin(), down_.end(), ranks_.rank()) != down_.end();
+  loss_weight_ = down_here_ ? 0.f : float(world) / float(live_count);
+  w_.cluster->set_down(down_here_);
+  if (rank0_) {
+    nlohmann::json rec = {{"kind", "liveness"},
+                          {"step", loop_.global_step},
+                          {"virtual_time_s", live.world_time_s},
+                          {"live_ranks", live_count},
+                          {"down", down_},
+                          {"returned", returned}};
+    if (healed.peer >= 0) {
+      rec["heal_from"] = healed.peer;
+      rec["heal_bytes"] = healed.bytes;
+      rec["heal_s"] = healed.virtual_s;
+    }
+    rep_.metrics().write(rec);
+  }
+  if (rank0_ && !live.down.empty() && returned.empty())
+    rep_.messages() << fmt::format(
+        "dplab: {}: global step {} begins at {:.6g} s of virtual time with {} of {} ranks; "
+        "algorithm '{}' goes on with them\n",
+        describe_failures(*w_.cluster, live), loop_.global_step, live.world_time_s, live_count,
+        world, p_.strategy.name());
+}
+
+// A failure the algorithm cannot go on without: the job stops at this step on every rank,
+// naming the ranks, with what the checkpoint policy wrote so far: the last checkpoint is what a
+// restart resumes from (no checkpoint is written here: a rank that died could not write its
+// part). Exit status 1, as for a runtime error.
+void TrainLoop::stop_failed(const StepLiveness& live) {
   act_on(w_.agreement.flush());  // the ticks so far are decided first (a non-finite stop)
   p_.strategy.drain();           // every rank is here at the same step: nothing in flight
   const std::string who = describe_failures(*w_.cluster, live);
@@ -168,13 +216,17 @@ void TrainLoop::check_liveness() {
                           {"virtual_time_s", live.world_time_s},
                           {"checkpoint", last_checkpoint_dir_.string()}});
   finish_run_trace(p_.tracer, ranks_, s_.out_dir, &rep_.messages());  // the trace so far
+  const bool all = int(live.down.size()) == ranks_.size();
   throw RunStopped(
-      fmt::format("{}: global step {} begins at {:.6g} s of virtual time without {}; algorithm "
-                  "'{}' cannot go on without a rank (continuing with the live ranks is not "
-                  "modelled for it), so every rank stopped there, as an MPI job does when a rank "
-                  "dies (exit status {}); {}",
+      fmt::format("{}: global step {} begins at {:.6g} s of virtual time without {}; {}, so "
+                  "every rank stopped there, as an MPI job does when a rank dies (exit status "
+                  "{}); {}",
                   who, loop_.global_step, live.world_time_s, live.down.size() == 1 ? "it" : "them",
-                  p_.strategy.name(), kExitError, restart),
+                  all ? std::string("no rank is live")
+                      : fmt::format("algorithm '{}' cannot go on without a rank (continuing with "
+                                    "the live ranks is not modelled for it)",
+                                    p_.strategy.name()),
+                  kExitError, restart),
       kExitError, rank0_);
 }
 
