@@ -24,6 +24,7 @@
 
 #include "data/temp_dir.h"
 #include "dplab/comm/cluster/compute_profile.h"
+#include "dplab/core/safetensors.h"
 #include "dplab/tools/train/epoch_record.h"
 #include "run_cli.h"
 #include "spawn_cli.h"
@@ -413,7 +414,7 @@ TEST(ClusterTrain, QuorumAllreduceGoesOnWithTheLiveRanksAndHealsTheReturningOne)
       << "[[event]]\nkind = \"fail\"\nranks = [3]\nsteps = [2, 3]\n";
   const Records rec = train(4,
                             "--algo allreduce --set allreduce.ft=quorum --epochs 1 --set "
-                            "data.train_limit=512 --cluster " +
+                            "data.train_limit=512 --trace --cluster " +
                                 dir.file("lab.toml") + " --set cluster.compute=profile:" + profile +
                                 " --set cluster.events=" + dir.file("events.toml"),
                             dir, "quorum");
@@ -437,6 +438,61 @@ TEST(ClusterTrain, QuorumAllreduceGoesOnWithTheLiveRanksAndHealsTheReturningOne)
   ASSERT_EQ(rec.rank_epochs.size(), 4u);
   EXPECT_EQ(rec.rank_epochs[3][0]["images"], 6 * 16);
   EXPECT_EQ(rec.rank_epochs[0][0]["images"], 8 * 16);
+  // The transfer is traced (dplab trace shows it): the heal messages' events.
+  std::ifstream trace(dir.path / "quorum" / "trace.json");
+  const std::string text((std::istreambuf_iterator<char>(trace)), {});
+  EXPECT_NE(text.find("\"name\":\"heal\""), std::string::npos);
+}
+
+// Issue #36 item 2, the quorum's arithmetic against a serial computation: one step of 4 ranks
+// (max_steps = 1) with rank 3 down. Local SGD with a period longer than the run takes that step
+// on each rank alone, from the same start (rank 0's parameters) on the same shard, and its
+// checkpoint at the stop holds each rank's own result theta_r (written before the final
+// average). SGD's first step is linear in the gradient (the momentum buffer is the gradient), so
+// the quorum's step, the gradient averaged over ranks 0..2, must give the mean of their theta_r,
+// computed here, and not the mean over all four ranks.
+TEST(ClusterTrain, QuorumStepIsTheMeanOfTheLiveRanksOwnSteps) {
+  ScopedTempDir dir("cluster-train-quorum-serial");
+  double n = 0;
+  const std::string profile = write_profile(dir, 1.0, &n);
+  std::ofstream(dir.file("lab.toml")) << platform_toml(1);
+  std::ofstream(dir.file("events.toml"))
+      << "[[event]]\nkind = \"fail\"\nranks = [3]\nsteps = [0, 0]\n";
+  const std::string common = "--epochs 1 --set data.train_limit=512 --set max_steps=1 --cluster " +
+                             dir.file("lab.toml") + " --set cluster.compute=profile:" + profile;
+  train(4,
+        "--algo allreduce --set allreduce.ft=quorum --set cluster.events=" +
+            dir.file("events.toml") + " " + common,
+        dir, "quorum");
+  train(4, "--algo local_sgd --set local_sgd.H=100 " + common, dir, "alone");
+  auto params = [&](const std::string& run, int rank) {
+    std::map<std::string, std::vector<float>> m;
+    const fs::path f =
+        dir.path / run / "checkpoints" / "step_00000001" / fmt::format("rank_{}.safetensors", rank);
+    for (const NamedTensor& t : load_safetensors(f.string()))
+      if (t.tensor.dtype() == DType::f32 && !t.name.starts_with("optim."))
+        m[t.name] = t.tensor.to_vector();
+    return m;
+  };
+  const auto quorum = params("quorum", 0);
+  std::vector<std::map<std::string, std::vector<float>>> alone;
+  for (int r = 0; r < 4; ++r) alone.push_back(params("alone", r));
+  ASSERT_FALSE(quorum.empty());
+  double worst_live = 0, worst_all = 0;
+  for (const auto& [name, q] : quorum) {
+    ASSERT_EQ(alone[0].count(name), 1u) << name;
+    for (size_t i = 0; i < q.size(); ++i) {
+      const double live =
+          (double(alone[0].at(name)[i]) + alone[1].at(name)[i] + alone[2].at(name)[i]) / 3;
+      const double all = (3 * live + alone[3].at(name)[i]) / 4;
+      worst_live = std::max(worst_live, std::abs(q[i] - live));
+      worst_all = std::max(worst_all, std::abs(q[i] - all));
+    }
+  }
+  EXPECT_LT(worst_live, 1e-6);
+  EXPECT_GT(worst_all, 1e-4);  // rank 3's contribution is really removed
+  // Every rank of the quorum run holds the same model (rank 3 applied the live ranks' update).
+  EXPECT_EQ(params("quorum", 3), quorum);
 }
 
 // (d) cluster.data_rate = R: the loader delivers batch k (of n = 16 samples) at
