@@ -56,6 +56,13 @@ void DistributedStrategy::heal(int peer, const std::vector<int>& returning,
   meter_.complete_blocking(all);
 }
 
+void DistributedStrategy::set_down_ranks(const std::vector<int>& down) {
+  const int W = world_size(), L = W - static_cast<int>(down.size());
+  DPLAB_CHECK(L >= 1, "{}: every rank is down", name());
+  down_here_ = std::find(down.begin(), down.end(), rank()) != down.end();
+  live_weight_ = down_here_ ? 0.f : static_cast<float>(W) / static_cast<float>(L);
+}
+
 void DistributedStrategy::average_buffers() {
   dplab::average_buffers(meter_, world(), ctx_.buffers);
 }

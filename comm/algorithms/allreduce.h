@@ -29,6 +29,8 @@ class AllReduceStrategy : public DistributedStrategy {
   AllReduceStrategy(std::shared_ptr<Topology> topo, const Options& opt);
   std::string name() const override { return "allreduce"; }
   bool continues_after_failure() const override { return quorum_; }
+  // The quorum's average: the gradient average over the W ranks is the live ranks' mean.
+  float loss_weight() const override { return live_weight(); }
   void setup(TrainContext& ctx) override;
   void after_backward(const StepInfo& step) override;
   void drain() override;

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -444,6 +445,36 @@ TEST(ClusterTrain, QuorumAllreduceGoesOnWithTheLiveRanksAndHealsTheReturningOne)
   EXPECT_NE(text.find("\"name\":\"heal\""), std::string::npos);
 }
 
+// A checkpoint's parameters (f32 tensors, the optimizer's left out) of rank `rank` at `step`.
+using Params = std::map<std::string, std::vector<float>>;
+Params checkpoint_params(const fs::path& run, int64_t step, int rank) {
+  Params m;
+  const fs::path f = run / "checkpoints" / fmt::format("step_{:08d}", step) /
+                     fmt::format("rank_{}.safetensors", rank);
+  for (const NamedTensor& t : load_safetensors(f.string()))
+    if (t.tensor.dtype() == DType::f32 && !t.name.starts_with("optim."))
+      m[t.name] = t.tensor.to_vector();
+  return m;
+}
+
+// The largest |got - the mean of ranks 0..2 of `each`| and |got - the mean of all four|.
+std::pair<double, double> distance_to_means(const Params& got, const std::vector<Params>& each) {
+  EXPECT_FALSE(got.empty());
+  double worst_live = 0, worst_all = 0;
+  for (const auto& [name, q] : got) {
+    EXPECT_EQ(each[0].count(name), 1u) << name;
+    if (!each[0].count(name)) continue;
+    for (size_t i = 0; i < q.size(); ++i) {
+      const double live =
+          (double(each[0].at(name)[i]) + each[1].at(name)[i] + each[2].at(name)[i]) / 3;
+      const double all = (3 * live + each[3].at(name)[i]) / 4;
+      worst_live = std::max(worst_live, std::abs(q[i] - live));
+      worst_all = std::max(worst_all, std::abs(q[i] - all));
+    }
+  }
+  return {worst_live, worst_all};
+}
+
 // Issue #36 item 2, the quorum's arithmetic against a serial computation: one step of 4 ranks
 // (max_steps = 1) with rank 3 down. Local SGD with a period longer than the run takes that step
 // on each rank alone, from the same start (rank 0's parameters) on the same shard, and its
@@ -466,33 +497,50 @@ TEST(ClusterTrain, QuorumStepIsTheMeanOfTheLiveRanksOwnSteps) {
         dir, "quorum");
   train(4, "--algo local_sgd --set local_sgd.H=100 " + common, dir, "alone");
   auto params = [&](const std::string& run, int rank) {
-    std::map<std::string, std::vector<float>> m;
-    const fs::path f =
-        dir.path / run / "checkpoints" / "step_00000001" / fmt::format("rank_{}.safetensors", rank);
-    for (const NamedTensor& t : load_safetensors(f.string()))
-      if (t.tensor.dtype() == DType::f32 && !t.name.starts_with("optim."))
-        m[t.name] = t.tensor.to_vector();
-    return m;
+    return checkpoint_params(dir.path / run, 1, rank);
   };
   const auto quorum = params("quorum", 0);
-  std::vector<std::map<std::string, std::vector<float>>> alone;
+  std::vector<Params> alone;
   for (int r = 0; r < 4; ++r) alone.push_back(params("alone", r));
-  ASSERT_FALSE(quorum.empty());
-  double worst_live = 0, worst_all = 0;
-  for (const auto& [name, q] : quorum) {
-    ASSERT_EQ(alone[0].count(name), 1u) << name;
-    for (size_t i = 0; i < q.size(); ++i) {
-      const double live =
-          (double(alone[0].at(name)[i]) + alone[1].at(name)[i] + alone[2].at(name)[i]) / 3;
-      const double all = (3 * live + alone[3].at(name)[i]) / 4;
-      worst_live = std::max(worst_live, std::abs(q[i] - live));
-      worst_all = std::max(worst_all, std::abs(q[i] - all));
-    }
-  }
+  const auto [worst_live, worst_all] = distance_to_means(quorum, alone);
   EXPECT_LT(worst_live, 1e-6);
   EXPECT_GT(worst_all, 1e-4);  // rank 3's contribution is really removed
   // Every rank of the quorum run holds the same model (rank 3 applied the live ranks' update).
   EXPECT_EQ(params("quorum", 3), quorum);
+}
+
+// Issue #36 item 2, local SGD (the periodic family) against a serial computation: 4 ranks,
+// H = 2, rank 3 down for steps 0 and 1 (the whole first round), 2 steps. The round's average is
+// over ranks 0..2: it must equal the mean of their own 2-step results, taken alone (H longer
+// than the run: the checkpoint at the stop holds each rank's own parameters), and rank 3 must
+// hold it too (it takes part in the average with weight 0).
+TEST(ClusterTrain, LocalSgdAveragesTheLiveRanksOnly) {
+  ScopedTempDir dir("cluster-train-local-sgd-fail");
+  double n = 0;
+  const std::string profile = write_profile(dir, 1.0, &n);
+  std::ofstream(dir.file("lab.toml")) << platform_toml(1);
+  std::ofstream(dir.file("events.toml"))
+      << "[[event]]\nkind = \"fail\"\nranks = [3]\nsteps = [0, 1]\n";
+  const std::string common =
+      "--algo local_sgd --epochs 1 --set data.train_limit=512 --set max_steps=2 --cluster " +
+      dir.file("lab.toml") + " --set cluster.compute=profile:" + profile;
+  const Records rec =
+      train(4, "--set local_sgd.H=2 --set cluster.events=" + dir.file("events.toml") + " " + common,
+            dir, "failed");
+  train(4, "--set local_sgd.H=100 " + common, dir, "alone");
+  std::vector<Params> alone;
+  for (int r = 0; r < 4; ++r) alone.push_back(checkpoint_params(dir.path / "alone", 2, r));
+  const Params failed = checkpoint_params(dir.path / "failed", 2, 0);
+  const auto [worst_live, worst_all] = distance_to_means(failed, alone);
+  EXPECT_LT(worst_live, 1e-6);
+  EXPECT_GT(worst_all, 1e-4);
+  EXPECT_EQ(checkpoint_params(dir.path / "failed", 2, 3), failed);
+  const auto live = read_jsonl(dir.path / "failed" / "metrics.jsonl", "liveness");
+  ASSERT_EQ(live.size(), 1u);  // down from step 0; the run ends before it returns
+  EXPECT_EQ(live[0]["live_ranks"], 3);
+  ASSERT_EQ(rec.rank_epochs.size(), 4u);
+  ASSERT_EQ(rec.rank_epochs[3].size(), 1u);
+  EXPECT_EQ(rec.rank_epochs[3][0]["images"], 0);
 }
 
 // (d) cluster.data_rate = R: the loader delivers batch k (of n = 16 samples) at

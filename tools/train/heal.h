@@ -5,8 +5,9 @@
 // parameters, the model's buffers and the optimizer's state, one message per tensor over the
 // algorithm's world communicator (Strategy::heal), so that the transfer is charged at the
 // modelled links and traced ("heal" events) like any other message. The algorithm's own state
-// is not sent: only allreduce (allreduce.ft = quorum) goes on after a failure, and it keeps
-// none (compression is refused with it).
+// is not sent: of the algorithms that go on after a failure, allreduce (allreduce.ft = quorum)
+// keeps none (compression is refused with it) and local SGD only its round counters, the same on
+// every rank.
 #pragma once
 #include <vector>
 

@@ -142,9 +142,10 @@ void TrainLoop::preempt_exit() {
 // Fail events (tools/train/liveness.h): every rank learns which ranks are down for the step
 // about to begin, alike. An algorithm that cannot go on without them
 // (Strategy::continues_after_failure) stops the job here; one that can goes on with the live
-// ranks: a down rank's loss weighs 0 and a live rank's W / L (W ranks, L live), so that the
-// gradient average over the W ranks is the average over the L live ones; its compute is not
-// charged (VirtualRun::set_down); a rank back from its failure is healed from a live peer first
+// ranks: the algorithm learns which are down (Strategy::set_down_ranks: its averages are then
+// over the live ranks) and weighs this rank's loss (Strategy::loss_weight: 0 for a down rank;
+// allreduce's quorum W / L for a live one); a down rank's compute is not charged
+// (VirtualRun::set_down); a rank back from its failure is healed from a live peer first
 // (tools/train/heal.h). Rank 0 records each change (a "liveness" record).
 void TrainLoop::check_liveness() {
   if (!models_failures(w_.cluster)) return;
@@ -163,7 +164,8 @@ void TrainLoop::check_liveness() {
                             returned, down_, world);
   down_ = live.down;
   down_here_ = std::find(down_.begin(), down_.end(), ranks_.rank()) != down_.end();
-  loss_weight_ = down_here_ ? 0.f : float(world) / float(live_count);
+  p_.strategy.set_down_ranks(down_);
+  loss_weight_ = p_.strategy.loss_weight();
   w_.cluster->set_down(down_here_);
   if (rank0_) {
     nlohmann::json rec = {{"kind", "liveness"},
