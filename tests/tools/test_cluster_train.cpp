@@ -391,6 +391,8 @@ TEST(ClusterTrain, FailEventStopsASynchronousAlgorithmAtItsStep) {
   EXPECT_EQ(stopped[0]["step"], 6);
   EXPECT_EQ(stopped[0]["ranks"], nlohmann::json::array({1}));
   EXPECT_NEAR(stopped[0]["virtual_time_s"].get<double>(), b + 6 * S, 1e-9);
+  // Lost: the training since the checkpoint's state, step 5's start to step 6's: S.
+  EXPECT_NEAR(stopped[0]["lost_s"].get<double>(), S, 1e-9);
   EXPECT_EQ(stopped[0]["checkpoint"], ckpt);
   EXPECT_TRUE(read_jsonl(out / "metrics.jsonl", "final").empty());
 }
@@ -434,6 +436,13 @@ TEST(ClusterTrain, QuorumAllreduceGoesOnWithTheLiveRanksAndHealsTheReturningOne)
   EXPECT_EQ(live[1]["heal_bytes"].get<double>(), 2 * A + 8);
   const double heal = kNetAlpha + (2 * A + 8) / kNetRate;
   EXPECT_NEAR(live[1]["heal_s"].get<double>(), heal, 1e-9 * heal);
+  // The final record: rank 3 was down for steps 2 and 3, each F + B + O plus the live ranks'
+  // ring allreduce over the 4 nodes; the recovery is the heal.
+  ASSERT_FALSE(read_jsonl(dir.path / "quorum" / "metrics.jsonl", "final").empty());
+  const auto fin = read_jsonl(dir.path / "quorum" / "metrics.jsonl", "final")[0];
+  const double S4 = kF + kB + kO + ring_allreduce(4, kNetAlpha, kNetRate, n);
+  EXPECT_NEAR(fin["failure_lost_rank_s"].get<double>(), 2 * S4, 1e-9);
+  EXPECT_NEAR(fin["recovery_s"].get<double>(), heal, 1e-9 * heal);
   ASSERT_EQ(rec.epochs.size(), 1u);
   // Rank 3 saw no batch of steps 2 and 3: 8 x 16 x 4 - 2 x 16 images in the epoch's loss.
   ASSERT_EQ(rec.rank_epochs.size(), 4u);

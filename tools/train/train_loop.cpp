@@ -12,6 +12,7 @@
 #include "dplab/core/ops.h"
 #include "dplab/core/usage_error.h"
 #include "dplab/tools/train/epoch_loss.h"
+#include "dplab/tools/train/liveness.h"
 #include "dplab/tools/train/model_file.h"
 #include "dplab/tools/train/run_trace.h"
 #include "dplab/tools/train/virtual_run.h"
@@ -355,6 +356,14 @@ TrainResult TrainLoop::finish() {
   ff.test_acc_rank0 = result_.test_acc_rank0;
   ff.test_acc5_rank0 = result_.test_acc5_rank0;
   ff.nonfinite_skipped = loop_.nonfinite_skipped;
+  if (models_failures(w_.cluster) && p_.strategy.continues_after_failure()) {
+    // The last step's down ranks, to the end of training (collective).
+    const double end = w_.agreement.max_over_ranks(w_.cluster->shared_virtual_time()->clock.now());
+    if (last_step_world_s_ >= 0) lost_rank_s_ += double(down_.size()) * (end - last_step_world_s_);
+    ff.failures = true;
+    ff.failure_lost_rank_s = lost_rank_s_;
+    ff.recovery_s = recovery_s_;
+  }
   rep_.report().final(ff);
   finish_run_trace(p_.tracer, ranks_, s_.out_dir);  // OUT/trace.json (rank 0), after every file
   return result_;

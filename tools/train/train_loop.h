@@ -175,6 +175,11 @@ class TrainLoop {
   std::vector<int> down_;
   bool down_here_ = false;
   float loss_weight_ = 1.f;
+  // The world's clock at the last step's start (-1: no step yet) and at the state a restart
+  // resumes from (the run's first step, or the last checkpoint's); the down ranks' rank-seconds
+  // and the heals' time so far (the final record's failure_lost_rank_s, recovery_s).
+  double last_step_world_s_ = -1, restart_world_s_ = 0;
+  double lost_rank_s_ = 0, recovery_s_ = 0;
   std::filesystem::path last_checkpoint_dir_;
 };
 

@@ -150,6 +150,11 @@ void TrainLoop::preempt_exit() {
 void TrainLoop::check_liveness() {
   if (!models_failures(w_.cluster)) return;
   const StepLiveness live = agree_liveness(*w_.cluster, w_.agreement, loop_.global_step);
+  if (last_step_world_s_ < 0 || loop_.global_step == last_checkpoint_step_)
+    restart_world_s_ = live.world_time_s;  // what a restart would resume from
+  if (last_step_world_s_ >= 0)             // the previous step's down ranks, for its duration
+    lost_rank_s_ += double(down_.size()) * (live.world_time_s - last_step_world_s_);
+  last_step_world_s_ = live.world_time_s;
   const int world = ranks_.size();
   const int live_count = world - int(live.down.size());
   if (!live.down.empty() && (!p_.strategy.continues_after_failure() || live_count == 0))
@@ -162,6 +167,7 @@ void TrainLoop::check_liveness() {
   if (!returned.empty())
     healed = heal_returning(p_.strategy, p_.model, p_.optimizer, *w_.cluster, w_.agreement,
                             returned, down_, world);
+  recovery_s_ += healed.virtual_s;
   down_ = live.down;
   down_here_ = std::find(down_.begin(), down_.end(), ranks_.rank()) != down_.end();
   p_.strategy.set_down_ranks(down_);
@@ -209,6 +215,8 @@ void TrainLoop::stop_failed(const StepLiveness& live) {
         "a restart resumes from the last checkpoint the policy wrote, {} (global step {}): "
         "--resume {}",
         last_checkpoint_dir_.string(), last_checkpoint_step_, s_.out_dir);
+  restart += fmt::format(" ({:.6g} s of virtual training since it are lost)",
+                         live.world_time_s - restart_world_s_);
   if (rank0_)
     rep_.metrics().write({{"kind", "stopped"},
                           {"reason", "failure"},
@@ -216,6 +224,7 @@ void TrainLoop::stop_failed(const StepLiveness& live) {
                           {"ranks", live.down},
                           {"detail", who},
                           {"virtual_time_s", live.world_time_s},
+                          {"lost_s", live.world_time_s - restart_world_s_},
                           {"checkpoint", last_checkpoint_dir_.string()}});
   finish_run_trace(p_.tracer, ranks_, s_.out_dir, &rep_.messages());  // the trace so far
   const bool all = int(live.down.size()) == ranks_.size();
