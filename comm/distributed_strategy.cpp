@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "dplab/comm/algorithms/algo_state.h"
+#include "dplab/core/autograd.h"
 #include "dplab/core/error.h"
+#include "dplab/core/ops/elementwise.h"
 
 namespace dplab {
 
@@ -61,6 +63,12 @@ void DistributedStrategy::set_down_ranks(const std::vector<int>& down) {
   DPLAB_CHECK(L >= 1, "{}: every rank is down", name());
   down_here_ = std::find(down.begin(), down.end(), rank()) != down.end();
   live_weight_ = down_here_ ? 0.f : static_cast<float>(W) / static_cast<float>(L);
+}
+
+void DistributedStrategy::weigh_for_live_average(Tensor& t) const {
+  if (live_weight_ == 1.f) return;
+  NoGradGuard no_grad;
+  t.copy_(mul_scalar(t, live_weight_));
 }
 
 void DistributedStrategy::average_buffers() {

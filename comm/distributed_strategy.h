@@ -53,6 +53,8 @@ class DistributedStrategy : public Strategy {
   // ranks are down (fail events): 0 when this rank is down, W / L when live (W ranks, L live), so
   // (1/W) sum_r w_r x_r = (1/L) sum_live x_r; 1 without failures.
   float live_weight() const { return live_weight_; }
+  // t *= live_weight(), before an average over the world that must be the live ranks' mean.
+  void weigh_for_live_average(Tensor& t) const;
   bool down_here() const { return down_here_; }
 
   std::shared_ptr<Topology> topo_;

@@ -454,14 +454,16 @@ TEST(ClusterTrain, QuorumAllreduceGoesOnWithTheLiveRanksAndHealsTheReturningOne)
   EXPECT_NE(text.find("\"name\":\"heal\""), std::string::npos);
 }
 
-// A checkpoint's parameters (f32 tensors, the optimizer's left out) of rank `rank` at `step`.
+// A checkpoint's parameters (f32 tensors, the optimizer's and the algorithm's left out) of rank
+// `rank` at `step`.
 using Params = std::map<std::string, std::vector<float>>;
 Params checkpoint_params(const fs::path& run, int64_t step, int rank) {
   Params m;
   const fs::path f = run / "checkpoints" / fmt::format("step_{:08d}", step) /
                      fmt::format("rank_{}.safetensors", rank);
   for (const NamedTensor& t : load_safetensors(f.string()))
-    if (t.tensor.dtype() == DType::f32 && !t.name.starts_with("optim."))
+    if (t.tensor.dtype() == DType::f32 && !t.name.starts_with("optim.") &&
+        !t.name.starts_with("algo."))
       m[t.name] = t.tensor.to_vector();
   return m;
 }
@@ -550,6 +552,33 @@ TEST(ClusterTrain, LocalSgdAveragesTheLiveRanksOnly) {
   ASSERT_EQ(rec.rank_epochs.size(), 4u);
   ASSERT_EQ(rec.rank_epochs[3].size(), 1u);
   EXPECT_EQ(rec.rank_epochs[3][0]["images"], 0);
+}
+
+// DiLoCo against a serial computation: as above, with the outer optimizer plain SGD at lr 1, so
+// that the outer step theta(1) = theta(0) - Delta, Delta the mean of the live workers'
+// theta(0) - theta_i, is the mean of their theta_i: the live ranks' own 2-step results, taken
+// alone (H longer than the run; the checkpoint at the stop holds them before the last round).
+TEST(ClusterTrain, DiLoCoOuterGradientIsTheLiveWorkersMean) {
+  ScopedTempDir dir("cluster-train-diloco-fail");
+  double n = 0;
+  const std::string profile = write_profile(dir, 1.0, &n);
+  std::ofstream(dir.file("lab.toml")) << platform_toml(1);
+  std::ofstream(dir.file("events.toml"))
+      << "[[event]]\nkind = \"fail\"\nranks = [3]\nsteps = [0, 1]\n";
+  const std::string common =
+      "--algo diloco --set diloco.outer_optim=sgd --set diloco.outer_momentum=0 --set "
+      "diloco.outer_lr=1 --epochs 1 --set data.train_limit=512 --set max_steps=2 --cluster " +
+      dir.file("lab.toml") + " --set cluster.compute=profile:" + profile;
+  train(4, "--set diloco.H=2 --set cluster.events=" + dir.file("events.toml") + " " + common, dir,
+        "failed");
+  train(4, "--set diloco.H=100 " + common, dir, "alone");
+  std::vector<Params> alone;
+  for (int r = 0; r < 4; ++r) alone.push_back(checkpoint_params(dir.path / "alone", 2, r));
+  const Params failed = checkpoint_params(dir.path / "failed", 2, 0);
+  const auto [worst_live, worst_all] = distance_to_means(failed, alone);
+  EXPECT_LT(worst_live, 1e-6);
+  EXPECT_GT(worst_all, 1e-4);
+  EXPECT_EQ(checkpoint_params(dir.path / "failed", 2, 3), failed);
 }
 
 // (d) cluster.data_rate = R: the loader delivers batch k (of n = 16 samples) at

@@ -6,8 +6,9 @@
 // algorithm's world communicator (Strategy::heal), so that the transfer is charged at the
 // modelled links and traced ("heal" events) like any other message. The algorithm's own state
 // is not sent: of the algorithms that go on after a failure, allreduce (allreduce.ft = quorum)
-// keeps none (compression is refused with it) and local SGD only its round counters, the same on
-// every rank.
+// keeps none (compression is refused with it), local SGD only its round counters, and DiLoCo
+// its global model and outer optimizer state, all the same on every rank (a down rank applies
+// the same outer step).
 #pragma once
 #include <vector>
 
