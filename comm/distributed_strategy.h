@@ -32,6 +32,10 @@ class DistributedStrategy : public Strategy {
   void load_state(const StateDict& in) final;
 
   Topology& topology() const { return *topo_; }
+  void heal(int peer, const std::vector<int>& returning, const std::vector<Tensor>& state) override;
+  void set_down_ranks(const std::vector<int>& down) override;
+  // A down rank's loss weighs 0: it computes nothing that counts.
+  float loss_weight() const override { return down_here_ ? 0.f : 1.f; }
 
  protected:
   Communicator& world() const { return topo_->world(); }
@@ -45,11 +49,20 @@ class DistributedStrategy : public Strategy {
   virtual void load_algorithm_state(const StateDict& in) {}
   // Averages the model's floating buffers over the world (a "buffer average" event).
   void average_buffers();
+  // This rank's weight in an average over the world that must be the live ranks' mean while
+  // ranks are down (fail events): 0 when this rank is down, W / L when live (W ranks, L live), so
+  // (1/W) sum_r w_r x_r = (1/L) sum_live x_r; 1 without failures.
+  float live_weight() const { return live_weight_; }
+  // t *= live_weight(), before an average over the world that must be the live ranks' mean.
+  void weigh_for_live_average(Tensor& t) const;
+  bool down_here() const { return down_here_; }
 
   std::shared_ptr<Topology> topo_;
 
  private:
   mutable CommMeter meter_;
+  float live_weight_ = 1.f;
+  bool down_here_ = false;
 };
 
 // Broadcasts the parameter arena and the model buffers from `root` over `comm` (one "broadcast"

@@ -133,6 +133,26 @@ class Strategy {
   // The learning rate the last step applied, for the metrics' `lr`: the optimizer's
   // (`optimizer_lr`) unless the algorithm applies a schedule of its own (DC-S3GD).
   virtual double applied_lr(double optimizer_lr) const { return optimizer_lr; }
+  // Whether the algorithm can go on with the live ranks when ranks of a virtual cluster fail
+  // (fail events, docs/virtual_cluster.md "Failures"). false: the job stops at the failure,
+  // naming the ranks, as an MPI job does when a rank dies. true (allreduce.ft = quorum,
+  // local_sgd, diloco): the training loop goes on with the live ranks (tools/train/liveness.h),
+  // tells the algorithm which are down (set_down_ranks) and heals a returning rank from a live peer
+  // through heal().
+  virtual bool continues_after_failure() const { return false; }
+  // The world ranks down from the step about to begin on (ascending; empty: every rank live).
+  virtual void set_down_ranks(const std::vector<int>& down) {}
+  // The weight the training loop gives this rank's loss while ranks are down: 1 without
+  // failures. An algorithm that averages gradients each step (allreduce) weighs a live rank's
+  // W / L (W ranks, L live) and a down rank's 0, so the average over W is the live ranks' mean.
+  virtual float loss_weight() const { return 1.f; }
+  // Healing (continues_after_failure): rank `peer` sends `state` (this rank's tensors, in the
+  // same order and shapes on every rank) to each rank of `returning`, which receive into theirs,
+  // over the algorithm's world communicator: timed (virtual time, the modelled links) and traced
+  // like any other message ("heal"). Called on every rank at the same step; ranks other than the
+  // peer and the returning ones do nothing.
+  virtual void heal(int peer, const std::vector<int>& returning, const std::vector<Tensor>& state) {
+  }
   // Rank and world size this strategy runs in (1 process: 0 and 1).
   virtual int rank() const { return 0; }
   virtual int world_size() const { return 1; }

@@ -1,10 +1,19 @@
 #include "dplab/comm/algorithms/allreduce.h"
 
+#include "dplab/core/usage_error.h"
+
 namespace dplab {
 
 AllReduceStrategy::AllReduceStrategy(std::shared_ptr<Topology> topo, const Options& opt)
     : DistributedStrategy(std::move(topo)),
-      sync_opt_(GradSyncOptions::from_options(opt, "allreduce.")) {}
+      sync_opt_(GradSyncOptions::from_options(opt, "allreduce.")),
+      quorum_(opt.get_string("allreduce.ft", "none") == "quorum") {
+  // A compressor's state (error feedback) is each rank's own: a healed rank could not take it
+  // from a peer.
+  DPLAB_CHECK_OPTION(!quorum_ || sync_opt_.compress.kind == "none",
+                     "option allreduce.ft = quorum: takes allreduce.compress = none (a "
+                     "compressor's error feedback is each rank's own, which healing cannot copy)");
+}
 
 void AllReduceStrategy::setup(TrainContext& ctx) {
   DistributedStrategy::setup(ctx);  // every rank starts from rank 0's parameters

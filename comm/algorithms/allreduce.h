@@ -9,6 +9,10 @@
 //   first_bucket_mb  1    the first bucket's limit
 //   wire             f32  f32, bf16 or f16 ("Horovod with fp16 compression"), f32 accumulation
 //   hierarchical     false reduce-scatter in node, allreduce across nodes, allgather in node
+//   ft               none  on a virtual cluster's fail events: none (the job stops) or quorum
+//                          (torchft's fault-tolerant DDP: the step's gradient is the average over
+//                          the live ranks; the training loop weights each rank's loss,
+//                          tools/train/liveness.h; docs/virtual_cluster.md "Failures")
 // plus the communicator options (ranks_per_node, link.intra, link.inter, comm.wait,
 // comm.timeout_s; see comm/communicator.h).
 #pragma once
@@ -24,6 +28,9 @@ class AllReduceStrategy : public DistributedStrategy {
   // On the ranks of `topo` (the driver builds it: comm/registry.h).
   AllReduceStrategy(std::shared_ptr<Topology> topo, const Options& opt);
   std::string name() const override { return "allreduce"; }
+  bool continues_after_failure() const override { return quorum_; }
+  // The quorum's average: the gradient average over the W ranks is the live ranks' mean.
+  float loss_weight() const override { return live_weight(); }
   void setup(TrainContext& ctx) override;
   void after_backward(const StepInfo& step) override;
   void drain() override;
@@ -43,6 +50,7 @@ class AllReduceStrategy : public DistributedStrategy {
 
  private:
   GradSyncOptions sync_opt_;
+  bool quorum_ = false;  // allreduce.ft = quorum
   std::unique_ptr<GradSync> sync_;
 };
 

@@ -90,7 +90,9 @@ void DiLoCoStrategy::sync(RoundEnd) {
   // Line 11: δ_i(t) = θ(t−1) − θ_i(t).
   delta_.copy_(theta_);
   add_(delta_, params, -1.f);
-  // Line 13: Δ(t) = (1/k) Σ_i δ_i(t), one allreduce.
+  // Line 13: Δ(t) = (1/k) Σ_i δ_i(t), one allreduce (over the live workers while some are down:
+  // docs/virtual_cluster.md, "Failures").
+  weigh_for_live_average(delta_);
   if (world_size() > 1) meter().allreduce(world(), "outer gradient", delta_, ReduceOp::average);
   // Line 15: θ(t) = OuterOpt(θ(t−1), Δ(t)) on the flat vector.
   if (opt_.outer_optim == DiLoCoOuterOptim::adam) {

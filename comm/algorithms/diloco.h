@@ -83,6 +83,9 @@ class DiLoCoStrategy : public PeriodicSyncStrategy {
  public:
   DiLoCoStrategy(std::shared_ptr<Topology> topo, const Options& opt);
   std::string name() const override { return "diloco"; }
+  // DiLoCo goes on with the live workers: the outer gradient is their mean, and every rank (a
+  // down one too) applies the same outer step, so θ and the outer optimizer's state stay alike.
+  bool continues_after_failure() const override { return true; }
   void setup(TrainContext& ctx) override;
   void drain() override;
   std::map<std::string, double> state() const override;

@@ -4,12 +4,19 @@
 
 #include <algorithm>
 
+#include "dplab/core/autograd.h"
+#include "dplab/core/ops/elementwise.h"
 #include "dplab/core/usage_error.h"
 
 namespace dplab {
 
-void average_parameters(CommMeter& meter, Communicator& comm, ParamArena& arena) {
+void average_parameters(CommMeter& meter, Communicator& comm, ParamArena& arena, float weight) {
   if (comm.size() == 1) return;
+  if (weight != 1.f) {
+    NoGradGuard no_grad;
+    Tensor params = arena.params();  // a handle on the arena
+    params.copy_(mul_scalar(params, weight));
+  }
   meter.allreduce(comm, "parameter average", arena.params(), ReduceOp::average);
 }
 
@@ -57,7 +64,7 @@ void LocalSgdStrategy::after_backward(const StepInfo&) {
 }
 
 void LocalSgdStrategy::sync(RoundEnd) {
-  average_parameters(meter(), world(), *ctx_.arena);
+  average_parameters(meter(), world(), *ctx_.arena, live_weight());
 }
 
 void LocalSgdStrategy::drain() {

@@ -35,12 +35,18 @@ namespace dplab {
 // arrives early mostly waiting for the slowest rank; on NCCL the next step's kernels wait for
 // it on the device). Nothing on one rank. Local SGD's sync step, also SlowMo's line 7 and
 // Oscars' average.
-void average_parameters(CommMeter& meter, Communicator& comm, ParamArena& arena);
+// `weight` (DistributedStrategy::live_weight): this rank's parameters weigh that much in the
+// average, so that it is the live ranks' mean while ranks are down (fail events).
+void average_parameters(CommMeter& meter, Communicator& comm, ParamArena& arena,
+                        float weight = 1.f);
 
 class LocalSgdStrategy : public PeriodicSyncStrategy {
  public:
   LocalSgdStrategy(std::shared_ptr<Topology> topo, const Options& opt, bool post_local);
   std::string name() const override { return post_local_ ? "post_local_sgd" : "local_sgd"; }
+  // Local SGD goes on with the live ranks: a round's average is over them (live_weight); a down
+  // rank's local steps count nowhere. Post-local SGD's allreduce phase cannot.
+  bool continues_after_failure() const override { return !post_local_; }
   void setup(TrainContext& ctx) override;
   void begin_epoch(int64_t epoch) override;
   void after_backward(const StepInfo& step) override;

@@ -57,6 +57,11 @@ bool Events::has_link_events() const {
                      [](const Event& e) { return e.kind == EventKind::link; });
 }
 
+bool Events::has_fail_events() const {
+  return std::any_of(list_.begin(), list_.end(),
+                     [](const Event& e) { return e.kind == EventKind::fail; });
+}
+
 void Events::check_against(const Shape& shape) const {
   for (const Event& e : list_) {
     for (int r : e.ranks)
@@ -104,6 +109,24 @@ LinkFactor Events::path_at(const std::vector<int>& nodes, double t) const {
   return f;
 }
 
+const Event* Events::failure_of(int rank, int node, int64_t step, double t) const {
+  for (const Event& e : list_) {
+    if (e.kind != EventKind::fail) continue;
+    const bool mine = std::find(e.ranks.begin(), e.ranks.end(), rank) != e.ranks.end() ||
+                      std::find(e.nodes.begin(), e.nodes.end(), node) != e.nodes.end();
+    if (mine && (e.active_at(t) || e.active_at_step(step))) return &e;
+  }
+  return nullptr;
+}
+
+std::vector<int> Events::down_ranks(const Shape& shape, int64_t step, double t) const {
+  std::vector<int> down;
+  if (!has_fail_events()) return down;
+  for (int r = 0; r < shape.world(); ++r)
+    if (failure_of(r, shape.node_of(r), step, t)) down.push_back(r);
+  return down;
+}
+
 std::string describe(const Event& e) {
   std::string who;
   if (e.fabric) who = "every interface";
@@ -117,6 +140,16 @@ std::string describe(const Event& e) {
                    : fmt::format("from {:g} s of virtual time on", *e.from_s);
   else
     when = fmt::format("steps {}..{}", *e.first_step, *e.last_step);
+  if (e.kind == EventKind::fail) {
+    std::string back;
+    if (e.from_s)
+      back = e.for_s ? fmt::format("; back at the first step from {:g} s", *e.from_s + *e.for_s)
+                     : std::string("; never back");
+    else
+      back = fmt::format("; back at step {}", *e.last_step + 1);
+    return fmt::format("fail: {} down {}{}", who, e.from_s ? when : fmt::format("for {}", when),
+                       back);
+  }
   if (e.kind == EventKind::link)
     return fmt::format("link: bandwidth x{:g}, latency x{:g} on {} {}", e.bandwidth, e.latency, who,
                        when);

@@ -12,7 +12,14 @@
 //    its slowest member's interface (a ring's bottleneck), all taken when it starts (messages:
 //    when the sender posts).
 //
-// Failures and returns (issue #36 item 2) are not events yet: a file naming them is refused.
+//  - fail: some ranks or nodes are down over a window of virtual time or a range of steps, and
+//    back (returned) after it. A rank is down for a global step when the step begins inside the
+//    window, on the world's clock: the latest of the ranks' virtual clocks at the step's start,
+//    which the ranks agree on (tools/train/liveness.h). So a rank fails at the first step that
+//    begins at or after from_s and returns at the first step that begins at or after
+//    from_s + for_s (no for_s: it never returns); with steps = [FIRST, LAST] it is down for
+//    those steps and back at LAST + 1. What the run does then is the algorithm's
+//    (docs/virtual_cluster.md, "Failures").
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -23,7 +30,7 @@ namespace dplab::cluster {
 
 struct Shape;
 
-enum class EventKind { slow, link };
+enum class EventKind { slow, link, fail };
 
 // A slow event's factor: constant, or drawn for each (step, rank).
 struct FactorDraw {
@@ -39,8 +46,8 @@ struct FactorDraw {
 struct Event {
   EventKind kind = EventKind::slow;
   std::string where;       // "FILE:LINE" of its table, for messages
-  std::vector<int> ranks;  // slow: world ranks
-  std::vector<int> nodes;  // slow: every rank of these nodes; link: these nodes' interfaces
+  std::vector<int> ranks;  // slow, fail: world ranks
+  std::vector<int> nodes;  // slow, fail: every rank of these nodes; link: their interfaces
   bool fabric = false;     // link: every interface
   // When: the virtual window [from_s, from_s + for_s) (for_s unset: to the end), or the global
   // steps [first_step, last_step]. A slow event applies to a step that begins inside it.
@@ -68,6 +75,7 @@ class Events {
   const std::vector<Event>& list() const { return list_; }
   void append(const Events& more);
   bool has_link_events() const;
+  bool has_fail_events() const;
 
   // Throws naming the event's file and line when it names a rank or node the job lacks.
   void check_against(const Shape& shape) const;
@@ -79,6 +87,12 @@ class Events {
   // Between the interfaces of `nodes` at time t: the smallest bandwidth factor and the largest
   // latency factor among them.
   LinkFactor path_at(const std::vector<int>& nodes, double t) const;
+  // The fail event that has world rank `rank` (on `node`) down for global step `step`, which
+  // begins at the world's virtual time t; null when the rank is up (the first such event when
+  // several overlap).
+  const Event* failure_of(int rank, int node, int64_t step, double t) const;
+  // The world ranks of `shape` that are down for step `step` beginning at t, ascending.
+  std::vector<int> down_ranks(const Shape& shape, int64_t step, double t) const;
 
  private:
   std::vector<Event> list_;

@@ -53,7 +53,7 @@ struct EventReader : toml_read::Reader {
     for (auto&& [k, v] : t) {
       const std::string key(k.str());
       if (key == "kind") {
-        kind = string(v, key, "slow or link");
+        kind = string(v, key, "slow, link or fail");
       } else if (key == "ranks") {
         e.ranks = ids(v, key);
       } else if (key == "nodes") {
@@ -104,20 +104,27 @@ struct EventReader : toml_read::Reader {
             where(v, key));
       }
     }
-    if (kind == "fail" || kind == "return")
-      DPLAB_FAIL(
-          "{}: kind '{}': failures and returns are not modelled yet (issue #36 item 2); "
-          "this version takes slow and link events",
-          e.where, kind);
-    DPLAB_CHECK(kind == "slow" || kind == "link", "{}: key 'kind': expected slow or link, got '{}'",
-                e.where, kind);
-    e.kind = kind == "slow" ? EventKind::slow : EventKind::link;
+    DPLAB_CHECK(kind != "return",
+                "{}: kind 'return': a return is the end of its fail event's window: give the "
+                "fail event for_s (virtual seconds down) or steps = [FIRST, LAST] (back at LAST + "
+                "1)",
+                e.where);
+    DPLAB_CHECK(kind == "slow" || kind == "link" || kind == "fail",
+                "{}: key 'kind': expected slow, link or fail, got '{}'", e.where, kind);
+    e.kind = kind == "slow" ? EventKind::slow : kind == "link" ? EventKind::link : EventKind::fail;
     DPLAB_CHECK(e.from_s.has_value() != e.first_step.has_value(),
                 "{}: give when as from_s (and for_s) in virtual seconds, or as steps = [FIRST, "
                 "LAST]; {}",
                 e.where, e.from_s ? "not both" : "neither is given");
     DPLAB_CHECK(!e.for_s || e.from_s, "{}: for_s needs from_s", e.where);
-    if (e.kind == EventKind::slow) {
+    if (e.kind == EventKind::fail) {
+      DPLAB_CHECK(!e.ranks.empty() || !e.nodes.empty(), "{}: a fail event needs ranks or nodes",
+                  e.where);
+      DPLAB_CHECK(!e.fabric && !has_link_factor && !has_factor && distribution == "constant",
+                  "{}: a fail event takes ranks or nodes and when (from_s, for_s or steps) "
+                  "only",
+                  e.where);
+    } else if (e.kind == EventKind::slow) {
       DPLAB_CHECK(!e.ranks.empty() || !e.nodes.empty(), "{}: a slow event needs ranks or nodes",
                   e.where);
       DPLAB_CHECK(!e.fabric && !has_link_factor,

@@ -1,6 +1,7 @@
-// Events in virtual time (issue #36 item 1, comm/cluster/events.h): the file format and its
-// errors, which events apply to which rank, step and time, and the drawn factors against a
-// SplitMix64 and Box-Muller written here from their published definitions.
+// Events in virtual time (issue #36 items 1 and 2, comm/cluster/events.h): the file format and
+// its errors, which events apply to which rank, step and time (fail events: which ranks are
+// down), and the drawn factors against a SplitMix64 and Box-Muller written here from their
+// published definitions.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -85,8 +86,16 @@ TEST(ClusterEvents, BadEventsAreRefusedNamingTheFileLineAndWhat) {
   EXPECT_NE(error_of(slow + "from_s = 0\ndistribution = \"uniform\"\nlow = 3\nhigh = 2\n")
                 .find("needs low < high"),
             std::string::npos);
-  EXPECT_NE(error_of("[[event]]\nkind = \"fail\"\nranks = [1]\nfrom_s = 5\n")
-                .find("failures and returns are not modelled yet (issue #36 item 2)"),
+  EXPECT_NE(error_of("[[event]]\nkind = \"return\"\nranks = [1]\nfrom_s = 5\n")
+                .find("ev.toml:1: [[event]]: kind 'return': a return is the end of its fail "
+                      "event's window"),
+            std::string::npos);
+  EXPECT_NE(error_of("[[event]]\nkind = \"fail\"\nfrom_s = 5\n").find("needs ranks or nodes"),
+            std::string::npos);
+  EXPECT_NE(error_of("[[event]]\nkind = \"fail\"\nranks = [1]\nfrom_s = 5\nfactor = 2\n")
+                .find("a fail event takes ranks or nodes and when"),
+            std::string::npos);
+  EXPECT_NE(error_of("[[event]]\nkind = \"fail\"\nranks = [1]\n").find("neither is given"),
             std::string::npos);
   EXPECT_NE(error_of("[[event]]\nkind = \"link\"\nranks = [1]\nfrom_s = 5\nbandwidth = 0.5\n")
                 .find("not ranks"),
@@ -143,6 +152,52 @@ TEST(ClusterEvents, LinkFactorsTakeTheSlowestInterfaceOfAPath) {
   EXPECT_EQ(p.bandwidth, 0.25);  // node 2's
   EXPECT_EQ(p.latency, 2.0);     // node 1's
   EXPECT_EQ(ev.path_at({0, 3}, 1.0).bandwidth, 1.0);
+}
+
+// Failures (issue #36 item 2): a rank is down for a step that begins inside the event's window
+// on the world's clock, or whose number is in its step range; it is back at the first step that
+// begins at or after the window's end (from_s + for_s), or at LAST + 1. 4 ranks, 2 per node.
+TEST(ClusterEvents, FailEventsPutRanksDownForTheStepsTheyName) {
+  const Events ev = parse(
+      "[[event]]\nkind = \"fail\"\nranks = [1]\nfrom_s = 10\nfor_s = 300\n"
+      "[[event]]\nkind = \"fail\"\nnodes = [1]\nsteps = [5, 6]\n"
+      "[[event]]\nkind = \"fail\"\nranks = [0]\nfrom_s = 1000\n");
+  ASSERT_EQ(ev.list().size(), 3u);
+  EXPECT_EQ(ev.list()[0].kind, EventKind::fail);
+  EXPECT_TRUE(ev.has_fail_events());
+  EXPECT_FALSE(ev.has_link_events());
+  EXPECT_EQ(describe(ev.list()[0]),
+            "fail: ranks [1] down from 10 s for 300 s of virtual time; back at the first step "
+            "from 310 s");
+  EXPECT_EQ(describe(ev.list()[1]), "fail: nodes [1] down for steps 5..6; back at step 7");
+  EXPECT_EQ(describe(ev.list()[2]),
+            "fail: ranks [0] down from 1000 s of virtual time on; never back");
+  const Shape shape{2, 2};
+  using V = std::vector<int>;
+  // Steps beginning (on the world's clock) at 9.99 s, 10 s, 309.99 s, 310 s: rank 1 fails at
+  // the first step from 10 s and is back at the first step from 310 s.
+  EXPECT_EQ(ev.down_ranks(shape, 0, 9.99), V{});
+  EXPECT_EQ(ev.down_ranks(shape, 1, 10.0), V{1});
+  EXPECT_EQ(ev.down_ranks(shape, 2, 309.99), V{1});
+  EXPECT_EQ(ev.down_ranks(shape, 3, 310.0), V{});
+  // Node 1 (ranks 2 and 3) for steps 5 and 6, whatever the time; rank 1 too if its window is on.
+  EXPECT_EQ(ev.down_ranks(shape, 4, 400.0), V{});
+  EXPECT_EQ(ev.down_ranks(shape, 5, 400.0), (V{2, 3}));
+  EXPECT_EQ(ev.down_ranks(shape, 6, 100.0), (V{1, 2, 3}));
+  EXPECT_EQ(ev.down_ranks(shape, 7, 100.0), V{1});
+  // No for_s: down from 1000 s to the end.
+  EXPECT_EQ(ev.down_ranks(shape, 8, 999.0), V{});
+  EXPECT_EQ(ev.down_ranks(shape, 9, 1000.0), V{0});
+  EXPECT_EQ(ev.down_ranks(shape, 10, 1e6), V{0});
+  // Which event has a rank down: the window's (the first that applies).
+  EXPECT_EQ(ev.failure_of(1, 0, 6, 100.0), &ev.list()[0]);
+  EXPECT_EQ(ev.failure_of(3, 1, 6, 100.0), &ev.list()[1]);
+  EXPECT_EQ(ev.failure_of(0, 0, 6, 100.0), nullptr);
+  // Fail events change no compute or link factor.
+  EXPECT_EQ(ev.compute_factor(1, 0, 1, 10.0), 1.0);
+  EXPECT_EQ(ev.interface_at(1, 10.0).bandwidth, 1.0);
+  EXPECT_NO_THROW(ev.check_against(shape));
+  EXPECT_THROW(ev.check_against(Shape{1, 2}), Error);  // node 1 of a 1-node job
 }
 
 // SplitMix64 as published (Steele, Lea, Flood, "Fast splittable pseudorandom number

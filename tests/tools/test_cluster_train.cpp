@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -24,6 +25,7 @@
 
 #include "data/temp_dir.h"
 #include "dplab/comm/cluster/compute_profile.h"
+#include "dplab/core/safetensors.h"
 #include "dplab/tools/train/epoch_record.h"
 #include "run_cli.h"
 #include "spawn_cli.h"
@@ -79,6 +81,15 @@ std::string write_profile(const ScopedTempDir& dir, double fraction, double* buc
   const std::string file = dir.file(fmt::format("round_{}.profile.json", fraction));
   std::ofstream(file) << cluster::compute_profile_json(p);
   return file;
+}
+
+// The parameter arena's bytes for the profile's tensors: each in a slot of a multiple of 16
+// floats (core/param_arena.h).
+double arena_bytes(const std::string& profile) {
+  double values = 0;
+  for (const auto& seg : cluster::load_compute_profile(profile).segments)
+    values += double((seg.numel + 15) / 16 * 16);
+  return 4.0 * values;
 }
 
 struct Records {
@@ -332,6 +343,244 @@ TEST(ClusterTrain, SlowEventStretchesTheStepsItNames) {
   // The run header names the event.
   EXPECT_NE(rec.out.find("event slow: compute x2 for ranks [1] steps 2..3"), std::string::npos)
       << rec.out;
+}
+
+// Issue #36 item 2: a fail event on rank 1 under a synchronous algorithm (allreduce) stops the
+// job. Profile compute, every tensor ready at backward's end, 256 images over 2 ranks in batches
+// of 16 (8 steps): both ranks' clocks read b + s S at step s's start, S = F + B + c + O, where
+// b = alpha + n / B is the set-up's broadcast of rank 0's parameters (the arena, n bytes, one
+// transfer between the 2 nodes). Rank 1 is down from b + 5.5 S: step 5 begins at b + 5 S,
+// before it, step 6 at b + 6 S, inside it, so every rank stops at global step 6, after the
+// checkpoint the policy wrote at step 5 (checkpoint.every_steps = 5), which the message names as
+// the one a restart resumes from.
+TEST(ClusterTrain, FailEventStopsASynchronousAlgorithmAtItsStep) {
+  ScopedTempDir dir("cluster-train-fail");
+  double n = 0;
+  const std::string profile = write_profile(dir, 1.0, &n);
+  std::ofstream(dir.file("lab.toml")) << platform_toml(1);
+  const double S = kF + kB + kO + ring_allreduce(2, kNetAlpha, kNetRate, n);
+  const double b = kNetAlpha + n / kNetRate;
+  std::ofstream(dir.file("events.toml")) << fmt::format(
+      "[[event]]\nkind = \"fail\"\nranks = [1]\nfrom_s = {:.17g}\nfor_s = 60\n", b + 5.5 * S);
+  const fs::path out = dir.path / "run";
+  const auto r = test::run_dplab_mpi(
+      2,
+      fmt::format("train --model mnist_cnn --data fashion-mnist --batch {} --lr 0.05 --threads 1 "
+                  "--set data.test_limit=16 --set progress=off --out {} --algo allreduce "
+                  "--epochs 1 --set data.train_limit=256 --set checkpoint.every_steps=5 "
+                  "--cluster {} --set cluster.compute=profile:{} --set cluster.events={}",
+                  kBatch, out.string(), dir.file("lab.toml"), profile, dir.file("events.toml")),
+      dir.path / "log");
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  const std::string ckpt = (out / "checkpoints" / "step_00000005").string();
+  EXPECT_NE(r.err.find(fmt::format("rank 1 failed at {:g} s of virtual time", b + 5.5 * S)),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(fmt::format("global step 6 begins at {:.6g} s of virtual time without it",
+                                   b + 6 * S)),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("algorithm 'allreduce' cannot go on without a rank"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("a restart resumes from the last checkpoint the policy wrote, " + ckpt +
+                       " (global step 5)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(fs::exists(fs::path(ckpt) / "manifest.json"));
+  const auto stopped = read_jsonl(out / "metrics.jsonl", "stopped");
+  ASSERT_EQ(stopped.size(), 1u);
+  EXPECT_EQ(stopped[0]["reason"], "failure");
+  EXPECT_EQ(stopped[0]["step"], 6);
+  EXPECT_EQ(stopped[0]["ranks"], nlohmann::json::array({1}));
+  EXPECT_NEAR(stopped[0]["virtual_time_s"].get<double>(), b + 6 * S, 1e-9);
+  // Lost: the training since the checkpoint's state, step 5's start to step 6's: S.
+  EXPECT_NEAR(stopped[0]["lost_s"].get<double>(), S, 1e-9);
+  EXPECT_EQ(stopped[0]["checkpoint"], ckpt);
+  EXPECT_TRUE(read_jsonl(out / "metrics.jsonl", "final").empty());
+}
+
+// Issue #36 item 2: allreduce.ft = quorum goes on with the live ranks, and heals a returning rank
+// from a live peer. 4 ranks on 4 nodes, 512 images in batches of 16: 8 steps. Rank 3 is down for
+// steps 2 and 3 and back at step 4. The liveness records say so at steps 2 and 4; at step 4
+// rank 0 (the lowest rank live at step 3 and at step 4) sends rank 3 its state, one message per
+// tensor: the parameter arena (A bytes: every tensor in a slot of a multiple of 16 floats), SGD's
+// momentum buffer (A bytes) and its step counter (8 bytes). Rank 0 posts at T, the world's clock
+// (the live ranks' clocks agree after the allreduce; rank 3's is behind, its compute not
+// charged): the three messages leave back to back, the last byte arrives at
+// T + (2 A + 8) / rate and is received a latency later, so the world's clock moves by
+// alpha + (2 A + 8) / rate.
+TEST(ClusterTrain, QuorumAllreduceGoesOnWithTheLiveRanksAndHealsTheReturningOne) {
+  ScopedTempDir dir("cluster-train-quorum");
+  double n = 0;
+  const std::string profile = write_profile(dir, 1.0, &n);
+  const double A = arena_bytes(profile);
+  std::ofstream(dir.file("lab.toml")) << platform_toml(1);
+  std::ofstream(dir.file("events.toml"))
+      << "[[event]]\nkind = \"fail\"\nranks = [3]\nsteps = [2, 3]\n";
+  const Records rec = train(4,
+                            "--algo allreduce --set allreduce.ft=quorum --epochs 1 --set "
+                            "data.train_limit=512 --trace --cluster " +
+                                dir.file("lab.toml") + " --set cluster.compute=profile:" + profile +
+                                " --set cluster.events=" + dir.file("events.toml"),
+                            dir, "quorum");
+  const auto live = read_jsonl(dir.path / "quorum" / "metrics.jsonl", "liveness");
+  ASSERT_EQ(live.size(), 2u);
+  EXPECT_EQ(live[0]["step"], 2);
+  EXPECT_EQ(live[0]["live_ranks"], 3);
+  EXPECT_EQ(live[0]["down"], nlohmann::json::array({3}));
+  EXPECT_EQ(live[0]["returned"], nlohmann::json::array());
+  EXPECT_FALSE(live[0].contains("heal_s"));
+  EXPECT_EQ(live[1]["step"], 4);
+  EXPECT_EQ(live[1]["live_ranks"], 4);
+  EXPECT_EQ(live[1]["down"], nlohmann::json::array());
+  EXPECT_EQ(live[1]["returned"], nlohmann::json::array({3}));
+  EXPECT_EQ(live[1]["heal_from"], 0);
+  EXPECT_EQ(live[1]["heal_bytes"].get<double>(), 2 * A + 8);
+  const double heal = kNetAlpha + (2 * A + 8) / kNetRate;
+  EXPECT_NEAR(live[1]["heal_s"].get<double>(), heal, 1e-9 * heal);
+  // The final record: rank 3 was down for steps 2 and 3, each F + B + O plus the live ranks'
+  // ring allreduce over the 4 nodes; the recovery is the heal.
+  ASSERT_FALSE(read_jsonl(dir.path / "quorum" / "metrics.jsonl", "final").empty());
+  const auto fin = read_jsonl(dir.path / "quorum" / "metrics.jsonl", "final")[0];
+  const double S4 = kF + kB + kO + ring_allreduce(4, kNetAlpha, kNetRate, n);
+  EXPECT_NEAR(fin["failure_lost_rank_s"].get<double>(), 2 * S4, 1e-9);
+  EXPECT_NEAR(fin["recovery_s"].get<double>(), heal, 1e-9 * heal);
+  ASSERT_EQ(rec.epochs.size(), 1u);
+  // Rank 3 saw no batch of steps 2 and 3: 8 x 16 x 4 - 2 x 16 images in the epoch's loss.
+  ASSERT_EQ(rec.rank_epochs.size(), 4u);
+  EXPECT_EQ(rec.rank_epochs[3][0]["images"], 6 * 16);
+  EXPECT_EQ(rec.rank_epochs[0][0]["images"], 8 * 16);
+  // The transfer is traced (dplab trace shows it): the heal messages' events.
+  std::ifstream trace(dir.path / "quorum" / "trace.json");
+  const std::string text((std::istreambuf_iterator<char>(trace)), {});
+  EXPECT_NE(text.find("\"name\":\"heal\""), std::string::npos);
+}
+
+// A checkpoint's parameters (f32 tensors, the optimizer's and the algorithm's left out) of rank
+// `rank` at `step`.
+using Params = std::map<std::string, std::vector<float>>;
+Params checkpoint_params(const fs::path& run, int64_t step, int rank) {
+  Params m;
+  const fs::path f = run / "checkpoints" / fmt::format("step_{:08d}", step) /
+                     fmt::format("rank_{}.safetensors", rank);
+  for (const NamedTensor& t : load_safetensors(f.string()))
+    if (t.tensor.dtype() == DType::f32 && !t.name.starts_with("optim.") &&
+        !t.name.starts_with("algo."))
+      m[t.name] = t.tensor.to_vector();
+  return m;
+}
+
+// The largest |got - the mean of ranks 0..2 of `each`| and |got - the mean of all four|.
+std::pair<double, double> distance_to_means(const Params& got, const std::vector<Params>& each) {
+  EXPECT_FALSE(got.empty());
+  double worst_live = 0, worst_all = 0;
+  for (const auto& [name, q] : got) {
+    EXPECT_EQ(each[0].count(name), 1u) << name;
+    if (!each[0].count(name)) continue;
+    for (size_t i = 0; i < q.size(); ++i) {
+      const double live =
+          (double(each[0].at(name)[i]) + each[1].at(name)[i] + each[2].at(name)[i]) / 3;
+      const double all = (3 * live + each[3].at(name)[i]) / 4;
+      worst_live = std::max(worst_live, std::abs(q[i] - live));
+      worst_all = std::max(worst_all, std::abs(q[i] - all));
+    }
+  }
+  return {worst_live, worst_all};
+}
+
+// Issue #36 item 2, the quorum's arithmetic against a serial computation: one step of 4 ranks
+// (max_steps = 1) with rank 3 down. Local SGD with a period longer than the run takes that step
+// on each rank alone, from the same start (rank 0's parameters) on the same shard, and its
+// checkpoint at the stop holds each rank's own result theta_r (written before the final
+// average). SGD's first step is linear in the gradient (the momentum buffer is the gradient), so
+// the quorum's step, the gradient averaged over ranks 0..2, must give the mean of their theta_r,
+// computed here, and not the mean over all four ranks.
+TEST(ClusterTrain, QuorumStepIsTheMeanOfTheLiveRanksOwnSteps) {
+  ScopedTempDir dir("cluster-train-quorum-serial");
+  double n = 0;
+  const std::string profile = write_profile(dir, 1.0, &n);
+  std::ofstream(dir.file("lab.toml")) << platform_toml(1);
+  std::ofstream(dir.file("events.toml"))
+      << "[[event]]\nkind = \"fail\"\nranks = [3]\nsteps = [0, 0]\n";
+  const std::string common = "--epochs 1 --set data.train_limit=512 --set max_steps=1 --cluster " +
+                             dir.file("lab.toml") + " --set cluster.compute=profile:" + profile;
+  train(4,
+        "--algo allreduce --set allreduce.ft=quorum --set cluster.events=" +
+            dir.file("events.toml") + " " + common,
+        dir, "quorum");
+  train(4, "--algo local_sgd --set local_sgd.H=100 " + common, dir, "alone");
+  auto params = [&](const std::string& run, int rank) {
+    return checkpoint_params(dir.path / run, 1, rank);
+  };
+  const auto quorum = params("quorum", 0);
+  std::vector<Params> alone;
+  for (int r = 0; r < 4; ++r) alone.push_back(params("alone", r));
+  const auto [worst_live, worst_all] = distance_to_means(quorum, alone);
+  EXPECT_LT(worst_live, 1e-6);
+  EXPECT_GT(worst_all, 1e-4);  // rank 3's contribution is really removed
+  // Every rank of the quorum run holds the same model (rank 3 applied the live ranks' update).
+  EXPECT_EQ(params("quorum", 3), quorum);
+}
+
+// Issue #36 item 2, local SGD (the periodic family) against a serial computation: 4 ranks,
+// H = 2, rank 3 down for steps 0 and 1 (the whole first round), 2 steps. The round's average is
+// over ranks 0..2: it must equal the mean of their own 2-step results, taken alone (H longer
+// than the run: the checkpoint at the stop holds each rank's own parameters), and rank 3 must
+// hold it too (it takes part in the average with weight 0).
+TEST(ClusterTrain, LocalSgdAveragesTheLiveRanksOnly) {
+  ScopedTempDir dir("cluster-train-local-sgd-fail");
+  double n = 0;
+  const std::string profile = write_profile(dir, 1.0, &n);
+  std::ofstream(dir.file("lab.toml")) << platform_toml(1);
+  std::ofstream(dir.file("events.toml"))
+      << "[[event]]\nkind = \"fail\"\nranks = [3]\nsteps = [0, 1]\n";
+  const std::string common =
+      "--algo local_sgd --epochs 1 --set data.train_limit=512 --set max_steps=2 --cluster " +
+      dir.file("lab.toml") + " --set cluster.compute=profile:" + profile;
+  const Records rec =
+      train(4, "--set local_sgd.H=2 --set cluster.events=" + dir.file("events.toml") + " " + common,
+            dir, "failed");
+  train(4, "--set local_sgd.H=100 " + common, dir, "alone");
+  std::vector<Params> alone;
+  for (int r = 0; r < 4; ++r) alone.push_back(checkpoint_params(dir.path / "alone", 2, r));
+  const Params failed = checkpoint_params(dir.path / "failed", 2, 0);
+  const auto [worst_live, worst_all] = distance_to_means(failed, alone);
+  EXPECT_LT(worst_live, 1e-6);
+  EXPECT_GT(worst_all, 1e-4);
+  EXPECT_EQ(checkpoint_params(dir.path / "failed", 2, 3), failed);
+  const auto live = read_jsonl(dir.path / "failed" / "metrics.jsonl", "liveness");
+  ASSERT_EQ(live.size(), 1u);  // down from step 0; the run ends before it returns
+  EXPECT_EQ(live[0]["live_ranks"], 3);
+  ASSERT_EQ(rec.rank_epochs.size(), 4u);
+  ASSERT_EQ(rec.rank_epochs[3].size(), 1u);
+  EXPECT_EQ(rec.rank_epochs[3][0]["images"], 0);
+}
+
+// DiLoCo against a serial computation: as above, with the outer optimizer plain SGD at lr 1, so
+// that the outer step theta(1) = theta(0) - Delta, Delta the mean of the live workers'
+// theta(0) - theta_i, is the mean of their theta_i: the live ranks' own 2-step results, taken
+// alone (H longer than the run; the checkpoint at the stop holds them before the last round).
+TEST(ClusterTrain, DiLoCoOuterGradientIsTheLiveWorkersMean) {
+  ScopedTempDir dir("cluster-train-diloco-fail");
+  double n = 0;
+  const std::string profile = write_profile(dir, 1.0, &n);
+  std::ofstream(dir.file("lab.toml")) << platform_toml(1);
+  std::ofstream(dir.file("events.toml"))
+      << "[[event]]\nkind = \"fail\"\nranks = [3]\nsteps = [0, 1]\n";
+  const std::string common =
+      "--algo diloco --set diloco.outer_optim=sgd --set diloco.outer_momentum=0 --set "
+      "diloco.outer_lr=1 --epochs 1 --set data.train_limit=512 --set max_steps=2 --cluster " +
+      dir.file("lab.toml") + " --set cluster.compute=profile:" + profile;
+  train(4, "--set diloco.H=2 --set cluster.events=" + dir.file("events.toml") + " " + common, dir,
+        "failed");
+  train(4, "--set diloco.H=100 " + common, dir, "alone");
+  std::vector<Params> alone;
+  for (int r = 0; r < 4; ++r) alone.push_back(checkpoint_params(dir.path / "alone", 2, r));
+  const Params failed = checkpoint_params(dir.path / "failed", 2, 0);
+  const auto [worst_live, worst_all] = distance_to_means(failed, alone);
+  EXPECT_LT(worst_live, 1e-6);
+  EXPECT_GT(worst_all, 1e-4);
+  EXPECT_EQ(checkpoint_params(dir.path / "failed", 2, 3), failed);
 }
 
 // (d) cluster.data_rate = R: the loader delivers batch k (of n = 16 samples) at

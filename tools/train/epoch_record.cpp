@@ -176,6 +176,10 @@ void RunReport::final(const FinalFacts& f) {
       {"comm_outside_epochs_allreduces", f.comm_outside.allreduces},
       {"comm_outside_epochs_exposed_wait_s", f.comm_outside.exposed_wait_s},
       {"nonfinite_skipped_steps", f.nonfinite_skipped}};
+  if (f.failures) {
+    fin["failure_lost_rank_s"] = f.failure_lost_rank_s;
+    fin["recovery_s"] = f.recovery_s;
+  }
   if (f.test_acc5 >= 0) fin["test_acc5"] = f.test_acc5;
   if (f.test_acc5_rank0 >= 0) fin["test_acc5_rank0"] = f.test_acc5_rank0;
   if (clock_.is_virtual()) {

@@ -79,6 +79,11 @@ struct FinalFacts {
   double test_loss_rank0 = 0, test_acc_rank0 = 0, test_acc5_rank0 = -1;  // rank 0's own model
   int64_t nonfinite_skipped = 0;
   CommStats comm_outside;  // rank 0's communication outside every epoch's iterations
+  // Fail events under an algorithm that goes on with the live ranks (tools/train/liveness.h):
+  // rank-seconds of virtual time the down ranks were down for, and the heals' total time.
+  bool failures = false;
+  double failure_lost_rank_s = 0;
+  double recovery_s = 0;
 };
 
 class RunReport {

@@ -259,6 +259,11 @@ std::vector<OptionSpec> make_specs() {
   add_grad_sync(v, "allreduce.", "allreduce (and post_local_sgd's first phase)");
   v.push_back({"allreduce.hierarchical", "false",
                "allreduce: reduce within nodes first, then across nodes"});
+  v.push_back({"allreduce.ft", "none",
+               "allreduce on a virtual cluster with fail events: none (a failure stops the job) "
+               "or quorum (go on with the live ranks, the gradient averaged over them, as "
+               "torchft's fault-tolerant DDP; a returning rank is healed from a live peer; "
+               "docs/virtual_cluster.md, \"Failures\")"});
   add_grad_sync(v, "hybrid.", "hybrid");
   add_grad_sync(v, "daso.local.", "daso: node-local syncs");
   add_grad_sync(v, "crossover.sync.", "crossover.hierarchical: the group allreduce");
@@ -320,6 +325,8 @@ std::vector<std::string> algorithm_option_keys(const std::string& algo) {
     const std::string area = option_area(s.key);
     // post_local_sgd.* sits in the local_sgd area, but plain local_sgd never reads it.
     if (algo == "local_sgd" && s.key.starts_with("post_local_sgd.")) continue;
+    // allreduce.ft is allreduce's own (local_sgd and post_local_sgd read the GradSync keys only).
+    if (algo != "allreduce" && s.key == "allreduce.ft") continue;
     if (is_algorithm_area(area) && algorithm_reads_area(algo, area)) keys.push_back(s.key);
   }
   return keys;

@@ -128,6 +128,7 @@ const std::map<std::string, ValueRule>& rules() {
       {"allreduce.first_bucket_mb", number(0)},
       {"allreduce.bucket_cap_mb", number(0)},
       {"allreduce.hierarchical", boolean()},
+      {"allreduce.ft", choice({"none", "quorum"})},
       {"hybrid.mode", choice({"hybrid", "each_iter", "only_end"})},
       {"hybrid.W", integer(1)},
       {"hybrid.R", integer(1)},

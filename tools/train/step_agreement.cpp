@@ -158,6 +158,17 @@ Agreement StepAgreement::agree(bool nonfinite, bool preempt,
   return a;
 }
 
+double StepAgreement::max_over_ranks(double x) {
+  DPLAB_CHECK(x >= 0, "StepAgreement::max_over_ranks: {} < 0", x);
+  if (!comm_) return x;
+  Tensor bits = Tensor::empty({1}, DType::i64);
+  std::memcpy(bits.data<int64_t>(), &x, sizeof x);
+  comm_->allreduce(bits, ReduceOp::max);
+  double out = 0;
+  std::memcpy(&out, bits.data<int64_t>(), sizeof out);
+  return out;
+}
+
 void StepAgreement::barrier() {
   if (comm_) comm_->barrier();
 }

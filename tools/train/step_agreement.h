@@ -73,6 +73,11 @@ class StepAgreement {
   Agreement agree(bool nonfinite, bool preempt, const std::function<std::string()>& report);
   // Every rank waits until all have arrived (no-op for one process).
   void barrier();
+  // The largest of the ranks' `x` (>= 0), exact: a blocking max-allreduce of its bits (a
+  // non-negative double's bits order as its value). Outside the tick sequence, in the same order
+  // on every rank; `x` itself for one process. Collective. (The world's virtual clock at a step's
+  // start, tools/train/liveness.h.)
+  double max_over_ranks(double x);
   int world_size() const { return world_size_; }
   int64_t pending() const { return int64_t(pending_.size()); }
 

@@ -12,6 +12,7 @@
 #include "dplab/core/ops.h"
 #include "dplab/core/usage_error.h"
 #include "dplab/tools/train/epoch_loss.h"
+#include "dplab/tools/train/liveness.h"
 #include "dplab/tools/train/model_file.h"
 #include "dplab/tools/train/run_trace.h"
 #include "dplab/tools/train/virtual_run.h"
@@ -76,6 +77,7 @@ void TrainLoop::run_epoch() {
     arrived = [v = w_.cluster](const Batch& a) { v->batch_arrived(a.labels.numel()); };
   while (step_trace.next(p_.pipeline.batches(), b, loop_.global_step, arrived)) {
     rep_.step_log().batch_ready();
+    check_liveness();  // a modelled failure of a virtual cluster stops here
     // The tick's work is compute (train_step, skip_tick), at this step's factor.
     if (w_.cluster) w_.cluster->begin_step(loop_.global_step);
     const StepInfo step = step_info(tally.epoch);
@@ -125,7 +127,8 @@ bool TrainLoop::train_step(const StepInfo& step, const StepPlan& plan, const Bat
   forward_span.end();
   trace::Span backward_span(p_.tracer, "backward", "compute", trace::kCompute, true);
   if (w_.cluster) w_.cluster->backward_begin();
-  const Tensor scaled = p_.accumulation.scale(loss);
+  Tensor scaled = p_.accumulation.scale(loss);
+  if (loss_weight_ != 1.f) scaled = mul_scalar(scaled, loss_weight_);  // check_liveness
   backward(p_.scaler ? p_.scaler->scale_loss(scaled) : scaled);
   if (w_.cluster) w_.cluster->backward_end();
   backward_span.end();
@@ -152,8 +155,9 @@ bool TrainLoop::train_step(const StepInfo& step, const StepPlan& plan, const Bat
   tally.trace->end(tally.epoch, b.labels.numel());
   ++tally.computed;
 
-  const int64_t n = b.labels.numel();
-  if (!tick_nonfinite) {  // a dropped step's loss is not part of the epoch's mean
+  // A down rank's step counts nowhere: its batch is not seen (docs/virtual_cluster.md).
+  const int64_t n = down_here_ ? 0 : b.labels.numel();
+  if (!tick_nonfinite && !down_here_) {  // a dropped step's loss is not part of the epoch's mean
     step_metrics_.add(loss, logits, b.labels, loop_.epoch_loss_sum, loop_.epoch_correct);
     loop_.epoch_seen += n;
   }
@@ -355,6 +359,14 @@ TrainResult TrainLoop::finish() {
   ff.test_acc_rank0 = result_.test_acc_rank0;
   ff.test_acc5_rank0 = result_.test_acc5_rank0;
   ff.nonfinite_skipped = loop_.nonfinite_skipped;
+  if (models_failures(w_.cluster) && p_.strategy.continues_after_failure()) {
+    // The last step's down ranks, to the end of training (collective).
+    const double end = w_.agreement.max_over_ranks(w_.cluster->shared_virtual_time()->clock.now());
+    if (last_step_world_s_ >= 0) lost_rank_s_ += double(down_.size()) * (end - last_step_world_s_);
+    ff.failures = true;
+    ff.failure_lost_rank_s = lost_rank_s_;
+    ff.recovery_s = recovery_s_;
+  }
   rep_.report().final(ff);
   finish_run_trace(p_.tracer, ranks_, s_.out_dir);  // OUT/trace.json (rank 0), after every file
   return result_;

@@ -1,8 +1,8 @@
 // The training loop of one rank: epochs of steps at the Strategy's call points
 // (comm/strategy.h), the checkpoint policy, evaluation and records at each epoch's end, and the
-// two ways a run stops on purpose (non-finite values, pre-emption). run_training builds its
-// parts from the options (tools/train/trainer.cpp); an experiment that builds them itself can
-// run the same loop.
+// ways a run stops on purpose (non-finite values, pre-emption, a modelled rank failure).
+// run_training builds its parts from the options (tools/train/trainer.cpp); an experiment that
+// builds them itself can run the same loop.
 //
 //   step:   plan -> zero_grad -> before_forward -> forward -> loss -> backward
 //           -> after_backward -> non-finite check (agreed kLag ticks later) -> optimizer
@@ -31,6 +31,7 @@
 #include "dplab/tools/train/checkpoint.h"
 #include "dplab/tools/train/data_pipeline.h"
 #include "dplab/tools/train/evaluate.h"
+#include "dplab/tools/train/liveness.h"
 #include "dplab/tools/train/nonfinite_guard.h"
 #include "dplab/tools/train/preemption.h"
 #include "dplab/tools/train/rank_group.h"
@@ -142,6 +143,9 @@ class TrainLoop {
   std::filesystem::path checkpoint();
   void step_checkpoint();
   [[noreturn]] void preempt_exit();
+  // Fail events of a virtual cluster (tools/train/liveness.h), before a step begins.
+  void check_liveness();
+  [[noreturn]] void stop_failed(const StepLiveness& live);
 
   const LoopSettings& s_;
   LoopParts p_;
@@ -165,6 +169,17 @@ class TrainLoop {
   bool preempted_ = false;       // some rank received a pre-emption signal (agreed)
   std::string preempt_reports_;  // which rank received which signal
   int64_t last_checkpoint_step_ = -1;
+  // Fail events under an algorithm that goes on with the live ranks (check_liveness): the ranks
+  // down for the step under way, whether this rank is one, and its loss's weight (0 down, else
+  // world / live).
+  std::vector<int> down_;
+  bool down_here_ = false;
+  float loss_weight_ = 1.f;
+  // The world's clock at the last step's start (-1: no step yet) and at the state a restart
+  // resumes from (the run's first step, or the last checkpoint's); the down ranks' rank-seconds
+  // and the heals' time so far (the final record's failure_lost_rank_s, recovery_s).
+  double last_step_world_s_ = -1, restart_world_s_ = 0;
+  double lost_rank_s_ = 0, recovery_s_ = 0;
   std::filesystem::path last_checkpoint_dir_;
 };
 

@@ -4,9 +4,15 @@
 // checkpoint is collective.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "dplab/tools/train/heal.h"
+#include "dplab/tools/train/liveness.h"
 #include "dplab/tools/train/run_stopped.h"
 #include "dplab/tools/train/run_trace.h"
 #include "dplab/tools/train/train_loop.h"
+#include "dplab/tools/train/virtual_run.h"
 
 namespace dplab {
 
@@ -131,6 +137,108 @@ void TrainLoop::preempt_exit() {
                                preempt_reports_, loop_.global_step,
                                loop_.global_step == 1 ? "" : "s", path, s_.out_dir, kExitPreempted),
                    kExitPreempted, rank0_);
+}
+
+// Fail events (tools/train/liveness.h): every rank learns which ranks are down for the step
+// about to begin, alike. An algorithm that cannot go on without them
+// (Strategy::continues_after_failure) stops the job here; one that can goes on with the live
+// ranks: the algorithm learns which are down (Strategy::set_down_ranks: its averages are then
+// over the live ranks) and weighs this rank's loss (Strategy::loss_weight: 0 for a down rank;
+// allreduce's quorum W / L for a live one); a down rank's compute is not charged
+// (VirtualRun::set_down); a rank back from its failure is healed from a live peer first
+// (tools/train/heal.h). Rank 0 records each change (a "liveness" record).
+void TrainLoop::check_liveness() {
+  if (!models_failures(w_.cluster)) return;
+  const StepLiveness live = agree_liveness(*w_.cluster, w_.agreement, loop_.global_step);
+  if (last_step_world_s_ < 0 || loop_.global_step == last_checkpoint_step_)
+    restart_world_s_ = live.world_time_s;  // what a restart would resume from
+  if (last_step_world_s_ >= 0)             // the previous step's down ranks, for its duration
+    lost_rank_s_ += double(down_.size()) * (live.world_time_s - last_step_world_s_);
+  last_step_world_s_ = live.world_time_s;
+  const int world = ranks_.size();
+  const int live_count = world - int(live.down.size());
+  if (!live.down.empty() && (!p_.strategy.continues_after_failure() || live_count == 0))
+    stop_failed(live);
+  if (live.down == down_) return;
+  std::vector<int> returned;
+  for (int r : down_)
+    if (std::find(live.down.begin(), live.down.end(), r) == live.down.end()) returned.push_back(r);
+  HealFacts healed;
+  if (!returned.empty())
+    healed = heal_returning(p_.strategy, p_.model, p_.optimizer, *w_.cluster, w_.agreement,
+                            returned, down_, world);
+  recovery_s_ += healed.virtual_s;
+  down_ = live.down;
+  down_here_ = std::find(down_.begin(), down_.end(), ranks_.rank()) != down_.end();
+  p_.strategy.set_down_ranks(down_);
+  loss_weight_ = p_.strategy.loss_weight();
+  w_.cluster->set_down(down_here_);
+  if (rank0_) {
+    nlohmann::json rec = {{"kind", "liveness"},
+                          {"step", loop_.global_step},
+                          {"virtual_time_s", live.world_time_s},
+                          {"live_ranks", live_count},
+                          {"down", down_},
+                          {"returned", returned}};
+    if (healed.peer >= 0) {
+      rec["heal_from"] = healed.peer;
+      rec["heal_bytes"] = healed.bytes;
+      rec["heal_s"] = healed.virtual_s;
+    }
+    rep_.metrics().write(rec);
+  }
+  if (rank0_ && !live.down.empty() && returned.empty())
+    rep_.messages() << fmt::format(
+        "dplab: {}: global step {} begins at {:.6g} s of virtual time with {} of {} ranks; "
+        "algorithm '{}' goes on with them\n",
+        describe_failures(*w_.cluster, live), loop_.global_step, live.world_time_s, live_count,
+        world, p_.strategy.name());
+}
+
+// A failure the algorithm cannot go on without: the job stops at this step on every rank,
+// naming the ranks, with what the checkpoint policy wrote so far: the last checkpoint is what a
+// restart resumes from (no checkpoint is written here: a rank that died could not write its
+// part). Exit status 1, as for a runtime error.
+void TrainLoop::stop_failed(const StepLiveness& live) {
+  act_on(w_.agreement.flush());  // the ticks so far are decided first (a non-finite stop)
+  p_.strategy.drain();           // every rank is here at the same step: nothing in flight
+  const std::string who = describe_failures(*w_.cluster, live);
+  std::string restart;
+  if (s_.out_dir.empty())
+    restart = "the run has no output directory, so no checkpoint: a restart begins afresh";
+  else if (last_checkpoint_dir_.empty())
+    restart = fmt::format(
+        "the checkpoint policy wrote no checkpoint before it (checkpoint.every_steps, "
+        "checkpoint.every_epochs): a restart begins where this run began");
+  else
+    restart = fmt::format(
+        "a restart resumes from the last checkpoint the policy wrote, {} (global step {}): "
+        "--resume {}",
+        last_checkpoint_dir_.string(), last_checkpoint_step_, s_.out_dir);
+  restart += fmt::format(" ({:.6g} s of virtual training since it are lost)",
+                         live.world_time_s - restart_world_s_);
+  if (rank0_)
+    rep_.metrics().write({{"kind", "stopped"},
+                          {"reason", "failure"},
+                          {"step", loop_.global_step},
+                          {"ranks", live.down},
+                          {"detail", who},
+                          {"virtual_time_s", live.world_time_s},
+                          {"lost_s", live.world_time_s - restart_world_s_},
+                          {"checkpoint", last_checkpoint_dir_.string()}});
+  finish_run_trace(p_.tracer, ranks_, s_.out_dir, &rep_.messages());  // the trace so far
+  const bool all = int(live.down.size()) == ranks_.size();
+  throw RunStopped(
+      fmt::format("{}: global step {} begins at {:.6g} s of virtual time without {}; {}, so "
+                  "every rank stopped there, as an MPI job does when a rank dies (exit status "
+                  "{}); {}",
+                  who, loop_.global_step, live.world_time_s, live.down.size() == 1 ? "it" : "them",
+                  all ? std::string("no rank is live")
+                      : fmt::format("algorithm '{}' cannot go on without a rank (continuing with "
+                                    "the live ranks is not modelled for it)",
+                                    p_.strategy.name()),
+                  kExitError, restart),
+      kExitError, rank0_);
 }
 
 }  // namespace dplab

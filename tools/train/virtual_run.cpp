@@ -157,13 +157,17 @@ void VirtualRun::pause() {
 }
 
 void VirtualRun::resume() {
-  vt_->clock.count_compute(true);
+  vt_->clock.count_compute(!down_);  // a down rank's compute is not charged
 }
 
 void VirtualRun::begin_step(int64_t step) {
   resume();
   const auto& events = vt_->platform.events;
   if (events.empty()) return;
+  if (down_) {  // profile compute: the phases add 0; measured: the clock does not count
+    events_factor_ = 0;
+    return;
+  }
   events_factor_ = events.compute_factor(rank_, vt_->shape.node_of(rank_), step, vt_->clock.now());
   // Measured compute: the clock scales the CPU time (--slowdown is in its compute_scale).
   if (!replay_) vt_->clock.set_compute_factor(events_factor_);

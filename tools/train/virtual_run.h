@@ -81,6 +81,10 @@ class VirtualRun {
   // Global step `step` begins: resume(), and its compute factor is this rank's --slowdown x the
   // slow events that apply now (comm/cluster/events.h).
   void begin_step(int64_t step);
+  // This rank is down (a fail event; tools/train/liveness.h) from the next begin_step on: its
+  // steps compute nothing that counts, so none of their compute is charged (the factor is 0)
+  // and its clock follows the live ranks' through the collectives it still takes part in.
+  void set_down(bool down) { down_ = down; }
   // A new epoch: the loader restarts (cluster.data_rate).
   void begin_epoch();
   // The step's batch of `samples` arrived (while paused): waits for it in virtual time under
@@ -107,6 +111,7 @@ class VirtualRun {
   int rank_ = 0;  // world rank
   double slowdown_ = 1;
   double events_factor_ = 1;  // the slow events' factor of the step under way
+  bool down_ = false;         // set_down
   std::optional<ProfileReplay> replay_;
   double backward_start_ = 0;
   double loader_ready_ = 0;  // when the loader delivered its last batch (cluster.data_rate)

@@ -1,0 +1,36 @@
+// Healing a rank back from a failure of a virtual cluster (issue #36 item 2;
+// docs/virtual_cluster.md, "Failures"): under an algorithm that goes on with the live ranks
+// (Strategy::continues_after_failure), a rank whose fail event ends takes, at the first step it
+// is back, the state of a live peer (the lowest rank live at the previous step and now): the
+// parameters, the model's buffers and the optimizer's state, one message per tensor over the
+// algorithm's world communicator (Strategy::heal), so that the transfer is charged at the
+// modelled links and traced ("heal" events) like any other message. The algorithm's own state
+// is not sent: of the algorithms that go on after a failure, allreduce (allreduce.ft = quorum)
+// keeps none (compression is refused with it), local SGD only its round counters, and DiLoCo
+// its global model and outer optimizer state, all the same on every rank (a down rank applies
+// the same outer step).
+#pragma once
+#include <vector>
+
+namespace dplab {
+
+class Module;
+class Optimizer;
+class StepAgreement;
+class Strategy;
+class VirtualRun;
+
+struct HealFacts {
+  int peer = -1;
+  std::vector<int> ranks;  // the returning ranks healed
+  double bytes = 0;        // sent to each of them
+  double virtual_s = 0;    // the world's clock after the transfer minus before it
+};
+
+// `returning`: ranks down at the previous step and live now; `previous_down`: the ranks down at
+// the previous step. Collective (every rank calls it at the same step).
+HealFacts heal_returning(Strategy& strategy, Module& model, Optimizer& optimizer, VirtualRun& run,
+                         StepAgreement& agreement, const std::vector<int>& returning,
+                         const std::vector<int>& previous_down, int world_size);
+
+}  // namespace dplab
