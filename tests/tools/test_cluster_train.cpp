@@ -347,7 +347,7 @@ TEST(ClusterTrain, SlowEventStretchesTheStepsItNames) {
 
 // Issue #36 item 2: a fail event on rank 1 under a synchronous algorithm (allreduce) stops the
 // job. Profile compute, every tensor ready at backward's end, 256 images over 2 ranks in batches
-// of 16 (8 steps): both ranks' clocks read b + s S at step s's start, S = F + B + c + O, where
+// of 16 (8 steps): both ranks' clocks read b + s S at step s's start, S = F + B + c + C + O, where
 // b = alpha + n / B is the set-up's broadcast of rank 0's parameters (the arena, n bytes, one
 // transfer between the 2 nodes). Rank 1 is down from b + 5.5 S: step 5 begins at b + 5 S,
 // before it, step 6 at b + 6 S, inside it, so every rank stops at global step 6, after the
@@ -358,7 +358,7 @@ TEST(ClusterTrain, FailEventStopsASynchronousAlgorithmAtItsStep) {
   double n = 0;
   const std::string profile = write_profile(dir, 1.0, &n);
   std::ofstream(dir.file("lab.toml")) << platform_toml(1);
-  const double S = kF + kB + kO + ring_allreduce(2, kNetAlpha, kNetRate, n);
+  const double S = kF + kB + kC + kO + ring_allreduce(2, kNetAlpha, kNetRate, n);
   const double b = kNetAlpha + n / kNetRate;
   std::ofstream(dir.file("events.toml")) << fmt::format(
       "[[event]]\nkind = \"fail\"\nranks = [1]\nfrom_s = {:.17g}\nfor_s = 60\n", b + 5.5 * S);
@@ -438,11 +438,11 @@ TEST(ClusterTrain, QuorumAllreduceGoesOnWithTheLiveRanksAndHealsTheReturningOne)
   EXPECT_EQ(live[1]["heal_bytes"].get<double>(), 2 * A + 8);
   const double heal = kNetAlpha + (2 * A + 8) / kNetRate;
   EXPECT_NEAR(live[1]["heal_s"].get<double>(), heal, 1e-9 * heal);
-  // The final record: rank 3 was down for steps 2 and 3, each F + B + O plus the live ranks'
+  // The final record: rank 3 was down for steps 2 and 3, each F + B + C + O plus the live ranks'
   // ring allreduce over the 4 nodes; the recovery is the heal.
   ASSERT_FALSE(read_jsonl(dir.path / "quorum" / "metrics.jsonl", "final").empty());
   const auto fin = read_jsonl(dir.path / "quorum" / "metrics.jsonl", "final")[0];
-  const double S4 = kF + kB + kO + ring_allreduce(4, kNetAlpha, kNetRate, n);
+  const double S4 = kF + kB + kC + kO + ring_allreduce(4, kNetAlpha, kNetRate, n);
   EXPECT_NEAR(fin["failure_lost_rank_s"].get<double>(), 2 * S4, 1e-9);
   EXPECT_NEAR(fin["recovery_s"].get<double>(), heal, 1e-9 * heal);
   ASSERT_EQ(rec.epochs.size(), 1u);
