@@ -3,7 +3,7 @@
 # machine? (issue #37 item 2, docs/virtual_cluster.md "Step-time validation").
 #
 # For each model and algorithm it
-#   1. records a compute profile of the model on this machine just before
+#   1. records a compute profile of the model on this machine just before the case's real run
 #      (dplab bench train --profile-out, one thread, batch 16, 1x28x28 input), beside a twin
 #      bench doing the same work, as the run's 2 ranks share the host;
 #   2. trains for real: mpiexec -n 2, one thread per rank, MPI on this host (wall time);
@@ -69,19 +69,25 @@ echo "| model | algorithm | measured s/step | predicted s/step | error |"
 echo "|---|---|---|---|---|"
 errors=()
 rows=()
-for model in $models; do
-  profile="$out/$model.profile.json"
-  # Recorded beside a twin doing the same work, as the 2 ranks of the real run compute side by
-  # side on this host's 2 cores (shared caches and memory bandwidth): the profile of one rank
-  # alone is faster than either rank of the run.
-  bench=("$dplab" bench train --model "$model" --batch $batch --threads 1 --input 1x28x28
-         --steps 30 --warmup 5)
-  "${bench[@]}" > "$out/$model.twin.log" 2>&1 &
-  twin=$!
-  "${bench[@]}" --profile-out "$profile" > "$out/$model.profile.log" 2>&1
+# Records PROFILE for MODEL beside a twin doing the same work, as the 2 ranks of the real run
+# compute side by side on this host's 2 cores (shared caches and memory bandwidth): the profile
+# of one rank alone is faster than either rank of the run.
+record_profile() {  # record_profile MODEL PROFILE LOG
+  local bench=("$dplab" bench train --model "$1" --batch $batch --threads 1 --input 1x28x28
+               --steps 30 --warmup 5)
+  "${bench[@]}" > "$3.twin" 2>&1 &
+  local twin=$!
+  "${bench[@]}" --profile-out "$2" > "$3" 2>&1
   wait $twin
+}
+
+for model in $models; do
   for entry in "${configs[@]}"; do
     IFS='|' read -r id args prefix buckets <<< "$entry"
+    # A profile per case, recorded just before its real run: this VM's speed drifts by 10-30%
+    # over seconds to minutes, and a profile minutes old carries that drift into the error.
+    profile="$out/$model-${id// /_}.profile.json"
+    record_profile "$model" "$profile" "$out/$model-${id// /_}.profile.log"
     extra=()
     for kv in $buckets; do extra+=(--set "$prefix$kv"); done
     tag="$model-${id// /_}"
