@@ -583,6 +583,80 @@ TEST(ClusterTrain, DiLoCoOuterGradientIsTheLiveWorkersMean) {
   EXPECT_EQ(checkpoint_params(dir.path / "failed", 2, 3), failed);
 }
 
+// The final model of a run (final.safetensors: the run's model, PyTorch names) under the
+// checkpoints' names ("model." + the PyTorch name), f32 tensors.
+Params final_params(const fs::path& run) {
+  Params m;
+  for (const NamedTensor& t : load_safetensors((run / "final.safetensors").string()))
+    if (t.tensor.dtype() == DType::f32) m["model." + t.name] = t.tensor.to_vector();
+  return m;
+}
+
+// The largest |got - want| over want's tensors.
+double max_distance(const Params& got, const Params& want) {
+  double worst = 0;
+  for (const auto& [name, v] : want) {
+    EXPECT_EQ(got.count(name), 1u) << name;
+    if (!got.count(name)) continue;
+    for (size_t i = 0; i < v.size(); ++i)
+      worst = std::max(worst, std::abs(double(got.at(name)[i]) - v[i]));
+  }
+  return worst;
+}
+
+// The element-wise mean of `xs`, in double, rounded to float.
+Params mean_of(const std::vector<const Params*>& xs) {
+  Params out;
+  for (const auto& [name, v] : *xs[0]) {
+    std::vector<float> o(v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      double m = 0;
+      for (const Params* x : xs) m += x->at(name)[i];
+      o[i] = float(m / double(xs.size()));
+    }
+    out[name] = o;
+  }
+  return out;
+}
+
+// Streaming DiLoCo against a serial computation: 2 fragments, H = 2, tau = 0, alpha = 0 (a
+// fragment's local part becomes the global one), outer SGD at lr 1 without momentum, so that a
+// fragment's outer step gives the mean of the live replicas' fragment. One step (max_steps = 1),
+// rank 3 down: fragment 0 is sent after inner step 1 (o_0 = H / P = 1), averaged over ranks 0..2
+// and applied; the end of training's full sync sends both fragments, fragment 0's outer gradient
+// now 0 (theta_i = theta_g) and fragment 1's the live replicas' theta_g - theta_i(1). So the final
+// model theta_g is, on every fragment, the mean of ranks 0..2's own one-step results taken alone.
+// Then with the int8 exchange (the weighting before the quantisation): the same mean to within the
+// quantisation's rounding, which is far below what rank 3 would add.
+TEST(ClusterTrain, StreamingDiLoCoFragmentsAreTheLiveReplicasMean) {
+  ScopedTempDir dir("cluster-train-streaming-fail");
+  double n = 0;
+  const std::string profile = write_profile(dir, 1.0, &n);
+  std::ofstream(dir.file("lab.toml")) << platform_toml(1);
+  std::ofstream(dir.file("events.toml"))
+      << "[[event]]\nkind = \"fail\"\nranks = [3]\nsteps = [0, 0]\n";
+  const std::string common = "--epochs 1 --set data.train_limit=512 --set max_steps=1 --cluster " +
+                             dir.file("lab.toml") + " --set cluster.compute=profile:" + profile;
+  const std::string streaming =
+      "--algo streaming_diloco --set streaming_diloco.H=2 --set streaming_diloco.fragments=2 "
+      "--set streaming_diloco.fragment_sync_delay=0 --set streaming_diloco.fragment_update_alpha=0 "
+      "--set streaming_diloco.outer_lr=1 --set streaming_diloco.outer_momentum=0 --set "
+      "cluster.events=" +
+      dir.file("events.toml") + " " + common;
+  train(4, streaming, dir, "failed");
+  train(4, streaming + " --set streaming_diloco.quantize=int8", dir, "int8");
+  train(4, "--algo local_sgd --set local_sgd.H=100 " + common, dir, "alone");
+  std::vector<Params> alone;
+  for (int r = 0; r < 4; ++r) alone.push_back(checkpoint_params(dir.path / "alone", 1, r));
+  const auto [worst_live, worst_all] = distance_to_means(final_params(dir.path / "failed"), alone);
+  EXPECT_LT(worst_live, 1e-6);
+  EXPECT_GT(worst_all, 1e-4);
+  const auto [q_live, q_all] = distance_to_means(final_params(dir.path / "int8"), alone);
+  std::cout << "int8: |got - live mean| <= " << q_live << ", |got - all mean| <= " << q_all << "\n";
+  EXPECT_LT(q_live, worst_all / 4);
+  EXPECT_GT(q_all, worst_all / 2);
+}
+
 // (d) cluster.data_rate = R: the loader delivers batch k (of n = 16 samples) at
 // max(when asked, batch k-1's time + n / R), batch 1 at the epoch's start + n / R. One rank,
 // 4 steps of C = F + B + check + O = 37 ms each:
