@@ -657,6 +657,84 @@ TEST(ClusterTrain, StreamingDiLoCoFragmentsAreTheLiveReplicasMean) {
   EXPECT_GT(q_all, worst_all / 2);
 }
 
+// SlowMo (local SGD base) against a serial computation. 4 ranks, tau = 2, no averaging inside a
+// round (localsgd_frequency = 0), rank 3 down for steps 0 and 1, 2 steps. The round's slow step
+// is u_1 = (x_0 - xbar) / gamma, x_{1,0} = x_0 - alpha gamma u_1 = x_0 + alpha (xbar - x_0) (beta
+// does not enter: u_0 = 0), xbar the live workers' average; alpha = 0.5. x_0 is read from a run
+// with alpha = 0 (then x_{1,0} = x_0).
+//  a. One rank per node (every rank a worker): xbar is the mean of ranks 0..2's own 2-step
+//     results, taken alone.
+//  b. Two ranks per node (node workers: a node's ranks average their gradients each step): node
+//     1's worker steps on rank 2's gradients alone, so xbar = (W_0 + rank 2's own result) / 2,
+//     W_0 node 0's worker (from a run without failures whose round outlasts the run), and not
+//     (W_0 + W_1) / 2. Every rank, rank 3 too, holds x_{1,0}.
+//  c. (below)
+TEST(ClusterTrain, SlowMoAveragesTheLiveWorkersOnly) {
+  ScopedTempDir dir("cluster-train-slowmo-fail");
+  double n = 0;
+  const std::string profile = write_profile(dir, 1.0, &n);
+  std::ofstream(dir.file("lab1.toml")) << platform_toml(1);
+  std::ofstream(dir.file("lab2.toml")) << platform_toml(2);
+  std::ofstream(dir.file("events.toml"))
+      << "[[event]]\nkind = \"fail\"\nranks = [3]\nsteps = [0, 1]\n";
+  const std::string common =
+      "--epochs 1 --set data.train_limit=512 --set max_steps=2 --set "
+      "cluster.compute=profile:" +
+      profile;
+  const std::string slowmo =
+      "--algo slowmo --set slowmo.frequency=2 --set slowmo.localsgd_frequency=0 " + common;
+  const std::string lab1 = " --cluster " + dir.file("lab1.toml"),
+                    lab2 = " --cluster " + dir.file("lab2.toml");
+  const std::string events = " --set cluster.events=" + dir.file("events.toml");
+  train(4, slowmo + " --set slowmo.lr=0.5" + events + lab1, dir, "failed");
+  train(4, slowmo + " --set slowmo.lr=0.5" + events + lab2, dir, "nodes");
+  train(4, slowmo + " --set slowmo.lr=0" + lab1, dir, "start");
+  train(4, "--algo slowmo --set slowmo.frequency=100 " + common + lab2, dir, "node-workers");
+  train(4, "--algo local_sgd --set local_sgd.H=100 " + common + lab1, dir, "alone");
+  auto params = [&](const std::string& run, int rank) {
+    return checkpoint_params(dir.path / run, 2, rank);
+  };
+  const Params x0 = params("start", 0);
+  std::vector<Params> alone;
+  for (int r = 0; r < 4; ++r) alone.push_back(params("alone", r));
+  // x_0 + alpha (xbar - x_0), xbar the mean of `xs`.
+  auto slow_step = [&](const std::vector<const Params*>& xs) {
+    const Params xbar = mean_of(xs);
+    Params out;
+    for (const auto& [name, v] : x0) {
+      std::vector<float> o(v.size());
+      for (size_t i = 0; i < v.size(); ++i)
+        o[i] = float(v[i] + 0.5 * (double(xbar.at(name)[i]) - v[i]));
+      out[name] = o;
+    }
+    return out;
+  };
+  // a.
+  const Params failed = params("failed", 0);
+  EXPECT_LT(max_distance(failed, slow_step({&alone[0], &alone[1], &alone[2]})), 1e-6);
+  EXPECT_GT(max_distance(failed, slow_step({&alone[0], &alone[1], &alone[2], &alone[3]})), 1e-4);
+  EXPECT_EQ(params("failed", 3), failed);
+  // b.
+  const Params w0 = params("node-workers", 0), w1 = params("node-workers", 2);
+  EXPECT_EQ(params("node-workers", 1), w0);  // a node's ranks hold their worker's parameters
+  const Params nodes = params("nodes", 0);
+  EXPECT_LT(max_distance(nodes, slow_step({&w0, &alone[2]})), 1e-6);
+  EXPECT_GT(max_distance(nodes, slow_step({&w0, &w1})), 1e-4);
+  for (int r = 1; r < 4; ++r) EXPECT_EQ(params("nodes", r), nodes) << "rank " << r;
+  // c. Node workers, rank 3 back at step 1: healed from rank 2, its node's live rank, it holds
+  // node 1's worker again, and every rank ends the round at the same x_{1,0} (healed from rank
+  // 0, it would hold node 0's worker and the two cross groups' averages would differ).
+  std::ofstream(dir.file("back.toml"))
+      << "[[event]]\nkind = \"fail\"\nranks = [3]\nsteps = [0, 0]\n";
+  train(4, slowmo + " --set slowmo.lr=0.5 --set cluster.events=" + dir.file("back.toml") + lab2,
+        dir, "back");
+  const Params back = params("back", 0);
+  for (int r = 1; r < 4; ++r) EXPECT_EQ(params("back", r), back) << "rank " << r;
+  const auto live = read_jsonl(dir.path / "back" / "metrics.jsonl", "liveness");
+  ASSERT_EQ(live.size(), 2u);
+  EXPECT_EQ(live[1]["returned"], nlohmann::json::array({3}));
+}
+
 // (d) cluster.data_rate = R: the loader delivers batch k (of n = 16 samples) at
 // max(when asked, batch k-1's time + n / R), batch 1 at the epoch's start + n / R. One rank,
 // 4 steps of C = F + B + check + O = 37 ms each:
