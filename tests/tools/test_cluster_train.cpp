@@ -19,6 +19,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -733,6 +734,52 @@ TEST(ClusterTrain, SlowMoAveragesTheLiveWorkersOnly) {
   const auto live = read_jsonl(dir.path / "back" / "metrics.jsonl", "liveness");
   ASSERT_EQ(live.size(), 2u);
   EXPECT_EQ(live[1]["returned"], nlohmann::json::array({3}));
+}
+
+// Gossip against a serial computation: one step of 4 ranks (max_steps = 1) with rank 3 down, the
+// gossip on the graph of ranks 0..2. Each rank's model after it is (a_r + a_src) / 2, a_r the
+// ranks' own one-step results taken alone (local SGD, as above; push-sum weights 1), src the
+// rank it received from; rank 3 (down) gossips nowhere, and no live rank's model holds its a_3.
+//  a. SGP: the directed exponential graph of 3 ranks, round 0: hop 1, rank i receives from
+//     i - 1 mod 3 (0 from 2, 1 from 0, 2 from 1); over all four ranks rank 0 would take a_3.
+//  b. Crossover (one segment): a derangement of 3 ranks drawn from the shared stream, so a
+//     3-cycle, one way or the other: read from the results, it must be a derangement of 0..2.
+TEST(ClusterTrain, GossipGoesOnOnTheLiveRanksGraph) {
+  ScopedTempDir dir("cluster-train-gossip-fail");
+  double n = 0;
+  const std::string profile = write_profile(dir, 1.0, &n);
+  std::ofstream(dir.file("lab.toml")) << platform_toml(1);
+  std::ofstream(dir.file("events.toml"))
+      << "[[event]]\nkind = \"fail\"\nranks = [3]\nsteps = [0, 0]\n";
+  const std::string common = "--epochs 1 --set data.train_limit=512 --set max_steps=1 --cluster " +
+                             dir.file("lab.toml") + " --set cluster.compute=profile:" + profile;
+  const std::string events = " --set cluster.events=" + dir.file("events.toml");
+  train(4, "--algo sgp " + common + events, dir, "sgp");
+  train(4, "--algo crossover --set crossover.segments=model " + common + events, dir, "crossover");
+  train(4, "--algo local_sgd --set local_sgd.H=100 " + common, dir, "alone");
+  auto params = [&](const std::string& run, int rank) {
+    return checkpoint_params(dir.path / run, 1, rank);
+  };
+  std::vector<Params> a;
+  for (int r = 0; r < 4; ++r) a.push_back(params("alone", r));
+  // a.
+  const int sgp_src[3] = {2, 0, 1};
+  for (int r = 0; r < 3; ++r)
+    EXPECT_LT(max_distance(params("sgp", r), mean_of({&a[r], &a[sgp_src[r]]})), 1e-6)
+        << "rank " << r;
+  EXPECT_GT(max_distance(params("sgp", 0), mean_of({&a[0], &a[3]})), 1e-4);
+  // b.
+  std::set<int> sources;
+  for (int r = 0; r < 3; ++r) {
+    const Params got = params("crossover", r);
+    int src = -1;
+    for (int j = 0; j < 4; ++j)
+      if (j != r && max_distance(got, mean_of({&a[r], &a[j]})) < 1e-6) src = j;
+    EXPECT_GE(src, 0) << "rank " << r << " holds no (a_r + a_j) / 2";
+    EXPECT_NE(src, 3) << "rank " << r << " took the down rank's model";
+    sources.insert(src);
+  }
+  EXPECT_EQ(sources, (std::set<int>{0, 1, 2}));
 }
 
 // (d) cluster.data_rate = R: the loader delivers batch k (of n = 16 samples) at
