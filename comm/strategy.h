@@ -136,7 +136,7 @@ class Strategy {
   // Whether the algorithm can go on with the live ranks when ranks of a virtual cluster fail
   // (fail events, docs/virtual_cluster.md "Failures"). false: the job stops at the failure,
   // naming the ranks, as an MPI job does when a rank dies. true (allreduce.ft = quorum,
-  // local_sgd, diloco, streaming_diloco, slowmo over local SGD, sgp, flat crossover): the training
+  // local_sgd, diloco, streaming_diloco, slowmo, sgp, flat crossover): the training
   // loop goes on with the live ranks (tools/train/liveness.h), tells the algorithm which are down
   // (set_down_ranks) and heals a returning rank from a live peer through heal().
   virtual bool continues_after_failure() const { return false; }

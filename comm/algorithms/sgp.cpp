@@ -171,6 +171,7 @@ void SgpStrategy::push_sum_average() {
   DPLAB_CHECK(ctx_.arena != nullptr, "sgp: push_sum_average before setup");
   const int64_t numel = ctx_.arena->numel();
   form_numerator();
+  if (down_here()) send_.fill_(0.0);  // over the live ranks (docs/virtual_cluster.md, "Failures")
   // (Σ_i x_i, Σ_i w_i), one blocking allreduce.
   meter().allreduce(world(), "push-sum average", send_, ReduceOp::sum);
   // z = Σ x / Σ w on the arena's device (Σ w = n up to rounding: the mixing preserves it).

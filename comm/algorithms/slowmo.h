@@ -88,9 +88,13 @@ class SlowMoStrategy : public PeriodicSyncStrategy {
  public:
   SlowMoStrategy(std::shared_ptr<Topology> topo, const Options& opt);
   std::string name() const override { return "slowmo"; }
-  // With the local SGD base, goes on with the live workers (docs/virtual_cluster.md,
-  // "Failures"): the workers' averages are over them, every rank takes the same slow step.
-  bool continues_after_failure() const override { return !sgp_; }
+  // Goes on with the live workers (docs/virtual_cluster.md, "Failures"): the workers' averages
+  // (over SGP: its gossip and push-sum average) are over them, every rank takes the same slow step.
+  bool continues_after_failure() const override { return true; }
+  void set_down_ranks(const std::vector<int>& down) override {
+    PeriodicSyncStrategy::set_down_ranks(down);
+    if (sgp_) sgp_->set_down_ranks(down);
+  }
   // Node workers: the node's gradient average is over its live ranks.
   float loss_weight() const override {
     return node_workers() ? node_live_weight() : PeriodicSyncStrategy::loss_weight();

@@ -736,6 +736,48 @@ TEST(ClusterTrain, SlowMoAveragesTheLiveWorkersOnly) {
   EXPECT_EQ(live[1]["returned"], nlohmann::json::array({3}));
 }
 
+// SlowMo over SGP (every rank a worker), tau = 1: every step ends a round with the push-sum
+// average over the live ranks in place of the gossip. One step, rank 3 down: xbar = the mean of
+// ranks 0..2's own one-step results (push-sum weights 1), x_{1,0} = x_0 + alpha (xbar - x_0),
+// alpha = 0.5, x_0 from a run with alpha = 0.
+TEST(ClusterTrain, SlowMoOverSgpAveragesTheLiveRanksOnly) {
+  ScopedTempDir dir("cluster-train-slowmo-sgp-fail");
+  double n = 0;
+  const std::string profile = write_profile(dir, 1.0, &n);
+  std::ofstream(dir.file("lab.toml")) << platform_toml(1);
+  std::ofstream(dir.file("events.toml"))
+      << "[[event]]\nkind = \"fail\"\nranks = [3]\nsteps = [0, 0]\n";
+  const std::string common = "--epochs 1 --set data.train_limit=512 --set max_steps=1 --cluster " +
+                             dir.file("lab.toml") + " --set cluster.compute=profile:" + profile;
+  const std::string slowmo =
+      "--algo slowmo --set slowmo.base=sgp --set slowmo.frequency=1 " + common;
+  train(4, slowmo + " --set slowmo.lr=0.5 --set cluster.events=" + dir.file("events.toml"), dir,
+        "failed");
+  train(4, slowmo + " --set slowmo.lr=0", dir, "start");
+  train(4, "--algo local_sgd --set local_sgd.H=100 " + common, dir, "alone");
+  auto params = [&](const std::string& run, int rank) {
+    return checkpoint_params(dir.path / run, 1, rank);
+  };
+  const Params x0 = params("start", 0);
+  std::vector<Params> a;
+  for (int r = 0; r < 4; ++r) a.push_back(params("alone", r));
+  auto slow_step = [&](const std::vector<const Params*>& xs) {
+    const Params xbar = mean_of(xs);
+    Params out;
+    for (const auto& [name, v] : x0) {
+      std::vector<float> o(v.size());
+      for (size_t i = 0; i < v.size(); ++i)
+        o[i] = float(v[i] + 0.5 * (double(xbar.at(name)[i]) - v[i]));
+      out[name] = o;
+    }
+    return out;
+  };
+  const Params failed = params("failed", 0);
+  EXPECT_LT(max_distance(failed, slow_step({&a[0], &a[1], &a[2]})), 1e-6);
+  EXPECT_GT(max_distance(failed, slow_step({&a[0], &a[1], &a[2], &a[3]})), 1e-4);
+  for (int r = 1; r < 4; ++r) EXPECT_EQ(params("failed", r), failed) << "rank " << r;
+}
+
 // Gossip against a serial computation: one step of 4 ranks (max_steps = 1) with rank 3 down, the
 // gossip on the graph of ranks 0..2. Each rank's model after it is (a_r + a_src) / 2, a_r the
 // ranks' own one-step results taken alone (local SGD, as above; push-sum weights 1), src the
