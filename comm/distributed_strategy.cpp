@@ -36,33 +36,63 @@ void DistributedStrategy::setup(TrainContext& ctx) {
   DPLAB_CHECK(ctx.arena != nullptr, "{}: setup needs the parameter arena", name());
   meter_ = CommMeter(ctx, world().virtual_time() != nullptr);
   if (broadcast_at_setup()) broadcast_model(meter_, world(), *ctx.arena, ctx.buffers, 0);
+  if (live_.empty()) set_down_ranks({});
 }
 
 void DistributedStrategy::heal(int peer, const std::vector<int>& returning,
                                const std::vector<Tensor>& state) {
   constexpr int kHealTag = 0x4845;  // "HE" + the tensor's index; distinct from others' tags
-  const bool sender = rank() == peer;
-  const bool receiver = std::find(returning.begin(), returning.end(), rank()) != returning.end();
-  if (!sender && !receiver) return;
+  const int me = rank();
   Pending all;
-  for (int r : sender ? returning : std::vector<int>{peer})
+  auto join = [&](Pending one) {
+    if (all.empty())
+      all = std::move(one);
+    else
+      all.join(std::move(one));
+  };
+  for (int r : returning) {
+    const int from = heal_source(r, peer);
+    if (from != me && r != me) continue;
     for (size_t i = 0; i < state.size(); ++i) {
       const int tag = kHealTag + static_cast<int>(i);
-      Pending one = sender ? meter_.isend(world(), "heal", state[i], r, tag)
-                           : meter_.irecv(world(), "heal", state[i], peer, tag);
-      if (all.empty())
-        all = std::move(one);
-      else
-        all.join(std::move(one));
+      join(from == me ? meter_.isend(world(), "heal", state[i], r, tag)
+                      : meter_.irecv(world(), "heal", state[i], from, tag));
     }
-  meter_.complete_blocking(all);
+  }
+  if (!all.empty()) meter_.complete_blocking(all);
+}
+
+int DistributedStrategy::live_index() const {
+  const auto it = std::find(live_.begin(), live_.end(), rank());
+  return it == live_.end() ? -1 : static_cast<int>(it - live_.begin());
+}
+
+int DistributedStrategy::live_node_peer(int r) const {
+  const int N = topo_->ranks_per_node(), first = (r / N) * N;
+  for (int q = first; q < first + N; ++q)
+    if (std::find(down_.begin(), down_.end(), q) == down_.end()) return q;
+  return -1;
 }
 
 void DistributedStrategy::set_down_ranks(const std::vector<int>& down) {
   const int W = world_size(), L = W - static_cast<int>(down.size());
   DPLAB_CHECK(L >= 1, "{}: every rank is down", name());
+  down_ = down;
+  live_.clear();
+  for (int r = 0; r < W; ++r)
+    if (std::find(down.begin(), down.end(), r) == down.end()) live_.push_back(r);
   down_here_ = std::find(down.begin(), down.end(), rank()) != down.end();
   live_weight_ = down_here_ ? 0.f : static_cast<float>(W) / static_cast<float>(L);
+  // Nodes: consecutive blocks of N world ranks (comm/topology.h).
+  const int N = topo_->ranks_per_node(), M = topo_->num_nodes(), node = rank() / N;
+  std::vector<int> live_on(static_cast<size_t>(M), N);
+  for (int r : down) --live_on[static_cast<size_t>(r / N)];
+  const int live_nodes =
+      static_cast<int>(std::count_if(live_on.begin(), live_on.end(), [](int n) { return n > 0; }));
+  const int here = live_on[static_cast<size_t>(node)];
+  node_live_weight_ = down_here_ ? 0.f : static_cast<float>(N) / static_cast<float>(here);
+  node_worker_live_weight_ =
+      here == 0 ? 0.f : static_cast<float>(M) / static_cast<float>(live_nodes);
 }
 
 void DistributedStrategy::weigh_for_live_average(Tensor& t) const {

@@ -32,6 +32,8 @@ class DistributedStrategy : public Strategy {
   void load_state(const StateDict& in) final;
 
   Topology& topology() const { return *topo_; }
+  // Each returning rank r receives from heal_source(r, peer) (`peer` unless an algorithm says
+  // otherwise); the sources send.
   void heal(int peer, const std::vector<int>& returning, const std::vector<Tensor>& state) override;
   void set_down_ranks(const std::vector<int>& down) override;
   // A down rank's loss weighs 0: it computes nothing that counts.
@@ -56,13 +58,33 @@ class DistributedStrategy : public Strategy {
   // t *= live_weight(), before an average over the world that must be the live ranks' mean.
   void weigh_for_live_average(Tensor& t) const;
   bool down_here() const { return down_here_; }
+  // The same for an average over this rank's node (the node communicator): 0 when this rank is
+  // down, N / L_n when live (N ranks on the node, L_n of them live).
+  float node_live_weight() const { return node_live_weight_; }
+  // The same for an average over the nodes, one rank per node (the cross communicator), where a
+  // node is live while any of its ranks is: 0 when this rank's node is wholly down, M / M_l
+  // otherwise (M nodes, M_l of them live). With one rank per node, live_weight().
+  float node_worker_live_weight() const { return node_worker_live_weight_; }
+  // The world ranks down now (set_down_ranks; during heal(), those down at the previous step).
+  const std::vector<int>& down_ranks() const { return down_; }
+  // The world ranks live now, ascending (all of them without failures), and this rank's index
+  // among them (-1 when down): a gossip goes on on its graph over these (SGP, Crossover).
+  const std::vector<int>& live_ranks() const { return live_; }
+  int live_index() const;
+  // The rank a returning rank `r` is healed from: `peer` (the lowest rank live at the previous
+  // step and now, tools/train/heal.h), or the algorithm's choice (a live rank of r's node, for
+  // node workers whose ranks hold their node's state: comm/algorithms/slowmo.h).
+  virtual int heal_source(int r, int peer) const { return peer; }
+  // The lowest rank of r's node live at the previous step (down_ranks()), or -1.
+  int live_node_peer(int r) const;
 
   std::shared_ptr<Topology> topo_;
 
  private:
   mutable CommMeter meter_;
-  float live_weight_ = 1.f;
+  float live_weight_ = 1.f, node_live_weight_ = 1.f, node_worker_live_weight_ = 1.f;
   bool down_here_ = false;
+  std::vector<int> down_, live_;
 };
 
 // Broadcasts the parameter arena and the model buffers from `root` over `comm` (one "broadcast"

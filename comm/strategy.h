@@ -136,9 +136,9 @@ class Strategy {
   // Whether the algorithm can go on with the live ranks when ranks of a virtual cluster fail
   // (fail events, docs/virtual_cluster.md "Failures"). false: the job stops at the failure,
   // naming the ranks, as an MPI job does when a rank dies. true (allreduce.ft = quorum,
-  // local_sgd, diloco): the training loop goes on with the live ranks (tools/train/liveness.h),
-  // tells the algorithm which are down (set_down_ranks) and heals a returning rank from a live peer
-  // through heal().
+  // local_sgd, diloco, streaming_diloco, slowmo, sgp, flat crossover): the training
+  // loop goes on with the live ranks (tools/train/liveness.h), tells the algorithm which are down
+  // (set_down_ranks) and heals a returning rank from a live peer through heal().
   virtual bool continues_after_failure() const { return false; }
   // The world ranks down from the step about to begin on (ascending; empty: every rank live).
   virtual void set_down_ranks(const std::vector<int>& down) {}
@@ -150,7 +150,8 @@ class Strategy {
   // same order and shapes on every rank) to each rank of `returning`, which receive into theirs,
   // over the algorithm's world communicator: timed (virtual time, the modelled links) and traced
   // like any other message ("heal"). Called on every rank at the same step; ranks other than the
-  // peer and the returning ones do nothing.
+  // peer and the returning ones do nothing. (DistributedStrategy may send from another live
+  // rank: DistributedStrategy::heal_source.)
   virtual void heal(int peer, const std::vector<int>& returning, const std::vector<Tensor>& state) {
   }
   // Rank and world size this strategy runs in (1 process: 0 and 1).

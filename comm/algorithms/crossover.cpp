@@ -1,5 +1,6 @@
 #include "dplab/comm/algorithms/crossover.h"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <set>
@@ -177,6 +178,13 @@ Communicator* CrossoverStrategy::gossip_comm() const {
   return topo_->local_rank() == 0 ? &topo_->cross() : nullptr;
 }
 
+std::vector<int> CrossoverStrategy::gossip_group() const {
+  if (!opt_.hierarchical) return live_ranks();
+  std::vector<int> all(size_t(topo_->cross().size()));
+  for (size_t j = 0; j < all.size(); ++j) all[j] = int(j);
+  return all;
+}
+
 void CrossoverStrategy::setup(TrainContext& ctx) {
   DistributedStrategy::setup(ctx);  // common rule: every rank starts from rank 0's parameters
   segments_ = plan_gossip_segments(*ctx.arena, opt_.segments);
@@ -239,8 +247,12 @@ void CrossoverStrategy::gossip(int64_t round) {
   DPLAB_CHECK(ctx_.arena != nullptr, "crossover: gossip before setup");
   Communicator* comm = gossip_comm();
   const Tensor& params = ctx_.arena->params();
-  if (comm != nullptr && comm->size() >= 2) {
-    const int n = comm->size(), me = comm->rank();
+  // The gossiping ranks of comm (in flat mode while ranks are down, the live ones:
+  // docs/virtual_cluster.md, "Failures"), the maps naming them by their index there.
+  const std::vector<int> group = gossip_group();
+  const auto here = std::find(group.begin(), group.end(), comm != nullptr ? comm->rank() : -1);
+  if (comm != nullptr && group.size() >= 2 && here != group.end()) {
+    const int n = int(group.size()), me = int(here - group.begin());
     const auto maps = draw_maps(round, n);
     if (opt_.check_maps) {
       // Debug: every rank must have drawn the same maps (the shared stream is the whole
@@ -268,10 +280,10 @@ void CrossoverStrategy::gossip(int64_t round) {
     std::set<int> peers;
     for (size_t s = 0; s < segments_.size(); ++s) {
       const auto& seg = segments_[s];
-      const int src = maps[s][size_t(me)];  // receive_from = destinations[my rank]
-      int dst = -1;                         // send_to = destinations.index(my rank)
+      const int src = group[size_t(maps[s][size_t(me)])];  // receive_from = destinations[me]
+      int dst = -1;                                        // send_to = destinations.index(me)
       for (int j = 0; j < n; ++j)
-        if (maps[s][size_t(j)] == me) dst = j;
+        if (maps[s][size_t(j)] == me) dst = group[size_t(j)];
       const int tag = kTagBase + static_cast<int>(s);
       exchange.join(
           meter().irecv(*comm, "gossip exchange", recv_.flat_range(seg.begin, seg.end), src, tag));
@@ -313,6 +325,7 @@ bool CrossoverStrategy::consensus_eval(const std::function<void()>& evaluate) {
   Tensor saved = params.clone();
   std::vector<Tensor> saved_buffers;
   for (auto& b : ctx_.buffers) saved_buffers.push_back(b.tensor.clone());
+  weigh_for_live_average(params);  // the live ranks' average while some are down
   meter().allreduce(world(), "consensus average", params, ReduceOp::average);
   average_buffers();  // the consensus model's BatchNorm statistics
   evaluate();

@@ -81,6 +81,9 @@ class CrossoverStrategy : public DistributedStrategy {
  public:
   CrossoverStrategy(std::shared_ptr<Topology> topo, const Options& opt);
   std::string name() const override { return "crossover"; }
+  // Flat mode goes on with the live ranks: the derangements are drawn over them
+  // (docs/virtual_cluster.md, "Failures"). Hierarchical mode stops (its groups' allreduce).
+  bool continues_after_failure() const override { return !opt_.hierarchical; }
   void setup(TrainContext& ctx) override;
   StepPlan plan(const StepInfo& step) override;
   void after_backward(const StepInfo& step) override;
@@ -104,6 +107,8 @@ class CrossoverStrategy : public DistributedStrategy {
   Communicator* gossip_comm() const;
 
  protected:
+  // The ranks of gossip_comm() that gossip: all of them, or in flat mode the live ones.
+  std::vector<int> gossip_group() const;
   // Checkpoints. Saved: the position in the communication interval ("micro") and, inside an
   // interval, the gradient accumulated so far ("grad"); the round/restart/peer counters
   // (metrics). Not saved: the peer maps (drawn from a Philox stream keyed by (seed, global

@@ -1,5 +1,6 @@
 #include "dplab/comm/algorithms/sgp.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "dplab/comm/algorithms/algo_state.h"
@@ -88,22 +89,40 @@ void SgpStrategy::after_step(const StepInfo& step) {
 
 void SgpStrategy::gossip(int64_t round) {
   DPLAB_CHECK(ctx_.arena != nullptr, "sgp: gossip before setup");
-  const int n = world_size(), me = rank();
-  if (n < 2) return;
-  const SgpPeers peers = sgp_peers(n, me, round);
-  const int hop = peers.offset, dst = peers.dst, src = peers.src;
+  if (world_size() < 2) return;
   const int64_t numel = ctx_.arena->numel();
   if (weights_.empty()) {
     // Every rank's push-sum weight, gathered once (4 bytes per rank, host bookkeeping);
     // from here on each rank updates all of them by the mixing rule (see below).
     Tensor mine = Tensor::full({1}, w_, DType::f32, send_.device());
-    Tensor all = Tensor::empty({n}, DType::f32, send_.device());
+    Tensor all = Tensor::empty({world_size()}, DType::f32, send_.device());
     Pending gather = meter().iallgather(world(), "push-sum weights", mine, all);
     meter().complete_blocking(gather, Use::host);
     weights_ = all.to_vector();
-    DPLAB_CHECK(weights_[size_t(me)] == w_, "sgp: rank {} gathered weight {} for itself, not {}",
-                me, weights_[size_t(me)], w_);
+    DPLAB_CHECK(weights_[size_t(rank())] == w_,
+                "sgp: rank {} gathered weight {} for itself, not {}", rank(),
+                weights_[size_t(rank())], w_);
   }
+  // The exponential graph of the live ranks (all of them without failures; a down rank
+  // gossips nowhere: docs/virtual_cluster.md, "Failures"): n of them, this rank the me-th.
+  const std::vector<int>& live = live_ranks();
+  const int n = int(live.size()), me = live_index();
+  if (n < 2) return;
+  const SgpPeers peers = sgp_peers(n, std::max(me, 0), round);
+  const int hop = peers.offset;
+  // The host's copy of w (which the next step's branch and scalars need) comes from the
+  // weights of all ranks that every rank (a down one too) tracks with the same float
+  // operations, not from reading the message back: that read would synchronise the host with
+  // the device every step. It equals w_new_t below bit for bit: (w + w_src)·0.5 in f32 either
+  // way.
+  std::vector<float> next(weights_);
+  for (int i = 0; i < n; ++i) {
+    const int r = live[size_t(i)], from = live[size_t(((i - hop) % n + n) % n)];
+    next[size_t(r)] = (weights_[size_t(r)] + weights_[size_t(from)]) * 0.5f;
+  }
+  weights_ = std::move(next);
+  if (me < 0) return;
+  const int dst = live[size_t(peers.dst)], src = live[size_t(peers.src)];
   const ElementwiseKernels& ew = backend_for(send_.device()).ew;
   Tensor z = ctx_.arena->params();
   Tensor xs = send_.flat_range(0, numel);
@@ -124,15 +143,7 @@ void SgpStrategy::gossip(int64_t round) {
   ew.binary(BinaryOp::add, xs, xr, z);
   ew.unary(UnaryOp::mul_scalar, 0.5f, z, z);
   ew.binary(BinaryOp::div, z, w_new_t, z);
-  // The host's copy of w (which the next step's branch and scalars need) comes from the
-  // weights of all ranks that every rank tracks with the same float operations, not from
-  // reading the message back: that read would synchronise the host with the device every
-  // step. It equals w_new_t bit for bit: (w + w_src)·0.5 in f32 either way.
-  std::vector<float> next(weights_.size());
-  for (int r = 0; r < n; ++r)
-    next[size_t(r)] = (weights_[size_t(r)] + weights_[size_t(((r - hop) % n + n) % n)]) * 0.5f;
-  weights_ = std::move(next);
-  w_ = weights_[size_t(me)];
+  w_ = weights_[size_t(rank())];
   last_hop_ = hop;
   ++rounds_;
 }
@@ -160,6 +171,7 @@ void SgpStrategy::push_sum_average() {
   DPLAB_CHECK(ctx_.arena != nullptr, "sgp: push_sum_average before setup");
   const int64_t numel = ctx_.arena->numel();
   form_numerator();
+  if (down_here()) send_.fill_(0.0);  // over the live ranks (docs/virtual_cluster.md, "Failures")
   // (Σ_i x_i, Σ_i w_i), one blocking allreduce.
   meter().allreduce(world(), "push-sum average", send_, ReduceOp::sum);
   // z = Σ x / Σ w on the arena's device (Σ w = n up to rounding: the mixing preserves it).
@@ -178,11 +190,13 @@ bool SgpStrategy::consensus_eval(const std::function<void()>& evaluate) {
   Tensor saved = params.clone();
   std::vector<Tensor> saved_buffers;
   for (auto& b : ctx_.buffers) saved_buffers.push_back(b.tensor.clone());
-  // Σ x / Σ w with x = w·z; Σ w stays on the device and divides there.
+  // Σ x / Σ w with x = w·z, over the live ranks (a down rank's x and w count 0); Σ w stays on
+  // the device and divides there.
+  const float w = down_here() ? 0.f : w_;
   const ElementwiseKernels& ew = backend_for(params.device()).ew;
-  ew.unary(UnaryOp::mul_scalar, w_, params, params);
+  ew.unary(UnaryOp::mul_scalar, w, params, params);
   meter().allreduce(world(), "consensus average", params, ReduceOp::sum);
-  Tensor wsum = Tensor::full({1}, w_, DType::f32, params.device());
+  Tensor wsum = Tensor::full({1}, w, DType::f32, params.device());
   meter().allreduce(world(), "consensus average", wsum, ReduceOp::sum);
   ew.binary(BinaryOp::div, params, wsum, params);
   average_buffers();

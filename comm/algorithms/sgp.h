@@ -46,6 +46,9 @@ class SgpStrategy : public DistributedStrategy {
  public:
   SgpStrategy(std::shared_ptr<Topology> topo, const Options& opt);
   std::string name() const override { return "sgp"; }
+  // Goes on with the live ranks: the gossip runs on the exponential graph of the live ranks
+  // (docs/virtual_cluster.md, "Failures"); a down rank gossips nowhere.
+  bool continues_after_failure() const override { return true; }
   void setup(TrainContext& ctx) override;
   void after_backward(const StepInfo& step) override;
   void after_step(const StepInfo& step) override;

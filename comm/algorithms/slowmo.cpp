@@ -83,7 +83,11 @@ void SlowMoStrategy::average_workers() {
   // start, same averaged gradients, same optimizer), so the average over the nodes is the
   // average over the ranks with the same local rank (the cross communicator): every rank of a
   // node gets the same bytes without a broadcast.
-  average_parameters(meter(), opt_.node_workers ? topology().cross() : world(), *ctx_.arena);
+  // While ranks are down, the live workers' average (docs/virtual_cluster.md, "Failures").
+  if (opt_.node_workers)
+    average_parameters(meter(), topology().cross(), *ctx_.arena, node_worker_live_weight());
+  else
+    average_parameters(meter(), world(), *ctx_.arena, live_weight());
 }
 
 void SlowMoStrategy::sync(RoundEnd) {

@@ -88,6 +88,17 @@ class SlowMoStrategy : public PeriodicSyncStrategy {
  public:
   SlowMoStrategy(std::shared_ptr<Topology> topo, const Options& opt);
   std::string name() const override { return "slowmo"; }
+  // Goes on with the live workers (docs/virtual_cluster.md, "Failures"): the workers' averages
+  // (over SGP: its gossip and push-sum average) are over them, every rank takes the same slow step.
+  bool continues_after_failure() const override { return true; }
+  void set_down_ranks(const std::vector<int>& down) override {
+    PeriodicSyncStrategy::set_down_ranks(down);
+    if (sgp_) sgp_->set_down_ranks(down);
+  }
+  // Node workers: the node's gradient average is over its live ranks.
+  float loss_weight() const override {
+    return node_workers() ? node_live_weight() : PeriodicSyncStrategy::loss_weight();
+  }
   void setup(TrainContext& ctx) override;
   void after_backward(const StepInfo& step) override;
   void drain() override;
@@ -110,6 +121,11 @@ class SlowMoStrategy : public PeriodicSyncStrategy {
   void inner_step(const StepInfo& step, bool round_ends) override;
   // SGP base: SGP's setup broadcasts rank 0's model.
   bool broadcast_at_setup() const override { return !sgp_; }
+  // Node workers: a returning rank's node state is held by its node's live ranks.
+  int heal_source(int r, int peer) const override {
+    const int q = node_workers() ? live_node_peer(r) : -1;
+    return q >= 0 ? q : peer;
+  }
   void save_sync_state(StateDict& out) const override;
   void load_sync_state(const StateDict& in, const RoundPosition& at) override;
 

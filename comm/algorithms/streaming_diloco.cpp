@@ -193,6 +193,11 @@ void StreamingDiLoCoStrategy::send(int64_t p) {
     add_(dk, local[k], -1.f);
     at += theta[k].numel();
   }
+  // Averaged over the live replicas while some are down (docs/virtual_cluster.md, "Failures"),
+  // on either wire: a block's scale is its max |x| / V, so quantising w δ gives w times δ's
+  // codes (to the f32 rounding of the scale; a down rank's zeros give zeros), and the quantised
+  // mean (1/W) Σ_r Q(w_r δ_r) is the live replicas' (1/L) Σ_live Q(δ_r).
+  weigh_for_live_average(d);
   pending_ = p;
   pending_sent_at_ = steps_in_round();
   Communicator& comm = world();

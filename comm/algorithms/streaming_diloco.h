@@ -133,6 +133,9 @@ class StreamingDiLoCoStrategy : public PeriodicSyncStrategy {
  public:
   StreamingDiLoCoStrategy(std::shared_ptr<Topology> topo, const Options& opt);
   std::string name() const override { return "streaming_diloco"; }
+  // Goes on with the live replicas, as DiLoCo: each fragment's outer gradient is their mean (the
+  // quantised exchange's too), and every rank (a down one too) applies the same outer step.
+  bool continues_after_failure() const override { return true; }
   void setup(TrainContext& ctx) override;
   void drain() override;
   std::map<std::string, double> state() const override;

@@ -19,6 +19,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -581,6 +582,246 @@ TEST(ClusterTrain, DiLoCoOuterGradientIsTheLiveWorkersMean) {
   EXPECT_LT(worst_live, 1e-6);
   EXPECT_GT(worst_all, 1e-4);
   EXPECT_EQ(checkpoint_params(dir.path / "failed", 2, 3), failed);
+}
+
+// The final model of a run (final.safetensors: the run's model, PyTorch names) under the
+// checkpoints' names ("model." + the PyTorch name), f32 tensors.
+Params final_params(const fs::path& run) {
+  Params m;
+  for (const NamedTensor& t : load_safetensors((run / "final.safetensors").string()))
+    if (t.tensor.dtype() == DType::f32) m["model." + t.name] = t.tensor.to_vector();
+  return m;
+}
+
+// The largest |got - want| over want's tensors.
+double max_distance(const Params& got, const Params& want) {
+  double worst = 0;
+  for (const auto& [name, v] : want) {
+    EXPECT_EQ(got.count(name), 1u) << name;
+    if (!got.count(name)) continue;
+    for (size_t i = 0; i < v.size(); ++i)
+      worst = std::max(worst, std::abs(double(got.at(name)[i]) - v[i]));
+  }
+  return worst;
+}
+
+// The element-wise mean of `xs`, in double, rounded to float.
+Params mean_of(const std::vector<const Params*>& xs) {
+  Params out;
+  for (const auto& [name, v] : *xs[0]) {
+    std::vector<float> o(v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      double m = 0;
+      for (const Params* x : xs) m += x->at(name)[i];
+      o[i] = float(m / double(xs.size()));
+    }
+    out[name] = o;
+  }
+  return out;
+}
+
+// Streaming DiLoCo against a serial computation: 2 fragments, H = 2, tau = 0, alpha = 0 (a
+// fragment's local part becomes the global one), outer SGD at lr 1 without momentum, so that a
+// fragment's outer step gives the mean of the live replicas' fragment. One step (max_steps = 1),
+// rank 3 down: fragment 0 is sent after inner step 1 (o_0 = H / P = 1), averaged over ranks 0..2
+// and applied; the end of training's full sync sends both fragments, fragment 0's outer gradient
+// now 0 (theta_i = theta_g) and fragment 1's the live replicas' theta_g - theta_i(1). So the final
+// model theta_g is, on every fragment, the mean of ranks 0..2's own one-step results taken alone.
+// Then with the int8 exchange (the weighting before the quantisation): the same mean to within the
+// quantisation's rounding, which is far below what rank 3 would add.
+TEST(ClusterTrain, StreamingDiLoCoFragmentsAreTheLiveReplicasMean) {
+  ScopedTempDir dir("cluster-train-streaming-fail");
+  double n = 0;
+  const std::string profile = write_profile(dir, 1.0, &n);
+  std::ofstream(dir.file("lab.toml")) << platform_toml(1);
+  std::ofstream(dir.file("events.toml"))
+      << "[[event]]\nkind = \"fail\"\nranks = [3]\nsteps = [0, 0]\n";
+  const std::string common = "--epochs 1 --set data.train_limit=512 --set max_steps=1 --cluster " +
+                             dir.file("lab.toml") + " --set cluster.compute=profile:" + profile;
+  const std::string streaming =
+      "--algo streaming_diloco --set streaming_diloco.H=2 --set streaming_diloco.fragments=2 "
+      "--set streaming_diloco.fragment_sync_delay=0 --set streaming_diloco.fragment_update_alpha=0 "
+      "--set streaming_diloco.outer_lr=1 --set streaming_diloco.outer_momentum=0 --set "
+      "cluster.events=" +
+      dir.file("events.toml") + " " + common;
+  train(4, streaming, dir, "failed");
+  train(4, streaming + " --set streaming_diloco.quantize=int8", dir, "int8");
+  train(4, "--algo local_sgd --set local_sgd.H=100 " + common, dir, "alone");
+  std::vector<Params> alone;
+  for (int r = 0; r < 4; ++r) alone.push_back(checkpoint_params(dir.path / "alone", 1, r));
+  const auto [worst_live, worst_all] = distance_to_means(final_params(dir.path / "failed"), alone);
+  EXPECT_LT(worst_live, 1e-6);
+  EXPECT_GT(worst_all, 1e-4);
+  const auto [q_live, q_all] = distance_to_means(final_params(dir.path / "int8"), alone);
+  std::cout << "int8: |got - live mean| <= " << q_live << ", |got - all mean| <= " << q_all << "\n";
+  EXPECT_LT(q_live, worst_all / 4);
+  EXPECT_GT(q_all, worst_all / 2);
+}
+
+// SlowMo (local SGD base) against a serial computation. 4 ranks, tau = 2, no averaging inside a
+// round (localsgd_frequency = 0), rank 3 down for steps 0 and 1, 2 steps. The round's slow step
+// is u_1 = (x_0 - xbar) / gamma, x_{1,0} = x_0 - alpha gamma u_1 = x_0 + alpha (xbar - x_0) (beta
+// does not enter: u_0 = 0), xbar the live workers' average; alpha = 0.5. x_0 is read from a run
+// with alpha = 0 (then x_{1,0} = x_0).
+//  a. One rank per node (every rank a worker): xbar is the mean of ranks 0..2's own 2-step
+//     results, taken alone.
+//  b. Two ranks per node (node workers: a node's ranks average their gradients each step): node
+//     1's worker steps on rank 2's gradients alone, so xbar = (W_0 + rank 2's own result) / 2,
+//     W_0 node 0's worker (from a run without failures whose round outlasts the run), and not
+//     (W_0 + W_1) / 2. Every rank, rank 3 too, holds x_{1,0}.
+//  c. (below)
+TEST(ClusterTrain, SlowMoAveragesTheLiveWorkersOnly) {
+  ScopedTempDir dir("cluster-train-slowmo-fail");
+  double n = 0;
+  const std::string profile = write_profile(dir, 1.0, &n);
+  std::ofstream(dir.file("lab1.toml")) << platform_toml(1);
+  std::ofstream(dir.file("lab2.toml")) << platform_toml(2);
+  std::ofstream(dir.file("events.toml"))
+      << "[[event]]\nkind = \"fail\"\nranks = [3]\nsteps = [0, 1]\n";
+  const std::string common =
+      "--epochs 1 --set data.train_limit=512 --set max_steps=2 --set "
+      "cluster.compute=profile:" +
+      profile;
+  const std::string slowmo =
+      "--algo slowmo --set slowmo.frequency=2 --set slowmo.localsgd_frequency=0 " + common;
+  const std::string lab1 = " --cluster " + dir.file("lab1.toml"),
+                    lab2 = " --cluster " + dir.file("lab2.toml");
+  const std::string events = " --set cluster.events=" + dir.file("events.toml");
+  train(4, slowmo + " --set slowmo.lr=0.5" + events + lab1, dir, "failed");
+  train(4, slowmo + " --set slowmo.lr=0.5" + events + lab2, dir, "nodes");
+  train(4, slowmo + " --set slowmo.lr=0" + lab1, dir, "start");
+  train(4, "--algo slowmo --set slowmo.frequency=100 " + common + lab2, dir, "node-workers");
+  train(4, "--algo local_sgd --set local_sgd.H=100 " + common + lab1, dir, "alone");
+  auto params = [&](const std::string& run, int rank) {
+    return checkpoint_params(dir.path / run, 2, rank);
+  };
+  const Params x0 = params("start", 0);
+  std::vector<Params> alone;
+  for (int r = 0; r < 4; ++r) alone.push_back(params("alone", r));
+  // x_0 + alpha (xbar - x_0), xbar the mean of `xs`.
+  auto slow_step = [&](const std::vector<const Params*>& xs) {
+    const Params xbar = mean_of(xs);
+    Params out;
+    for (const auto& [name, v] : x0) {
+      std::vector<float> o(v.size());
+      for (size_t i = 0; i < v.size(); ++i)
+        o[i] = float(v[i] + 0.5 * (double(xbar.at(name)[i]) - v[i]));
+      out[name] = o;
+    }
+    return out;
+  };
+  // a.
+  const Params failed = params("failed", 0);
+  EXPECT_LT(max_distance(failed, slow_step({&alone[0], &alone[1], &alone[2]})), 1e-6);
+  EXPECT_GT(max_distance(failed, slow_step({&alone[0], &alone[1], &alone[2], &alone[3]})), 1e-4);
+  EXPECT_EQ(params("failed", 3), failed);
+  // b.
+  const Params w0 = params("node-workers", 0), w1 = params("node-workers", 2);
+  EXPECT_EQ(params("node-workers", 1), w0);  // a node's ranks hold their worker's parameters
+  const Params nodes = params("nodes", 0);
+  EXPECT_LT(max_distance(nodes, slow_step({&w0, &alone[2]})), 1e-6);
+  EXPECT_GT(max_distance(nodes, slow_step({&w0, &w1})), 1e-4);
+  for (int r = 1; r < 4; ++r) EXPECT_EQ(params("nodes", r), nodes) << "rank " << r;
+  // c. Node workers, rank 3 back at step 1: healed from rank 2, its node's live rank, it holds
+  // node 1's worker again, and every rank ends the round at the same x_{1,0} (healed from rank
+  // 0, it would hold node 0's worker and the two cross groups' averages would differ).
+  std::ofstream(dir.file("back.toml"))
+      << "[[event]]\nkind = \"fail\"\nranks = [3]\nsteps = [0, 0]\n";
+  train(4, slowmo + " --set slowmo.lr=0.5 --set cluster.events=" + dir.file("back.toml") + lab2,
+        dir, "back");
+  const Params back = params("back", 0);
+  for (int r = 1; r < 4; ++r) EXPECT_EQ(params("back", r), back) << "rank " << r;
+  const auto live = read_jsonl(dir.path / "back" / "metrics.jsonl", "liveness");
+  ASSERT_EQ(live.size(), 2u);
+  EXPECT_EQ(live[1]["returned"], nlohmann::json::array({3}));
+}
+
+// SlowMo over SGP (every rank a worker), tau = 1: every step ends a round with the push-sum
+// average over the live ranks in place of the gossip. One step, rank 3 down: xbar = the mean of
+// ranks 0..2's own one-step results (push-sum weights 1), x_{1,0} = x_0 + alpha (xbar - x_0),
+// alpha = 0.5, x_0 from a run with alpha = 0.
+TEST(ClusterTrain, SlowMoOverSgpAveragesTheLiveRanksOnly) {
+  ScopedTempDir dir("cluster-train-slowmo-sgp-fail");
+  double n = 0;
+  const std::string profile = write_profile(dir, 1.0, &n);
+  std::ofstream(dir.file("lab.toml")) << platform_toml(1);
+  std::ofstream(dir.file("events.toml"))
+      << "[[event]]\nkind = \"fail\"\nranks = [3]\nsteps = [0, 0]\n";
+  const std::string common = "--epochs 1 --set data.train_limit=512 --set max_steps=1 --cluster " +
+                             dir.file("lab.toml") + " --set cluster.compute=profile:" + profile;
+  const std::string slowmo =
+      "--algo slowmo --set slowmo.base=sgp --set slowmo.frequency=1 " + common;
+  train(4, slowmo + " --set slowmo.lr=0.5 --set cluster.events=" + dir.file("events.toml"), dir,
+        "failed");
+  train(4, slowmo + " --set slowmo.lr=0", dir, "start");
+  train(4, "--algo local_sgd --set local_sgd.H=100 " + common, dir, "alone");
+  auto params = [&](const std::string& run, int rank) {
+    return checkpoint_params(dir.path / run, 1, rank);
+  };
+  const Params x0 = params("start", 0);
+  std::vector<Params> a;
+  for (int r = 0; r < 4; ++r) a.push_back(params("alone", r));
+  auto slow_step = [&](const std::vector<const Params*>& xs) {
+    const Params xbar = mean_of(xs);
+    Params out;
+    for (const auto& [name, v] : x0) {
+      std::vector<float> o(v.size());
+      for (size_t i = 0; i < v.size(); ++i)
+        o[i] = float(v[i] + 0.5 * (double(xbar.at(name)[i]) - v[i]));
+      out[name] = o;
+    }
+    return out;
+  };
+  const Params failed = params("failed", 0);
+  EXPECT_LT(max_distance(failed, slow_step({&a[0], &a[1], &a[2]})), 1e-6);
+  EXPECT_GT(max_distance(failed, slow_step({&a[0], &a[1], &a[2], &a[3]})), 1e-4);
+  for (int r = 1; r < 4; ++r) EXPECT_EQ(params("failed", r), failed) << "rank " << r;
+}
+
+// Gossip against a serial computation: one step of 4 ranks (max_steps = 1) with rank 3 down, the
+// gossip on the graph of ranks 0..2. Each rank's model after it is (a_r + a_src) / 2, a_r the
+// ranks' own one-step results taken alone (local SGD, as above; push-sum weights 1), src the
+// rank it received from; rank 3 (down) gossips nowhere, and no live rank's model holds its a_3.
+//  a. SGP: the directed exponential graph of 3 ranks, round 0: hop 1, rank i receives from
+//     i - 1 mod 3 (0 from 2, 1 from 0, 2 from 1); over all four ranks rank 0 would take a_3.
+//  b. Crossover (one segment): a derangement of 3 ranks drawn from the shared stream, so a
+//     3-cycle, one way or the other: read from the results, it must be a derangement of 0..2.
+TEST(ClusterTrain, GossipGoesOnOnTheLiveRanksGraph) {
+  ScopedTempDir dir("cluster-train-gossip-fail");
+  double n = 0;
+  const std::string profile = write_profile(dir, 1.0, &n);
+  std::ofstream(dir.file("lab.toml")) << platform_toml(1);
+  std::ofstream(dir.file("events.toml"))
+      << "[[event]]\nkind = \"fail\"\nranks = [3]\nsteps = [0, 0]\n";
+  const std::string common = "--epochs 1 --set data.train_limit=512 --set max_steps=1 --cluster " +
+                             dir.file("lab.toml") + " --set cluster.compute=profile:" + profile;
+  const std::string events = " --set cluster.events=" + dir.file("events.toml");
+  train(4, "--algo sgp " + common + events, dir, "sgp");
+  train(4, "--algo crossover --set crossover.segments=model " + common + events, dir, "crossover");
+  train(4, "--algo local_sgd --set local_sgd.H=100 " + common, dir, "alone");
+  auto params = [&](const std::string& run, int rank) {
+    return checkpoint_params(dir.path / run, 1, rank);
+  };
+  std::vector<Params> a;
+  for (int r = 0; r < 4; ++r) a.push_back(params("alone", r));
+  // a.
+  const int sgp_src[3] = {2, 0, 1};
+  for (int r = 0; r < 3; ++r)
+    EXPECT_LT(max_distance(params("sgp", r), mean_of({&a[r], &a[sgp_src[r]]})), 1e-6)
+        << "rank " << r;
+  EXPECT_GT(max_distance(params("sgp", 0), mean_of({&a[0], &a[3]})), 1e-4);
+  // b.
+  std::set<int> sources;
+  for (int r = 0; r < 3; ++r) {
+    const Params got = params("crossover", r);
+    int src = -1;
+    for (int j = 0; j < 4; ++j)
+      if (j != r && max_distance(got, mean_of({&a[r], &a[j]})) < 1e-6) src = j;
+    EXPECT_GE(src, 0) << "rank " << r << " holds no (a_r + a_j) / 2";
+    EXPECT_NE(src, 3) << "rank " << r << " took the down rank's model";
+    sources.insert(src);
+  }
+  EXPECT_EQ(sources, (std::set<int>{0, 1, 2}));
 }
 
 // (d) cluster.data_rate = R: the loader delivers batch k (of n = 16 samples) at

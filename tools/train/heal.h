@@ -6,9 +6,13 @@
 // algorithm's world communicator (Strategy::heal), so that the transfer is charged at the
 // modelled links and traced ("heal" events) like any other message. The algorithm's own state
 // is not sent: of the algorithms that go on after a failure, allreduce (allreduce.ft = quorum)
-// keeps none (compression is refused with it), local SGD only its round counters, and DiLoCo
-// its global model and outer optimizer state, all the same on every rank (a down rank applies
-// the same outer step).
+// keeps none (compression is refused with it), local SGD only its round counters, DiLoCo and
+// Streaming DiLoCo their global model and outer optimizer state (and an averaged fragment in
+// flight), SlowMo x_{t,0} and its slow momentum, all the same on every rank (a down rank applies
+// the same outer or slow step); SGP's returning rank keeps its push-sum weight (1: the gossip on
+// the live ranks' graph keeps the weights at 1), Crossover keeps only counters. The strategy may
+// heal a returning rank from another live rank (DistributedStrategy::heal_source: SlowMo's node
+// workers, from their node).
 #pragma once
 #include <vector>
 
