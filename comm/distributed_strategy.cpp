@@ -95,6 +95,22 @@ void DistributedStrategy::set_down_ranks(const std::vector<int>& down) {
       here == 0 ? 0.f : static_cast<float>(M) / static_cast<float>(live_nodes);
 }
 
+void DistributedStrategy::evaluate_average(const std::function<void()>& evaluate, bool buffers) {
+  DPLAB_CHECK(ctx_.arena != nullptr, "{}: consensus_eval before setup", name());
+  NoGradGuard no_grad;
+  Tensor params = ctx_.arena->params();  // a handle on the arena (copy_ is non-const)
+  const Tensor own = params.clone();
+  std::vector<Tensor> own_buffers;
+  if (buffers)
+    for (auto& b : ctx_.buffers) own_buffers.push_back(b.tensor.clone());
+  weigh_for_live_average(params);  // the live ranks' average while some are down
+  meter().allreduce(world(), "consensus average", params, ReduceOp::average);
+  if (buffers) average_buffers();
+  evaluate();
+  params.copy_(own);
+  for (size_t i = 0; i < own_buffers.size(); ++i) ctx_.buffers[i].tensor.copy_(own_buffers[i]);
+}
+
 void DistributedStrategy::weigh_for_live_average(Tensor& t) const {
   if (live_weight_ == 1.f) return;
   NoGradGuard no_grad;

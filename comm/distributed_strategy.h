@@ -9,6 +9,7 @@
 //   - checkpoint naming: save_state writes the algorithm's name and calls save_algorithm_state;
 //     load_state checks the name and calls load_algorithm_state.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,6 +52,10 @@ class DistributedStrategy : public Strategy {
   virtual void load_algorithm_state(const StateDict& in) {}
   // Averages the model's floating buffers over the world (a "buffer average" event).
   void average_buffers();
+  // consensus_eval's work for the algorithms whose replicas differ: averages the parameters over
+  // the world (the live ranks' mean while some are down; with `buffers`, the BatchNorm
+  // statistics too), runs `evaluate` on that model, then restores this rank's own.
+  void evaluate_average(const std::function<void()>& evaluate, bool buffers);
   // This rank's weight in an average over the world that must be the live ranks' mean while
   // ranks are down (fail events): 0 when this rank is down, W / L when live (W ranks, L live), so
   // (1/W) sum_r w_r x_r = (1/L) sum_live x_r; 1 without failures.

@@ -321,16 +321,7 @@ void CrossoverStrategy::drain() {
 bool CrossoverStrategy::consensus_eval(const std::function<void()>& evaluate) {
   DPLAB_CHECK(ctx_.arena != nullptr, "crossover: consensus_eval before setup");
   if (world_size() < 2) return false;
-  Tensor params = ctx_.arena->params();  // a handle on the arena (copy_ is non-const)
-  Tensor saved = params.clone();
-  std::vector<Tensor> saved_buffers;
-  for (auto& b : ctx_.buffers) saved_buffers.push_back(b.tensor.clone());
-  weigh_for_live_average(params);  // the live ranks' average while some are down
-  meter().allreduce(world(), "consensus average", params, ReduceOp::average);
-  average_buffers();  // the consensus model's BatchNorm statistics
-  evaluate();
-  params.copy_(saved);
-  for (size_t i = 0; i < ctx_.buffers.size(); ++i) ctx_.buffers[i].tensor.copy_(saved_buffers[i]);
+  evaluate_average(evaluate, true);  // with the consensus model's BatchNorm statistics
   return true;
 }
 

@@ -284,13 +284,7 @@ std::vector<std::string> HybridStrategy::planned_from_epochs() const {
 bool HybridStrategy::consensus_eval(const std::function<void()>& evaluate) {
   // Stage 3 (hybrid, only_end) until the final average: every rank steps on its own gradient.
   if (averaged_ || stage_ != 3 || world_size() < 2) return false;
-  DPLAB_CHECK(ctx_.arena != nullptr, "hybrid: consensus_eval before setup");
-  NoGradGuard no_grad;
-  Tensor params = ctx_.arena->params();  // a handle on the arena
-  const Tensor own = params.clone();
-  meter().allreduce(world(), "consensus average", params, ReduceOp::average);
-  evaluate();
-  params.copy_(own);
+  evaluate_average(evaluate, false);
   return true;
 }
 

@@ -43,13 +43,7 @@ void PeriodicSyncStrategy::end_round(RoundEnd end) {
 
 bool PeriodicSyncStrategy::consensus_eval(const std::function<void()>& evaluate) {
   if (!config_.round_spans_epochs || world_size() < 2) return false;
-  DPLAB_CHECK(ctx_.arena != nullptr, "{}: consensus_eval before setup", name());
-  NoGradGuard no_grad;
-  Tensor params = ctx_.arena->params();  // a handle on the arena
-  const Tensor own = params.clone();
-  meter().allreduce(world(), "consensus average", params, ReduceOp::average);
-  evaluate();
-  params.copy_(own);
+  evaluate_average(evaluate, false);
   return true;
 }
 
