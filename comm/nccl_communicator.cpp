@@ -433,7 +433,7 @@ class NcclCommunicator : public BackendCommunicator {
   Request post_allreduce(const Tensor& t, ReduceOp op, DType w, std::string desc) override {
     auto r = make(std::move(desc));
     const bool scale_after = needs_scale_after(t, w, op);
-    const ncclRedOp_t nop = nccl_op(scale_after ? ReduceOp::sum : op);
+    const ncclRedOp_t nop = reduction(op, scale_after);
     Tensor buf = to_wire(t, w);
     const size_t n = static_cast<size_t>(t.numel());
     post(r, [&](cudaStream_t s) {
@@ -449,7 +449,7 @@ class NcclCommunicator : public BackendCommunicator {
   Request post_reduce(const Tensor& t, int root, ReduceOp op, DType w, std::string desc) override {
     auto r = make(std::move(desc));
     const bool scale_after = needs_scale_after(t, w, op);
-    const ncclRedOp_t nop = nccl_op(scale_after ? ReduceOp::sum : op);
+    const ncclRedOp_t nop = reduction(op, scale_after);
     const bool is_root = rank() == root;
     // Non-roots send from a wire copy so their own tensor stays unchanged.
     Tensor buf = to_wire(t, w);
@@ -503,7 +503,7 @@ class NcclCommunicator : public BackendCommunicator {
                               std::string desc) override {
     auto r = make(std::move(desc));
     const bool scale_after = needs_scale_after(recv, w, op);
-    const ncclRedOp_t nop = nccl_op(scale_after ? ReduceOp::sum : op);
+    const ncclRedOp_t nop = reduction(op, scale_after);
     Tensor sbuf = to_wire(send, w);
     Tensor rbuf = w == recv.dtype() ? recv : Tensor::empty({recv.numel()}, w, recv.device());
     r->keep_alive.push_back(sbuf);
@@ -548,6 +548,15 @@ class NcclCommunicator : public BackendCommunicator {
   // back (the MPI backend's arithmetic). Otherwise NCCL averages itself (ncclAvg).
   static bool needs_scale_after(const Tensor& dst, DType wire, ReduceOp op) {
     return op == ReduceOp::average && wire != dst.dtype() && dst.dtype() == DType::f32;
+  }
+  // The NCCL operation: the sum when the average is scaled afterwards, and at one rank, where
+  // the average is the sum (the input itself). NCCL before 2.29.7 leaves the last elements of a
+  // one-rank ncclAvg unwritten when the count is not a multiple of its block count
+  // (NVIDIA/nccl#1950); the first H200 run (2026-11-28, NCCL 2.28) showed it: reduce_scatter
+  // average of 524,291 f32 left elements 524,288 to 524,290 at 0.
+  ncclRedOp_t reduction(ReduceOp op, bool scale_after) const {
+    if (op == ReduceOp::average && (scale_after || size() == 1)) return ncclSum;
+    return nccl_op(op);
   }
   std::shared_ptr<NcclRequest> make(std::string desc, int peer = -1) const {
     auto r = make_request<NcclRequest>(std::move(desc), peer);

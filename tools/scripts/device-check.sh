@@ -202,17 +202,21 @@ for p in ${DPLAB_PYTHON:-} python3 /opt/torch/.venv/bin/python3 /usr/bin/python3
 done
 ldpath=""
 if [ "$dry_run" -eq 0 ]; then
+  # A Python environment's NVIDIA wheels first: they are the libraries its PyTorch loads, so
+  # dplab and the PyTorch baseline run on the same cuDNN, cuBLAS and NCCL, and PyTorch (which
+  # inherits LD_LIBRARY_PATH) is not handed a system cuDNN it was not built with. On the first
+  # H200 run (2026-11-28) the system's /usr/lib cuDNN came first and no PyTorch was found.
   candidates=()
-  IFS=: read -r -a from_env <<<"${LD_LIBRARY_PATH:-}"
-  candidates+=(${from_env[@]+"${from_env[@]}"} /usr/local/cuda/lib64 /usr/local/cuda/lib
-    /usr/lib/x86_64-linux-gnu)
-  for p in $(printf '%s\n' ${pythons[@]+"${pythons[@]}"} | sort -u); do
+  for p in ${pythons[@]+"${pythons[@]}"}; do
     # nvidia is a namespace package: its __path__ lists every site-packages/nvidia directory.
     for d in $(timeout 60 "$p" -c 'import nvidia; print("\n".join(nvidia.__path__))' 2>/dev/null); do
       while read -r libdir; do candidates+=("$libdir"); done < <(find "$d" -name 'lib*.so*' \
         -path '*/lib/*' -printf '%h\n' 2>/dev/null | sort -u)
     done
   done
+  IFS=: read -r -a from_env <<<"${LD_LIBRARY_PATH:-}"
+  candidates+=(${from_env[@]+"${from_env[@]}"} /usr/local/cuda/lib64 /usr/local/cuda/lib
+    /usr/lib/x86_64-linux-gnu)
   for lib in libcudnn.so.9 libcublas.so.13 libcublasLt.so.13 libnccl.so.2; do
     for d in "${candidates[@]}"; do
       if [ -n "$d" ] && [ -e "$d/$lib" ]; then
@@ -238,14 +242,16 @@ export DPLAB_DATA="$kit/data"            # test_tools' DeviceTrain tests find fa
 # environment's setting, e.g. to compare PyTorch's start-up, which loads every module eagerly.
 module_loading="${DPLAB_CHECK_MODULE_LOADING-EAGER}"
 [ -z "$module_loading" ] || export CUDA_MODULE_LOADING="$module_loading"
+torch_why=() # per python tried: why it is not the baseline (the last line it printed)
 for p in ${pythons[@]+"${pythons[@]}"}; do
   if v="$(timeout 60 "$p" -c 'import sys, torch
 print(torch.__version__, "cuDNN", torch.backends.cudnn.version())
-sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null)"; then
+sys.exit(0 if torch.cuda.is_available() else "torch.cuda.is_available() is False")' 2>"$work/logs/torch_probe.err")"; then
     torch_py="$p"
     torch_version="$v"
     break
   fi
+  torch_why+=("$p: $(grep . "$work/logs/torch_probe.err" | tail -1 | cut -c1-200)")
 done
 
 # ---- key numbers from the logs --------------------------------------------------------------
@@ -614,7 +620,7 @@ if [ -n "$torch_py" ]; then
       --model resnet50 --batch 256 --warmup 5 --steps "${DPLAB_CHECK_TORCH_STEPS:-10}" --dtype $dt)"
   done
 else
-  plan pytorch note 0 - "no python3 with a CUDA-enabled PyTorch found (tried: ${pythons[*]:-none}): no baseline, dplab alone in the bench steps"
+  plan pytorch note 0 - "no python3 with a CUDA-enabled PyTorch found (tried: ${torch_why[*]:-none}): no baseline, dplab alone in the bench steps"
 fi
 # 3. and 5. the ctest entries of the kit: gtest binaries once each (test_cuda's op cases split
 # off and run first; binaries that train models last), MPI (NCCL) entries at their rank counts.
