@@ -1,6 +1,11 @@
 #include "dplab/tools/train/liveness.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "dplab/comm/cluster/virtual_time.h"
 #include "dplab/tools/train/step_agreement.h"
@@ -23,14 +28,26 @@ StepLiveness agree_liveness(VirtualRun& run, StepAgreement& agreement, int64_t s
 
 std::string describe_failures(const VirtualRun& run, const StepLiveness& live) {
   const cluster::VirtualTime& vt = run.virtual_time();
-  std::string out;
+  // One clause per event, naming its ranks together (a node's four ranks in one clause).
+  std::vector<std::pair<const cluster::Event*, std::vector<int>>> by_event;
   for (int r : live.down) {
     const cluster::Event* e =
         vt.platform.events.failure_of(r, vt.shape.node_of(r), live.step, live.world_time_s);
     if (!e) continue;
+    auto it =
+        std::find_if(by_event.begin(), by_event.end(), [e](const auto& p) { return p.first == e; });
+    if (it == by_event.end())
+      by_event.push_back({e, {r}});
+    else
+      it->second.push_back(r);
+  }
+  std::string out;
+  for (const auto& [e, ranks] : by_event) {
     const std::string when = e->from_s ? fmt::format("at {:g} s of virtual time", *e->from_s)
                                        : fmt::format("at global step {}", *e->first_step);
-    out += fmt::format("{}rank {} failed {} ({})", out.empty() ? "" : "; ", r, when, e->where);
+    const std::string who = ranks.size() == 1 ? fmt::format("rank {}", ranks[0])
+                                              : fmt::format("ranks {}", fmt::join(ranks, ", "));
+    out += fmt::format("{}{} failed {} ({})", out.empty() ? "" : "; ", who, when, e->where);
   }
   return out;
 }

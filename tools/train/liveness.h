@@ -28,8 +28,9 @@ struct StepLiveness {
 bool models_failures(const VirtualRun* run);
 // The ranks down for global step `step` (about to begin). Collective over the ranks.
 StepLiveness agree_liveness(VirtualRun& run, StepAgreement& agreement, int64_t step);
-// "rank 1 failed at 0.25 s of virtual time (ev.toml:1: [[event]])": each down rank with its
-// event's time (a window's start, or the step range's first step) and where it is defined.
+// "rank 1 failed at 0.25 s of virtual time (ev.toml:1: [[event]])": the down ranks, one clause
+// per event ("ranks 4, 5, 6, 7 failed ..." for a node), with the event's time (a window's start,
+// or the step range's first step) and where it is defined.
 std::string describe_failures(const VirtualRun& run, const StepLiveness& live);
 
 }  // namespace dplab
