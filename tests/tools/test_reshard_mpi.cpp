@@ -32,10 +32,13 @@ using test::ScopedTempDir;
 using test::slurp;
 
 // 256 training images, global batch 64: 4 iterations per epoch, 8 in 2 epochs.
-const std::string kRun =
-    "train --model mnist_cnn --data fashion-mnist --lr 0.05 --momentum 0.9 --threads 1 "
-    "--epochs 2 --set data.train_limit=256 --set data.test_limit=40 --set progress=off "
-    "--set checkpoint.keep=0";
+std::string run_of(const std::string& model) {
+  return "train --model " + model +
+         " --data fashion-mnist --lr 0.05 --momentum 0.9 --threads 1 --epochs 2 "
+         "--set data.train_limit=256 --set data.test_limit=40 --set progress=off "
+         "--set checkpoint.keep=0";
+}
+const std::string kRun = run_of("mnist_cnn");
 
 // The resharded run differs from the uninterrupted one only by the rounding of the f32 sums
 // in the gradients of the three steps on 2 ranks (steps 4-6); every sample, weight and
@@ -266,6 +269,7 @@ struct ReshardCase {
   std::string spread = "model.";  // f32 state that differs between the old ranks (so a mean is
                                   // tested, not a copy); "" for none
   int from = 4, to = 2;           // the old and the new world size
+  std::string net = "mnist_cnn";  // the model trained
 };
 
 std::ostream& operator<<(std::ostream& os, const ReshardCase& c) {
@@ -292,8 +296,8 @@ class ReshardEveryAlgorithm : public ::testing::TestWithParam<ReshardCase> {};
 TEST_P(ReshardEveryAlgorithm, LoadsThePolicysStateAndTrainsOn) {
   const ReshardCase& c = GetParam();
   ScopedTempDir dir("reshard-" + c.name);
-  const std::string base = kRun + " " + c.args;
-  const std::string base2 = kRun + " " + (c.args2.empty() ? c.args : c.args2);
+  const std::string base = run_of(c.net) + " " + c.args;
+  const std::string base2 = run_of(c.net) + " " + (c.args2.empty() ? c.args : c.args2);
   const int from = c.from, to = c.to;
   const std::string batch = fmt::format(" --batch {}", 64 / to);
   auto r = mpirun(from,
@@ -547,7 +551,14 @@ INSTANTIATE_TEST_SUITE_P(
                     .args = "--algo local_sgd --set local_sgd.H=2",
                     .algo = {{"sync.*", "mean"}},
                     .from = 2,
-                    .to = 4}),
+                    .to = 4},
+        // BatchNorm: the running statistics (f32, different on every rank: each normalises its
+        // own batches) are in the model's mean; num_batches_tracked (i64) must agree.
+        ReshardCase{.name = "local_sgd_batchnorm",
+                    .args = "--algo local_sgd --set local_sgd.H=2",
+                    .algo = {{"sync.*", "mean"}},
+                    .spread = "model.layer1.0.bn1.running_",
+                    .net = "resnet20_cifar"}),
     [](const ::testing::TestParamInfo<ReshardCase>& i) { return i.param.name; });
 
 }  // namespace
