@@ -420,6 +420,37 @@ TEST_P(ReshardEveryAlgorithm, LoadsThePolicysStateAndTrainsOn) {
             fmt::format("{}@0 {}@{} ", from, to, c.at));
 }
 
+// SGP's policy (push-sum consensus weighted by push_sum_weight, the graph re-derived), on
+// `from` -> `to` ranks.
+ReshardCase sgp_case(std::string name, std::string args, int from, int to) {
+  return ReshardCase{.name = std::move(name),
+                     .args = std::move(args),
+                     .model = "wmean:push_sum_weight",
+                     .algo = {{"ranks", "fresh"},
+                              {"weights", "fresh"},
+                              {"last_hop", "fresh"},
+                              {"push_sum_weight", "=1"}},
+                     .expect = {{"ranks", std::to_string(to)}},
+                     .from = from,
+                     .to = to};
+}
+
+// DC-S3GD's policy (the update pending; V and S means; per-rank statistics rank 0's).
+ReshardCase dcs3gd_case(std::string name, int from, int to) {
+  return ReshardCase{.name = std::move(name),
+                     .args = "--algo dcs3gd",
+                     .algo = {{"ranks", "fresh"},
+                              {"V", "mean"},
+                              {"S", "mean"},
+                              {"epoch_corrected_steps", "rank0"},
+                              {"epoch_compute_s", "rank0"},
+                              {"epoch_lambda_sum", "rank0"},
+                              {"epoch_d_rel_sum", "rank0"}},
+                     .expect = {{"ranks", std::to_string(to)}, {"pending", "true"}},
+                     .from = from,
+                     .to = to};
+}
+
 // H = 2 (or its kind): the checkpoint at step 3 is inside a round, where the replicas differ.
 INSTANTIATE_TEST_SUITE_P(
     Algorithms, ReshardEveryAlgorithm,
@@ -463,14 +494,7 @@ INSTANTIATE_TEST_SUITE_P(
                              {"sgp.last_hop", "fresh"},
                              {"sgp.push_sum_weight", "=1"}},
                     .expect = {{"sgp.ranks", "2"}}},
-        ReshardCase{.name = "sgp",
-                    .args = "--algo sgp",
-                    .model = "wmean:push_sum_weight",
-                    .algo = {{"ranks", "fresh"},
-                             {"weights", "fresh"},
-                             {"last_hop", "fresh"},
-                             {"push_sum_weight", "=1"}},
-                    .expect = {{"ranks", "2"}}},
+        sgp_case("sgp", "--algo sgp", 4, 2),
         ReshardCase{.name = "hybrid",
                     // Epoch 0 is stage 2 (accumulation, W = 3), epoch 1 stage 3 (local steps,
                     // averaged every R = 3): step 5 is inside stage 3.
@@ -495,16 +519,7 @@ INSTANTIATE_TEST_SUITE_P(
                              {"pending*", "fresh"},
                              {"sync.*", "mean"}},
                     .expect = {{"nodes", "2"}, {"ranks_per_node", "1"}, {"pending", ""}}},
-        ReshardCase{.name = "dcs3gd",
-                    .args = "--algo dcs3gd",
-                    .algo = {{"ranks", "fresh"},
-                             {"V", "mean"},
-                             {"S", "mean"},
-                             {"epoch_corrected_steps", "rank0"},
-                             {"epoch_compute_s", "rank0"},
-                             {"epoch_lambda_sum", "rank0"},
-                             {"epoch_d_rel_sum", "rank0"}},
-                    .expect = {{"ranks", "2"}, {"pending", "true"}}},
+        dcs3gd_case("dcs3gd", 4, 2),
         ReshardCase{.name = "crossover",
                     // Interval 2: step 5 is inside an interval (a gradient accumulated).
                     .args = "--algo crossover --set crossover.interval=2",
@@ -523,30 +538,10 @@ INSTANTIATE_TEST_SUITE_P(
                              {"*", "fresh"}},
                     .expect = {{"ranks", "2"}, {"plan_t_us", "1000,2000"}, {"round_pos", "0"}}},
         // Scaling up: 2 -> 4 (the mean of 2 replicas on 4 ranks).
-        ReshardCase{.name = "sgp_2to4",
-                    // 2 ranks average exactly at every gossip: gossip every 2nd step, so the
-                    // replicas differ after the local step in between.
-                    .args = "--algo sgp --set sgp.interval=2",
-                    .model = "wmean:push_sum_weight",
-                    .algo = {{"ranks", "fresh"},
-                             {"weights", "fresh"},
-                             {"last_hop", "fresh"},
-                             {"push_sum_weight", "=1"}},
-                    .expect = {{"ranks", "4"}},
-                    .from = 2,
-                    .to = 4},
-        ReshardCase{.name = "dcs3gd_2to4",
-                    .args = "--algo dcs3gd",
-                    .algo = {{"ranks", "fresh"},
-                             {"V", "mean"},
-                             {"S", "mean"},
-                             {"epoch_corrected_steps", "rank0"},
-                             {"epoch_compute_s", "rank0"},
-                             {"epoch_lambda_sum", "rank0"},
-                             {"epoch_d_rel_sum", "rank0"}},
-                    .expect = {{"ranks", "4"}, {"pending", "true"}},
-                    .from = 2,
-                    .to = 4},
+        // 2 ranks average exactly at every gossip: gossip every 2nd step, so the replicas
+        // differ after the local step in between.
+        sgp_case("sgp_2to4", "--algo sgp --set sgp.interval=2", 2, 4),
+        dcs3gd_case("dcs3gd_2to4", 2, 4),
         ReshardCase{.name = "local_sgd_2to4",
                     .args = "--algo local_sgd --set local_sgd.H=2",
                     .algo = {{"sync.*", "mean"}},
