@@ -266,6 +266,35 @@ TEST(ClusterTrain, QuorumAllreduceGoesOnWithTheLiveRanksAndHealsTheReturningOne)
   EXPECT_NE(text.find("\"name\":\"heal\""), std::string::npos);
 }
 
+// The run's failure figures beyond the final record: run.json holds the final record's
+// failure_lost_rank_s and recovery_s, and the summary printed at the end says them, each with what
+// it is. The scenario of the test above, cut at 6 steps: rank 3 down for steps 2 and 3 (each
+// F + B + C + O plus the live ranks' ring allreduce over the 4 nodes) and healed at step 4.
+TEST(ClusterTrain, FailureFiguresReachRunJsonAndTheSummary) {
+  const FailScenario sc("cluster-train-failure-report", fail_steps(3, 2, 3));
+  const Records rec = sc.train(
+      4, "--algo allreduce --set allreduce.ft=quorum " + sc.common(6) + sc.events(), "quorum");
+  const auto fin = sc.records("quorum", "final");
+  ASSERT_EQ(fin.size(), 1u);
+  const double lost = fin[0]["failure_lost_rank_s"].get<double>();
+  const double recovery = fin[0]["recovery_s"].get<double>();
+  const double S4 = kF + kB + kC + kO + ring_allreduce(4, kNetAlpha, kNetRate, sc.n);
+  const double heal = kNetAlpha + (2 * arena_bytes(sc.profile) + 8) / kNetRate;
+  EXPECT_NEAR(lost, 2 * S4, 1e-9);
+  EXPECT_NEAR(recovery, heal, 1e-9 * heal);
+  ASSERT_TRUE(rec.run.contains("failure_lost_rank_s")) << rec.run.dump();
+  ASSERT_TRUE(rec.run.contains("recovery_s")) << rec.run.dump();
+  EXPECT_EQ(rec.run["failure_lost_rank_s"].get<double>(), lost);
+  EXPECT_EQ(rec.run["recovery_s"].get<double>(), recovery);
+  EXPECT_NE(rec.out.find(fmt::format(
+                "failures: {:.4g} rank-s of virtual time lost (the ranks down x each step's "
+                "virtual time, summed over ranks), recovery {:.4g} s virtual (the heals of "
+                "returning ranks)\n",
+                lost, recovery)),
+            std::string::npos)
+      << rec.out;
+}
+
 // Issue #36 item 2, the quorum's arithmetic against a serial computation: one step of 4 ranks
 // (max_steps = 1) with rank 3 down. Local SGD with a period longer than the run takes that step
 // on each rank alone, from the same start (rank 0's parameters) on the same shard, and its
