@@ -491,5 +491,57 @@ TEST(ClusterTrain, GossipGoesOnOnTheLiveRanksGraph) {
   EXPECT_EQ(sources, (std::set<int>{0, 1, 2}));
 }
 
+// An image folder of `n` 8x8 colour images (PPM) in two classes, each image's pixels its own.
+void write_image_folder(const fs::path& root, int n) {
+  for (int i = 0; i < n; ++i) {
+    const fs::path dir = root / fmt::format("c{}", i % 2);
+    fs::create_directories(dir);
+    std::string px(8 * 8 * 3, '\0');
+    for (size_t k = 0; k < px.size(); ++k) px[k] = char((k * size_t(i + 3) + 37 * size_t(i)) % 256);
+    std::ofstream(dir / fmt::format("{:03d}.ppm", i), std::ios::binary) << "P6\n8 8\n255\n" << px;
+  }
+}
+
+// BatchNorm statistics (the model's buffers) under a failure: their average is over the live
+// ranks, as the parameters' is. resnet20_cifar (a BatchNorm after every convolution) on 64 8x8
+// images, 4 ranks in batches of 4, local SGD with H = 2, rank 3 down for steps 0 and 1, 2 steps
+// (the run ends with it down). A down rank still runs its forward passes (its loss weighs 0),
+// which move its running statistics on batches that count nowhere. The final model's statistics
+// (the drain's buffer average) must be the mean of ranks 0..2's own running_mean and running_var
+// after their 2 steps, taken alone (H longer than the run: each rank's checkpoint at the stop,
+// written before the drain), and not the mean over all four.
+TEST(ClusterTrain, BatchNormStatisticsAreTheLiveRanksMean) {
+  const FailScenario sc("cluster-train-batchnorm-fail", fail_steps(3, 0, 1));
+  write_image_folder(sc.dir.path / "images", 64);
+  auto train_resnet = [&](const std::string& args, const std::string& run) {
+    const auto r = test::run_dplab_mpi(
+        4,
+        fmt::format("train --model resnet20_cifar --data folder:{} --set data.image_size=8 "
+                    "--batch 4 --lr 0.05 --threads 1 --set progress=off --out {} --algo "
+                    "local_sgd --epochs 1 --set max_steps=2 --cluster {} {}",
+                    sc.dir.file("images"), sc.dir.file(run), sc.dir.file("lab.toml"), args),
+        sc.dir.path / (run + "-log"));
+    EXPECT_EQ(r.status, 0) << r.err;
+  };
+  train_resnet("--set local_sgd.H=2" + sc.events(), "failed");
+  train_resnet("--set local_sgd.H=100", "alone");
+  auto statistics = [](Params p) {  // the running statistics only
+    std::erase_if(p,
+                  [](const auto& kv) { return kv.first.find(".running_") == std::string::npos; });
+    return p;
+  };
+  const Params got = statistics(final_params(sc.dir.path / "failed"));
+  // running_mean and running_var of resnet20's 21 BatchNorms: the stem's, 2 in each of 9 blocks,
+  // the 2 option-B shortcuts'.
+  ASSERT_EQ(got.size(), 2u * 21);
+  std::vector<Params> alone;
+  for (const Params& p : sc.each("alone", 2)) alone.push_back(statistics(p));
+  const auto [worst_live, worst_all] = distance_to_means(got, alone);
+  std::cout << "running statistics: |got - live mean| <= " << worst_live
+            << ", |got - all mean| <= " << worst_all << "\n";
+  EXPECT_LT(worst_live, 1e-5);
+  EXPECT_GT(worst_all, 1e-4);  // rank 3's statistics are really left out
+}
+
 }  // namespace
 }  // namespace dplab
