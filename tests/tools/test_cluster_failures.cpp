@@ -24,6 +24,7 @@
 #include "cluster_scenario.h"
 #include "data/temp_dir.h"
 #include "dplab/core/safetensors.h"
+#include "dplab/tools/train/trainer.h"
 #include "run_cli.h"
 
 namespace dplab {
@@ -541,6 +542,58 @@ TEST(ClusterTrain, BatchNormStatisticsAreTheLiveRanksMean) {
             << ", |got - all mean| <= " << worst_all << "\n";
   EXPECT_LT(worst_live, 1e-5);
   EXPECT_GT(worst_all, 1e-4);  // rank 3's statistics are really left out
+}
+
+// The test loss of the model `params` (checkpoint names; each tensor's shape that of
+// `shapes`, a checkpoint file's): mnist_cnn evaluated here, in this process, on the runs' test
+// set (16 images) in one batch; the model file is written under `dir`.
+double test_loss_of(const Params& params, const fs::path& shapes, const ScopedTempDir& dir,
+                    const std::string& name) {
+  std::vector<NamedTensor> tensors;
+  for (const NamedTensor& t : load_safetensors(shapes.string()))
+    if (t.name.starts_with("model.") && params.count(t.name))
+      tensors.push_back({t.name.substr(std::string("model.").size()),
+                         Tensor::from_vector(params.at(t.name), t.tensor.shape())});
+  EXPECT_FALSE(tensors.empty());
+  const std::string file = dir.file(name + ".safetensors");
+  save_safetensors(file, tensors);
+  Options o;
+  o.set("model", "mnist_cnn");
+  o.set("data", "fashion-mnist");
+  o.set("data.test_limit", "16");
+  o.set("eval.batch", "16");
+  o.set("threads", "1");
+  o.set("checkpoint", file);
+  return run_evaluation(o).loss;
+}
+
+// The consensus evaluation of a periodic algorithm (DistributedStrategy::evaluate_average) under a
+// failure: local SGD whose rounds span epochs (H = 100, local_sgd.round_spans_epochs = true), 4
+// ranks, rank 3 down for the whole run, 2 epochs of 8 steps cut at 9. At epoch 1's end every rank
+// holds its own model, and the run's model the epoch's record evaluates is their average, which
+// must be the live ranks' mean: its test_loss equals the loss, evaluated here, of the mean of
+// ranks 0..2's own 8-step results taken alone (the same run without the failure, whose checkpoint
+// at epoch 1's end holds each rank's own model), and not that of the mean over all four.
+TEST(ClusterTrain, ConsensusEvaluationIsTheLiveRanksMean) {
+  const FailScenario sc("cluster-train-consensus-fail", fail_steps(3, 0, 8));
+  const std::string local =
+      "--algo local_sgd --set local_sgd.H=100 --set local_sgd.round_spans_epochs=true " +
+      sc.common(9, 1, 2);
+  const Records failed = sc.train(4, local + sc.events(), "failed");
+  sc.train(4, local + " --set checkpoint.every_steps=8", "alone");
+  ASSERT_EQ(failed.epochs.size(), 2u);
+  ASSERT_EQ(failed.epochs[0]["step"], 8);
+  const double got = failed.epochs[0]["test_loss"].get<double>();
+  const std::vector<Params> a = sc.each("alone", 8);
+  ASSERT_NE(a[0], a[3]) << "the ranks' own models differ";
+  const fs::path shapes =
+      sc.dir.path / "alone" / "checkpoints" / "step_00000008" / "rank_0.safetensors";
+  const double live = test_loss_of(mean_of({&a[0], &a[1], &a[2]}), shapes, sc.dir, "live");
+  const double all = test_loss_of(mean_of({&a[0], &a[1], &a[2], &a[3]}), shapes, sc.dir, "all");
+  std::cout << fmt::format("consensus test loss {}: live ranks' mean {}, all four's {}\n", got,
+                           live, all);
+  EXPECT_NEAR(got, live, 1e-5 * live);
+  EXPECT_GT(std::abs(got - all), 1e-4 * live);
 }
 
 }  // namespace
