@@ -118,6 +118,13 @@ void DistributedStrategy::weigh_for_live_average(Tensor& t) const {
 }
 
 void DistributedStrategy::average_buffers() {
+  // While ranks are down, the live ranks' mean, as the parameters' averages: a down rank's
+  // statistics (stale, or from the batches its down steps ran forward on, which count nowhere)
+  // weigh 0, and it takes the live ranks' mean like the others.
+  if (live_weight_ != 1.f && world_size() > 1)
+    for (auto& b : ctx_.buffers)
+      if (is_floating(b.tensor.dtype()) && !b.name.ends_with("num_batches_tracked"))
+        weigh_for_live_average(b.tensor);
   dplab::average_buffers(meter_, world(), ctx_.buffers);
 }
 

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 
 #include "dplab/core/error.h"
@@ -187,8 +188,12 @@ void record_run_start(const Options& opt, const RankGroup& ranks, const RunFacts
   out.flush();
 }
 
-void record_world_sizes(const Options& opt, const RankGroup& ranks,
-                        const std::vector<WorldSpan>& spans) {
+namespace {
+
+// Rank 0: OUT/run.json read, changed by `change` and written back whole (never half written),
+// when the option out is set.
+void update_run_record(const Options& opt, const RankGroup& ranks,
+                       const std::function<void(nlohmann::json&)>& change) {
   const std::string out_dir = opt.get_string("out", option_default("out"));
   if (ranks.rank() != 0 || out_dir.empty()) return;
   const auto path = std::filesystem::path(out_dir) / "run.json";
@@ -199,10 +204,7 @@ void record_world_sizes(const Options& opt, const RankGroup& ranks,
     DPLAB_CHECK(in.good(), "{}: cannot read the run record", path.string());
     rec = nlohmann::json::parse(in);
   }
-  nlohmann::json a = nlohmann::json::array();
-  for (const auto& s : spans)
-    a.push_back({{"from_step", s.from_step}, {"world_size", s.world_size}});
-  rec["world_sizes"] = a;
+  change(rec);
   {
     std::ofstream o(tmp, std::ios::trunc);
     o << rec.dump(2) << '\n';
@@ -210,6 +212,33 @@ void record_world_sizes(const Options& opt, const RankGroup& ranks,
     DPLAB_CHECK(o.good(), "{}: cannot write the run record", tmp.string());
   }
   std::filesystem::rename(tmp, path);
+}
+
+}  // namespace
+
+void record_world_sizes(const Options& opt, const RankGroup& ranks,
+                        const std::vector<WorldSpan>& spans) {
+  update_run_record(opt, ranks, [&](nlohmann::json& rec) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& s : spans)
+      a.push_back({{"from_step", s.from_step}, {"world_size", s.world_size}});
+    rec["world_sizes"] = a;
+  });
+}
+
+std::string failure_summary(double lost_rank_s, double recovery_s) {
+  return fmt::format(
+      "failures: {:.4g} rank-s of virtual time lost (the ranks down x each step's virtual time, "
+      "summed over ranks), recovery {:.4g} s virtual (the heals of returning ranks)\n",
+      lost_rank_s, recovery_s);
+}
+
+void record_failures(const Options& opt, const RankGroup& ranks, double lost_rank_s,
+                     double recovery_s) {
+  update_run_record(opt, ranks, [&](nlohmann::json& rec) {
+    rec["failure_lost_rank_s"] = lost_rank_s;
+    rec["recovery_s"] = recovery_s;
+  });
 }
 
 }  // namespace dplab

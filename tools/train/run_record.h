@@ -65,6 +65,16 @@ void record_run_start(const Options& opt, const RankGroup& ranks, const RunFacts
 void record_world_sizes(const Options& opt, const RankGroup& ranks,
                         const std::vector<WorldSpan>& spans);
 
+// Rank 0 adds "failure_lost_rank_s" and "recovery_s" (the final record's: virtual rank-seconds
+// lost to fail events, the heals' virtual seconds) to OUT/run.json, when the option out is set;
+// called at the end of a run that had fail events and went on with the live ranks.
+void record_failures(const Options& opt, const RankGroup& ranks, double lost_rank_s,
+                     double recovery_s);
+
+// The summary's line on them, saying what each figure is: "failures: L rank-s of virtual time
+// lost (...), recovery R s virtual (...)\n".
+std::string failure_summary(double lost_rank_s, double recovery_s);
+
 // "2026-11-24T04:26:23Z".
 std::string utc_iso8601(std::chrono::system_clock::time_point t);
 

@@ -366,6 +366,7 @@ TrainResult TrainLoop::finish() {
     ff.failures = true;
     ff.failure_lost_rank_s = lost_rank_s_;
     ff.recovery_s = recovery_s_;
+    failures_ = {true, lost_rank_s_, recovery_s_};  // run.json and the summary (trainer.cpp)
   }
   rep_.report().final(ff);
   finish_run_trace(p_.tracer, ranks_, s_.out_dir);  // OUT/trace.json (rank 0), after every file

@@ -104,6 +104,14 @@ class TrainLoop {
   // Throws RunStopped (tools/train/run_stopped.h) on every rank for a stop on purpose.
   TrainResult run();
   const LoopState& state() const { return loop_; }
+  // After run(): a run with fail events that went on with the live ranks (tools/train/liveness.h)
+  // has `any` and the final record's failure_lost_rank_s (virtual seconds summed over the down
+  // ranks: rank-seconds) and recovery_s (the heals' virtual seconds).
+  struct Failures {
+    bool any = false;
+    double lost_rank_s = 0, recovery_s = 0;
+  };
+  const Failures& failures() const { return failures_; }
 
  private:
   // One epoch's own figures (its record's "mine").
@@ -180,6 +188,7 @@ class TrainLoop {
   // and the heals' time so far (the final record's failure_lost_rank_s, recovery_s).
   double last_step_world_s_ = -1, restart_world_s_ = 0;
   double lost_rank_s_ = 0, recovery_s_ = 0;
+  Failures failures_;  // the run's figures, at its end
   std::filesystem::path last_checkpoint_dir_;
 };
 

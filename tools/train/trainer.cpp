@@ -250,6 +250,12 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
                  LoopWatch{agreement, guard, slowdown, preemption, cluster_run.get()}, reporting,
                  ranks, run, start);
   TrainResult result = loop.run();
+  // Fail events the run went on after: the time lost and the recovery, as the final record has
+  // them, in run.json and the summary (before the CLI's test accuracy line).
+  if (const TrainLoop::Failures& f = loop.failures(); f.any) {
+    record_failures(opt, ranks, f.lost_rank_s, f.recovery_s);
+    if (ranks.rank() == 0) summary << failure_summary(f.lost_rank_s, f.recovery_s);
+  }
   const RunClock::Mark end = reporting.clock().now();  // this process's
   result.time_s = end.t;
   result.wall_s = end.wall;
