@@ -7,7 +7,8 @@
 # --plugin (run.json's record), bitwise equal to the uninterrupted run, and refuses to resume,
 # naming the plugin, when the recorded file is gone; --config run.json loads the plugin again.
 # Bad plugins exit 2 naming the file and the reason: no such file, not a shared library, no
-# entry point, another ABI version, a name already taken.
+# entry point, another ABI version, a name already taken; an experiment binary refuses option
+# plugins (it loads none).
 set -euo pipefail
 dplab="$1"
 mpiexec="$2"
@@ -15,6 +16,7 @@ topk="$3"
 no_register="$4"
 other_abi="$5"
 taken_name="$6"
+experiment="$7"  # an experiment binary (tests/tools/experiment_bin.cpp): it loads no plugins
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/dplab-plugin-XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
 fail() {
@@ -67,6 +69,12 @@ expect_usage "plugin $taken_name: its registration failed: .*algorithm 'allreduc
   train --plugin "$taken_name" --algo allreduce
 printf 'plugins = ["%s"]\nalgo = "topk"\n' "$tmp/missing.so" >"$tmp/job.toml"
 expect_usage "plugin $tmp/missing.so: cannot be loaded" train --config "$tmp/job.toml"
+# An experiment binary loads no plugins: option plugins there names one it has not loaded.
+rc=0
+"$experiment" plugins="$topk" max_steps=1 >"$tmp/exp.log" 2>&1 || rc=$?
+[ "$rc" -eq 2 ] || { cat "$tmp/exp.log"; fail "experiment binary with plugins: exit status $rc"; }
+grep -q "option plugins: plugin $topk is not loaded" "$tmp/exp.log" ||
+  { cat "$tmp/exp.log"; fail "experiment binary: no 'plugin is not loaded'"; }
 # An algorithm no plugin brought is an unknown name, as before.
 expect_usage "option algo: unknown value 'topk'" train --algo topk
 
