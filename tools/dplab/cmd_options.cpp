@@ -1,13 +1,17 @@
-// `dplab options [PREFIX] [--json]`: every option key of `dplab train` with its default and
-// help, grouped by area, then the names the options model, data, algo, optim and lr.schedule
-// take (the built-in registry's) with their help and keys; PREFIX selects keys, areas, names
-// or kinds by prefix (daso, lr., data, algo). A built-in algorithm's exact name (post_local_sgd)
-// lists every key that algorithm reads, those of the areas it shares too.
+// `dplab options [PREFIX] [--json] [--plugin LIB.so]...`: every option key of `dplab train` with
+// its default and help, grouped by area, then the names the options model, data, algo, optim and
+// lr.schedule take (the built-in registry's and the plugins') with their help and keys; PREFIX
+// selects keys, areas, names or kinds by prefix (daso, lr., data, algo). A built-in algorithm's
+// exact name (post_local_sgd) lists every key that algorithm reads, those of the areas it shares
+// too.
+#include <algorithm>
 #include <iostream>
 
 #include "dplab/core/usage_error.h"
 #include "dplab/tools/dplab/command.h"
 #include "dplab/tools/dplab/option_help.h"
+#include "dplab/tools/dplab/plugin_args.h"
+#include "dplab/tools/train/option_values.h"
 #include "dplab/tools/train/registry_help.h"
 
 namespace dplab::cli {
@@ -15,6 +19,7 @@ namespace dplab::cli {
 struct OptionsArgs {
   std::string prefix;
   bool json = false;
+  std::vector<std::string> plugins;  // loaded before parsing (plugin_args.h)
 };
 
 CommandSpec options_command() {
@@ -28,6 +33,9 @@ CommandSpec options_command() {
                             "only keys or areas starting with this (daso, lr., data, comm)");
             cmd->add_flag("--json", a->json,
                           "a JSON array of {key, default, help, area, trajectory}");
+            cmd->add_option("--plugin", a->plugins,
+                            "LIB.so: list a plugin's names and keys too (repeatable; loaded "
+                            "before parsing, tools/dplab/plugin_args.h)");
             return [a]() {
               if (a->json) {
                 std::cout << option_reference_json(a->prefix);
@@ -35,10 +43,14 @@ CommandSpec options_command() {
               }
               // A built-in algorithm's exact name: every key it reads (its own area's and those
               // it shares), then its entry. The hint of an unknown-key error points here.
-              const Registry builtins = Registry::with_builtins();
+              const Registry& builtins = command_registry();  // and the plugins'
               for (const StrategyEntry& e : builtins.strategies()) {
                 if (e.name != a->prefix) continue;
-                const std::string keys = algorithm_option_reference(e.name);
+                std::string keys = algorithm_option_reference(e.name);
+                // A plugin's algorithm: the keys its entry names (none are in the table).
+                const std::vector<std::string> builtin = builtin_names_for("algo");
+                if (std::find(builtin.begin(), builtin.end(), e.name) == builtin.end())
+                  for (const std::string& k : e.keys) keys += fmt::format("  {}\n", k);
                 Registry one;
                 one.add(e);
                 std::cout << (keys.empty()

@@ -8,6 +8,7 @@
 #include "dplab/models/registry.h"
 #include "dplab/tools/dplab/command.h"
 #include "dplab/tools/dplab/option_help.h"
+#include "dplab/tools/dplab/plugin_args.h"
 #include "dplab/tools/train/nonfinite_guard.h"
 #include "dplab/tools/train/registry_help.h"
 #include "dplab/tools/train/run_config.h"
@@ -26,9 +27,9 @@ std::string option_table() {
       "[run]; a resumed run must keep them (--resume-override KEY,... allows a change). "
       "--algo NAME --help shows NAME's keys only.\n\n";
   r += option_reference("");
-  r += "\nNames the options model, data, algo, optim and lr.schedule take (an experiment binary's "
-       "--help lists its own):\n\n" +
-       registry_reference(Registry::with_builtins());
+  r += "\nNames the options model, data, algo, optim and lr.schedule take (with --plugin LIB, "
+       "the plugin's too; an experiment binary's --help lists its own):\n\n" +
+       registry_reference(command_registry());
   r += fmt::format(
       "\nExit status: 0 done, 1 runtime error, 2 usage error, {} stopped on a non-finite loss, "
       "gradient or state (option nonfinite; no checkpoint written), {} pre-empted by a signal in "
@@ -47,6 +48,7 @@ struct TrainArgs {
   CLI::Option* reshard_flag = nullptr;
   std::string config;
   std::vector<std::string> sets;
+  std::vector<std::string> plugins;  // loaded before parsing (plugin_args.h)
 };
 
 }  // namespace
@@ -123,6 +125,11 @@ CommandSpec train_command() {
                 "or a run record OUT/run.json (its options: the run again, without "
                 "out and resume)")
             ->check(CLI::ExistingFile);
+        train->add_option(
+            "--plugin", a->plugins,
+            "LIB.so: load a plugin's models, datasets, algorithms, optimizers and schedules "
+            "(repeatable; option plugins; docs/extension_api.md). A resumed run loads the "
+            "plugins its run.json records");
         train->add_option("--set", a->sets, "KEY=VALUE option override (repeatable); see below")
             ->take_all();
         train->footer(option_table());
@@ -144,8 +151,11 @@ CommandSpec train_command() {
             for (const auto& s : a->sets) apply_set_option(s, o);
             // Types, ranges and choices: the config file's values first (an error names the
             // file), then those of --set.
-            check_config_values(from_file, o, a->config);
-            check_option_values(o);
+            check_config_values(from_file, o, a->config, command_registry());
+            check_option_values(o, command_registry());
+            // Every plugin loaded (--plugin, the config's, the resumed run's), by absolute path:
+            // run.json records them, so --config run.json loads them again.
+            if (!loaded_plugin_list().empty()) o.set("plugins", loaded_plugin_list());
           });
           // Settings that do nothing here: said once, by rank 0.
           if (reports_usage_errors()) {
@@ -158,7 +168,7 @@ CommandSpec train_command() {
           }
           TrainResult r;
           try {
-            r = run_training(o, std::cout, std::cerr);
+            r = run_training(o, command_registry(), std::cout, std::cerr);
           } catch (const RunStopped& e) {  // every rank stops with the same status
             std::cout.flush();
             if (e.report())

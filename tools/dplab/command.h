@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "dplab/core/options.h"
+#include "dplab/tools/dplab/plugin_args.h"
 #include "dplab/tools/train/config.h"
 #include "dplab/tools/train/option_values.h"
 
@@ -43,13 +44,14 @@ struct FlagSet {
     auto b = std::make_unique<Bound>();
     b->key = key;
     const std::string def = default_text.empty() ? option_default(key) : default_text;
-    // Typed, with the option's range or choices (tools/train/option_values.h): a bad value is
+    // Typed, with the option's range or choices (tools/train/option_values.h; the names of
+    // model, algo, ... those of the command's registry, plugins included): a bad value is
     // refused while parsing, exit status 2.
-    b->opt = app.add_option(flag, b->value, fmt::format("{} (option {})", help, key))
-                 ->default_str(def.empty() ? "\"\"" : def)
-                 ->type_name(option_type_name(key))
-                 ->check(CLI::Validator(
-                     [key](std::string& v) { return check_option_value(key, v); }, ""));
+    b->opt =
+        app.add_option(flag, b->value, fmt::format("{} (option {})", help, key))
+            ->default_str(def.empty() ? "\"\"" : def)
+            ->type_name(option_type_name(key))
+            ->check(CLI::Validator([key](std::string& v) { return check_flag_value(key, v); }, ""));
     bound.push_back(std::move(b));
     return bound.back()->opt;
   }

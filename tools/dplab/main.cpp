@@ -7,6 +7,7 @@
 #include "dplab/comm/mpi_env.h"
 #include "dplab/tools/dplab/command.h"
 #include "dplab/tools/dplab/option_help.h"
+#include "dplab/tools/dplab/plugin_args.h"
 #include "dplab/tools/dplab/unknown_flag.h"
 #include "dplab/tools/dplab/version.h"
 #include "dplab/tools/train/usage_agreement.h"
@@ -14,6 +15,8 @@
 namespace {
 
 int run(int argc, char** argv) {
+  // Before the app: its flags' checks and help list the plugins' names (plugin_args.h).
+  dplab::cli::load_command_plugins(argc, argv);
   CLI::App app{"dplab: data-parallel training research", "dplab"};
   app.require_subcommand(0, 1);
   bool version = false;

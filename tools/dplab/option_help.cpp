@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <vector>
 
+#include "dplab/tools/dplab/plugin_args.h"
 #include "dplab/tools/train/option_keys.h"
+#include "dplab/tools/train/option_values.h"
+#include "dplab/tools/train/registry_help.h"
 
 namespace dplab::cli {
 namespace {
@@ -82,10 +85,20 @@ void focus_train_help(CLI::App& app, int argc, char** argv) {
   for (CLI::App* s : app.get_subcommands({}))
     if (s->get_name() == "train") train = s;
   if (algo.empty() || !train) return;
-  train->footer(
-      fmt::format("Option keys of a run with algo = {} (for --config files and --set "
-                  "KEY=VALUE):\n{}",
-                  algo, option_reference("", algo)));
+  std::string text = fmt::format(
+      "Option keys of a run with algo = {} (for --config files and --set "
+      "KEY=VALUE):\n{}",
+      algo, option_reference("", algo));
+  // A plugin's algorithm (not built in): its entry, with the keys it reads.
+  const std::vector<std::string> builtin = builtin_names_for("algo");
+  for (const StrategyEntry& e : command_registry().strategies()) {
+    if (e.name != algo || std::find(builtin.begin(), builtin.end(), algo) != builtin.end())
+      continue;
+    Registry one;
+    one.add(e);
+    text += "\nThe plugin's algorithm:\n\n" + registry_reference(one);
+  }
+  train->footer(text);
 }
 
 }  // namespace dplab::cli

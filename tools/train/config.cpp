@@ -97,6 +97,12 @@ const std::vector<OptionSpec>& driver_option_specs() {
        "evaluation on that device)"},
       {"max_steps", "0", "stop after this many optimizer steps (0: no limit)", false},
       {"algo", "local", "distributed algorithm (comm/registry.h)"},
+      {"plugins", "",
+       "shared libraries whose models, datasets, algorithms, optimizers and schedules dplab "
+       "train loads before the run (comma-separated paths, or a TOML array; flag --plugin; "
+       "docs/extension_api.md); run.json records each with its SHA-256, and --resume loads "
+       "them again",
+       false},
       {"comm", "auto",
        "communicator backend of distributed algorithms: mpi, nccl (CUDA tensors, one GPU per "
        "rank; with device = cuda each rank takes its own GPU) or auto (nccl when device is "

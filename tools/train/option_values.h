@@ -52,6 +52,12 @@ std::string check_option_choice(const std::string& key, const std::string& value
 // --set, still holds: the first that does not fit is a UsageError naming the file, "job.toml:
 // option lr: expected a number >= 0, got 'abc'".
 void check_config_values(const Options& from_file, const Options& opt, const std::string& path);
+// check_option_value and check_config_values with the names of `registry` for model, algo, optim
+// and lr.schedule (`dplab train --plugin`: the built-in names and the plugins'; registry.cpp).
+std::string check_option_value(const std::string& key, const std::string& value,
+                               const Registry& registry);
+void check_config_values(const Options& from_file, const Options& opt, const std::string& path,
+                         const Registry& registry);
 
 // The names `dplab train` takes for a key its registry fills (model, algo, optim, lr.schedule):
 // Registry::with_builtins()'s, built once (builtin_registry.cpp). The fuzz build, which builds no

@@ -158,6 +158,25 @@ std::shared_ptr<Module> Registry::make_model(const std::string& name, const Mode
   return e.make(a);
 }
 
+std::string check_option_value(const std::string& key, const std::string& value,
+                               const Registry& registry) {
+  const ValueRule* rule = option_value_rule(key);
+  const auto names = registry.names_for(key);
+  if (key != "data" && names && rule != nullptr && rule->kind == ValueRule::Kind::choice)
+    return check_option_choice(key, value, *names);
+  return check_option_value(key, value);
+}
+
+void check_config_values(const Options& from_file, const Options& opt, const std::string& path,
+                         const Registry& registry) {
+  for (const auto& [key, value] : from_file.values()) {
+    const auto it = opt.values().find(key);
+    if (it == opt.values().end() || it->second != value) continue;  // a flag or --set replaced it
+    const std::string why = check_option_value(key, value, registry);
+    if (!why.empty()) throw UsageError(fmt::format("{}: {}", path, why));
+  }
+}
+
 void check_option_values(const Options& opt, const Registry& registry) {
   for (const auto& [key, value] : opt.values()) {
     std::string why;

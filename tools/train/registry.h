@@ -125,6 +125,13 @@ struct ScheduleEntry {
   std::function<std::unique_ptr<LrSchedule>(const Options&, int64_t total_epochs)> make;
 };
 
+// A shared library whose entries a registry holds (tools/train/plugin_loader.h): run.json names
+// each with its path and SHA-256.
+struct PluginRecord {
+  std::string path;    // absolute
+  std::string sha256;  // of the file loaded, 64 hex digits
+};
+
 class Registry {
  public:
   Registry() = default;  // empty
@@ -162,6 +169,10 @@ class Registry {
   // of these keys against an experiment's registry, not a fixed list.
   std::optional<std::vector<std::string>> names_for(const std::string& key) const;
 
+  // The plugins whose entries were added (load_plugin records each one), in loading order.
+  const std::vector<PluginRecord>& plugins() const { return plugins_; }
+  void add_plugin_record(PluginRecord p) { plugins_.push_back(std::move(p)); }
+
   // Builds the model `args` asks for (checks the class count as models/registry.h does).
   std::shared_ptr<Module> make_model(const std::string& name, const ModelArgs& args) const;
 
@@ -171,6 +182,7 @@ class Registry {
   std::vector<StrategyEntry> strategies_;
   std::vector<OptimizerEntry> optimizers_;
   std::vector<ScheduleEntry> schedules_;
+  std::vector<PluginRecord> plugins_;
 };
 
 }  // namespace dplab

@@ -94,6 +94,9 @@ nlohmann::json run_record(const Options& opt, const RunFacts& f,
   // Virtual nodes (the option, comm/topology.h) or the hosts the ranks run on.
   const int64_t virtual_rpn = opt.get_int("ranks_per_node", 0);
   const bool cuda = f.device.rfind("cuda", 0) == 0;
+  nlohmann::json plugins = nlohmann::json::array();
+  for (const PluginRecord& p : f.plugins)
+    plugins.push_back({{"path", p.path}, {"sha256", p.sha256}});
   nlohmann::json cmd = nlohmann::json::array();
   for (const auto& a : command_line()) cmd.push_back(a);
   return {
@@ -133,6 +136,7 @@ nlohmann::json run_record(const Options& opt, const RunFacts& f,
       {"host_names", hosts},
       {"command_line", cmd},
       {"start_time", utc_iso8601(f.start)},
+      {"plugins", plugins},
   };
 }
 

@@ -18,6 +18,7 @@
 #include "dplab/core/options.h"
 #include "dplab/tools/train/checkpoint_store.h"  // WorldSpan
 #include "dplab/tools/train/rank_group.h"
+#include "dplab/tools/train/registry.h"  // PluginRecord
 
 namespace dplab {
 
@@ -45,6 +46,8 @@ struct RunFacts {
   std::string optimizer_defaults_from;
   std::map<std::string, std::string> optimizer_defaulted;
   double base_lr = 0;  // the lr the run uses (set, or the optimizer's default)
+  // The plugins whose names the run's registry holds (Registry::plugins): run.json's "plugins".
+  std::vector<PluginRecord> plugins;
 };
 
 // Keys of the run record's "options" section never holds (paths of this run's own output and

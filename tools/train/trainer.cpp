@@ -34,6 +34,7 @@
 #include "dplab/tools/train/model_parts.h"
 #include "dplab/tools/train/nonfinite_guard.h"
 #include "dplab/tools/train/optimizer_factory.h"
+#include "dplab/tools/train/plugin_loader.h"
 #include "dplab/tools/train/preemption.h"
 #include "dplab/tools/train/progress.h"
 #include "dplab/tools/train/registry.h"
@@ -111,6 +112,8 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
 
   // ---- set-up: read every option before the first step, so typos fail fast ---------------
   const TrainSettings set = read_train_settings(opt);
+  // Option plugins names what `registry` holds (dplab train loaded them; plugin_loader.h).
+  check_plugins_loaded(get(opt, "plugins"), registry);
   // A one-process algorithm under mpiexec -n N would be N copies writing one out directory.
   check_launch(registry.strategy(get(opt, "algo")), launched_ranks());
   // One run per output directory, before anything is read or written (tools/train/run_lock.h).
@@ -212,6 +215,7 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
   facts.optimizer_defaults_from = optim.defaults_from;
   facts.optimizer_defaulted = optimizer_defaulted(opt, optim);
   facts.base_lr = built.base_lr;
+  facts.plugins = registry.plugins();
   if (cluster_run) cluster_facts(*cluster_run, facts);
   record_run_start(opt, ranks, facts, summary);
   // The algorithm's phases in this run: notes under the header, warnings to stderr for a phase

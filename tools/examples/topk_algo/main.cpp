@@ -7,20 +7,15 @@
 //
 //   mpiexec -n 2 ./topk_algo epochs=2 topk.ratio=0.01 out=runs/topk
 //   ./topk_algo --help          the registry's names, topk among the algorithms
+// The same algorithm as a plugin of the dplab command (topk_plugin.cpp):
+//   mpiexec -n 2 dplab train --plugin ./libtopk_plugin.so --algo topk --set topk.ratio=0.01
 #include "dplab/tools/train/experiment_main.h"
-#include "topk_strategy.h"
+#include "topk_entry.h"
 
 int main(int argc, char** argv) {
   using namespace dplab;
   Registry registry = Registry::with_builtins();
-  registry.add(StrategyEntry{
-      "topk",
-      "top-k sparsified gradient averaging with error feedback (allgather of indices and "
-      "values); k = topk.ratio x parameters [default ratio 0.01]",
-      {"topk.ratio"},
-      [](std::shared_ptr<Topology> topo, const Options& o) {
-        return std::make_unique<TopKStrategy>(std::move(topo), o.get_double("topk.ratio", 0.01));
-      }});
+  registry.add(topk_entry());
   Options defaults;
   defaults.set("algo", "topk");
   defaults.set("model", "mnist_cnn");
