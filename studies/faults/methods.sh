@@ -1,5 +1,5 @@
-# The faults study's methods and scenarios (sourced by run.sh, summarize.py reads NAME via
-# run.sh's runs.txt). Shared settings: configs/common.toml; README.md says why each is set.
+# The faults study's methods and scenarios (sourced by run.sh and figures.sh; summarize.py reads
+# ALL_METHODS, ALL_SCENARIOS and NAME from it). Shared settings: configs/common.toml; README.md.
 # shellcheck disable=SC2034  # read by the scripts that source this file
 ALL_METHODS="allreduce allreduce_quorum diloco sdiloco"
 ALL_SCENARIOS="none straggler fail link"

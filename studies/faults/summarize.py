@@ -133,7 +133,7 @@ def main():
     if not cells:
         sys.exit(f"summarize.py: no finished run under {runs}")
     out = [
-        f"Runs: {runs}. Target test accuracy {a.target}. 32 ranks (8 nodes x 4) of "
+        f"Runs: {runs.name}/. Target test accuracy {a.target}. 32 ranks (8 nodes x 4) of "
         "configs/gpu4-25gbe-r50.toml; every time is virtual seconds; cells are mean "
         "[lowest-highest] over the seeds (n: how many). Restart overhead assumed "
         f"{a.restart_s:g} s (summarize.py --restart-s).",

@@ -25,6 +25,7 @@ SELECT_LR = ROOT / "studies/crossover/select_lr.py"
 SCALE = ROOT / "studies/lib/scale_profile.py"
 SUMMARIZE = ROOT / "studies/crossover/summarize.py"
 OSCARS_SUMMARIZE = ROOT / "studies/oscars/summarize.py"
+FAULTS_SUMMARIZE = ROOT / "studies/faults/summarize.py"
 RUNS_ARCHIVE = ROOT / "studies/lib/runs_archive.py"
 PACK_RUNS = ROOT / "studies/lib/pack_runs.sh"
 sys.path.insert(0, str(ROOT / "studies/lib"))
@@ -338,6 +339,55 @@ class RunsArchive(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual((self.study / "runs.tar.xz").read_bytes(), first)
         self.assertEqual(self.files(), self.FILES)
+
+
+class FaultsRestart(unittest.TestCase):
+    """studies/faults/summarize.py: the stopped AllReduce's restart placed after the node's
+    return, and the rank-seconds each kind of run loses, against hand arithmetic."""
+
+    def write(self, d, records):
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+    def test_restart_after_the_return_and_the_losses(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            runs = pathlib.Path(tmp) / "runs"
+            events = pathlib.Path(tmp) / "fail.toml"
+            events.write_text('[[event]]\nkind = "fail"\nnodes = [3]\nfrom_s = 20\nfor_s = 300\n')
+            stopped = runs / "fail/allreduce/seed0"
+            # Stops at 20.5 s having lost 9.5 s: its checkpoint is at 11 s of virtual time.
+            self.write(stopped, [{"kind": "stopped", "virtual_time_s": 20.5, "lost_s": 9.5}])
+            (stopped / "command.txt").write_text(f"dplab train --set cluster.events={events}\n")
+            # The restart's clock goes on from 11 s: its epoch ends at 60 and 100 s.
+            self.write(stopped / "restart", [
+                {"kind": "epoch", "epoch": 1, "elapsed_s": 60.0, "test_acc": 0.7},
+                {"kind": "epoch", "epoch": 2, "elapsed_s": 100.0, "test_acc": 0.81},
+                {"kind": "final", "total_time_s": 400.0, "test_acc": 0.81}])
+            (stopped / "done").touch()
+            quorum = runs / "fail/allreduce_quorum/seed0"
+            self.write(quorum, [
+                {"kind": "epoch", "epoch": 1, "elapsed_s": 52.0, "test_acc": 0.85},
+                {"kind": "final", "total_time_s": 415.0, "test_acc": 0.85,
+                 "failure_lost_rank_s": 1200.0, "recovery_s": 0.25}])
+            (quorum / "done").touch()
+            r = run(FAULTS_SUMMARIZE, runs, "--target", "0.8", "--restart-s", "5")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            rows = {line.split("|")[2].strip(): [c.strip() for c in line.split("|")[3:]]
+                    for line in r.stdout.splitlines() if line.startswith("| fail |")
+                    and line.count("|") == 11}
+            ar = rows["AllReduce (stops; restarts from its checkpoint when the node is back)"]
+            # shift = return (320) + restart 5 - checkpoint 11 = 314
+            self.assertEqual(ar[1], "414.0")  # time to 0.80: 100 + 314
+            self.assertEqual(ar[3], "714.0")  # total: 400 + 314
+            self.assertEqual(ar[6], "10048")  # 32 ranks x 314 s
+            self.assertEqual(ar[7], "5.000")  # the assumed restart
+            q = rows["AllReduce, quorum (torchft's FT-DDP)"]
+            self.assertEqual(q[1], "52.0")
+            self.assertEqual(q[6], "1200")
+            self.assertEqual(q[7], "0.250")
+            joined = [json.loads(x) for x in
+                      (stopped / "joined_metrics.jsonl").read_text().splitlines()]
+            self.assertEqual([e["elapsed_s"] for e in joined], [374.0, 414.0])
 
 
 if __name__ == "__main__":
