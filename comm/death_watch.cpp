@@ -310,7 +310,7 @@ void remove_stale_directories() {
     std::snprintf(proc, sizeof proc, "/proc/%ld", pid);
     const bool alive = access(proc, F_OK) == 0 && (start == 0 || start_time_of(int(pid)) == start);
     if (alive) continue;
-    char dir[160];
+    char dir[sizeof "/dev/shm/" + sizeof e->d_name];  // d_name: up to NAME_MAX + 1 bytes
     std::snprintf(dir, sizeof dir, "/dev/shm/%s", e->d_name);
     tidy(dir);
   }

@@ -33,7 +33,10 @@ std::vector<std::string> split(const std::string& s) {
 template <class T>
 std::string join(const std::vector<T>& v, std::string (*fmt_one)(T)) {
   std::string r;
-  for (size_t i = 0; i < v.size(); ++i) r += (i ? "," : "") + fmt_one(v[i]);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) r += ',';
+    r += fmt_one(v[i]);
+  }
   return r;
 }
 

@@ -62,7 +62,8 @@ PeriodicSyncConfig diloco_rounds(const DiLoCoOptions& o) {
           .round_spans_epochs = o.round_spans_epochs,
           .period_key = "H",
           .steps_key = "inner_steps",
-          .rounds_key = "outer_steps"};
+          .rounds_key = "outer_steps",
+          .period_option = ""};
 }
 }  // namespace
 

@@ -143,7 +143,8 @@ PeriodicSyncConfig streaming_rounds(const StreamingDiLoCoOptions& o) {
           .round_spans_epochs = o.round_spans_epochs,
           .period_key = "",  // H is checked with the schedule (load_sync_state)
           .steps_key = "inner_steps",
-          .rounds_key = "rounds"};
+          .rounds_key = "rounds",
+          .period_option = ""};
 }
 }  // namespace
 

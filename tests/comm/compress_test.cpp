@@ -404,9 +404,10 @@ TEST(Compression, SumModeAtFullRankAndFullRatio) {
         EXPECT_NEAR(g[i], sum, 1e-4 * W) << o.compress.kind << " step " << t << " elem " << i;
       }
     }
-    if (o.compress.kind == "topk")
+    if (o.compress.kind == "topk") {
       for (float e : dynamic_cast<TopKCompressor*>(sync.compressor())->residual(0).to_vector())
         EXPECT_EQ(e, 0.0f);
+    }
   }
 }
 

@@ -306,7 +306,9 @@ TEST(CrossoverGossip, EverySegmentFollowsItsOwnMap) {
       EXPECT_EQ(map, expect[s]) << "round " << round << " segment " << s;
     }
   }
-  if (n >= 3) EXPECT_TRUE(some_round_differs) << "every round drew one map for all segments";
+  if (n >= 3) {
+    EXPECT_TRUE(some_round_differs) << "every round drew one map for all segments";
+  }
 }
 
 TEST(CrossoverGossip, TwoRanksAverageExactly) {

@@ -546,8 +546,9 @@ namespace {
 TEST(NcclPlacement, DeviceQueryOnOneRankOnlyDoesNotDeadlock) {
   SKIP_WITHOUT_DEVICES();
   auto c = world();
-  if (c->rank() == 0)
+  if (c->rank() == 0) {
     for (int i = 0; i < 3; ++i) EXPECT_EQ(nccl_local_device(), dev().index);
+  }
   Tensor t = make_input(c->rank(), 10);
   c->allreduce(t);
   expect_all(

@@ -62,8 +62,9 @@ TEST(Topology, WaitPolicyOption) {
   bad.set("comm.wait", "sometimes");
   EXPECT_THROW(CommConfig::from_options(bad), Error);
   // auto: these tests run more ranks than the 2 cores, so auto must back off.
-  if (MpiEnv::get().world_size() > static_cast<int>(std::thread::hardware_concurrency()))
+  if (MpiEnv::get().world_size() > static_cast<int>(std::thread::hardware_concurrency())) {
     EXPECT_EQ(Topology::from_options(Options()).world().wait_options().policy, WaitPolicy::backoff);
+  }
 }
 
 }  // namespace

@@ -28,7 +28,9 @@ TEST(CpuIsa, TheActiveBuildIsTheCpuBackendAndIsNamed) {
   EXPECT_EQ(cpu_isa_active().backend, &cpu_backend());
   EXPECT_NE(cpu_isa_summary().find(cpu_isa_active().isa), std::string::npos) << cpu_isa_summary();
   // Without DPLAB_CPU_DISPATCH the last runnable build is taken.
-  if (std::getenv("DPLAB_CPU_DISPATCH") == nullptr) EXPECT_EQ(&cpu_isa_active(), &builds.back());
+  if (std::getenv("DPLAB_CPU_DISPATCH") == nullptr) {
+    EXPECT_EQ(&cpu_isa_active(), &builds.back());
+  }
 }
 
 TEST(CpuIsa, EveryBuildThisCpuRunsMatchesTheReferenceOnEveryOpCase) {

@@ -105,8 +105,9 @@ TEST(Layout, CpuKeepsAResNetUnitBlockedEndToEnd) {
   std::vector<Tensor> seen;
   const auto [blocked_out, blocked_dx] = run(Layout::nChw16c, &seen);
   for (const Tensor& t : seen) EXPECT_TRUE(t.is_blocked()) << t.str();
-  if (!conv_blocked)  // the convolution follows oneDNN's nChw8c choice with a plain output
+  if (!conv_blocked) {  // the convolution follows oneDNN's nChw8c choice with a plain output
     EXPECT_FALSE(conv2d(x0.to(Layout::nChw16c), w, Tensor(), o).is_blocked());
+  }
   const std::vector<float> w_grad_blocked =
       conv_blocked ? w.grad().to_vector() : std::vector<float>();
   w.set_grad(Tensor());

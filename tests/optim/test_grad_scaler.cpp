@@ -140,7 +140,9 @@ TEST(GradScaler, UnscaleKernelCpuMatchesRef) {
       EXPECT_TRUE(bitwise_equal(ga, gb)) << "n=" << n;
       EXPECT_EQ(fa.item(), bad_at >= 0 ? 1.f : 0.f) << "n=" << n << " bad_at " << bad_at;
       EXPECT_EQ(fb.item(), fa.item()) << "n=" << n;
-      if (bad_at < 0) EXPECT_EQ(ga.to_vector()[0], g0.to_vector()[0] / 1024);
+      if (bad_at < 0) {
+        EXPECT_EQ(ga.to_vector()[0], g0.to_vector()[0] / 1024);
+      }
     }
   }
 }

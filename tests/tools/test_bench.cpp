@@ -106,8 +106,9 @@ TEST(Bench, WinogradSwitchIsHonouredAndChecked) {
   };
   const auto dflt = run(nullptr);
   ASSERT_EQ(dflt.status, 0) << dflt.err;
-  if (dflt.out.find("AVX-512") != std::string::npos)
+  if (dflt.out.find("AVX-512") != std::string::npos) {
     EXPECT_NE(dflt.out.find("jit_wino"), std::string::npos) << "no Winograd convolution ran";
+  }
   const auto direct = run("0");
   ASSERT_EQ(direct.status, 0) << direct.err;
   EXPECT_EQ(direct.out.find("wino"), std::string::npos) << "DPLAB_CPU_WINOGRAD=0 ignored";

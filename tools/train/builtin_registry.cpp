@@ -87,22 +87,24 @@ Registry Registry::with_builtins() {
                      {"lr", "momentum", "nesterov", "dampening", "wd"},
                      [](const Options&, ParamArena& arena, const SGDOptions& so) {
                        return std::unique_ptr<Optimizer>(std::make_unique<SGD>(arena, so));
-                     }};
-  sgd.defaults_from = "dplab's option table";
+                     },
+                     {},
+                     "dplab's option table"};
   r.add(std::move(sgd));
   OptimizerEntry lars{"lars",
                       "LARS (You et al.): layer-wise trust ratio",
                       {"lr", "momentum", "wd", "lars.eta", "lars.eps"},
-                      make_lars_optimizer};
-  lars.defaults_from = "dplab's option table";
+                      make_lars_optimizer,
+                      {},
+                      "dplab's option table"};
   r.add(std::move(lars));
   OptimizerEntry adamw{"adamw",
                        "AdamW (torch.optim.AdamW): Adam with decoupled weight decay; unset keys "
                        "take PyTorch's defaults (lr 0.001, wd 0.01, betas 0.9/0.999, eps 1e-8)",
                        {"lr", "wd", "adamw.beta1", "adamw.beta2", "adamw.eps"},
-                       make_adamw_optimizer};
-  adamw.defaults = {{"lr", "0.001"}, {"wd", "0.01"}};
-  adamw.defaults_from = "PyTorch's torch.optim.AdamW";
+                       make_adamw_optimizer,
+                       {{"lr", "0.001"}, {"wd", "0.01"}},
+                       "PyTorch's torch.optim.AdamW"};
   r.add(std::move(adamw));
   // make_base_lr_schedule reads lr.schedule itself; Registry::add puts the warm-up
   // (lr.warmup_epochs) in front of each, as make_lr_schedule did.
