@@ -7,7 +7,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${DPLAB_BUILD_DIR:-$root/build}"
 ranks="${DPLAB_RANKS:-2}"
-"$root/tools/scripts/install-deps.sh"
+"$root/tools/scripts/install-deps.sh" --main  # the build and the main job only
 # The `dplab` command only: the tests, fuzzers and examples are test.sh's to build.
 DPLAB_BUILD_DIR="$build" DPLAB_TARGETS=dplab_cli "$root/tools/scripts/build.sh"
 "$build/bin/dplab" data fetch fashion-mnist
