@@ -58,19 +58,25 @@ void BatchLoader::set_tracer(trace::Tracer* tracer, int64_t step_of_batch0) {
 Batch BatchLoader::make_batch(int64_t b) const {
   const int64_t begin = b * opt_.batch_size;
   const int64_t end = std::min<int64_t>(begin + opt_.batch_size, int64_t(indices_.size()));
-  const int64_t n = end - begin;
+  return make_batch_of(std::vector<int64_t>(indices_.begin() + begin, indices_.begin() + end), b);
+}
+
+Batch BatchLoader::make_batch_of(const std::vector<int64_t>& indices, int64_t number) const {
+  const int64_t n = int64_t(indices.size());
   Shape shape = dataset_->sample_shape();
   const int64_t per = shape_numel(shape);
   Shape bshape{n};
   bshape.insert(bshape.end(), shape.begin(), shape.end());
   Batch out;
-  out.number = b;
+  out.number = number;
   out.images = Tensor::empty(bshape);
   out.labels = Tensor::empty({n}, DType::i64);
   float* img = out.images.data<float>();
   int64_t* lab = out.labels.data<int64_t>();
   for (int64_t i = 0; i < n; ++i) {
-    const int64_t index = indices_[size_t(begin + i)];
+    const int64_t index = indices[size_t(i)];
+    DPLAB_CHECK(index >= 0 && index < dataset_->size(), "BatchLoader: index {} out of range for {}",
+                index, dataset_->describe());
     // Stream: epoch in the high bits, dataset index in the low 40 (up to 10^12 samples).
     // Decode-time augmentation draws first, then the float transform.
     PhiloxStream rng(opt_.seed, (uint64_t(epoch_) << 40) | uint64_t(index));

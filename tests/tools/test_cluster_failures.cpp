@@ -75,8 +75,14 @@ struct FailScenario {
     std::ofstream(dir.file("lab2.toml")) << platform_toml(2);
     std::ofstream(dir.file("events.toml")) << events;
   }
-  // The option that applies the fail events.
-  std::string events() const { return " --set cluster.events=" + dir.file("events.toml"); }
+  // The options that apply the fail events with the down ranks' samples dropped: the serial
+  // checks below remove a failed rank's contributions, its samples included (the samples
+  // reassigned to the live ranks, the default, have tests of their own).
+  std::string events() const { return reassigned_events() + " --set cluster.failure_data=drop"; }
+  // The fail events under the default cluster.failure_data = reassign.
+  std::string reassigned_events() const {
+    return " --set cluster.events=" + dir.file("events.toml");
+  }
   // The serial checks' run: `epochs` of 512 images (8 steps of 16 on 4 ranks) cut at
   // `max_steps`, on the platform with `ranks_per_node`, profile compute.
   std::string common(int max_steps, int ranks_per_node = 1, int epochs = 1) const {
@@ -267,6 +273,63 @@ TEST(ClusterTrain, QuorumAllreduceGoesOnWithTheLiveRanksAndHealsTheReturningOne)
   EXPECT_NE(text.find("\"name\":\"heal\""), std::string::npos);
 }
 
+// Issue #36 item 2, the data policy (cluster.failure_data = reassign, the default): the scenario
+// above, rank 3 down for steps 2 and 3. At each of those steps rank 3's 16 samples go to the 3
+// live ranks, 5, 5 and 6 of them (tools/train/failure_data.h), so ranks 0 and 1 see 8 x 16 + 2 x
+// 5 images in the epoch, rank 2 8 x 16 + 2 x 6, rank 3 6 x 16: 512 in all, every sample of the
+// epoch, against 512 - 2 x 16 when they are dropped (the test above). The live ranks' forward and
+// backward grow with their batch (the profile's times x 21/16 or 22/16), so each of the two steps
+// lasts (F + B) x 22/16 + C + O plus the ring allreduce, which the lost rank-seconds count.
+TEST(ClusterTrain, ReassignedSamplesAreTheDownRanksAndLengthenTheLiveRanksSteps) {
+  const FailScenario sc("cluster-train-reassign", fail_steps(3, 2, 3));
+  const Records rec =
+      sc.train(4,
+               "--algo allreduce --set allreduce.ft=quorum --epochs 1 --set "
+               "data.train_limit=512 --cluster " +
+                   sc.dir.file("lab.toml") + " --set cluster.compute=profile:" + sc.profile +
+                   sc.reassigned_events(),
+               "reassign");
+  ASSERT_EQ(rec.rank_epochs.size(), 4u);
+  EXPECT_EQ(rec.rank_epochs[0][0]["images"], 8 * 16 + 2 * 5);
+  EXPECT_EQ(rec.rank_epochs[1][0]["images"], 8 * 16 + 2 * 5);
+  EXPECT_EQ(rec.rank_epochs[2][0]["images"], 8 * 16 + 2 * 6);
+  EXPECT_EQ(rec.rank_epochs[3][0]["images"], 6 * 16);
+  const auto live = sc.records("reassign", "liveness");
+  ASSERT_EQ(live.size(), 2u);
+  EXPECT_EQ(live[0]["data"], "reassign");
+  const auto fin = sc.records("reassign", "final");
+  ASSERT_EQ(fin.size(), 1u);
+  const double S = (kF + kB) * 22 / 16 + kC + kO + ring_allreduce(4, kNetAlpha, kNetRate, sc.n);
+  EXPECT_NEAR(fin[0]["failure_lost_rank_s"].get<double>(), 2 * S, 1e-9);
+}
+
+// The reassigned samples' arithmetic: allreduce with a quorum averages the live ranks'
+// gradients, each the mean over its batch. Per-rank batch 12 on 4 ranks, rank 3 down for steps
+// 1 and 2: the 3 live ranks take 4 of its samples each, so each step's average is
+// (1/3) sum over the live ranks of the mean over 16 samples = the mean over the same 48 samples
+// a run without the failure averages (disjoint, equal parts). After 4 steps the model must be
+// that run's, up to the summation order: a few f32 roundings of gradients of order 1 per step,
+// times lr 0.05 over 4 steps, well under 1e-5. Dropping the samples instead averages over 36 of
+// them and moves the model by far more.
+TEST(ClusterTrain, QuorumWithReassignedSamplesAveragesTheWholeGlobalBatch) {
+  const FailScenario sc("cluster-train-reassign-serial", fail_steps(3, 1, 2));
+  const std::string run =
+      "--algo allreduce --set allreduce.ft=quorum --epochs 1 --set "
+      "data.train_limit=480 --set max_steps=4 --cluster " +
+      sc.dir.file("lab.toml");
+  cluster_test::train(4, run + sc.reassigned_events(), sc.dir, "reassign", 12);
+  cluster_test::train(4, run + sc.events(), sc.dir, "drop", 12);
+  cluster_test::train(4, run, sc.dir, "whole", 12);
+  const auto whole = sc.params("whole", 4, 0);
+  const double reassigned = max_distance(sc.params("reassign", 4, 0), whole);
+  const double dropped = max_distance(sc.params("drop", 4, 0), whole);
+  fmt::print("max |theta - theta_whole| after 4 steps: reassigned {:.3g}, dropped {:.3g}\n",
+             reassigned, dropped);
+  EXPECT_LT(reassigned, 1e-5);
+  EXPECT_GT(dropped, 1e-4);
+  EXPECT_EQ(sc.params("reassign", 4, 3), sc.params("reassign", 4, 0));  // rank 3 healed
+}
+
 // The run's failure figures beyond the final record: run.json holds the final record's
 // failure_lost_rank_s and recovery_s, and the summary printed at the end says them, each with what
 // it is. The scenario of the test above, cut at 6 steps: rank 3 down for steps 2 and 3 (each
@@ -336,6 +399,25 @@ TEST(ClusterTrain, LocalSgdAveragesTheLiveRanksOnly) {
   ASSERT_EQ(rec.rank_epochs.size(), 4u);
   ASSERT_EQ(rec.rank_epochs[3].size(), 1u);
   EXPECT_EQ(rec.rank_epochs[3][0]["images"], 0);
+}
+
+// The heal sends the algorithm's tensors too (tools/train/heal.h): DiLoCo (H = 2, Nesterov outer
+// momentum), rank 3 down for the first round and back at step 2. Rank 0 sends it the parameters
+// (the arena, A bytes), the inner SGD's momentum buffer and step (A + 8, as allreduce's heal
+// above), and DiLoCo's global model theta and outer momentum (A each): 4 A + 8 bytes, one
+// transfer between two nodes, latency + bytes / rate (2 A + 8 before the algorithm's tensors
+// were sent).
+TEST(ClusterTrain, HealSendsTheAlgorithmsTensors) {
+  const FailScenario sc("cluster-train-diloco-heal", fail_steps(3, 0, 1));
+  sc.train(4, "--algo diloco --set diloco.H=2 " + sc.common(3) + sc.events(), "healed");
+  const double A = arena_bytes(sc.profile);
+  const auto live = sc.records("healed", "liveness");
+  ASSERT_EQ(live.size(), 2u);
+  EXPECT_EQ(live[1]["step"], 2);
+  EXPECT_EQ(live[1]["returned"], nlohmann::json::array({3}));
+  EXPECT_EQ(live[1]["heal_bytes"].get<double>(), 4 * A + 8);
+  const double heal = kNetAlpha + (4 * A + 8) / kNetRate;
+  EXPECT_NEAR(live[1]["heal_s"].get<double>(), heal, 1e-9 * heal);
 }
 
 // DiLoCo against a serial computation: as above, with the outer optimizer plain SGD at lr 1, so

@@ -1,5 +1,7 @@
 #include "dplab/tools/train/data_pipeline.h"
 
+#include <algorithm>
+
 #include "dplab/tools/train/config.h"
 
 namespace dplab {
@@ -52,16 +54,33 @@ DataPipeline::DataPipeline(std::shared_ptr<Dataset> train, const DataPipelineOpt
   steps_per_epoch_ = loader_.num_batches_for(rank_samples_);
 }
 
-std::vector<int64_t> DataPipeline::epoch_indices(int64_t epoch) {
+std::vector<int64_t> DataPipeline::epoch_indices(int64_t epoch, int rank) {
   if (shards_)
-    return shard_stream_order(shards_->shard_begin(), opt_.rank, opt_.world_size, opt_.seed, epoch,
+    return shard_stream_order(shards_->shard_begin(), rank, opt_.world_size, opt_.seed, epoch,
                               opt_.shuffle_buffer);
   sampler_.set_epoch(epoch);
-  return sampler_.indices();
+  if (rank == opt_.rank) return sampler_.indices();
+  // The sampler's strided shard of the order every rank shares (data/sampler.h).
+  const std::vector<int64_t> all = sampler_.global_order();
+  std::vector<int64_t> mine;
+  for (size_t i = size_t(rank); i < all.size(); i += size_t(opt_.world_size))
+    mine.push_back(all[i]);
+  return mine;
+}
+
+std::vector<int64_t> DataPipeline::batch_indices(int rank, int64_t number) {
+  auto it = orders_.find(rank);
+  if (it == orders_.end()) it = orders_.emplace(rank, epoch_indices(epoch_, rank)).first;
+  const std::vector<int64_t>& order = it->second;
+  const int64_t begin = std::min<int64_t>(number * opt_.batch, int64_t(order.size()));
+  const int64_t end = std::min<int64_t>(begin + opt_.batch, int64_t(order.size()));
+  return std::vector<int64_t>(order.begin() + begin, order.begin() + end);
 }
 
 void DataPipeline::start_epoch(int64_t epoch, int64_t first_batch, trace::Tracer* tracer,
                                int64_t first_global_step) {
+  epoch_ = epoch;
+  orders_.clear();
   loader_.set_tracer(tracer, first_global_step);  // load batch events
   loader_.start_epoch(epoch_indices(epoch), epoch, first_batch);
   batches_.reset();

@@ -5,6 +5,7 @@
 // from the options; an experiment's own loop can build one the same way.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -42,7 +43,16 @@ class DataPipeline {
   // Samples this rank reads per epoch (its shard of the data).
   int64_t rank_samples() const { return rank_samples_; }
   // This rank's sample order in `epoch` (a function of seed, rank, world size and epoch only).
-  std::vector<int64_t> epoch_indices(int64_t epoch);
+  std::vector<int64_t> epoch_indices(int64_t epoch) { return epoch_indices(epoch, opt_.rank); }
+  // Any rank's: so a live rank of a virtual cluster can take a down rank's samples.
+  std::vector<int64_t> epoch_indices(int64_t epoch, int rank);
+  // Rank `rank`'s dataset indices of batch `number` of the epoch under way (start_epoch).
+  std::vector<int64_t> batch_indices(int rank, int64_t number);
+  // A batch of these dataset indices of the epoch under way, built as its batches are (the same
+  // per-sample randomness), on the host.
+  Batch make_batch(const std::vector<int64_t>& indices, int64_t number) const {
+    return loader_.make_batch_of(indices, number);
+  }
   // Starts `epoch` at batch `first_batch` (resume in the middle of an epoch); the loader's
   // batch events go to `tracer` as steps `first_global_step` + batch number.
   void start_epoch(int64_t epoch, int64_t first_batch, trace::Tracer* tracer,
@@ -59,6 +69,8 @@ class DataPipeline {
   DeviceBatches batches_;
   int64_t steps_per_epoch_ = 0;
   int64_t rank_samples_ = 0;
+  int64_t epoch_ = 0;                           // start_epoch's
+  std::map<int, std::vector<int64_t>> orders_;  // batch_indices' ranks' orders of epoch_
 };
 
 }  // namespace dplab

@@ -88,6 +88,11 @@ std::vector<OptionSpec> make_specs() {
        "virtual cluster: samples/s one rank's loader delivers in virtual time: batch k of an "
        "epoch is ready at max(when asked, batch k-1's + batch/rate), the first at the epoch's "
        "start + batch/rate (0: loading is hidden by prefetch)"},
+      {"cluster.failure_data", "reassign",
+       "virtual cluster with fail events, an algorithm going on with the live ranks: reassign "
+       "(at each step the down ranks' batches are split among the live ranks, which train on "
+       "their own batch and their share: every sample is seen, their compute grows) or drop "
+       "(the down ranks' batches are not seen); docs/virtual_cluster.md, \"Failures\""},
       {"comm.wait", "auto",
        "waiting in MPI: spin, backoff (test, then sleep comm.backoff_sleep_us) or auto (backoff "
        "when ranks outnumber cores)",

@@ -107,6 +107,7 @@ const std::map<std::string, ValueRule>& rules() {
       {"cluster.compute_scale", number(0)},
       {"cluster.data_rate", number(0)},
       {"cluster.nic_sharing", boolean()},
+      {"cluster.failure_data", choice({"reassign", "drop"})},
       {"eval.batch", integer(0)},
       {"checkpoint.every_epochs", integer(0)},
       {"checkpoint.every_steps", integer(0)},

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 
@@ -90,10 +91,33 @@ void TrainLoop::run_epoch() {
         "stop",
         p_.strategy.name());
     const bool epoch_ends =
-        plan.compute ? train_step(step, plan, b, tally) : skip_tick(step, tally);
+        plan.compute ? train_step(step, plan, step_batch(b), tally) : skip_tick(step, tally);
     if (epoch_ends) break;
   }
   end_epoch(tally);
+}
+
+Batch TrainLoop::step_batch(const Batch& b) {
+  if (down_.empty() || down_here_ || !w_.cluster ||
+      w_.cluster->failure_data() != FailureData::reassign)
+    return b;
+  w_.cluster->pause();  // building the batch is loading, not compute
+  std::vector<std::vector<int64_t>> down_batches;
+  for (int r : down_) down_batches.push_back(p_.pipeline.batch_indices(r, b.number));
+  const int me = ranks_.rank();
+  const int live_index =
+      me - int(std::count_if(down_.begin(), down_.end(), [me](int r) { return r < me; }));
+  const int live_count = ranks_.size() - int(down_.size());
+  std::vector<int64_t> indices = p_.pipeline.batch_indices(me, b.number);
+  DPLAB_CHECK(int64_t(indices.size()) == b.labels.numel(),
+              "rank {}: batch {} has {} samples, its shard says {}", me, b.number, b.labels.numel(),
+              indices.size());
+  const std::vector<int64_t> taken = reassigned_samples(down_batches, live_index, live_count);
+  indices.insert(indices.end(), taken.begin(), taken.end());
+  Batch out = p_.pipeline.make_batch(indices, b.number);
+  w_.cluster->resume();
+  w_.cluster->set_batch_share(double(indices.size()) / double(b.labels.numel()));
+  return out;
 }
 
 bool TrainLoop::skip_tick(const StepInfo& step, EpochTally& tally) {
@@ -155,7 +179,8 @@ bool TrainLoop::train_step(const StepInfo& step, const StepPlan& plan, const Bat
   tally.trace->end(tally.epoch, b.labels.numel());
   ++tally.computed;
 
-  // A down rank's step counts nowhere: its batch is not seen (docs/virtual_cluster.md).
+  // A down rank's step counts nowhere (docs/virtual_cluster.md): its batch is seen by the live
+  // ranks (cluster.failure_data = reassign: `b` holds their share) or by no one (drop).
   const int64_t n = down_here_ ? 0 : b.labels.numel();
   if (!tick_nonfinite && !down_here_) {  // a dropped step's loss is not part of the epoch's mean
     step_metrics_.add(loss, logits, b.labels, loop_.epoch_loss_sum, loop_.epoch_correct);

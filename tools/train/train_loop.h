@@ -129,6 +129,10 @@ class TrainLoop {
   StepInfo step_info(int64_t epoch) const;
   // A tick this rank skips (StepPlan::compute false); returns whether the epoch ends here.
   bool skip_tick(const StepInfo& step, EpochTally& tally);
+  // The batch a computed tick trains on: `b`, or while ranks are down under
+  // cluster.failure_data = reassign, this live rank's own samples followed by its share of the
+  // down ranks' (tools/train/failure_data.h), built from the dataset as their loaders would.
+  Batch step_batch(const Batch& b);
   // A computed tick; returns whether the epoch ends here.
   bool train_step(const StepInfo& step, const StepPlan& plan, const Batch& b, EpochTally& tally);
   void apply_update(const StepPlan& plan);

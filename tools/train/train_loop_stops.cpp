@@ -180,6 +180,8 @@ void TrainLoop::check_liveness() {
                           {"live_ranks", live_count},
                           {"down", down_},
                           {"returned", returned}};
+    if (!down_.empty())
+      rec["data"] = w_.cluster->failure_data() == FailureData::reassign ? "reassign" : "drop";
     if (healed.peer >= 0) {
       rec["heal_from"] = healed.peer;
       rec["heal_bytes"] = healed.bytes;
@@ -190,9 +192,12 @@ void TrainLoop::check_liveness() {
   if (rank0_ && !live.down.empty() && returned.empty())
     rep_.messages() << fmt::format(
         "dplab: {}: global step {} begins at {:.6g} s of virtual time with {} of {} ranks; "
-        "algorithm '{}' goes on with them\n",
+        "algorithm '{}' goes on with them, {}\n",
         describe_failures(*w_.cluster, live), loop_.global_step, live.world_time_s, live_count,
-        world, p_.strategy.name());
+        world, p_.strategy.name(),
+        w_.cluster->failure_data() == FailureData::reassign
+            ? "which take the down ranks' samples (cluster.failure_data = reassign)"
+            : "the down ranks' samples unseen (cluster.failure_data = drop)");
 }
 
 // A failure the algorithm cannot go on without: the job stops at this step on every rank,

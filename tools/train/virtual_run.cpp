@@ -66,6 +66,8 @@ std::unique_ptr<VirtualRun> VirtualRun::from_options(const Options& opt, Device 
                      name, backend, opt.get_string("comm", "auto"));
   const std::string profile = cluster::compute_profile_path(opt);
   const double data_rate = opt.get_double("cluster.data_rate", 0.0);
+  const FailureData failure_data =
+      parse_failure_data(opt.get_string("cluster.failure_data", "reassign"));
   DPLAB_CHECK_OPTION(data_rate >= 0,
                      "option cluster.data_rate: expected samples/s >= 0 (0: loading hidden by "
                      "prefetch), got {}",
@@ -82,9 +84,11 @@ std::unique_ptr<VirtualRun> VirtualRun::from_options(const Options& opt, Device 
                                                    profile.empty()
                                                        ? cluster::VirtualClock::Compute::measured
                                                        : cluster::VirtualClock::Compute::manual);
-  return std::unique_ptr<VirtualRun>(
+  auto run = std::unique_ptr<VirtualRun>(
       new VirtualRun(std::move(vt), rank, profile.empty() ? "measured" : "profile:" + profile,
                      data_rate, slowdown, profile));
+  run->failure_data_ = failure_data;
+  return run;
 }
 
 VirtualRun::VirtualRun(std::shared_ptr<cluster::VirtualTime> vt, int rank, std::string compute,
@@ -109,7 +113,7 @@ void VirtualRun::attach_model(const std::string& model, int64_t batch, const Par
   replay_.emplace(profile_path_, model, batch, arena, slowdown_);
   // The profile's fraction of this step's backward (slow events included).
   vt_->bucket_ready = [this](int first, int last) {
-    return replay_->bucket_ready(backward_start_, first, last, events_factor_);
+    return replay_->bucket_ready(backward_start_, first, last, events_factor_ * batch_share_);
   };
 }
 
@@ -162,6 +166,7 @@ void VirtualRun::resume() {
 
 void VirtualRun::begin_step(int64_t step) {
   resume();
+  batch_share_ = 1;
   const auto& events = vt_->platform.events;
   if (events.empty()) return;
   if (down_) {  // profile compute: the phases add 0; measured: the clock does not count
@@ -185,7 +190,7 @@ void VirtualRun::batch_arrived(int64_t samples) {
 }
 
 void VirtualRun::forward_end() {
-  if (replay_) vt_->clock.add_compute(replay_->forward_s() * events_factor_);
+  if (replay_) vt_->clock.add_compute(replay_->forward_s() * events_factor_ * batch_share_);
 }
 
 void VirtualRun::backward_begin() {
@@ -193,7 +198,7 @@ void VirtualRun::backward_begin() {
 }
 
 void VirtualRun::backward_end() {
-  if (replay_) vt_->clock.add_compute(replay_->backward_s() * events_factor_);
+  if (replay_) vt_->clock.add_compute(replay_->backward_s() * events_factor_ * batch_share_);
 }
 
 void VirtualRun::check_end() {

@@ -28,6 +28,7 @@
 #include "dplab/core/options.h"
 #include "dplab/core/param_arena.h"
 #include "dplab/core/time_source.h"
+#include "dplab/tools/train/failure_data.h"
 #include "dplab/tools/train/profile_replay.h"
 #include "dplab/tools/train/run_record.h"
 
@@ -85,6 +86,13 @@ class VirtualRun {
   // steps compute nothing that counts, so none of their compute is charged (the factor is 0)
   // and its clock follows the live ranks' through the collectives it still takes part in.
   void set_down(bool down) { down_ = down; }
+  // What becomes of a down rank's samples (option cluster.failure_data; failure_data.h).
+  FailureData failure_data() const { return failure_data_; }
+  // This step's batch is `share` times the per-rank batch (a live rank taking down ranks'
+  // samples, failure_data.h; 1 otherwise): a replayed profile's forward and backward, and the
+  // buckets' readiness, scale with it (compute linear in the batch); measured compute measures
+  // it. Call after begin_step.
+  void set_batch_share(double share) { batch_share_ = share; }
   // A new epoch: the loader restarts (cluster.data_rate).
   void begin_epoch();
   // The step's batch of `samples` arrived (while paused): waits for it in virtual time under
@@ -112,6 +120,8 @@ class VirtualRun {
   double slowdown_ = 1;
   double events_factor_ = 1;  // the slow events' factor of the step under way
   bool down_ = false;         // set_down
+  double batch_share_ = 1;    // set_batch_share
+  FailureData failure_data_ = FailureData::reassign;
   std::optional<ProfileReplay> replay_;
   double backward_start_ = 0;
   double loader_ready_ = 0;  // when the loader delivered its last batch (cluster.data_rate)
