@@ -271,6 +271,9 @@ TEST(ClusterTrain, QuorumAllreduceGoesOnWithTheLiveRanksAndHealsTheReturningOne)
   std::ifstream trace(sc.dir.path / "quorum" / "trace.json");
   const std::string text((std::istreambuf_iterator<char>(trace)), {});
   EXPECT_NE(text.find("\"name\":\"heal\""), std::string::npos);
+  // The steps' events name their live ranks: 3 while rank 3 is down, 4 otherwise.
+  EXPECT_NE(text.find("\"live_ranks\":3"), std::string::npos);
+  EXPECT_NE(text.find("\"live_ranks\":4"), std::string::npos);
 }
 
 // Issue #36 item 2, the data policy (cluster.failure_data = reassign, the default): the scenario
@@ -328,6 +331,40 @@ TEST(ClusterTrain, QuorumWithReassignedSamplesAveragesTheWholeGlobalBatch) {
   EXPECT_LT(reassigned, 1e-5);
   EXPECT_GT(dropped, 1e-4);
   EXPECT_EQ(sc.params("reassign", 4, 3), sc.params("reassign", 4, 0));  // rank 3 healed
+}
+
+// A run with fail events resumed from a checkpoint taken while a rank was down (issue #36 item 2
+// with resume): rank 3 down for steps 2..5 of 8, a checkpoint at step 4, the run stopped at 5
+// and resumed from step 4. The resumed run knows rank 3 is down (no second failure record at
+// step 4), heals it at step 6, ends with the uninterrupted run's model (resume is exact), and its
+// final record's time lost and recovery are the uninterrupted run's: the figures so far and the
+// virtual clock carry over (the clock goes on from the checkpoint's reading).
+TEST(ClusterTrain, ResumedFailureRunCarriesItsDownRanksAndFigures) {
+  const FailScenario sc("cluster-train-failure-resume", fail_steps(3, 2, 5));
+  const std::string run =
+      "--algo allreduce --set allreduce.ft=quorum --epochs 1 --set "
+      "data.train_limit=512 --cluster " +
+      sc.dir.file("lab.toml") + " --set cluster.compute=profile:" + sc.profile +
+      sc.reassigned_events();
+  sc.train(4, run, "straight");
+  sc.train(4, run + " --set checkpoint.every_steps=4 --max-steps 5", "part");
+  sc.train(4, run + " --resume " + sc.dir.file("part/checkpoints/step_00000004"), "resumed");
+  const auto live = sc.records("resumed", "liveness");
+  ASSERT_EQ(live.size(), 1u);
+  EXPECT_EQ(live[0]["step"], 6);
+  EXPECT_EQ(live[0]["returned"], nlohmann::json::array({3}));
+  EXPECT_EQ(live[0]["heal_from"], 0);
+  const auto want = sc.records("straight", "final");
+  const auto got = sc.records("resumed", "final");
+  ASSERT_EQ(want.size(), 1u);
+  ASSERT_EQ(got.size(), 1u);
+  const double lost = want[0]["failure_lost_rank_s"].get<double>();
+  EXPECT_GT(lost, 0);
+  EXPECT_NEAR(got[0]["failure_lost_rank_s"].get<double>(), lost, 1e-9 * lost);
+  EXPECT_NEAR(got[0]["recovery_s"].get<double>(), want[0]["recovery_s"].get<double>(), 1e-12);
+  EXPECT_GT(got[0]["recovery_s"].get<double>(), 0);
+  EXPECT_EQ(sc.params("resumed", 8, 0), sc.params("straight", 8, 0));
+  EXPECT_EQ(sc.params("resumed", 8, 3), sc.params("straight", 8, 0));
 }
 
 // The run's failure figures beyond the final record: run.json holds the final record's

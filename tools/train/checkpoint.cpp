@@ -71,6 +71,12 @@ StateDict collect_rank_state(const TrainingParts& p, const LoopState& loop, int 
   s.put_int("loop.epoch_nonfinite_skipped", loop.epoch_nonfinite_skipped);
   s.put_doubles("loop.epoch_losses", loop.epoch_losses);
   s.put_double("loop.elapsed_s", loop.elapsed_s);  // wall time, not part of the trajectory
+  if (loop.failures) {
+    s.put_ints("loop.failure_down", loop.down);
+    s.put_double("loop.failure_last_step_world_s", loop.last_step_world_s);
+    s.put_double("loop.failure_lost_rank_s", loop.failure_lost_rank_s);
+    s.put_double("loop.failure_recovery_s", loop.recovery_s);
+  }
   s.put_int("dplab.format_version", kCheckpointFormatVersion);
   s.put_int("dplab.rank", rank);
   s.put_int("dplab.world_size", world);
@@ -402,6 +408,24 @@ LoopState read_loop(const StateDict& s, int64_t steps_per_epoch) {
     DPLAB_CHECK(std::isfinite(l.elapsed_s) && l.elapsed_s >= 0,
                 "{}: state value 'loop.elapsed_s' = {}: expected a finite time >= 0", file,
                 l.elapsed_s);
+  }
+  // Written by runs with fail events that went on with the live ranks.
+  if (s.has("loop.failure_lost_rank_s")) {
+    l.failures = true;
+    l.down = s.get_ints("loop.failure_down");
+    for (int64_t r : l.down)
+      DPLAB_CHECK(r >= 0, "{}: state value 'loop.failure_down' holds rank {}", file, r);
+    l.last_step_world_s = s.get_double("loop.failure_last_step_world_s");
+    l.failure_lost_rank_s = s.get_double("loop.failure_lost_rank_s");
+    l.recovery_s = s.get_double("loop.failure_recovery_s");
+    for (const char* k : {"loop.failure_lost_rank_s", "loop.failure_recovery_s"})
+      DPLAB_CHECK(std::isfinite(s.get_double(k)) && s.get_double(k) >= 0,
+                  "{}: state value '{}' = {}: expected a finite time >= 0", file, k,
+                  s.get_double(k));
+    DPLAB_CHECK(std::isfinite(l.last_step_world_s) && l.last_step_world_s >= -1,
+                "{}: state value 'loop.failure_last_step_world_s' = {}: expected a time >= 0 or "
+                "-1",
+                file, l.last_step_world_s);
   }
   return l;
 }

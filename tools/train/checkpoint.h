@@ -48,6 +48,14 @@ struct LoopState {
   // Seconds since the run's start when the checkpoint was written (metrics' elapsed_s): a
   // resumed run continues from it. Wall time, so it differs between runs of one trajectory.
   double elapsed_s = 0;
+  // A virtual cluster's fail events under an algorithm that goes on with the live ranks
+  // (tools/train/liveness.h), carried so that a resumed run keeps counting and heals a rank
+  // that returns after the resume; written only when `failures` is set.
+  bool failures = false;
+  std::vector<int64_t> down;       // the ranks down at the checkpoint's last step
+  double last_step_world_s = -1;   // the world's virtual time that step began at (-1: none)
+  double failure_lost_rank_s = 0;  // the run's figures so far (the final record's)
+  double recovery_s = 0;
 };
 
 // Everything of one rank that a checkpoint saves and restores (scaler may be null).

@@ -215,6 +215,10 @@ LoopState load_resharded_state(const Manifest& m, int rank, const TrainingParts&
   loop.epoch_loss_sum = 0;
   loop.epoch_correct = 0;
   loop.epoch_seen = 0;
+  // The ranks down are the old world's: the new world starts with every rank live (the figures
+  // of the failures so far carry over).
+  loop.down.clear();
+  loop.last_step_world_s = -1;
   if (rank != 0) return loop;
   for (const StateDict& s : files) {
     const std::string& file = s.origin();

@@ -126,7 +126,7 @@ bool StepTrace::next(DeviceBatches& batches, Batch& b, int64_t step,
   return true;
 }
 
-void StepTrace::end(int64_t epoch, int64_t images) {
+void StepTrace::end(int64_t epoch, int64_t images, int live_ranks) {
   if (!open_) return;
   open_ = false;
   if (!tracer_->virtual_time()) {
@@ -138,9 +138,16 @@ void StepTrace::end(int64_t epoch, int64_t images) {
   const double wall_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall_start_)
           .count();
-  tracer_->complete(
-      "step", "step", trace::kSteps, start_, tracer_->now(), step_,
-      {{"epoch", double(epoch + 1)}, {"images", double(images)}, {"wall_ms", wall_ms}});
+  if (live_ranks > 0)
+    tracer_->complete("step", "step", trace::kSteps, start_, tracer_->now(), step_,
+                      {{"epoch", double(epoch + 1)},
+                       {"images", double(images)},
+                       {"wall_ms", wall_ms},
+                       {"live_ranks", double(live_ranks)}});
+  else
+    tracer_->complete(
+        "step", "step", trace::kSteps, start_, tracer_->now(), step_,
+        {{"epoch", double(epoch + 1)}, {"images", double(images)}, {"wall_ms", wall_ms}});
 }
 
 }  // namespace dplab

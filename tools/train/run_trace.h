@@ -49,8 +49,10 @@ class StepTrace {
   // cluster the loader's modelled delay (cluster.data_rate).
   bool next(DeviceBatches& batches, Batch& b, int64_t step,
             const std::function<void(const Batch&)>& arrived = {});
-  // The iteration is over (after after_step): the step event. `epoch` 0-based.
-  void end(int64_t epoch, int64_t images);
+  // The iteration is over (after after_step): the step event. `epoch` 0-based. `live_ranks` > 0
+  // (a virtual cluster with fail events, tools/train/liveness.h): the ranks live in the step,
+  // an argument of the event.
+  void end(int64_t epoch, int64_t images, int live_ranks = 0);
 
  private:
   trace::Tracer* tracer_;

@@ -37,6 +37,18 @@ TrainLoop::TrainLoop(const LoopSettings& settings, LoopParts parts, LoopWatch wa
   result_.is_rank0 = rank0_;
   stop_ = s_.max_steps > 0 && loop_.optimizer_steps >= s_.max_steps;
   last_epoch_number_ = loop_.epoch;
+  if (loop_.failures && models_failures(w_.cluster)) {  // a resumed run with fail events
+    lost_rank_s_ = loop_.failure_lost_rank_s;
+    recovery_s_ = loop_.recovery_s;
+    last_step_world_s_ = loop_.last_step_world_s;
+    std::vector<int> down;
+    for (int64_t r : loop_.down) {
+      DPLAB_CHECK(r < ranks_.size(), "the checkpoint has rank {} down, the run has {} ranks", r,
+                  ranks_.size());
+      down.push_back(int(r));
+    }
+    if (!down.empty()) set_down(down);
+  }
 }
 
 TrainResult TrainLoop::run() {
@@ -125,8 +137,8 @@ bool TrainLoop::skip_tick(const StepInfo& step, EpochTally& tally) {
   tick_check(step, false, nullptr);  // the others may be computing: same tick sequence
   if (w_.cluster) w_.cluster->resume();
   p_.strategy.after_step(step);
-  if (w_.cluster) w_.cluster->pause();  // the records below are not compute
-  tally.trace->end(tally.epoch, 0);     // no images, no computed step
+  if (w_.cluster) w_.cluster->pause();                    // the records below are not compute
+  tally.trace->end(tally.epoch, 0, traced_live_ranks());  // no images, no computed step
   ++skipped_steps_;
   ++loop_.step_in_epoch;
   ++loop_.global_step;
@@ -176,7 +188,7 @@ bool TrainLoop::train_step(const StepInfo& step, const StepPlan& plan, const Bat
   w_.slowdown.pause();  // sleeps (FACTOR-1) x this iteration's compute (not under a cluster)
   p_.strategy.after_step(step);
   if (w_.cluster) w_.cluster->pause();  // the records, progress and checkpoints are not compute
-  tally.trace->end(tally.epoch, b.labels.numel());
+  tally.trace->end(tally.epoch, b.labels.numel(), traced_live_ranks());
   ++tally.computed;
 
   // A down rank's step counts nowhere (docs/virtual_cluster.md): its batch is seen by the live

@@ -158,6 +158,13 @@ class TrainLoop {
   // Fail events of a virtual cluster (tools/train/liveness.h), before a step begins.
   void check_liveness();
   [[noreturn]] void stop_failed(const StepLiveness& live);
+  // `down` are the ranks down from the step about to begin: told to the strategy, the virtual
+  // cluster and this rank's loss weight.
+  void set_down(const std::vector<int>& down);
+  // The step event's live-rank count: the live ranks under fail events, 0 (none) otherwise.
+  int traced_live_ranks() const {
+    return models_failures(w_.cluster) ? ranks_.size() - int(down_.size()) : 0;
+  }
 
   const LoopSettings& s_;
   LoopParts p_;

@@ -105,6 +105,13 @@ std::filesystem::path TrainLoop::checkpoint() {
   check_state_finite("a checkpoint");
   // Wall time, not part of the trajectory: a resumed run's elapsed_s continues from it.
   loop_.elapsed_s = rep_.elapsed_s();
+  if (models_failures(w_.cluster) && p_.strategy.continues_after_failure()) {
+    loop_.failures = true;  // carried to a resumed run (LoopState)
+    loop_.down.assign(down_.begin(), down_.end());
+    loop_.last_step_world_s = last_step_world_s_;
+    loop_.failure_lost_rank_s = lost_rank_s_;
+    loop_.recovery_s = recovery_s_;
+  }
   last_checkpoint_dir_ =
       write_checkpoint({s_.out_dir, s_.checkpoint_keep}, ranks_, run_, saved_, loop_);
   last_checkpoint_step_ = loop_.global_step;
@@ -168,11 +175,7 @@ void TrainLoop::check_liveness() {
     healed = heal_returning(p_.strategy, p_.model, p_.optimizer, *w_.cluster, w_.agreement,
                             returned, down_, world);
   recovery_s_ += healed.virtual_s;
-  down_ = live.down;
-  down_here_ = std::find(down_.begin(), down_.end(), ranks_.rank()) != down_.end();
-  p_.strategy.set_down_ranks(down_);
-  loss_weight_ = p_.strategy.loss_weight();
-  w_.cluster->set_down(down_here_);
+  set_down(live.down);
   if (rank0_) {
     nlohmann::json rec = {{"kind", "liveness"},
                           {"step", loop_.global_step},
@@ -198,6 +201,14 @@ void TrainLoop::check_liveness() {
         w_.cluster->failure_data() == FailureData::reassign
             ? "which take the down ranks' samples (cluster.failure_data = reassign)"
             : "the down ranks' samples unseen (cluster.failure_data = drop)");
+}
+
+void TrainLoop::set_down(const std::vector<int>& down) {
+  down_ = down;
+  down_here_ = std::find(down_.begin(), down_.end(), ranks_.rank()) != down_.end();
+  p_.strategy.set_down_ranks(down_);
+  loss_weight_ = p_.strategy.loss_weight();
+  w_.cluster->set_down(down_here_);
 }
 
 // A failure the algorithm cannot go on without: the job stops at this step on every rank,

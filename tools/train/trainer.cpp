@@ -242,7 +242,10 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
   ro.metrics_every_steps = set.metrics_every_steps;
   ro.progress = set.progress;
   ro.every_percent = set.every_percent;
-  const RunClock::Mark origin{-start.elapsed_s, -start.elapsed_s};
+  // A virtual clock goes on from the checkpoint's reading instead (the events' windows are on
+  // it); the wall clock restarts at 0 and is offset.
+  if (cluster_run && !set.resume.empty()) cluster_run->continue_at(start.elapsed_s);
+  const RunClock::Mark origin{cluster_run ? 0.0 : -start.elapsed_s, -start.elapsed_s};
   RunReporting reporting(ro, ranks, std::move(clock), origin, summary, progress_out);
 
   LoopSettings loop_settings = set.loop;

@@ -93,6 +93,9 @@ class VirtualRun {
   // buckets' readiness, scale with it (compute linear in the batch); measured compute measures
   // it. Call after begin_step.
   void set_batch_share(double share) { batch_share_ = share; }
+  // A resumed run: the clock goes on from `t`, the checkpoint's reading (its elapsed_s), so that
+  // the fail and slow events' windows and the run's time figures continue where they were.
+  void continue_at(double t) { vt_->clock.wait_until(t); }
   // A new epoch: the loader restarts (cluster.data_rate).
   void begin_epoch();
   // The step's batch of `samples` arrived (while paused): waits for it in virtual time under
