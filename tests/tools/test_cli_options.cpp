@@ -163,5 +163,21 @@ TEST(CliOptions, AlgorithmValuesAreCheckedBeforeTheRun) {
   EXPECT_HAS(r.err, "dplab options");
 }
 
+// Every GradSync's keys have allreduce's rules (issue #35: hybrid's, DASO's node-local and
+// Crossover's group buckets once exited 1 from inside GradSync, on every rank).
+TEST(CliOptions, EveryGradSyncPrefixChecksItsBucketsAndWire) {
+  ScopedTempDir dir("cli-options-grad-sync");
+  for (const std::string p : {"allreduce.", "hybrid.", "daso.local.", "crossover.sync."}) {
+    for (const std::string k : {"first_bucket_mb", "bucket_cap_mb"}) {
+      const auto r = run_dplab("train --set " + p + k + "=-1", dir.path);
+      EXPECT_EQ(r.status, 2) << p << k << ": " << r.err;
+      EXPECT_HAS(r.err, "option " + p + k + ": expected a number >= 0, got '-1'");
+    }
+    const auto r = run_dplab("train --set " + p + "wire=f8", dir.path);
+    EXPECT_EQ(r.status, 2) << p << "wire: " << r.err;
+    EXPECT_HAS(r.err, "option " + p + "wire: unknown value 'f8'");
+  }
+}
+
 }  // namespace
 }  // namespace dplab

@@ -54,9 +54,13 @@ ValueRule builtin_names(const std::string& key) {
 
 // Only limits a run would refuse anyway (or cannot mean): a rule never forbids a setting the
 // code accepts.
-// GradSync's compression keys under every GradSync prefix (comm/grad_compress.h).
-std::map<std::string, ValueRule> with_compression(std::map<std::string, ValueRule> m) {
+// GradSync's bucket sizes, wire type and compression keys under every GradSync prefix
+// (option_keys.cpp's add_grad_sync; comm/grad_sync.h, comm/grad_compress.h).
+std::map<std::string, ValueRule> with_grad_sync(std::map<std::string, ValueRule> m) {
   for (const std::string p : {"allreduce.", "hybrid.", "daso.local.", "crossover.sync."}) {
+    m[p + "first_bucket_mb"] = number(0);
+    m[p + "bucket_cap_mb"] = number(0);
+    m[p + "wire"] = choice({"f32", "bf16", "f16"});
     m[p + "compress"] = choice({"none", "powersgd", "topk"});
     m[p + "powersgd.rank"] = integer(1);
     m[p + "powersgd.start_step"] = integer(0);
@@ -68,7 +72,7 @@ std::map<std::string, ValueRule> with_compression(std::map<std::string, ValueRul
 }
 
 const std::map<std::string, ValueRule>& rules() {
-  static const std::map<std::string, ValueRule> r = with_compression({
+  static const std::map<std::string, ValueRule> r = with_grad_sync({
       {"model", builtin_names("model")},
       {"model.zero_init_residual", boolean()},
       {"data.image_size", integer(1)},
@@ -125,9 +129,6 @@ const std::map<std::string, ValueRule>& rules() {
       {"comm.timeout_s", number(0)},
       {"comm.backoff_sleep_us", number(0)},
       // The algorithms' keys (tools/train/option_keys.cpp), as their from_options check them.
-      {"allreduce.wire", choice({"f32", "bf16", "f16"})},
-      {"allreduce.first_bucket_mb", number(0)},
-      {"allreduce.bucket_cap_mb", number(0)},
       {"allreduce.hierarchical", boolean()},
       {"allreduce.ft", choice({"none", "quorum"})},
       {"hybrid.mode", choice({"hybrid", "each_iter", "only_end"})},
@@ -138,7 +139,6 @@ const std::map<std::string, ValueRule>& rules() {
       {"hybrid.carry_grad", boolean()},
       {"hybrid.final_average", boolean()},
       {"hybrid.accumulate", choice({"sum", "mean"})},
-      {"hybrid.wire", choice({"f32", "bf16", "f16"})},
       {"hybrid.hierarchical", boolean()},
       {"diloco.H", integer(1)},
       {"diloco.round_spans_epochs", boolean()},
@@ -179,7 +179,6 @@ const std::map<std::string, ValueRule>& rules() {
       {"daso.epoch_end_sync", boolean()},
       {"daso.blocking_wire", choice({"f32", "bf16", "f16"})},
       {"daso.global_wire", choice({"f32", "bf16", "f16"})},
-      {"daso.local.wire", choice({"f32", "bf16", "f16"})},
       {"dcs3gd.lambda0", number(0)},
       {"dcs3gd.norm", choice({"per_tensor", "global"})},
       {"dcs3gd.correct_from", choice({"start", "warmup_end"})},
@@ -195,7 +194,6 @@ const std::map<std::string, ValueRule>& rules() {
       {"sgp.interval", integer(1)},
       {"crossover.hierarchical", boolean()},
       {"crossover.check_maps", boolean()},
-      {"crossover.sync.wire", choice({"f32", "bf16", "f16"})},
       {"oscars.tau_max", integer(0)},
       {"oscars.search", choice({"exact", "alg1", "text"})},
       {"post_local_sgd.switch_epoch", integer(0)},
