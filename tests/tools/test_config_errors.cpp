@@ -194,12 +194,15 @@ TEST(ConfigErrors, EveryBadValueInAConfigFileExits2NamingFileKeyAndTypes) {
        "option amp: expected off, bf16 or f16, found an array holding a date"},
       {"h.toml", "out = 1979-05-27\n",
        "option out: expected a string, number, boolean or an array of them, found a date"},
-      // Values of the right TOML type that a key does not take: as a --set value, with the file.
-      {"i.toml", "lr = \"abc\"\n", "i.toml: option lr: expected a number >= 0, got 'abc'"},
+      // Values of the right TOML type that a key does not take: as a --set value, with the
+      // file, line and column of the value.
+      {"i.toml", "lr = \"abc\"\n", "i.toml:1:6: option lr: expected a number >= 0, got 'abc'"},
       {"j.toml", "[data]\nworkers = -2\n",
-       "j.toml: option data.workers: expected an integer >= 0, got '-2'"},
-      {"k.toml", "batch = 1.5\n", "k.toml: option batch: expected an integer >= 1, got '1.5'"},
-      {"l.toml", "lr = [0.1, 0.2]\n", "l.toml: option lr: expected a number >= 0, got '0.1,0.2'"},
+       "j.toml:2:11: option data.workers: expected an integer >= 0, got '-2'"},
+      {"k.toml", "batch = 1.5\n",
+       "k.toml:1:9: option batch: expected an integer >= 1, got '1.5'"},
+      {"l.toml", "lr = [0.1, 0.2]\n",
+       "l.toml:1:6: option lr: expected a number >= 0, got '0.1,0.2'"},
       // A table where a number is expected: its keys are unknown options.
       {"m.toml", "batch = {size = 64}\n", "unknown option batch.size"},
       // A run record's values: the same form.

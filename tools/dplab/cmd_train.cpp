@@ -142,7 +142,8 @@ CommandSpec train_command() {
           // A usage error here is every rank's: printed once, exit status 2 on every rank.
           agree_on_usage([&] {
             Options from_file;
-            if (!a->config.empty()) load_config_file(a->config, from_file);
+            std::map<std::string, std::string> places;  // where the file set each value
+            if (!a->config.empty()) load_config_file(a->config, from_file, &places);
             o = from_file;
             a->flags.apply(o);
             if (a->nesterov_flag->count() > 0) o.set("nesterov", a->nesterov ? "true" : "false");
@@ -151,7 +152,7 @@ CommandSpec train_command() {
             for (const auto& s : a->sets) apply_set_option(s, o);
             // Types, ranges and choices: the config file's values first (an error names the
             // file), then those of --set.
-            check_config_values(from_file, o, a->config, command_registry());
+            check_config_values(from_file, o, a->config, command_registry(), &places);
             check_option_values(o, command_registry());
             // Every plugin loaded (--plugin, the config's, the resumed run's), by absolute path:
             // run.json records them, so --config run.json loads them again.

@@ -247,18 +247,22 @@ std::string describe_byte(std::string_view text, size_t offset) {
   return fmt::format("'{}'", char(c));
 }
 
-void flatten(const toml::table& t, const std::string& prefix, const std::string& path,
-             Options& opt) {
+void flatten(const toml::table& t, const std::string& prefix, const std::string& path, Options& opt,
+             ValuePlaces* places) {
   for (auto&& [k, v] : t) {
     // TOML cannot give a key both a value and sub-keys (lr = 0.1 and [lr] schedule = ...), so
     // inside a table `value` names the table's own key: [lr] value = 0.1 -> "lr".
     const std::string name(k.str());
     const std::string key =
         prefix.empty() ? name : (name == "value" ? prefix : prefix + "." + name);
-    if (auto sub = v.as_table())
-      flatten(*sub, key, path, opt);
-    else
+    if (auto sub = v.as_table()) {
+      flatten(*sub, key, path, opt, places);
+    } else {
       opt.set(key, node_to_string(v, key, path));
+      if (places)
+        (*places)[key] =
+            fmt::format("{}:{}:{}", path, v.source().begin.line, v.source().begin.column);
+    }
   }
 }
 
@@ -276,7 +280,8 @@ std::map<std::string, std::string> trajectory_config(const Options& opt) {
   return r;
 }
 
-void load_toml_string(std::string_view text, const std::string& path, Options& opt) {
+void load_toml_string(std::string_view text, const std::string& path, Options& opt,
+                      ValuePlaces* places) {
   if (text.size() > kMaxTomlBytes)
     throw UsageError(fmt::format("{}: config of {} bytes exceeds the limit of {} bytes", path,
                                  text.size(), kMaxTomlBytes));
@@ -298,7 +303,7 @@ void load_toml_string(std::string_view text, const std::string& path, Options& o
                                  e.source().begin.column,
                                  excerpt(e.description(), kExcerptMessageChars)));
   }
-  flatten(t, "", path, opt);
+  flatten(t, "", path, opt, places);
 }
 
 std::string read_config_text(const std::string& path) {
@@ -316,8 +321,8 @@ std::string read_config_text(const std::string& path) {
   return text;
 }
 
-void load_toml_options(const std::string& path, Options& opt) {
-  load_toml_string(read_config_text(path), path, opt);
+void load_toml_options(const std::string& path, Options& opt, ValuePlaces* places) {
+  load_toml_string(read_config_text(path), path, opt, places);
 }
 
 void apply_set_option(const std::string& key_value, Options& opt) {

@@ -46,9 +46,13 @@ std::string read_config_text(const std::string& path);
 // "lr.schedule"; `value` in a table is the table's own key: [lr] value = 0.1 -> "lr"), arrays
 // become comma-separated lists, booleans "true"/"false". Errors name the file, line and column.
 // Files over kMaxTomlBytes or nested deeper than kMaxTomlDepth are refused before parsing.
-void load_toml_options(const std::string& path, Options& opt);
+// `places` (optional): where each key's value was written, "FILE:LINE:COL", so that a later
+// check of the value (check_config_values) names it as a type error here does.
+using ValuePlaces = std::map<std::string, std::string>;
+void load_toml_options(const std::string& path, Options& opt, ValuePlaces* places = nullptr);
 // The same for TOML text in memory; `path` names it in errors.
-void load_toml_string(std::string_view text, const std::string& path, Options& opt);
+void load_toml_string(std::string_view text, const std::string& path, Options& opt,
+                      ValuePlaces* places = nullptr);
 // Applies one "KEY=VALUE" (from --set); throws, quoting the argument, if there is no '='.
 void apply_set_option(const std::string& key_value, Options& opt);
 // Throws an error naming the keys that were set but never read, when there are any: the first

@@ -14,6 +14,7 @@ namespace dplab {
 namespace {
 
 using Kind = ValueRule::Kind;
+constexpr double kInf = std::numeric_limits<double>::infinity();
 
 ValueRule integer(double min, double max = std::numeric_limits<double>::infinity()) {
   ValueRule r;
@@ -126,6 +127,13 @@ const std::map<std::string, ValueRule>& rules() {
       {"lr.mode", choice({"min", "max"})},
       {"lr.patience", integer(0)},
       {"lr.step_size", integer(1)},
+      {"lr.warmup_start_factor", number(0, 1)},
+      {"lr.gamma", number(-kInf)},
+      {"lr.power", number(0)},
+      {"lr.min_factor", number(0, 1)},
+      {"lr.factor", number(0, 1)},
+      {"lr.threshold", number(0)},
+      {"local_sgd.H", integer(1)},
       {"comm.timeout_s", number(0)},
       {"comm.backoff_sleep_us", number(0)},
       // The algorithms' keys (tools/train/option_keys.cpp), as their from_options check them.
@@ -189,12 +197,20 @@ const std::map<std::string, ValueRule>& rules() {
       {"dcs3gd.momentum", number(-std::numeric_limits<double>::infinity(), 1, true)},
       {"dcs3gd.wire", choice({"f32", "bf16", "f16"})},
       {"dcs3gd.progress_us", number(0)},
+      {"dcs3gd.warmup_epochs", number(-kInf)},  // < 0: dcs3gd.warmup_frac
       {"crossover.sampler", choice({"balanced", "uniform"})},
       {"crossover.interval", integer(1)},
       {"sgp.interval", integer(1)},
       {"crossover.hierarchical", boolean()},
       {"crossover.check_maps", boolean()},
       {"oscars.tau_max", integer(0)},
+      {"oscars.M", integer(-kInf)},
+      {"oscars.text_step_us", integer(-kInf)},
+      {"oscars.profile_discard", integer(0)},
+      {"oscars.profile_measure", integer(1)},
+      {"oscars.reprofile_rounds", integer(0)},
+      {"oscars.resolution_rel", number(0, 1, true)},
+      {"crossover.seed", integer(-kInf)},
       {"oscars.search", choice({"exact", "alg1", "text"})},
       {"post_local_sgd.switch_epoch", integer(0)},
   });
@@ -322,12 +338,21 @@ void check_option_values(const Options& opt) {
   }
 }
 
-void check_config_values(const Options& from_file, const Options& opt, const std::string& path) {
+std::string config_value_place(const std::string& key, const std::string& path,
+                               const std::map<std::string, std::string>* places) {
+  if (places)
+    if (const auto it = places->find(key); it != places->end()) return it->second;
+  return path;
+}
+
+void check_config_values(const Options& from_file, const Options& opt, const std::string& path,
+                         const std::map<std::string, std::string>* places) {
   for (const auto& [key, value] : from_file.values()) {
     const auto it = opt.values().find(key);
     if (it == opt.values().end() || it->second != value) continue;  // a flag or --set replaced it
     const std::string why = check_option_value(key, value);
-    if (!why.empty()) throw UsageError(fmt::format("{}: {}", path, why));
+    if (!why.empty())
+      throw UsageError(fmt::format("{}: {}", config_value_place(key, path, places), why));
   }
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 #include <functional>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -49,15 +50,21 @@ void check_option_values(const Options& opt, const Registry& registry);
 std::string check_option_choice(const std::string& key, const std::string& value,
                                 const std::vector<std::string>& names);
 // Checks the values a config file set (`from_file`) that `opt`, composed of the file, flags and
-// --set, still holds: the first that does not fit is a UsageError naming the file, "job.toml:
-// option lr: expected a number >= 0, got 'abc'".
-void check_config_values(const Options& from_file, const Options& opt, const std::string& path);
+// --set, still holds: the first that does not fit is a UsageError naming the file and, where
+// `places` has the key (a TOML file, load_config_file), the value's line and column:
+// "job.toml:3:6: option lr: expected a number >= 0, got 'abc'".
+void check_config_values(const Options& from_file, const Options& opt, const std::string& path,
+                         const std::map<std::string, std::string>* places = nullptr);
+// Where a config file's value of `key` was written: places' "FILE:LINE:COL", else `path`.
+std::string config_value_place(const std::string& key, const std::string& path,
+                               const std::map<std::string, std::string>* places);
 // check_option_value and check_config_values with the names of `registry` for model, algo, optim
 // and lr.schedule (`dplab train --plugin`: the built-in names and the plugins'; registry.cpp).
 std::string check_option_value(const std::string& key, const std::string& value,
                                const Registry& registry);
 void check_config_values(const Options& from_file, const Options& opt, const std::string& path,
-                         const Registry& registry);
+                         const Registry& registry,
+                         const std::map<std::string, std::string>* places = nullptr);
 
 // The names `dplab train` takes for a key its registry fills (model, algo, optim, lr.schedule):
 // Registry::with_builtins()'s, built once (builtin_registry.cpp). The fuzz build, which builds no

@@ -168,12 +168,14 @@ std::string check_option_value(const std::string& key, const std::string& value,
 }
 
 void check_config_values(const Options& from_file, const Options& opt, const std::string& path,
-                         const Registry& registry) {
+                         const Registry& registry,
+                         const std::map<std::string, std::string>* places) {
   for (const auto& [key, value] : from_file.values()) {
     const auto it = opt.values().find(key);
     if (it == opt.values().end() || it->second != value) continue;  // a flag or --set replaced it
     const std::string why = check_option_value(key, value, registry);
-    if (!why.empty()) throw UsageError(fmt::format("{}: {}", path, why));
+    if (!why.empty())
+      throw UsageError(fmt::format("{}: {}", config_value_place(key, path, places), why));
   }
 }
 

@@ -83,9 +83,10 @@ void load_json_options(std::string_view text, const std::string& path, Options& 
   }
 }
 
-void load_config_file(const std::string& path, Options& opt) {
+void load_config_file(const std::string& path, Options& opt,
+                      std::map<std::string, std::string>* places) {
   if (!ends_with(path, ".json")) {
-    load_toml_options(path, opt);
+    load_toml_options(path, opt, places);
     return;
   }
   load_json_options(read_config_text(path), path, opt);
