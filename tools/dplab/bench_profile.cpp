@@ -4,8 +4,7 @@
 #include <chrono>
 #include <memory>
 
-#include "dplab/core/autograd.h"
-#include "dplab/core/ops/loss.h"
+#include "dplab/core/error.h"
 #include "dplab/tools/train/nonfinite_guard.h"
 
 namespace dplab::cli {
@@ -24,19 +23,51 @@ double seconds(ProfileClock::time_point a, ProfileClock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
+// The phases forward_backward reports, timed with the device synchronised at each boundary;
+// the grad-ready hooks record while backward runs.
+struct Marks {
+  bool recording = false;
+  ProfileClock::time_point backward_start;
+  std::vector<double> ready_s;
+};
+
+class PhaseTimer : public StepObserver {
+ public:
+  PhaseTimer(std::shared_ptr<Marks> marks, std::function<void()> sync)
+      : marks_(std::move(marks)), sync_(std::move(sync)) {}
+  void begin(StepPhase phase) override {
+    sync_();
+    const auto now = ProfileClock::now();
+    if (phase == StepPhase::forward) forward_start = now;
+    if (phase == StepPhase::backward) {
+      backward_start = now;
+      marks_->ready_s.assign(marks_->ready_s.size(), -1.0);
+      marks_->backward_start = now;
+      marks_->recording = true;
+    }
+  }
+  void end(StepPhase phase, bool) override {
+    sync_();
+    if (phase == StepPhase::backward) {
+      backward_end = ProfileClock::now();
+      marks_->recording = false;
+    }
+  }
+  ProfileClock::time_point forward_start, backward_start, backward_end;
+
+ private:
+  std::shared_ptr<Marks> marks_;
+  std::function<void()> sync_;
+};
+
 }  // namespace
 
 cluster::ComputeProfile profile_train_steps(Module& model, ParamArena& arena, Optimizer& opt,
-                                            const Tensor& x, const Tensor& y, int64_t steps,
-                                            const std::function<void()>& sync) {
+                                            const Tensor& x, const Tensor& y, const StepLoss& how,
+                                            int64_t steps, const std::function<void()>& sync) {
   const size_t nseg = arena.segments().size();
   // Shared with the hooks, which stay registered on the parameters after this returns: they
   // record only while `recording` is set.
-  struct Marks {
-    bool recording = false;
-    ProfileClock::time_point backward_start;
-    std::vector<double> ready_s;
-  };
   auto marks = std::make_shared<Marks>();
   marks->ready_s.assign(nseg, -1.0);
   std::weak_ptr<Marks> weak = marks;
@@ -47,6 +78,9 @@ cluster::ComputeProfile profile_train_steps(Module& model, ParamArena& arena, Op
       sync();
       m->ready_s[s] = seconds(m->backward_start, ProfileClock::now());
     });
+  PhaseTimer timer(marks, sync);
+  StepPhases phases;
+  phases.add(&timer);
   // The training driver's per-step check of the loss and the gradients, as train_loop runs it
   // between backward and the optimizer (with the gradients: the f16 loss scaler's runs check
   // the loss only, and their profile charges a little more than they pay).
@@ -54,31 +88,20 @@ cluster::ComputeProfile profile_train_steps(Module& model, ParamArena& arena, Op
   std::vector<double> fwd, bwd, chk, upd;
   std::vector<std::vector<double>> frac(nseg);
   for (int64_t i = 0; i < steps; ++i) {
-    sync();
-    const auto t0 = ProfileClock::now();
-    opt.zero_grad();
-    Tensor loss = cross_entropy(model.forward(x), y);
-    sync();
-    const auto t1 = ProfileClock::now();
-    marks->ready_s.assign(nseg, -1.0);
-    marks->backward_start = t1;
-    marks->recording = true;
-    backward(loss);
-    sync();
-    const auto t2 = ProfileClock::now();
-    marks->recording = false;
-    DPLAB_CHECK(!guard.step_nonfinite(loss), "bench --profile-out: step {}: {} is not finite", i,
-                guard.describe(loss));
+    opt.zero_grad();  // outside the phases, as in the training loop
+    const ForwardLoss fl = forward_backward(model, x, y, how, &phases);
+    DPLAB_CHECK(!guard.step_nonfinite(fl.loss), "bench --profile-out: step {}: {} is not finite", i,
+                guard.describe(fl.loss));
     sync();
     const auto t3 = ProfileClock::now();
     opt.step();
     sync();
     const auto t4 = ProfileClock::now();
-    fwd.push_back(seconds(t0, t1));
-    bwd.push_back(seconds(t1, t2));
-    chk.push_back(seconds(t2, t3));
+    fwd.push_back(seconds(timer.forward_start, timer.backward_start));
+    bwd.push_back(seconds(timer.backward_start, timer.backward_end));
+    chk.push_back(seconds(timer.backward_end, t3));
     upd.push_back(seconds(t3, t4));
-    const double b = seconds(t1, t2);
+    const double b = seconds(timer.backward_start, timer.backward_end);
     for (size_t s = 0; s < nseg; ++s) {
       // A tensor without a gradient this step is ready when backward ends.
       const double r = marks->ready_s[s] < 0 ? b : marks->ready_s[s];

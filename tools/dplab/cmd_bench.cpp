@@ -35,6 +35,7 @@
 #include "dplab/tools/dplab/bench_python.h"
 #include "dplab/tools/dplab/bench_virtual.h"
 #include "dplab/tools/dplab/command.h"
+#include "dplab/tools/train/forward_backward.h"
 #include "dplab/tools/train/trainer.h"
 
 #ifdef DPLAB_WITH_CUDA
@@ -234,21 +235,19 @@ int run_model_bench(const ModelBenchArgs& a, bool train) {
   const Tensor x = Tensor::from_vector(pixels, shape).to(device);
   const Tensor y = Tensor::from_vector_i64(labels, {a.batch}).to(device);
 
-  const DType amp_dtype = a.amp == "bf16" ? DType::bf16 : DType::f32;
+  // The training loop's forward, loss and backward (tools/train/forward_backward.h).
+  StepLoss how;
+  how.amp = a.amp == "bf16" ? DType::bf16 : DType::f32;  // f32 (off) unless --amp bf16
   Tensor last_loss;  // read once, after the timing: which precision ran shows in its value
-  auto forward = [&] {
-    AutocastGuard autocast(amp_dtype);  // f32 (off) unless --amp bf16
-    return model->forward(x);
-  };
   auto step = [&] {
     if (train) {
       optimizer.zero_grad();
-      last_loss = cross_entropy(forward(), y);
-      backward(last_loss);
+      last_loss = forward_backward(*model, x, y, how).loss;
       optimizer.step();
     } else {
       NoGradGuard no_grad;
-      (void)forward();
+      AutocastGuard autocast(how.amp);
+      (void)model->forward(x);
     }
   };
   for (int64_t i = 0; i < a.warmup; ++i) step();
@@ -262,7 +261,7 @@ int run_model_bench(const ModelBenchArgs& a, bool train) {
   }
   if (train && !a.profile_out.empty()) {
     // The virtual cluster's compute profile: a separate pass, phase by phase.
-    cluster::ComputeProfile prof = profile_train_steps(*model, arena, optimizer, x, y, a.steps,
+    cluster::ComputeProfile prof = profile_train_steps(*model, arena, optimizer, x, y, how, a.steps,
                                                        [device] { device_sync(device); });
     prof.model = a.model;
     prof.batch = a.batch;

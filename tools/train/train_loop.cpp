@@ -8,7 +8,6 @@
 #include <functional>
 #include <optional>
 
-#include "dplab/core/autocast.h"
 #include "dplab/core/autograd.h"
 #include "dplab/core/ops.h"
 #include "dplab/core/usage_error.h"
@@ -37,6 +36,20 @@ TrainLoop::TrainLoop(const LoopSettings& settings, LoopParts parts, LoopWatch wa
   result_.is_rank0 = rank0_;
   stop_ = s_.max_steps > 0 && loop_.optimizer_steps >= s_.max_steps;
   last_epoch_number_ = loop_.epoch;
+  // The step's forward, loss and backward (forward_backward.h): the loss weighed as backward
+  // takes it: 1/accumulation, a failure's weight (check_liveness), the f16 loss scale.
+  step_loss_.amp = s_.amp_dtype;
+  step_loss_.label_smoothing = s_.label_smoothing;
+  step_loss_.weigh = [this](const Tensor& loss) {
+    Tensor scaled = p_.accumulation.scale(loss);
+    if (loss_weight_ != 1.f) scaled = mul_scalar(scaled, loss_weight_);
+    return p_.scaler ? p_.scaler->scale_loss(scaled) : scaled;
+  };
+  // Observers of the phases, the virtual cluster first (a phase's end moves its clock before a
+  // span reads it).
+  phases_.add(w_.cluster);
+  phases_.add(&trace_spans_);
+  phases_.add(&slowdown_timer_);
   if (loop_.failures && models_failures(w_.cluster)) {  // a resumed run with fail events
     lost_rank_s_ = loop_.failure_lost_rank_s;
     recovery_s_ = loop_.recovery_s;
@@ -92,7 +105,7 @@ void TrainLoop::run_epoch() {
     rep_.step_log().batch_ready();
     check_liveness();  // a modelled failure of a virtual cluster stops here
     // The tick's work is compute (train_step, skip_tick), at this step's factor.
-    if (w_.cluster) w_.cluster->begin_step(loop_.global_step);
+    phases_.step_begin(loop_.global_step);
     const StepInfo step = step_info(tally.epoch);
     p_.optimizer.set_lr(s_.base_lr * p_.schedule.factor(loop_.global_step, steps_per_epoch_));
     const StepPlan plan = p_.strategy.plan(step);
@@ -149,45 +162,25 @@ bool TrainLoop::skip_tick(const StepInfo& step, EpochTally& tally) {
 
 bool TrainLoop::train_step(const StepInfo& step, const StepPlan& plan, const Batch& b,
                            EpochTally& tally) {
+  // comm/strategy.h's protocol; the phases' observers (step_phases.h) time and trace compute.
   if (plan.zero_grad && p_.accumulation.first(loop_.global_step)) p_.optimizer.zero_grad();
   p_.strategy.before_forward(step);
-  w_.slowdown.start();
-  trace::Span forward_span(p_.tracer, "forward", "compute", trace::kCompute, true);
-  Tensor logits;
-  {
-    AutocastGuard autocast(s_.amp_dtype);  // f32 (amp off) unless amp is set
-    logits = p_.model.forward(b.images);
-  }
-  Tensor loss = cross_entropy(logits, b.labels, s_.label_smoothing);
-  if (w_.cluster) w_.cluster->forward_end();  // a replayed profile's forward time
-  forward_span.end();
-  trace::Span backward_span(p_.tracer, "backward", "compute", trace::kCompute, true);
-  if (w_.cluster) w_.cluster->backward_begin();
-  Tensor scaled = p_.accumulation.scale(loss);
-  if (loss_weight_ != 1.f) scaled = mul_scalar(scaled, loss_weight_);  // check_liveness
-  backward(p_.scaler ? p_.scaler->scale_loss(scaled) : scaled);
-  if (w_.cluster) w_.cluster->backward_end();
-  backward_span.end();
-  w_.slowdown.stop();
+  const ForwardLoss fl = forward_backward(p_.model, b.images, b.labels, step_loss_, &phases_);
+  const Tensor& loss = fl.loss;
+  const Tensor& logits = fl.logits;
   p_.strategy.after_backward(step);
   // The (averaged) gradients and the loss checked; the ranks agree on it kLag ticks later.
+  phases_.begin(StepPhase::check);
   const bool tick_nonfinite = w_.guard.step_nonfinite(loss);
-  if (w_.cluster) {
-    w_.cluster->check_end();  // the check is compute (a replayed profile's check time)
-    w_.cluster->pause();      // the ranks' agreement on it is not modelled
-  }
+  phases_.end(StepPhase::check);
   tick_check(step, tick_nonfinite, &loss);
-  if (w_.cluster) w_.cluster->resume();
-  w_.slowdown.start();
-  trace::Span optimizer_span(p_.tracer, "optimizer", "compute", trace::kCompute, true);
+  phases_.begin(StepPhase::optimizer);
   const bool stepped =
       (plan.optimizer_step && p_.accumulation.last(loop_.global_step)) || plan.strategy_update;
   apply_update(plan);
-  if (w_.cluster) w_.cluster->optimizer_end(stepped);
-  optimizer_span.end();
-  w_.slowdown.pause();  // sleeps (FACTOR-1) x this iteration's compute (not under a cluster)
+  phases_.end(StepPhase::optimizer, stepped);
   p_.strategy.after_step(step);
-  if (w_.cluster) w_.cluster->pause();  // the records, progress and checkpoints are not compute
+  phases_.step_end();  // the records, progress and checkpoints are not compute
   tally.trace->end(tally.epoch, b.labels.numel(), traced_live_ranks());
   ++tally.computed;
 

@@ -31,6 +31,7 @@
 #include "dplab/tools/train/checkpoint.h"
 #include "dplab/tools/train/data_pipeline.h"
 #include "dplab/tools/train/evaluate.h"
+#include "dplab/tools/train/forward_backward.h"
 #include "dplab/tools/train/liveness.h"
 #include "dplab/tools/train/nonfinite_guard.h"
 #include "dplab/tools/train/preemption.h"
@@ -40,6 +41,8 @@
 #include "dplab/tools/train/run_reporting.h"
 #include "dplab/tools/train/step_agreement.h"
 #include "dplab/tools/train/step_metrics.h"
+#include "dplab/tools/train/step_observers.h"
+#include "dplab/tools/train/step_phases.h"
 #include "dplab/tools/train/thread_usage.h"
 #include "dplab/tools/train/trainer.h"
 
@@ -194,6 +197,10 @@ class TrainLoop {
   std::vector<int> down_;
   bool down_here_ = false;
   float loss_weight_ = 1.f;
+  StepLoss step_loss_;  // how forward_backward forms and weighs the loss (constructor)
+  TraceSpans trace_spans_{p_.tracer};
+  SlowdownTimer slowdown_timer_{w_.slowdown};
+  StepPhases phases_;  // the cluster, trace_spans_, slowdown_timer_
   // The world's clock at the last step's start (-1: no step yet) and at the state a restart
   // resumes from (the run's first step, or the last checkpoint's); the down ranks' rank-seconds
   // and the heals' time so far (the final record's failure_lost_rank_s, recovery_s).

@@ -164,7 +164,7 @@ void VirtualRun::resume() {
   vt_->clock.count_compute(!down_);  // a down rank's compute is not charged
 }
 
-void VirtualRun::begin_step(int64_t step) {
+void VirtualRun::step_begin(int64_t step) {
   resume();
   batch_share_ = 1;
   const auto& events = vt_->platform.events;
@@ -189,24 +189,27 @@ void VirtualRun::batch_arrived(int64_t samples) {
   vt_->clock.wait_until(loader_ready_);
 }
 
-void VirtualRun::forward_end() {
-  if (replay_) vt_->clock.add_compute(replay_->forward_s() * events_factor_ * batch_share_);
+void VirtualRun::begin(StepPhase phase) {
+  if (phase == StepPhase::backward && replay_) backward_start_ = vt_->clock.now();
+  if (phase == StepPhase::optimizer) resume();  // paused after the check
 }
 
-void VirtualRun::backward_begin() {
-  if (replay_) backward_start_ = vt_->clock.now();
-}
-
-void VirtualRun::backward_end() {
-  if (replay_) vt_->clock.add_compute(replay_->backward_s() * events_factor_ * batch_share_);
-}
-
-void VirtualRun::check_end() {
-  if (replay_) vt_->clock.add_compute(replay_->check_s() * events_factor_);
-}
-
-void VirtualRun::optimizer_end(bool stepped) {
-  if (replay_ && stepped) vt_->clock.add_compute(replay_->optimizer_s() * events_factor_);
+void VirtualRun::end(StepPhase phase, bool stepped) {
+  switch (phase) {
+    case StepPhase::forward:
+      if (replay_) vt_->clock.add_compute(replay_->forward_s() * events_factor_ * batch_share_);
+      break;
+    case StepPhase::backward:
+      if (replay_) vt_->clock.add_compute(replay_->backward_s() * events_factor_ * batch_share_);
+      break;
+    case StepPhase::check:
+      if (replay_) vt_->clock.add_compute(replay_->check_s() * events_factor_);
+      pause();  // the ranks' agreement on the check is not modelled
+      break;
+    case StepPhase::optimizer:
+      if (replay_ && stepped) vt_->clock.add_compute(replay_->optimizer_s() * events_factor_);
+      break;
+  }
 }
 
 }  // namespace dplab

@@ -1,17 +1,17 @@
 // A training run on a virtual cluster (option cluster; issue #20 items 2-3,
 // docs/virtual_cluster.md): the rank's virtual clock, built by the driver on its compute thread
 // and handed to the algorithm's Topology, which the driver builds (tools/train/model_parts.h),
-// and the loop's hooks that say what is compute:
+// and an observer of the step's phases (tools/train/step_phases.h) that says what is compute:
 //
 //   measured (cluster.compute = measured): the clock counts the compute thread's CPU time x
 //     compute_scale x this rank's --slowdown factor while a step runs; between steps (loading,
 //     records, progress, checkpoints, evaluation, the ranks' stop agreement) it does not count
 //     (pause/resume): those are not part of the modelled step.
-//   profile (cluster.compute = profile:FILE): the clock is manual; forward_end, backward_end and
-//     check_end, optimizer_end add the profile's times (x the factor), and GradSync's buckets are
-//     ready at backward's start + the profile's fraction (tools/train/profile_replay.h).
+//   profile (cluster.compute = profile:FILE): the clock is manual; the ends of forward, backward,
+//     the check and the optimizer add the profile's times (x the factor), and GradSync's buckets
+//     are ready at backward's start + the profile's fraction (tools/train/profile_replay.h).
 //   Either way a step's compute is also multiplied by the slow events (comm/cluster/events.h)
-//   that apply when it begins (begin_step): by step range, or by the virtual time then.
+//   that apply when it begins (step_begin): by step range, or by the virtual time then.
 //
 // The loader is hidden by prefetch (costs no virtual time) unless cluster.data_rate = R > 0
 // samples/s: the loader restarts with each epoch and delivers batch k of the epoch (n samples
@@ -31,6 +31,7 @@
 #include "dplab/tools/train/failure_data.h"
 #include "dplab/tools/train/profile_replay.h"
 #include "dplab/tools/train/run_record.h"
+#include "dplab/tools/train/step_phases.h"
 
 namespace dplab {
 
@@ -49,7 +50,7 @@ std::unique_ptr<VirtualRun> make_virtual_run(const Options& opt, Device device,
                                              const std::string& model, int64_t batch,
                                              const ParamArena& arena);
 
-class VirtualRun {
+class VirtualRun : public StepObserver {
  public:
   // Null without option cluster (or cluster = off). Otherwise checks that the run can be
   // modelled (the MPI backend on a CPU device) and builds the rank's VirtualTime on the calling
@@ -81,8 +82,8 @@ class VirtualRun {
   void resume();  // a step's work goes on (after a pause inside the step)
   // Global step `step` begins: resume(), and its compute factor is this rank's --slowdown x the
   // slow events that apply now (comm/cluster/events.h).
-  void begin_step(int64_t step);
-  // This rank is down (a fail event; tools/train/liveness.h) from the next begin_step on: its
+  void step_begin(int64_t step) override;
+  // This rank is down (a fail event; tools/train/liveness.h) from the next step_begin on: its
   // steps compute nothing that counts, so none of their compute is charged (the factor is 0)
   // and its clock follows the live ranks' through the collectives it still takes part in.
   void set_down(bool down) { down_ = down; }
@@ -91,7 +92,7 @@ class VirtualRun {
   // This step's batch is `share` times the per-rank batch (a live rank taking down ranks'
   // samples, failure_data.h; 1 otherwise): a replayed profile's forward and backward, and the
   // buckets' readiness, scale with it (compute linear in the batch); measured compute measures
-  // it. Call after begin_step.
+  // it. Call after step_begin.
   void set_batch_share(double share) { batch_share_ = share; }
   // A resumed run: the clock goes on from `t`, the checkpoint's reading (its elapsed_s), so that
   // the fail and slow events' windows and the run's time figures continue where they were.
@@ -101,15 +102,13 @@ class VirtualRun {
   // The step's batch of `samples` arrived (while paused): waits for it in virtual time under
   // cluster.data_rate.
   void batch_arrived(int64_t samples);
-  // Phase boundaries (profile compute adds the phase's time; measured: nothing to do).
-  void forward_end();
-  void backward_begin();
-  void backward_end();
-  // The step's non-finite check of the loss and gradients is over (profile compute adds the
-  // profile's check time; measured: it ran on the clock).
-  void check_end();
-  // `stepped`: an optimizer step (or the algorithm's own update) was applied.
-  void optimizer_end(bool stepped);
+  // The step's phases (tools/train/step_phases.h). Profile compute adds each phase's time at
+  // its end (the optimizer's only when `stepped`), and backward's start places the buckets;
+  // measured compute counts the CPU time. After the check the clock pauses (the ranks'
+  // agreement is not modelled) until the optimizer begins; at the step's end it pauses.
+  void begin(StepPhase phase) override;
+  void end(StepPhase phase, bool stepped) override;
+  void step_end() override { pause(); }
 
  private:
   VirtualRun(std::shared_ptr<cluster::VirtualTime> vt, int rank, std::string compute,
