@@ -6,7 +6,7 @@
 
 #include "dplab/core/autograd.h"
 #include "dplab/core/ops/loss.h"
-#include "dplab/tools/train/nonfinite_guard.h"
+#include "dplab/train/loop/nonfinite_guard.h"
 
 namespace dplab::cli {
 

@@ -12,7 +12,7 @@
 namespace dplab::cli {
 
 // Times `steps` training steps phase by phase (forward with the loss, backward, the driver's
-// non-finite check of loss and gradients (tools/train/nonfinite_guard.h), optimizer; the
+// non-finite check of loss and gradients (train/loop/nonfinite_guard.h), optimizer; the
 // device synchronised at each boundary, `sync`) and, through grad-ready hooks on the arena's
 // tensors, when each gradient is ready (the device synchronised in the hook, so a device's
 // ready time is its kernels' end, not their launch). Medians over the steps.

@@ -35,7 +35,7 @@
 #include "dplab/tools/dplab/bench_python.h"
 #include "dplab/tools/dplab/bench_virtual.h"
 #include "dplab/tools/dplab/command.h"
-#include "dplab/tools/train/trainer.h"
+#include "dplab/train/loop/trainer.h"
 
 #ifdef DPLAB_WITH_CUDA
 #include <cuda_runtime.h>
