@@ -2,7 +2,7 @@
 # uncommitted changes to tracked files, or "unknown" when SOURCE_DIR is not a git checkout (a
 # release tarball) or git is missing. Run at build time (tools/CMakeLists.txt), not configure
 # time, so a commit after configuring is seen; OUT is rewritten only when its text changes, so
-# only tools/train/build_info.cpp recompiles.
+# only train/report/build_info.cpp recompiles.
 #   cmake -DSOURCE_DIR=... -DOUT=... -P BuildInfo.cmake
 set(commit "unknown")
 set(dirty "unknown")

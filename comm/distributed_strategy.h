@@ -77,7 +77,7 @@ class DistributedStrategy : public Strategy {
   const std::vector<int>& live_ranks() const { return live_; }
   int live_index() const;
   // The rank a returning rank `r` is healed from: `peer` (the lowest rank live at the previous
-  // step and now, tools/train/heal.h), or the algorithm's choice (a live rank of r's node, for
+  // step and now, train/virtual/heal.h), or the algorithm's choice (a live rank of r's node, for
   // node workers whose ranks hold their node's state: comm/algorithms/slowmo.h).
   virtual int heal_source(int r, int peer) const { return peer; }
   // The lowest rank of r's node live at the previous step (down_ranks()), or -1.

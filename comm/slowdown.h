@@ -33,7 +33,7 @@ class Slowdown {
   // Under a virtual cluster (virtual()) sleeps nothing and returns 0.
   double pause();
   // A virtual cluster: the factor multiplies this rank's virtual compute instead (the training
-  // driver scales the clock or the replayed profile, tools/train/virtual_run.h); no sleeping,
+  // driver scales the clock or the replayed profile, train/virtual/virtual_run.h); no sleeping,
   // so the host's time never enters the modelled one.
   void set_virtual() { virtual_ = true; }
   bool is_virtual() const { return virtual_; }

@@ -137,7 +137,7 @@ class Strategy {
   // (fail events, docs/virtual_cluster.md "Failures"). false: the job stops at the failure,
   // naming the ranks, as an MPI job does when a rank dies. true (allreduce.ft = quorum,
   // local_sgd, diloco, streaming_diloco, slowmo, sgp, flat crossover): the training
-  // loop goes on with the live ranks (tools/train/liveness.h), tells the algorithm which are down
+  // loop goes on with the live ranks (train/virtual/liveness.h), tells the algorithm which are down
   // (set_down_ranks) and heals a returning rank from a live peer through heal().
   virtual bool continues_after_failure() const { return false; }
   // The world ranks down from the step about to begin on (ascending; empty: every rank live).
@@ -177,7 +177,7 @@ class Strategy {
   virtual std::vector<std::string> plan_notes(const RunPlan& plan) const { return {}; }
   // What the algorithm plans from the option `epochs`, the run's total (e.g. DASO's cool-down),
   // each naming its option; empty when nothing. A resume that changes `epochs` is refused while
-  // anything is planned from it, unless --resume-override epochs (tools/train/checkpoint.h).
+  // anything is planned from it, unless --resume-override epochs (train/state/checkpoint.h).
   virtual std::vector<std::string> planned_from_epochs() const { return {}; }
 
   // Checkpoints. Every piece of this rank's algorithm state that the model, the optimizer and

@@ -176,7 +176,7 @@ struct AmpUnscale {
   }
 };
 
-// ---- finiteness (OptimKernels::find_nonfinite; tools/train/nonfinite_guard.h) -----------------
+// ---- finiteness (OptimKernels::find_nonfinite; train/loop/nonfinite_guard.h) -----------------
 // true for inf and NaN, by the same x - x test as AmpUnscale.
 DPLAB_HD bool nonfinite_value(float x) {
   return !(x - x == 0.f);

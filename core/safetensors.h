@@ -12,7 +12,7 @@ namespace dplab {
 
 // Writes tensors (any device; copied to host) in the given order. Atomic: writes path.tmp,
 // fsyncs it, then renames, so a crash never leaves a half-written file under `path`; a failed
-// write removes path.tmp. (Syncing the directory is the caller's: tools/train/checkpoint.h.)
+// write removes path.tmp. (Syncing the directory is the caller's: train/state/checkpoint.h.)
 void save_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 // Reads every tensor (CPU). Errors name the file and what is wrong (bad header, offsets out of

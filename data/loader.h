@@ -59,7 +59,7 @@ class BatchLoader {
   Batch make_batch(int64_t b) const;
   // Builds a batch of these dataset indices as the current epoch's batches are built (the same
   // samples, the same per-sample randomness), numbered `number`: the samples a live rank of a
-  // virtual cluster takes from a down one (tools/train/failure_data.h).
+  // virtual cluster takes from a down one (train/virtual/failure_data.h).
   Batch make_batch_of(const std::vector<int64_t>& indices, int64_t number) const;
   const Dataset& dataset() const { return *dataset_; }
   // Timeline (core/trace/tracer.h; nullptr: off): each batch a worker builds is a `load batch`

@@ -22,7 +22,7 @@ class LrSchedule {
   virtual std::string describe() const = 0;
   // What the schedule plans from the run's total epochs (poly and cosine end there), named
   // with its option; empty when nothing. A resume that changes epochs is refused while it is
-  // not (tools/train/checkpoint.h).
+  // not (train/state/checkpoint.h).
   virtual std::string planned_from_epochs() const { return ""; }
   // The state a resumed run needs (only reduce-on-plateau has any), as named numbers for a
   // checkpoint's metadata; load_state restores it.
@@ -55,7 +55,7 @@ std::unique_ptr<LrSchedule> make_base_lr_schedule(const Options& opt, int64_t to
 // `s` behind the linear warm-up of options lr.warmup_epochs and lr.warmup_start_factor (see
 // above), or `s` itself when lr.warmup_epochs is 0. Any schedule takes it: the training
 // driver's Registry applies it to every schedule entry, an experiment's too
-// (tools/train/registry.h).
+// (train/config/registry.h).
 std::unique_ptr<LrSchedule> with_warmup(std::unique_ptr<LrSchedule> s, const Options& opt);
 
 // A relative-threshold plateau detector on a per-epoch metric (lower is better): returns true

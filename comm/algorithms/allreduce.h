@@ -12,7 +12,7 @@
 //   ft               none  on a virtual cluster's fail events: none (the job stops) or quorum
 //                          (torchft's fault-tolerant DDP: the step's gradient is the average over
 //                          the live ranks; the training loop weights each rank's loss,
-//                          tools/train/liveness.h; docs/virtual_cluster.md "Failures")
+//                          train/virtual/liveness.h; docs/virtual_cluster.md "Failures")
 // plus the communicator options (ranks_per_node, link.intra, link.inter, comm.wait,
 // comm.timeout_s; see comm/communicator.h).
 #pragma once

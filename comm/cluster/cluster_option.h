@@ -1,6 +1,6 @@
 // The `cluster` option family (issue #20): `cluster` = PRESET|FILE, cluster.compute_scale,
 // cluster.compute, cluster.data_rate, and the link.intra / link.inter shorthand for a platform
-// (tools/train/option_keys.cpp documents them).
+// (train/config/option_keys.cpp documents them).
 #pragma once
 #include <optional>
 #include <string>

@@ -5,7 +5,7 @@
 // parameter tensor (arena order) the median fraction of backward elapsed when its gradient is
 // ready; a gradient bucket is ready when its last tensor is (bucket_ready_fraction). Beside
 // them, the training driver's per-step non-finite check of the loss and the gradients
-// (tools/train/nonfinite_guard.h: one pass over the gradient arena), `check_s`: host work every
+// (train/loop/nonfinite_guard.h: one pass over the gradient arena), `check_s`: host work every
 // real step pays between backward and the optimizer, which the phases above leave out (issue
 // #37 item 2). A file without it (written before it was recorded) reads as 0.
 //

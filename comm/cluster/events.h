@@ -15,7 +15,7 @@
 //  - fail: some ranks or nodes are down over a window of virtual time or a range of steps, and
 //    back (returned) after it. A rank is down for a global step when the step begins inside the
 //    window, on the world's clock: the latest of the ranks' virtual clocks at the step's start,
-//    which the ranks agree on (tools/train/liveness.h). So a rank fails at the first step that
+//    which the ranks agree on (train/virtual/liveness.h). So a rank fails at the first step that
 //    begins at or after from_s and returns at the first step that begins at or after
 //    from_s + for_s (no for_s: it never returns); with steps = [FIRST, LAST] it is down for
 //    those steps and back at LAST + 1. What the run does then is the algorithm's

@@ -55,7 +55,7 @@ struct VirtualTime {
   // When a gradient bucket holding parameter segments [first, last] (arena order) becomes
   // ready in backward (GradSync's grad-ready hook, on the compute thread): the clock's now, or,
   // when the training driver replays a compute profile, backward's start + the profile's
-  // fraction of backward (tools/train/profile_replay.h). Set before training, read only by the
+  // fraction of backward (train/virtual/profile_replay.h). Set before training, read only by the
   // compute thread.
   std::function<double(int first, int last)> bucket_ready;
   double ready_time(int first, int last) {

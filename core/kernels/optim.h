@@ -104,7 +104,7 @@ struct OptimKernels {
   // found_inf a contiguous f32 tensor of 1 element on the same device.
   void (*amp_unscale)(Tensor& grads, float inv_scale, Tensor& found_inf);
 
-  // Finiteness check (tools/train/nonfinite_guard.h): flags[slot] = 1 when any element of x is
+  // Finiteness check (train/loop/nonfinite_guard.h): flags[slot] = 1 when any element of x is
   // inf or NaN (left as it was otherwise: the caller zeroes it). x contiguous f32, only read;
   // flags a contiguous f32 tensor on x's device with slot < flags.numel(). No host read: a
   // caller checks many tensors into one flags tensor and reads it back once.

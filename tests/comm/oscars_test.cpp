@@ -83,7 +83,7 @@ void expect_identical_bytes(Communicator& world, const Tensor& params, const std
         << "rank " << world.rank() << " and rank " << r << " differ " << when;
 }
 
-// The trainer's loop (tools/train/trainer.cpp) for `epochs` x `steps` ticks.
+// The trainer's loop (train/loop/trainer.cpp) for `epochs` x `steps` ticks.
 template <typename OnCompute>
 void run_loop(Strategy& s, Replica& rep, int64_t epochs, int64_t steps, OnCompute on_compute,
               const std::function<void(int64_t, int64_t)>& after_tick = {}) {

@@ -9,7 +9,7 @@
 // ...), and one restart per algorithm that loads the model and the optimizer but NOT the strategy
 // state must end elsewhere: the comparison detects missing state.
 //
-// The loop below makes the training loop's calls (comm/strategy.h, tools/train/trainer.cpp):
+// The loop below makes the training loop's calls (comm/strategy.h, train/loop/trainer.cpp):
 // begin_epoch at the start of every epoch and of a resumed one, end_epoch + drain at every
 // epoch end, drain before a checkpoint. Ranks train on different batches (rank_batch).
 #include <gtest/gtest.h>

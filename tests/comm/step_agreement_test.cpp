@@ -1,4 +1,4 @@
-// StepAgreement (tools/train/step_agreement.h) across ranks: a bit posted by one rank at tick t
+// StepAgreement (train/loop/step_agreement.h) across ranks: a bit posted by one rank at tick t
 // reaches every rank at tick t + kLag (or at a flush), with each rank's report at its index.
 // And how a job with a stopped rank ends within comm.timeout_s + 5 s (comm/stall_report.h): the
 // stall report's grace fits the budget, and the destructor does not wait for a lost rank.
@@ -10,7 +10,7 @@
 
 #include "dplab/comm/mpi_env.h"
 #include "dplab/comm/stall_report.h"
-#include "dplab/tools/train/step_agreement.h"
+#include "dplab/train/loop/step_agreement.h"
 
 namespace dplab {
 namespace {

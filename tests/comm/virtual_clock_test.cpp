@@ -60,7 +60,7 @@ TEST(VirtualClock, SleepingDoesNotAdvanceIt) {
   EXPECT_LT(clock.now() - t0, 5e-3);  // 200 ms of wall time, almost no CPU time
 }
 
-// The training driver stops counting between steps (tools/train/virtual_run.h): CPU time spent
+// The training driver stops counting between steps (train/virtual/virtual_run.h): CPU time spent
 // then is discarded, what runs after counting resumes is compute again, and waits still move
 // the clock.
 TEST(VirtualClock, CpuTimeWhileNotCountingIsDiscarded) {

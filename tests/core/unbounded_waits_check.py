@@ -20,7 +20,7 @@ import os
 import re
 import sys
 
-DIRS = ["core", "comm", "data", "layers", "models", "optim", "tools"]
+DIRS = ["core", "comm", "data", "layers", "models", "optim", "train", "tools"]
 RULES = [
     (re.compile(r"\bcudaStreamSynchronize\s*\("), None, "waits for a stream without limit"),
     (re.compile(r"\bcudaEventSynchronize\s*\("), None, "waits for an event without limit"),

@@ -25,7 +25,7 @@
 #include "dplab/core/ops/norm.h"
 #include "dplab/core/ops/reduce.h"
 #include "dplab/core/trace/gpu_timeline.h"
-#include "dplab/tools/train/step_metrics.h"
+#include "dplab/train/report/step_metrics.h"
 
 namespace dplab {
 namespace {

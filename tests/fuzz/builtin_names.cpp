@@ -1,8 +1,8 @@
-// builtin_names_for (tools/train/option_values.h) for the fuzz build, which builds no models,
+// builtin_names_for (train/config/option_values.h) for the fuzz build, which builds no models,
 // algorithms or optimizers and so has no Registry::with_builtins(): a fixed sample of the
 // names `dplab train` knows, enough for the choice checks to accept some values and suggest
-// for others. The product's definition is in tools/train/builtin_registry.cpp.
-#include "dplab/tools/train/option_values.h"
+// for others. The product's definition is in train/config/builtin_registry.cpp.
+#include "dplab/train/config/option_values.h"
 
 namespace dplab {
 

@@ -1,6 +1,6 @@
 // Fuzz target: a config file through what `dplab train --config FILE` runs on it
 // (tools/dplab/cmd_train.cpp): load_config_file (TOML, or a run record when the input starts
-// with '{'), the value checks of tools/train/option_values.h (the file's values, then all), the
+// with '{'), the value checks of train/config/option_values.h (the file's values, then all), the
 // typed reads of core/options.h and the unknown-key check. A config problem must be a
 // UsageError (exit status 2) with a short message: any other exception, or a message longer
 // than kMaxMessageBytes, is a finding.
@@ -10,9 +10,9 @@
 
 #include "dplab/core/options.h"
 #include "dplab/core/usage_error.h"
-#include "dplab/tools/train/config.h"
-#include "dplab/tools/train/option_values.h"
-#include "dplab/tools/train/run_config.h"
+#include "dplab/train/config/config.h"
+#include "dplab/train/config/option_values.h"
+#include "dplab/train/config/run_config.h"
 #include "fuzz_input.h"
 
 namespace {

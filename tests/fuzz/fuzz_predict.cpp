@@ -1,4 +1,4 @@
-// Fuzz target: what `dplab predict` makes of an input file (tools/train/predict_input.h):
+// Fuzz target: what `dplab predict` makes of an input file (train/data/predict_input.h):
 // sniff_input, which tells an image, a safetensors batch and anything else apart by content and
 // says what it found, and collect_images, which refuses a file that is not an image with that
 // description. The sniffer reads the file's first MiB and parses image headers from it (PNG
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "dplab/core/error.h"
-#include "dplab/tools/train/predict_input.h"
+#include "dplab/train/data/predict_input.h"
 #include "fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

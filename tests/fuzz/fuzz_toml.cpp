@@ -1,9 +1,9 @@
-// Fuzz target: the TOML configuration (tools/train/config.h) through load_toml_options, what
+// Fuzz target: the TOML configuration (train/config/config.h) through load_toml_options, what
 // `dplab train CONFIG.toml` runs first, then the typed reads of core/options.h on every key (the
 // driver reads each option as a string, integer, number or boolean) and the unknown-key check.
 #include "dplab/core/error.h"
 #include "dplab/core/options.h"
-#include "dplab/tools/train/config.h"
+#include "dplab/train/config/config.h"
 #include "fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

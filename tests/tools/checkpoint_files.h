@@ -1,4 +1,4 @@
-// Test helpers for checkpoint directories (tools/train/checkpoint_store.h): listing, and
+// Test helpers for checkpoint directories (train/state/checkpoint_store.h): listing, and
 // rewriting a rank file's metadata while keeping its manifest entry consistent (so a test can
 // reach the value checks behind the manifest's size and CRC-32 checks). The CRC here is zlib's,
 // computed independently of the code under test.

@@ -1,4 +1,4 @@
-// The LR schedule's epoch loss (tools/train/epoch_loss.h) under mpiexec: ranks with different
+// The LR schedule's epoch loss (train/report/epoch_loss.h) under mpiexec: ranks with different
 // local losses must take the same reduce-on-plateau decision in the same epoch.
 //
 // Rank 0 sees 10 samples per epoch with mean loss 1.0 in every epoch: on its own its detector
@@ -15,8 +15,8 @@
 
 #include "dplab/comm/mpi_env.h"
 #include "dplab/optim/schedule.h"
-#include "dplab/tools/train/epoch_loss.h"
-#include "dplab/tools/train/rank_group.h"
+#include "dplab/train/loop/rank_group.h"
+#include "dplab/train/report/epoch_loss.h"
 
 namespace dplab {
 namespace {

@@ -1,4 +1,4 @@
-// Evaluation split across ranks (tools/train/evaluate.h, eval_split.h), run under mpiexec at
+// Evaluation split across ranks (train/data/evaluate.h, eval_split.h), run under mpiexec at
 // 1 and 3 ranks on 10 and 11 samples (not divisible by 3): every sample is read exactly once
 // over all ranks, and the combined loss, top-1 and top-5 equal a serial evaluation computed
 // sample by sample in double by the test itself (tests/tools/eval_fixture.h).
@@ -19,8 +19,8 @@
 #include "dplab/comm/mpi_env.h"
 #include "dplab/comm/topology.h"
 #include "dplab/optim/sgd.h"
-#include "dplab/tools/train/eval_split.h"
-#include "dplab/tools/train/evaluate.h"
+#include "dplab/train/data/eval_split.h"
+#include "dplab/train/data/evaluate.h"
 #include "eval_fixture.h"
 
 namespace dplab {

@@ -1,7 +1,7 @@
 // An experiment binary as docs/experiments.md describes one, for test_experiment_args.cpp: the
 // built-in registry plus an algorithm of its own ("own_local": the local loop under another
 // name, reading the key own_local.k), through experiment_main.
-#include "dplab/tools/train/experiment_main.h"
+#include "dplab/train/loop/experiment_main.h"
 
 int main(int argc, char** argv) {
   using namespace dplab;

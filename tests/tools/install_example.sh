@@ -14,6 +14,7 @@ trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log"
 test -f "$tmp/prefix/lib/cmake/dplab/dplabConfig.cmake"
 test -f "$tmp/prefix/include/dplab/core/tensor.h"
+test -f "$tmp/prefix/include/dplab/train/loop/trainer.h"
 test -x "$tmp/prefix/bin/dplab"
 cmake -S "$source/tools/examples/mnist_experiment" -B "$tmp/build" -G Ninja \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$tmp/prefix" >"$tmp/configure.log" ||

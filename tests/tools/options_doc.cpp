@@ -5,7 +5,7 @@
 //   build/bin/dplab_options_doc > docs/options.md
 //
 // Two sources:
-//  - the training driver's table (train_option_specs(), tools/train/config.h): key, default,
+//  - the training driver's table (train_option_specs(), train/config/config.h): key, default,
 //    help line and whether a resumed run may change it; the same table `dplab train --help`
 //    prints;
 //  - keys read by the algorithms, the communicator and the LR schedules, which declare their
@@ -27,7 +27,7 @@
 #include "dplab/comm/registry.h"
 #include "dplab/core/options.h"
 #include "dplab/optim/schedule.h"
-#include "dplab/tools/train/config.h"
+#include "dplab/train/config/config.h"
 
 namespace {
 
@@ -135,7 +135,7 @@ int main() {
       "run may change them; every other key a run reads is stored in its checkpoints and must "
       "match on `--resume` (unless allowed with `--resume-override`).\n\n"
       "## Training driver\n\n"
-      "From `train_option_specs()` (tools/train/config.cpp), the table `dplab train --help` "
+      "From `train_option_specs()` (train/config/config.cpp), the table `dplab train --help` "
       "prints.\n\n"
       "| key | default | run | meaning |\n|---|---|---|---|\n";
   for (const auto& s : train_option_specs()) {

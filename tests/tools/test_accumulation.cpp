@@ -1,4 +1,4 @@
-// Gradient accumulation (tools/train/accumulation.h): two accumulated batches of B give exactly
+// Gradient accumulation (train/loop/accumulation.h): two accumulated batches of B give exactly
 // the SGD step of one batch of 2B on a network without BatchNorm (mnist_cnn), and the grouping
 // zeroes/steps on the right iterations.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include "dplab/core/ops.h"
 #include "dplab/models/registry.h"
 #include "dplab/optim/sgd.h"
-#include "dplab/tools/train/accumulation.h"
+#include "dplab/train/loop/accumulation.h"
 
 namespace dplab {
 namespace {

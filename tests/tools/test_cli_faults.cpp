@@ -50,7 +50,7 @@ std::vector<nlohmann::json> read_metrics(const fs::path& file) {
 }
 
 // Every file a run directory holds except its metrics (*.jsonl), run record (run.json,
-// rewritten by every invocation) and lock file (.lock, tools/train/run_lock.h), by relative
+// rewritten by every invocation) and lock file (.lock, train/state/run_lock.h), by relative
 // path, with its bytes: the checkpoints, whatever their layout.
 std::map<std::string, std::string> checkpoint_files(const fs::path& dir) {
   std::map<std::string, std::string> r;

@@ -35,7 +35,7 @@ std::set<std::string> keys_read_in_sources() {
   const std::regex pat(
       R"re(\bopt\.(?:get_int|get_double|get_string|get_bool|require_string)\("([^"]+)"|\b(?:get(?:_int|_double|_bool)?|link_option)\(opt, "([^"]+)")re");
   std::set<std::string> keys;
-  for (const char* dir : {"comm", "optim", "tools/train", "models", "data", "layers", "core"})
+  for (const char* dir : {"comm", "optim", "train", "models", "data", "layers", "core"})
     for (const auto& e : fs::recursive_directory_iterator(fs::path(src) / dir)) {
       const std::string ext = e.path().extension().string();
       if (ext != ".cpp" && ext != ".h") continue;

@@ -24,7 +24,7 @@
 #include "cluster_scenario.h"
 #include "data/temp_dir.h"
 #include "dplab/core/safetensors.h"
-#include "dplab/tools/train/trainer.h"
+#include "dplab/train/loop/trainer.h"
 #include "run_cli.h"
 
 namespace dplab {
@@ -278,7 +278,7 @@ TEST(ClusterTrain, QuorumAllreduceGoesOnWithTheLiveRanksAndHealsTheReturningOne)
 
 // Issue #36 item 2, the data policy (cluster.failure_data = reassign, the default): the scenario
 // above, rank 3 down for steps 2 and 3. At each of those steps rank 3's 16 samples go to the 3
-// live ranks, 5, 5 and 6 of them (tools/train/failure_data.h), so ranks 0 and 1 see 8 x 16 + 2 x
+// live ranks, 5, 5 and 6 of them (train/virtual/failure_data.h), so ranks 0 and 1 see 8 x 16 + 2 x
 // 5 images in the epoch, rank 2 8 x 16 + 2 x 6, rank 3 6 x 16: 512 in all, every sample of the
 // epoch, against 512 - 2 x 16 when they are dropped (the test above). The live ranks' forward and
 // backward grow with their batch (the profile's times x 21/16 or 22/16), so each of the two steps
@@ -438,7 +438,7 @@ TEST(ClusterTrain, LocalSgdAveragesTheLiveRanksOnly) {
   EXPECT_EQ(rec.rank_epochs[3][0]["images"], 0);
 }
 
-// The heal sends the algorithm's tensors too (tools/train/heal.h): DiLoCo (H = 2, Nesterov outer
+// The heal sends the algorithm's tensors too (train/virtual/heal.h): DiLoCo (H = 2, Nesterov outer
 // momentum), rank 3 down for the first round and back at step 2. Rank 0 sends it the parameters
 // (the arena, A bytes), the inner SGD's momentum buffer and step (A + 8, as allreduce's heal
 // above), and DiLoCo's global model theta and outer momentum (A each): 4 A + 8 bytes, one

@@ -27,7 +27,7 @@
 
 #include "cluster_scenario.h"
 #include "data/temp_dir.h"
-#include "dplab/tools/train/epoch_record.h"
+#include "dplab/train/report/epoch_record.h"
 #include "run_cli.h"
 #include "spawn_cli.h"
 

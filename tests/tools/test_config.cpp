@@ -4,7 +4,7 @@
 #include <fstream>
 
 #include "data/temp_dir.h"
-#include "dplab/tools/train/config.h"
+#include "dplab/train/config/config.h"
 
 namespace dplab {
 namespace {
@@ -96,7 +96,7 @@ TEST(Config, UnknownKeysAreNamed) {
 }
 
 // A compression key no part of the run reads (an algorithm without GradSync, or another
-// algorithm's prefix) is refused with the reason (tools/train/compress_refusal.h); other unknown
+// algorithm's prefix) is refused with the reason (train/config/compress_refusal.h); other unknown
 // keys are not given it.
 TEST(Config, CompressionKeysNotReadSayWhy) {
   Options o;

@@ -11,8 +11,8 @@
 
 #include "data/temp_dir.h"
 #include "dplab/core/suggest.h"
-#include "dplab/tools/train/config.h"
-#include "dplab/tools/train/option_values.h"
+#include "dplab/train/config/config.h"
+#include "dplab/train/config/option_values.h"
 #include "run_cli.h"
 
 namespace dplab {

@@ -8,8 +8,8 @@
 
 #include "data/temp_dir.h"
 #include "dplab/data/decode.h"
-#include "dplab/tools/train/config.h"
-#include "dplab/tools/train/toml_nesting.h"
+#include "dplab/train/config/config.h"
+#include "dplab/train/config/toml_nesting.h"
 
 namespace dplab {
 namespace {

@@ -18,10 +18,10 @@
 #include "dplab/data/mnist.h"
 #include "dplab/models/registry.h"
 #include "dplab/optim/sgd.h"
-#include "dplab/tools/train/device_prefetch.h"
-#include "dplab/tools/train/evaluate.h"
-#include "dplab/tools/train/step_metrics.h"
-#include "dplab/tools/train/trainer.h"
+#include "dplab/train/data/device_prefetch.h"
+#include "dplab/train/data/evaluate.h"
+#include "dplab/train/loop/trainer.h"
+#include "dplab/train/report/step_metrics.h"
 #include "run_cli.h"
 
 #ifdef DPLAB_WITH_CUDA

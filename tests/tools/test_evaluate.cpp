@@ -1,4 +1,4 @@
-// Evaluation in one process (tools/train/evaluate.h): the split of samples over ranks, top-5
+// Evaluation in one process (train/data/evaluate.h): the split of samples over ranks, top-5
 // against hand-built logits, top-5 reported only above 10 classes, the default batch, and
 // evaluate() against the serial reference of tests/tools/eval_fixture.h. The split across
 // ranks itself runs under mpiexec in eval_split_test.cpp.
@@ -13,8 +13,8 @@
 
 #include "data/temp_dir.h"
 #include "dplab/data/decode.h"
-#include "dplab/tools/train/eval_split.h"
-#include "dplab/tools/train/evaluate.h"
+#include "dplab/train/data/eval_split.h"
+#include "dplab/train/data/evaluate.h"
 #include "eval_fixture.h"
 #include "run_cli.h"
 

@@ -21,8 +21,8 @@
 #include "dplab/core/autograd.h"
 #include "dplab/core/param_arena.h"
 #include "dplab/core/safetensors.h"
-#include "dplab/tools/train/evaluate.h"
-#include "dplab/tools/train/registry.h"
+#include "dplab/train/config/registry.h"
+#include "dplab/train/data/evaluate.h"
 #include "run_cli.h"
 
 namespace dplab {

@@ -1,4 +1,4 @@
-// An experiment binary's command line (tools/train/train_flags.h, experiment_main.h): option
+// An experiment binary's command line (train/config/train_flags.h, experiment_main.h): option
 // keys as KEY=VALUE, --set KEY=VALUE and dplab train's flags, in order; the errors name the
 // forms it takes. And the unknown-key message names where the keys are listed: `dplab options
 // ALGO` for a built-in algorithm (which then lists them), the keys themselves for an
@@ -9,9 +9,9 @@
 
 #include "data/temp_dir.h"
 #include "dplab/core/usage_error.h"
-#include "dplab/tools/train/config.h"
-#include "dplab/tools/train/registry.h"
-#include "dplab/tools/train/train_flags.h"
+#include "dplab/train/config/config.h"
+#include "dplab/train/config/registry.h"
+#include "dplab/train/config/train_flags.h"
 #include "run_cli.h"
 
 namespace dplab {

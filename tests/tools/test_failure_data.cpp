@@ -1,12 +1,12 @@
 // cluster.failure_data = reassign: how the down ranks' samples of a step are split among the
-// live ranks (tools/train/failure_data.h), against hand-written splits.
+// live ranks (train/virtual/failure_data.h), against hand-written splits.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <vector>
 
 #include "dplab/core/usage_error.h"
-#include "dplab/tools/train/failure_data.h"
+#include "dplab/train/virtual/failure_data.h"
 
 namespace dplab {
 namespace {

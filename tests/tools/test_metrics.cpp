@@ -16,7 +16,7 @@
 
 #include "data/temp_dir.h"
 #include "dplab/tools/plot/metrics_series.h"
-#include "dplab/tools/train/epoch_record.h"
+#include "dplab/train/report/epoch_record.h"
 #include "run_cli.h"
 
 namespace dplab {

@@ -20,8 +20,8 @@
 #include "dplab/data/idx.h"
 #include "dplab/data/shards.h"
 #include "dplab/models/registry.h"
-#include "dplab/tools/train/checkpoint.h"
-#include "dplab/tools/train/predict_input.h"
+#include "dplab/train/data/predict_input.h"
+#include "dplab/train/state/checkpoint.h"
 #include "run_cli.h"
 
 namespace dplab {

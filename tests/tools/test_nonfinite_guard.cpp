@@ -1,15 +1,15 @@
-// The non-finite guard's checks (tools/train/nonfinite_guard.h) on hand-made tensors with inf and
-// NaN at chosen places, the pre-emption signal flag (tools/train/preemption.h) and the one-process
-// StepAgreement (tools/train/step_agreement.h).
+// The non-finite guard's checks (train/loop/nonfinite_guard.h) on hand-made tensors with inf and
+// NaN at chosen places, the pre-emption signal flag (train/loop/preemption.h) and the one-process
+// StepAgreement (train/loop/step_agreement.h).
 #include <gtest/gtest.h>
 
 #include <csignal>
 #include <limits>
 
 #include "dplab/core/state_dict.h"
-#include "dplab/tools/train/nonfinite_guard.h"
-#include "dplab/tools/train/preemption.h"
-#include "dplab/tools/train/step_agreement.h"
+#include "dplab/train/loop/nonfinite_guard.h"
+#include "dplab/train/loop/preemption.h"
+#include "dplab/train/loop/step_agreement.h"
 
 namespace dplab {
 namespace {

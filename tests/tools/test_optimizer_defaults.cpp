@@ -1,5 +1,5 @@
 // Issue #33 item 6: each optimizer's unset options take that optimizer's defaults
-// (tools/train/optimizer_factory.h). AdamW's are PyTorch's, written here from the
+// (train/loop/optimizer_factory.h). AdamW's are PyTorch's, written here from the
 // torch.optim.AdamW documentation (lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight_decay 1e-2);
 // SGD keeps dplab's table (lr 0.01, momentum 0.9, weight decay 0). A key that is set wins. The
 // run header and run.json say which values the optimizer defaulted.
@@ -15,9 +15,9 @@
 #include "dplab/layers/sequential.h"
 #include "dplab/optim/adamw.h"
 #include "dplab/optim/sgd.h"
-#include "dplab/tools/train/model_parts.h"
-#include "dplab/tools/train/registry.h"
-#include "dplab/tools/train/trainer.h"
+#include "dplab/train/config/registry.h"
+#include "dplab/train/loop/model_parts.h"
+#include "dplab/train/loop/trainer.h"
 #include "toy_registry.h"
 
 namespace dplab {

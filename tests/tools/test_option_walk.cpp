@@ -1,7 +1,7 @@
 // Issue #35 item 1: every bad value of every declared key exits 2 with one message form,
 // "option KEY: ..." (on the command line, and after "FILE:LINE:COL: " in a config file). The
-// keys and their rules come from the driver's table (tools/train/config.h,
-// tools/train/option_values.h); the bad values are made here from each rule's kind and bounds,
+// keys and their rules come from the driver's table (train/config/config.h,
+// train/config/option_values.h); the bad values are made here from each rule's kind and bounds,
 // and the exit status and message are the `dplab` command's.
 #include <gtest/gtest.h>
 
@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "data/temp_dir.h"
-#include "dplab/tools/train/config.h"
-#include "dplab/tools/train/option_values.h"
+#include "dplab/train/config/config.h"
+#include "dplab/train/config/option_values.h"
 #include "run_cli.h"
 
 namespace dplab {

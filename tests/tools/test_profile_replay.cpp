@@ -1,10 +1,10 @@
-// Replaying a compute profile in training (tools/train/profile_replay.h): the profile must be of
+// Replaying a compute profile in training (train/virtual/profile_replay.h): the profile must be of
 // the run's model, per-rank batch and parameter tensors, and its times scale with the rank's
 // --slowdown factor. Expected values are written as their arithmetic.
 #include <gtest/gtest.h>
 
 #include "dplab/core/usage_error.h"
-#include "dplab/tools/train/profile_replay.h"
+#include "dplab/train/virtual/profile_replay.h"
 
 namespace dplab {
 namespace {

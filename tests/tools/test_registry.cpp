@@ -1,4 +1,4 @@
-// tools/train/registry.h: the names the training driver resolves, extended by an experiment.
+// train/config/registry.h: the names the training driver resolves, extended by an experiment.
 // Built-in entries build what the library's own factories build; unknown names are usage
 // errors listing the known ones; an experiment's model and dataset go through the whole driver
 // (checkpoints and a bitwise resume against an uninterrupted run).
@@ -13,10 +13,10 @@
 #include "dplab/layers/sequential.h"
 #include "dplab/models/registry.h"
 #include "dplab/optim/sgd.h"
-#include "dplab/tools/train/checkpoint.h"
-#include "dplab/tools/train/config.h"
-#include "dplab/tools/train/registry.h"
-#include "dplab/tools/train/trainer.h"
+#include "dplab/train/config/config.h"
+#include "dplab/train/config/registry.h"
+#include "dplab/train/loop/trainer.h"
+#include "dplab/train/state/checkpoint.h"
 #include "toy_registry.h"
 
 namespace dplab {

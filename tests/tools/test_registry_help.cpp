@@ -1,4 +1,4 @@
-// The registry as the source of help, value checks and capabilities (tools/train/registry.h,
+// The registry as the source of help, value checks and capabilities (train/config/registry.h,
 // registry_help.h, option_values.h): a registered name shows up with its help and keys; the
 // built-in algorithms list their keys from the option table; an experiment's names are valid
 // values of model/algo/optim/lr.schedule/data; accumulate_steps and the NCCL choice follow the
@@ -9,9 +9,9 @@
 
 #include "data/temp_dir.h"
 #include "dplab/core/usage_error.h"
-#include "dplab/tools/train/option_values.h"
-#include "dplab/tools/train/registry.h"
-#include "dplab/tools/train/registry_help.h"
+#include "dplab/train/config/option_values.h"
+#include "dplab/train/config/registry.h"
+#include "dplab/train/config/registry_help.h"
 #include "run_cli.h"
 
 namespace dplab {

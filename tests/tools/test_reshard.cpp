@@ -1,4 +1,4 @@
-// tools/train/reshard.h without MPI: the sample position against the sampler's own shards, the
+// train/state/reshard.h without MPI: the sample position against the sampler's own shards, the
 // per-algorithm policy, and the manifest's world-size history (test_reshard_mpi.cpp runs it).
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include "dplab/comm/registry.h"
 #include "dplab/core/error.h"
 #include "dplab/data/sampler.h"
-#include "dplab/tools/train/reshard.h"
-#include "dplab/tools/train/reshard_average.h"
+#include "dplab/train/state/reshard.h"
+#include "dplab/train/state/reshard_average.h"
 
 namespace dplab {
 namespace {
@@ -124,7 +124,7 @@ Manifest sample_manifest(const std::filesystem::path& dir) {
   return m;
 }
 
-// The combination rules on four hand-made rank files (tools/train/reshard_average.h).
+// The combination rules on four hand-made rank files (train/state/reshard_average.h).
 StateDict rank_file(int rank, float x, float w, int64_t steps, const std::string& global) {
   StateDict s("rank_" + std::to_string(rank));
   s.put_tensor("model.w", Tensor::from_vector({x, 2 * x}, {2}));

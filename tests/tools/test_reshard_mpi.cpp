@@ -1,4 +1,4 @@
-// `dplab train --resume DIR --reshard` through mpiexec (tools/train/reshard.h, issue #37):
+// `dplab train --resume DIR --reshard` through mpiexec (train/state/reshard.h, issue #37):
 //   - allreduce 4 -> 2 -> 4 ranks ends where the uninterrupted 4-rank run ends. Both see the
 //     same samples in every step (the global batch stays 64: 4 x 16, then 2 x 32), so the
 //     only difference is the order of the f32 sums that form each step's mean gradient while 2
@@ -249,7 +249,7 @@ bool same_bytes(const Tensor& a, const Tensor& b) {
 }
 
 // One algorithm's resharding policy as docs/resharding.md states it, written out here apart
-// from tools/train/reshard.cpp: how the new ranks' value of each state entry follows from the
+// from train/state/reshard.cpp: how the new ranks' value of each state entry follows from the
 // old ranks' files.
 //   same      rank 0's, and every old rank holds the same (global state)
 //   rank0     rank 0's (per-rank statistics)

@@ -1,4 +1,4 @@
-// One run per output directory (issue #38, tools/train/run_lock.h): a second `dplab train` on a
+// One run per output directory (issue #38, train/state/run_lock.h): a second `dplab train` on a
 // directory in use fails at once naming the holder, also under mpiexec (every rank stops, none
 // waits for rank 0); --resume of a running run is refused; the lock file a killed run leaves
 // is taken over, saying whose it was.

@@ -1,9 +1,9 @@
-// Warnings for settings that do nothing (tools/train/setting_warnings.h): the rules on hand-made
+// Warnings for settings that do nothing (train/config/setting_warnings.h): the rules on hand-made
 // run shapes, then the command printing them once, on rank 0.
 #include <gtest/gtest.h>
 
 #include "data/temp_dir.h"
-#include "dplab/tools/train/setting_warnings.h"
+#include "dplab/train/config/setting_warnings.h"
 #include "run_cli.h"
 
 namespace dplab {

@@ -1,11 +1,11 @@
-// The device metrics' host-side accumulation (tools/train/step_metrics.h, issue #19 item 8): the
+// The device metrics' host-side accumulation (train/report/step_metrics.h, issue #19 item 8): the
 // per-step slots read back from the device add up exactly, far beyond what an f32 running sum
 // (the old device accumulator) can count. The device side is tests/cuda/test_cuda_step_metrics.
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "dplab/tools/train/step_metrics.h"
+#include "dplab/train/report/step_metrics.h"
 
 namespace dplab {
 namespace {

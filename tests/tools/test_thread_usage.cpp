@@ -1,4 +1,4 @@
-// The training thread's kernel counts recorded per epoch (tools/train/thread_usage.h): each
+// The training thread's kernel counts recorded per epoch (train/report/thread_usage.h): each
 // figure is provoked by an action whose count is known by construction.
 #include <fcntl.h>
 #include <pthread.h>
@@ -17,7 +17,7 @@
 
 #include <gtest/gtest.h>
 
-#include "dplab/tools/train/thread_usage.h"
+#include "dplab/train/report/thread_usage.h"
 
 namespace dplab {
 namespace {

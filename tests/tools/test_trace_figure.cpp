@@ -14,7 +14,7 @@
 #include "dplab/tools/trace/timeline_figure.h"
 #include "dplab/tools/trace/trace_file.h"
 #include "dplab/tools/trace/trace_summary.h"
-#include "dplab/tools/train/config.h"  // UsageError
+#include "dplab/train/config/config.h"  // UsageError
 #include "run_cli.h"
 #include "trace_fixture.h"
 

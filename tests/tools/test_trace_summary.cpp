@@ -10,7 +10,7 @@
 #include "dplab/core/error.h"
 #include "dplab/tools/trace/trace_file.h"
 #include "dplab/tools/trace/trace_summary.h"
-#include "dplab/tools/train/config.h"  // UsageError
+#include "dplab/train/config/config.h"  // UsageError
 #include "trace_fixture.h"
 #include "trace_reference.h"
 

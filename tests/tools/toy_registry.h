@@ -7,7 +7,7 @@
 #include "dplab/layers/flatten.h"
 #include "dplab/layers/linear.h"
 #include "dplab/layers/sequential.h"
-#include "dplab/tools/train/registry.h"
+#include "dplab/train/config/registry.h"
 
 namespace dplab::test {
 

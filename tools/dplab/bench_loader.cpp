@@ -19,8 +19,8 @@
 #include "dplab/data/sampler.h"
 #include "dplab/data/shards.h"
 #include "dplab/tools/dplab/bench_python.h"
-#include "dplab/tools/train/config.h"
-#include "dplab/tools/train/trainer.h"
+#include "dplab/train/config/config.h"
+#include "dplab/train/loop/trainer.h"
 
 namespace dplab::cli {
 namespace {
@@ -54,7 +54,7 @@ int usable_cpus() {
   return int(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
 }
 
-// The data as `dplab train` reads it for training (tools/train/trainer.cpp, load_data and
+// The data as `dplab train` reads it for training (train/loop/trainer.cpp, load_data and
 // image_data): folder:DIR (DIR/train when DIR has train/ and val/) or shards:GLOB, with the
 // train transform; the epoch order the trainer uses on one rank (shuffled sampler, or the shard
 // stream with its shuffle buffer). Damaged images stop the benchmark instead of being skipped:

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "dplab/core/error.h"
-#include "dplab/tools/train/nonfinite_guard.h"
+#include "dplab/train/loop/nonfinite_guard.h"
 
 namespace dplab::cli {
 

@@ -8,13 +8,13 @@
 #include "dplab/core/param_arena.h"
 #include "dplab/layers/module.h"
 #include "dplab/optim/optimizer.h"
-#include "dplab/tools/train/forward_backward.h"
+#include "dplab/train/loop/forward_backward.h"
 
 namespace dplab::cli {
 
 // Times `steps` training steps phase by phase: the training loop's forward, loss and backward
-// (tools/train/forward_backward.h, with `how`'s autocast and loss), the driver's non-finite
-// check of loss and gradients (tools/train/nonfinite_guard.h) and the optimizer, the device
+// (train/loop/forward_backward.h, with `how`'s autocast and loss), the driver's non-finite
+// check of loss and gradients (train/loop/nonfinite_guard.h) and the optimizer, the device
 // synchronised at each boundary (`sync`); and, through grad-ready hooks on the arena's tensors,
 // when each gradient is ready (the device synchronised in the hook, so a device's ready time is
 // its kernels' end, not their launch). Medians over the steps.

@@ -35,8 +35,8 @@
 #include "dplab/tools/dplab/bench_python.h"
 #include "dplab/tools/dplab/bench_virtual.h"
 #include "dplab/tools/dplab/command.h"
-#include "dplab/tools/train/forward_backward.h"
-#include "dplab/tools/train/trainer.h"
+#include "dplab/train/loop/forward_backward.h"
+#include "dplab/train/loop/trainer.h"
 
 #ifdef DPLAB_WITH_CUDA
 #include <cuda_runtime.h>
@@ -235,7 +235,7 @@ int run_model_bench(const ModelBenchArgs& a, bool train) {
   const Tensor x = Tensor::from_vector(pixels, shape).to(device);
   const Tensor y = Tensor::from_vector_i64(labels, {a.batch}).to(device);
 
-  // The training loop's forward, loss and backward (tools/train/forward_backward.h).
+  // The training loop's forward, loss and backward (train/loop/forward_backward.h).
   StepLoss how;
   how.amp = a.amp == "bf16" ? DType::bf16 : DType::f32;  // f32 (off) unless --amp bf16
   Tensor last_loss;  // read once, after the timing: which precision ran shows in its value

@@ -3,7 +3,7 @@
 #include <thread>
 
 #include "dplab/tools/dplab/command.h"
-#include "dplab/tools/train/trainer.h"
+#include "dplab/train/loop/trainer.h"
 
 namespace dplab::cli {
 namespace {

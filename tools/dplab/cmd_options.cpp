@@ -11,8 +11,8 @@
 #include "dplab/tools/dplab/command.h"
 #include "dplab/tools/dplab/option_help.h"
 #include "dplab/tools/dplab/plugin_args.h"
-#include "dplab/tools/train/option_values.h"
-#include "dplab/tools/train/registry_help.h"
+#include "dplab/train/config/option_values.h"
+#include "dplab/train/config/registry_help.h"
 
 namespace dplab::cli {
 

@@ -2,7 +2,7 @@
 // .safetensors batch holding tensor `input` [N, C, H, W] and --output) its eval-mode logits as
 // tensor `logits` [N, classes], used to check that a checkpoint gives the same outputs in dplab
 // and PyTorch (tools/scripts/resnet_roundtrip.py). The model is --model, else the one the
-// checkpoint records (tools/train/model_file.h).
+// checkpoint records (train/state/model_file.h).
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -15,9 +15,9 @@
 #include "dplab/data/shards.h"
 #include "dplab/models/registry.h"
 #include "dplab/tools/dplab/command.h"
-#include "dplab/tools/train/model_file.h"
-#include "dplab/tools/train/predict_input.h"
-#include "dplab/tools/train/trainer.h"
+#include "dplab/train/data/predict_input.h"
+#include "dplab/train/loop/trainer.h"
+#include "dplab/train/state/model_file.h"
 
 namespace dplab::cli {
 namespace {

@@ -1,4 +1,4 @@
-// `dplab train`: every flag is a shorthand for one option key (tools/train/config.h), so a
+// `dplab train`: every flag is a shorthand for one option key (train/config/config.h), so a
 // config file, flags and --set KEY=VALUE compose: config file < flags < --set.
 #include <iostream>
 #include <thread>
@@ -9,13 +9,13 @@
 #include "dplab/tools/dplab/command.h"
 #include "dplab/tools/dplab/option_help.h"
 #include "dplab/tools/dplab/plugin_args.h"
-#include "dplab/tools/train/nonfinite_guard.h"
-#include "dplab/tools/train/registry_help.h"
-#include "dplab/tools/train/run_config.h"
-#include "dplab/tools/train/setting_warnings.h"
-#include "dplab/tools/train/train_flags.h"
-#include "dplab/tools/train/trainer.h"
-#include "dplab/tools/train/usage_agreement.h"
+#include "dplab/train/config/registry_help.h"
+#include "dplab/train/config/run_config.h"
+#include "dplab/train/config/setting_warnings.h"
+#include "dplab/train/config/train_flags.h"
+#include "dplab/train/config/usage_agreement.h"
+#include "dplab/train/loop/nonfinite_guard.h"
+#include "dplab/train/loop/trainer.h"
 
 namespace dplab::cli {
 namespace {

@@ -12,8 +12,8 @@
 
 #include "dplab/core/options.h"
 #include "dplab/tools/dplab/plugin_args.h"
-#include "dplab/tools/train/config.h"
-#include "dplab/tools/train/option_values.h"
+#include "dplab/train/config/config.h"
+#include "dplab/train/config/option_values.h"
 
 namespace dplab::cli {
 
@@ -44,7 +44,7 @@ struct FlagSet {
     auto b = std::make_unique<Bound>();
     b->key = key;
     const std::string def = default_text.empty() ? option_default(key) : default_text;
-    // Typed, with the option's range or choices (tools/train/option_values.h; the names of
+    // Typed, with the option's range or choices (train/config/option_values.h; the names of
     // model, algo, ... those of the command's registry, plugins included): a bad value is
     // refused while parsing, exit status 2.
     b->opt =

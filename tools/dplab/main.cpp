@@ -1,7 +1,7 @@
 // The `dplab` command: one subcommand per cmd_<name>.cpp (see commands.cpp).
 // Exit status: 0 success, 1 runtime error, 2 usage error (an unknown flag, option key or value,
 // a value of the wrong type or out of range; dplab::UsageError). Under mpiexec a usage error is
-// printed by rank 0 only and every rank exits 2 (tools/train/usage_agreement.h).
+// printed by rank 0 only and every rank exits 2 (train/config/usage_agreement.h).
 #include <iostream>
 
 #include "dplab/comm/mpi_env.h"
@@ -10,7 +10,7 @@
 #include "dplab/tools/dplab/plugin_args.h"
 #include "dplab/tools/dplab/unknown_flag.h"
 #include "dplab/tools/dplab/version.h"
-#include "dplab/tools/train/usage_agreement.h"
+#include "dplab/train/config/usage_agreement.h"
 
 namespace {
 

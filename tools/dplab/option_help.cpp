@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "dplab/tools/dplab/plugin_args.h"
-#include "dplab/tools/train/option_keys.h"
-#include "dplab/tools/train/option_values.h"
-#include "dplab/tools/train/registry_help.h"
+#include "dplab/train/config/option_keys.h"
+#include "dplab/train/config/option_values.h"
+#include "dplab/train/config/registry_help.h"
 
 namespace dplab::cli {
 namespace {

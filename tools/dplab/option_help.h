@@ -1,5 +1,5 @@
 // The option table as text (`dplab train --help`, `dplab options`) and as JSON
-// (`dplab options --json`), grouped by area (tools/train/option_keys.h).
+// (`dplab options --json`), grouped by area (train/config/option_keys.h).
 #pragma once
 #include <CLI/CLI.hpp>
 

@@ -9,11 +9,11 @@
 #include <fmt/format.h>
 
 #include "dplab/core/usage_error.h"
-#include "dplab/tools/train/option_values.h"
-#include "dplab/tools/train/plugin_loader.h"
-#include "dplab/tools/train/run_config.h"
-#include "dplab/tools/train/sha256.h"
-#include "dplab/tools/train/usage_agreement.h"
+#include "dplab/train/config/option_values.h"
+#include "dplab/train/config/plugin_loader.h"
+#include "dplab/train/config/run_config.h"
+#include "dplab/train/config/sha256.h"
+#include "dplab/train/config/usage_agreement.h"
 
 namespace dplab::cli {
 namespace {

@@ -1,5 +1,5 @@
 // The `dplab` command's registry: the built-in names and those of the plugins its command line
-// asks for (tools/train/plugin_loader.h). The plugins are loaded before CLI11 parses the command
+// asks for (train/config/plugin_loader.h). The plugins are loaded before CLI11 parses the command
 // line, because the flags' value checks (--algo NAME), `dplab train --help` and `dplab options`
 // list and accept the plugins' names. `dplab train` loads the plugins of --plugin LIB (any
 // number), of option plugins in --config FILE and --set plugins=..., and those the run that
@@ -7,7 +7,7 @@
 #pragma once
 #include <string>
 
-#include "dplab/tools/train/registry.h"
+#include "dplab/train/config/registry.h"
 
 namespace dplab::cli {
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "dplab/tools/train/build_info.h"
+#include "dplab/train/report/build_info.h"
 
 namespace dplab::cli {
 

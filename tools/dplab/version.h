@@ -1,4 +1,4 @@
-// `dplab --version`: what this binary was built from (tools/train/build_info.h).
+// `dplab --version`: what this binary was built from (train/report/build_info.h).
 #pragma once
 #include <string>
 

@@ -14,7 +14,7 @@
 # New interesting inputs accumulate in BUILD/fuzz/corpus/<target> (the committed seeds in
 # tests/fuzz/corpus are only read); findings go to BUILD/fuzz/artifacts/<target>/. Exit status 1
 # when any target had a finding. Only the parsers' libraries (core, data, tools/plot, and the few
-# sources of tools/train the config and predict targets use) are built, CUDA off.
+# sources of train/ the config and predict targets use) are built, CUDA off.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${DPLAB_FUZZ_BUILD_DIR:-$root/build-fuzz}"

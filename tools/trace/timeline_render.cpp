@@ -11,7 +11,7 @@
 #include "dplab/core/error.h"
 #include "dplab/tools/plot/surface.h"
 #include "dplab/tools/trace/timeline_figure.h"
-#include "dplab/tools/train/config.h"
+#include "dplab/train/config/config.h"
 
 namespace dplab::trace {
 namespace {

@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "dplab/core/error.h"
-#include "dplab/tools/train/config.h"
+#include "dplab/train/config/config.h"
 
 namespace dplab::trace {
 namespace {

@@ -1,6 +1,6 @@
 // A bad plugin for tests/tools/plugin_cli.sh: built for another plugin ABI version, so dplab
 // refuses it before calling dplab_plugin_register (which would register "never_registered").
-#include "dplab/tools/train/plugin.h"
+#include "dplab/train/config/plugin.h"
 
 extern "C" int dplab_plugin_abi_version() {
   return DPLAB_PLUGIN_ABI_VERSION + 1;

@@ -1,6 +1,6 @@
 // A bad plugin for tests/tools/plugin_cli.sh: it registers algorithm "allreduce", a built-in
 // name, so dplab refuses it (Registry::add: the name is already registered).
-#include "dplab/tools/train/plugin.h"
+#include "dplab/train/config/plugin.h"
 
 extern "C" int dplab_plugin_abi_version() {
   return DPLAB_PLUGIN_ABI_VERSION;

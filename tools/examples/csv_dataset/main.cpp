@@ -15,7 +15,7 @@
 #include "dplab/layers/linear.h"
 #include "dplab/layers/relu.h"
 #include "dplab/layers/sequential.h"
-#include "dplab/tools/train/experiment_main.h"
+#include "dplab/train/loop/experiment_main.h"
 
 namespace {
 

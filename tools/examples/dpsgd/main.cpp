@@ -7,7 +7,7 @@
 //
 //   mpiexec -n 4 ./dpsgd epochs=2 out=runs/dpsgd trace=true
 //   ./dpsgd --help          the registry's names, dpsgd among the algorithms
-#include "dplab/tools/train/experiment_main.h"
+#include "dplab/train/loop/experiment_main.h"
 #include "dpsgd_strategy.h"
 
 int main(int argc, char** argv) {

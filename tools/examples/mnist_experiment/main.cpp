@@ -1,6 +1,6 @@
 // A minimal dplab experiment: mnist_cnn trained with SGD on one fixed synthetic batch (each
 // class a bright square at its own position), printing the loss. Real data would come from
-// dplab/data/mnist.h; see `dplab train` for the full driver (tools/train/trainer.h).
+// dplab/data/mnist.h; see `dplab train` for the full driver (train/loop/trainer.h).
 #include <cstdio>
 
 #include "dplab/core/autograd.h"

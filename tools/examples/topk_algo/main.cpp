@@ -9,7 +9,7 @@
 //   ./topk_algo --help          the registry's names, topk among the algorithms
 // The same algorithm as a plugin of the dplab command (topk_plugin.cpp):
 //   mpiexec -n 2 dplab train --plugin ./libtopk_plugin.so --algo topk --set topk.ratio=0.01
-#include "dplab/tools/train/experiment_main.h"
+#include "dplab/train/loop/experiment_main.h"
 #include "topk_entry.h"
 
 int main(int argc, char** argv) {

@@ -1,7 +1,7 @@
 // The registry entry of algorithm topk (topk_strategy.h), shared by the experiment binary
 // (main.cpp) and the plugin (topk_plugin.cpp: `dplab train --plugin libtopk_plugin.so`).
 #pragma once
-#include "dplab/tools/train/registry.h"
+#include "dplab/train/config/registry.h"
 #include "topk_strategy.h"
 
 inline dplab::StrategyEntry topk_entry() {

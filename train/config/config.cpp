@@ -1,0 +1,396 @@
+#include "dplab/train/config/config.h"
+
+#include "dplab/train/config/compress_refusal.h"
+
+#include <fmt/format.h>
+
+// toml++ 3.3 asserts on some malformed input rather than reporting it (see toml_nesting.h);
+// without the assert it reports those as parse errors. Builds without NDEBUG must not abort on
+// a bad config file, so its asserts are off here as they are in release builds.
+#define TOML_ASSERT(expr) static_assert(true)
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+
+#include "dplab/comm/registry.h"
+#include "dplab/core/error.h"
+#include "dplab/core/suggest.h"
+#include "dplab/train/config/option_keys.h"
+#include "dplab/train/config/option_values.h"
+#include "dplab/train/config/registry.h"
+#include "dplab/train/config/toml_nesting.h"
+
+namespace dplab {
+
+namespace {
+
+// The driver's own keys; component_option_specs() (option_keys.cpp) adds its parts'.
+const std::vector<OptionSpec>& driver_option_specs() {
+  static const std::vector<OptionSpec> specs = {
+      {"model", "mnist_cnn", "model name (models/registry.h)"},
+      {"model.zero_init_residual", "false",
+       "resnets: zero each residual block's last BatchNorm gamma (Goyal et al.)"},
+      {"data", "fashion-mnist",
+       "dataset: fashion-mnist, mnist (the standard 60k/10k IDX files), mnist-10k (the "
+       "10,000-digit "
+       "subset), each as NAME or NAME:DIR; shards:GLOB (WebDataset tar shards; {000000..000099} "
+       "ranges) or folder:DIR (<class>/<file> images; DIR/train + DIR/val if present)"},
+      {"data.val", "", "evaluation data for shards:/folder: (shards:GLOB or folder:DIR)", false},
+      {"data.image_size", "224", "shards:/folder: image side after cropping"},
+      {"data.on_error", "skip", "shards:/folder: damaged sample: skip (report, count) or fail"},
+      {"data.num_classes", "0",
+       "number of classes; every label must be below it (a larger one is a damaged sample). 0: "
+       "the shard index's class list, the folder's class directories, 10 for IDX data; shard "
+       "labels without an index must then be below 100000"},
+      {"data.max_image_pixels", "67108864",
+       "shards:/folder: images with more pixels (width x height, read from the header) are "
+       "damaged samples, refused before decoding; the default, 64 Mpixel, decodes to at most "
+       "192 MiB"},
+      {"data.shuffle_buffer", "1000", "shards: shuffle buffer size (samples)"},
+      {"data.dir", "",
+       "directory with the IDX files (default: $DPLAB_DATA/<data>, then the "
+       "dataset's standard location)",
+       false},
+      {"data.train_limit", "0", "use only the first N training samples (0: all)"},
+      {"data.test_limit", "0", "use only the first N test samples (0: all)", false},
+      {"data.workers", "0",
+       "loader worker threads of training and evaluation (0: load on the training thread)", false},
+      {"data.prefetch", "4", "batches the workers build ahead", false},
+      {"epochs", "1",
+       "number of epochs; a resume may change it unless something is planned from it (lr.schedule "
+       "poly or cosine, DASO's cool-down, hybrid's stages, DC-S3GD's schedule): then "
+       "--resume-override epochs, with a warning",
+       false},
+      {"batch", "64", "batch size per rank"},
+      {"lr", "0.01",
+       "base learning rate (scaled by the lr.* schedule); unset with optim = adamw: 0.001 "
+       "(PyTorch's AdamW default)"},
+      {"momentum", "0.9", "SGD momentum"},
+      {"nesterov", "false", "Nesterov momentum"},
+      {"dampening", "0", "SGD dampening"},
+      {"wd", "0", "weight decay; unset with optim = adamw: 0.01 (PyTorch's AdamW default)"},
+      {"optim", "sgd",
+       "optimizer: sgd, lars (optim/lars.h; reads lr, momentum, wd) or adamw (optim/adamw.h; "
+       "reads lr, wd, adamw.*; PyTorch's defaults are --lr 0.001 --wd 0.01)"},
+      {"lars.eta", "0.001", "LARS trust coefficient (optim = lars)"},
+      {"lars.eps", "0", "LARS epsilon in the trust-ratio denominator (optim = lars)"},
+      {"adamw.beta1", "0.9", "AdamW: decay of the first-moment average m (optim = adamw)"},
+      {"adamw.beta2", "0.999", "AdamW: decay of the second-moment average v (optim = adamw)"},
+      {"adamw.eps", "1e-08",
+       "AdamW: added to sqrt(v_hat) in the denominator, as PyTorch does (optim = adamw)"},
+      {"accumulate_steps", "1",
+       "sum the gradients of this many batches before each optimizer step (loss / k)"},
+      {"label_smoothing", "0", "cross-entropy label smoothing"},
+      {"amp", "off",
+       "mixed precision: off, bf16 (conv/linear on bf16-rounded operands, f32 weights and "
+       "accumulation; core/autocast.h) or f16 (the same in f16 plus dynamic loss scaling; "
+       "optim/grad_scaler.h)"},
+      {"seed", "0", "seed of weights and data order (a run is a pure function of its config)"},
+      {"threads", "0",
+       "OpenMP threads for the ops (0: all cores; under a virtual cluster 1, and more is an "
+       "error)",
+       false},
+      {"device", "cpu",
+       "where the model trains: cpu, cuda or cuda:N (parameters, optimizer state, batches and "
+       "evaluation on that device)"},
+      {"max_steps", "0", "stop after this many optimizer steps (0: no limit)", false},
+      {"algo", "local", "distributed algorithm (comm/registry.h)"},
+      {"plugins", "",
+       "shared libraries whose models, datasets, algorithms, optimizers and schedules dplab "
+       "train loads before the run (comma-separated paths, or a TOML array; flag --plugin; "
+       "docs/extension_api.md); run.json records each with its SHA-256, and --resume loads "
+       "them again",
+       false},
+      {"comm", "auto",
+       "communicator backend of distributed algorithms: mpi, nccl (CUDA tensors, one GPU per "
+       "rank; with device = cuda each rank takes its own GPU) or auto (nccl when device is "
+       "cuda, else mpi); comm/world.h"},
+      {"slowdown", "",
+       "RANK=FACTOR[,RANK=FACTOR...]: that rank sleeps so its iterations last FACTOR times "
+       "their compute time (comm/slowdown.h); under a virtual cluster its virtual compute is "
+       "multiplied by FACTOR instead (no sleeping)"},
+      {"out", "",
+       "output directory: run.json (the run record, a valid --config), metrics.jsonl and "
+       "rank_<R>.jsonl (docs/metrics_schema.md), checkpoints/step_<N>/ (one directory per "
+       "checkpoint: "
+       "rank_<R>.safetensors per rank + manifest.json) and final.safetensors (the final model, "
+       "PyTorch names)",
+       false},
+      {"resume", "",
+       "continue from a run directory (its newest valid checkpoint) or a checkpoint directory "
+       "(DIR/checkpoints/step_<N>); the trajectory options must match the checkpoint's",
+       false},
+      {"resume.override", "",
+       "KEY,...: trajectory options a resumed run may change (KEY.* matches a prefix), e.g. "
+       "lr,lr.schedule",
+       false},
+      {"resume.reshard", "false",
+       "resume a checkpoint written by another number of ranks (flag --reshard): model and "
+       "optimizer from the replicas' consensus, the epoch's sample position from the global "
+       "sample counter (keep the global batch: world x batch); each algorithm's own state "
+       "kept, averaged or re-derived for the new world by its policy (docs/resharding.md)",
+       false},
+      {"init_from", "",
+       "start a new run from the model weights of a checkpoint (run or checkpoint directory, "
+       "or a model .safetensors file): fresh optimizer and loop",
+       false},
+      {"eval.batch", "0",
+       "batch size of evaluation per rank (0: train: the per-rank training batch, so evaluation "
+       "needs no more memory than a step; eval: from the image size; both at most 2^22 input "
+       "values: 1024 for 28 x 28, 16 for 3 x 224 x 224; train/data/evaluate.h)",
+       false},
+      {"checkpoint.every_epochs", "1", "write a checkpoint every N epochs (0: only at the end)",
+       false},
+      {"checkpoint.every_steps", "0",
+       "also write a checkpoint every N iterations (global steps; 0: never)", false},
+      {"checkpoint.keep", "3",
+       "committed checkpoints kept in DIR/checkpoints (older ones are removed after a new one "
+       "commits; 0: keep all)",
+       false},
+      {"nonfinite", "stop",
+       "an inf/NaN loss or gradient: the step is never applied; stop (every rank, exit status "
+       "3, no checkpoint written) or skip (go on, count it: nonfinite_skipped_steps); a "
+       "checkpoint with an inf/NaN is never written (train/loop/nonfinite_guard.h)"},
+      {"preempt.signals", "TERM,USR1",
+       "signals that pre-empt the run (with out set): every rank stops after the same step, "
+       "writes a checkpoint to DIR/checkpoints and exits with status 4; comma-separated TERM, "
+       "INT, HUP, USR1, USR2; empty: default actions (train/loop/preemption.h)",
+       false},
+      {"trace", "false",
+       "write a timeline of every rank (Chrome trace-event JSON, opens in Perfetto and "
+       "chrome://tracing): DIR/trace/rank_<R>.json per rank, merged by rank 0 into "
+       "DIR/trace.json at the end; needs out (docs/trace.md)",
+       false},
+      {"trace.steps", "auto",
+       "the global steps a trace records: A:B (0-based, A <= step < B), all, or auto (steps "
+       "10:20, the 10 steps after 10 of warm-up; the last 10 steps of a shorter run)",
+       false},
+      {"progress", "auto", "auto (bar on a terminal, else lines), bar, lines or off", false},
+      {"progress.every_percent", "10", "with progress=lines: a line every N% of an epoch", false},
+      {"metrics.every_steps", "0",
+       "with out set: a \"kind\": \"step\" record every N global steps in metrics.jsonl and "
+       "rank_R.jsonl (loss over every rank, lr, step time, data wait, exposed communication "
+       "wait, images/s; docs/metrics_schema.md); 0: none",
+       false},
+      {"lr.schedule", "constant",
+       "constant, step, multistep, poly, cosine or plateau (see "
+       "optim/schedule.h for lr.* keys)"},
+  };
+  return specs;
+}
+
+}  // namespace
+
+const std::vector<OptionSpec>& train_option_specs() {
+  static const std::vector<OptionSpec> specs = [] {
+    std::vector<OptionSpec> all = driver_option_specs();
+    for (const OptionSpec& s : component_option_specs()) all.push_back(s);
+    return all;
+  }();
+  return specs;
+}
+
+std::string option_default(const std::string& key) {
+  for (const auto& s : train_option_specs())
+    if (s.key == key) return s.default_value;
+  DPLAB_FAIL("no default for option '{}'", key);
+}
+
+namespace {
+
+bool usable_scalar(const toml::node& n) {
+  return n.is_string() || n.is_integer() || n.is_floating_point() || n.is_boolean();
+}
+
+// What a node of a type dplab cannot use is, for an error: "a date", "an array of tables".
+std::string unusable_type(const toml::node& n) {
+  if (n.is_date()) return "a date";
+  if (n.is_time()) return "a time";
+  if (n.is_date_time()) return "a date-time";
+  if (n.is_table()) return "a table";
+  if (n.is_array_of_tables()) return "an array of tables";
+  if (auto a = n.as_array())
+    for (const toml::node& e : *a) {
+      if (e.is_array()) return "an array of arrays";
+      if (!usable_scalar(e)) return "an array holding " + unusable_type(e);
+    }
+  return "a value of another type";
+}
+
+// A value as Options text: strings, numbers, booleans and arrays of them (comma-joined). Any
+// other type (a date or time, a table or an array inside an array) is a usage error in the form
+// of a bad --set value, naming the file, line and column.
+std::string node_to_string(const toml::node& n, const std::string& key, const std::string& path) {
+  if (auto s = n.as_string()) return s->get();
+  if (auto i = n.as_integer()) return std::to_string(i->get());
+  if (auto f = n.as_floating_point()) return fmt::format("{}", f->get());
+  if (auto b = n.as_boolean()) return b->get() ? "true" : "false";
+  if (auto a = n.as_array(); a && std::all_of(a->begin(), a->end(), usable_scalar)) {
+    std::string r;
+    for (size_t i = 0; i < a->size(); ++i)
+      r += (i ? "," : "") + node_to_string(*a->get(i), key, path);
+    return r;
+  }
+  throw UsageError(fmt::format("{}:{}:{}: option {}: expected {}, found {}", path,
+                               n.source().begin.line, n.source().begin.column, excerpt(key),
+                               option_expectation(key), unusable_type(n)));
+}
+
+// The byte at `offset` for an error message: 'c', a named control character or the end.
+std::string describe_byte(std::string_view text, size_t offset) {
+  if (offset >= text.size()) return "the end of the file";
+  const unsigned char c = static_cast<unsigned char>(text[offset]);
+  if (c == '\n' || c == '\r') return "the end of the line";
+  if (c < 0x20 || c >= 0x7f) return fmt::format("byte 0x{:02x}", c);
+  return fmt::format("'{}'", char(c));
+}
+
+void flatten(const toml::table& t, const std::string& prefix, const std::string& path, Options& opt,
+             ValuePlaces* places) {
+  for (auto&& [k, v] : t) {
+    // TOML cannot give a key both a value and sub-keys (lr = 0.1 and [lr] schedule = ...), so
+    // inside a table `value` names the table's own key: [lr] value = 0.1 -> "lr".
+    const std::string name(k.str());
+    const std::string key =
+        prefix.empty() ? name : (name == "value" ? prefix : prefix + "." + name);
+    if (auto sub = v.as_table()) {
+      flatten(*sub, key, path, opt, places);
+    } else {
+      opt.set(key, node_to_string(v, key, path));
+      if (places)
+        (*places)[key] =
+            fmt::format("{}:{}:{}", path, v.source().begin.line, v.source().begin.column);
+    }
+  }
+}
+
+}  // namespace
+
+std::map<std::string, std::string> trajectory_config(const Options& opt) {
+  std::map<std::string, bool> table;
+  for (const auto& s : train_option_specs()) table[s.key] = s.trajectory;
+  std::map<std::string, std::string> r;
+  for (const auto& [k, v] : opt.read_values()) {
+    if (auto it = table.find(k); it != table.end() && !it->second) continue;
+    if (k == "comm.wait" || k == "comm.timeout_s" || k == "comm.backoff_sleep_us") continue;
+    r[k] = v;
+  }
+  return r;
+}
+
+void load_toml_string(std::string_view text, const std::string& path, Options& opt,
+                      ValuePlaces* places) {
+  if (text.size() > kMaxTomlBytes)
+    throw UsageError(fmt::format("{}: config of {} bytes exceeds the limit of {} bytes", path,
+                                 text.size(), kMaxTomlBytes));
+  const TomlNesting nesting = toml_nesting(text, kMaxTomlDepth);
+  if (nesting.malformed)
+    throw UsageError(fmt::format("{}:{}:{}: expected {}, found {}", path, nesting.bad_line,
+                                 nesting.bad_column, nesting.expected,
+                                 describe_byte(text, nesting.bad_offset)));
+  if (nesting.exceeded)
+    throw UsageError(fmt::format(
+        "{}:{}:{}: tables and arrays nested {} deep exceed the limit of {} (a dotted key or "
+        "[table] header of that many parts, or arrays and inline tables inside each other)",
+        path, nesting.line, nesting.column, nesting.depth, kMaxTomlDepth));
+  toml::table t;
+  try {
+    t = toml::parse(text, path);
+  } catch (const toml::parse_error& e) {
+    throw UsageError(fmt::format("{}:{}:{}: {}", path, e.source().begin.line,
+                                 e.source().begin.column,
+                                 excerpt(e.description(), kExcerptMessageChars)));
+  }
+  flatten(t, "", path, opt, places);
+}
+
+std::string read_config_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in.good()) throw UsageError(fmt::format("{}: cannot open the config file", path));
+  // Read one byte past the limit, no more: a huge file is refused without being held.
+  std::string text;
+  text.resize(kMaxTomlBytes + 1);
+  in.read(text.data(), std::streamsize(text.size()));
+  if (in.bad()) throw UsageError(fmt::format("{}: read error", path));
+  text.resize(size_t(in.gcount()));
+  if (text.size() > kMaxTomlBytes)
+    throw UsageError(
+        fmt::format("{}: config file exceeds the limit of {} bytes", path, kMaxTomlBytes));
+  return text;
+}
+
+void load_toml_options(const std::string& path, Options& opt, ValuePlaces* places) {
+  load_toml_string(read_config_text(path), path, opt, places);
+}
+
+void apply_set_option(const std::string& key_value, Options& opt) {
+  const auto eq = key_value.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw UsageError(fmt::format("--set '{}': expected KEY=VALUE", key_value));
+  opt.set(key_value.substr(0, eq), key_value.substr(eq + 1));
+}
+
+namespace {
+
+// Where the unknown-key message sends the user for algorithm `algo`'s keys.
+std::string algorithm_keys_hint(const std::string& algo, const Registry* registry) {
+  const std::vector<std::string> builtin = builtin_names_for("algo");
+  if (std::find(builtin.begin(), builtin.end(), algo) != builtin.end())
+    return fmt::format("every key: dplab options, algorithm {}'s: dplab options {}", excerpt(algo),
+                       excerpt(algo));
+  if (registry != nullptr)
+    for (const StrategyEntry& e : registry->strategies()) {
+      if (e.name != algo) continue;
+      // Not built in: dplab options does not know it; its keys are the registry entry's.
+      std::string keys;
+      for (size_t i = 0; i < std::min(e.keys.size(), kMaxUnknownListed); ++i)
+        keys += (keys.empty() ? "" : ", ") + excerpt(e.keys[i]);
+      if (e.keys.size() > kMaxUnknownListed)
+        keys += fmt::format(" and {} more", count_text(e.keys.size() - kMaxUnknownListed));
+      return fmt::format(
+          "algorithm {} is this program's own and reads {} (its --help lists every name's "
+          "keys); the driver's keys: dplab options",
+          quoted_excerpt(algo), keys.empty() ? "no keys of its own" : keys);
+    }
+  return "every key: dplab options";
+}
+
+}  // namespace
+
+void check_no_unknown_options(const Options& opt, const Registry* registry) {
+  const auto unused = opt.unused_keys();
+  if (unused.empty()) return;
+  // Candidates for "did you mean": the table's keys and every key this run read (an
+  // algorithm's, a schedule's).
+  std::vector<std::string> known;
+  for (const auto& s : train_option_specs()) known.push_back(s.key);
+  for (const auto& [k, v] : opt.read_values()) known.push_back(k);
+  // The first kMaxUnknownListed keys, each cut to an excerpt, and how many more: the message
+  // stays short however many keys a file has.
+  std::string list;
+  for (size_t i = 0; i < std::min(unused.size(), kMaxUnknownListed); ++i) {
+    const std::string& k = unused[i];
+    // A key of the table that this run does not read (another algorithm's, link.* without a
+    // distributed algorithm): named as such, not "did you mean" itself.
+    const bool listed = std::find(known.begin(), known.end(), k) != known.end();
+    list += (list.empty() ? "" : ", ") + excerpt(k) +
+            (listed ? fmt::format(" (an option of area {}, not read by this run)", option_area(k))
+                    : did_you_mean(k, known));
+  }
+  if (unused.size() > kMaxUnknownListed)
+    list += fmt::format(" and {} more", count_text(unused.size() - kMaxUnknownListed));
+  // A compression key says why (train/config/compress_refusal.h).
+  const std::string algo = opt.get_string("algo", "local");
+  std::string why;
+  for (const auto& k : unused)
+    if (why.empty()) why = compression_refusal(k, algo);
+  throw UsageError(fmt::format(
+      "unknown option{} {} (not used by the model, data, optimizer, schedule or algorithm "
+      "{}; {}){}",
+      unused.size() > 1 ? "s" : "", list, quoted_excerpt(algo), algorithm_keys_hint(algo, registry),
+      why.empty() ? "" : ". " + why));
+}
+
+}  // namespace dplab

@@ -1,0 +1,126 @@
+#include "dplab/train/loop/nonfinite_guard.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "dplab/core/autograd.h"
+#include "dplab/core/backend.h"
+#include "dplab/core/usage_error.h"
+
+namespace dplab {
+namespace {
+
+// x as a contiguous f32 tensor on its device (itself when it already is one).
+Tensor as_flat_f32(const Tensor& x) {
+  Tensor t = x.dtype() == DType::f32 ? x : x.to(DType::f32);
+  return t.is_contiguous() ? t : t.contiguous();
+}
+
+}  // namespace
+
+NonfinitePolicy parse_nonfinite_policy(const std::string& value) {
+  if (value == "stop") return NonfinitePolicy::stop;
+  if (value == "skip") return NonfinitePolicy::skip;
+  DPLAB_FAIL_OPTION("option nonfinite: expected stop or skip, got '{}'", value);
+}
+
+std::vector<size_t> nonfinite_indices(const std::vector<Tensor>& tensors) {
+  NoGradGuard no_grad;
+  std::vector<size_t> bad;
+  std::vector<bool> done(tensors.size(), false);
+  // One flags tensor (and one read back) per device the tensors live on.
+  for (size_t first = 0; first < tensors.size(); ++first) {
+    if (done[first]) continue;
+    const Device dev = tensors[first].device();
+    std::vector<size_t> group;
+    for (size_t i = first; i < tensors.size(); ++i)
+      if (!done[i] && tensors[i].device() == dev) {
+        done[i] = true;
+        if (tensors[i].defined() && is_floating(tensors[i].dtype()) && tensors[i].numel() > 0)
+          group.push_back(i);
+      }
+    if (group.empty()) continue;
+    Tensor flags = Tensor::zeros({int64_t(group.size())}, DType::f32, dev);
+    const auto& kernels = backend_for(dev).optim;
+    for (size_t j = 0; j < group.size(); ++j)
+      kernels.find_nonfinite(as_flat_f32(tensors[group[j]]), flags, int64_t(j));
+    const std::vector<float> f = flags.to_vector();  // the one read back for this device
+    for (size_t j = 0; j < group.size(); ++j)
+      if (f[j] != 0.f) bad.push_back(group[j]);
+  }
+  std::sort(bad.begin(), bad.end());
+  return bad;
+}
+
+std::vector<std::string> nonfinite_names(const std::vector<NamedTensor>& tensors) {
+  std::vector<Tensor> ts;
+  ts.reserve(tensors.size());
+  for (const auto& nt : tensors) ts.push_back(nt.tensor);
+  std::vector<std::string> names;
+  for (size_t i : nonfinite_indices(ts)) names.push_back(tensors[i].name);
+  return names;
+}
+
+std::vector<std::string> nonfinite_entries(const StateDict& state) {
+  std::vector<std::string> names = nonfinite_names(state.tensors());
+  // Values are exact text: a double that is inf or NaN is spelled "inf", "-inf" or "nan"
+  // (StateDict::put_double), alone or as an element of a comma-separated list (put_doubles).
+  for (const auto& [name, text] : state.values()) {
+    size_t start = 0;
+    while (start <= text.size()) {
+      size_t comma = text.find(',', start);
+      if (comma == std::string::npos) comma = text.size();
+      const std::string item = text.substr(start, comma - start);
+      if (item == "nan" || item == "inf" || item == "-inf") {
+        names.push_back(name);
+        break;
+      }
+      start = comma + 1;
+    }
+  }
+  return names;
+}
+
+std::string name_list(const std::vector<std::string>& names, size_t show) {
+  std::string r;
+  const size_t shown = std::min(names.size(), show);
+  for (size_t i = 0; i < shown; ++i) {
+    if (i > 0) r += (i + 1 == shown && shown == names.size()) ? " and " : ", ";
+    r += "'" + names[i] + "'";
+  }
+  if (names.size() > shown) r += fmt::format(" and {} more", names.size() - shown);
+  return r;
+}
+
+NonfiniteGuard::NonfiniteGuard(const ParamArena& arena, bool check_grads)
+    : arena_(arena), check_grads_(check_grads) {
+  flags_ = Tensor::zeros({2}, DType::f32, arena.device());
+}
+
+bool NonfiniteGuard::step_nonfinite(const Tensor& loss) {
+  NoGradGuard no_grad;
+  flags_.zero_();
+  const auto& kernels = backend_for(arena_.device()).optim;
+  kernels.find_nonfinite(as_flat_f32(loss.detach()).to(arena_.device()), flags_, 0);
+  if (check_grads_ && arena_.numel() > 0) kernels.find_nonfinite(arena_.grads(), flags_, 1);
+  const std::vector<float> f = flags_.to_vector();  // the one device-to-host read of the step
+  return f[0] != 0.f || f[1] != 0.f;
+}
+
+std::string NonfiniteGuard::describe(const Tensor& loss) const {
+  std::vector<std::string> parts;
+  if (!nonfinite_indices({loss.detach()}).empty()) parts.push_back("loss");
+  if (check_grads_) {
+    std::vector<NamedTensor> grads;
+    for (const ArenaSegment& s : arena_.segments())
+      grads.push_back({s.name, arena_.grads().flat_range(s.offset, s.offset + s.numel)});
+    const std::vector<std::string> bad = nonfinite_names(grads);
+    if (!bad.empty())
+      parts.push_back(fmt::format("gradient{} of {}", bad.size() > 1 ? "s" : "", name_list(bad)));
+  }
+  if (parts.empty()) return "nothing non-finite on this rank";
+  return parts.size() == 1 ? parts[0] : parts[0] + " and " + parts[1];
+}
+
+}  // namespace dplab

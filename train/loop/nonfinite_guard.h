@@ -1,0 +1,69 @@
+// Non-finite values in training: a loss or gradient that is inf or NaN stops the run (or, with
+// nonfinite = skip, drops the step), and no checkpoint with a non-finite tensor is ever written.
+//
+//   A rank whose loss or gradient is non-finite never applies that update (under both
+//   policies): its step is dropped (no optimizer update, its gradients zeroed, its loss left
+//   out of the metrics), as the f16 loss scaler does. With gradients averaged in after_backward
+//   (allreduce and the other synchronous algorithms) every rank sees the same values and drops
+//   the same step; otherwise each rank drops its own.
+//   option nonfinite = stop   then every rank stops, at the same tick (StepAgreement: at most
+//                             StepAgreement::kLag ticks later, or at the end of the epoch), with
+//                             a message naming the global step, the rank(s) and the tensor (a
+//                             parameter's name, or "loss"); exit status 3; no checkpoint is
+//                             written, so the last good one stays as it was.
+//   option nonfinite = skip   training goes on; the dropped steps are counted
+//                             ("nonfinite_skipped_steps" in the epoch and final metrics records:
+//                             rank 0's count).
+// The per-step check is one fused read-only pass over the loss and the flat gradient arena
+// (OptimKernels::find_nonfinite) and one read back of two flags: the same cost pattern as
+// GradScaler's found-inf check. Under amp = f16 the loss scaler already handles inf/NaN
+// gradients (they are expected while the scale settles), so only the loss is checked there.
+// Ranks agree through StepAgreement (train/loop/step_agreement.h); before a checkpoint every
+// rank checks its whole state and they agree before anything is written.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "dplab/core/error.h"
+#include "dplab/core/param_arena.h"
+#include "dplab/core/state_dict.h"
+#include "dplab/train/loop/run_stopped.h"
+
+namespace dplab {
+
+enum class NonfinitePolicy { stop, skip };
+// Option nonfinite: "stop" or "skip"; anything else throws naming the option.
+NonfinitePolicy parse_nonfinite_policy(const std::string& value);
+
+// Indices (ascending) of the tensors holding an inf or NaN. Floating tensors only (f32 as they
+// are, bf16/f16 through an f32 copy); integer tensors are always finite. One fused pass per
+// tensor into a flags tensor on the tensors' device and one read back per device, so a CUDA
+// state costs one host synchronisation, not one per tensor.
+std::vector<size_t> nonfinite_indices(const std::vector<Tensor>& tensors);
+// The names of the tensors holding an inf or NaN, in order.
+std::vector<std::string> nonfinite_names(const std::vector<NamedTensor>& tensors);
+// The non-finite entries of a StateDict: tensor names and double values spelled inf or nan.
+std::vector<std::string> nonfinite_entries(const StateDict& state);
+// "'a'", "'a' and 'b'", "'a', 'b' and 3 more": names for a message.
+std::string name_list(const std::vector<std::string>& names, size_t show = 3);
+
+// This rank's per-step check.
+class NonfiniteGuard {
+ public:
+  // check_grads = false under the f16 loss scaler (see above).
+  NonfiniteGuard(const ParamArena& arena, bool check_grads);
+  // True when the loss or (with check_grads) some gradient is inf or NaN: one fused pass, one
+  // read back of two flags.
+  bool step_nonfinite(const Tensor& loss);
+  // After step_nonfinite() returned true, what was non-finite: "loss", "gradient of 'fc.bias'",
+  // or both. Per-tensor passes (with one read back): only on the failure path.
+  std::string describe(const Tensor& loss) const;
+  bool check_grads() const { return check_grads_; }
+
+ private:
+  const ParamArena& arena_;
+  bool check_grads_;
+  Tensor flags_;  // f32 [2] on the arena's device: loss, gradients
+};
+
+}  // namespace dplab
