@@ -10,7 +10,7 @@
 // applies to the segments whose weight_decay flag is set, as SGD's does. The lr is the
 // Optimizer's lr (the lr schedule sets it each step); t counts this optimizer's steps, so a
 // resumed run continues the bias corrections where it stopped. Defaults are PyTorch's; the
-// trainer reads lr and wd from the shared keys (see train/loop/optimizer_factory.h).
+// trainer reads lr and wd from the shared keys (see train/loop/optimizer_options.h).
 //
 // Checkpoint state: optim.exp_avg and optim.exp_avg_sq (flat f32 like the arena) and
 // optim.steps (t of the last step).

@@ -1,8 +1,8 @@
 // Issue #33 item 6: each optimizer's unset options take that optimizer's defaults
-// (train/loop/optimizer_factory.h). AdamW's are PyTorch's, written here from the
-// torch.optim.AdamW documentation (lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight_decay 1e-2);
-// SGD keeps dplab's table (lr 0.01, momentum 0.9, weight decay 0). A key that is set wins. The
-// run header and run.json say which values the optimizer defaulted.
+// (train/loop/optimizer_options.h, optim/optimizer_factory.h). AdamW's are PyTorch's, written here
+// from the torch.optim.AdamW documentation (lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight_decay
+// 1e-2); SGD keeps dplab's table (lr 0.01, momentum 0.9, weight decay 0). A key that is set wins.
+// The run header and run.json say which values the optimizer defaulted.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -14,7 +14,9 @@
 #include "dplab/layers/linear.h"
 #include "dplab/layers/sequential.h"
 #include "dplab/optim/adamw.h"
+#include "dplab/optim/lars.h"
 #include "dplab/optim/sgd.h"
+#include "dplab/train/config/config.h"
 #include "dplab/train/config/registry.h"
 #include "dplab/train/loop/model_parts.h"
 #include "dplab/train/loop/trainer.h"
@@ -31,6 +33,17 @@ ModelParts parts_for(const Options& opt) {
   const Registry r = toy_registry();
   const TrainData data{std::make_shared<ToyDataset>(16), std::make_shared<ToyDataset>(8), false};
   return build_model_parts(opt, r, "toy_linear", data, 1, "", Device::cpu(), false);
+}
+
+// LARS's and AdamW's own keys default in optim/ (the option structs, read by
+// optim/optimizer_factory.h); the option table repeats them for --help and docs/options.md:
+// the two must agree.
+TEST(OptimizerDefaults, TheTableRepeatsTheOptimizersOwnDefaults) {
+  EXPECT_EQ(std::stod(option_default("lars.eta")), LARSOptions{}.trust_coefficient);
+  EXPECT_EQ(std::stod(option_default("lars.eps")), LARSOptions{}.eps);
+  EXPECT_EQ(std::stod(option_default("adamw.beta1")), AdamWOptions{}.beta1);
+  EXPECT_EQ(std::stod(option_default("adamw.beta2")), AdamWOptions{}.beta2);
+  EXPECT_EQ(std::stod(option_default("adamw.eps")), AdamWOptions{}.eps);
 }
 
 TEST(OptimizerDefaults, AdamWTakesPyTorchsDefaults) {

@@ -1,5 +1,5 @@
 // Registry::with_builtins(): the library's own tables (models/registry.h, comm/registry.h,
-// optim/schedule.h, train/loop/optimizer_factory.h, train/config/builtin_datasets.h) as
+// optim/schedule.h, optim/optimizer_factory.h, train/config/builtin_datasets.h) as
 // registry entries. Each entry delegates to the function `dplab train` called before the
 // registry existed, so a built-in name builds exactly what it built then.
 #include <algorithm>
@@ -8,11 +8,12 @@
 #include "dplab/comm/registry.h"
 #include "dplab/models/registry.h"
 #include "dplab/models/resnet_he_cifar.h"
+#include "dplab/optim/optimizer_factory.h"
 #include "dplab/train/config/builtin_datasets.h"
 #include "dplab/train/config/option_keys.h"
 #include "dplab/train/config/option_values.h"
 #include "dplab/train/config/registry.h"
-#include "dplab/train/loop/optimizer_factory.h"
+#include "dplab/train/loop/optimizer_options.h"
 
 namespace dplab {
 

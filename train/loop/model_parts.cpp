@@ -3,7 +3,7 @@
 #include "dplab/comm/topology.h"
 
 #include "dplab/train/config/config.h"
-#include "dplab/train/loop/optimizer_factory.h"
+#include "dplab/train/loop/optimizer_options.h"
 #include "dplab/train/state/checkpoint.h"
 
 namespace dplab {
@@ -46,7 +46,7 @@ ModelParts build_model_parts(const Options& opt, const Registry& registry,
   p.model->to(device);
   p.arena = std::make_unique<ParamArena>(p.model->named_parameters());
   p.arena->mark_norm_parameters(norm_parameter_names(*p.model));
-  // optim = sgd | lars | adamw (train/loop/optimizer_factory.h) | an experiment's; the shared
+  // optim = sgd | lars | adamw (optim/optimizer_factory.h) | an experiment's; the shared
   // keys left unset take that optimizer's defaults (AdamW's are PyTorch's).
   const OptimizerEntry& optim = registry.optimizer(get(opt, "optim"));
   const SGDOptions so = read_shared_optimizer_options(opt, optim);

@@ -33,7 +33,7 @@
 #include "dplab/train/loop/accumulation.h"
 #include "dplab/train/loop/model_parts.h"
 #include "dplab/train/loop/nonfinite_guard.h"
-#include "dplab/train/loop/optimizer_factory.h"
+#include "dplab/train/loop/optimizer_options.h"
 #include "dplab/train/loop/preemption.h"
 #include "dplab/train/loop/step_agreement.h"
 #include "dplab/train/loop/train_loop.h"
