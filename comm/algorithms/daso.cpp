@@ -413,6 +413,11 @@ std::map<std::string, double> DasoStrategy::state() const {
 
 std::vector<std::string> DasoStrategy::plan_notes(const RunPlan& plan) const {
   std::vector<std::string> v;
+  if (topo_->num_nodes() == 1)
+    v.push_back(fmt::format(
+        "warning: algo = daso on one node ({} ranks, {} per node): its node-local and global "
+        "levels are the same ranks; set --ranks-per-node N for virtual nodes",
+        world_size(), topo_->ranks_per_node()));
   if (cfg_.phases) {
     const int64_t spe = std::max<int64_t>(1, plan.steps_per_epoch);
     const int64_t reached = std::min(plan.epochs, (plan.steps + spe - 1) / spe);

@@ -63,7 +63,7 @@ expect_usage "plugin $tmp/notes.so: cannot be loaded: .*(invalid ELF header|file
   train --plugin "$tmp/notes.so"
 expect_usage "plugin $no_register: no entry point dplab_plugin_register" \
   train --plugin "$no_register"
-expect_usage "plugin $other_abi: plugin ABI version 2, but this dplab loads version 1 only" \
+expect_usage "plugin $other_abi: plugin ABI version 3, but this dplab loads version 2 only" \
   options --plugin "$other_abi"
 expect_usage "plugin $taken_name: its registration failed: .*algorithm 'allreduce' is already registered" \
   train --plugin "$taken_name" --algo allreduce

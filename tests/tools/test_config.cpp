@@ -5,6 +5,7 @@
 
 #include "data/temp_dir.h"
 #include "dplab/train/config/config.h"
+#include "dplab/train/config/registry.h"
 
 namespace dplab {
 namespace {
@@ -98,13 +99,15 @@ TEST(Config, UnknownKeysAreNamed) {
 // A compression key no part of the run reads (an algorithm without GradSync, or another
 // algorithm's prefix) is refused with the reason (train/config/compress_refusal.h); other unknown
 // keys are not given it.
+// What each algorithm exchanges instead comes from its registry entry (StrategyEntry::exchanges).
 TEST(Config, CompressionKeysNotReadSayWhy) {
+  const Registry builtins = Registry::with_builtins();
   Options o;
   o.set("algo", "dcs3gd");
   o.set("allreduce.compress", "topk");
   o.get_string("algo", "");
   try {
-    check_no_unknown_options(o);
+    check_no_unknown_options(o, &builtins);
     FAIL() << "expected an error";
   } catch (const UsageError& e) {
     const std::string m = e.what();
@@ -121,7 +124,7 @@ TEST(Config, CompressionKeysNotReadSayWhy) {
   p.set("sgp.topk.ratio", "0.1");  // not a table key: still explained
   p.get_string("algo", "");
   try {
-    check_no_unknown_options(p);
+    check_no_unknown_options(p, &builtins);
     FAIL() << "expected an error";
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("algorithm 'sgp' gossips parameters"), std::string::npos)
@@ -132,7 +135,7 @@ TEST(Config, CompressionKeysNotReadSayWhy) {
   q.set("sgp.intervall", "2");
   q.get_string("algo", "");
   try {
-    check_no_unknown_options(q);
+    check_no_unknown_options(q, &builtins);
     FAIL() << "expected an error";
   } catch (const UsageError& e) {
     EXPECT_EQ(std::string(e.what()).find("Gradient compression"), std::string::npos) << e.what();

@@ -14,6 +14,7 @@
 #include "dplab/train/config/option_values.h"
 #include "dplab/train/config/registry.h"
 #include "dplab/train/loop/optimizer_options.h"
+#include "dplab/train/report/dcs3gd_note.h"
 
 namespace dplab {
 
@@ -70,6 +71,20 @@ Registry Registry::with_builtins() {
       {"streaming_diloco",
        "DiLoCo by fragments on a staggered, overlapped schedule "
        "(streaming_diloco.md)"}};
+  // What those without a GradSync exchange instead of gradients (compress_refusal.h).
+  const std::map<std::string, std::string> exchanges = {
+      {"local", "trains on one rank's gradients without communication"},
+      {"local_sgd", "averages parameters every local_sgd.H steps, not gradients"},
+      {"dcs3gd",
+       "allreduces its delayed updates (the momentum step) itself, not gradients through GradSync"},
+      {"sgp", "gossips parameters (push-sum) and averages no gradients"},
+      {"oscars", "averages parameters after every round of local steps, not gradients"},
+      {"diloco", "averages outer gradients (parameter differences) once per round"},
+      {"streaming_diloco",
+       "averages outer gradients (parameter differences) per fragment; "
+       "streaming_diloco.quantize sends them in 8 or 4 bits (int8, int4, fp8_e4m3, fp4_e2m1)"},
+      {"slowmo", "averages parameters once per round (with a local SGD or SGP base)"},
+  };
   for (const std::string& name : strategy_names()) {
     StrategyEntry e{name, "", algorithm_option_keys(name),
                     [](std::shared_ptr<Topology> topo, const Options& o) {
@@ -78,6 +93,8 @@ Registry Registry::with_builtins() {
     if (auto it = algo_help.find(name); it != algo_help.end()) e.help = it->second;
     e.averages_gradients = name == "local" || name == "allreduce";
     e.single_process = name == "local";
+    if (auto it = exchanges.find(name); it != exchanges.end()) e.exchanges = it->second;
+    if (name == "dcs3gd") e.run_note = dcs3gd_run_note;  // the paper's peak lr
     r.add(std::move(e));
   }
   // Each optimizer's unset keys take its own defaults (OptimizerEntry::defaults): SGD and LARS

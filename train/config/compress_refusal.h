@@ -9,7 +9,9 @@
 namespace dplab {
 
 // "" when `key` is not a compression key; otherwise one sentence (no final period) naming
-// the prefixes that read compression and why algorithm `algo` does not.
-std::string compression_refusal(const std::string& key, const std::string& algo);
+// the prefixes that read compression and why algorithm `algo` does not: what it `exchanges`
+// instead (StrategyEntry::exchanges; "" says nothing more).
+std::string compression_refusal(const std::string& key, const std::string& algo,
+                                const std::string& exchanges);
 
 }  // namespace dplab

@@ -383,9 +383,13 @@ void check_no_unknown_options(const Options& opt, const Registry* registry) {
     list += fmt::format(" and {} more", count_text(unused.size() - kMaxUnknownListed));
   // A compression key says why (train/config/compress_refusal.h).
   const std::string algo = opt.get_string("algo", "local");
+  std::string exchanges;  // the algorithm's declaration (StrategyEntry::exchanges)
+  if (registry != nullptr)
+    for (const StrategyEntry& e : registry->strategies())
+      if (e.name == algo) exchanges = e.exchanges;
   std::string why;
   for (const auto& k : unused)
-    if (why.empty()) why = compression_refusal(k, algo);
+    if (why.empty()) why = compression_refusal(k, algo, exchanges);
   throw UsageError(fmt::format(
       "unknown option{} {} (not used by the model, data, optimizer, schedule or algorithm "
       "{}; {}){}",

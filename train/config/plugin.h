@@ -19,7 +19,8 @@
 
 #include "dplab/train/config/registry.h"
 
-#define DPLAB_PLUGIN_ABI_VERSION 1
+// 2: StrategyEntry gained `exchanges` and `run_note` (the algorithm's declaration, issue #35).
+#define DPLAB_PLUGIN_ABI_VERSION 2
 
 // The symbols dplab looks up (dlsym) in a plugin.
 #define DPLAB_PLUGIN_ABI_SYMBOL "dplab_plugin_abi_version"

@@ -84,6 +84,13 @@ struct StrategyEntry {
   bool averages_gradients = false;
   // One process, no communicator (local): option comm = nccl then asks for nothing.
   bool single_process = false;
+  // What the algorithm exchanges instead of gradients through GradSync: said when a run of it
+  // is given a gradient-compression key (train/config/compress_refusal.h); "" otherwise.
+  std::string exchanges = "";
+  // A line for the run header from the run's options, global batch and base lr, or empty
+  // (DC-S3GD: the paper's peak lr, train/report/dcs3gd_note.h).
+  std::function<std::string(const Options&, int64_t global_batch, double base_lr)> run_note =
+      nullptr;
 };
 
 // Throws a UsageError naming option accumulate_steps when `steps` > 1 and `algo` does not

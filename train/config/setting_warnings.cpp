@@ -43,11 +43,6 @@ std::vector<std::string> ineffective_settings(const Options& opt, const RunShape
   const std::string intra = value_of(opt, "link.intra");
   if (shape.world_size == 1 && !intra.empty() && intra != "off")
     w.push_back(fmt::format("warning: link.intra = {} does nothing in a run of one rank", intra));
-  if (value_of(opt, "algo") == "daso" && one_node)
-    w.push_back(fmt::format(
-        "warning: algo = daso on one node ({}): its node-local and global levels are the same "
-        "ranks; set --ranks-per-node N for virtual nodes",
-        nodes));
   const int64_t threads = int_of(opt, "threads");
   // On a virtual cluster oversubscription is expected (dozens of ranks on a few cores) and does
   // not change the figures: measured compute is each rank's thread CPU time.

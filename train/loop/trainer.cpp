@@ -216,6 +216,10 @@ TrainResult run_training(const Options& opt, const Registry& registry, std::ostr
   facts.optimizer_defaults_from = optim.defaults_from;
   facts.optimizer_defaulted = optimizer_defaulted(opt, optim);
   facts.base_lr = built.base_lr;
+  // The algorithm's own line for the header, from its declaration (StrategyEntry::run_note).
+  if (const StrategyEntry& algo = registry.strategy(get(opt, "algo")); algo.run_note)
+    facts.algo_note =
+        algo.run_note(opt, set.batch * ranks.size() * accumulation.steps(), built.base_lr);
   facts.plugins = registry.plugins();
   if (cluster_run) cluster_facts(*cluster_run, facts);
   record_run_start(opt, ranks, facts, summary);

@@ -13,7 +13,6 @@
 #include "dplab/core/error.h"
 #include "dplab/train/config/config.h"
 #include "dplab/train/report/build_info.h"
-#include "dplab/train/report/dcs3gd_note.h"
 #include "dplab/train/report/epoch_record.h"
 
 namespace dplab {
@@ -171,7 +170,7 @@ void record_run_start(const Options& opt, const RankGroup& ranks, const RunFacts
                                      : fmt::format("{} defaulted by the optimizer ({})", unset,
                                                    f.optimizer_defaults_from));
   }
-  if (f.algo == "dcs3gd") out << dcs3gd_run_note(opt, global, f.base_lr);  // the paper's peak lr
+  out << f.algo_note;
   out << f.cluster_note;  // a virtual cluster: its shape and how compute is timed
   out << fmt::format("  device {}, {} thread{} per rank; data {}: {} train / {} test samples\n",
                      f.device, f.threads, f.threads == 1 ? "" : "s", f.data,

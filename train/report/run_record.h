@@ -27,6 +27,8 @@ struct RunFacts {
   std::string model;
   int64_t parameters = 0;  // trainable values
   std::string algo;
+  // The algorithm's line for the header (StrategyEntry::run_note; "" for none).
+  std::string algo_note;
   int64_t batch = 0;  // per rank
   int64_t accumulate_steps = 1;
   int64_t eval_batch = 0;  // per rank, as evaluation runs it (option eval.batch resolved)
