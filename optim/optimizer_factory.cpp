@@ -5,13 +5,20 @@
 #include "dplab/optim/lars.h"
 
 namespace dplab {
+namespace {
+
+// nesterov and dampening are SGD's alone.
+void refuse_sgd_only_options(const char* optim, const SGDOptions& sgd) {
+  DPLAB_CHECK(!sgd.nesterov && sgd.dampening == 0,
+              "optim = {}: nesterov and dampening are SGD options (got nesterov {}, dampening {})",
+              optim, sgd.nesterov, sgd.dampening);
+}
+
+}  // namespace
 
 std::unique_ptr<Optimizer> make_lars_optimizer(const Options& opt, ParamArena& arena,
                                                const SGDOptions& sgd) {
-  DPLAB_CHECK(!sgd.nesterov && sgd.dampening == 0,
-              "optim = lars: nesterov and dampening are SGD options (got nesterov {}, "
-              "dampening {})",
-              sgd.nesterov, sgd.dampening);
+  refuse_sgd_only_options("lars", sgd);
   LARSOptions lo;
   lo.lr = sgd.lr;
   lo.momentum = sgd.momentum;
@@ -23,10 +30,7 @@ std::unique_ptr<Optimizer> make_lars_optimizer(const Options& opt, ParamArena& a
 
 std::unique_ptr<Optimizer> make_adamw_optimizer(const Options& opt, ParamArena& arena,
                                                 const SGDOptions& sgd) {
-  DPLAB_CHECK(!sgd.nesterov && sgd.dampening == 0,
-              "optim = adamw: nesterov and dampening are SGD options (got nesterov {}, "
-              "dampening {})",
-              sgd.nesterov, sgd.dampening);
+  refuse_sgd_only_options("adamw", sgd);
   AdamWOptions ao;
   ao.lr = sgd.lr;
   ao.weight_decay = sgd.weight_decay;  // the shared key wd (unset: AdamW's 1e-2, PyTorch's)
