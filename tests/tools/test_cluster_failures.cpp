@@ -389,8 +389,9 @@ TEST(ClusterTrain, FailureFiguresReachRunJsonAndTheSummary) {
   EXPECT_EQ(rec.run["recovery_s"].get<double>(), recovery);
   EXPECT_NE(rec.out.find(fmt::format(
                 "failures: {:.4g} rank-s of virtual time lost (the ranks down x each step's "
-                "virtual time, summed over ranks), recovery {:.4g} s virtual (the heals of "
-                "returning ranks)\n",
+                "virtual time, summed over ranks), recovery {:.4g} s virtual (how far the heals "
+                "of returning ranks moved the world's clock: 0 when a heal ends before the live "
+                "ranks' step does)\n",
                 lost, recovery)),
             std::string::npos)
       << rec.out;

@@ -232,7 +232,8 @@ void record_world_sizes(const Options& opt, const RankGroup& ranks,
 std::string failure_summary(double lost_rank_s, double recovery_s) {
   return fmt::format(
       "failures: {:.4g} rank-s of virtual time lost (the ranks down x each step's virtual time, "
-      "summed over ranks), recovery {:.4g} s virtual (the heals of returning ranks)\n",
+      "summed over ranks), recovery {:.4g} s virtual (how far the heals of returning ranks "
+      "moved the world's clock: 0 when a heal ends before the live ranks' step does)\n",
       lost_rank_s, recovery_s);
 }
 
