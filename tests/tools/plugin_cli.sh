@@ -25,11 +25,11 @@ fail() {
 }
 
 # ---- the plugin links the dplab shared libraries and defines none of their symbols ------------
-ldd "$topk" | grep -q 'libdplab_train\.so' || fail "$topk does not link libdplab_train.so"
-if nm -DC --defined-only "$topk" | grep -q 'dplab::Registry::'; then
+ldd "$topk" | grep 'libdplab_train\.so' >/dev/null || fail "$topk does not link libdplab_train.so"
+if nm -DC --defined-only "$topk" | grep 'dplab::Registry::' >/dev/null; then
   fail "$topk defines Registry symbols (a second copy of the registry)"
 fi
-nm -D --defined-only "$topk" | grep -q ' T dplab_plugin_register$' || fail "no entry point"
+nm -D --defined-only "$topk" | grep ' T dplab_plugin_register$' >/dev/null || fail "no entry point"
 
 # ---- listing: dplab options and dplab train --help ---------------------------------------------
 "$dplab" options --plugin "$topk" >"$tmp/options.log"
@@ -39,7 +39,7 @@ grep -Eq '^  plugins ' "$tmp/options.log" || fail "dplab options does not list o
 "$dplab" options topk --plugin "$topk" >"$tmp/options-topk.log"
 grep -q 'topk.ratio' "$tmp/options-topk.log" ||
   { cat "$tmp/options-topk.log"; fail "dplab options topk does not list topk.ratio"; }
-if "$dplab" options algo | grep -q '^  topk '; then fail "topk listed without --plugin"; fi
+if "$dplab" options algo | grep '^  topk ' >/dev/null; then fail "topk listed without --plugin"; fi
 "$dplab" train --plugin "$topk" --help >"$tmp/help.log"
 grep -Eq '^  topk +top-k sparsified .*\[keys: topk.ratio\]' "$tmp/help.log" ||
   fail "dplab train --plugin --help does not list topk"

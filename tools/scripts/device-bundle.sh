@@ -193,7 +193,7 @@ for f in "$kit"/bin/* "$kit"/lib/*.so* "$kit"/lib/ucx/*; do
   rp="$(patchelf --print-rpath "$f")"
   case "$rp" in '$ORIGIN' | '$ORIGIN/../lib' | '$ORIGIN/..') ;;
     *) die "$(basename "$f"): search path '$rp' is not inside the kit" ;; esac
-  readelf -d "$f" | grep -q '(RUNPATH)' && die "$(basename "$f"): has a RUNPATH"
+  readelf -d "$f" | grep '(RUNPATH)' >/dev/null && die "$(basename "$f"): has a RUNPATH"
   env -u LD_LIBRARY_PATH ldd "$f" | while read -r name arrow path _; do
     [ "$arrow" = "=>" ] || continue
     is_glibc "$name" && continue
