@@ -199,8 +199,7 @@ TEST(ConfigErrors, EveryBadValueInAConfigFileExits2NamingFileKeyAndTypes) {
       {"i.toml", "lr = \"abc\"\n", "i.toml:1:6: option lr: expected a number >= 0, got 'abc'"},
       {"j.toml", "[data]\nworkers = -2\n",
        "j.toml:2:11: option data.workers: expected an integer >= 0, got '-2'"},
-      {"k.toml", "batch = 1.5\n",
-       "k.toml:1:9: option batch: expected an integer >= 1, got '1.5'"},
+      {"k.toml", "batch = 1.5\n", "k.toml:1:9: option batch: expected an integer >= 1, got '1.5'"},
       {"l.toml", "lr = [0.1, 0.2]\n",
        "l.toml:1:6: option lr: expected a number >= 0, got '0.1,0.2'"},
       // A table where a number is expected: its keys are unknown options.
