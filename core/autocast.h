@@ -1,21 +1,28 @@
 // Mixed-precision autocast: inside an AutocastGuard scope, conv2d and linear (core/ops) compute
-// on low-precision operands while the parameters stay f32 ("master weights"): the op casts its
-// input and weight to the autocast dtype (bf16) with the differentiable cast op, so gradients
-// flow back through the casts to the f32 weights, and the product accumulates in f32. The bias
-// is added in f32 and the output is f32.
+// on low-precision operands while the parameters stay f32 ("master weights"), and products
+// accumulate in f32. How the activations between those layers are held depends on the backend
+// (Backend::bf16_activations):
 //
-// On CUDA the kernels run on the 16-bit tensors themselves (tensor cores), forward and both
+// On the CPU, under bf16, activations stay bf16 from layer to layer. A convolution casts its
+// input to bf16 if it is f32 (only a network's first one sees f32), reads the f32 weights and
+// bias itself (oneDNN reorders the weights into bf16 blocks, as it reorders f32 weights into f32
+// blocks), and writes a bf16 output, in oneDNN's blocked layout where that is the primitive's.
+// Batch norm (plain, fused with ReLU, fused with the residual add and ReLU), ReLU, add and
+// pooling take bf16 and give bf16, computing in f32 and rounding each output once; batch-norm
+// statistics, parameters and their gradients stay f32. Backward mirrors it: dx is bf16, dw and
+// the bias gradient f32. linear widens a bf16 input (exactly) and computes as below; the loss is
+// f32. On a CPU with AVX512-BF16 or AMX the convolutions run oneDNN's bf16 kernels; elsewhere
+// they compute in f32 on the widened values, so bf16 costs no more than f32 there.
+//
+// On CUDA, and for f16 on the CPU, the op casts its input and weight to the autocast dtype with
+// the differentiable cast op, so gradients flow back through the casts to the f32 weights. On
+// CUDA the kernels run on the 16-bit tensors themselves (tensor cores), forward and both
 // backward passes: cast(x), cast(w) -> 16-bit conv/GEMM -> f32 output (linear: cuBLAS writes the
 // f32 accumulator; conv: cuDNN writes a 16-bit y, cast to f32 at once). Backward, dy is cast to
 // the 16-bit dtype for the kernels, dx and dw come out 16-bit and the casts turn them into f32
-// gradients. Activations stay f32 so everything between these layers (batch norm, activations,
-// the loss, the bias add) is unchanged f32 math.
-//
-// On CPU the kernels are f32-only, so the operands are rounded to bf16 and cast back to f32
-// before the f32 kernel runs. That is the same arithmetic as bf16 tensor cores: a product of two
-// bf16 values (8-bit significands) is exact in f32 (24-bit significand), so only the f32
-// accumulation rounds, as it does on the GPU (up to summation order, and except that the CUDA
-// conv rounds its output and the CUDA backward rounds dy to the 16-bit dtype).
+// gradients. Activations stay f32 so everything between these layers is f32 math. f16 on the
+// CPU rounds the operands and casts them back to f32 before the f32 kernel runs: a product of
+// two 16-bit values is exact in f32, so only the f32 accumulation rounds, as on the GPU.
 //
 // The mode is thread-local state, deliberately: like NoGradGuard it is a scoped mode of the
 // thread that runs the forward pass (set and restored by a guard object), not shared state that
@@ -45,8 +52,8 @@ inline bool autocast_enabled() {
 }
 
 // An f32 operand rounded to the autocast dtype and back to f32 through differentiable casts
-// (the identity outside autocast or for non-f32 tensors). conv2d and linear apply it to their
-// input and weight on CPU.
+// (the identity outside autocast or for non-f32 tensors). conv2d (f16) and linear apply it to
+// their input and weight on the CPU.
 Tensor autocast_operand(const Tensor& t);
 
 }  // namespace dplab

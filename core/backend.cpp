@@ -11,6 +11,7 @@ thread_local const Backend* t_cpu_override = nullptr;
 const Backend& ref_backend() {
   static const Backend b{"ref",
                          false,
+                         true,
                          ref_elementwise_kernels(),
                          ref_reduce_kernels(),
                          ref_gemm_kernels(),
@@ -29,6 +30,7 @@ const Backend& cpu_backend() {
 
 const Backend& portable_cpu_backend() {
   static const Backend b{"cpu",
+                         true,
                          true,
                          cpu_elementwise_kernels(),
                          cpu_reduce_kernels(),

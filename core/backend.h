@@ -27,6 +27,10 @@ struct Backend {
   // the blocked nChw16c layout (core/tensor.h), and the ops keep them blocked between layers.
   // Other backends only ever see strided tensors: the ops convert for them.
   bool blocked_activations = false;
+  // Autocast keeps activations in bf16 from layer to layer on this backend (core/autocast.h):
+  // its conv, batch-norm, pooling and element-wise kernels take bf16 activations beside f32
+  // weights and statistics. Where false, autocast casts around each convolution instead.
+  bool bf16_activations = false;
   ElementwiseKernels ew;
   ReduceKernels reduce;
   GemmKernels gemm;

@@ -34,8 +34,8 @@ const char* layout_name(Layout l) {
 }
 
 bool blockable(const Shape& shape, DType dtype, Device device) {
-  return dtype == DType::f32 && device.is_cpu() && shape.size() == 4 && shape[1] > 0 &&
-         shape[1] % kBlock16c == 0;
+  return (dtype == DType::f32 || dtype == DType::bf16) && device.is_cpu() && shape.size() == 4 &&
+         shape[1] > 0 && shape[1] % kBlock16c == 0;
 }
 
 bool blockable(const Tensor& t) {
@@ -57,18 +57,20 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   return Tensor(impl);
 }
 
-Tensor Tensor::empty(const Shape& shape, Layout layout) {
-  Tensor t = empty(shape, DType::f32, Device::cpu());
+Tensor Tensor::empty(const Shape& shape, Layout layout, DType dtype) {
+  Tensor t = empty(shape, dtype, Device::cpu());
   if (layout == Layout::strided) return t;
-  DPLAB_CHECK(blockable(shape, DType::f32, Device::cpu()),
-              "a tensor in the {} layout must be f32 [N, C, H, W] with C a multiple of {}; got {}",
-              layout_name(layout), kBlock16c, shape_str(shape));
+  DPLAB_CHECK(blockable(shape, dtype, Device::cpu()),
+              "a tensor in the {} layout must be f32 or bf16 [N, C, H, W] with C a multiple of "
+              "{}; got {} {}",
+              layout_name(layout), kBlock16c, dtype_name(dtype), shape_str(shape));
   t.impl().layout = layout;
   return t;
 }
 
 Tensor Tensor::empty_like(const Tensor& t) {
-  return t.is_blocked() ? empty(t.shape(), t.layout()) : empty(t.shape(), DType::f32, t.device());
+  const DType d = is_floating(t.dtype()) ? t.dtype() : DType::f32;
+  return t.is_blocked() ? empty(t.shape(), t.layout(), d) : empty(t.shape(), d, t.device());
 }
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
@@ -254,10 +256,10 @@ Tensor Tensor::to(Layout l) const {
   if (l == layout()) return *this;
   if (l == Layout::strided) return clone();
   DPLAB_CHECK(blockable(*this),
-              "{} cannot take the {} layout (needs f32 [N, C, H, W] on the CPU "
+              "{} cannot take the {} layout (needs f32 or bf16 [N, C, H, W] on the CPU "
               "with C a multiple of {})",
               str(), layout_name(l), kBlock16c);
-  Tensor t = empty(shape(), l);
+  Tensor t = empty(shape(), l, dtype());
   t.copy_(*this);
   return t;
 }

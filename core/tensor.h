@@ -27,7 +27,7 @@ using GradReadyHook = std::function<void(const Tensor&)>;
 
 // How a tensor's elements are laid out in its storage.
 // - strided: element (i0, i1, ...) lives at offset + Σ i_k·stride_k (every view, NCHW by default).
-// - nChw16c: oneDNN's blocked activation layout on AVX-512 CPUs, for 4-D f32 CPU tensors
+// - nChw16c: oneDNN's blocked activation layout on AVX-512 CPUs, for 4-D f32 or bf16 CPU tensors
 //   [N, C, H, W] with C % 16 == 0: memory order [N][C/16][H][W][16], no offset. Its convolutions
 //   read and write it natively, so the fast CPU kernels keep a network's activations in it from
 //   one layer to the next (conv -> batch norm -> ReLU -> add -> conv) instead of reordering to
@@ -63,10 +63,11 @@ class Tensor {
 
   // ---- factories ---------------------------------------------------------------------------
   static Tensor empty(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
-  // An uninitialised f32 CPU tensor [N, C, H, W] in `layout` (strided: NCHW-contiguous;
-  // nChw16c: needs C % 16 == 0).
-  static Tensor empty(const Shape& shape, Layout layout);
-  // An uninitialised f32 tensor shaped and laid out like `t` (same device).
+  // An uninitialised CPU tensor [N, C, H, W] of `dtype` (f32 or bf16) in `layout` (strided:
+  // NCHW-contiguous; nChw16c: needs C % 16 == 0).
+  static Tensor empty(const Shape& shape, Layout layout, DType dtype = DType::f32);
+  // An uninitialised tensor shaped, typed and laid out like `t` (same device); `t`'s dtype
+  // unless it is not a float dtype (then f32).
   static Tensor empty_like(const Tensor& t);
   static Tensor zeros(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
   static Tensor full(const Shape& shape, double value, DType dtype = DType::f32,

@@ -40,15 +40,22 @@ Tensor BatchNorm2d::forward_relu(const Tensor& x) {
   return run(x, true);
 }
 
-Tensor BatchNorm2d::run(const Tensor& x, bool relu) {
+Tensor BatchNorm2d::forward_add_relu(const Tensor& x, const Tensor& residual) {
+  return run(x, true, residual);
+}
+
+Tensor BatchNorm2d::run(const Tensor& x, bool relu, const Tensor& residual) {
   // Without running statistics PyTorch normalises by the batch in eval too.
   const bool use_batch = is_training() || !running_mean_.defined();
   // The i64 counter is incremented where it lives: a host round trip (read, add 1, write back)
   // would synchronise the host with the device in every BatchNorm layer of every training step.
   if (is_training() && num_batches_tracked_.defined()) add_int_(num_batches_tracked_, 1);
+  const float momentum = static_cast<float>(opt_.momentum), eps = static_cast<float>(opt_.eps);
+  if (residual.defined())
+    return batch_norm2d_add_relu(x, residual, weight_, bias_, running_mean_, running_var_,
+                                 use_batch, momentum, eps);
   const auto op = relu ? batch_norm2d_relu : batch_norm2d;
-  return op(x, weight_, bias_, running_mean_, running_var_, use_batch,
-            static_cast<float>(opt_.momentum), static_cast<float>(opt_.eps));
+  return op(x, weight_, bias_, running_mean_, running_var_, use_batch, momentum, eps);
 }
 
 std::string BatchNorm2d::extra_repr() const {

@@ -18,6 +18,8 @@ class BatchNorm2d : public Module {
   Tensor forward(const Tensor& x) override;
   // relu(forward(x)), fused into one pass each way where the backend can (batch_norm2d_relu).
   Tensor forward_relu(const Tensor& x);
+  // relu(forward(x) + residual), fused likewise (batch_norm2d_add_relu): a residual block's end.
+  Tensor forward_add_relu(const Tensor& x, const Tensor& residual);
   std::string type_name() const override { return "BatchNorm2d"; }
   std::string extra_repr() const override;
   // weight 1, bias 0, running_mean 0, running_var 1, num_batches_tracked 0 (no draws).
@@ -30,7 +32,7 @@ class BatchNorm2d : public Module {
   const Tensor& num_batches_tracked() const { return num_batches_tracked_; }
 
  private:
-  Tensor run(const Tensor& x, bool relu);
+  Tensor run(const Tensor& x, bool relu, const Tensor& residual = Tensor());
 
   int64_t features_;
   BatchNormOptions opt_;

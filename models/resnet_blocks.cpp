@@ -49,9 +49,9 @@ BasicBlock::BasicBlock(int64_t in, int64_t planes, int64_t stride,
 
 Tensor BasicBlock::forward(const Tensor& x) {
   Tensor y = bn1_->forward_relu((*conv1_)(x));
-  y = (*bn2_)((*conv2_)(y));
+  y = (*conv2_)(y);
   const Tensor shortcut = downsample_ ? (*downsample_)(x) : x;
-  return add_relu(y, shortcut);
+  return bn2_->forward_add_relu(y, shortcut);
 }
 
 Bottleneck::Bottleneck(int64_t in, int64_t planes, int64_t stride,
@@ -91,9 +91,9 @@ std::shared_ptr<Sequential> make_resnet_stage(int64_t& in, int64_t planes, int b
 Tensor Bottleneck::forward(const Tensor& x) {
   Tensor y = bn1_->forward_relu((*conv1_)(x));
   y = bn2_->forward_relu((*conv2_)(y));
-  y = (*bn3_)((*conv3_)(y));
+  y = (*conv3_)(y);
   const Tensor shortcut = downsample_ ? (*downsample_)(x) : x;
-  return add_relu(y, shortcut);
+  return bn3_->forward_add_relu(y, shortcut);
 }
 
 }  // namespace dplab

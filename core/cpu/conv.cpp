@@ -8,6 +8,12 @@
 // kernels run the reference loops in parallel (omp_conv_kernels), never something else.
 // Every primitive and reorder is created once per (shape, parameters, thread count) and cached.
 //
+// Under autocast the activations are bf16 (x, y, dx, dy) beside f32 master weights (w, dw). On a
+// CPU with AVX512-BF16 (or AMX) oneDNN's bf16 kernels run: the f32 weights are reordered into
+// bf16 blocks (one pass, as the f32 path reorders them into f32 blocks), products accumulate in
+// f32, dw is written f32. Elsewhere the convolution computes in f32 and the staging reorders
+// convert bf16 <-> f32 as they change layout, so a bf16 run costs no more than an f32 one.
+//
 // Activations may also arrive in, and leave in, oneDNN's blocked nChw16c layout itself
 // (Layout::nChw16c, core/tensor.h): when the primitive chose that layout for its output,
 // conv2d_output_layout says so, the op allocates y blocked, and batch norm, ReLU and the
@@ -74,10 +80,56 @@ enum class Pass : int64_t { forward, backward_data, backward_weight };
 struct Shapes {
   int64_t N, C, H, W, O, KH, KW, OH, OW;
 };
-using Key = std::array<int64_t, 20>;
+using Key = std::array<int64_t, 22>;
+using dt = memory::data_type;
 
-Key make_key(Pass pass, const Shapes& s, const Conv2dParams& p, bool bias) {
+// The dtypes of a call's operands as dplab holds them: activations (x, y, dx, dy) and weights
+// (w, dw).
+struct Types {
+  dt act = dt::f32, weights = dt::f32;
+};
+
+dt dnnl_type(DType d) {
+  switch (d) {
+    case DType::f32:
+      return dt::f32;
+    case DType::bf16:
+      return dt::bf16;
+    default:
+      DPLAB_FAIL("conv2d (cpu): dtype {} is not supported (f32, or bf16 activations)",
+                 dtype_name(d));
+  }
+}
+
+Types types_of(const Tensor& act, const Tensor& weights) {
+  return {dnnl_type(act.dtype()), dnnl_type(weights.dtype())};
+}
+
+// Whether this CPU runs oneDNN's bf16 convolutions natively (AVX512-BF16 or AMX): asked of
+// oneDNN once, by the implementation it picks for a small bf16 convolution.
+bool native_bf16() {
+  static const bool yes = [] {
+    try {
+      const memory::dims src{1, 16, 8, 8}, wei{16, 16, 3, 3}, one{1, 1};
+      const memory::desc a(src, dt::bf16, tag::any), w(wei, dt::bf16, tag::any);
+      const dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training,
+                                              dnnl::algorithm::convolution_direct, a, w, a, one,
+                                              {0, 0}, one, one);
+      const std::string impl =
+          dnnl::convolution_forward::primitive_desc(d, du::cpu_engine()).impl_info_str();
+      return impl.find("avx512_core_bf16") != std::string::npos ||
+             impl.find("amx") != std::string::npos;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return yes;
+}
+
+Key make_key(Pass pass, const Shapes& s, const Conv2dParams& p, bool bias, const Types& ty) {
   return {static_cast<int64_t>(pass),
+          static_cast<int64_t>(ty.act),
+          static_cast<int64_t>(ty.weights),
           s.N,
           s.C,
           s.H,
@@ -99,9 +151,10 @@ Key make_key(Pass pass, const Shapes& s, const Conv2dParams& p, bool bias) {
           cpu_winograd_enabled() ? 1 : 0};  // a switch of set_cpu_winograd takes effect
 }
 
-// Descriptors and geometry shared by the three passes.
+// Descriptors and geometry shared by the three passes. diff_weights: what backward-weights
+// writes (f32 for f32 master weights, even when the convolution computes in bf16).
 struct Descs {
-  memory::desc src, weights, bias, dst;
+  memory::desc src, weights, diff_weights, bias, dst;
   memory::dims strides, dilates, pad_l, pad_r;
   dnnl::algorithm alg = dnnl::algorithm::convolution_direct;
 };
@@ -119,19 +172,24 @@ bool winograd_candidate(const Shapes& s, const Conv2dParams& p) {
 }
 
 // The plain layouts of dplab's tensors, or (`any_layout`) the same shapes with format `any`,
-// letting oneDNN choose.
-Descs descs(const Shapes& s, const Conv2dParams& p, bool any_layout, dnnl::algorithm alg) {
+// letting oneDNN choose; activations and weights computed in `compute`, weight gradients
+// written in `diff_weights`.
+Descs descs(const Shapes& s, const Conv2dParams& p, bool any_layout, dnnl::algorithm alg,
+            dt compute = dt::f32, dt diff_weights = dt::f32) {
   Descs d;
   d.alg = alg;
-  auto f = [&](const memory::dims& dims, tag plain) {
-    return du::f32_desc(dims, any_layout ? tag::any : plain);
+  auto f = [&](const memory::dims& dims, tag plain, dt type) {
+    return memory::desc(dims, type, any_layout ? tag::any : plain);
   };
-  d.src = f({s.N, s.C, s.H, s.W}, tag::nchw);
-  d.dst = f({s.N, s.O, s.OH, s.OW}, tag::nchw);
+  d.src = f({s.N, s.C, s.H, s.W}, tag::nchw, compute);
+  d.dst = f({s.N, s.O, s.OH, s.OW}, tag::nchw, compute);
   const int64_t G = p.groups;
   // [O, C/G, KH, KW] in memory is exactly goihw's [G, O/G, C/G, KH, KW].
-  d.weights = G == 1 ? f({s.O, s.C, s.KH, s.KW}, tag::oihw)
-                     : f({G, s.O / G, s.C / G, s.KH, s.KW}, tag::goihw);
+  const memory::dims wd =
+      G == 1 ? memory::dims{s.O, s.C, s.KH, s.KW} : memory::dims{G, s.O / G, s.C / G, s.KH, s.KW};
+  const tag wt = G == 1 ? tag::oihw : tag::goihw;
+  d.weights = f(wd, wt, compute);
+  d.diff_weights = f(wd, wt, diff_weights);
   d.bias = du::f32_desc({s.O}, tag::x);
   d.strides = {p.stride_h, p.stride_w};
   d.dilates = {p.dilation_h - 1, p.dilation_w - 1};  // oneDNN counts dilation from 0
@@ -225,12 +283,13 @@ struct Entry {
   Stage weights;
 };
 
-// Both layouts of an activation operand [n, c, h, w] as stages towards `prim`.
-ActStage make_act_stage(const memory::dims& dims, const memory::desc& prim, bool input) {
+// Both layouts of an activation operand [n, c, h, w] of dplab dtype `type` as stages towards
+// `prim`.
+ActStage make_act_stage(const memory::dims& dims, const memory::desc& prim, bool input, dt type) {
   ActStage a;
-  a.by_layout[0] = make_stage(du::f32_desc(dims, tag::nchw), prim, input);
+  a.by_layout[0] = make_stage(memory::desc(dims, type, tag::nchw), prim, input);
   a.blockable = dims[1] % kBlock16c == 0;
-  if (a.blockable) a.by_layout[1] = make_stage(du::f32_desc(dims, tag::nChw16c), prim, input);
+  if (a.blockable) a.by_layout[1] = make_stage(memory::desc(dims, type, tag::nChw16c), prim, input);
   return a;
 }
 
@@ -242,7 +301,7 @@ memory::desc chosen_src(const PD& pd) {
     return pd.src_desc();
 }
 template <typename PD>
-memory::desc chosen_weights(const PD& pd) {
+memory::desc chosen_weights(const PD& pd) {  // weights, or diff_weights for backward-weights
   if constexpr (std::is_same_v<PD, dnnl::convolution_backward_weights::primitive_desc>)
     return pd.diff_weights_desc();
   else
@@ -256,26 +315,38 @@ memory::desc chosen_dst(const PD& pd) {
     return pd.diff_dst_desc();
 }
 
-// `outputs`: which of src / weights / dst this pass writes (the others are read).
+// `outputs`: which of src / weights / dst this pass writes (the others are read). `ty`: the
+// dtypes of dplab's operands; the staging reorders convert to whatever the primitive computes in.
 template <typename Prim, typename MakePd>
 Entry<Prim> try_create(const Shapes& s, const Conv2dParams& p, MakePd&& make_pd,
-                       std::array<bool, 3> outputs) {
+                       std::array<bool, 3> outputs, const Types& ty) {
   Entry<Prim> e;
   using A = dnnl::algorithm;
-  const Descs plain = descs(s, p, false, A::convolution_direct);
+  // dplab's own weight layout in its own dtype: the user side of the weight stage.
+  const Descs plain = descs(s, p, false, A::convolution_direct, ty.weights, ty.weights);
   e.bias = plain.bias;
-  // In order of preference: Winograd (blocked layouts), direct in blocked layouts, direct in
+  // In order of preference: bf16 direct in blocked layouts (bf16 activations on a CPU with
+  // native bf16), then in f32: Winograd (blocked layouts), direct in blocked layouts, direct in
   // dplab's plain layouts.
-  std::vector<std::pair<A, bool>> attempts = {{A::convolution_direct, true},
-                                              {A::convolution_direct, false}};
-  if (winograd_candidate(s, p)) attempts.insert(attempts.begin(), {A::convolution_winograd, true});
-  for (const auto& [alg, any_layout] : attempts) {
+  struct Attempt {
+    A alg;
+    bool any_layout;
+    dt compute;
+  };
+  std::vector<Attempt> attempts = {{A::convolution_direct, true, dt::f32},
+                                   {A::convolution_direct, false, dt::f32}};
+  if (winograd_candidate(s, p))
+    attempts.insert(attempts.begin(), {A::convolution_winograd, true, dt::f32});
+  if (ty.act == dt::bf16 && native_bf16())
+    attempts.insert(attempts.begin(), {A::convolution_direct, true, dt::bf16});
+  for (const auto& [alg, any_layout, compute] : attempts) {
     try {
-      e.pd = make_pd(descs(s, p, any_layout, alg));
+      e.pd = make_pd(
+          descs(s, p, any_layout, alg, compute, compute == dt::bf16 ? ty.weights : dt::f32));
       e.prim = Prim(e.pd);
-      e.src = make_act_stage({s.N, s.C, s.H, s.W}, chosen_src(e.pd), !outputs[0]);
+      e.src = make_act_stage({s.N, s.C, s.H, s.W}, chosen_src(e.pd), !outputs[0], ty.act);
       e.weights = make_stage(plain.weights, chosen_weights(e.pd), !outputs[1]);
-      e.dst = make_act_stage({s.N, s.O, s.OH, s.OW}, chosen_dst(e.pd), !outputs[2]);
+      e.dst = make_act_stage({s.N, s.O, s.OH, s.OW}, chosen_dst(e.pd), !outputs[2], ty.act);
       e.ok = true;
       return e;
     } catch (const dnnl::error& err) {
@@ -292,38 +363,41 @@ Shapes shapes(const Tensor& x, const Tensor& w, const Tensor& y) {
 
 std::shared_ptr<const Entry<dnnl::convolution_forward>> forward_entry(const Shapes& s,
                                                                       const Conv2dParams& p,
-                                                                      bool bias) {
+                                                                      bool bias, const Types& ty) {
   using Prim = dnnl::convolution_forward;
-  static du::PrimitiveCache<20, Entry<Prim>> cache;
-  return cache.get(make_key(Pass::forward, s, p, bias), [&] {
-    return try_create<Prim>(s, p, [&](const Descs& d) { return forward_pd(d, bias); },
-                            {false, false, true});
+  static du::PrimitiveCache<22, Entry<Prim>> cache;
+  return cache.get(make_key(Pass::forward, s, p, bias, ty), [&] {
+    return try_create<Prim>(
+        s, p, [&](const Descs& d) { return forward_pd(d, bias); }, {false, false, true}, ty);
   });
 }
 
-// nChw16c when the forward primitive writes that layout itself (then y is allocated in it and
-// no reorder follows the convolution), else NCHW.
+// The blocked layout in y's own dtype is what the forward primitive writes (then y is
+// allocated in it and no reorder follows the convolution, or only a dtype conversion).
+bool writes_blocked(const memory::desc& prim) {
+  const memory::dims dims = prim.dims();
+  return prim == memory::desc(dims, prim.data_type(), tag::nChw16c);
+}
+
+// nChw16c when the forward primitive writes that layout itself, else NCHW.
 Layout output_layout(const Tensor& x, const Tensor& w, const Conv2dParams& p, bool bias) {
-  if (x.dtype() != DType::f32 || w.dtype() != DType::f32) return Layout::strided;
+  if ((x.dtype() != DType::f32 && x.dtype() != DType::bf16) ||
+      (w.dtype() != DType::f32 && w.dtype() != DType::bf16))
+    return Layout::strided;
   const int64_t OH = conv_out_size(x.size(2), w.size(2), p.stride_h, p.pad_h, p.dilation_h);
   const int64_t OW = conv_out_size(x.size(3), w.size(3), p.stride_w, p.pad_w, p.dilation_w);
   const Shapes s{x.size(0), x.size(1), x.size(2), x.size(3), w.size(0),
                  w.size(2), w.size(3), OH,        OW};
-  const auto e = forward_entry(s, p, bias);
+  const auto e = forward_entry(s, p, bias, types_of(x, w));
   if (!e->ok || !e->dst.blockable) return Layout::strided;
-  return e->dst.by_layout[1].differs ? Layout::strided : Layout::nChw16c;
+  return writes_blocked(e->dst.by_layout[1].prim) ? Layout::nChw16c : Layout::strided;
 }
 
 void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, const Conv2dParams& p) {
   const Shapes s = shapes(x, w, y);
   const bool bias = b.defined();
-  auto e = forward_entry(s, p, bias);
-  if (!e->ok) {  // the parallel reference loops read NCHW
-    Tensor yp = y.is_blocked() ? Tensor::empty(y.shape()) : y;
-    fallback().conv2d_forward(x.contiguous_if_blocked(), w, b, yp, p);
-    if (y.is_blocked()) y.copy_(yp);
-    return;
-  }
+  auto e = forward_entry(s, p, bias, types_of(x, w));
+  if (!e->ok) return fallback().conv2d_forward(x, w, b, y, p);  // converts what it must
   const Stage &src_st = e->src.of(x), &dst_st = e->dst.of(y);
   memory dst = stage_out(dst_st, y, 2);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, stage_in(src_st, x, 0)},
@@ -336,24 +410,20 @@ void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, const
 
 void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, const Conv2dParams& p) {
   using Prim = dnnl::convolution_backward_data;
-  static du::PrimitiveCache<20, Entry<Prim>> cache;
+  static du::PrimitiveCache<22, Entry<Prim>> cache;
   const Shapes s = shapes(dx, w, dy);
-  auto e = cache.get(make_key(Pass::backward_data, s, p, false), [&] {
-    return try_create<Prim>(s, p,
-                            [&](const Descs& d) {
-                              Prim::desc bd(d.alg, d.src, d.weights, d.dst, d.strides, d.dilates,
-                                            d.pad_l, d.pad_r);
-                              return Prim::primitive_desc(bd, du::default_attr(), du::cpu_engine(),
-                                                          forward_pd(d, false));
-                            },
-                            {true, false, false});
+  const Types ty = types_of(dy, w);
+  auto e = cache.get(make_key(Pass::backward_data, s, p, false, ty), [&] {
+    return try_create<Prim>(
+        s, p,
+        [&](const Descs& d) {
+          Prim::desc bd(d.alg, d.src, d.weights, d.dst, d.strides, d.dilates, d.pad_l, d.pad_r);
+          return Prim::primitive_desc(bd, du::default_attr(), du::cpu_engine(),
+                                      forward_pd(d, false));
+        },
+        {true, false, false}, ty);
   });
-  if (!e->ok) {
-    Tensor dxp = dx.is_blocked() ? Tensor::empty(dx.shape()) : dx;
-    fallback().conv2d_backward_data(dy.contiguous_if_blocked(), w, dxp, p);
-    if (dx.is_blocked()) dx.copy_(dxp);
-    return;
-  }
+  if (!e->ok) return fallback().conv2d_backward_data(dy, w, dx, p);
   const Stage &src_st = e->src.of(dx), &dst_st = e->dst.of(dy);
   memory diff_src = stage_out(src_st, dx, 0);
   std::unordered_map<int, memory> args{{DNNL_ARG_DIFF_DST, stage_in(dst_st, dy, 2)},
@@ -366,25 +436,24 @@ void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, const Conv2dPa
 void backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db,
                      const Conv2dParams& p) {
   using Prim = dnnl::convolution_backward_weights;
-  static du::PrimitiveCache<20, Entry<Prim>> cache;
+  static du::PrimitiveCache<22, Entry<Prim>> cache;
   const Shapes s = shapes(x, dw, dy);
   const bool bias = db.defined();
-  auto e = cache.get(make_key(Pass::backward_weight, s, p, bias), [&] {
-    return try_create<Prim>(s, p,
-                            [&](const Descs& d) {
-                              Prim::desc bd =
-                                  bias ? Prim::desc(d.alg, d.src, d.weights, d.bias, d.dst,
-                                                    d.strides, d.dilates, d.pad_l, d.pad_r)
-                                       : Prim::desc(d.alg, d.src, d.weights, d.dst, d.strides,
-                                                    d.dilates, d.pad_l, d.pad_r);
-                              return Prim::primitive_desc(bd, du::default_attr(), du::cpu_engine(),
-                                                          forward_pd(d, bias));
-                            },
-                            {false, true, false});
+  const Types ty = types_of(x, dw);
+  auto e = cache.get(make_key(Pass::backward_weight, s, p, bias, ty), [&] {
+    return try_create<Prim>(
+        s, p,
+        [&](const Descs& d) {
+          Prim::desc bd = bias ? Prim::desc(d.alg, d.src, d.diff_weights, d.bias, d.dst, d.strides,
+                                            d.dilates, d.pad_l, d.pad_r)
+                               : Prim::desc(d.alg, d.src, d.diff_weights, d.dst, d.strides,
+                                            d.dilates, d.pad_l, d.pad_r);
+          return Prim::primitive_desc(bd, du::default_attr(), du::cpu_engine(),
+                                      forward_pd(d, bias));
+        },
+        {false, true, false}, ty);
   });
-  if (!e->ok)
-    return fallback().conv2d_backward_weight(x.contiguous_if_blocked(), dy.contiguous_if_blocked(),
-                                             dw, db, p);
+  if (!e->ok) return fallback().conv2d_backward_weight(x, dy, dw, db, p);
   memory diff_weights = stage_out(e->weights, dw, 1);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, stage_in(e->src.of(x), x, 0)},
                                        {DNNL_ARG_DIFF_DST, stage_in(e->dst.of(dy), dy, 2)},

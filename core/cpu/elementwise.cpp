@@ -51,14 +51,16 @@ void cast_from(const void* s, DType dt, void* d, int64_t n) {
   }
 }
 
-// NCHW <-> nChw16c, f32: one task per (n, channel block); within it 16 channel rows of H·W
-// floats on one side, H·W rows of 16 on the other.
+// NCHW <-> nChw16c, one element type on both sides (f32 or bf16's bits): one task per (n,
+// channel block); within it 16 channel rows of H·W elements on one side, H·W rows of 16 on the
+// other.
+template <typename T>
 void convert_layout(const Tensor& src, Tensor& dst) {
   const int64_t N = src.size(0), C = src.size(1), HW = src.size(2) * src.size(3);
   const int64_t CB = C / kBlock16c;
   const bool to_blocked = dst.is_blocked();
-  const float* s = src.data_any_layout<float>();
-  float* d = dst.data_any_layout<float>();
+  const T* s = static_cast<const T*>(src.raw_data_any_layout());
+  T* d = static_cast<T*>(dst.raw_data_any_layout());
 #pragma omp parallel for schedule(static) if (N * C * HW > 65536)
   for (int64_t t = 0; t < N * CB; ++t) {
     const int64_t plain0 = t * kBlock16c * HW;    // (n, cb·16, 0) in NCHW
@@ -76,13 +78,14 @@ void convert_layout(const Tensor& src, Tensor& dst) {
 
 void copy(const Tensor& src, Tensor& dst) {
   if (src.is_blocked() || dst.is_blocked()) {
-    const bool f32 = src.dtype() == DType::f32 && dst.dtype() == DType::f32;
-    if (f32 && src.layout() == dst.layout() && src.shape() == dst.shape()) {
+    const DType t = src.dtype();
+    const bool same = t == dst.dtype() && (t == DType::f32 || t == DType::bf16);
+    if (same && src.layout() == dst.layout() && src.shape() == dst.shape()) {
       memcpy(dst.raw_data_any_layout(), src.raw_data_any_layout(), src.nbytes());
       return;
     }
-    if (f32 && src.shape() == dst.shape() && (src.is_contiguous() || dst.is_contiguous()))
-      return convert_layout(src, dst);
+    if (same && src.shape() == dst.shape() && (src.is_contiguous() || dst.is_contiguous()))
+      return t == DType::f32 ? convert_layout<float>(src, dst) : convert_layout<uint16_t>(src, dst);
     return spec().copy(src, dst);
   }
   if (!(src.is_contiguous() && dst.is_contiguous() && src.shape() == dst.shape()))
@@ -127,20 +130,46 @@ void axpy(float alpha, const Tensor& x, Tensor& y) {
 
 // The loop lives in a function taking plain pointers (not in a lambda capturing them by
 // reference): with captured references GCC reloads the pointers every iteration, does not
-// vectorise, and the two OpenMP threads measured 100x slower.
-template <typename F>
-void unary_loop(F f, const float* x, float* y, int64_t n) {
+// vectorise, and the two OpenMP threads measured 100x slower. X and Y are float or bf16_t (a
+// bf16 activation under autocast): computed in f32, stored rounded once.
+template <typename F, typename X, typename Y>
+void unary_loop(F f, const X* x, Y* y, int64_t n) {
+  const fn::ToF32<X> load;
+  const fn::FromF32<Y> store;
 #pragma omp parallel for simd schedule(static) if (n > kParallelMin)
-  for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
+  for (int64_t i = 0; i < n; ++i) y[i] = store(f(load(x[i])));
+}
+
+// The element types the fast loops take: f32, or bf16 for every operand of the call.
+bool all_f32(std::initializer_list<const Tensor*> ts) {
+  for (const Tensor* t : ts)
+    if (t->dtype() != DType::f32) return false;
+  return true;
+}
+bool all_bf16(std::initializer_list<const Tensor*> ts) {
+  for (const Tensor* t : ts)
+    if (t->dtype() != DType::bf16) return false;
+  return true;
+}
+
+// Calls f(T{}) with T = float or bf16_t when every tensor has that dtype; false otherwise.
+template <typename F>
+bool with_float_type(std::initializer_list<const Tensor*> ts, F&& f) {
+  if (all_f32(ts)) return f(float{}), true;
+  if (all_bf16(ts)) return f(bf16_t{}), true;
+  return false;
 }
 
 void unary(UnaryOp op, float s, const Tensor& x, Tensor& y) {
-  if (!(same_dense_order(x, y) && x.dtype() == DType::f32 && y.dtype() == DType::f32))
-    return spec().unary(op, s, x, y);
-  const float* xs = x.data_any_layout<float>();
-  float* yd = y.data_any_layout<float>();
   const int64_t n = x.numel();
-  dispatch_unary(op, s, [=](auto f) { unary_loop(f, xs, yd, n); });
+  if (same_dense_order(x, y) && with_float_type({&x, &y}, [&](auto t) {
+        using T = decltype(t);
+        const T* xs = static_cast<const T*>(x.raw_data_any_layout());
+        T* yd = static_cast<T*>(y.raw_data_any_layout());
+        dispatch_unary(op, s, [=](auto f) { unary_loop(f, xs, yd, n); });
+      }))
+    return;
+  spec().unary(op, s, x, y);
 }
 
 // y[0:n] = f(a[i*sa], b[i*sb]); the three stride patterns of real broadcasts get their own
@@ -164,25 +193,30 @@ inline void binary_row(F f, const float* a, int64_t sa, const float* b, int64_t 
   }
 }
 
-// y = f(a, b) over three tensors of one shape in one blocked layout.
-template <typename F>
-void blocked_binary_loop(F f, const float* a, const float* b, float* y, int64_t n) {
+// y = f(a, b) over three tensors of one shape in one memory order (both NCHW-contiguous or
+// one blocked layout), elements of type T (float or bf16_t: computed in f32, rounded once).
+template <typename F, typename T>
+void dense_binary_loop(F f, const T* a, const T* b, T* y, int64_t n) {
+  const fn::ToF32<T> load;
+  const fn::FromF32<T> store;
 #pragma omp parallel for simd schedule(static) if (n > kParallelMin)
-  for (int64_t i = 0; i < n; ++i) y[i] = f(a[i], b[i]);
+  for (int64_t i = 0; i < n; ++i) y[i] = store(f(load(a[i]), load(b[i])));
 }
 
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y) {
-  if (a.is_blocked() || b.is_blocked() || y.is_blocked()) {
-    if (!(same_dense_order(a, b) && same_dense_order(a, y) && a.dtype() == DType::f32 &&
-          b.dtype() == DType::f32 && y.dtype() == DType::f32))
-      return spec().binary(op, a, b, y);  // refuses the blocked operand, naming it
-    const float* ap = a.data_any_layout<float>();
-    const float* bp = b.data_any_layout<float>();
-    float* yp = y.data_any_layout<float>();
+  if (same_dense_order(a, b) && same_dense_order(a, y)) {
     const int64_t n = y.numel();
-    dispatch_binary(op, [&](auto f) { blocked_binary_loop(f, ap, bp, yp, n); });
-    return;
+    const bool done = with_float_type({&a, &b, &y}, [&](auto t) {
+      using T = decltype(t);
+      const T* ap = static_cast<const T*>(a.raw_data_any_layout());
+      const T* bp = static_cast<const T*>(b.raw_data_any_layout());
+      T* yp = static_cast<T*>(y.raw_data_any_layout());
+      dispatch_binary(op, [&](auto f) { dense_binary_loop(f, ap, bp, yp, n); });
+    });
+    if (done) return;
   }
+  if (a.is_blocked() || b.is_blocked() || y.is_blocked())
+    return spec().binary(op, a, b, y);  // refuses the blocked operand, naming it
   const Shape out = broadcast_shapes(a.shape(), b.shape(), "binary");
   if (!(y.shape() == out && y.is_contiguous() && y.dtype() == DType::f32 &&
         a.dtype() == DType::f32 && b.dtype() == DType::f32))

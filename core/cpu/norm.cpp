@@ -56,13 +56,34 @@ double chunked_sum(int64_t n, F f) {
   return total;
 }
 
+// y = relu(y + r), contiguous f32 (fn::AddRelu, the functor of the stand-alone op).
+void add_relu_in_place(Tensor& y, const Tensor& r) {
+  float* yp = y.data<float>();
+  const float* rp = r.data<float>();
+  const int64_t n = y.numel();
+  const fn::AddRelu f;
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) yp[i] = f(yp[i], rp[i]);
+}
+
+// dz = dy where y > 0, else 0 (fn::ReluBackward), contiguous f32.
+void relu_mask(const Tensor& dy, const Tensor& y, Tensor& dz) {
+  const float* g = dy.data<float>();
+  const float* out = y.data<float>();
+  float* d = dz.data<float>();
+  const int64_t n = dy.numel();
+  const fn::ReluBackward f;
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) d[i] = f(g[i], out[i]);
+}
+
 template <bool Relu>
 void forward_train(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& running_mean,
                    Tensor& running_var, float momentum, float eps, Tensor& y, Tensor& save_mean,
                    Tensor& save_invstd) {
   if (x.is_blocked())
-    return blocked_bn_forward_train(x, weight, bias, running_mean, running_var, momentum, eps, y,
-                                    save_mean, save_invstd, Relu);
+    return blocked_bn_forward_train(x, Tensor(), weight, bias, running_mean, running_var, momentum,
+                                    eps, y, save_mean, save_invstd, Relu);
   if (!fast_ok(x) || !y.is_contiguous()) {
     const auto f = Relu ? spec().batch_norm_relu_forward_train : spec().batch_norm_forward_train;
     return f(x, weight, bias, running_mean, running_var, momentum, eps, y, save_mean, save_invstd);
@@ -121,7 +142,8 @@ template <bool Relu>
 void forward_eval(const Tensor& x, const Tensor& weight, const Tensor& bias,
                   const Tensor& running_mean, const Tensor& running_var, float eps, Tensor& y) {
   if (x.is_blocked())
-    return blocked_bn_forward_eval(x, weight, bias, running_mean, running_var, eps, y, Relu);
+    return blocked_bn_forward_eval(x, Tensor(), weight, bias, running_mean, running_var, eps, y,
+                                   Relu);
   if (!fast_ok(x) || !y.is_contiguous()) {
     const auto f = Relu ? spec().batch_norm_relu_forward_eval : spec().batch_norm_forward_eval;
     return f(x, weight, bias, running_mean, running_var, eps, y);
@@ -154,7 +176,7 @@ void backward_impl(const Tensor& dy, const Tensor& x, const Tensor& y, const Ten
                    Tensor& dweight, Tensor& dbias) {
   if (x.is_blocked())
     return blocked_bn_backward(dy, x, Relu ? y : Tensor(), weight, mean, invstd, training, dx,
-                               dweight, dbias);
+                               nullptr, dweight, dbias);
   if (!fast_ok(x) || !fast_ok(dy) || (Relu && !fast_ok(y)) ||
       (dx.defined() && !dx.is_contiguous())) {
     if (Relu)
@@ -211,6 +233,57 @@ void backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Ten
   backward_impl<false>(dy, x, Tensor(), weight, mean, invstd, eps, training, dx, dweight, dbias);
 }
 
+// Batch norm + residual + ReLU. Blocked: one fused pass each way. NCHW f32: the batch norm
+// kernel, then y = relu(y + r) in place (forward), dr = dy masked by y, then the batch norm
+// backward of dr (backward): a pass more than fused, as before the fusion. Other inputs (bf16 in
+// NCHW): the reference.
+bool dense_f32_pair(const Tensor& a, const Tensor& b) {
+  return fast_ok(a) && fast_ok(b) && a.shape() == b.shape();
+}
+
+void add_relu_forward_train(const Tensor& x, const Tensor& r, const Tensor& weight,
+                            const Tensor& bias, Tensor& running_mean, Tensor& running_var,
+                            float momentum, float eps, Tensor& y, Tensor& save_mean,
+                            Tensor& save_invstd) {
+  if (x.is_blocked())
+    return blocked_bn_forward_train(x, r, weight, bias, running_mean, running_var, momentum, eps, y,
+                                    save_mean, save_invstd, true);
+  if (!dense_f32_pair(x, r) || !y.is_contiguous())
+    return spec().batch_norm_add_relu_forward_train(x, r, weight, bias, running_mean, running_var,
+                                                    momentum, eps, y, save_mean, save_invstd);
+  forward_train<false>(x, weight, bias, running_mean, running_var, momentum, eps, y, save_mean,
+                       save_invstd);
+  add_relu_in_place(y, r);
+}
+
+void add_relu_forward_eval(const Tensor& x, const Tensor& r, const Tensor& weight,
+                           const Tensor& bias, const Tensor& running_mean,
+                           const Tensor& running_var, float eps, Tensor& y) {
+  if (x.is_blocked())
+    return blocked_bn_forward_eval(x, r, weight, bias, running_mean, running_var, eps, y, true);
+  if (!dense_f32_pair(x, r) || !y.is_contiguous())
+    return spec().batch_norm_add_relu_forward_eval(x, r, weight, bias, running_mean, running_var,
+                                                   eps, y);
+  forward_eval<false>(x, weight, bias, running_mean, running_var, eps, y);
+  add_relu_in_place(y, r);
+}
+
+void add_relu_backward(const Tensor& dy, const Tensor& x, const Tensor& y, const Tensor& weight,
+                       const Tensor& mean, const Tensor& invstd, float eps, bool training,
+                       Tensor& dx, Tensor& dresidual, Tensor& dweight, Tensor& dbias) {
+  if (x.is_blocked())
+    return blocked_bn_backward(dy, x, y, weight, mean, invstd, training, dx, &dresidual, dweight,
+                               dbias);
+  if (!dense_f32_pair(dy, y) || !fast_ok(x) || (dx.defined() && !dx.is_contiguous()))
+    return spec().batch_norm_add_relu_backward(dy, x, y, weight, mean, invstd, eps, training, dx,
+                                               dresidual, dweight, dbias);
+  Tensor dz =
+      dresidual.defined() && dresidual.is_contiguous() ? dresidual : Tensor::empty(dy.shape());
+  relu_mask(dy, y, dz);
+  backward_impl<false>(dz, x, Tensor(), weight, mean, invstd, eps, training, dx, dweight, dbias);
+  if (dresidual.defined() && dresidual.impl_ptr() != dz.impl_ptr()) dresidual.copy_(dz);
+}
+
 }  // namespace
 
 NormKernels cpu_norm_kernels() {
@@ -221,6 +294,9 @@ NormKernels cpu_norm_kernels() {
   k.batch_norm_relu_forward_train = forward_train<true>;
   k.batch_norm_relu_forward_eval = forward_eval<true>;
   k.batch_norm_relu_backward = backward_impl<true>;
+  k.batch_norm_add_relu_forward_train = add_relu_forward_train;
+  k.batch_norm_add_relu_forward_eval = add_relu_forward_eval;
+  k.batch_norm_add_relu_backward = add_relu_backward;
   return k;
 }
 

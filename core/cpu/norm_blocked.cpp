@@ -2,6 +2,8 @@
 // two passes, y = x·a + k), with the channel loop split into blocks of 16 channels that sit
 // side by side in memory. One OpenMP task per block; the 16 channels of a block are the 16
 // lanes of every inner loop, so a block's H·W·N pixels stream through once per pass.
+// Activations (x, y, dy, dx) are f32 or, under autocast, bf16 (element type T): read into f32,
+// computed in f32 (sums in float chunks and double, as for f32), written rounded once.
 #include <algorithm>
 #include <cmath>
 
@@ -55,54 +57,74 @@ void lane_sums(const Geometry& g, int64_t cb, F f, double (&out)[B]) {
 }
 
 // Σx and Σ(x − mean)² per lane of block cb, over every image and pixel.
-void block_stats(const float* x, const Geometry& g, int64_t cb, double (&mean)[B],
-                 double (&ssd)[B]) {
+template <typename T>
+void block_stats(const T* x, const Geometry& g, int64_t cb, double (&mean)[B], double (&ssd)[B]) {
+  const fn::ToF32<T> ld;
   double s[B];
   lane_sums(
-      g, cb, [x](int64_t e, int64_t) { return x[e]; }, s);
+      g, cb, [x, ld](int64_t e, int64_t) { return ld(x[e]); }, s);
   const double m = static_cast<double>(g.n * g.hw);
   float mf[B];
   for (int64_t j = 0; j < B; ++j) mean[j] = s[j] / m, mf[j] = static_cast<float>(mean[j]);
   lane_sums(
       g, cb,
-      [x, &mf](int64_t e, int64_t j) {
-        const float d = x[e] - mf[j];
+      [x, ld, &mf](int64_t e, int64_t j) {
+        const float d = ld(x[e]) - mf[j];
         return d * d;
       },
       ssd);
 }
 
-// y = x·a + k (then ReLU) per lane over block cb.
-template <bool Relu>
-void block_affine(const float* x, float* y, const Geometry& g, int64_t cb, const float (&a)[B],
+// y = x·a + k (plus the residual r, then ReLU) per lane over block cb.
+template <bool Relu, bool Add, typename T>
+void block_affine(const T* x, const T* r, T* y, const Geometry& g, int64_t cb, const float (&a)[B],
                   const float (&k)[B]) {
   const fn::Relu relu;
+  const fn::ToF32<T> ld;
+  const fn::FromF32<T> st;
   for (int64_t n = 0; n < g.n; ++n) {
     const int64_t base = (n * g.cb + cb) * g.block_stride();
     for (int64_t i = 0; i < g.hw; ++i)
 #pragma omp simd
       for (int64_t j = 0; j < B; ++j) {
-        const float v = x[base + i * B + j] * a[j] + k[j];
-        y[base + i * B + j] = Relu ? relu(v) : v;
+        const int64_t e = base + i * B + j;
+        float v = ld(x[e]) * a[j] + k[j];
+        if (Add) v += ld(r[e]);
+        y[e] = st(Relu ? relu(v) : v);
       }
   }
 }
 
-void block_affine(const float* x, float* y, const Geometry& g, int64_t cb, const float (&a)[B],
+// r: the residual (then ReLU follows), or null.
+template <typename T>
+void block_affine(const T* x, const T* r, T* y, const Geometry& g, int64_t cb, const float (&a)[B],
                   const float (&k)[B], bool relu) {
-  relu ? block_affine<true>(x, y, g, cb, a, k) : block_affine<false>(x, y, g, cb, a, k);
+  if (r) return block_affine<true, true>(x, r, y, g, cb, a, k);
+  relu ? block_affine<true, false>(x, r, y, g, cb, a, k)
+       : block_affine<false, false>(x, r, y, g, cb, a, k);
 }
 
-}  // namespace
+const void* residual_data(const Tensor& x, const Tensor& r) {
+  if (!r.defined()) return nullptr;
+  geometry(x, r, "batch_norm_add_relu (nChw16c)");
+  DPLAB_CHECK(r.dtype() == x.dtype(),
+              "batch_norm_add_relu (nChw16c): residual {} must have x's "
+              "dtype ({})",
+              r.str(), x.str());
+  return r.raw_data_any_layout();
+}
 
-void blocked_bn_forward_train(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                              Tensor& running_mean, Tensor& running_var, float momentum, float eps,
-                              Tensor& y, Tensor& save_mean, Tensor& save_invstd, bool relu) {
+template <typename T>
+void forward_train_impl(const Tensor& x, const Tensor& residual, const Tensor& weight,
+                        const Tensor& bias, Tensor& running_mean, Tensor& running_var,
+                        float momentum, float eps, Tensor& y, Tensor& save_mean,
+                        Tensor& save_invstd, bool relu) {
   const Geometry g = geometry(x, y, "batch_norm (nChw16c)");
   const int64_t m = g.n * g.hw;
   DPLAB_CHECK(m > 0, "batch_norm: empty batch {}", x.str());
-  const float* xp = x.data_any_layout<float>();
-  float* yp = y.data_any_layout<float>();
+  const T* rp = static_cast<const T*>(residual_data(x, residual));
+  const T* xp = x.data_any_layout<T>();
+  T* yp = y.data_any_layout<T>();
   const float* w = opt(weight);
   const float* b = opt(bias);
   float* rm = running_mean.defined() ? running_mean.data<float>() : nullptr;
@@ -128,16 +150,18 @@ void blocked_bn_forward_train(const Tensor& x, const Tensor& weight, const Tenso
         rv[c] = static_cast<float>((1.0 - momentum) * rv[c] + momentum * unbiased);
       }
     }
-    block_affine(xp, yp, g, cb, a, k, relu);
+    block_affine(xp, rp, yp, g, cb, a, k, relu);
   }
 }
 
-void blocked_bn_forward_eval(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                             const Tensor& running_mean, const Tensor& running_var, float eps,
-                             Tensor& y, bool relu) {
+template <typename T>
+void forward_eval_impl(const Tensor& x, const Tensor& residual, const Tensor& weight,
+                       const Tensor& bias, const Tensor& running_mean, const Tensor& running_var,
+                       float eps, Tensor& y, bool relu) {
   const Geometry g = geometry(x, y, "batch_norm (nChw16c)");
-  const float* xp = x.data_any_layout<float>();
-  float* yp = y.data_any_layout<float>();
+  const T* rp = static_cast<const T*>(residual_data(x, residual));
+  const T* xp = x.data_any_layout<T>();
+  T* yp = y.data_any_layout<T>();
   const float* w = opt(weight);
   const float* b = opt(bias);
   const float* rm = running_mean.data<float>();
@@ -151,30 +175,62 @@ void blocked_bn_forward_eval(const Tensor& x, const Tensor& weight, const Tensor
       a[j] = static_cast<float>(at(w, c, 1.f) * invstd);
       k[j] = static_cast<float>(at(b, c, 0.f) - rm[c] * at(w, c, 1.f) * invstd);
     }
-    block_affine(xp, yp, g, cb, a, k, relu);
+    block_affine(xp, rp, yp, g, cb, a, k, relu);
   }
+}
+
+// x, y and dy of one dtype, which dx must have too (the op allocates it like x).
+bool is_bf16(const Tensor& x) {
+  return x.dtype() == DType::bf16;
+}
+
+}  // namespace
+
+void blocked_bn_forward_train(const Tensor& x, const Tensor& residual, const Tensor& weight,
+                              const Tensor& bias, Tensor& running_mean, Tensor& running_var,
+                              float momentum, float eps, Tensor& y, Tensor& save_mean,
+                              Tensor& save_invstd, bool relu) {
+  DPLAB_CHECK(y.dtype() == x.dtype(), "batch_norm (nChw16c): y {} must have x's dtype ({})",
+              y.str(), x.str());
+  const auto f = is_bf16(x) ? forward_train_impl<bf16_t> : forward_train_impl<float>;
+  f(x, residual, weight, bias, running_mean, running_var, momentum, eps, y, save_mean, save_invstd,
+    relu);
+}
+
+void blocked_bn_forward_eval(const Tensor& x, const Tensor& residual, const Tensor& weight,
+                             const Tensor& bias, const Tensor& running_mean,
+                             const Tensor& running_var, float eps, Tensor& y, bool relu) {
+  DPLAB_CHECK(y.dtype() == x.dtype(), "batch_norm (nChw16c): y {} must have x's dtype ({})",
+              y.str(), x.str());
+  const auto f = is_bf16(x) ? forward_eval_impl<bf16_t> : forward_eval_impl<float>;
+  f(x, residual, weight, bias, running_mean, running_var, eps, y, relu);
 }
 
 namespace {
 
-template <bool Relu>
+template <bool Relu, typename T>
 void backward_impl(const Tensor& dy, const Tensor& x, const Tensor& y, const Tensor& weight,
                    const Tensor& mean, const Tensor& invstd, bool training, Tensor& dx,
-                   Tensor& dweight, Tensor& dbias) {
+                   Tensor* dresidual, Tensor& dweight, Tensor& dbias) {
   const Geometry g = geometry(x, dy, "batch_norm backward (nChw16c)");
   if (dx.defined()) geometry(x, dx, "batch_norm backward (nChw16c)");
   if (Relu) geometry(x, y, "batch_norm_relu backward (nChw16c)");
   const int64_t m = g.n * g.hw;
-  const float* xp = x.data_any_layout<float>();
-  const float* gp = dy.data_any_layout<float>();
-  const float* out = Relu ? y.data_any_layout<float>() : nullptr;
+  const T* xp = x.data_any_layout<T>();
+  const T* gp = dy.data_any_layout<T>();
+  const T* out = Relu ? y.data_any_layout<T>() : nullptr;
   const float* w = opt(weight);
   const float* mu = mean.data<float>();
   const float* is = invstd.data<float>();
-  float* dxp = dx.defined() ? dx.data_any_layout<float>() : nullptr;
+  T* dxp = dx.defined() ? dx.data_any_layout<T>() : nullptr;
+  if (dresidual && dresidual->defined())
+    geometry(x, *dresidual, "batch_norm_add_relu backward (nChw16c)");
+  T* drp = dresidual && dresidual->defined() ? dresidual->data_any_layout<T>() : nullptr;
   float* dwp = dweight.defined() ? dweight.data<float>() : nullptr;
   float* dbp = dbias.defined() ? dbias.data<float>() : nullptr;
   const fn::ReluBackward mask;
+  const fn::ToF32<T> ld;
+  const fn::FromF32<T> st;
 #pragma omp parallel for schedule(static) if (x.numel() > 16384)
   for (int64_t cb = 0; cb < g.cb; ++cb) {
     float mc[B];
@@ -189,9 +245,9 @@ void backward_impl(const Tensor& dy, const Tensor& x, const Tensor& y, const Ten
 #pragma omp simd
           for (int64_t j = 0; j < B; ++j) {
             const int64_t e = base + i * B + j;
-            const float d = Relu ? mask(gp[e], out[e]) : gp[e];
+            const float d = Relu ? mask(ld(gp[e]), ld(out[e])) : ld(gp[e]);
             acc_dy[j] += d;
-            acc_dy_xc[j] += d * (xp[e] - mc[j]);
+            acc_dy_xc[j] += d * (ld(xp[e]) - mc[j]);
           }
         for (int64_t j = 0; j < B; ++j) sum_dy[j] += acc_dy[j], sum_dy_xc[j] += acc_dy_xc[j];
       }
@@ -208,15 +264,16 @@ void backward_impl(const Tensor& dy, const Tensor& x, const Tensor& y, const Ten
       k1[j] = training ? static_cast<float>(-scale * is[c] * sum_dy_xhat / m) : 0.f;
       k0[j] = training ? static_cast<float>(-scale * sum_dy[j] / m - k1[j] * mc[j]) : 0.f;
     }
-    if (!dxp) continue;
+    if (!dxp && !drp) continue;
     for (int64_t n = 0; n < g.n; ++n) {
       const int64_t base = (n * g.cb + cb) * g.block_stride();
       for (int64_t i = 0; i < g.hw; ++i)
 #pragma omp simd
         for (int64_t j = 0; j < B; ++j) {
           const int64_t e = base + i * B + j;
-          const float d = Relu ? mask(gp[e], out[e]) : gp[e];
-          dxp[e] = a[j] * d + k1[j] * xp[e] + k0[j];
+          const float d = Relu ? mask(ld(gp[e]), ld(out[e])) : ld(gp[e]);
+          if (dxp) dxp[e] = st(a[j] * d + k1[j] * ld(xp[e]) + k0[j]);
+          if (drp) drp[e] = st(d);  // the residual's gradient: the masked dy itself
         }
     }
   }
@@ -226,10 +283,15 @@ void backward_impl(const Tensor& dy, const Tensor& x, const Tensor& y, const Ten
 
 void blocked_bn_backward(const Tensor& dy, const Tensor& x, const Tensor& y, const Tensor& weight,
                          const Tensor& mean, const Tensor& invstd, bool training, Tensor& dx,
-                         Tensor& dweight, Tensor& dbias) {
-  if (y.defined())
-    return backward_impl<true>(dy, x, y, weight, mean, invstd, training, dx, dweight, dbias);
-  backward_impl<false>(dy, x, y, weight, mean, invstd, training, dx, dweight, dbias);
+                         Tensor* dresidual, Tensor& dweight, Tensor& dbias) {
+  DPLAB_CHECK(dy.dtype() == x.dtype() && (!dx.defined() || dx.dtype() == x.dtype()) &&
+                  (!y.defined() || y.dtype() == x.dtype()),
+              "batch_norm backward (nChw16c): dy {}, dx and y must have x's dtype ({})", dy.str(),
+              x.str());
+  const bool relu = y.defined();
+  const auto f = is_bf16(x) ? (relu ? backward_impl<true, bf16_t> : backward_impl<false, bf16_t>)
+                            : (relu ? backward_impl<true, float> : backward_impl<false, float>);
+  f(dy, x, y, weight, mean, invstd, training, dx, dresidual, dweight, dbias);
 }
 
 }  // namespace dplab

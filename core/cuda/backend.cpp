@@ -7,6 +7,7 @@ namespace dplab {
 const Backend& cuda_backend_impl() {
   static const Backend b{"cuda",
                          false,
+                         false,
                          cuda_elementwise_kernels(),
                          cuda_reduce_kernels(),
                          cuda_gemm_kernels(),

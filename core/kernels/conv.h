@@ -2,13 +2,15 @@
 // semantics: stride, symmetric zero padding, dilation, groups), its gradient w.r.t. the input
 // and its gradient w.r.t. the weight and bias.
 //
-// Conventions: every tensor is f32 and contiguous (or, on the cpu backend, an activation in the
+// Conventions: every tensor is contiguous (or, on the cpu backend, an activation in the
 // blocked nChw16c layout: see conv2d_output_layout); outputs are preallocated by the caller with
 // the right shape and are overwritten (not accumulated into). Output size per spatial dim:
 // out = (in + 2*pad - dilation*(k-1) - 1) / stride + 1 (floor).
 //
 // Dtypes per backend (any other combination throws, naming it):
-// - ref, cpu: f32 only.
+// - ref, cpu: x, y, dx, dy f32 or all bf16 (activations under autocast); w and dw f32 (master
+//   weights) or of the activations' dtype; b / db f32. Products accumulate in f32; bf16
+//   outputs are rounded once. The ref loops compute in f32 on the bf16 values.
 // - cuda (cuDNN, core/cuda/conv.cpp): the data operands of one call — x, w, y (forward); dy,
 //   w, dx (backward data); x, dy, dw (backward weight) — all f32, all bf16 or all f16, with f32
 //   accumulation in every case (f32 without TF32). The bias b / its gradient db is the dtype of

@@ -14,11 +14,12 @@ struct ElementwiseKernels {
   void (*copy)(const Tensor& src, Tensor& dst);
   // y += alpha * x; same shape, f32 (x may be any float dtype; accumulation in f32)
   void (*axpy)(float alpha, const Tensor& x, Tensor& y);
-  // y = op(x) (s is the scalar of add_scalar / mul_scalar). x any float dtype, y f32, same
-  // shape, any strides; y may be x itself (in place).
+  // y = op(x) (s is the scalar of add_scalar / mul_scalar). x and y any float dtype (computed
+  // in f32, y rounded once), same shape, any strides; y may be x itself (in place).
   void (*unary)(UnaryOp op, float s, const Tensor& x, Tensor& y);
-  // y = op(a, b) with numpy broadcasting: y has the broadcast shape of a and b, a and b any
-  // float dtype and any strides, y f32. y may alias a or b when that one has y's shape.
+  // y = op(a, b) with numpy broadcasting: y has the broadcast shape of a and b, a, b and y any
+  // float dtype (computed in f32, y rounded once) and any strides. y may alias a or b when that
+  // one has y's shape.
   void (*binary)(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y);
   // y[...] += v for an integer tensor y (i64 or i32, any strides; i32 wraps like the C++
   // conversion of the i64 sum). Counters (BatchNorm's num_batches_tracked) stay on their device

@@ -1,6 +1,8 @@
 // Batch-normalisation kernels, NCHW (any N, C, H, W; a [N, C] input counts as H = W = 1).
-// All tensors f32 and contiguous; outputs preallocated by the caller. weight/bias may be
-// undefined (affine = false); running_mean/running_var may be undefined (no running stats).
+// Activations (x, y, dy, dx) are f32, or bf16 under autocast (all four of one dtype: computed in
+// f32, stored rounded once), contiguous or, on the CPU, in one blocked layout; parameters,
+// statistics and their gradients are always f32. Outputs preallocated by the caller. weight/bias
+// may be undefined (affine = false); running_mean/running_var may be undefined (no running stats).
 #pragma once
 #include "dplab/core/tensor.h"
 
@@ -44,6 +46,25 @@ struct NormKernels {
                                    const Tensor& weight, const Tensor& mean, const Tensor& invstd,
                                    float eps, bool training, Tensor& dx, Tensor& dweight,
                                    Tensor& dbias) = nullptr;
+
+  // Batch norm, plus a residual r, then ReLU in one pass (a ResNet block's last unit,
+  // y = relu(bn(x) + r)), optional: where null the op runs batch norm, then add_relu. r has x's
+  // shape, dtype and layout. Backward: dz = dy masked where y <= 0 (y: the forward's output);
+  // dresidual = dz; dx, dweight, dbias as batch_norm_backward of dz. Any of dx, dresidual,
+  // dweight, dbias may be undefined (not wanted).
+  void (*batch_norm_add_relu_forward_train)(const Tensor& x, const Tensor& r, const Tensor& weight,
+                                            const Tensor& bias, Tensor& running_mean,
+                                            Tensor& running_var, float momentum, float eps,
+                                            Tensor& y, Tensor& save_mean,
+                                            Tensor& save_invstd) = nullptr;
+  void (*batch_norm_add_relu_forward_eval)(const Tensor& x, const Tensor& r, const Tensor& weight,
+                                           const Tensor& bias, const Tensor& running_mean,
+                                           const Tensor& running_var, float eps,
+                                           Tensor& y) = nullptr;
+  void (*batch_norm_add_relu_backward)(const Tensor& dy, const Tensor& x, const Tensor& y,
+                                       const Tensor& weight, const Tensor& mean,
+                                       const Tensor& invstd, float eps, bool training, Tensor& dx,
+                                       Tensor& dresidual, Tensor& dweight, Tensor& dbias) = nullptr;
 };
 
 NormKernels ref_norm_kernels();

@@ -11,16 +11,21 @@ inline Tensor activation_operand(const Backend& be, const Tensor& t) {
   return t.is_blocked() && be.blocked_activations ? t : t.contiguous();
 }
 
-// An f32 t in layout l (strided meaning NCHW-contiguous): a gradient brought to the layout the
-// op's input had, so the op's backward kernel reads dy and x alike and writes dx in it.
-inline Tensor f32_in_layout(const Tensor& t, Layout l) {
-  const Tensor f = t.to(DType::f32);
+// t as dtype `dt` in layout l (strided meaning NCHW-contiguous): a gradient brought to the
+// dtype and layout the op's input had, so the op's backward kernel reads dy and x alike and
+// writes dx so.
+inline Tensor in_dtype_layout(const Tensor& t, DType dt, Layout l) {
+  if (t.dtype() == dt && t.layout() == l) return l == Layout::strided ? t.contiguous() : t;
+  const Tensor f = t.contiguous_if_blocked().to(dt);
   return l == Layout::strided ? f.contiguous() : f.to(l);
 }
+inline Tensor f32_in_layout(const Tensor& t, Layout l) {
+  return in_dtype_layout(t, DType::f32, l);
+}
 
-// An uninitialised f32 tensor of `shape` in layout l on device d.
-inline Tensor empty_in_layout(const Shape& shape, Layout l, Device d) {
-  return l == Layout::strided ? Tensor::empty(shape, DType::f32, d) : Tensor::empty(shape, l);
+// An uninitialised tensor of `shape` and dtype `dt` in layout l on device d.
+inline Tensor empty_in_layout(const Shape& shape, Layout l, Device d, DType dt = DType::f32) {
+  return l == Layout::strided ? Tensor::empty(shape, dt, d) : Tensor::empty(shape, l, dt);
 }
 
 }  // namespace dplab

@@ -20,14 +20,15 @@ Conv2dParams to_params(const Conv2dOptions& o) {
 }
 
 // Saves the (contiguous) input and weight; computes only the gradients whose inputs need one.
-// Grad slots: 0 input, 1 weight, 2 bias. `dt` is the operand dtype: f32, or bf16/f16 under CUDA
-// autocast, where dy, dx and dw are 16-bit too (the kernel takes one dtype for all three).
+// Grad slots: 0 input, 1 weight, 2 bias. `dt` is the activations' dtype (x, y, dy, dx): f32, or
+// bf16/f16 under autocast; dw has the weight's own dtype (f32 master weights on a backend with
+// bf16 activations, the 16-bit copy under CUDA autocast).
 class Conv2dBackward : public Node {
  public:
   // x / w may be undefined when the other gradient is not wanted.
   // x_layout: dx is made in the layout x came in (the op before reads its gradient so).
   Conv2dBackward(Tensor x, Tensor w, Shape x_shape, Shape w_shape, bool has_bias,
-                 const Conv2dParams& p, DType dt, Layout x_layout)
+                 const Conv2dParams& p, DType dt, DType w_dt, Layout x_layout)
       : x_(std::move(x)),
         w_(std::move(w)),
         x_shape_(std::move(x_shape)),
@@ -35,24 +36,27 @@ class Conv2dBackward : public Node {
         has_bias_(has_bias),
         p_(p),
         dt_(dt),
+        w_dt_(w_dt),
         x_layout_(x_layout) {}
 
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor(), Tensor(), Tensor()};
     const Backend& be = backend_for(grads[0].device());
-    const Tensor dy = activation_operand(be, grads[0].to(dt_));
+    const Tensor& g = grads[0];
+    const Tensor dy =
+        activation_operand(be, g.dtype() == dt_ ? g : g.contiguous_if_blocked().to(dt_));
     const bool want_x = next_edges[0].fn != nullptr;
     const bool want_w = next_edges[1].fn != nullptr;
     const bool want_b = has_bias_ && next_edges[2].fn != nullptr;
     Tensor dx, dw, db;
     if (want_x) {
-      dx = dt_ == DType::f32 ? empty_in_layout(x_shape_, x_layout_, dy.device())
-                             : Tensor::empty(x_shape_, dt_, dy.device());
+      dx = be.blocked_activations ? empty_in_layout(x_shape_, x_layout_, dy.device(), dt_)
+                                  : Tensor::empty(x_shape_, dt_, dy.device());
       be.conv.conv2d_backward_data(dy, w_, dx, p_);
     }
     if (want_w || want_b) {
       // One pass computes both; a bias-only request still needs somewhere to put dw.
-      dw = Tensor::empty(w_shape_, dt_, dy.device());
+      dw = Tensor::empty(w_shape_, w_dt_, dy.device());
       if (want_b) db = Tensor::empty({w_shape_[0]}, DType::f32, dy.device());
       be.conv.conv2d_backward_weight(x_, dy, dw, db, p_);
       if (!want_w) dw = Tensor();
@@ -70,7 +74,7 @@ class Conv2dBackward : public Node {
   Shape x_shape_, w_shape_;
   bool has_bias_;
   Conv2dParams p_;
-  DType dt_;
+  DType dt_, w_dt_;
   Layout x_layout_;
 };
 
@@ -88,12 +92,16 @@ void check_bias(const Tensor& bias, const Tensor& x, int64_t out_channels) {
               out_channels);
 }
 
-// The convolution proper on x and weight of dtype `dt` (f32; bf16/f16 only from
-// conv2d_autocast_cuda, without a bias): y, dx and dw are of that dtype too.
+// The convolution proper on x of dtype `dt` (f32, or 16-bit under autocast) and weight of `dt`
+// or (bf16 activations beside f32 master weights, on a backend with bf16_activations) f32: y
+// and dx are of dtype `dt`, dw of the weight's.
 Tensor conv2d_impl(const Tensor& x, const Tensor& weight, const Tensor& bias,
                    const Conv2dOptions& opt, DType dt) {
   check_input(x, "input [N, C, H, W]", 4, dt);
-  check_input(weight, "weight [out, in/groups, kh, kw]", 4, dt);
+  const bool master_weights =
+      dt == DType::bf16 && x.defined() && backend_for(x.device()).bf16_activations;
+  check_input(weight, "weight [out, in/groups, kh, kw]", 4,
+              master_weights && weight.defined() && weight.dtype() == DType::f32 ? DType::f32 : dt);
   check_same_device(x, weight, "conv2d input and weight");
   const int64_t G = opt.groups;
   DPLAB_CHECK(G >= 1, "conv2d: groups must be >= 1, got {}", G);
@@ -127,7 +135,7 @@ Tensor conv2d_impl(const Tensor& x, const Tensor& weight, const Tensor& bias,
   const Layout yl = be.conv.conv2d_output_layout
                         ? be.conv.conv2d_output_layout(xc, wc, p, bc.defined())
                         : Layout::strided;
-  Tensor y = yl != Layout::strided ? Tensor::empty({x.size(0), O, OH, OW}, yl)
+  Tensor y = yl != Layout::strided ? Tensor::empty({x.size(0), O, OH, OW}, yl, dt)
                                    : Tensor::empty({x.size(0), O, OH, OW}, dt, x.device());
   be.conv.conv2d_forward(xc, wc, bc, y, p);
   if (any_requires_grad({&x, &weight, &bias})) {
@@ -135,7 +143,7 @@ Tensor conv2d_impl(const Tensor& x, const Tensor& weight, const Tensor& bias,
     const bool want_wb = weight.requires_grad() || (bias.defined() && bias.requires_grad());
     auto node = std::make_shared<Conv2dBackward>(
         want_wb ? xc : Tensor(), x.requires_grad() ? wc : Tensor(), x.shape(), weight.shape(),
-        bias.defined(), p, dt, xc.layout());
+        bias.defined(), p, dt, weight.dtype(), xc.layout());
     set_history(node, {&x, &weight, bias.defined() ? &bias : nullptr}, {&y});
   }
   return y;
@@ -158,12 +166,26 @@ Tensor conv2d_autocast_cuda(const Tensor& x, const Tensor& weight, const Tensor&
   return y;
 }
 
+// Autocast to bf16 on a backend that keeps activations in bf16 (the CPU): x is cast to bf16 if
+// it is not already (only a network's first convolution sees f32), the kernel reads the f32
+// master weights and bias itself, y is bf16 and so is every activation after it until an op
+// that needs f32 (the pooling before the classifier, the loss). Backward: dx bf16, dw f32.
+Tensor conv2d_autocast_bf16(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                            const Conv2dOptions& opt) {
+  check_input(x, "input [N, C, H, W]", 4, x.defined() ? x.dtype() : DType::f32);
+  return conv2d_impl(cast(x, DType::bf16), weight, bias, opt, DType::bf16);
+}
+
 }  // namespace
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& opt) {
   if (autocast_enabled()) {
-    // Mixed precision (core/autocast.h). CPU kernels are f32-only: rounded operands, f32 math.
+    // Mixed precision (core/autocast.h).
     if (x.defined() && x.device().is_cuda()) return conv2d_autocast_cuda(x, weight, bias, opt);
+    if (x.defined() && autocast_dtype() == DType::bf16 &&
+        backend_for(x.device()).bf16_activations && is_floating(x.dtype()))
+      return conv2d_autocast_bf16(x, weight, bias, opt);
+    // Otherwise (f16 on the CPU): rounded operands, f32 math.
     const Tensor xa = autocast_operand(x), wa = autocast_operand(weight);
     AutocastGuard off(DType::f32);
     return conv2d(xa, wa, bias, opt);

@@ -1,4 +1,5 @@
-// Element-wise differentiable ops. Forward: validate, allocate an f32 output, run the backend's
+// Element-wise differentiable ops. Forward: validate, allocate the output (the inputs' dtype when
+// they share one, as a bf16 activation under autocast stays bf16; else f32), run the backend's
 // unary/binary kernel. Backward: the matching *_backward functor (core/functors.h), and for a
 // broadcast binary op, a sum of the gradient back to each input's shape (sum_to).
 #include "dplab/core/ops/elementwise.h"
@@ -26,17 +27,19 @@ Tensor run_unary(UnaryOp op, float s, const Tensor& x_in) {
 }
 
 // Two operands in one blocked layout give a blocked output; a blocked operand beside a strided
-// one (a broadcast, or a gradient that arrived in NCHW) is read in NCHW.
+// one (a broadcast, or a gradient that arrived in NCHW) is read in NCHW. The output has the
+// operands' dtype when they share one (bf16 + bf16 is bf16, as in PyTorch), else f32.
 Tensor run_binary(BinaryOp op, const Tensor& a_in, const Tensor& b_in, const char* what) {
   const Backend& be = backend_for(a_in.device());
+  const DType yt = a_in.dtype() == b_in.dtype() ? a_in.dtype() : DType::f32;
   if (be.blocked_activations && a_in.is_blocked() && b_in.layout() == a_in.layout() &&
-      a_in.shape() == b_in.shape()) {
+      a_in.shape() == b_in.shape() && a_in.dtype() == b_in.dtype()) {
     Tensor y = Tensor::empty_like(a_in);
     be.ew.binary(op, a_in, b_in, y);
     return y;
   }
   const Tensor a = a_in.contiguous_if_blocked(), b = b_in.contiguous_if_blocked();
-  Tensor y = Tensor::empty(broadcast_shapes(a.shape(), b.shape(), what), DType::f32, a.device());
+  Tensor y = Tensor::empty(broadcast_shapes(a.shape(), b.shape(), what), yt, a.device());
   be.ew.binary(op, a, b, y);
   return y;
 }
@@ -188,7 +191,7 @@ class CastBackward : public Node {
   explicit CastBackward(DType from) : from_(from) {}
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor()};
-    return {grads[0].to(from_)};
+    return {grads[0].contiguous_if_blocked().to(from_)};
   }
   std::string name() const override { return "CastBackward"; }
 

@@ -141,7 +141,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       const DType d = autocast_dtype();
       return linear_impl(cast(x, d), cast(weight, d), bias, d);
     }
-    const Tensor xa = autocast_operand(x), wa = autocast_operand(weight);
+    // A bf16 activation (autocast's CPU convolutions make them) is widened first, exactly.
+    const Tensor xf = x.defined() && x.dtype() == DType::bf16 ? cast(x, DType::f32) : x;
+    const Tensor xa = autocast_operand(xf), wa = autocast_operand(weight);
     AutocastGuard off(DType::f32);
     return linear(xa, wa, bias);
   }

@@ -15,5 +15,11 @@ Tensor batch_norm2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
 Tensor batch_norm2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias,
                          const Tensor& running_mean, const Tensor& running_var, bool training,
                          float momentum = 0.1f, float eps = 1e-5f);
+// relu(batch_norm2d(x, ...) + residual) in one pass each way where the backend fuses them (cpu,
+// ref); the composition elsewhere. residual has x's shape. What a ResNet block ends with.
+Tensor batch_norm2d_add_relu(const Tensor& x, const Tensor& residual, const Tensor& weight,
+                             const Tensor& bias, const Tensor& running_mean,
+                             const Tensor& running_var, bool training, float momentum = 0.1f,
+                             float eps = 1e-5f);
 
 }  // namespace dplab

@@ -3,6 +3,7 @@
 #include "dplab/core/autograd.h"
 #include "dplab/core/backend.h"
 #include "dplab/core/ops/activation_layout.h"
+#include "dplab/core/ops/elementwise.h"
 
 namespace dplab {
 namespace {
@@ -112,9 +113,17 @@ class AdaptiveAvgPool2dBackward : public Node {
   Shape x_shape_;
 };
 
+// A bf16 activation (autocast, core/autocast.h) is pooled in f32 and the output rounded back to
+// bf16 once: widening is exact, and the maximum of bf16 values is one of them, so max pooling
+// rounds nothing at all. (Pooling is a small share of a step: no bf16 kernels of its own.)
+bool bf16_activation(const Tensor& x) {
+  return x.defined() && x.dtype() == DType::bf16;
+}
+
 }  // namespace
 
 Tensor max_pool2d(const Tensor& x, const Pool2dOptions& opt) {
+  if (bf16_activation(x)) return cast(max_pool2d(cast(x, DType::f32), opt), DType::bf16);
   check_input(x, "max_pool2d");
   const Pool2dParams p = to_params(opt, "max_pool2d", true);
   const Backend& be = backend_for(x.device());
@@ -130,6 +139,7 @@ Tensor max_pool2d(const Tensor& x, const Pool2dOptions& opt) {
 }
 
 Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& opt) {
+  if (bf16_activation(x)) return cast(avg_pool2d(cast(x, DType::f32), opt), DType::bf16);
   check_input(x, "avg_pool2d");
   const Pool2dParams p = to_params(opt, "avg_pool2d", false);
   const Backend& be = backend_for(x.device());
@@ -142,6 +152,8 @@ Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& opt) {
 }
 
 Tensor adaptive_avg_pool2d(const Tensor& x, std::array<int64_t, 2> output_size) {
+  if (bf16_activation(x))
+    return cast(adaptive_avg_pool2d(cast(x, DType::f32), output_size), DType::bf16);
   check_input(x, "adaptive_avg_pool2d");
   DPLAB_CHECK(output_size[0] >= 1 && output_size[1] >= 1,
               "adaptive_avg_pool2d: output size must be >= 1, got ({}, {})", output_size[0],

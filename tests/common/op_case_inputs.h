@@ -122,6 +122,7 @@ void add_pooling(std::vector<OpCase>& cs);
 void add_batch_norm(std::vector<OpCase>& cs);
 void add_losses(std::vector<OpCase>& cs);
 void add_dropout(std::vector<OpCase>& cs);
+void add_bf16_activations(std::vector<OpCase>& cs);
 void add_blocked_layout(std::vector<OpCase>& cs);
 
 }  // namespace dplab::test::cases

@@ -29,6 +29,7 @@ std::vector<OpCase> make_cases() {
   add_losses(cs);
   add_dropout(cs);
   add_blocked_layout(cs);
+  add_bf16_activations(cs);
   return cs;
 }
 
@@ -102,6 +103,16 @@ OpCaseResult evaluate_op_case(const OpCase& c, Device device) {
 OpCaseResult evaluate_op_case_on_ref(const OpCase& c) {
   BackendOverride ref(ref_backend());
   return evaluate_op_case(c, Device::cpu());
+}
+
+std::string op_case_unsupported(const OpCase& c, Device device) {
+  const Backend& be = backend_for(device);
+  if (c.bf16_activations && !be.bf16_activations)
+    return fmt::format(
+        "the {} backend keeps no bf16 activations (Backend::bf16_activations): "
+        "autocast casts around its convolutions instead",
+        be.name);
+  return "";
 }
 
 void expect_op_case_matches_ref(const OpCase& c, Device device) {

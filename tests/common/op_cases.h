@@ -36,7 +36,14 @@ struct OpCase {
   // central differences cannot see; their gradients are still compared against ref.
   bool finite_differences = true;
   GradCheckOptions grad{};
+  // The case computes on bf16 activations (autocast): a backend without them
+  // (Backend::bf16_activations false) skips it, saying so.
+  bool bf16_activations = false;
 };
+
+// The reason `c` cannot run on `device`'s backend, or "" when it can (the runners GTEST_SKIP
+// with it).
+std::string op_case_unsupported(const OpCase& c, Device device);
 
 // gtest prints parameters with this (the case name, not the bytes of the struct).
 void PrintTo(const OpCase& c, std::ostream* os);

@@ -254,6 +254,32 @@ void add_batch_norm(std::vector<OpCase>& cs) {
                     .grad = kBatchNormReluGrad});
     }
   }
+  // Fused with a residual add and the ReLU after it (a ResNet block's end), both modes, plain
+  // and blocked, gradients to x, the residual, weight and bias.
+  for (bool training : {true, false}) {
+    for (bool blocked : {false, true}) {
+      const std::string mode = training ? "train" : "eval";
+      cs.push_back({.name = "batchnorm_add_relu_" + mode + (blocked ? "_blocked" : ""),
+                    .ops = {"batch_norm2d_add_relu", "to_layout"},
+                    .inputs =
+                        [=] {
+                          Inputs v = inputs({3, 16, 4, 4}, 97);
+                          v.push_back(uniform({3, 16, 4, 4}, 98));
+                          return v;
+                        },
+                    .fn =
+                        [=](const Inputs& v) {
+                          Tensor rm = v[3], rv = v[4];
+                          auto lay = [&](const Tensor& t) {
+                            return blocked ? to_layout(t, Layout::nChw16c) : t;
+                          };
+                          Tensor y = batch_norm2d_add_relu(lay(v[0]), lay(v[5]), v[1], v[2], rm, rv,
+                                                           training, 0.3f);
+                          return Inputs{y, rm, rv};
+                        },
+                    .grad = kBatchNormReluGrad});
+    }
+  }
   cs.push_back({.name = "batchnorm_train_no_running_stats",
                 .ops = {"batch_norm2d"},
                 .inputs =

@@ -84,8 +84,9 @@ const std::vector<OptionSpec>& driver_option_specs() {
        "sum the gradients of this many batches before each optimizer step (loss / k)"},
       {"label_smoothing", "0", "cross-entropy label smoothing"},
       {"amp", "off",
-       "mixed precision: off, bf16 (conv/linear on bf16-rounded operands, f32 weights and "
-       "accumulation; core/autocast.h) or f16 (the same in f16 plus dynamic loss scaling; "
+       "mixed precision: off, bf16 (conv/linear on bf16 operands with f32 weights and "
+       "accumulation; on the CPU activations stay bf16 from layer to layer; core/autocast.h) or "
+       "f16 (conv/linear on f16-rounded operands plus dynamic loss scaling; "
        "optim/grad_scaler.h)"},
       {"seed", "0", "seed of weights and data order (a run is a pure function of its config)"},
       {"threads", "0",

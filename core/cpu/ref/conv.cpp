@@ -6,6 +6,7 @@
 // of the outer loops: that makes the same loops safe to run with OpenMP (omp_conv_kernels, the
 // cpu backend's fallback) by flipping the template flag.
 #include "dplab/core/kernels/conv.h"
+#include "dplab/core/cpu/ref/f32_compute.h"
 
 namespace dplab {
 namespace {
@@ -155,12 +156,34 @@ void backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db,
   }
 }
 
+// bf16 activations (autocast) and blocked layouts: the f32 loops above, as f32_compute.h says.
+template <bool Parallel>
+void any_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y,
+                 const Conv2dParams& p) {
+  Tensor yf = ref::f32_out(y);
+  forward<Parallel>(ref::as_f32(x), ref::as_f32(w), b, yf, p);
+  ref::write_back(yf, y);
+}
+template <bool Parallel>
+void any_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, const Conv2dParams& p) {
+  Tensor dxf = ref::f32_out(dx);
+  backward_data<Parallel>(ref::as_f32(dy), ref::as_f32(w), dxf, p);
+  ref::write_back(dxf, dx);
+}
+template <bool Parallel>
+void any_backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db,
+                         const Conv2dParams& p) {
+  Tensor dwf = ref::f32_out(dw);
+  backward_weight<Parallel>(ref::as_f32(x), ref::as_f32(dy), dwf, db, p);
+  ref::write_back(dwf, dw);
+}
+
 template <bool Parallel>
 ConvKernels make() {
   ConvKernels k{};
-  k.conv2d_forward = forward<Parallel>;
-  k.conv2d_backward_data = backward_data<Parallel>;
-  k.conv2d_backward_weight = backward_weight<Parallel>;
+  k.conv2d_forward = any_forward<Parallel>;
+  k.conv2d_backward_data = any_backward_data<Parallel>;
+  k.conv2d_backward_weight = any_backward_weight<Parallel>;
   return k;
 }
 

@@ -29,21 +29,24 @@ void fill(Tensor& y, double value) {
 }
 
 // A copy between layouts: element (n, c, h, w) of one goes to (n, c, h, w) of the other, each
-// placed by its own layout (f32, same shape).
+// placed by its own layout (float dtypes, converted through f32; same shape).
 void copy_between_layouts(const Tensor& src, Tensor& dst) {
-  DPLAB_CHECK(src.dtype() == DType::f32 && dst.dtype() == DType::f32 && src.dim() == 4,
-              "copy between layouts: {} into {} (f32 [N, C, H, W] only)", src.str(), dst.str());
+  DPLAB_CHECK(is_floating(src.dtype()) && is_floating(dst.dtype()) && src.dim() == 4,
+              "copy between layouts: {} into {} (float [N, C, H, W] only)", src.str(), dst.str());
   const int64_t N = src.size(0), C = src.size(1), H = src.size(2), W = src.size(3);
   auto offset = [&](const Tensor& t, int64_t n, int64_t c, int64_t h, int64_t w) {
     if (t.is_blocked()) return nChw16c_offset(n, c, h * W + w, C, H * W);
     return n * t.stride(0) + c * t.stride(1) + h * t.stride(2) + w * t.stride(3);
   };
-  const float* s = src.data_any_layout<float>();
-  float* d = dst.data_any_layout<float>();
+  const void* s = src.raw_data_any_layout();
+  void* d = dst.raw_data_any_layout();
+  const DType st = src.dtype(), dt = dst.dtype();
   for (int64_t n = 0; n < N; ++n)
     for (int64_t c = 0; c < C; ++c)
       for (int64_t h = 0; h < H; ++h)
-        for (int64_t w = 0; w < W; ++w) d[offset(dst, n, c, h, w)] = s[offset(src, n, c, h, w)];
+        for (int64_t w = 0; w < W; ++w)
+          store_from_f32(d, dt, offset(dst, n, c, h, w),
+                         load_as_f32(s, st, offset(src, n, c, h, w)));
 }
 
 void copy(const Tensor& src, Tensor& dst) {
@@ -84,30 +87,31 @@ void axpy(float alpha, const Tensor& x, Tensor& y) {
 void unary(UnaryOp op, float s, const Tensor& x, Tensor& y) {
   DPLAB_CHECK(x.shape() == y.shape(), "unary: x {} and y {} differ in shape", shape_str(x.shape()),
               shape_str(y.shape()));
-  check_dtype(y, DType::f32, "unary output");
+  DPLAB_CHECK(is_floating(y.dtype()), "unary: output {} must be a float tensor", y.str());
   const void* xs = x.raw_data();
-  float* yd = y.data<float>();
-  const DType xt = x.dtype();
+  void* yd = y.raw_data();
+  const DType xt = x.dtype(), yt = y.dtype();
   dispatch_unary(op, s, [&](auto f) {
-    ref::for_each_index<2>(
-        x.shape(), {&x.strides(), &y.strides()},
-        [&](const std::array<int64_t, 2>& o) { yd[o[1]] = f(load_as_f32(xs, xt, o[0])); });
+    ref::for_each_index<2>(x.shape(), {&x.strides(), &y.strides()},
+                           [&](const std::array<int64_t, 2>& o) {
+                             store_from_f32(yd, yt, o[1], f(load_as_f32(xs, xt, o[0])));
+                           });
   });
 }
 
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y) {
   check_shape(y, broadcast_shapes(a.shape(), b.shape(), "binary"), "binary output");
-  check_dtype(y, DType::f32, "binary output");
+  DPLAB_CHECK(is_floating(y.dtype()), "binary: output {} must be a float tensor", y.str());
   const Shape sa = broadcast_strides(a, y.shape()), sb = broadcast_strides(b, y.shape());
   const void* ap = a.raw_data();
   const void* bp = b.raw_data();
-  const DType at = a.dtype(), bt = b.dtype();
-  float* yd = y.data<float>();
+  const DType at = a.dtype(), bt = b.dtype(), yt = y.dtype();
+  void* yd = y.raw_data();
   dispatch_binary(op, [&](auto f) {
-    ref::for_each_index<3>(y.shape(), {&sa, &sb, &y.strides()},
-                           [&](const std::array<int64_t, 3>& o) {
-                             yd[o[2]] = f(load_as_f32(ap, at, o[0]), load_as_f32(bp, bt, o[1]));
-                           });
+    ref::for_each_index<3>(
+        y.shape(), {&sa, &sb, &y.strides()}, [&](const std::array<int64_t, 3>& o) {
+          store_from_f32(yd, yt, o[2], f(load_as_f32(ap, at, o[0]), load_as_f32(bp, bt, o[1])));
+        });
   });
 }
 

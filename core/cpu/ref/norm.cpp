@@ -2,6 +2,7 @@
 #include <cmath>
 #include <vector>
 
+#include "dplab/core/cpu/ref/f32_compute.h"
 #include "dplab/core/functors.h"
 #include "dplab/core/kernels/norm.h"
 
@@ -132,6 +133,15 @@ void relu_in_place(Tensor& y) {
   for (int64_t i = 0; i < y.numel(); ++i) p[i] = relu(p[i]);
 }
 
+// y = relu(y + r), contiguous f32.
+void add_relu_in_place(Tensor& y, const Tensor& r) {
+  check_shape(r, y.shape(), "batch_norm_add_relu: residual");
+  float* p = y.data<float>();
+  const float* q = r.data<float>();
+  const fn::AddRelu add_relu;
+  for (int64_t i = 0; i < y.numel(); ++i) p[i] = add_relu(p[i], q[i]);
+}
+
 void forward_train_relu(const Tensor& x, const Tensor& weight, const Tensor& bias,
                         Tensor& running_mean, Tensor& running_var, float momentum, float eps,
                         Tensor& y, Tensor& save_mean, Tensor& save_invstd) {
@@ -162,16 +172,100 @@ void backward_relu(const Tensor& dy, const Tensor& x, const Tensor& y, const Ten
   backward(masked, x, weight, mean, invstd, eps, training, dx, dweight, dbias);
 }
 
+// bf16 activations (autocast) and blocked layouts: the f32 definition above, as f32_compute.h
+// says.
+using ref::as_f32;
+using ref::f32_out;
+using ref::write_back;
+
+template <bool Relu>
+void any_forward_train(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                       Tensor& running_mean, Tensor& running_var, float momentum, float eps,
+                       Tensor& y, Tensor& save_mean, Tensor& save_invstd) {
+  Tensor yf = f32_out(y);
+  (Relu ? forward_train_relu : forward_train)(as_f32(x), weight, bias, running_mean, running_var,
+                                              momentum, eps, yf, save_mean, save_invstd);
+  write_back(yf, y);
+}
+
+template <bool Relu>
+void any_forward_eval(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                      const Tensor& running_mean, const Tensor& running_var, float eps, Tensor& y) {
+  Tensor yf = f32_out(y);
+  (Relu ? forward_eval_relu : forward_eval)(as_f32(x), weight, bias, running_mean, running_var, eps,
+                                            yf);
+  write_back(yf, y);
+}
+
+void any_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& mean,
+                  const Tensor& invstd, float eps, bool training, Tensor& dx, Tensor& dweight,
+                  Tensor& dbias) {
+  Tensor dxf = f32_out(dx);
+  backward(as_f32(dy), as_f32(x), weight, mean, invstd, eps, training, dxf, dweight, dbias);
+  write_back(dxf, dx);
+}
+
+void any_backward_relu(const Tensor& dy, const Tensor& x, const Tensor& y, const Tensor& weight,
+                       const Tensor& mean, const Tensor& invstd, float eps, bool training,
+                       Tensor& dx, Tensor& dweight, Tensor& dbias) {
+  Tensor dxf = f32_out(dx);
+  backward_relu(as_f32(dy), as_f32(x), as_f32(y), weight, mean, invstd, eps, training, dxf, dweight,
+                dbias);
+  write_back(dxf, dx);
+}
+
+// Batch norm, residual, ReLU: the definition, literally, on the kernels above (inputs of any
+// float dtype or layout through as_f32; outputs rounded once).
+void any_forward_train_add_relu(const Tensor& x, const Tensor& r, const Tensor& weight,
+                                const Tensor& bias, Tensor& running_mean, Tensor& running_var,
+                                float momentum, float eps, Tensor& y, Tensor& save_mean,
+                                Tensor& save_invstd) {
+  Tensor yf = Tensor::empty(y.shape());
+  forward_train(as_f32(x), weight, bias, running_mean, running_var, momentum, eps, yf, save_mean,
+                save_invstd);
+  add_relu_in_place(yf, as_f32(r));
+  y.copy_(yf);
+}
+
+void any_forward_eval_add_relu(const Tensor& x, const Tensor& r, const Tensor& weight,
+                               const Tensor& bias, const Tensor& running_mean,
+                               const Tensor& running_var, float eps, Tensor& y) {
+  Tensor yf = Tensor::empty(y.shape());
+  forward_eval(as_f32(x), weight, bias, running_mean, running_var, eps, yf);
+  add_relu_in_place(yf, as_f32(r));
+  y.copy_(yf);
+}
+
+void any_backward_add_relu(const Tensor& dy, const Tensor& x, const Tensor& y, const Tensor& weight,
+                           const Tensor& mean, const Tensor& invstd, float eps, bool training,
+                           Tensor& dx, Tensor& dresidual, Tensor& dweight, Tensor& dbias) {
+  const Tensor g = as_f32(dy), out = as_f32(y);
+  check_shape(out, g.shape(), "batch_norm_add_relu backward: output");
+  Tensor dz = Tensor::empty(g.shape());
+  const float* gp = g.data<float>();
+  const float* op = out.data<float>();
+  float* zp = dz.data<float>();
+  const fn::ReluBackward relu_backward;
+  for (int64_t i = 0; i < g.numel(); ++i) zp[i] = relu_backward(gp[i], op[i]);
+  Tensor dxf = f32_out(dx);
+  backward(dz, as_f32(x), weight, mean, invstd, eps, training, dxf, dweight, dbias);
+  write_back(dxf, dx);
+  if (dresidual.defined()) dresidual.copy_(dz);
+}
+
 }  // namespace
 
 NormKernels ref_norm_kernels() {
   NormKernels k{};
-  k.batch_norm_forward_train = forward_train;
-  k.batch_norm_forward_eval = forward_eval;
-  k.batch_norm_backward = backward;
-  k.batch_norm_relu_forward_train = forward_train_relu;
-  k.batch_norm_relu_forward_eval = forward_eval_relu;
-  k.batch_norm_relu_backward = backward_relu;
+  k.batch_norm_forward_train = any_forward_train<false>;
+  k.batch_norm_forward_eval = any_forward_eval<false>;
+  k.batch_norm_backward = any_backward;
+  k.batch_norm_relu_forward_train = any_forward_train<true>;
+  k.batch_norm_relu_forward_eval = any_forward_eval<true>;
+  k.batch_norm_relu_backward = any_backward_relu;
+  k.batch_norm_add_relu_forward_train = any_forward_train_add_relu;
+  k.batch_norm_add_relu_forward_eval = any_forward_eval_add_relu;
+  k.batch_norm_add_relu_backward = any_backward_add_relu;
   return k;
 }
 
