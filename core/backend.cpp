@@ -31,7 +31,7 @@ const Backend& cpu_backend() {
 const Backend& portable_cpu_backend() {
   static const Backend b{"cpu",
                          true,
-                         true,
+                         cpu_bf16_activations(),
                          cpu_elementwise_kernels(),
                          cpu_reduce_kernels(),
                          cpu_gemm_kernels(),

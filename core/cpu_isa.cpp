@@ -29,11 +29,12 @@ namespace {
 
 // The portable build's backend with one variant's loops; oneDNN's kernels (GEMM, convolution,
 // pooling) are shared.
-#define DPLAB_VARIANT_BACKEND(sfx)                                                            \
-  Backend {                                                                                   \
-    "cpu", true, true, cpu_elementwise_kernels_##sfx(), cpu_reduce_kernels_##sfx(),           \
-        cpu_gemm_kernels(), cpu_conv_kernels(), cpu_pool_kernels(), cpu_norm_kernels_##sfx(), \
-        cpu_loss_kernels_##sfx(), cpu_random_kernels_##sfx(), cpu_optim_kernels_##sfx()       \
+#define DPLAB_VARIANT_BACKEND(sfx)                                                              \
+  Backend {                                                                                     \
+    "cpu", true, cpu_bf16_activations(), cpu_elementwise_kernels_##sfx(),                       \
+        cpu_reduce_kernels_##sfx(), cpu_gemm_kernels(), cpu_conv_kernels(), cpu_pool_kernels(), \
+        cpu_norm_kernels_##sfx(), cpu_loss_kernels_##sfx(), cpu_random_kernels_##sfx(),         \
+        cpu_optim_kernels_##sfx()                                                               \
   }
 
 // The levels by their features (the psABI's x86-64 micro-architecture levels), not by name:

@@ -11,8 +11,10 @@
 // Under autocast the activations are bf16 (x, y, dx, dy) beside f32 master weights (w, dw). On a
 // CPU with AVX512-BF16 (or AMX) oneDNN's bf16 kernels run: the f32 weights are reordered into
 // bf16 blocks (one pass, as the f32 path reorders them into f32 blocks), products accumulate in
-// f32, dw is written f32. Elsewhere the convolution computes in f32 and the staging reorders
-// convert bf16 <-> f32 as they change layout, so a bf16 run costs no more than an f32 one.
+// f32, dw is written f32. Elsewhere the convolution is the f32 one on widened copies of the bf16
+// activations (dplab's own vectorised casts, one pass each: oneDNN 2.6's reorders between bf16
+// and f32 layouts run its generic loops there, measured 11.6 s of a 14 s ResNet-50 step with
+// AVX2), so a bf16 run costs about what an f32 one does.
 //
 // Activations may also arrive in, and leave in, oneDNN's blocked nChw16c layout itself
 // (Layout::nChw16c, core/tensor.h): when the primitive chose that layout for its output,
@@ -125,6 +127,35 @@ bool native_bf16() {
   }();
   return yes;
 }
+
+// Without native bf16 kernels: a bf16 activation is widened to f32 in its own layout, and a
+// bf16 output is computed into an f32 stand-in in its layout, then narrowed.
+bool widen(const Tensor& act) {
+  return act.dtype() == DType::bf16 && !native_bf16();
+}
+Tensor as_f32(const Tensor& t) {
+  if (t.dtype() == DType::f32) return t;
+  Tensor f = t.is_blocked() ? Tensor::empty(t.shape(), t.layout()) : Tensor::empty(t.shape());
+  f.copy_(t);
+  return f;
+}
+Tensor f32_like(const Tensor& t) {
+  return t.is_blocked() ? Tensor::empty(t.shape(), t.layout()) : Tensor::empty(t.shape());
+}
+
+}  // namespace
+
+bool cpu_bf16_activations() {
+  static const bool yes = [] {
+    using I = dnnl::cpu_isa;
+    const I isa = dnnl::get_effective_cpu_isa();
+    return isa == I::avx512_core || isa == I::avx512_core_vnni || isa == I::avx512_core_bf16 ||
+           isa == I::avx512_core_amx;
+  }();
+  return yes;
+}
+
+namespace {
 
 Key make_key(Pass pass, const Shapes& s, const Conv2dParams& p, bool bias, const Types& ty) {
   return {static_cast<int64_t>(pass),
@@ -388,12 +419,18 @@ Layout output_layout(const Tensor& x, const Tensor& w, const Conv2dParams& p, bo
   const int64_t OW = conv_out_size(x.size(3), w.size(3), p.stride_w, p.pad_w, p.dilation_w);
   const Shapes s{x.size(0), x.size(1), x.size(2), x.size(3), w.size(0),
                  w.size(2), w.size(3), OH,        OW};
-  const auto e = forward_entry(s, p, bias, types_of(x, w));
+  const Types ty = widen(x) ? Types{} : types_of(x, w);  // widened: what the f32 one writes
+  const auto e = forward_entry(s, p, bias, ty);
   if (!e->ok || !e->dst.blockable) return Layout::strided;
   return writes_blocked(e->dst.by_layout[1].prim) ? Layout::nChw16c : Layout::strided;
 }
 
 void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, const Conv2dParams& p) {
+  if (widen(x)) {
+    Tensor yf = f32_like(y);
+    forward(as_f32(x), as_f32(w), b, yf, p);
+    return y.copy_(yf);
+  }
   const Shapes s = shapes(x, w, y);
   const bool bias = b.defined();
   auto e = forward_entry(s, p, bias, types_of(x, w));
@@ -409,6 +446,11 @@ void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, const
 }
 
 void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, const Conv2dParams& p) {
+  if (widen(dy)) {
+    Tensor dxf = f32_like(dx);
+    backward_data(as_f32(dy), as_f32(w), dxf, p);
+    return dx.copy_(dxf);
+  }
   using Prim = dnnl::convolution_backward_data;
   static du::PrimitiveCache<22, Entry<Prim>> cache;
   const Shapes s = shapes(dx, w, dy);
@@ -435,6 +477,11 @@ void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, const Conv2dPa
 
 void backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db,
                      const Conv2dParams& p) {
+  if (widen(x)) {
+    Tensor dwf = f32_like(dw);
+    backward_weight(as_f32(x), as_f32(dy), dwf, db, p);
+    return dw.copy_(dwf);
+  }
   using Prim = dnnl::convolution_backward_weights;
   static du::PrimitiveCache<22, Entry<Prim>> cache;
   const Shapes s = shapes(x, dw, dy);

@@ -51,6 +51,20 @@ void cast_from(const void* s, DType dt, void* d, int64_t n) {
   }
 }
 
+// n contiguous elements of float dtype st at s, converted into dtype dt at d.
+void cast_any(const void* s, DType st, void* d, DType dt, int64_t n) {
+  switch (st) {
+    case DType::f32:
+      return cast_from<float>(s, dt, d, n);
+    case DType::bf16:
+      return cast_from<bf16_t>(s, dt, d, n);
+    case DType::f16:
+      return cast_from<f16_t>(s, dt, d, n);
+    default:
+      break;
+  }
+}
+
 // NCHW <-> nChw16c, one element type on both sides (f32 or bf16's bits): one task per (n,
 // channel block); within it 16 channel rows of H·W elements on one side, H·W rows of 16 on the
 // other.
@@ -86,6 +100,11 @@ void copy(const Tensor& src, Tensor& dst) {
     }
     if (same && src.shape() == dst.shape() && (src.is_contiguous() || dst.is_contiguous()))
       return t == DType::f32 ? convert_layout<float>(src, dst) : convert_layout<uint16_t>(src, dst);
+    // One blocked layout, two float dtypes: the elements sit in the same order, one flat cast.
+    if (src.layout() == dst.layout() && src.shape() == dst.shape() && is_floating(src.dtype()) &&
+        is_floating(dst.dtype()))
+      return cast_any(src.raw_data_any_layout(), src.dtype(), dst.raw_data_any_layout(),
+                      dst.dtype(), src.numel());
     return spec().copy(src, dst);
   }
   if (!(src.is_contiguous() && dst.is_contiguous() && src.shape() == dst.shape()))
@@ -96,18 +115,7 @@ void copy(const Tensor& src, Tensor& dst) {
     return;
   }
   if (!is_floating(src.dtype()) || !is_floating(dst.dtype())) return spec().copy(src, dst);
-  const void* s = src.raw_data();
-  void* d = dst.raw_data();
-  switch (src.dtype()) {
-    case DType::f32:
-      return cast_from<float>(s, dst.dtype(), d, n);
-    case DType::bf16:
-      return cast_from<bf16_t>(s, dst.dtype(), d, n);
-    case DType::f16:
-      return cast_from<f16_t>(s, dst.dtype(), d, n);
-    default:
-      break;
-  }
+  cast_any(src.raw_data(), src.dtype(), dst.raw_data(), dst.dtype(), n);
 }
 
 // a and b hold the same elements in the same memory order: both NCHW-contiguous, or both in

@@ -1,11 +1,14 @@
-// Fast batch normalisation for contiguous f32 NCHW: one OpenMP task per channel, contiguous
-// H·W inner loops (vectorised), statistics in double (two passes: mean, then squared
-// deviations, which stays accurate when |mean| >> std). For the blocked nChw16c layout the
-// same arithmetic runs per block of 16 channels, one vector lane per channel
+// Fast batch normalisation for contiguous NCHW: one OpenMP task per channel, contiguous H·W
+// inner loops (vectorised), statistics in double (two passes: mean, then squared deviations,
+// which stays accurate when |mean| >> std). Activations are f32 or, under autocast, bf16
+// (element type T): read into f32, computed in f32, written rounded once. For the blocked nChw16c
+// layout the same arithmetic runs per block of 16 channels, one vector lane per channel
 // (core/cpu/norm_blocked.cpp). Every kernel comes twice, plain and fused with the ReLU that
 // follows the batch norm in a ResNet (template parameter Relu): forward clamps as it writes y;
 // backward masks dy by y > 0 as it reads it (fn::Relu and fn::ReluBackward, the functors of the
-// stand-alone op), saving the ReLU's own pass over the activation each way.
+// stand-alone op), saving the ReLU's own pass over the activation each way; and fused with a
+// residual add before that ReLU (template parameter Add; backward writes the residual's
+// gradient, the masked dy, in the same pass as dx).
 #include <algorithm>
 #include <cmath>
 
@@ -25,8 +28,19 @@ struct Dims {
   int64_t n, c, hw;
 };
 
+// What the loops here take: [N, C, ...] contiguous, f32 or bf16.
 bool fast_ok(const Tensor& x) {
-  return x.dim() >= 2 && x.is_contiguous() && x.dtype() == DType::f32;
+  return x.defined() && x.dim() >= 2 && x.is_contiguous() &&
+         (x.dtype() == DType::f32 || x.dtype() == DType::bf16);
+}
+
+// Every defined tensor fast_ok, of x's dtype and shape.
+bool all_fast(const Tensor& x, std::initializer_list<const Tensor*> ts) {
+  if (!fast_ok(x)) return false;
+  for (const Tensor* t : ts)
+    if (t->defined() && (!fast_ok(*t) || t->dtype() != x.dtype() || t->shape() != x.shape()))
+      return false;
+  return true;
 }
 
 Dims dims(const Tensor& x) {
@@ -37,6 +51,11 @@ Dims dims(const Tensor& x) {
 
 const float* opt_data(const Tensor& t) {
   return t.defined() ? t.data<float>() : nullptr;
+}
+
+template <typename T>
+T* opt_act(const Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
 }
 
 // Σ f(i) over i in [0, n): float sums over chunks of kChunk (vectorised: GCC turns a float
@@ -56,63 +75,51 @@ double chunked_sum(int64_t n, F f) {
   return total;
 }
 
-// y = relu(y + r), contiguous f32 (fn::AddRelu, the functor of the stand-alone op).
-void add_relu_in_place(Tensor& y, const Tensor& r) {
-  float* yp = y.data<float>();
-  const float* rp = r.data<float>();
-  const int64_t n = y.numel();
-  const fn::AddRelu f;
-#pragma omp parallel for simd schedule(static) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) yp[i] = f(yp[i], rp[i]);
-}
-
-// dz = dy where y > 0, else 0 (fn::ReluBackward), contiguous f32.
-void relu_mask(const Tensor& dy, const Tensor& y, Tensor& dz) {
-  const float* g = dy.data<float>();
-  const float* out = y.data<float>();
-  float* d = dz.data<float>();
-  const int64_t n = dy.numel();
-  const fn::ReluBackward f;
-#pragma omp parallel for simd schedule(static) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) d[i] = f(g[i], out[i]);
-}
-
-template <bool Relu>
-void forward_train(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& running_mean,
-                   Tensor& running_var, float momentum, float eps, Tensor& y, Tensor& save_mean,
-                   Tensor& save_invstd) {
-  if (x.is_blocked())
-    return blocked_bn_forward_train(x, Tensor(), weight, bias, running_mean, running_var, momentum,
-                                    eps, y, save_mean, save_invstd, Relu);
-  if (!fast_ok(x) || !y.is_contiguous()) {
-    const auto f = Relu ? spec().batch_norm_relu_forward_train : spec().batch_norm_forward_train;
-    return f(x, weight, bias, running_mean, running_var, momentum, eps, y, save_mean, save_invstd);
+// q = p·a + k (+ r, then ReLU), one channel row of hw elements.
+template <bool Relu, bool Add, typename T>
+void affine_row(const T* p, const T* r, T* q, int64_t hw, float a, float k) {
+  const fn::Relu relu;
+  const fn::ToF32<T> ld;
+  const fn::FromF32<T> st;
+#pragma omp simd
+  for (int64_t i = 0; i < hw; ++i) {
+    float v = ld(p[i]) * a + k;
+    if (Add) v += ld(r[i]);
+    q[i] = st(Relu ? relu(v) : v);
   }
+}
+
+template <bool Relu, bool Add, typename T>
+void train_loops(const Tensor& x, const Tensor& res, const Tensor& weight, const Tensor& bias,
+                 Tensor& running_mean, Tensor& running_var, float momentum, float eps, Tensor& y,
+                 Tensor& save_mean, Tensor& save_invstd) {
   const Dims d = dims(x);
   const int64_t m = d.n * d.hw;
   DPLAB_CHECK(m > 0, "batch_norm: empty batch {}", x.str());
-  const float* xp = x.data<float>();
-  float* yp = y.data<float>();
+  const T* xp = x.data<T>();
+  const T* rp = opt_act<T>(res);
+  T* yp = y.data<T>();
   const float* w = opt_data(weight);
   const float* b = opt_data(bias);
   float* rm = running_mean.defined() ? running_mean.data<float>() : nullptr;
   float* rv = running_var.defined() ? running_var.data<float>() : nullptr;
   float* sm = save_mean.data<float>();
   float* si = save_invstd.data<float>();
+  const fn::ToF32<T> ld;
 #pragma omp parallel for schedule(static) if (x.numel() > 16384)
   for (int64_t c = 0; c < d.c; ++c) {
     double s = 0;
     for (int64_t n = 0; n < d.n; ++n) {
-      const float* p = xp + (n * d.c + c) * d.hw;
-      s += chunked_sum(d.hw, [p](int64_t i) { return p[i]; });
+      const T* p = xp + (n * d.c + c) * d.hw;
+      s += chunked_sum(d.hw, [p, ld](int64_t i) { return ld(p[i]); });
     }
     const double mean = s / m;
     const float mf = static_cast<float>(mean);
     double ss = 0;
     for (int64_t n = 0; n < d.n; ++n) {
-      const float* p = xp + (n * d.c + c) * d.hw;
-      ss += chunked_sum(d.hw, [p, mf](int64_t i) {
-        const float dv = p[i] - mf;
+      const T* p = xp + (n * d.c + c) * d.hw;
+      ss += chunked_sum(d.hw, [p, mf, ld](int64_t i) {
+        const float dv = ld(p[i]) - mf;
         return dv * dv;
       });
     }
@@ -123,12 +130,9 @@ void forward_train(const Tensor& x, const Tensor& weight, const Tensor& bias, Te
     // y = x·a + k with a = w·invstd, k = b − mean·a: one multiply-add per element.
     const float a = static_cast<float>((w ? w[c] : 1.0) * invstd);
     const float k = static_cast<float>((b ? b[c] : 0.0) - mean * (w ? w[c] : 1.0) * invstd);
-    const fn::Relu relu;
     for (int64_t n = 0; n < d.n; ++n) {
-      const float* p = xp + (n * d.c + c) * d.hw;
-      float* q = yp + (n * d.c + c) * d.hw;
-#pragma omp simd
-      for (int64_t i = 0; i < d.hw; ++i) q[i] = Relu ? relu(p[i] * a + k) : p[i] * a + k;
+      const int64_t off = (n * d.c + c) * d.hw;
+      affine_row<Relu, Add>(xp + off, Add ? rp + off : nullptr, yp + off, d.hw, a, k);
     }
     if (rm) rm[c] = static_cast<float>((1.0 - momentum) * rm[c] + momentum * mean);
     if (rv) {
@@ -138,79 +142,64 @@ void forward_train(const Tensor& x, const Tensor& weight, const Tensor& bias, Te
   }
 }
 
-template <bool Relu>
-void forward_eval(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                  const Tensor& running_mean, const Tensor& running_var, float eps, Tensor& y) {
-  if (x.is_blocked())
-    return blocked_bn_forward_eval(x, Tensor(), weight, bias, running_mean, running_var, eps, y,
-                                   Relu);
-  if (!fast_ok(x) || !y.is_contiguous()) {
-    const auto f = Relu ? spec().batch_norm_relu_forward_eval : spec().batch_norm_forward_eval;
-    return f(x, weight, bias, running_mean, running_var, eps, y);
-  }
+template <bool Relu, bool Add, typename T>
+void eval_loops(const Tensor& x, const Tensor& res, const Tensor& weight, const Tensor& bias,
+                const Tensor& running_mean, const Tensor& running_var, float eps, Tensor& y) {
   const Dims d = dims(x);
-  const float* xp = x.data<float>();
-  float* yp = y.data<float>();
+  const T* xp = x.data<T>();
+  const T* rp = opt_act<T>(res);
+  T* yp = y.data<T>();
   const float* w = opt_data(weight);
   const float* b = opt_data(bias);
   const float* rm = running_mean.data<float>();
   const float* rv = running_var.data<float>();
-  const fn::Relu relu;
 #pragma omp parallel for schedule(static) if (x.numel() > 16384)
   for (int64_t t = 0; t < d.n * d.c; ++t) {
     const int64_t c = t % d.c;
     const double invstd = 1.0 / std::sqrt(static_cast<double>(rv[c]) + eps);
     const float a = static_cast<float>((w ? w[c] : 1.0) * invstd);
     const float k = static_cast<float>((b ? b[c] : 0.0) - rm[c] * (w ? w[c] : 1.0) * invstd);
-    const float* p = xp + t * d.hw;
-    float* q = yp + t * d.hw;
-#pragma omp simd
-    for (int64_t i = 0; i < d.hw; ++i) q[i] = Relu ? relu(p[i] * a + k) : p[i] * a + k;
+    affine_row<Relu, Add>(xp + t * d.hw, Add ? rp + t * d.hw : nullptr, yp + t * d.hw, d.hw, a, k);
   }
 }
 
-// `y` (the fused forward's output) is read only when Relu.
-template <bool Relu>
-void backward_impl(const Tensor& dy, const Tensor& x, const Tensor& y, const Tensor& weight,
-                   const Tensor& mean, const Tensor& invstd, float eps, bool training, Tensor& dx,
-                   Tensor& dweight, Tensor& dbias) {
-  if (x.is_blocked())
-    return blocked_bn_backward(dy, x, Relu ? y : Tensor(), weight, mean, invstd, training, dx,
-                               nullptr, dweight, dbias);
-  if (!fast_ok(x) || !fast_ok(dy) || (Relu && !fast_ok(y)) ||
-      (dx.defined() && !dx.is_contiguous())) {
-    if (Relu)
-      return spec().batch_norm_relu_backward(dy, x, y, weight, mean, invstd, eps, training, dx,
-                                             dweight, dbias);
-    return spec().batch_norm_backward(dy, x, weight, mean, invstd, eps, training, dx, dweight,
-                                      dbias);
-  }
+// `y` (the fused forward's output) is read only when Relu; dr (the residual's gradient, the
+// masked dy) is written when defined.
+template <bool Relu, typename T>
+void backward_loops(const Tensor& dy, const Tensor& x, const Tensor& y, const Tensor& weight,
+                    const Tensor& mean, const Tensor& invstd, bool training, Tensor& dx,
+                    const Tensor& dr, Tensor& dweight, Tensor& dbias) {
   const Dims d = dims(x);
   const int64_t m = d.n * d.hw;
-  const float* xp = x.data<float>();
-  const float* g = dy.data<float>();
-  const float* out = Relu ? y.data<float>() : nullptr;
+  const T* xp = x.data<T>();
+  const T* g = dy.data<T>();
+  const T* out = Relu ? y.data<T>() : nullptr;
   const float* w = opt_data(weight);
   const float* mu = mean.data<float>();
   const float* is = invstd.data<float>();
-  float* dxp = dx.defined() ? dx.data<float>() : nullptr;
+  T* dxp = opt_act<T>(dx);
+  T* drp = opt_act<T>(dr);
   float* dwp = dweight.defined() ? dweight.data<float>() : nullptr;
   float* dbp = dbias.defined() ? dbias.data<float>() : nullptr;
   const fn::ReluBackward mask;
+  const fn::ToF32<T> ld;
+  const fn::FromF32<T> st;
 #pragma omp parallel for schedule(static) if (x.numel() > 16384)
   for (int64_t c = 0; c < d.c; ++c) {
     const float mc = mu[c];
     double sum_dy = 0, sum_dy_xc = 0;  // Σdy and Σdy·(x − mean)
     for (int64_t n = 0; n < d.n; ++n) {
       const int64_t base = (n * d.c + c) * d.hw;
-      auto grad = [&](int64_t i) { return Relu ? mask(g[base + i], out[base + i]) : g[base + i]; };
+      auto grad = [&](int64_t i) {
+        return Relu ? mask(ld(g[base + i]), ld(out[base + i])) : ld(g[base + i]);
+      };
       sum_dy += chunked_sum(d.hw, grad);
-      sum_dy_xc += chunked_sum(d.hw, [&](int64_t i) { return grad(i) * (xp[base + i] - mc); });
+      sum_dy_xc += chunked_sum(d.hw, [&](int64_t i) { return grad(i) * (ld(xp[base + i]) - mc); });
     }
     const double sum_dy_xhat = sum_dy_xc * is[c];
     if (dwp) dwp[c] = static_cast<float>(sum_dy_xhat);
     if (dbp) dbp[c] = static_cast<float>(sum_dy);
-    if (!dxp) continue;
+    if (!dxp && !drp) continue;
     const double scale = (w ? w[c] : 1.0) * is[c];
     // training: dx = scale·(dy − Σdy/M − x̂·Σ(dy·x̂)/M) = a·dy + k1·x + k0 per channel
     const float a = static_cast<float>(scale);
@@ -220,11 +209,64 @@ void backward_impl(const Tensor& dy, const Tensor& x, const Tensor& y, const Ten
       const int64_t base = (n * d.c + c) * d.hw;
 #pragma omp simd
       for (int64_t i = 0; i < d.hw; ++i) {
-        const float gi = Relu ? mask(g[base + i], out[base + i]) : g[base + i];
-        dxp[base + i] = a * gi + k1 * xp[base + i] + k0;
+        const float gi = Relu ? mask(ld(g[base + i]), ld(out[base + i])) : ld(g[base + i]);
+        if (dxp) dxp[base + i] = st(a * gi + k1 * ld(xp[base + i]) + k0);
+        if (drp) drp[base + i] = st(gi);
       }
     }
   }
+}
+
+bool is_bf16(const Tensor& x) {
+  return x.dtype() == DType::bf16;
+}
+
+template <bool Relu>
+void forward_train(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& running_mean,
+                   Tensor& running_var, float momentum, float eps, Tensor& y, Tensor& save_mean,
+                   Tensor& save_invstd) {
+  if (x.is_blocked())
+    return blocked_bn_forward_train(x, Tensor(), weight, bias, running_mean, running_var, momentum,
+                                    eps, y, save_mean, save_invstd, Relu);
+  if (!all_fast(x, {&y})) {
+    const auto f = Relu ? spec().batch_norm_relu_forward_train : spec().batch_norm_forward_train;
+    return f(x, weight, bias, running_mean, running_var, momentum, eps, y, save_mean, save_invstd);
+  }
+  const auto f = is_bf16(x) ? train_loops<Relu, false, bf16_t> : train_loops<Relu, false, float>;
+  f(x, Tensor(), weight, bias, running_mean, running_var, momentum, eps, y, save_mean, save_invstd);
+}
+
+template <bool Relu>
+void forward_eval(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                  const Tensor& running_mean, const Tensor& running_var, float eps, Tensor& y) {
+  if (x.is_blocked())
+    return blocked_bn_forward_eval(x, Tensor(), weight, bias, running_mean, running_var, eps, y,
+                                   Relu);
+  if (!all_fast(x, {&y})) {
+    const auto f = Relu ? spec().batch_norm_relu_forward_eval : spec().batch_norm_forward_eval;
+    return f(x, weight, bias, running_mean, running_var, eps, y);
+  }
+  const auto f = is_bf16(x) ? eval_loops<Relu, false, bf16_t> : eval_loops<Relu, false, float>;
+  f(x, Tensor(), weight, bias, running_mean, running_var, eps, y);
+}
+
+template <bool Relu>
+void backward_impl(const Tensor& dy, const Tensor& x, const Tensor& y, const Tensor& weight,
+                   const Tensor& mean, const Tensor& invstd, float eps, bool training, Tensor& dx,
+                   Tensor& dweight, Tensor& dbias) {
+  if (x.is_blocked())
+    return blocked_bn_backward(dy, x, Relu ? y : Tensor(), weight, mean, invstd, training, dx,
+                               nullptr, dweight, dbias);
+  const Tensor no_y;
+  if (!all_fast(x, {&dy, Relu ? &y : &no_y, &dx})) {
+    if (Relu)
+      return spec().batch_norm_relu_backward(dy, x, y, weight, mean, invstd, eps, training, dx,
+                                             dweight, dbias);
+    return spec().batch_norm_backward(dy, x, weight, mean, invstd, eps, training, dx, dweight,
+                                      dbias);
+  }
+  const auto f = is_bf16(x) ? backward_loops<Relu, bf16_t> : backward_loops<Relu, float>;
+  f(dy, x, y, weight, mean, invstd, training, dx, Tensor(), dweight, dbias);
 }
 
 void backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& mean,
@@ -233,14 +275,7 @@ void backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Ten
   backward_impl<false>(dy, x, Tensor(), weight, mean, invstd, eps, training, dx, dweight, dbias);
 }
 
-// Batch norm + residual + ReLU. Blocked: one fused pass each way. NCHW f32: the batch norm
-// kernel, then y = relu(y + r) in place (forward), dr = dy masked by y, then the batch norm
-// backward of dr (backward): a pass more than fused, as before the fusion. Other inputs (bf16 in
-// NCHW): the reference.
-bool dense_f32_pair(const Tensor& a, const Tensor& b) {
-  return fast_ok(a) && fast_ok(b) && a.shape() == b.shape();
-}
-
+// Batch norm + residual + ReLU: one fused pass each way, blocked or NCHW.
 void add_relu_forward_train(const Tensor& x, const Tensor& r, const Tensor& weight,
                             const Tensor& bias, Tensor& running_mean, Tensor& running_var,
                             float momentum, float eps, Tensor& y, Tensor& save_mean,
@@ -248,12 +283,11 @@ void add_relu_forward_train(const Tensor& x, const Tensor& r, const Tensor& weig
   if (x.is_blocked())
     return blocked_bn_forward_train(x, r, weight, bias, running_mean, running_var, momentum, eps, y,
                                     save_mean, save_invstd, true);
-  if (!dense_f32_pair(x, r) || !y.is_contiguous())
+  if (!all_fast(x, {&r, &y}))
     return spec().batch_norm_add_relu_forward_train(x, r, weight, bias, running_mean, running_var,
                                                     momentum, eps, y, save_mean, save_invstd);
-  forward_train<false>(x, weight, bias, running_mean, running_var, momentum, eps, y, save_mean,
-                       save_invstd);
-  add_relu_in_place(y, r);
+  const auto f = is_bf16(x) ? train_loops<true, true, bf16_t> : train_loops<true, true, float>;
+  f(x, r, weight, bias, running_mean, running_var, momentum, eps, y, save_mean, save_invstd);
 }
 
 void add_relu_forward_eval(const Tensor& x, const Tensor& r, const Tensor& weight,
@@ -261,11 +295,11 @@ void add_relu_forward_eval(const Tensor& x, const Tensor& r, const Tensor& weigh
                            const Tensor& running_var, float eps, Tensor& y) {
   if (x.is_blocked())
     return blocked_bn_forward_eval(x, r, weight, bias, running_mean, running_var, eps, y, true);
-  if (!dense_f32_pair(x, r) || !y.is_contiguous())
+  if (!all_fast(x, {&r, &y}))
     return spec().batch_norm_add_relu_forward_eval(x, r, weight, bias, running_mean, running_var,
                                                    eps, y);
-  forward_eval<false>(x, weight, bias, running_mean, running_var, eps, y);
-  add_relu_in_place(y, r);
+  const auto f = is_bf16(x) ? eval_loops<true, true, bf16_t> : eval_loops<true, true, float>;
+  f(x, r, weight, bias, running_mean, running_var, eps, y);
 }
 
 void add_relu_backward(const Tensor& dy, const Tensor& x, const Tensor& y, const Tensor& weight,
@@ -274,14 +308,11 @@ void add_relu_backward(const Tensor& dy, const Tensor& x, const Tensor& y, const
   if (x.is_blocked())
     return blocked_bn_backward(dy, x, y, weight, mean, invstd, training, dx, &dresidual, dweight,
                                dbias);
-  if (!dense_f32_pair(dy, y) || !fast_ok(x) || (dx.defined() && !dx.is_contiguous()))
+  if (!all_fast(x, {&dy, &y, &dx, &dresidual}))
     return spec().batch_norm_add_relu_backward(dy, x, y, weight, mean, invstd, eps, training, dx,
                                                dresidual, dweight, dbias);
-  Tensor dz =
-      dresidual.defined() && dresidual.is_contiguous() ? dresidual : Tensor::empty(dy.shape());
-  relu_mask(dy, y, dz);
-  backward_impl<false>(dz, x, Tensor(), weight, mean, invstd, eps, training, dx, dweight, dbias);
-  if (dresidual.defined() && dresidual.impl_ptr() != dz.impl_ptr()) dresidual.copy_(dz);
+  const auto f = is_bf16(x) ? backward_loops<true, bf16_t> : backward_loops<true, float>;
+  f(dy, x, y, weight, mean, invstd, training, dx, dresidual, dweight, dbias);
 }
 
 }  // namespace

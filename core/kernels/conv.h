@@ -49,6 +49,14 @@ struct ConvKernels {
                                  bool bias) = nullptr;
 };
 
+// Whether autocast keeps the CPU's activations bf16 (Backend::bf16_activations): where oneDNN
+// runs AVX-512 kernels, natively in bf16 with AVX512-BF16 or AMX, else in f32 on blocked
+// activations widened by one flat cast. With AVX2 oneDNN's layouts are nChw8c, which dplab's
+// tensors do not hold, and widening bf16 around every convolution there measured 8% slower than
+// rounding f32 operands (ResNet-50, batch 8, 2 threads, ONEDNN_MAX_CPU_ISA=AVX2: 1,851 against
+// 1,712 ms per step): there autocast rounds the operands and keeps f32 activations, as before.
+bool cpu_bf16_activations();
+
 ConvKernels ref_conv_kernels();
 // The reference loops run in parallel with OpenMP (outer loops split over independent outputs):
 // the cpu backend's fallback for any case oneDNN rejects.
