@@ -42,6 +42,7 @@ TEST(CpuIsa, EveryBuildThisCpuRunsMatchesTheReferenceOnEveryOpCase) {
     SCOPED_TRACE("build " + builds[b].isa);
     BackendOverride use(*builds[b].backend);
     for (const test::OpCase& c : test::op_cases()) {
+      if (!test::op_case_unsupported(c, Device::cpu()).empty()) continue;  // CpuOps says why
       SCOPED_TRACE(c.name);
       test::expect_op_case_matches_ref(c, Device::cpu());
     }
