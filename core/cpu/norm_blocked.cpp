@@ -75,6 +75,18 @@ void block_stats(const T* x, const Geometry& g, int64_t cb, double (&mean)[B], d
       ssd);
 }
 
+// f(e, j) for every element e of block cb, j its lane, the 16 lanes of a pixel as one vector.
+// f captures by value: with references GCC reloads the pointers and does not vectorise.
+template <typename F>
+void for_block(const Geometry& g, int64_t cb, F f) {
+  for (int64_t n = 0; n < g.n; ++n) {
+    const int64_t base = (n * g.cb + cb) * g.block_stride();
+    for (int64_t i = 0; i < g.hw; ++i)
+#pragma omp simd
+      for (int64_t j = 0; j < B; ++j) f(base + i * B + j, j);
+  }
+}
+
 // y = x·a + k (plus the residual r, then ReLU) per lane over block cb.
 template <bool Relu, bool Add, typename T>
 void block_affine(const T* x, const T* r, T* y, const Geometry& g, int64_t cb, const float (&a)[B],
@@ -82,17 +94,13 @@ void block_affine(const T* x, const T* r, T* y, const Geometry& g, int64_t cb, c
   const fn::Relu relu;
   const fn::ToF32<T> ld;
   const fn::FromF32<T> st;
-  for (int64_t n = 0; n < g.n; ++n) {
-    const int64_t base = (n * g.cb + cb) * g.block_stride();
-    for (int64_t i = 0; i < g.hw; ++i)
-#pragma omp simd
-      for (int64_t j = 0; j < B; ++j) {
-        const int64_t e = base + i * B + j;
-        float v = ld(x[e]) * a[j] + k[j];
-        if (Add) v += ld(r[e]);
-        y[e] = st(Relu ? relu(v) : v);
-      }
-  }
+  const float* ap = a;
+  const float* kp = k;
+  for_block(g, cb, [=](int64_t e, int64_t j) {
+    float v = ld(x[e]) * ap[j] + kp[j];
+    if (Add) v += ld(r[e]);
+    y[e] = st(Relu ? relu(v) : v);
+  });
 }
 
 // r: the residual (then ReLU follows), or null.
@@ -217,17 +225,12 @@ void block_dx(const T* gp, const T* out, const T* xp, T* dxp, T* drp, const Geom
   const fn::ReluBackward mask;
   const fn::ToF32<T> ld;
   const fn::FromF32<T> st;
-  for (int64_t n = 0; n < g.n; ++n) {
-    const int64_t base = (n * g.cb + cb) * g.block_stride();
-    for (int64_t i = 0; i < g.hw; ++i)
-#pragma omp simd
-      for (int64_t j = 0; j < B; ++j) {
-        const int64_t e = base + i * B + j;
-        const float d = Relu ? mask(ld(gp[e]), ld(out[e])) : ld(gp[e]);
-        if (Dx) dxp[e] = st(a[j] * d + k1[j] * ld(xp[e]) + k0[j]);
-        if (Dr) drp[e] = st(d);
-      }
-  }
+  const float *ap = a, *k1p = k1, *k0p = k0;
+  for_block(g, cb, [=](int64_t e, int64_t j) {
+    const float d = Relu ? mask(ld(gp[e]), ld(out[e])) : ld(gp[e]);
+    if (Dx) dxp[e] = st(ap[j] * d + k1p[j] * ld(xp[e]) + k0p[j]);
+    if (Dr) drp[e] = st(d);
+  });
 }
 
 template <bool Relu, typename T>
