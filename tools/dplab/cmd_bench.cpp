@@ -24,6 +24,7 @@
 #include "dplab/comm/mpi_env.h"
 #include "dplab/core/autocast.h"
 #include "dplab/core/autograd.h"
+#include "dplab/core/backend.h"
 #include "dplab/core/error.h"
 #include "dplab/core/ops.h"
 #include "dplab/core/param_arena.h"
@@ -122,9 +123,10 @@ Shape parse_input_shape(const std::string& s) {
 // cuDNN convolutions are set to CUDNN_FMA_MATH and cuBLAS runs CUBLAS_COMPUTE_32F on a
 // CUBLAS_DEFAULT_MATH handle (core/cuda/conv.cpp, gemm.cpp).
 std::string precision_text(const std::string& amp, Device d) {
-  if (amp == "bf16")
-    return d.is_cpu() ? "bf16 autocast (amp = bf16): bf16 activations, f32 parameters"
-                      : "bf16 autocast (amp = bf16), f32 parameters";
+  if (amp == "bf16")  // what the backend keeps between layers: core/autocast.h
+    return backend_for(d).bf16_activations
+               ? "bf16 autocast (amp = bf16): bf16 activations, f32 parameters"
+               : "bf16 autocast (amp = bf16): bf16 operands, f32 activations and parameters";
   return d.is_cuda() ? "f32 (no TF32: FMA math in cuDNN and cuBLAS)" : "f32";
 }
 
