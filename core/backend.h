@@ -31,6 +31,9 @@ struct Backend {
   // its conv, batch-norm, pooling and element-wise kernels take bf16 activations beside f32
   // weights and statistics. Where false, autocast casts around each convolution instead.
   bool bf16_activations = false;
+  // Its batch-norm, element-wise and pooling kernels take bf16 activations (f32 arithmetic
+  // inside) when handed them, whatever autocast does on it: cpu and ref.
+  bool bf16_kernels = false;
   ElementwiseKernels ew;
   ReduceKernels reduce;
   GemmKernels gemm;

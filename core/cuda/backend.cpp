@@ -8,6 +8,7 @@ const Backend& cuda_backend_impl() {
   static const Backend b{"cuda",
                          false,
                          false,
+                         false,
                          cuda_elementwise_kernels(),
                          cuda_reduce_kernels(),
                          cuda_gemm_kernels(),

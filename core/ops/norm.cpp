@@ -97,7 +97,7 @@ Tensor batch_norm_impl(const Tensor& x_in, const Tensor& residual_in, const Tens
   for (const Tensor* t : {&weight, &bias, &running_mean, &running_var})
     if (t->defined()) check_same_device(x_in, *t, "batch_norm2d");
   const Backend& be = backend_for(x_in.device());
-  DPLAB_CHECK(x_in.dtype() == DType::f32 || be.bf16_activations,
+  DPLAB_CHECK(x_in.dtype() == DType::f32 || be.bf16_kernels,
               "batch_norm2d: the {} backend takes f32 activations only, got {}", be.name,
               x_in.str());
   // A blocked activation stays blocked (y too) where the backend has blocked kernels.

@@ -112,6 +112,9 @@ std::string op_case_unsupported(const OpCase& c, Device device) {
         "the {} backend keeps no bf16 activations (Backend::bf16_activations): "
         "autocast casts around its convolutions instead",
         be.name);
+  if (c.bf16_kernels && !be.bf16_kernels)
+    return fmt::format("the {} backend's kernels take f32 activations only (Backend::bf16_kernels)",
+                       be.name);
   return "";
 }
 

@@ -36,9 +36,11 @@ struct OpCase {
   // central differences cannot see; their gradients are still compared against ref.
   bool finite_differences = true;
   GradCheckOptions grad{};
-  // The case computes on bf16 activations (autocast): a backend without them
-  // (Backend::bf16_activations false) skips it, saying so.
+  // The case relies on autocast keeping bf16 activations (Backend::bf16_activations), or
+  // hands bf16 tensors to the kernels itself (Backend::bf16_kernels): a backend without that
+  // skips it, saying so.
   bool bf16_activations = false;
+  bool bf16_kernels = false;
 };
 
 // The reason `c` cannot run on `device`'s backend, or "" when it can (the runners GTEST_SKIP

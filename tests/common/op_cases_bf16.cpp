@@ -3,8 +3,9 @@
 // fused with ReLU, fused with the residual add and ReLU), the element-wise ops and pooling keep
 // it bf16, NCHW or blocked, until the classifier widens it. The reference computes each op in
 // f32 on the bf16 values and rounds its output once, which is what the fast kernels promise;
-// they differ only in f32 summation order before each rounding. Backends without bf16
-// activations (cuda) skip these cases, saying so.
+// they differ only in f32 summation order before each rounding. Cases through autocast need a
+// backend that keeps bf16 activations (AVX-512 CPUs); cases that make bf16 tensors themselves
+// need only kernels that take them (every CPU). Other backends (cuda) skip, saying so.
 //
 // Tolerance (normalised error): where the two f32 results straddle a bf16 rounding boundary
 // the outputs differ by one bf16 step, 2^-8 relative; if every element did, the normalised
@@ -159,7 +160,7 @@ void add_bf16_activations(std::vector<OpCase>& cs) {
              },
          .tol = kBf16Tol,
          .finite_differences = false,
-         .bf16_activations = true});
+         .bf16_kernels = true});
   }
   // Element-wise ops on bf16 operands, NCHW and blocked: bf16 in, bf16 out (mixed: f32).
   cs.push_back(
@@ -179,7 +180,7 @@ void add_bf16_activations(std::vector<OpCase>& cs) {
            },
        .tol = kBf16Tol,
        .finite_differences = false,
-       .bf16_activations = true});
+       .bf16_kernels = true});
 }
 
 }  // namespace dplab::test::cases
