@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ctest tools.install_example: `cmake --install` into a temporary prefix, then configure, build
 # and run the example experiments against the installed package (find_package(dplab)):
-# mnist_experiment (a hand-written loop); under `mpiexec -n 2`: vgg_fashion (its own model
+# mnist_experiment (a Trainer built from objects, stepped by hand; one process and `mpiexec -n
+# 2`); under `mpiexec -n 2`: vgg_fashion (its own model
 # through the full driver), topk_algo (its own algorithm, algo=topk) and dpsgd (a decentralised
 # algorithm on the communication meter, traced, with consensus evaluation), each stopped after 2
 # epochs and resumed for a third, and csv_dataset (its own dataset and model).
@@ -20,7 +21,21 @@ cmake -S "$source/tools/examples/mnist_experiment" -B "$tmp/build" -G Ninja \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$tmp/prefix" >"$tmp/configure.log" ||
   { cat "$tmp/configure.log"; exit 1; }
 cmake --build "$tmp/build" || exit 1
-"$tmp/build/mnist_experiment" 20
+# One process, then two ranks with an output directory: its exit status says whether the test
+# accuracy passed 0.9 (chance 0.1); it prints a line of its own after each epoch.
+OMP_NUM_THREADS=1 "$tmp/build/mnist_experiment" 1 >"$tmp/exp1.log" 2>&1 || { cat "$tmp/exp1.log"; exit 1; }
+cat "$tmp/exp1.log"
+OMP_NUM_THREADS=1 "$mpiexec" -n 2 "$tmp/build/mnist_experiment" 2 "$tmp/exp-run" >"$tmp/exp2.log" 2>&1 ||
+  { cat "$tmp/exp2.log"; exit 1; }
+cat "$tmp/exp2.log"
+# 1024 samples over 2 ranks at batch 32: 16 steps an epoch.
+grep -q "^after epoch 2 (step 32): mean training loss" "$tmp/exp2.log" ||
+  { echo "mnist_experiment: no line of its own after epoch 2 at step 32"; exit 1; }
+grep -Eq '"world_size": ?2,?$' "$tmp/exp-run/run.json" || { echo "run.json: not 2 ranks"; exit 1; }
+test "$(grep -c '"kind": *"epoch"' "$tmp/exp-run/metrics.jsonl")" = 2 ||
+  { echo "mnist_experiment: expected 2 epoch records"; exit 1; }
+grep -q '"dplab.model":"mnist_cnn"' "$tmp/exp-run/final.safetensors" ||
+  { echo "mnist_experiment: final.safetensors does not name mnist_cnn"; exit 1; }
 
 cmake -S "$source/tools/examples/vgg_fashion" -B "$tmp/vgg" -G Ninja \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$tmp/prefix" >"$tmp/configure-vgg.log" ||

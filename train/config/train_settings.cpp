@@ -74,10 +74,13 @@ TrainSettings read_train_settings(const Options& opt) {
 }
 
 Device set_up_train_device(const Options& opt, const Registry& registry) {
+  return set_up_train_device(opt, uses_communicator(registry.strategy(get(opt, "algo"))));
+}
+
+Device set_up_train_device(const Options& opt, bool communicates) {
   // comm = mpi | nccl | auto (comm/world.h), validated for every algorithm. NCCL needs a GPU per
   // rank: a bare "cuda" then means this rank's (local rank mod device count).
-  const bool nccl =
-      comm_backend(opt) == "nccl" && uses_communicator(registry.strategy(get(opt, "algo")));
+  const bool nccl = comm_backend(opt) == "nccl" && communicates;
   const Device device = nccl && get(opt, "device") == "cuda" ? Device::cuda(nccl_rank_device())
                                                              : Device::parse(get(opt, "device"));
   if (device.is_cuda()) {

@@ -37,5 +37,7 @@ TrainSettings read_train_settings(const Options& opt);
 // and made this thread's CUDA device. Under NCCL a bare "cuda" is this rank's GPU (local rank mod
 // device count).
 Device set_up_train_device(const Options& opt, const Registry& registry);
+// The same for an algorithm that does (`communicates`) or does not build communicators.
+Device set_up_train_device(const Options& opt, bool communicates);
 
 }  // namespace dplab

@@ -1,7 +1,5 @@
 #include "dplab/train/loop/model_parts.h"
 
-#include "dplab/comm/topology.h"
-
 #include "dplab/train/config/config.h"
 #include "dplab/train/loop/optimizer_options.h"
 #include "dplab/train/state/checkpoint.h"
@@ -56,27 +54,18 @@ ModelParts build_model_parts(const Options& opt, const Registry& registry,
   return p;
 }
 
-std::unique_ptr<Strategy> set_up_strategy(const Options& opt, const Registry& registry,
-                                          ModelParts& parts, trace::Tracer* tracer,
-                                          std::shared_ptr<TimeSource> time,
-                                          std::shared_ptr<cluster::VirtualTime> virtual_time) {
-  // The driver builds the ranks' topology (and so MPI's world) on the run's clock and hands it
-  // to the algorithm.
-  const StrategyEntry& entry = registry.strategy(get(opt, "algo"));
-  std::shared_ptr<Topology> topo;
-  if (!entry.single_process)
-    topo = std::make_shared<Topology>(Topology::from_options(opt, std::move(virtual_time)));
-  std::unique_ptr<Strategy> strategy = entry.make(std::move(topo), opt);
+void set_up_strategy(Strategy& strategy, const Options& opt, Module& model, ParamArena& arena,
+                     Optimizer& optimizer, trace::Tracer* tracer,
+                     std::shared_ptr<TimeSource> time) {
   TrainContext ctx;
-  ctx.model = parts.model.get();
-  ctx.arena = parts.arena.get();
-  ctx.optimizer = parts.optimizer.get();
+  ctx.model = &model;
+  ctx.arena = &arena;
+  ctx.optimizer = &optimizer;
   ctx.options = &opt;
-  ctx.buffers = parts.model->named_buffers();  // broadcast at setup, averaged before evaluation
+  ctx.buffers = model.named_buffers();  // broadcast at setup, averaged before evaluation
   ctx.tracer = tracer;
   if (time) ctx.time = std::move(time);
-  strategy->setup(ctx);
-  return strategy;
+  strategy.setup(ctx);
 }
 
 }  // namespace dplab

@@ -1,8 +1,8 @@
 // The trainable parts of a run, built from the options and a Registry (train/config/registry.h):
 // the model (checked against the data's sample shape, initialised from the seed or from
 // init_from, moved to the device), its parameter arena, the optimizer (option optim) with the
-// shared SGD-family values (lr, momentum, nesterov, dampening, wd), the f16 loss scaler, and
-// the algorithm (option algo) set up on them. run_training builds these; an experiment's own
+// shared SGD-family values (lr, momentum, nesterov, dampening, wd) and the f16 loss scaler;
+// and the algorithm set up on them. Trainer::from_options builds these; an experiment's own
 // loop can too.
 #pragma once
 #include <memory>
@@ -35,13 +35,11 @@ ModelParts build_model_parts(const Options& opt, const Registry& registry,
                              const std::string& model_name, const TrainData& data, uint64_t seed,
                              const std::string& init_from, Device device, bool f16);
 
-// The algorithm named by option algo, set up on `parts` (collective for distributed ones: it
-// broadcasts rank 0's parameters and buffers). `tracer` may be nullptr. `time`: the run's time
-// base (TrainContext::time; a virtual cluster's clock); null: the wall clock. `virtual_time`:
-// the cluster's clock the algorithm's communicators run on (null without a cluster).
-std::unique_ptr<Strategy> set_up_strategy(
-    const Options& opt, const Registry& registry, ModelParts& parts, trace::Tracer* tracer,
-    std::shared_ptr<TimeSource> time = nullptr,
-    std::shared_ptr<cluster::VirtualTime> virtual_time = nullptr);
+// Sets up `strategy` on the run's parts (collective for distributed algorithms: it broadcasts
+// rank 0's parameters and buffers). `tracer` may be nullptr. `time`: the run's time base
+// (TrainContext::time; a virtual cluster's clock); null: the wall clock.
+void set_up_strategy(Strategy& strategy, const Options& opt, Module& model, ParamArena& arena,
+                     Optimizer& optimizer, trace::Tracer* tracer,
+                     std::shared_ptr<TimeSource> time = nullptr);
 
 }  // namespace dplab

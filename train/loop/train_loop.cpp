@@ -65,8 +65,32 @@ TrainLoop::TrainLoop(const LoopSettings& settings, LoopParts parts, LoopWatch wa
 }
 
 TrainResult TrainLoop::run() {
-  while (loop_.epoch < s_.epochs && !stop_) run_epoch();
-  return finish();
+  while (step()) {
+  }
+  return result_;
+}
+
+bool TrainLoop::step() {
+  while (!finished_) {
+    if (!epoch_) {
+      if (loop_.epoch >= s_.epochs || stop_) {
+        result_ = finish();
+        finished_ = true;
+        return false;
+      }
+      begin_epoch();
+    }
+    const Tick t = tick();
+    // The epoch's last batch ends it at once (without asking the loader for another), so that
+    // after step() an epoch's evaluation and records are done.
+    if (t != Tick::trained || loop_.step_in_epoch >= steps_per_epoch_) {
+      end_epoch(*epoch_);
+      epoch_.reset();
+      step_trace_.reset();
+    }
+    if (t != Tick::no_batch) return true;
+  }
+  return false;
 }
 
 StepInfo TrainLoop::step_info(int64_t epoch) const {
@@ -79,8 +103,8 @@ StepInfo TrainLoop::step_info(int64_t epoch) const {
   return step;
 }
 
-void TrainLoop::run_epoch() {
-  EpochTally tally;
+void TrainLoop::begin_epoch() {
+  EpochTally& tally = epoch_.emplace();
   tally.epoch = loop_.epoch;
   p_.pipeline.start_epoch(tally.epoch, loop_.step_in_epoch, p_.tracer,
                           loop_.global_step - loop_.step_in_epoch);
@@ -93,33 +117,33 @@ void TrainLoop::run_epoch() {
   tally.usage_start = thread_usage_now();
   rep_.step_log().begin_epoch(loop_);
   tally.slept_before = w_.slowdown.total_slept_s();
-  Batch b;
-  StepTrace step_trace(p_.tracer);  // step and data_wait events
-  tally.trace = &step_trace;
+  tally.trace = &step_trace_.emplace(p_.tracer);  // step and data_wait events
   // Under a cluster the batch arrives when cluster.data_rate says (virtual time), inside the
   // data wait.
-  std::function<void(const Batch&)> arrived;
   if (w_.cluster)
-    arrived = [v = w_.cluster](const Batch& a) { v->batch_arrived(a.labels.numel()); };
-  while (step_trace.next(p_.pipeline.batches(), b, loop_.global_step, arrived)) {
-    rep_.step_log().batch_ready();
-    check_liveness();  // a modelled failure of a virtual cluster stops here
-    // The tick's work is compute (train_step, skip_tick), at this step's factor.
-    phases_.step_begin(loop_.global_step);
-    const StepInfo step = step_info(tally.epoch);
-    p_.optimizer.set_lr(s_.base_lr * p_.schedule.factor(loop_.global_step, steps_per_epoch_));
-    const StepPlan plan = p_.strategy.plan(step);
-    DPLAB_CHECK_OPTION(
-        !(plan.strategy_update && s_.nonfinite == NonfinitePolicy::skip),
-        "option nonfinite = skip: algorithm '{}' applies its update inside "
-        "after_backward, before the check, so a step cannot be dropped; use nonfinite = "
-        "stop",
-        p_.strategy.name());
-    const bool epoch_ends =
-        plan.compute ? train_step(step, plan, step_batch(b), tally) : skip_tick(step, tally);
-    if (epoch_ends) break;
-  }
-  end_epoch(tally);
+    arrived_ = [v = w_.cluster](const Batch& a) { v->batch_arrived(a.labels.numel()); };
+}
+
+TrainLoop::Tick TrainLoop::tick() {
+  EpochTally& tally = *epoch_;
+  Batch b;
+  if (!step_trace_->next(p_.pipeline.batches(), b, loop_.global_step, arrived_))
+    return Tick::no_batch;
+  rep_.step_log().batch_ready();
+  check_liveness();  // a modelled failure of a virtual cluster stops here
+  // The tick's work is compute (train_step, skip_tick), at this step's factor.
+  phases_.step_begin(loop_.global_step);
+  const StepInfo step = step_info(tally.epoch);
+  p_.optimizer.set_lr(s_.base_lr * p_.schedule.factor(loop_.global_step, steps_per_epoch_));
+  const StepPlan plan = p_.strategy.plan(step);
+  DPLAB_CHECK_OPTION(!(plan.strategy_update && s_.nonfinite == NonfinitePolicy::skip),
+                     "option nonfinite = skip: algorithm '{}' applies its update inside "
+                     "after_backward, before the check, so a step cannot be dropped; use "
+                     "nonfinite = stop",
+                     p_.strategy.name());
+  const bool epoch_ends =
+      plan.compute ? train_step(step, plan, step_batch(b), tally) : skip_tick(step, tally);
+  return epoch_ends ? Tick::epoch_ends : Tick::trained;
 }
 
 Batch TrainLoop::step_batch(const Batch& b) {

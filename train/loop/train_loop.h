@@ -15,7 +15,9 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,7 @@
 #include "dplab/train/loop/step_phases.h"
 #include "dplab/train/loop/trainer.h"
 #include "dplab/train/report/run_reporting.h"
+#include "dplab/train/report/run_trace.h"
 #include "dplab/train/report/step_metrics.h"
 #include "dplab/train/report/thread_usage.h"
 #include "dplab/train/state/checkpoint.h"
@@ -48,8 +51,6 @@
 
 namespace dplab {
 
-struct Batch;
-class StepTrace;
 class VirtualRun;
 
 // The loop's own settings (options epochs, max_steps, checkpoint.*, label_smoothing, amp,
@@ -103,9 +104,19 @@ class TrainLoop {
   TrainLoop(const TrainLoop&) = delete;
   TrainLoop& operator=(const TrainLoop&) = delete;
 
-  // Trains to the end (epochs or max_steps), then evaluates and writes the final model.
-  // Throws RunStopped (train/loop/run_stopped.h) on every rank for a stop on purpose.
+  // Trains to the end (epochs or max_steps), then evaluates and writes the final model:
+  // step() until it returns false. Throws RunStopped (train/loop/run_stopped.h) on every rank
+  // for a stop on purpose.
   TrainResult run();
+  // One tick (a computed or, where the algorithm plans so, a skipped step) and, when the tick
+  // ends its epoch, the epoch's end (drain, checkpoint policy, evaluation, records). Returns
+  // false, having trained nothing, once training is over: the first such call finishes the run
+  // (the final evaluation and final.safetensors) and result() is then final. Collective: every
+  // rank calls it the same number of times.
+  bool step();
+  bool finished() const { return finished_; }
+  // The figures so far; final once step() has returned false.
+  const TrainResult& result() const { return result_; }
   const LoopState& state() const { return loop_; }
   // After run(): a run with fail events that went on with the live ranks (train/virtual/liveness.h)
   // has `any` and the final record's failure_lost_rank_s (virtual seconds summed over the down
@@ -128,7 +139,11 @@ class TrainLoop {
     StepTrace* trace = nullptr;  // the epoch's step and data_wait events
   };
   // train_loop.cpp
-  void run_epoch();
+  void begin_epoch();
+  // The epoch's next tick: trained (computed or skipped), trained and the epoch ends there (a
+  // stop, a pre-emption, its last batch), or no batch left.
+  enum class Tick { trained, epoch_ends, no_batch };
+  Tick tick();
   StepInfo step_info(int64_t epoch) const;
   // A tick this rank skips (StepPlan::compute false); returns whether the epoch ends here.
   bool skip_tick(const StepInfo& step, EpochTally& tally);
@@ -181,6 +196,12 @@ class TrainLoop {
   const bool rank0_;
   StepMetrics step_metrics_;  // loss and accuracy sums, read back once per log line
   TrainResult result_;
+  // The epoch under way (step() between its begin_epoch and end_epoch), its step and data_wait
+  // events, and what runs when its batch arrives (a virtual cluster's loader delay).
+  std::optional<EpochTally> epoch_;
+  std::optional<StepTrace> step_trace_;
+  std::function<void(const Batch&)> arrived_;
+  bool finished_ = false;
   bool stop_ = false;
   int64_t skipped_steps_ = 0;  // StepPlan::compute == false ticks (count toward max_steps)
   bool evaluated_ = false;
