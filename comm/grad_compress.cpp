@@ -1,33 +1,28 @@
+#include "dplab/core/seed_option.h"
 #include "dplab/comm/grad_compress.h"
 
 #include <fmt/format.h>
 
+#include "dplab/comm/grad_sync_options.h"
 #include "dplab/comm/powersgd.h"
 #include "dplab/comm/topk_compress.h"
 #include "dplab/core/error.h"
+#include "dplab/core/usage_error.h"
 
 namespace dplab {
 
 CompressOptions CompressOptions::from_options(const Options& opt, const std::string& prefix) {
+  const OptionTable t = grad_sync_options().prefixed(prefix, "");
   CompressOptions o;
-  o.kind = opt.get_string(prefix + "compress", o.kind);
-  DPLAB_CHECK(o.kind == "none" || o.kind == "powersgd" || o.kind == "topk",
-              "option {}compress: expected none, powersgd or topk, got '{}'", prefix, o.kind);
-  o.rank = opt.get_int(prefix + "powersgd.rank", o.rank);
-  DPLAB_CHECK(o.rank >= 1, "option {}powersgd.rank: expected >= 1, got {}", prefix, o.rank);
-  o.start_step = opt.get_int(prefix + "powersgd.start_step", o.start_step);
-  DPLAB_CHECK(o.start_step >= 0, "option {}powersgd.start_step: expected >= 0, got {}", prefix,
-              o.start_step);
-  o.min_compression_rate =
-      opt.get_double(prefix + "powersgd.min_compression_rate", o.min_compression_rate);
-  DPLAB_CHECK(o.min_compression_rate >= 0,
-              "option {}powersgd.min_compression_rate: expected >= 0, got {}", prefix,
-              o.min_compression_rate);
-  o.warm_start = opt.get_bool(prefix + "powersgd.warm_start", o.warm_start);
-  o.ratio = opt.get_double(prefix + "topk.ratio", o.ratio);
-  DPLAB_CHECK(o.ratio > 0 && o.ratio <= 1, "option {}topk.ratio: expected (0, 1], got {}", prefix,
-              o.ratio);
-  o.seed = static_cast<uint64_t>(opt.get_int("seed", 0));
+  o.kind = t.get_string(opt, prefix + "compress");
+  o.rank = t.get_int(opt, prefix + "powersgd.rank");
+  o.start_step = t.get_int(opt, prefix + "powersgd.start_step");
+  o.min_compression_rate = t.get_double(opt, prefix + "powersgd.min_compression_rate");
+  o.warm_start = t.get_bool(opt, prefix + "powersgd.warm_start");
+  o.ratio = t.get_double(opt, prefix + "topk.ratio");
+  DPLAB_CHECK_OPTION(o.ratio > 0, "option {}topk.ratio: expected a number in (0, 1], got {}",
+                     prefix, o.ratio);
+  o.seed = static_cast<uint64_t>(seed_option_table().get_int(opt, "seed"));
   o.prefix = prefix;
   return o;
 }

@@ -37,19 +37,21 @@
 
 #include "dplab/comm/bucket_reducer.h"
 #include "dplab/comm/communicator.h"
+#include "dplab/comm/grad_sync_options.h"
 #include "dplab/core/options.h"
 #include "dplab/core/state_dict.h"
 #include "dplab/core/tensor.h"
 
 namespace dplab {
 
+// The keys' defaults, ranges and help: comm/grad_sync_options.cpp (declared with GradSync's).
 struct CompressOptions {
-  std::string kind = "none";          // [<prefix>compress] none, powersgd or topk
-  int64_t rank = 1;                   // [<prefix>powersgd.rank]
-  int64_t start_step = 1000;          // [<prefix>powersgd.start_step] (PyTorch's default)
-  double min_compression_rate = 2.0;  // [<prefix>powersgd.min_compression_rate]
-  bool warm_start = true;             // [<prefix>powersgd.warm_start]
-  double ratio = 0.01;                // [<prefix>topk.ratio]
+  std::string kind = "none";  // [<prefix>compress] none, powersgd or topk (declared none)
+  int64_t rank = grad_sync_options().default_int("powersgd.rank");
+  int64_t start_step = grad_sync_options().default_int("powersgd.start_step");  // PyTorch's default
+  double min_compression_rate = grad_sync_options().default_double("powersgd.min_compression_rate");
+  bool warm_start = grad_sync_options().default_bool("powersgd.warm_start");
+  double ratio = grad_sync_options().default_double("topk.ratio");
   uint64_t seed = 0;                  // [seed] the run's seed: Q's initialisation
   std::string prefix;                 // the option prefix the keys were read under
   bool enabled() const { return kind != "none"; }

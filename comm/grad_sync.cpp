@@ -1,3 +1,4 @@
+#include "dplab/core/usage_error.h"
 #include "dplab/comm/grad_sync.h"
 
 #include "dplab/core/device_intervals.h"
@@ -46,19 +47,17 @@ std::vector<GradBucket> plan_buckets(const std::vector<ArenaSegment>& segments,
 }
 
 GradSyncOptions GradSyncOptions::from_options(const Options& opt, const std::string& prefix) {
+  const OptionTable t = grad_sync_options().prefixed(prefix, "");
   GradSyncOptions o;
-  o.first_bucket_mb = opt.get_double(prefix + "first_bucket_mb", o.first_bucket_mb);
-  o.bucket_cap_mb = opt.get_double(prefix + "bucket_cap_mb", o.bucket_cap_mb);
-  const std::string wire = opt.get_string(prefix + "wire", "f32");
-  DPLAB_CHECK(wire == "f32" || wire == "bf16" || wire == "f16",
-              "option {}wire: expected f32, bf16 or f16, got '{}'", prefix, wire);
-  o.wire = parse_dtype(wire);
-  o.hierarchical = opt.get_bool(prefix + "hierarchical", false);
+  o.first_bucket_mb = t.get_double(opt, prefix + "first_bucket_mb");
+  o.bucket_cap_mb = t.get_double(opt, prefix + "bucket_cap_mb");
+  o.wire = parse_dtype(t.get_string(opt, prefix + "wire"));
+  o.hierarchical = t.get_bool(opt, prefix + "hierarchical");
   o.compress = CompressOptions::from_options(opt, prefix);
-  o.reducer = opt.get_string(prefix + "reducer", "");
-  DPLAB_CHECK(o.reducer.empty() || has_bucket_reducer(o.reducer),
-              "option {}reducer: no bucket reducer named '{}' (registered: {})", prefix, o.reducer,
-              fmt::join(bucket_reducer_names(), ", "));
+  o.reducer = t.get_string(opt, prefix + "reducer");
+  DPLAB_CHECK_OPTION(o.reducer.empty() || has_bucket_reducer(o.reducer),
+              "option {}reducer: expected a registered bucket reducer ({}), got '{}'", prefix,
+              fmt::join(bucket_reducer_names(), ", "), o.reducer);
   return o;
 }
 

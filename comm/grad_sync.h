@@ -70,6 +70,7 @@
 #include "dplab/comm/bucket_reducer.h"
 #include "dplab/comm/communicator.h"
 #include "dplab/comm/grad_compress.h"
+#include "dplab/comm/grad_sync_options.h"
 #include "dplab/comm/meter.h"
 #include "dplab/comm/strategy.h"
 #include "dplab/core/device_intervals.h"
@@ -82,11 +83,13 @@ namespace dplab {
 std::vector<GradBucket> plan_buckets(const std::vector<ArenaSegment>& segments,
                                      double first_bucket_mb, double bucket_cap_mb);
 
+// The keys' defaults, ranges and help: comm/grad_sync_options.cpp.
 struct GradSyncOptions {
-  double first_bucket_mb = 1.0;  // [<algo>.first_bucket_mb]
-  double bucket_cap_mb = 25.0;   // [<algo>.bucket_cap_mb], 0 = one allreduce per tensor
-  DType wire = DType::f32;       // [<algo>.wire] f32, bf16 or f16
-  bool hierarchical = false;     // [<algo>.hierarchical]
+  double first_bucket_mb = grad_sync_options().default_double("first_bucket_mb");
+  // 0: one allreduce per tensor
+  double bucket_cap_mb = grad_sync_options().default_double("bucket_cap_mb");
+  DType wire = DType::f32;  // [<algo>.wire] f32, bf16 or f16 (declared f32)
+  bool hierarchical = grad_sync_options().default_bool("hierarchical");
   bool average = true;           // divide by the number of ranks (else leave the sum)
   CompressOptions compress;      // [<algo>.compress] and its keys (comm/grad_compress.h)
   // [<algo>.reducer] a registered bucket reducer (comm/bucket_reducer.h); empty: the built-in

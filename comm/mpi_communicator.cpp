@@ -12,6 +12,7 @@
 #include <thread>
 #include <utility>
 
+#include "dplab/comm/comm_options.h"
 #include "dplab/comm/backend_communicator.h"
 #include "dplab/comm/cluster/cluster_option.h"
 #include "dplab/comm/cluster/virtual_time.h"
@@ -290,20 +291,17 @@ class MpiCommunicator : public BackendCommunicator {
 }  // namespace
 
 CommConfig CommConfig::from_options(const Options& opt) {
+  const OptionTable& t = communicator_option_table();
   CommConfig c;
   if (auto p = cluster::platform_from_options(opt)) {
     c.platform = std::make_shared<const cluster::Platform>(std::move(*p));
     c.manual_compute = cluster::compute_is_profile(opt);
-    c.nic_sharing = opt.get_bool("cluster.nic_sharing", false);
+    c.nic_sharing = t.get_bool(opt, "cluster.nic_sharing");
   }
-  c.ranks_per_node = static_cast<int>(opt.get_int("ranks_per_node", 0));
-  DPLAB_CHECK_OPTION(c.ranks_per_node >= 0, "option ranks_per_node: must be >= 0, got {}",
-                     c.ranks_per_node);
-  c.wait_name = opt.get_string("comm.wait", "auto");
-  DPLAB_CHECK(c.wait_name == "auto" || c.wait_name == "spin" || c.wait_name == "backoff",
-              "option comm.wait: expected auto, spin or backoff, got '{}'", c.wait_name);
-  c.wait.timeout_s = opt.get_double("comm.timeout_s", 60.0);
-  c.wait.sleep_s = opt.get_double("comm.backoff_sleep_us", 20.0) * 1e-6;
+  c.ranks_per_node = static_cast<int>(t.get_int(opt, "ranks_per_node"));
+  c.wait_name = t.get_string(opt, "comm.wait");
+  c.wait.timeout_s = t.get_double(opt, "comm.timeout_s");
+  c.wait.sleep_s = t.get_double(opt, "comm.backoff_sleep_us") * 1e-6;
   return c;
 }
 

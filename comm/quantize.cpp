@@ -1,3 +1,4 @@
+#include "dplab/core/usage_error.h"
 #include "dplab/comm/quantize.h"
 
 #include <algorithm>
@@ -14,7 +15,7 @@ QuantFormat parse_quant_format(const std::string& name, const std::string& what)
   if (name == "int4") return QuantFormat::int4;
   if (name == "fp8_e4m3") return QuantFormat::fp8_e4m3;
   if (name == "fp4_e2m1") return QuantFormat::fp4_e2m1;
-  DPLAB_FAIL("option {}: expected int8, int4, fp8_e4m3 or fp4_e2m1, got '{}'", what, name);
+  DPLAB_FAIL_OPTION("option {}: expected int8, int4, fp8_e4m3 or fp4_e2m1, got '{}'", what, name);
 }
 
 const char* quant_format_name(QuantFormat f) {
@@ -49,7 +50,7 @@ std::vector<float> float_magnitudes(int e, int m) {
 
 BlockQuantizer::BlockQuantizer(QuantFormat format, int64_t block, const std::string& what)
     : format_(format), block_(block) {
-  DPLAB_CHECK(block >= 1, "option {}: expected a block of >= 1 elements, got {}", what, block);
+  DPLAB_CHECK_OPTION(block >= 1, "option {}: expected an integer >= 1, got {}", what, block);
   switch (format) {
     case QuantFormat::int8:
       bits_ = 8, max_value_ = 127;

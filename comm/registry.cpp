@@ -1,5 +1,7 @@
 #include "dplab/comm/registry.h"
 
+#include "dplab/comm/comm_options.h"
+
 #include <functional>
 #include <utility>
 
@@ -22,36 +24,48 @@ namespace dplab {
 
 namespace {
 using Factory = std::unique_ptr<Strategy> (*)(std::shared_ptr<Topology>, const Options&);
+using Reshard = ReshardPolicy (*)(const CheckpointConfig&);
 
 std::unique_ptr<Strategy> make_local(std::shared_ptr<Topology>, const Options&) {
   return std::make_unique<LocalStrategy>();
 }
+ReshardPolicy local_reshard_policy(const CheckpointConfig&) {
+  ReshardPolicy p;
+  p.refusal = "it trains one process, so there is no other world size to continue on";
+  return p;
+}
 std::unique_ptr<Strategy> make_allreduce(std::shared_ptr<Topology> topo, const Options& o) {
   return std::make_unique<AllReduceStrategy>(std::move(topo), o);
 }
+
+struct Builtin {
+  std::string name;
+  Factory make;
+  Reshard reshard;  // its resharding policy (comm/reshard_policy.h), from its own file
+};
 // Every algorithm, by the name `--algo` takes (ALGORITHMS.md §1-7).
-const std::vector<std::pair<std::string, Factory>>& factories() {
-  static const std::vector<std::pair<std::string, Factory>> f = {
-      {"local", make_local},
-      {"allreduce", make_allreduce},
-      {"hybrid", make_hybrid_strategy},
-      {"daso", make_daso_strategy},
-      {"dcs3gd", make_dcs3gd_strategy},
-      {"crossover", make_crossover_strategy},
-      {"sgp", make_sgp_strategy},
-      {"oscars", make_oscars_strategy},
-      {"local_sgd", make_local_sgd_strategy},
-      {"post_local_sgd", make_post_local_sgd_strategy},
-      {"diloco", make_diloco_strategy},
-      {"slowmo", make_slowmo_strategy},
-      {"streaming_diloco", make_streaming_diloco_strategy},
+const std::vector<Builtin>& builtins() {
+  static const std::vector<Builtin> f = {
+      {"local", make_local, local_reshard_policy},
+      {"allreduce", make_allreduce, allreduce_reshard_policy},
+      {"hybrid", make_hybrid_strategy, hybrid_reshard_policy},
+      {"daso", make_daso_strategy, daso_reshard_policy},
+      {"dcs3gd", make_dcs3gd_strategy, dcs3gd_reshard_policy},
+      {"crossover", make_crossover_strategy, crossover_reshard_policy},
+      {"sgp", make_sgp_strategy, sgp_reshard_policy},
+      {"oscars", make_oscars_strategy, oscars_reshard_policy},
+      {"local_sgd", make_local_sgd_strategy, local_sgd_reshard_policy},
+      {"post_local_sgd", make_post_local_sgd_strategy, local_sgd_reshard_policy},
+      {"diloco", make_diloco_strategy, diloco_reshard_policy},
+      {"slowmo", make_slowmo_strategy, slowmo_reshard_policy},
+      {"streaming_diloco", make_streaming_diloco_strategy, streaming_diloco_reshard_policy},
   };
   return f;
 }
 
 Factory factory(const std::string& algo) {
-  for (auto& [n, f] : factories())
-    if (n == algo) return f;
+  for (const Builtin& b : builtins())
+    if (b.name == algo) return b.make;
   std::string known;
   for (auto& n : strategy_names()) known += (known.empty() ? "" : ", ") + n;
   throw UsageError(fmt::format("option algo (--algo): unknown algorithm {}{}; known: {}",
@@ -61,8 +75,16 @@ Factory factory(const std::string& algo) {
 
 std::vector<std::string> strategy_names() {
   std::vector<std::string> names;
-  for (auto& [n, f] : factories()) names.push_back(n);
+  for (const Builtin& b : builtins()) names.push_back(b.name);
   return names;
+}
+
+ReshardPolicy builtin_reshard_policy(const std::string& algo, const CheckpointConfig& config) {
+  for (const Builtin& b : builtins())
+    if (b.name == algo) return b.reshard(config);
+  ReshardPolicy p;
+  p.refusal = "it has no resharding policy (an algorithm registered outside dplab's own)";
+  return p;
 }
 
 bool single_process_strategy(const std::string& algo) {
@@ -70,7 +92,7 @@ bool single_process_strategy(const std::string& algo) {
 }
 
 std::unique_ptr<Strategy> make_strategy(std::shared_ptr<Topology> topo, const Options& opt) {
-  const std::string algo = opt.get_string("algo", "local");
+  const std::string algo = communicator_option_table().get_string(opt, "algo");
   const Factory f = factory(algo);
   DPLAB_CHECK(topo != nullptr || single_process_strategy(algo),
               "algorithm {} runs on several ranks: it needs a topology", algo);
@@ -78,7 +100,7 @@ std::unique_ptr<Strategy> make_strategy(std::shared_ptr<Topology> topo, const Op
 }
 
 std::unique_ptr<Strategy> make_strategy(const Options& opt) {
-  const std::string algo = opt.get_string("algo", "local");
+  const std::string algo = communicator_option_table().get_string(opt, "algo");
   factory(algo);  // an unknown name fails before MPI starts
   if (single_process_strategy(algo)) return make_strategy(nullptr, opt);
   return make_strategy(std::make_shared<Topology>(Topology::from_options(opt)), opt);

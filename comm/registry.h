@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "dplab/comm/reshard_policy.h"
 #include "dplab/comm/strategy.h"
 #include "dplab/comm/topology.h"
 #include "dplab/core/options.h"
@@ -21,5 +22,8 @@ std::unique_ptr<Strategy> make_strategy(const Options& opt);
 // Whether option algo's algorithm runs in one process (no Topology).
 bool single_process_strategy(const std::string& algo);
 std::vector<std::string> strategy_names();
+// The resharding policy of built-in algorithm `algo` for a checkpoint with trajectory options
+// `config` (comm/reshard_policy.h); for any other name a refusal saying it has none.
+ReshardPolicy builtin_reshard_policy(const std::string& algo, const CheckpointConfig& config);
 
 }  // namespace dplab

@@ -1,3 +1,4 @@
+#include "dplab/comm/comm_options.h"
 #include "dplab/comm/slowdown.h"
 
 #include <thread>
@@ -44,7 +45,7 @@ std::map<int, double> Slowdown::parse(const std::string& spec) {
 }
 
 Slowdown Slowdown::from_options(const Options& opt, int rank, int world_size) {
-  const auto m = parse(opt.get_string("slowdown", ""));
+  const auto m = parse(communicator_option_table().get_string(opt, "slowdown"));
   for (const auto& [r, f] : m)
     DPLAB_CHECK_OPTION(r < world_size, "option slowdown: rank {} but only {} ranks", r, world_size);
   auto it = m.find(rank);

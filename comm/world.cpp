@@ -1,5 +1,6 @@
 #include "dplab/comm/world.h"
 
+#include "dplab/comm/comm_options.h"
 #include "dplab/core/device.h"
 #include "dplab/core/error.h"
 #include "dplab/core/usage_error.h"
@@ -10,10 +11,9 @@
 namespace dplab {
 
 std::string comm_backend(const Options& opt) {
-  const std::string comm = opt.get_string("comm", "auto");
-  const std::string device = opt.get_string("device", "cpu");
-  DPLAB_CHECK(comm == "auto" || comm == "mpi" || comm == "nccl",
-              "option comm: expected auto, mpi or nccl, got '{}'", comm);
+  const OptionTable& t = communicator_option_table();
+  const std::string comm = t.get_string(opt, "comm");
+  const std::string device = t.get_string(opt, "device");
   if (comm != "auto") return comm;
   return Device::parse(device).is_cuda() ? "nccl" : "mpi";
 }
@@ -28,17 +28,18 @@ std::shared_ptr<Communicator> make_world(const Options& opt,
                      "option cluster = '{}': the virtual cluster runs on the MPI backend (CPU "
                      "tensors); comm resolves to {} (comm = '{}', device = '{}'). Use device = cpu "
                      "and, for a GPU's compute, cluster.compute = profile:FILE",
-                     opt.get_string("cluster", ""), backend, opt.get_string("comm", "auto"),
-                     opt.get_string("device", "cpu"));
+                     communicator_option_table().get_string(opt, "cluster"), backend, communicator_option_table().get_string(opt, "comm"),
+                     communicator_option_table().get_string(opt, "device"));
   if (cfg.platform && virtual_time) cfg.virtual_time = std::move(virtual_time);
   if (backend == "mpi") return mpi_world(cfg);
 #ifdef DPLAB_WITH_CUDA
   return nccl_world(cfg);
 #else
-  DPLAB_FAIL(
+  DPLAB_FAIL_OPTION(
       "option comm resolves to nccl (comm = '{}', device = '{}'), but dplab was built "
       "without DPLAB_CUDA",
-      opt.get_string("comm", "auto"), opt.get_string("device", "cpu"));
+      communicator_option_table().get_string(opt, "comm"),
+      communicator_option_table().get_string(opt, "device"));
 #endif
 }
 

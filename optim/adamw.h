@@ -16,14 +16,16 @@
 // optim.steps (t of the last step).
 #pragma once
 #include "dplab/optim/optimizer.h"
+#include "dplab/optim/optimizer_options.h"
 
 namespace dplab {
 
 struct AdamWOptions {
   double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
+  // adamw.beta1, adamw.beta2, adamw.eps (optim/optimizer_options.cpp declares their defaults)
+  double beta1 = adamw_option_table().default_double("adamw.beta1");
+  double beta2 = adamw_option_table().default_double("adamw.beta2");
+  double eps = adamw_option_table().default_double("adamw.eps");
   double weight_decay = 1e-2;
 };
 

@@ -16,6 +16,7 @@
 // lars_step reading the norms where they lie), so it runs on CUDA arenas without host syncs.
 #pragma once
 #include "dplab/optim/optimizer.h"
+#include "dplab/optim/optimizer_options.h"
 
 namespace dplab {
 
@@ -23,8 +24,9 @@ struct LARSOptions {
   double lr = 0.1;
   double momentum = 0.9;
   double weight_decay = 0.0;
-  double trust_coefficient = 0.001;  // eta
-  double eps = 0.0;
+  // lars.eta and lars.eps (optim/optimizer_options.cpp declares their defaults)
+  double trust_coefficient = lars_option_table().default_double("lars.eta");
+  double eps = lars_option_table().default_double("lars.eps");
 };
 
 class LARS : public Optimizer {

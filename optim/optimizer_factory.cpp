@@ -3,6 +3,7 @@
 #include "dplab/core/error.h"
 #include "dplab/optim/adamw.h"
 #include "dplab/optim/lars.h"
+#include "dplab/optim/optimizer_options.h"
 
 namespace dplab {
 namespace {
@@ -23,8 +24,8 @@ std::unique_ptr<Optimizer> make_lars_optimizer(const Options& opt, ParamArena& a
   lo.lr = sgd.lr;
   lo.momentum = sgd.momentum;
   lo.weight_decay = sgd.weight_decay;
-  lo.trust_coefficient = opt.get_double("lars.eta", lo.trust_coefficient);
-  lo.eps = opt.get_double("lars.eps", lo.eps);
+  lo.trust_coefficient = lars_option_table().get_double(opt, "lars.eta");
+  lo.eps = lars_option_table().get_double(opt, "lars.eps");
   return std::make_unique<LARS>(arena, lo);
 }
 
@@ -34,9 +35,10 @@ std::unique_ptr<Optimizer> make_adamw_optimizer(const Options& opt, ParamArena& 
   AdamWOptions ao;
   ao.lr = sgd.lr;
   ao.weight_decay = sgd.weight_decay;  // the shared key wd (unset: AdamW's 1e-2, PyTorch's)
-  ao.beta1 = opt.get_double("adamw.beta1", ao.beta1);
-  ao.beta2 = opt.get_double("adamw.beta2", ao.beta2);
-  ao.eps = opt.get_double("adamw.eps", ao.eps);
+  const OptionTable& t = adamw_option_table();
+  ao.beta1 = t.get_double(opt, "adamw.beta1");
+  ao.beta2 = t.get_double(opt, "adamw.beta2");
+  ao.eps = t.get_double(opt, "adamw.eps");
   return std::make_unique<AdamW>(arena, ao);
 }
 

@@ -1,9 +1,9 @@
 // The optimizers `optim = lars | adamw` from option values (`optim = sgd` is SGD(arena,
 // SGDOptions) itself). The shared values (lr, momentum, wd, nesterov, dampening) come in an
 // SGDOptions the trainer read (train/loop/optimizer_options.h: each optimizer's own defaults for
-// the keys left unset); the optimizer's own keys are read here, unset ones at the optimizer's
-// struct defaults (optim/lars.h, optim/adamw.h), which the option table repeats for --help
-// (tests/tools/test_optimizer_defaults.cpp checks they agree).
+// the keys left unset); the optimizer's own keys are read here through their declarations
+// (optim/optimizer_options.h), which the structs' defaults (optim/lars.h, optim/adamw.h) come
+// from too.
 #pragma once
 #include <memory>
 

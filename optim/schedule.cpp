@@ -242,52 +242,72 @@ std::unique_ptr<LrSchedule> make_lr_schedule(const Options& opt, int64_t total_e
   return with_warmup(make_base_lr_schedule(opt, total_epochs), opt);
 }
 
+const OptionTable& lr_schedule_option_table() {
+  static const OptionTable t({
+      // Its value names a registry entry (train/config/registry.h): the driver checks it there.
+      {"lr.schedule", "constant",
+       "learning-rate schedule: constant, step, multistep, poly, cosine or plateau "
+       "(optim/schedule.h)",
+       text()},
+      {"lr.warmup_epochs", "0", "linear warm-up over this many epochs (fractional allowed)",
+       number(0)},
+      {"lr.warmup_start_factor", "0", "lr factor at the start of the warm-up", number(0, 1)},
+      {"lr.step_size", "30", "step: epochs between decays", integer(1)},
+      {"lr.gamma", "0.1", "step and multistep: decay factor", number()},
+      {"lr.milestones", "30,60,80", "multistep: epochs at which the lr decays by lr.gamma",
+       text()},
+      // > 0: said by the reader (a rule's bounds are inclusive).
+      {"lr.power", "2", "poly: factor (1 - t/T)^power", number(0)},
+      {"lr.min_factor", "0", "cosine, poly and plateau: floor of the lr factor", number(0, 1)},
+      {"lr.patience", "10",
+       "plateau: epochs without improvement of the world's mean training loss before a decay",
+       integer(0)},
+      // in (0, 1): 0 is refused by the reader.
+      {"lr.factor", "0.1", "plateau: decay factor", number(0, 1, true)},
+      {"lr.threshold", "0.0001", "plateau: relative improvement that counts", number(0)},
+      {"lr.mode", "min", "plateau: min (the epoch loss) or max", choice({"min", "max"})},
+  });
+  return t;
+}
+
 std::unique_ptr<LrSchedule> make_base_lr_schedule(const Options& opt, int64_t total_epochs) {
-  const std::string kind = opt.get_string("lr.schedule", "constant");
+  const OptionTable& t = lr_schedule_option_table();
+  const std::string kind = t.get_string(opt, "lr.schedule");
   std::unique_ptr<LrSchedule> s;
   auto need_total = [&]() {
     DPLAB_CHECK(total_epochs > 0, "lr.schedule = {} needs the total number of epochs (got {})",
                 kind, total_epochs);
     return static_cast<double>(total_epochs);
   };
-  auto min_factor = [&]() {
-    const double m = opt.get_double("lr.min_factor", 0.0);
-    DPLAB_CHECK_OPTION(m >= 0 && m <= 1, "option lr.min_factor must be in [0, 1], got {}", m);
-    return m;
-  };
+  auto min_factor = [&]() { return t.get_double(opt, "lr.min_factor"); };
   if (kind == "constant") {
     s = std::make_unique<ConstantSchedule>();
   } else if (kind == "step") {
-    const int64_t step_size = opt.get_int("lr.step_size", 30);
-    DPLAB_CHECK_OPTION(step_size > 0, "option lr.step_size must be > 0, got {}", step_size);
-    s = std::make_unique<StepSchedule>(step_size, opt.get_double("lr.gamma", 0.1));
+    const int64_t step_size = t.get_int(opt, "lr.step_size");
+    s = std::make_unique<StepSchedule>(step_size, t.get_double(opt, "lr.gamma"));
   } else if (kind == "multistep") {
     s = std::make_unique<MultiStepSchedule>(
-        parse_milestones("lr.milestones", opt.get_string("lr.milestones", "30,60,80")),
-        opt.get_double("lr.gamma", 0.1));
+        parse_milestones("lr.milestones", t.get_string(opt, "lr.milestones")),
+        t.get_double(opt, "lr.gamma"));
   } else if (kind == "poly") {
-    const double power = opt.get_double("lr.power", 2.0);
-    DPLAB_CHECK_OPTION(power > 0, "option lr.power must be > 0, got {}", power);
+    const double power = t.get_double(opt, "lr.power");
+    DPLAB_CHECK_OPTION(power > 0, "option lr.power: expected a number > 0, got {}", power);
     s = std::make_unique<PolySchedule>(need_total(), power, min_factor());
   } else if (kind == "cosine") {
     s = std::make_unique<CosineSchedule>(need_total(), min_factor());
   } else if (kind == "plateau") {
-    const int64_t patience = opt.get_int("lr.patience", 10);
-    DPLAB_CHECK_OPTION(patience >= 0, "option lr.patience must be >= 0, got {}", patience);
-    const double factor = opt.get_double("lr.factor", 0.1);
-    DPLAB_CHECK_OPTION(factor > 0 && factor < 1, "option lr.factor must be in (0, 1), got {}",
+    const int64_t patience = t.get_int(opt, "lr.patience");
+    const double factor = t.get_double(opt, "lr.factor");
+    DPLAB_CHECK_OPTION(factor > 0, "option lr.factor: expected a number in (0, 1), got {}",
                        factor);
-    const double threshold = opt.get_double("lr.threshold", 1e-4);
-    DPLAB_CHECK_OPTION(threshold >= 0, "option lr.threshold must be >= 0, got {}", threshold);
-    const std::string mode = opt.get_string("lr.mode", "min");
-    DPLAB_CHECK(mode == "min" || mode == "max", "option lr.mode must be min or max, got '{}'",
-                mode);
+    const double threshold = t.get_double(opt, "lr.threshold");
+    const std::string mode = t.get_string(opt, "lr.mode");
     s = std::make_unique<PlateauSchedule>(static_cast<int>(patience), factor, threshold,
                                           mode == "max", min_factor());
   } else {
-    DPLAB_FAIL(
-        "unknown lr.schedule '{}': expected constant, step, multistep, poly, cosine or "
-        "plateau",
+    DPLAB_FAIL_OPTION(
+        "option lr.schedule: unknown value '{}'; expected constant, step, multistep, poly, "
+        "cosine or plateau",
         kind);
   }
   return s;
@@ -295,12 +315,10 @@ std::unique_ptr<LrSchedule> make_base_lr_schedule(const Options& opt, int64_t to
 
 std::unique_ptr<LrSchedule> with_warmup(std::unique_ptr<LrSchedule> s, const Options& opt) {
   DPLAB_CHECK(s != nullptr, "with_warmup: no schedule to wrap");
-  const double warmup = opt.get_double("lr.warmup_epochs", 0.0);
-  DPLAB_CHECK_OPTION(warmup >= 0, "option lr.warmup_epochs must be >= 0, got {}", warmup);
+  const OptionTable& t = lr_schedule_option_table();
+  const double warmup = t.get_double(opt, "lr.warmup_epochs");
   if (warmup > 0) {
-    const double start = opt.get_double("lr.warmup_start_factor", 0.0);
-    DPLAB_CHECK_OPTION(start >= 0 && start <= 1,
-                       "option lr.warmup_start_factor must be in [0, 1], got {}", start);
+    const double start = t.get_double(opt, "lr.warmup_start_factor");
     s = std::make_unique<WarmupSchedule>(std::move(s), warmup, start);
   }
   return s;

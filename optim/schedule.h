@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "dplab/core/option_decl.h"
 #include "dplab/core/options.h"
 #include "dplab/core/state_dict.h"
 
@@ -30,14 +31,15 @@ class LrSchedule {
   virtual void load_state(const std::map<std::string, double>& state) {}
 };
 
-// Builds a schedule from options (keys under "lr."), e.g.
+// Builds a schedule from options (keys under "lr.", declared with their defaults in
+// lr_schedule_option_table()):
 //   lr.schedule = constant | step | multistep | poly | cosine | plateau
-//   lr.warmup_epochs = 5          linear warm-up from lr.warmup_start_factor (default 0)
-//   lr.step_size = 30, lr.gamma = 0.1               (step)
-//   lr.milestones = "30,60,80", lr.gamma = 0.1      (multistep, epochs)
-//   lr.power = 2                                    (poly: (1 - t/T)^power)
-//   lr.min_factor = 0                               (cosine / poly floor)
-//   lr.patience = 10, lr.factor = 0.1, lr.threshold = 1e-4, lr.mode = min  (plateau)
+//   lr.warmup_epochs, lr.warmup_start_factor       linear warm-up (any schedule)
+//   lr.step_size, lr.gamma                          (step)
+//   lr.milestones (epochs, "30,60,80"), lr.gamma    (multistep)
+//   lr.power                                        (poly: (1 - t/T)^power)
+//   lr.min_factor                                   (cosine, poly and plateau: the floor)
+//   lr.patience, lr.factor, lr.threshold, lr.mode   (plateau)
 // `total_epochs` bounds poly and cosine.
 // Time: step / multistep / plateau change at epoch boundaries (epoch = floor(step / spe));
 // poly and cosine are smooth in t = step / spe (fractional epochs) over [0, total_epochs],
@@ -48,6 +50,8 @@ class LrSchedule {
 // is multiplied by lr.factor after more than lr.patience epochs without improvement, floored
 // at lr.min_factor.
 std::unique_ptr<LrSchedule> make_lr_schedule(const Options& opt, int64_t total_epochs);
+// The keys above with their defaults, ranges and help (the one place they are written).
+const OptionTable& lr_schedule_option_table();
 
 // The same schedule without the warm-up: make_lr_schedule = with_warmup(make_base_lr_schedule).
 std::unique_ptr<LrSchedule> make_base_lr_schedule(const Options& opt, int64_t total_epochs);

@@ -1,5 +1,8 @@
+#include <fmt/format.h>
+
 #include "dplab/comm/algorithms/allreduce.h"
 
+#include "dplab/comm/algorithms/algorithm_options.h"
 #include "dplab/core/usage_error.h"
 
 namespace dplab {
@@ -7,7 +10,7 @@ namespace dplab {
 AllReduceStrategy::AllReduceStrategy(std::shared_ptr<Topology> topo, const Options& opt)
     : DistributedStrategy(std::move(topo)),
       sync_opt_(GradSyncOptions::from_options(opt, "allreduce.")),
-      quorum_(opt.get_string("allreduce.ft", "none") == "quorum") {
+      quorum_(allreduce_option_table().get_string(opt, "allreduce.ft") == "quorum") {
   // A compressor's state (error feedback) is each rank's own: a healed rank could not take it
   // from a peer.
   DPLAB_CHECK_OPTION(!quorum_ || sync_opt_.compress.kind == "none",
@@ -62,6 +65,21 @@ std::map<std::string, double> AllReduceStrategy::state() const {
 
 std::vector<std::string> AllReduceStrategy::plan_notes(const RunPlan& plan) const {
   return compression_notes(sync_opt_.compress, plan.steps);  // one synchronisation per step
+}
+
+
+// Every replica is identical after each step: rank 0's model and optimizer; GradSync's
+// error-feedback residuals (with compression) averaged.
+ReshardPolicy allreduce_reshard_policy(const CheckpointConfig& config) {
+  ReshardPolicy p;
+  p.reshards = true;
+  p.rules.algo = {compression_residuals_rule()};
+  const auto c = config.find("allreduce.compress");
+  const bool compressed = c != config.end() && c->second != "none";
+  p.consensus = fmt::format(
+      "rank 0's model and optimizer (every replica is identical after each step){}",
+      compressed ? "; the error-feedback residuals averaged" : "");
+  return p;
 }
 
 }  // namespace dplab

@@ -4,20 +4,21 @@
 // and overlapped with the rest of backward; after_backward() waits for the rest. Ranks start
 // from rank 0's parameters and stay bitwise identical (same averaged gradient, same update).
 //
-// Options ("allreduce." prefix):
-//   bucket_cap_mb    25   bucket cap in MiB; 0 = one allreduce per tensor ("classic" baseline)
-//   first_bucket_mb  1    the first bucket's limit
-//   wire             f32  f32, bf16 or f16 ("Horovod with fp16 compression"), f32 accumulation
-//   hierarchical     false reduce-scatter in node, allreduce across nodes, allgather in node
-//   ft               none  on a virtual cluster's fail events: none (the job stops) or quorum
-//                          (torchft's fault-tolerant DDP: the step's gradient is the average over
-//                          the live ranks; the training loop weights each rank's loss,
-//                          train/virtual/liveness.h; docs/virtual_cluster.md "Failures")
+// Options: the keys, defaults and ranges are declared in allreduce_options.cpp (allreduce.ft)
+// and, for GradSync's keys under "allreduce.", in comm/grad_sync_options.cpp.
+//   bucket_cap_mb    0: one allreduce per tensor (the "classic" baseline)
+//   wire             f16 is "Horovod with fp16 compression"; accumulation is f32
+//   hierarchical     reduce-scatter in node, allreduce across nodes, allgather in node
+//   ft               on a virtual cluster's fail events: none (the job stops) or quorum
+//                    (torchft's fault-tolerant DDP: the step's gradient is the average over
+//                    the live ranks; the training loop weights each rank's loss,
+//                    train/virtual/liveness.h; docs/virtual_cluster.md "Failures")
 // plus the communicator options (ranks_per_node, link.intra, link.inter, comm.wait,
 // comm.timeout_s; see comm/communicator.h).
 #pragma once
 #include <memory>
 
+#include "dplab/comm/reshard_policy.h"
 #include "dplab/comm/distributed_strategy.h"
 #include "dplab/comm/grad_sync.h"
 
@@ -53,5 +54,9 @@ class AllReduceStrategy : public DistributedStrategy {
   bool quorum_ = false;  // allreduce.ft = quorum
   std::unique_ptr<GradSync> sync_;
 };
+
+// How a checkpoint of allreduce continues on another number of ranks (--reshard;
+// comm/reshard_policy.h, docs/resharding.md).
+ReshardPolicy allreduce_reshard_policy(const CheckpointConfig& config);
 
 }  // namespace dplab

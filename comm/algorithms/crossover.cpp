@@ -6,8 +6,10 @@
 #include <set>
 
 #include "dplab/comm/algorithms/algo_state.h"
+#include "dplab/comm/algorithms/algorithm_options.h"
 #include "dplab/core/backend.h"
 #include "dplab/core/error.h"
+#include "dplab/core/seed_option.h"
 #include "dplab/core/usage_error.h"
 
 namespace dplab {
@@ -142,16 +144,16 @@ std::vector<GossipSegment> plan_gossip_segments(const ParamArena& arena, const s
 }
 
 CrossoverOptions CrossoverOptions::from_options(const Options& opt) {
+  const OptionTable& t = crossover_option_table();
   CrossoverOptions o;
-  o.segments = opt.get_string("crossover.segments", o.segments);
-  o.sampler = parse_derangement_sampler(opt.get_string("crossover.sampler", "balanced"),
-                                        "crossover.sampler");
-  o.interval = opt.get_int("crossover.interval", 1);
-  DPLAB_CHECK_OPTION(o.interval >= 1, "option crossover.interval: expected >= 1, got {}",
-                     o.interval);
-  o.hierarchical = opt.get_bool("crossover.hierarchical", false);
-  o.seed = static_cast<uint64_t>(opt.get_int("crossover.seed", opt.get_int("seed", 0)));
-  o.check_maps = opt.get_bool("crossover.check_maps", false);
+  o.segments = t.get_string(opt, "crossover.segments");
+  o.sampler =
+      parse_derangement_sampler(t.get_string(opt, "crossover.sampler"), "crossover.sampler");
+  o.interval = t.get_int(opt, "crossover.interval");
+  o.hierarchical = t.get_bool(opt, "crossover.hierarchical");
+  // Declared "(seed)": the run's seed.
+  o.seed = static_cast<uint64_t>(t.get_int(opt, "crossover.seed", seed_option_table().get_int(opt, "seed")));
+  o.check_maps = t.get_bool(opt, "crossover.check_maps");
   // "crossover.hierarchical" is the group mode; GradSync's keys live under "crossover.sync."
   // so they cannot clash with it.
   o.sync = GradSyncOptions::from_options(opt, "crossover.sync.");
@@ -383,6 +385,16 @@ std::vector<std::string> CrossoverStrategy::plan_notes(const RunPlan& plan) cons
 std::unique_ptr<Strategy> make_crossover_strategy(std::shared_ptr<Topology> topo,
                                                   const Options& opt) {
   return std::make_unique<CrossoverStrategy>(std::move(topo), opt);
+}
+
+
+ReshardPolicy crossover_reshard_policy(const CheckpointConfig&) {
+  ReshardPolicy p = averaging_policy(
+      "the replicas' average (gossip preserves it); the gradient accumulated in the interval "
+      "and the optimizer's state averaged; the derangements drawn for the new world");
+  p.rules.algo = {
+      {"grad", Combine::mean}, {"peer_sum", Combine::rank0}, compression_residuals_rule()};
+  return p;
 }
 
 }  // namespace dplab

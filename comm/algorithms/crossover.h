@@ -22,22 +22,24 @@
 // Segments are contiguous ranges of the parameter arena (no copy to send). Evaluated model:
 // rank 0's (BatchNorm statistics stay local); consensus_eval() offers the average over ranks.
 //
-// Options ("crossover." prefix):
-//   segments      blocks  how the arena is cut (plan_gossip_segments below): blocks | layers |
-//                         tensors | model | explicit "p1,p2|p3|..." groups of name prefixes
-//   sampler       balanced  balanced (the paper's load-balanced roulette, restart on a dead end)
-//                         or uniform (uniform over derangements)
-//   interval      1       communication interval I: micro-batches accumulated per step
-//   hierarchical  false   gradient allreduce in the group, gossip among group leaders
-//   seed          (seed)  seed of the shared topology stream (default: the run's "seed")
-//   check_maps    false   allgather every drawn map and fail if the ranks disagree (debug)
-//   sync.first_bucket_mb, sync.bucket_cap_mb, sync.wire   GradSync options of the group
-//                         gradient allreduce (hierarchical mode; defaults as allreduce.*)
+// Options ("crossover." prefix): the keys, defaults and ranges are declared in
+// crossover_options.cpp; the group allreduce's GradSync keys under "crossover.sync." (hierarchical
+// mode) in comm/grad_sync_options.cpp.
+//   segments      how the arena is cut (plan_gossip_segments below): blocks | layers | tensors |
+//                 model | explicit "p1,p2|p3|..." groups of name prefixes
+//   sampler       balanced (the paper's load-balanced roulette, restart on a dead end) or
+//                 uniform (uniform over derangements)
+//   interval      communication interval I: micro-batches accumulated per step
+//   hierarchical  gradient allreduce in the group, gossip among group leaders
+//   seed          seed of the shared topology stream (default: the run's "seed")
+//   check_maps    allgather every drawn map and fail if the ranks disagree (debug)
 // plus the communicator options (ranks_per_node, link.intra, link.inter, comm.*).
 #pragma once
 #include <functional>
 #include <memory>
 
+#include "dplab/comm/reshard_policy.h"
+#include "dplab/comm/algorithms/algorithm_options.h"
 #include "dplab/comm/algorithms/derangement.h"
 #include "dplab/comm/distributed_strategy.h"
 #include "dplab/comm/grad_sync.h"
@@ -66,13 +68,15 @@ struct GossipSegment {
 // an error naming it.
 std::vector<GossipSegment> plan_gossip_segments(const ParamArena& arena, const std::string& spec);
 
+// The members start at the declared defaults (crossover_options.cpp; the segments' and the
+// sampler's initializers repeat them; seed's default is the run's seed, read by from_options).
 struct CrossoverOptions {
   std::string segments = "blocks";
   DerangementSampler sampler = DerangementSampler::balanced;
-  int64_t interval = 1;
-  bool hierarchical = false;
+  int64_t interval = crossover_option_table().default_int("crossover.interval");
+  bool hierarchical = crossover_option_table().default_bool("crossover.hierarchical");
   uint64_t seed = 0;
-  bool check_maps = false;
+  bool check_maps = crossover_option_table().default_bool("crossover.check_maps");
   GradSyncOptions sync;  // hierarchical mode only
   static CrossoverOptions from_options(const Options& opt);
 };
@@ -130,5 +134,9 @@ class CrossoverStrategy : public DistributedStrategy {
 
 std::unique_ptr<Strategy> make_crossover_strategy(std::shared_ptr<Topology> topo,
                                                   const Options& opt);
+
+// How a checkpoint of crossover continues on another number of ranks (--reshard;
+// comm/reshard_policy.h, docs/resharding.md).
+ReshardPolicy crossover_reshard_policy(const CheckpointConfig& config);
 
 }  // namespace dplab

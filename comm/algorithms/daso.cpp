@@ -6,51 +6,29 @@
 #include <cstdint>
 
 #include "dplab/comm/algorithms/algo_state.h"
+#include "dplab/comm/algorithms/algorithm_options.h"
 #include "dplab/core/error.h"
 #include "dplab/core/ops/elementwise.h"
 #include "dplab/core/usage_error.h"
 
 namespace dplab {
 
-namespace {
-
-DType wire_option(const Options& opt, const std::string& key, const std::string& def) {
-  const std::string v = opt.get_string(key, def);
-  DPLAB_CHECK(v == "f32" || v == "bf16" || v == "f16",
-              "option {}: expected f32, bf16 or f16, got '{}'", key, v);
-  return parse_dtype(v);
-}
-
-}  // namespace
-
 // ---- configuration -------------------------------------------------------------------------
 
 DasoConfig DasoConfig::from_options(const Options& opt) {
+  const OptionTable& t = daso_option_table();
   DasoConfig c;
-  c.B_max = static_cast<int>(opt.get_int("daso.B_max", c.B_max));
-  DPLAB_CHECK_OPTION(c.B_max >= 1, "option daso.B_max: expected >= 1, got {}", c.B_max);
-  c.S_init = static_cast<int>(opt.get_int("daso.S", c.S_init));
-  DPLAB_CHECK_OPTION(c.S_init >= 0, "option daso.S: expected >= 0, got {}", c.S_init);
-  c.warmup_epochs = opt.get_int("daso.warmup_epochs", c.warmup_epochs);
-  DPLAB_CHECK_OPTION(c.warmup_epochs >= 0, "option daso.warmup_epochs: expected >= 0, got {}",
-                     c.warmup_epochs);
-  c.cooldown_epochs = opt.get_int("daso.cooldown_epochs", c.cooldown_epochs);
-  DPLAB_CHECK_OPTION(c.cooldown_epochs >= 0, "option daso.cooldown_epochs: expected >= 0, got {}",
-                     c.cooldown_epochs);
-  c.plateau_threshold = opt.get_double("daso.plateau_threshold", c.plateau_threshold);
-  DPLAB_CHECK_OPTION(c.plateau_threshold >= 0,
-                     "option daso.plateau_threshold: expected >= 0, got {}", c.plateau_threshold);
-  c.plateau_patience = static_cast<int>(opt.get_int("daso.plateau_patience", c.plateau_patience));
-  DPLAB_CHECK_OPTION(c.plateau_patience >= 0, "option daso.plateau_patience: expected >= 0, got {}",
-                     c.plateau_patience);
-  const std::string red = opt.get_string("daso.S_reduction", "halve");
-  DPLAB_CHECK(red == "halve" || red == "decrement",
-              "option daso.S_reduction: expected halve or decrement, got '{}'", red);
-  c.halve_S = red == "halve";
-  c.phases = opt.get_bool("daso.phases", c.phases);
-  c.epoch_end_sync = opt.get_bool("daso.epoch_end_sync", c.epoch_end_sync);
-  c.blocking_wire = wire_option(opt, "daso.blocking_wire", "bf16");
-  c.global_wire = wire_option(opt, "daso.global_wire", "f32");
+  c.B_max = static_cast<int>(t.get_int(opt, "daso.B_max"));
+  c.S_init = static_cast<int>(t.get_int(opt, "daso.S"));
+  c.warmup_epochs = t.get_int(opt, "daso.warmup_epochs");
+  c.cooldown_epochs = t.get_int(opt, "daso.cooldown_epochs");
+  c.plateau_threshold = t.get_double(opt, "daso.plateau_threshold");
+  c.plateau_patience = static_cast<int>(t.get_int(opt, "daso.plateau_patience"));
+  c.halve_S = t.get_string(opt, "daso.S_reduction") == "halve";
+  c.phases = t.get_bool(opt, "daso.phases");
+  c.epoch_end_sync = t.get_bool(opt, "daso.epoch_end_sync");
+  c.blocking_wire = parse_dtype(t.get_string(opt, "daso.blocking_wire"));
+  c.global_wire = parse_dtype(t.get_string(opt, "daso.global_wire"));
   return c;
 }
 
@@ -448,6 +426,19 @@ std::vector<std::string> DasoStrategy::planned_from_epochs() const {
 
 std::unique_ptr<Strategy> make_daso_strategy(std::shared_ptr<Topology> topo, const Options& opt) {
   return std::make_unique<DasoStrategy>(std::move(topo), opt);
+}
+
+
+ReshardPolicy daso_reshard_policy(const CheckpointConfig&) {
+  ReshardPolicy p = averaging_policy(
+      "the replicas' average (it replaces the global syncs in flight, dropped); the phase, B, "
+      "S and plateau detector (global) rank 0's; the epoch's sync schedule re-laid for the new "
+      "nodes x ranks per node; the optimizer's state averaged");
+  p.rules.algo = {{"nodes", Combine::fresh},          {"ranks_per_node", Combine::fresh},
+                  {"schedule_epoch", Combine::fresh}, {"schedule", Combine::fresh},
+                  {"schedule_next", Combine::fresh},  {"epoch_syncs", Combine::fresh},
+                  {"pending*", Combine::fresh},       compression_residuals_rule()};
+  return p;
 }
 
 }  // namespace dplab

@@ -27,21 +27,14 @@
 // feeds a plateau detector (relative threshold, patience): on a plateau B and S halve (floor
 // 1); when both are 1 they reset to (B_max, S_init).
 //
-// Options ("daso." prefix; defaults are the paper's / the authors' code's):
-//   B_max              4     batches between global syncs at the start of a cycle
-//   S                  1     batches between sending and merging at the start of a cycle
-//   warmup_epochs      4     blocking bf16 phase at the start
-//   cooldown_epochs    4     blocking bf16 phase at the end
-//   plateau_threshold  0.05  relative improvement of the epoch loss that counts as progress
-//   plateau_patience   2     a plateau is the (patience+1)-th consecutive epoch without
-//                            progress (PyTorch ReduceLROnPlateau / Heat semantics)
-//   S_reduction        halve halve (paper) or decrement (authors' code: S-1, floor 1)
-//   phases             true  false: fixed B = B_max, S every epoch, no warm-up, cool-down or
-//                            plateau cycle (the paper's parameter study, Table 2)
-//   epoch_end_sync     true  blocking plain-average sync at each epoch's last batch
-//   blocking_wire      bf16  wire type of the warm-up/cool-down syncs (f32, bf16, f16)
-//   global_wire        f32   wire type of the cycling-phase syncs
-//   local.bucket_cap_mb, local.first_bucket_mb, local.wire   node-local GradSync buckets
+// Options ("daso." prefix): the keys, defaults (the paper's / the authors' code's) and ranges
+// are declared in daso_options.cpp; the node-local GradSync's keys under "daso.local." in
+// comm/grad_sync_options.cpp.
+//   plateau_patience   a plateau is the (patience+1)-th consecutive epoch without progress
+//                      (PyTorch ReduceLROnPlateau / Heat semantics)
+//   S_reduction        halve (paper) or decrement (authors' code: S-1, floor 1)
+//   phases             false: fixed B = B_max, S every epoch, no warm-up, cool-down or plateau
+//                      cycle (the paper's parameter study, Table 2)
 // plus the communicator options (ranks_per_node, link.intra, link.inter, comm.wait, ...).
 //
 // Evaluated model: at epoch boundaries every rank is identical (step 3); after a stop in the
@@ -53,6 +46,8 @@
 #include <memory>
 #include <vector>
 
+#include "dplab/comm/reshard_policy.h"
+#include "dplab/comm/algorithms/algorithm_options.h"
 #include "dplab/comm/distributed_strategy.h"
 #include "dplab/comm/grad_sync.h"
 #include "dplab/optim/schedule.h"
@@ -61,16 +56,18 @@ namespace dplab {
 
 enum class DasoPhase { warmup = 0, cycling = 1, cooldown = 2 };
 
+// The members start at the declared defaults (daso_options.cpp; halve_S's and the wires'
+// initializers repeat them).
 struct DasoConfig {
-  int B_max = 4;
-  int S_init = 1;
-  int64_t warmup_epochs = 4;
-  int64_t cooldown_epochs = 4;
-  double plateau_threshold = 0.05;
-  int plateau_patience = 2;
+  int B_max = static_cast<int>(daso_option_table().default_int("daso.B_max"));
+  int S_init = static_cast<int>(daso_option_table().default_int("daso.S"));
+  int64_t warmup_epochs = daso_option_table().default_int("daso.warmup_epochs");
+  int64_t cooldown_epochs = daso_option_table().default_int("daso.cooldown_epochs");
+  double plateau_threshold = daso_option_table().default_double("daso.plateau_threshold");
+  int plateau_patience = static_cast<int>(daso_option_table().default_int("daso.plateau_patience"));
   bool halve_S = true;  // S_reduction = halve; false: decrement
-  bool phases = true;
-  bool epoch_end_sync = true;
+  bool phases = daso_option_table().default_bool("daso.phases");
+  bool epoch_end_sync = daso_option_table().default_bool("daso.epoch_end_sync");
   DType blocking_wire = DType::bf16;
   DType global_wire = DType::f32;
   static DasoConfig from_options(const Options& opt);
@@ -189,5 +186,9 @@ class DasoStrategy : public DistributedStrategy {
 };
 
 std::unique_ptr<Strategy> make_daso_strategy(std::shared_ptr<Topology> topo, const Options& opt);
+
+// How a checkpoint of daso continues on another number of ranks (--reshard;
+// comm/reshard_policy.h, docs/resharding.md).
+ReshardPolicy daso_reshard_policy(const CheckpointConfig& config);
 
 }  // namespace dplab

@@ -8,65 +8,33 @@
 #include <utility>
 
 #include "dplab/comm/algorithms/algo_state.h"
+#include "dplab/comm/algorithms/algorithm_options.h"
 #include "dplab/comm/algorithms/dcs3gd_functors.h"
 #include "dplab/core/autograd.h"
 #include "dplab/core/backend.h"
-#include "dplab/core/usage_error.h"
 #include "dplab/optim/sgd.h"
 
 namespace dplab {
 
 Dcs3gdOptions Dcs3gdOptions::from_options(const Options& opt) {
+  const OptionTable& t = dcs3gd_option_table();
   Dcs3gdOptions o;
-  o.lambda0 = opt.get_double("dcs3gd.lambda0", o.lambda0);
-  DPLAB_CHECK_OPTION(o.lambda0 >= 0 && std::isfinite(o.lambda0),
-                     "option dcs3gd.lambda0: expected a finite value >= 0, got {}", o.lambda0);
-  const std::string norm = opt.get_string("dcs3gd.norm", "per_tensor");
-  if (norm == "per_tensor")
-    o.norm = Norm::per_tensor;
-  else if (norm == "global")
-    o.norm = Norm::global;
-  else
-    DPLAB_FAIL_OPTION("option dcs3gd.norm: expected per_tensor or global, got '{}'", norm);
-  const std::string from = opt.get_string("dcs3gd.correct_from", "start");
-  if (from == "start")
-    o.correct_after_warmup = false;
-  else if (from == "warmup_end")
-    o.correct_after_warmup = true;
-  else
-    DPLAB_FAIL_OPTION("option dcs3gd.correct_from: expected start or warmup_end, got '{}'", from);
-  const std::string sched = opt.get_string("dcs3gd.schedule", "warmup_linear");
-  if (sched == "warmup_linear")
-    o.schedule = Schedule::warmup_linear;
-  else if (sched == "loop")
-    o.schedule = Schedule::loop;
-  else
-    DPLAB_FAIL_OPTION("option dcs3gd.schedule: expected warmup_linear or loop, got '{}'", sched);
-  o.warmup_epochs = opt.get_double("dcs3gd.warmup_epochs", o.warmup_epochs);
-  o.warmup_frac = opt.get_double("dcs3gd.warmup_frac", o.warmup_frac);
-  DPLAB_CHECK_OPTION(o.warmup_frac >= 0 && o.warmup_frac <= 1,
-                     "option dcs3gd.warmup_frac: expected a value in [0, 1], got {}",
-                     o.warmup_frac);
-  o.wd_mult = opt.get_double("dcs3gd.wd_mult", o.wd_mult);
-  DPLAB_CHECK_OPTION(o.wd_mult >= 0, "option dcs3gd.wd_mult: expected >= 0, got {}", o.wd_mult);
-  const std::string ex = opt.get_string("dcs3gd.wd_exclude", "bn");
-  if (ex == "bn")
-    o.wd_exclude = WdExclude::bn;
-  else if (ex == "bn_bias")
-    o.wd_exclude = WdExclude::bn_bias;
-  else if (ex == "none")
-    o.wd_exclude = WdExclude::none;
-  else
-    DPLAB_FAIL_OPTION("option dcs3gd.wd_exclude: expected bn, bn_bias or none, got '{}'", ex);
-  o.momentum = opt.get_double("dcs3gd.momentum", o.momentum);
-  DPLAB_CHECK_OPTION(o.momentum < 1, "option dcs3gd.momentum: expected < 1, got {}", o.momentum);
-  const std::string wire = opt.get_string("dcs3gd.wire", "f32");
-  o.wire = parse_dtype(wire);
-  const double us = opt.get_double("dcs3gd.progress_us", o.progress_s * 1e6);
-  DPLAB_CHECK_OPTION(us >= 0, "option dcs3gd.progress_us: expected >= 0, got {}", us);
-  o.progress_s = us * 1e-6;
-  DPLAB_CHECK_OPTION(is_floating(o.wire), "option dcs3gd.wire: expected f32, bf16 or f16, got '{}'",
-                     wire);
+  o.lambda0 = t.get_double(opt, "dcs3gd.lambda0");
+  // The choices below are already checked by their rules (dcs3gd_options.cpp).
+  o.norm = t.get_string(opt, "dcs3gd.norm") == "global" ? Norm::global : Norm::per_tensor;
+  o.correct_after_warmup = t.get_string(opt, "dcs3gd.correct_from") == "warmup_end";
+  o.schedule =
+      t.get_string(opt, "dcs3gd.schedule") == "loop" ? Schedule::loop : Schedule::warmup_linear;
+  o.warmup_epochs = t.get_double(opt, "dcs3gd.warmup_epochs");
+  o.warmup_frac = t.get_double(opt, "dcs3gd.warmup_frac");
+  o.wd_mult = t.get_double(opt, "dcs3gd.wd_mult");
+  const std::string ex = t.get_string(opt, "dcs3gd.wd_exclude");
+  o.wd_exclude = ex == "bn_bias" ? WdExclude::bn_bias
+                 : ex == "none"  ? WdExclude::none
+                                 : WdExclude::bn;
+  o.momentum = t.get_double(opt, "dcs3gd.momentum");
+  o.wire = parse_dtype(t.get_string(opt, "dcs3gd.wire"));
+  o.progress_s = t.get_double(opt, "dcs3gd.progress_us") * 1e-6;
   return o;
 }
 
@@ -500,6 +468,22 @@ std::vector<std::string> Dcs3gdStrategy::planned_from_epochs() const {
 
 std::unique_ptr<Strategy> make_dcs3gd_strategy(std::shared_ptr<Topology> topo, const Options& opt) {
   return std::make_unique<Dcs3gdStrategy>(std::move(topo), opt);
+}
+
+
+ReshardPolicy dcs3gd_reshard_policy(const CheckpointConfig&) {
+  ReshardPolicy p = averaging_policy(
+      "the local weights' average; W_bar (global) rank 0's; the momentum V and the pending "
+      "update S averaged (W = W_bar + S still holds, and the next allreduce adds the same "
+      "mean update); the epoch's statistics rank 0's");
+  p.rules.algo = {{"ranks", Combine::fresh},
+                  {"V", Combine::mean},
+                  {"S", Combine::mean},
+                  {"epoch_corrected_steps", Combine::rank0},
+                  {"epoch_compute_s", Combine::rank0},
+                  {"epoch_lambda_sum", Combine::rank0},
+                  {"epoch_d_rel_sum", Combine::rank0}};
+  return p;
 }
 
 }  // namespace dplab

@@ -27,22 +27,22 @@
 // decay term η_t·wd_t is ∝ f² as in the paper's coupled MXNet form. Masks: no weight decay on
 // BatchNorm parameters (ALGORITHMS.md; optionally on biases too, MXNet's default).
 //
-// Options ("dcs3gd." prefix):
-//   lambda0        0.2    λ0 of eq. 17; 0 = no compensation (the ablation)
-//   norm           per_tensor  per_tensor | global: the norms of eq. 17 per tensor or over all
-//   correct_from   start  start | warmup_end: apply the correction from the first step, or only
-//                         after warm-up (one reading of the paper's "re-scaling", notes §5.8)
-//   schedule       warmup_linear  warmup_linear (above) | loop: use the training loop's lr
-//                         (the lr.* schedule) with wd_t = wd·wd_mult·lr_t/lr
-//   warmup_epochs  -1     warm-up length in epochs (fractional allowed); < 0: warmup_frac
-//   warmup_frac    0.1667 warm-up as a fraction of all iterations (paper: 15 of 90 epochs)
-//   wd_mult        2.3    multiplier of --wd
-//   wd_exclude     bn     bn | bn_bias | none: parameters without weight decay
-//   momentum       -1     μ; < 0: the SGD optimizer's momentum (--momentum)
-//   wire           f32    f32, bf16 or f16: wire type of the update allreduce (f32 accumulate)
-//   progress_us    200    a helper thread tests the in-flight allreduce every this many us
-//                         during forward/backward (MPICH progresses only inside MPI calls);
-//                         0 = no helper: the allreduce progresses only in after_backward's wait
+// Options ("dcs3gd." prefix): the keys, defaults and ranges are declared in dcs3gd_options.cpp.
+//   lambda0        0 = no compensation (the ablation)
+//   norm           per_tensor | global: the norms of eq. 17 per tensor or over all
+//   correct_from   start | warmup_end: apply the correction from the first step, or only after
+//                  warm-up (one reading of the paper's "re-scaling", notes §5.8)
+//   schedule       warmup_linear (above) | loop: use the training loop's lr (the lr.* schedule)
+//                  with wd_t = wd·wd_mult·lr_t/lr
+//   warmup_epochs  warm-up length in epochs (fractional allowed); < 0: warmup_frac
+//   warmup_frac    warm-up as a fraction of all iterations (paper: 15 of 90 epochs)
+//   wd_mult        multiplier of --wd
+//   wd_exclude     bn | bn_bias | none: parameters without weight decay
+//   momentum       μ; < 0: the SGD optimizer's momentum (--momentum)
+//   wire           f32, bf16 or f16: wire type of the update allreduce (f32 accumulate)
+//   progress_us    a helper thread tests the in-flight allreduce every this many us during
+//                  forward/backward (MPICH progresses only inside MPI calls); 0 = no helper:
+//                  the allreduce progresses only in after_backward's wait
 // plus the communicator options (ranks_per_node, link.intra, link.inter, comm.wait,
 // comm.timeout_s; see comm/communicator.h).
 #pragma once
@@ -54,26 +54,30 @@
 #include <utility>
 #include <vector>
 
+#include "dplab/comm/reshard_policy.h"
+#include "dplab/comm/algorithms/algorithm_options.h"
 #include "dplab/comm/distributed_strategy.h"
 
 namespace dplab {
 
+// The members start at the declared defaults (dcs3gd_options.cpp; the enums' and the wire's
+// initializers repeat them).
 struct Dcs3gdOptions {
   enum class Norm { per_tensor, global };
   enum class Schedule { warmup_linear, loop };
   enum class WdExclude { bn, bn_bias, none };
-  double lambda0 = 0.2;
+  double lambda0 = dcs3gd_option_table().default_double("dcs3gd.lambda0");
   Norm norm = Norm::per_tensor;
-  bool correct_after_warmup = false;
+  bool correct_after_warmup = false;  // correct_from = start
   Schedule schedule = Schedule::warmup_linear;
-  double warmup_epochs = -1;
-  double warmup_frac = 1.0 / 6.0;
-  double wd_mult = 2.3;
+  double warmup_epochs = dcs3gd_option_table().default_double("dcs3gd.warmup_epochs");
+  double warmup_frac = dcs3gd_option_table().default_double("dcs3gd.warmup_frac");
+  double wd_mult = dcs3gd_option_table().default_double("dcs3gd.wd_mult");
   WdExclude wd_exclude = WdExclude::bn;
-  double momentum = -1;
+  double momentum = dcs3gd_option_table().default_double("dcs3gd.momentum");
   DType wire = DType::f32;
-  double progress_s = 200e-6;
-  // Reads the keys above under "dcs3gd."; a bad value throws naming the key.
+  double progress_s = dcs3gd_option_table().default_double("dcs3gd.progress_us") * 1e-6;
+  // Reads the "dcs3gd." keys (dcs3gd_options.cpp); a bad value throws naming the key.
   static Dcs3gdOptions from_options(const Options& opt);
 };
 
@@ -188,5 +192,9 @@ class Dcs3gdStrategy : public DistributedStrategy {
 };
 
 std::unique_ptr<Strategy> make_dcs3gd_strategy(std::shared_ptr<Topology> topo, const Options& opt);
+
+// How a checkpoint of dcs3gd continues on another number of ranks (--reshard;
+// comm/reshard_policy.h, docs/resharding.md).
+ReshardPolicy dcs3gd_reshard_policy(const CheckpointConfig& config);
 
 }  // namespace dplab

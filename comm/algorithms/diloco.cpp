@@ -1,6 +1,7 @@
 #include "dplab/comm/algorithms/diloco.h"
 
 #include "dplab/comm/algorithms/algo_state.h"
+#include "dplab/comm/algorithms/algorithm_options.h"
 #include "dplab/core/autograd.h"
 #include "dplab/core/backend.h"
 #include "dplab/core/ops/elementwise.h"
@@ -9,22 +10,17 @@
 namespace dplab {
 
 DiLoCoOptions DiLoCoOptions::from_options(const Options& opt) {
+  const OptionTable& t = diloco_option_table();
   DiLoCoOptions o;
-  o.H = opt.get_int("diloco.H", 50);
+  o.H = t.get_int(opt, "diloco.H");
   DPLAB_CHECK_OPTION(!opt.has("diloco.outer_nesterov"),
                      "option diloco.outer_nesterov = {} was replaced by diloco.outer_optim "
                      "(nesterov, sgd or adam)",
                      opt.values().at("diloco.outer_nesterov"));
-  const std::string name = opt.get_string("diloco.outer_optim", "nesterov");
-  if (name == "nesterov") {
-    o.outer_optim = DiLoCoOuterOptim::nesterov;
-  } else if (name == "sgd") {
-    o.outer_optim = DiLoCoOuterOptim::sgd;
-  } else if (name == "adam") {
-    o.outer_optim = DiLoCoOuterOptim::adam;
-  } else {
-    DPLAB_FAIL_OPTION("option diloco.outer_optim: expected nesterov, sgd or adam, got '{}'", name);
-  }
+  const std::string name = t.get_string(opt, "diloco.outer_optim");
+  o.outer_optim = name == "adam"  ? DiLoCoOuterOptim::adam
+                  : name == "sgd" ? DiLoCoOuterOptim::sgd
+                                  : DiLoCoOuterOptim::nesterov;
   const bool adam = o.outer_optim == DiLoCoOuterOptim::adam;
   // Only the chosen outer optimizer's keys are read; a set key of the other one would be
   // silently ignored, so it is refused.
@@ -34,25 +30,16 @@ DiLoCoOptions DiLoCoOptions::from_options(const Options& opt) {
     DPLAB_CHECK_OPTION(!opt.has(key), "option {} = {} does not apply to diloco.outer_optim = {}",
                        key, opt.values().at(key), name);
   // PyTorch's defaults for Adam (torch.optim.Adam: lr 1e-3), the paper's for Nesterov SGD.
-  o.outer_lr = opt.get_double("diloco.outer_lr", adam ? 1e-3 : 0.7);
+  o.outer_lr = adam ? t.get_double(opt, "diloco.outer_lr", 1e-3) : t.get_double(opt, "diloco.outer_lr");
   if (adam) {
-    o.outer_beta1 = opt.get_double("diloco.outer_beta1", 0.9);
-    o.outer_beta2 = opt.get_double("diloco.outer_beta2", 0.999);
-    o.outer_eps = opt.get_double("diloco.outer_eps", 1e-8);
+    o.outer_beta1 = t.get_double(opt, "diloco.outer_beta1");
+    o.outer_beta2 = t.get_double(opt, "diloco.outer_beta2");
+    o.outer_eps = t.get_double(opt, "diloco.outer_eps");
     o.outer_momentum = 0;
   } else {
-    o.outer_momentum = opt.get_double("diloco.outer_momentum", 0.9);
+    o.outer_momentum = t.get_double(opt, "diloco.outer_momentum");
   }
-  o.round_spans_epochs = opt.get_bool("diloco.round_spans_epochs", false);
-  DPLAB_CHECK(o.H >= 1, "option diloco.H: expected >= 1 inner steps per round, got {}", o.H);
-  DPLAB_CHECK(o.outer_lr >= 0, "option diloco.outer_lr: expected >= 0, got {}", o.outer_lr);
-  DPLAB_CHECK(o.outer_momentum >= 0 && o.outer_momentum < 1,
-              "option diloco.outer_momentum: expected a value in [0, 1), got {}", o.outer_momentum);
-  DPLAB_CHECK(o.outer_beta1 >= 0 && o.outer_beta1 < 1,
-              "option diloco.outer_beta1: expected a value in [0, 1), got {}", o.outer_beta1);
-  DPLAB_CHECK(o.outer_beta2 >= 0 && o.outer_beta2 < 1,
-              "option diloco.outer_beta2: expected a value in [0, 1), got {}", o.outer_beta2);
-  DPLAB_CHECK(o.outer_eps >= 0, "option diloco.outer_eps: expected >= 0, got {}", o.outer_eps);
+  o.round_spans_epochs = t.get_bool(opt, "diloco.round_spans_epochs");
   return o;
 }
 
@@ -156,6 +143,13 @@ void DiLoCoStrategy::load_sync_state(const StateDict& in, const RoundPosition&) 
 
 std::unique_ptr<Strategy> make_diloco_strategy(std::shared_ptr<Topology> topo, const Options& opt) {
   return std::make_unique<DiLoCoStrategy>(std::move(topo), opt);
+}
+
+
+ReshardPolicy diloco_reshard_policy(const CheckpointConfig&) {
+  return averaging_policy(
+      "the inner replicas' average; theta and the outer optimizer's state (global) rank 0's; "
+      "the inner optimizer's state averaged");
 }
 
 }  // namespace dplab

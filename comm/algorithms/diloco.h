@@ -63,19 +63,25 @@
 #pragma once
 #include <memory>
 
+#include "dplab/comm/reshard_policy.h"
+#include "dplab/comm/algorithms/algorithm_options.h"
 #include "dplab/comm/algorithms/periodic_sync.h"
 
 namespace dplab {
 
 enum class DiLoCoOuterOptim { sgd, nesterov, adam };
 
+// The options' keys, defaults, ranges and help: diloco_options.cpp; the members start at the
+// declared defaults (nesterov's outer lr).
 struct DiLoCoOptions {
-  int64_t H = 50;
+  int64_t H = diloco_option_table().default_int("diloco.H");
   DiLoCoOuterOptim outer_optim = DiLoCoOuterOptim::nesterov;
-  double outer_lr = 0.7;                                            // adam: 1e-3
-  double outer_momentum = 0.9;                                      // sgd, nesterov
-  double outer_beta1 = 0.9, outer_beta2 = 0.999, outer_eps = 1e-8;  // adam
-  bool round_spans_epochs = false;
+  double outer_lr = diloco_option_table().default_double("diloco.outer_lr");  // adam: 1e-3
+  double outer_momentum = diloco_option_table().default_double("diloco.outer_momentum");
+  double outer_beta1 = diloco_option_table().default_double("diloco.outer_beta1");  // adam
+  double outer_beta2 = diloco_option_table().default_double("diloco.outer_beta2");
+  double outer_eps = diloco_option_table().default_double("diloco.outer_eps");
+  bool round_spans_epochs = diloco_option_table().default_bool("diloco.round_spans_epochs");
   static DiLoCoOptions from_options(const Options& opt);
 };
 
@@ -111,5 +117,9 @@ class DiLoCoStrategy : public PeriodicSyncStrategy {
 };
 
 std::unique_ptr<Strategy> make_diloco_strategy(std::shared_ptr<Topology> topo, const Options& opt);
+
+// How a checkpoint of diloco continues on another number of ranks (--reshard;
+// comm/reshard_policy.h, docs/resharding.md).
+ReshardPolicy diloco_reshard_policy(const CheckpointConfig& config);
 
 }  // namespace dplab

@@ -5,31 +5,28 @@
 #include <algorithm>
 
 #include "dplab/comm/algorithms/algo_state.h"
+#include "dplab/comm/algorithms/algorithm_options.h"
 #include "dplab/core/autograd.h"
 #include "dplab/core/ops.h"
-#include "dplab/core/usage_error.h"
 
 namespace dplab {
 
 namespace {
 
+// The choices of hybrid.mode, hybrid.split and hybrid.counter, from values their rules
+// (hybrid_options.cpp) already checked.
 HybridMode parse_mode(const std::string& s) {
-  if (s == "hybrid") return HybridMode::hybrid;
   if (s == "each_iter") return HybridMode::each_iter;
   if (s == "only_end") return HybridMode::only_end;
-  DPLAB_FAIL_OPTION("option hybrid.mode: expected hybrid, each_iter or only_end, got '{}'", s);
+  return HybridMode::hybrid;
 }
 
 HybridSplit parse_split(const std::string& s) {
-  if (s == "ceil") return HybridSplit::ceil;
-  if (s == "thirds") return HybridSplit::thirds;
-  DPLAB_FAIL_OPTION("option hybrid.split: expected ceil or thirds, got '{}'", s);
+  return s == "thirds" ? HybridSplit::thirds : HybridSplit::ceil;
 }
 
 HybridCounter parse_counter(const std::string& s) {
-  if (s == "global") return HybridCounter::global;
-  if (s == "epoch") return HybridCounter::epoch;
-  DPLAB_FAIL_OPTION("option hybrid.counter: expected global or epoch, got '{}'", s);
+  return s == "epoch" ? HybridCounter::epoch : HybridCounter::global;
 }
 
 // The iteration before `s` (steps_per_epoch is the same in every epoch).
@@ -80,20 +77,16 @@ HybridAction stage_action(const HybridConfig& cfg, const StepInfo& s) {
 }  // namespace
 
 HybridConfig HybridConfig::from_options(const Options& opt) {
+  const OptionTable& t = hybrid_option_table();
   HybridConfig c;
-  c.mode = parse_mode(opt.get_string("hybrid.mode", "hybrid"));
-  c.W = opt.get_int("hybrid.W", c.W);
-  c.R = opt.get_int("hybrid.R", c.R);
-  c.split = parse_split(opt.get_string("hybrid.split", "ceil"));
-  c.counter = parse_counter(opt.get_string("hybrid.counter", "global"));
-  c.carry_grad = opt.get_bool("hybrid.carry_grad", c.carry_grad);
-  c.final_average = opt.get_bool("hybrid.final_average", c.final_average);
-  const std::string acc = opt.get_string("hybrid.accumulate", "sum");
-  DPLAB_CHECK(acc == "sum" || acc == "mean",
-              "option hybrid.accumulate: expected sum or mean, got '{}'", acc);
-  c.accumulate_mean = acc == "mean";
-  DPLAB_CHECK_OPTION(c.W >= 1, "option hybrid.W: expected >= 1, got {}", c.W);
-  DPLAB_CHECK_OPTION(c.R >= 1, "option hybrid.R: expected >= 1, got {}", c.R);
+  c.mode = parse_mode(t.get_string(opt, "hybrid.mode"));
+  c.W = t.get_int(opt, "hybrid.W");
+  c.R = t.get_int(opt, "hybrid.R");
+  c.split = parse_split(t.get_string(opt, "hybrid.split"));
+  c.counter = parse_counter(t.get_string(opt, "hybrid.counter"));
+  c.carry_grad = t.get_bool(opt, "hybrid.carry_grad");
+  c.final_average = t.get_bool(opt, "hybrid.final_average");
+  c.accumulate_mean = t.get_string(opt, "hybrid.accumulate") == "mean";
   return c;
 }
 
@@ -290,6 +283,15 @@ bool HybridStrategy::consensus_eval(const std::function<void()>& evaluate) {
 
 std::unique_ptr<Strategy> make_hybrid_strategy(std::shared_ptr<Topology> topo, const Options& opt) {
   return std::make_unique<HybridStrategy>(std::move(topo), opt);
+}
+
+
+ReshardPolicy hybrid_reshard_policy(const CheckpointConfig&) {
+  ReshardPolicy p = averaging_policy(
+      "the replicas' average; the stage and sync count (global) rank 0's; the gradient "
+      "accumulated since the last sync and the optimizer's state averaged");
+  p.rules.algo = {{"grad", Combine::mean}, compression_residuals_rule()};
+  return p;
 }
 
 }  // namespace dplab

@@ -34,24 +34,21 @@
 // Modes: hybrid (the three stages), each_iter (P-SGD every iteration, models identical, no final
 // average), only_end (local steps every iteration, no communication until the final average).
 //
-// Options ("hybrid." prefix):
-//   mode           hybrid   hybrid | each_iter | only_end
-//   W              8        stage-2 accumulation length (>= 1)
-//   R              12       stage-3 sync interval (>= 1)
-//   split          ceil     ceil | thirds
-//   counter        global   global | epoch
-//   carry_grad     true     stage 2 starts on top of the last stage-1 gradient (thesis code)
-//   final_average  true     average the parameters once at the end (ignored by each_iter)
-//   accumulate     sum      sum | mean: stage 2 steps on the sum of the W accumulated mean
-//                           gradients (thesis code) or on that sum divided by W (the big-batch
-//                           mean; not in the thesis, a study variant: studies/hybrid/README.md)
-//   bucket_cap_mb, first_bucket_mb, wire, hierarchical: GradSync (see comm/grad_sync.h)
+// Options ("hybrid." prefix): the keys, defaults and ranges are declared in hybrid_options.cpp,
+// GradSync's (bucket_cap_mb, first_bucket_mb, wire, hierarchical, ...) in
+// comm/grad_sync_options.cpp.
+//   final_average  ignored by each_iter
+//   accumulate     sum | mean: stage 2 steps on the sum of the W accumulated mean gradients
+//                  (thesis code) or on that sum divided by W (the big-batch mean; not in the
+//                  thesis, a study variant: studies/hybrid/README.md)
 // plus the communicator options (ranks_per_node, link.*, comm.*; comm/communicator.h).
 // state(): stage, mode (0 hybrid, 1 each_iter, 2 only_end), W, R, syncs (gradient allreduce
 // iterations so far), final_averaged (0/1).
 #pragma once
 #include <memory>
 
+#include "dplab/comm/reshard_policy.h"
+#include "dplab/comm/algorithms/algorithm_options.h"
 #include "dplab/comm/distributed_strategy.h"
 #include "dplab/comm/grad_sync.h"
 
@@ -61,16 +58,19 @@ enum class HybridMode { hybrid, each_iter, only_end };
 enum class HybridSplit { ceil, thirds };
 enum class HybridCounter { global, epoch };
 
+// The members start at the declared defaults (hybrid_options.cpp; the enums' and accumulate's
+// initializers repeat them).
 struct HybridConfig {
   HybridMode mode = HybridMode::hybrid;
-  int64_t W = 8;
-  int64_t R = 12;
+  int64_t W = hybrid_option_table().default_int("hybrid.W");
+  int64_t R = hybrid_option_table().default_int("hybrid.R");
   HybridSplit split = HybridSplit::ceil;
   HybridCounter counter = HybridCounter::global;
-  bool carry_grad = true;
-  bool final_average = true;
+  bool carry_grad = hybrid_option_table().default_bool("hybrid.carry_grad");
+  bool final_average = hybrid_option_table().default_bool("hybrid.final_average");
   bool accumulate_mean = false;  // accumulate = mean
-  // Reads the "hybrid.*" keys above (every key is read, so typos are reported by the driver).
+  // Reads hybrid's own "hybrid.*" keys (hybrid_options.cpp; every key is read, so typos are
+  // reported by the driver).
   static HybridConfig from_options(const Options& opt);
 };
 
@@ -134,5 +134,9 @@ class HybridStrategy : public DistributedStrategy {
 };
 
 std::unique_ptr<Strategy> make_hybrid_strategy(std::shared_ptr<Topology> topo, const Options& opt);
+
+// How a checkpoint of hybrid continues on another number of ranks (--reshard;
+// comm/reshard_policy.h, docs/resharding.md).
+ReshardPolicy hybrid_reshard_policy(const CheckpointConfig& config);
 
 }  // namespace dplab

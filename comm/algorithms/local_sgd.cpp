@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "dplab/comm/algorithms/algorithm_options.h"
 #include "dplab/core/autograd.h"
 #include "dplab/core/ops/elementwise.h"
 #include "dplab/core/usage_error.h"
@@ -22,10 +23,10 @@ void average_parameters(CommMeter& meter, Communicator& comm, ParamArena& arena,
 
 namespace {
 PeriodicSyncConfig local_sgd_rounds(const Options& opt) {
-  const int64_t H = opt.get_int("local_sgd.H", 4);
-  DPLAB_CHECK_OPTION(H >= 1, "option local_sgd.H: expected >= 1, got {}", H);
+  const OptionTable& t = local_sgd_option_table();
+  const int64_t H = t.get_int(opt, "local_sgd.H");
   return {.period = H,
-          .round_spans_epochs = opt.get_bool("local_sgd.round_spans_epochs", false),
+          .round_spans_epochs = t.get_bool(opt, "local_sgd.round_spans_epochs"),
           .period_key = "H",
           .steps_key = "since_average",
           .rounds_key = "averages",
@@ -37,9 +38,7 @@ LocalSgdStrategy::LocalSgdStrategy(std::shared_ptr<Topology> topo, const Options
                                    bool post_local)
     : PeriodicSyncStrategy(std::move(topo), local_sgd_rounds(opt)), post_local_(post_local) {
   if (post_local_) {
-    switch_epoch_ = opt.get_int("post_local_sgd.switch_epoch", 1);
-    DPLAB_CHECK_OPTION(switch_epoch_ >= 0,
-                       "option post_local_sgd.switch_epoch: expected >= 0, got {}", switch_epoch_);
+    switch_epoch_ = post_local_sgd_option_table().get_int(opt, "post_local_sgd.switch_epoch");
     sync_opt_ = GradSyncOptions::from_options(opt, "allreduce.");
   }
 }
@@ -143,6 +142,15 @@ std::unique_ptr<Strategy> make_local_sgd_strategy(std::shared_ptr<Topology> topo
 std::unique_ptr<Strategy> make_post_local_sgd_strategy(std::shared_ptr<Topology> topo,
                                                        const Options& opt) {
   return std::make_unique<LocalSgdStrategy>(std::move(topo), opt, true);
+}
+
+
+ReshardPolicy local_sgd_reshard_policy(const CheckpointConfig&) {
+  ReshardPolicy p = averaging_policy(
+      "the replicas' average (a round's end, early: the round goes on from it); the "
+      "optimizer's state averaged");
+  p.rules.algo = {compression_residuals_rule()};
+  return p;
 }
 
 }  // namespace dplab

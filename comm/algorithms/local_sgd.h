@@ -14,17 +14,19 @@
 // (gradient average every step through GradSync, as comm/algorithms/allreduce.h) for the first
 // `post_local_sgd.switch_epoch` epochs (no rounds run then), then local SGD with period H.
 //
-// Options:
-//   local_sgd.H                     4     local steps between parameter averages (both)
-//   local_sgd.round_spans_epochs    false true: a period continues across epoch boundaries
-//   post_local_sgd.switch_epoch     1     epochs of AllReduce-SGD before switching to local SGD
-//   allreduce.*                           GradSync options of the AllReduce-SGD phase
+// Options: the keys, their defaults and ranges are declared in local_sgd_options.cpp:
+//   local_sgd.H                     local steps between parameter averages (both)
+//   local_sgd.round_spans_epochs    true: a period continues across epoch boundaries
+//   post_local_sgd.switch_epoch     epochs of AllReduce-SGD before switching to local SGD
+//   allreduce.*                     GradSync options of the AllReduce-SGD phase
+//                                   (comm/grad_sync_options.h)
 // plus the communicator options (ranks_per_node, link.*, comm.*).
 //
 // state(): H, averages (parameter averages since the start), phase (0 allreduce, 1 local).
 #pragma once
 #include <memory>
 
+#include "dplab/comm/reshard_policy.h"
 #include "dplab/comm/algorithms/periodic_sync.h"
 #include "dplab/comm/grad_sync.h"
 
@@ -85,5 +87,9 @@ std::unique_ptr<Strategy> make_local_sgd_strategy(std::shared_ptr<Topology> topo
                                                   const Options& opt);
 std::unique_ptr<Strategy> make_post_local_sgd_strategy(std::shared_ptr<Topology> topo,
                                                        const Options& opt);
+
+// How a checkpoint of local_sgd and post_local_sgd continues on another number of ranks (--reshard;
+// comm/reshard_policy.h, docs/resharding.md).
+ReshardPolicy local_sgd_reshard_policy(const CheckpointConfig& config);
 
 }  // namespace dplab

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "dplab/comm/algorithms/algo_state.h"
+#include "dplab/comm/algorithms/algorithm_options.h"
 #include "dplab/core/usage_error.h"
 
 namespace dplab {
@@ -21,9 +22,15 @@ std::vector<int64_t> parse_times(const std::string& s) {
     try {
       r.push_back(std::stoll(item));
     } catch (const std::exception&) {
-      DPLAB_FAIL_OPTION("option oscars.t_us: '{}' is not an integer (in '{}')", item, s);
+      DPLAB_FAIL_OPTION(
+          "option oscars.t_us: expected integers >= 1 (us) separated by commas, got '{}' ('{}' "
+          "is not an integer)",
+          s, item);
     }
-    DPLAB_CHECK_OPTION(r.back() >= 1, "option oscars.t_us: {} < 1 us (in '{}')", r.back(), s);
+    DPLAB_CHECK_OPTION(r.back() >= 1,
+                       "option oscars.t_us: expected integers >= 1 (us) separated by commas, got "
+                       "'{}' ({} < 1)",
+                       s, r.back());
     pos = end + 1;
   }
   return r;
@@ -47,32 +54,26 @@ int64_t parse_resolution(const std::string& s) {
 }
 }  // namespace
 
+// The keys, defaults and ranges: oscars_options.cpp.
 OscarsStrategy::OscarsStrategy(std::shared_ptr<Topology> topo, const Options& opt)
     : DistributedStrategy(std::move(topo)),
-      discard_(opt.get_int("oscars.profile_discard", 5)),
-      measure_(opt.get_int("oscars.profile_measure", 20)),
-      reprofile_rounds_(opt.get_int("oscars.reprofile_rounds", 0)) {
-  search_opt_.M = opt.get_int("oscars.M", 4);
-  search_opt_.tau_cap = opt.get_int("oscars.tau_max", 0);
-  search_opt_.mode = parse_oscars_search_mode(opt.get_string("oscars.search", "exact"));
-  search_opt_.text_step_us = opt.get_int("oscars.text_step_us", 1000);
-  fixed_t_us_ = parse_times(opt.get_string("oscars.t_us", ""));
-  resolution_opt_ = parse_resolution(opt.get_string("oscars.resolution_us", "measured"));
-  if (resolution_opt_ < 0 && fixed_t_us_.empty()) {  // read only where it applies
-    resolution_rel_ = opt.get_double("oscars.resolution_rel", 0.1);
-    DPLAB_CHECK_OPTION(resolution_rel_ >= 0 && resolution_rel_ < 1,
-                       "option oscars.resolution_rel: expected a fraction in [0, 1), got {}",
-                       resolution_rel_);
-  }
-  DPLAB_CHECK_OPTION(discard_ >= 0, "option oscars.profile_discard: expected >= 0, got {}",
-                     discard_);
-  DPLAB_CHECK_OPTION(measure_ >= 1, "option oscars.profile_measure: expected >= 1, got {}",
-                     measure_);
-  DPLAB_CHECK_OPTION(reprofile_rounds_ >= 0,
-                     "option oscars.reprofile_rounds: expected >= 0, got {}", reprofile_rounds_);
+      discard_(oscars_option_table().get_int(opt, "oscars.profile_discard")),
+      measure_(oscars_option_table().get_int(opt, "oscars.profile_measure")),
+      reprofile_rounds_(oscars_option_table().get_int(opt, "oscars.reprofile_rounds")) {
+  const OptionTable& t = oscars_option_table();
+  search_opt_.M = t.get_int(opt, "oscars.M");
+  search_opt_.tau_cap = t.get_int(opt, "oscars.tau_max");
+  search_opt_.mode = parse_oscars_search_mode(t.get_string(opt, "oscars.search"));
+  search_opt_.text_step_us = t.get_int(opt, "oscars.text_step_us");
+  fixed_t_us_ = parse_times(t.get_string(opt, "oscars.t_us"));
+  resolution_opt_ = parse_resolution(t.get_string(opt, "oscars.resolution_us"));
+  if (resolution_opt_ < 0 && fixed_t_us_.empty())  // read only where it applies
+    resolution_rel_ = t.get_double(opt, "oscars.resolution_rel");
   DPLAB_CHECK_OPTION(fixed_t_us_.empty() || int(fixed_t_us_.size()) == world_size(),
-                     "option oscars.t_us: {} times for {} ranks", fixed_t_us_.size(), world_size());
-  // Checked here so a typo fails before training (the search itself runs after profiling).
+                     "option oscars.t_us: expected one time per rank ({}), got {} times",
+                     world_size(), fixed_t_us_.size());
+  // Checked here so a typo fails before training (the search itself runs after profiling): M,
+  // tau_max and text_step_us against the search's own limits.
   oscars_search(std::vector<int64_t>{1}, search_opt_);
 }
 
@@ -372,6 +373,20 @@ std::map<std::string, double> OscarsStrategy::state() const {
 
 std::unique_ptr<Strategy> make_oscars_strategy(std::shared_ptr<Topology> topo, const Options& opt) {
   return std::make_unique<OscarsStrategy>(std::move(topo), opt);
+}
+
+
+ReshardPolicy oscars_reshard_policy(const CheckpointConfig&) {
+  ReshardPolicy p = averaging_policy(
+      "the replicas' average; the per-rank schedule (profile, tau, round position) derived "
+      "anew for the new world as at a run's start; the optimizer's state averaged (its step "
+      "count rank 0's)");
+  p.rules.algo = {{"rounds", Combine::rank0},
+                  {"averages", Combine::rank0},
+                  {"searches", Combine::rank0},
+                  {"*", Combine::fresh}};
+  p.rules.differing_step_counts = true;
+  return p;
 }
 
 }  // namespace dplab

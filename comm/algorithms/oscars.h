@@ -34,20 +34,21 @@
 // shard and a rank with tau_i < R processes about tau_i/R of its shard (a different random part
 // each epoch, the sampler reshuffles); an "epoch" is the fastest rank's pass.
 //
-// Options ("oscars." prefix):
-//   M                  4     the step-gap bound of Eq. 3 (tau_fast - tau_slow < M)
-//   tau_max            0     largest tau; 0: no cap, Eq. 3 as written (a cap departs from it)
-//   search             exact exact | alg1 ("Algorithm 1 literal": T = i*t_max) | text (T += step)
-//   text_step_us       1000  the T increment of the "text" reading
-//   profile_discard    5     profiling iterations discarded (warm-up)
-//   profile_measure    20    profiling iterations measured (median)
-//   reprofile_rounds   0     re-measure and re-search every N rounds (0: never)
-//   t_us               ""    fixed iteration times "t0,t1,..." in us instead of profiling (tests)
-//   resolution_us      measured  waits (and times) within this many us count as equal;
-//                            measured: the largest 10th-to-90th-percentile range of any
-//                            rank's profiled times, at least resolution_rel of the fastest
-//                            time (0 with t_us, which are exact)
-//   resolution_rel     0.1   the least measured resolution, a fraction of the fastest time
+// Options ("oscars." prefix; the keys, their defaults and ranges are declared in
+// oscars_options.cpp):
+//   M                  the step-gap bound of Eq. 3 (tau_fast - tau_slow < M)
+//   tau_max            largest tau; 0: no cap, Eq. 3 as written (a cap departs from it)
+//   search             exact | alg1 ("Algorithm 1 literal": T = i*t_max) | text (T += step)
+//   text_step_us       the T increment of the "text" reading
+//   profile_discard    profiling iterations discarded (warm-up)
+//   profile_measure    profiling iterations measured (median)
+//   reprofile_rounds   re-measure and re-search every N rounds (0: never)
+//   t_us               fixed iteration times "t0,t1,..." in us instead of profiling (tests)
+//   resolution_us      waits (and times) within this many us count as equal;
+//                      measured: the largest 10th-to-90th-percentile range of any rank's
+//                      profiled times, at least resolution_rel of the fastest time (0 with
+//                      t_us, which are exact)
+//   resolution_rel     the least measured resolution, a fraction of the fastest time
 // plus the communicator options (ranks_per_node, link.*, comm.*).
 //
 // state(): T_us, tau (this rank), tau_min, tau_max, t_us (this rank's measured time),
@@ -59,6 +60,7 @@
 #pragma once
 #include <memory>
 
+#include "dplab/comm/reshard_policy.h"
 #include "dplab/comm/algorithms/oscars_search.h"
 #include "dplab/comm/distributed_strategy.h"
 
@@ -129,5 +131,9 @@ class OscarsStrategy : public DistributedStrategy {
 };
 
 std::unique_ptr<Strategy> make_oscars_strategy(std::shared_ptr<Topology> topo, const Options& opt);
+
+// How a checkpoint of oscars continues on another number of ranks (--reshard;
+// comm/reshard_policy.h, docs/resharding.md).
+ReshardPolicy oscars_reshard_policy(const CheckpointConfig& config);
 
 }  // namespace dplab

@@ -40,18 +40,26 @@
 #include <string>
 #include <vector>
 
+#include "dplab/comm/algorithms/algorithm_options.h"
+
 namespace dplab {
 
 enum class OscarsSearchMode { exact, alg1, text };
 
 OscarsSearchMode parse_oscars_search_mode(const std::string& s);  // "exact", "alg1", "text"
 
+// The members start at the declared defaults of the oscars.* keys (oscars_options.cpp).
 struct OscarsSearchOptions {
-  int64_t M = 4;        // bound on the local-step gap (tau_fast - tau_slow < M)
-  int64_t tau_cap = 0;  // largest tau any worker may get; 0: no cap (Eq. 3 as written)
-  OscarsSearchMode mode = OscarsSearchMode::exact;
-  int64_t text_step_us = 1000;  // T increment of the "text" reading
-  int64_t resolution_us = 0;    // eps: waits within eps count as equal; 0: Eq. 3 exactly
+  // bound on the local-step gap (tau_fast - tau_slow < M)
+  int64_t M = oscars_option_table().default_int("oscars.M");
+  // largest tau any worker may get; 0: no cap (Eq. 3 as written)
+  int64_t tau_cap = oscars_option_table().default_int("oscars.tau_max");
+  OscarsSearchMode mode = OscarsSearchMode::exact;  // oscars.search's declared default
+  // T increment of the "text" reading
+  int64_t text_step_us = oscars_option_table().default_int("oscars.text_step_us");
+  // eps: waits within eps count as equal; 0: Eq. 3 exactly. Not oscars.resolution_us's default
+  // (measured): the strategy sets the resolution it computes.
+  int64_t resolution_us = 0;
 };
 
 struct OscarsSchedule {

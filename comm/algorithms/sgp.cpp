@@ -4,9 +4,9 @@
 #include <cmath>
 
 #include "dplab/comm/algorithms/algo_state.h"
+#include "dplab/comm/algorithms/algorithm_options.h"
 #include "dplab/core/backend.h"
 #include "dplab/core/error.h"
-#include "dplab/core/usage_error.h"
 
 namespace dplab {
 
@@ -42,9 +42,7 @@ SgpPeers sgp_peers(int n, int rank, int64_t round) {
 SgpStrategy::SgpStrategy(std::shared_ptr<Topology> topo, const Options& opt)
     : DistributedStrategy(std::move(topo)),
       book_(sgp_phone_book(world_size())),
-      interval_(opt.get_int("sgp.interval", 1)) {
-  DPLAB_CHECK_OPTION(interval_ >= 1, "option sgp.interval: expected >= 1, got {}", interval_);
-}
+      interval_(sgp_option_table().get_int(opt, "sgp.interval")) {}
 
 void SgpStrategy::setup(TrainContext& ctx) {
   DistributedStrategy::setup(ctx);  // every rank starts from rank 0's z (and w = 1)
@@ -252,6 +250,19 @@ std::map<std::string, double> SgpStrategy::state() const {
 
 std::unique_ptr<Strategy> make_sgp_strategy(std::shared_ptr<Topology> topo, const Options& opt) {
   return std::make_unique<SgpStrategy>(std::move(topo), opt);
+}
+
+
+ReshardPolicy sgp_reshard_policy(const CheckpointConfig&) {
+  ReshardPolicy p = averaging_policy(
+      "the push-sum consensus sum_i w_i z_i / sum_i w_i on every rank with weight 1 (the "
+      "weights sum to the new world size), the gossip's hops those of the new world; the "
+      "optimizer's state averaged");
+  p.rules.algo = {
+      {"ranks", Combine::fresh}, {"weights", Combine::fresh}, {"last_hop", Combine::fresh}};
+  p.rules.set = {{"push_sum_weight", "1"}};
+  p.rules.model_weight = "push_sum_weight";
+  return p;
 }
 
 }  // namespace dplab

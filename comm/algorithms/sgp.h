@@ -21,13 +21,15 @@
 //
 // Evaluated model: rank 0's z; consensus_eval() offers Σ_i x_i / Σ_i w_i.
 //
-// Options ("sgp." prefix): interval (I >= 1, default 1: gossip every step). The communicator
-// options (ranks_per_node, link.intra, link.inter, comm.*) apply. accumulate_steps stays
-// refused: the loop calls after_step once per micro-batch, so a gossip would mix parameters
-// in the middle of an accumulation group; sgp.interval is the way to communicate less often.
+// Options ("sgp." prefix): interval I (gossip every I-th step, local steps between); its default
+// and range are declared in sgp_options.cpp. The communicator options (ranks_per_node,
+// link.intra, link.inter, comm.*) apply. accumulate_steps stays refused: the loop calls
+// after_step once per micro-batch, so a gossip would mix parameters in the middle of an
+// accumulation group; sgp.interval is the way to communicate less often.
 #pragma once
 #include <memory>
 
+#include "dplab/comm/reshard_policy.h"
 #include "dplab/comm/distributed_strategy.h"
 
 namespace dplab {
@@ -94,5 +96,9 @@ class SgpStrategy : public DistributedStrategy {
 };
 
 std::unique_ptr<Strategy> make_sgp_strategy(std::shared_ptr<Topology> topo, const Options& opt);
+
+// How a checkpoint of sgp continues on another number of ranks (--reshard;
+// comm/reshard_policy.h, docs/resharding.md).
+ReshardPolicy sgp_reshard_policy(const CheckpointConfig& config);
 
 }  // namespace dplab

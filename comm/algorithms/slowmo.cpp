@@ -1,41 +1,31 @@
 #include "dplab/comm/algorithms/slowmo.h"
 
 #include "dplab/comm/algorithms/algo_state.h"
+#include "dplab/comm/algorithms/algorithm_options.h"
 #include "dplab/comm/algorithms/local_sgd.h"
 #include "dplab/core/autograd.h"
 #include "dplab/core/backend.h"
 #include "dplab/core/ops/elementwise.h"
+#include "dplab/core/usage_error.h"
 
 namespace dplab {
 
 SlowMoOptions SlowMoOptions::from_options(const Options& opt) {
+  const OptionTable& t = slowmo_option_table();
   SlowMoOptions o;
-  o.frequency = opt.get_int("slowmo.frequency", 48);
-  o.lr = opt.get_double("slowmo.lr", 1.0);
-  o.momentum = opt.get_double("slowmo.momentum", 0.5);
-  const std::string base = opt.get_string("slowmo.base", "local");
-  DPLAB_CHECK(base == "local" || base == "sgp",
-              "option slowmo.base: expected local (local SGD) or sgp (stochastic gradient push), "
-              "got '{}'",
-              base);
-  o.sgp_base = base == "sgp";
-  o.localsgd_frequency = opt.get_int("slowmo.localsgd_frequency", 3);
-  DPLAB_CHECK(o.localsgd_frequency >= 0,
-              "option slowmo.localsgd_frequency: expected >= 0 base steps (0: no averaging inside "
-              "a round), got {}",
-              o.localsgd_frequency);
+  o.frequency = t.get_int(opt, "slowmo.frequency");
+  o.lr = t.get_double(opt, "slowmo.lr");
+  o.momentum = t.get_double(opt, "slowmo.momentum");
+  o.sgp_base = t.get_string(opt, "slowmo.base") == "sgp";  // local or sgp
+  o.localsgd_frequency = t.get_int(opt, "slowmo.localsgd_frequency");
   // Node workers: fairscale's default with its LocalSGD base; not offered over SGP (below).
-  o.node_workers = opt.get_bool("slowmo.node_workers", !o.sgp_base);
-  DPLAB_CHECK(!(o.node_workers && o.sgp_base),
-              "option slowmo.node_workers = true: node workers are implemented for slowmo.base = "
-              "local only; with slowmo.base = sgp every rank is a worker (set node_workers = "
-              "false)");
-  o.round_spans_epochs = opt.get_bool("slowmo.round_spans_epochs", false);
-  DPLAB_CHECK(o.frequency >= 1, "option slowmo.frequency: expected >= 1 base steps, got {}",
-              o.frequency);
-  DPLAB_CHECK(o.lr >= 0, "option slowmo.lr: expected >= 0, got {}", o.lr);
-  DPLAB_CHECK(o.momentum >= 0 && o.momentum < 1,
-              "option slowmo.momentum: expected a value in [0, 1), got {}", o.momentum);
+  o.node_workers = t.get_bool(opt, "slowmo.node_workers", !o.sgp_base);
+  DPLAB_CHECK_OPTION(!(o.node_workers && o.sgp_base),
+                     "option slowmo.node_workers: expected false with slowmo.base = sgp (node "
+                     "workers are implemented for slowmo.base = local only; with sgp every rank "
+                     "is a worker), got '{}'",
+                     opt.values().at("slowmo.node_workers"));
+  o.round_spans_epochs = t.get_bool(opt, "slowmo.round_spans_epochs");
   return o;
 }
 
@@ -208,6 +198,22 @@ void SlowMoStrategy::load_sync_state(const StateDict& in, const RoundPosition&) 
 
 std::unique_ptr<Strategy> make_slowmo_strategy(std::shared_ptr<Topology> topo, const Options& opt) {
   return std::make_unique<SlowMoStrategy>(std::move(topo), opt);
+}
+
+
+// An SGP base ("sgp." state) reshards as sgp does.
+ReshardPolicy slowmo_reshard_policy(const CheckpointConfig&) {
+  ReshardPolicy p = averaging_policy(
+      "the inner replicas' average (an SGP base: weighted by the push-sum weights, which "
+      "restart at 1); x_start and the slow momentum (global) rank 0's; the optimizer's state "
+      "averaged");
+  p.rules.algo = {{"sgp.ranks", Combine::fresh},
+                  {"sgp.weights", Combine::fresh},
+                  {"sgp.last_hop", Combine::fresh},
+                  compression_residuals_rule()};
+  p.rules.set = {{"sgp.push_sum_weight", "1"}};
+  p.rules.model_weight = "sgp.push_sum_weight";
+  return p;
 }
 
 }  // namespace dplab

@@ -52,14 +52,16 @@
 // same: it disables LocalSGD when there is no second node). The metrics' state says `workers`. γ_t
 // must be > 0 at every average (line 8 divides by it).
 //
-// Options (fairscale's SlowMoDistributedDataParallel defaults, its default algorithm):
-//   slowmo.frequency           48     τ
-//   slowmo.lr                  1      α
-//   slowmo.momentum            0.5    β (0: no slow momentum)
-//   slowmo.base                local  local or sgp (sgp.interval applies to its gossip)
-//   slowmo.localsgd_frequency  3      k (base local; 0: none)
-//   slowmo.node_workers        true with base local, false with sgp (true refused there)
-//   slowmo.round_spans_epochs  false  true: rounds continue across epoch boundaries
+// Options (fairscale's SlowMoDistributedDataParallel defaults, its default algorithm; the keys,
+// their defaults and ranges are declared in slowmo_options.cpp):
+//   slowmo.frequency           τ
+//   slowmo.lr                  α
+//   slowmo.momentum            β (0: no slow momentum)
+//   slowmo.base                local or sgp (sgp.interval applies to its gossip)
+//   slowmo.localsgd_frequency  k (base local; 0: none)
+//   slowmo.node_workers        the ranks of a node form one worker (base local only: true is
+//                              refused with sgp)
+//   slowmo.round_spans_epochs  true: rounds continue across epoch boundaries
 //
 // Checkpoints: x_{t,0} of the round in progress ("x_start"), u ("slow_momentum", when β > 0),
 // base steps done in the round and rounds so far; with base sgp, SGP's state under "sgp." (its
@@ -68,19 +70,26 @@
 #pragma once
 #include <memory>
 
+#include "dplab/comm/reshard_policy.h"
+#include "dplab/comm/algorithms/algorithm_options.h"
 #include "dplab/comm/algorithms/periodic_sync.h"
 #include "dplab/comm/algorithms/sgp.h"
 
 namespace dplab {
 
+// The options' keys, defaults, ranges and help: slowmo_options.cpp; the members start at the
+// declared defaults (base local, so node workers).
 struct SlowMoOptions {
-  int64_t frequency = 48;          // τ
-  double lr = 1.0;                 // α
-  double momentum = 0.5;           // β
-  bool sgp_base = false;           // slowmo.base = sgp
-  int64_t localsgd_frequency = 3;  // k: base averages inside a round (0: none)
-  bool node_workers = true;        // the ranks of a node form one worker (base local)
-  bool round_spans_epochs = false;
+  int64_t frequency = slowmo_option_table().default_int("slowmo.frequency");  // τ
+  double lr = slowmo_option_table().default_double("slowmo.lr");              // α
+  double momentum = slowmo_option_table().default_double("slowmo.momentum");  // β
+  bool sgp_base = false;  // slowmo.base = sgp (the declared default is local)
+  // k: base averages inside a round (0: none)
+  int64_t localsgd_frequency = slowmo_option_table().default_int("slowmo.localsgd_frequency");
+  // the ranks of a node form one worker (base local); slowmo.node_workers' declared default is
+  // computed (true with base local)
+  bool node_workers = true;
+  bool round_spans_epochs = slowmo_option_table().default_bool("slowmo.round_spans_epochs");
   static SlowMoOptions from_options(const Options& opt);
 };
 
@@ -141,5 +150,9 @@ class SlowMoStrategy : public PeriodicSyncStrategy {
 };
 
 std::unique_ptr<Strategy> make_slowmo_strategy(std::shared_ptr<Topology> topo, const Options& opt);
+
+// How a checkpoint of slowmo continues on another number of ranks (--reshard;
+// comm/reshard_policy.h, docs/resharding.md).
+ReshardPolicy slowmo_reshard_policy(const CheckpointConfig& config);
 
 }  // namespace dplab

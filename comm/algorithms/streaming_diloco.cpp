@@ -3,22 +3,28 @@
 #include <algorithm>
 
 #include "dplab/comm/algorithms/algo_state.h"
+#include "dplab/comm/algorithms/algorithm_options.h"
 #include "dplab/comm/algorithms/crossover.h"
 #include "dplab/core/autograd.h"
 #include "dplab/core/backend.h"
 #include "dplab/core/ops/elementwise.h"
+#include "dplab/core/usage_error.h"
 
 namespace dplab {
 
+// The keys' own ranges are their rules too (streaming_diloco_options.cpp); checked again here
+// for a schedule built in code.
 void StreamingSchedule::check() const {
-  DPLAB_CHECK(H >= 1, "option streaming_diloco.H: expected >= 1 inner steps, got {}", H);
-  DPLAB_CHECK(fragments >= 1 && fragments <= H,
-              "option streaming_diloco.fragments: expected 1 .. H = {} fragments, got {}", H,
-              fragments);
-  DPLAB_CHECK(delay >= 0 && delay < H / fragments,
-              "option streaming_diloco.fragment_sync_delay: expected 0 <= delay < H / fragments "
-              "= {} (an exchange must complete before the next fragment sends), got {}",
-              H / fragments, delay);
+  DPLAB_CHECK_OPTION(H >= 1, "option streaming_diloco.H: expected an integer >= 1, got {}", H);
+  DPLAB_CHECK_OPTION(
+      fragments >= 1 && fragments <= H,
+      "option streaming_diloco.fragments: expected an integer in [1, H = {}], got {}", H,
+      fragments);
+  DPLAB_CHECK_OPTION(delay >= 0 && delay < H / fragments,
+                     "option streaming_diloco.fragment_sync_delay: expected an integer in [0, "
+                     "H / fragments = {}) (an exchange must complete before the next fragment "
+                     "sends), got {}",
+                     H / fragments, delay);
 }
 
 int64_t StreamingSchedule::sends_after(int64_t s) const {
@@ -33,10 +39,10 @@ int64_t StreamingSchedule::sends_after(int64_t s) const {
 std::vector<std::pair<int64_t, int64_t>> arena_fragments(const ParamArena& arena,
                                                          int64_t fragments) {
   const auto& segs = arena.segments();
-  DPLAB_CHECK(fragments >= 1 && fragments <= int64_t(segs.size()),
-              "option streaming_diloco.fragments: {} fragments, but the model has {} parameter "
-              "tensors (fragments are cut at tensor boundaries)",
-              fragments, segs.size());
+  DPLAB_CHECK_OPTION(fragments >= 1 && fragments <= int64_t(segs.size()),
+                     "option streaming_diloco.fragments: expected at most {} (the model's "
+                     "parameter tensors: fragments are cut at tensor boundaries), got {}",
+                     segs.size(), fragments);
   const int64_t total = arena.numel();
   std::vector<std::pair<int64_t, int64_t>> out;
   int64_t begin = 0;
@@ -69,14 +75,15 @@ std::vector<Fragment> plan_fragments(const ParamArena& arena, int64_t fragments,
     for (const auto& r : arena_fragments(arena, fragments)) out.push_back({r});
     return out;
   }
-  DPLAB_CHECK(pattern == "strided",
-              "option streaming_diloco.fragment_pattern: expected contiguous or strided, got '{}'",
-              pattern);
+  DPLAB_CHECK_OPTION(pattern == "strided",
+                     "option streaming_diloco.fragment_pattern: expected contiguous or strided, "
+                     "got '{}'",
+                     pattern);
   const auto blocks = plan_gossip_segments(arena, "blocks");
-  DPLAB_CHECK(fragments >= 1 && fragments <= int64_t(blocks.size()),
-              "option streaming_diloco.fragments: {} strided fragments, but the model has {} "
-              "blocks (streaming_diloco.fragment_pattern = strided deals whole blocks)",
-              fragments, blocks.size());
+  DPLAB_CHECK_OPTION(fragments >= 1 && fragments <= int64_t(blocks.size()),
+                     "option streaming_diloco.fragments: expected at most {} (the model's blocks: "
+                     "streaming_diloco.fragment_pattern = strided deals whole blocks), got {}",
+                     blocks.size(), fragments);
   out.resize(size_t(fragments));
   for (size_t b = 0; b < blocks.size(); ++b) {
     Fragment& f = out[b % size_t(fragments)];
@@ -89,49 +96,28 @@ std::vector<Fragment> plan_fragments(const ParamArena& arena, int64_t fragments,
 }
 
 StreamingDiLoCoOptions StreamingDiLoCoOptions::from_options(const Options& opt) {
+  const OptionTable& t = streaming_diloco_option_table();
   StreamingDiLoCoOptions o;
-  o.schedule.H = opt.get_int("streaming_diloco.H", 50);
-  o.schedule.fragments = opt.get_int("streaming_diloco.fragments", 2);
-  o.schedule.delay = opt.get_int("streaming_diloco.fragment_sync_delay", 1);
+  o.schedule.H = t.get_int(opt, "streaming_diloco.H");
+  o.schedule.fragments = t.get_int(opt, "streaming_diloco.fragments");
+  o.schedule.delay = t.get_int(opt, "streaming_diloco.fragment_sync_delay");
   o.schedule.check();
-  o.fragment_pattern = opt.get_string("streaming_diloco.fragment_pattern", "contiguous");
-  DPLAB_CHECK(o.fragment_pattern == "contiguous" || o.fragment_pattern == "strided",
-              "option streaming_diloco.fragment_pattern: expected contiguous or strided, got '{}'",
-              o.fragment_pattern);
-  o.alpha = opt.get_double("streaming_diloco.fragment_update_alpha", 0.5);
-  DPLAB_CHECK(o.alpha >= 0 && o.alpha <= 1,
-              "option streaming_diloco.fragment_update_alpha: expected a value in [0, 1], got {}",
-              o.alpha);
-  const std::string wire = opt.get_string("streaming_diloco.wire", "f32");
-  DPLAB_CHECK(wire == "f32" || wire == "bf16" || wire == "f16",
-              "option streaming_diloco.wire: expected f32, bf16 or f16, got '{}'", wire);
+  o.fragment_pattern = t.get_string(opt, "streaming_diloco.fragment_pattern");
+  o.alpha = t.get_double(opt, "streaming_diloco.fragment_update_alpha");
+  const std::string wire = t.get_string(opt, "streaming_diloco.wire");
   o.wire = parse_dtype(wire);
-  const std::string quantize = opt.get_string("streaming_diloco.quantize", "none");
-  if (quantize != "none") {
-    DPLAB_CHECK(quantize == "int8" || quantize == "int4" || quantize == "fp8_e4m3" ||
-                    quantize == "fp4_e2m1",
-                "option streaming_diloco.quantize: expected none, int8, int4, fp8_e4m3 or "
-                "fp4_e2m1, got '{}'",
-                quantize);
-    o.quantize = parse_quant_format(quantize, "streaming_diloco.quantize");
-  }
-  DPLAB_CHECK(!o.quantize || o.wire == DType::f32,
-              "option streaming_diloco.quantize = {} replaces the allreduce whose wire type "
-              "streaming_diloco.wire = {} sets: leave wire at f32 or set quantize = none",
-              quantize, wire);
-  o.quantize_block = opt.get_int("streaming_diloco.quantize_block", 256);
-  DPLAB_CHECK(o.quantize_block >= 1,
-              "option streaming_diloco.quantize_block: expected >= 1 elements, got {}",
-              o.quantize_block);
-  o.outer_lr = opt.get_double("streaming_diloco.outer_lr", 0.7);
-  o.outer_momentum = opt.get_double("streaming_diloco.outer_momentum", 0.9);
-  o.outer_nesterov = opt.get_bool("streaming_diloco.outer_nesterov", true);
-  o.round_spans_epochs = opt.get_bool("streaming_diloco.round_spans_epochs", true);
-  DPLAB_CHECK(o.outer_lr >= 0, "option streaming_diloco.outer_lr: expected >= 0, got {}",
-              o.outer_lr);
-  DPLAB_CHECK(o.outer_momentum >= 0 && o.outer_momentum < 1,
-              "option streaming_diloco.outer_momentum: expected a value in [0, 1), got {}",
-              o.outer_momentum);
+  const std::string quantize = t.get_string(opt, "streaming_diloco.quantize");
+  if (quantize != "none") o.quantize = parse_quant_format(quantize, "streaming_diloco.quantize");
+  DPLAB_CHECK_OPTION(!o.quantize || o.wire == DType::f32,
+                     "option streaming_diloco.quantize: expected none with streaming_diloco.wire "
+                     "= {} (the quantised exchange replaces the allreduce whose wire type wire "
+                     "sets: leave wire at f32 or set quantize = none), got '{}'",
+                     wire, quantize);
+  o.quantize_block = t.get_int(opt, "streaming_diloco.quantize_block");
+  o.outer_lr = t.get_double(opt, "streaming_diloco.outer_lr");
+  o.outer_momentum = t.get_double(opt, "streaming_diloco.outer_momentum");
+  o.outer_nesterov = t.get_bool(opt, "streaming_diloco.outer_nesterov");
+  o.round_spans_epochs = t.get_bool(opt, "streaming_diloco.round_spans_epochs");
   return o;
 }
 
@@ -159,7 +145,7 @@ void StreamingDiLoCoStrategy::setup(TrainContext& ctx) {
   PeriodicSyncStrategy::setup(ctx);  // θ_g(0): rank 0's model on every rank
   frags_ = plan_fragments(*ctx.arena, opt_.schedule.fragments, opt_.fragment_pattern);
   if (opt_.quantize) {
-    DPLAB_CHECK(ctx.arena->device().is_cpu(),
+    DPLAB_CHECK_OPTION(ctx.arena->device().is_cpu(),
                 "option streaming_diloco.quantize = {}: outer gradients are quantised on the "
                 "host, but the parameters are on {}; use quantize = none (wire = bf16 sends 16 "
                 "bits on a device)",
@@ -438,6 +424,13 @@ void StreamingDiLoCoStrategy::load_sync_state(const StateDict& in, const RoundPo
 std::unique_ptr<Strategy> make_streaming_diloco_strategy(std::shared_ptr<Topology> topo,
                                                          const Options& opt) {
   return std::make_unique<StreamingDiLoCoStrategy>(std::move(topo), opt);
+}
+
+
+ReshardPolicy streaming_diloco_reshard_policy(const CheckpointConfig&) {
+  return averaging_policy(
+      "the inner replicas' average; theta, the outer momentum, the fragment schedule and the "
+      "averaged fragment in flight (global) rank 0's; the inner optimizer's state averaged");
 }
 
 }  // namespace dplab

@@ -56,20 +56,20 @@
 // and P ≤ the number of parameter tensors; 0 ≤ τ < ⌊H/P⌋ (an exchange completes before the next
 // fragment sends).
 //
-// Options:
-//   streaming_diloco.H                       50    inner steps between two syncs of a fragment
-//   streaming_diloco.fragments               2     P
-//   streaming_diloco.fragment_pattern        contiguous  contiguous or strided (point 1)
-//   streaming_diloco.fragment_sync_delay     1     τ (torchft's default is 0: no overlap)
-//   streaming_diloco.fragment_update_alpha   0.5   α, the paper's (torchft's default is 0)
-//   streaming_diloco.wire                    f32   wire type of the outer gradients' allreduce
-//   streaming_diloco.quantize                none  none, int8, int4, fp8_e4m3, fp4_e2m1
-//                                                  (replaces the allreduce, point 4)
-//   streaming_diloco.quantize_block          256   elements per quantisation scale
-//   streaming_diloco.outer_lr                0.7   as diloco
-//   streaming_diloco.outer_momentum          0.9
-//   streaming_diloco.outer_nesterov          true
-//   streaming_diloco.round_spans_epochs      true  false: a full sync at every epoch's end
+// Options (the keys, their defaults and ranges are declared in streaming_diloco_options.cpp):
+//   streaming_diloco.H                       inner steps between two syncs of a fragment
+//   streaming_diloco.fragments               P
+//   streaming_diloco.fragment_pattern        contiguous or strided (point 1)
+//   streaming_diloco.fragment_sync_delay     τ (torchft's default is 0: no overlap)
+//   streaming_diloco.fragment_update_alpha   α (the default is the paper's; torchft's is 0)
+//   streaming_diloco.wire                    wire type of the outer gradients' allreduce
+//   streaming_diloco.quantize                none, int8, int4, fp8_e4m3, fp4_e2m1
+//                                            (replaces the allreduce, point 4)
+//   streaming_diloco.quantize_block          elements per quantisation scale
+//   streaming_diloco.outer_lr                as diloco
+//   streaming_diloco.outer_momentum
+//   streaming_diloco.outer_nesterov
+//   streaming_diloco.round_spans_epochs      false: a full sync at every epoch's end
 //
 // Checkpoints: the fragment pattern, θ_g, the outer momentum, the inner step count ("inner_steps",
 // since the last full sync), the full syncs so far ("rounds"), each fragment's outer step count,
@@ -81,16 +81,20 @@
 #include <string>
 #include <vector>
 
+#include "dplab/comm/reshard_policy.h"
+#include "dplab/comm/algorithms/algorithm_options.h"
 #include "dplab/comm/algorithms/periodic_sync.h"
 #include "dplab/comm/quantize.h"
 
 namespace dplab {
 
 // The staggered schedule of points 1-2 (a pure function of H, P, τ; tested on its own).
+// The members start at the declared defaults (streaming_diloco_options.cpp).
 struct StreamingSchedule {
-  int64_t H = 50;
-  int64_t fragments = 2;
-  int64_t delay = 1;  // τ
+  int64_t H = streaming_diloco_option_table().default_int("streaming_diloco.H");
+  int64_t fragments = streaming_diloco_option_table().default_int("streaming_diloco.fragments");
+  int64_t delay =  // τ
+      streaming_diloco_option_table().default_int("streaming_diloco.fragment_sync_delay");
   // Throws naming the option when H, P or τ break the constraints above.
   void check() const;
   int64_t offset(int64_t p) const { return ((p + 1) * H) / fragments; }
@@ -115,17 +119,24 @@ std::vector<std::pair<int64_t, int64_t>> arena_fragments(const ParamArena& arena
 std::vector<Fragment> plan_fragments(const ParamArena& arena, int64_t fragments,
                                      const std::string& pattern);
 
+// The options' keys, defaults, ranges and help: streaming_diloco_options.cpp; the members start
+// at the declared defaults (the string and enum ones written here as declared there).
 struct StreamingDiLoCoOptions {
   StreamingSchedule schedule;
-  double alpha = 0.5;
+  double alpha =
+      streaming_diloco_option_table().default_double("streaming_diloco.fragment_update_alpha");
   std::string fragment_pattern = "contiguous";  // or "strided"
   DType wire = DType::f32;
   std::optional<QuantFormat> quantize;  // none: the allreduce
-  int64_t quantize_block = 256;
-  double outer_lr = 0.7;
-  double outer_momentum = 0.9;
-  bool outer_nesterov = true;
-  bool round_spans_epochs = true;
+  int64_t quantize_block =
+      streaming_diloco_option_table().default_int("streaming_diloco.quantize_block");
+  double outer_lr = streaming_diloco_option_table().default_double("streaming_diloco.outer_lr");
+  double outer_momentum =
+      streaming_diloco_option_table().default_double("streaming_diloco.outer_momentum");
+  bool outer_nesterov =
+      streaming_diloco_option_table().default_bool("streaming_diloco.outer_nesterov");
+  bool round_spans_epochs =
+      streaming_diloco_option_table().default_bool("streaming_diloco.round_spans_epochs");
   static StreamingDiLoCoOptions from_options(const Options& opt);
 };
 
@@ -191,5 +202,9 @@ class StreamingDiLoCoStrategy : public PeriodicSyncStrategy {
 
 std::unique_ptr<Strategy> make_streaming_diloco_strategy(std::shared_ptr<Topology> topo,
                                                          const Options& opt);
+
+// How a checkpoint of streaming_diloco continues on another number of ranks (--reshard;
+// comm/reshard_policy.h, docs/resharding.md).
+ReshardPolicy streaming_diloco_reshard_policy(const CheckpointConfig& config);
 
 }  // namespace dplab

@@ -1,3 +1,4 @@
+#include "dplab/comm/comm_options.h"
 #include "dplab/comm/cluster/cluster_option.h"
 
 #include <fmt/format.h>
@@ -16,7 +17,7 @@ namespace {
 
 // link.intra / link.inter: nullopt when empty or "off".
 std::optional<Link> link_option(const Options& opt, const std::string& key) {
-  const std::string v = opt.get_string(key, "");
+  const std::string v = communicator_option_table().get_string(opt, key);
   if (v.empty() || v == "off") return std::nullopt;
   try {
     return parse_link(v, "option " + key);
@@ -56,7 +57,8 @@ Platform link_platform(const std::optional<Link>& intra, const std::optional<Lin
 }
 
 std::optional<Platform> platform_from_options(const Options& opt) {
-  const std::string name = opt.get_string("cluster", "");
+  const OptionTable& t = communicator_option_table();
+  const std::string name = t.get_string(opt, "cluster");
   const std::optional<Link> intra = link_option(opt, "link.intra");
   const std::optional<Link> inter = link_option(opt, "link.inter");
   const bool named = !name.empty() && name != "off";
@@ -67,29 +69,32 @@ std::optional<Platform> platform_from_options(const Options& opt) {
       "hold those links and more)",
       name, intra && inter ? "link.intra / link.inter" : (intra ? "link.intra" : "link.inter"));
   std::optional<Platform> p;
-  if (named)
-    p = resolve_platform(name);
+  if (named) {
+    try {
+      p = resolve_platform(name);
+    } catch (const UsageError&) {
+      throw;
+    } catch (const Error& e) {
+      throw UsageError(e.what());  // the option's value names no preset or usable file: exit 2
+    }
+  }
   else if (intra || inter)
-    p = link_platform(intra, inter, static_cast<int>(opt.get_int("ranks_per_node", 0)));
-  DPLAB_CHECK_OPTION(p || opt.get_string("cluster.events", "").empty(),
+    p = link_platform(intra, inter, static_cast<int>(t.get_int(opt, "ranks_per_node")));
+  DPLAB_CHECK_OPTION(p || t.get_string(opt, "cluster.events").empty(),
                      "option cluster.events: events happen on a virtual cluster; give option "
                      "cluster (or link.intra / link.inter) too");
   if (!p) return std::nullopt;
   // 0: the platform's own scale.
-  const double scale = opt.get_double("cluster.compute_scale", 0.0);
-  DPLAB_CHECK(scale >= 0,
-              "option cluster.compute_scale: expected a number >= 0 (0: the "
-              "platform's), got {}",
-              scale);
+  const double scale = t.get_double(opt, "cluster.compute_scale");
   if (scale > 0) p->compute_scale = scale;
   // Events of a file of their own, after the cluster file's (comm/cluster/events.h).
-  const std::string events = opt.get_string("cluster.events", "");
+  const std::string events = t.get_string(opt, "cluster.events");
   if (!events.empty()) p->events.append(load_events_file(events));
   return p;
 }
 
 std::string compute_profile_path(const Options& opt) {
-  const std::string v = opt.get_string("cluster.compute", "measured");
+  const std::string v = communicator_option_table().get_string(opt, "cluster.compute");
   if (v == "measured") return "";
   const std::string prefix = "profile:";
   DPLAB_CHECK_OPTION(v.rfind(prefix, 0) == 0 && v.size() > prefix.size(),

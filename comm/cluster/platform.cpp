@@ -1,3 +1,4 @@
+#include "dplab/core/usage_error.h"
 #include "dplab/comm/cluster/platform.h"
 
 #include <algorithm>
@@ -63,8 +64,9 @@ void Platform::validate(const std::string& where) const {
 
 Shape shape_of(const Platform& p, int world_size, int ranks_per_node_option) {
   DPLAB_CHECK(world_size >= 1, "cluster {}: world size must be >= 1, got {}", p.name, world_size);
-  DPLAB_CHECK(ranks_per_node_option >= 0, "option ranks_per_node: expected >= 0, got {}",
-              ranks_per_node_option);
+  DPLAB_CHECK_OPTION(ranks_per_node_option >= 0,
+                     "option ranks_per_node: expected an integer >= 0, got {}",
+                     ranks_per_node_option);
   Shape s;
   s.ranks_per_node =
       ranks_per_node_option > 0 ? ranks_per_node_option : std::min(p.ranks_per_node, world_size);

@@ -135,13 +135,19 @@ int main() {
       "run may change them; every other key a run reads is stored in its checkpoints and must "
       "match on `--resume` (unless allowed with `--resume-override`).\n\n"
       "## Training driver\n\n"
-      "From `train_option_specs()` (train/config/config.cpp), the table `dplab train --help` "
-      "prints.\n\n"
-      "| key | default | run | meaning |\n|---|---|---|---|\n";
+      "Each key is declared once, beside the code that reads it (core/option_decl.h: the "
+      "driver's own in train/config/config.cpp, the others in the `*_options.cpp` files of "
+      "comm/, comm/algorithms/, optim/ and train/virtual/, and optim/schedule.cpp); "
+      "`train_option_specs()` gathers them into the table `dplab train --help` prints, the value "
+      "checks use and run.json records. *takes* is what the declaration accepts (a value outside "
+      "it is a usage error, exit status 2).\n\n"
+      "| key | default | takes | run | meaning |\n|---|---|---|---|---|\n";
   for (const auto& s : train_option_specs()) {
     table[s.key] = {s.default_value, s.help};
-    md += fmt::format("| `{}` | {} | {} | {} |\n", s.key, code(s.default_value),
-                      s.trajectory ? "" : "*run*", cell(s.help));
+    const std::string takes =
+        s.rule.kind == ValueRule::Kind::text ? "text" : rule_expectation(s.rule);
+    md += fmt::format("| `{}` | {} | {} | {} | {} |\n", s.key, code(s.default_value),
+                      cell(takes), s.trajectory ? "" : "*run*", cell(s.help));
   }
   md +=
       "\n## Keys of the algorithms, the communicator and the LR schedules\n\n"

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <regex>
 #include <set>
@@ -24,25 +25,32 @@ using test::ScopedTempDir;
 #define ASSERT_HAS(text, what) ASSERT_NE((text).find(what), std::string::npos) << (text)
 #define EXPECT_LACKS(text, what) EXPECT_EQ((text).find(what), std::string::npos) << (text)
 
-// Keys read with a literal name in the library and the training driver: opt.get_int("k", ..),
-// and the driver's get(opt, "k") / get_int(opt, "k") helpers, and the link shorthand's
-// link_option(opt, "k"). Only `dplab eval` reads
-// "checkpoint".
-std::set<std::string> keys_read_in_sources() {
+// The library's and the training driver's sources (.cpp and .h under comm, optim, train,
+// models, data, layers, core), each as its path and text.
+std::vector<std::pair<std::string, std::string>> library_sources() {
   const char* src = std::getenv("DPLAB_SOURCE_DIR");
   EXPECT_NE(src, nullptr);
-  if (!src) return {};
-  const std::regex pat(
-      R"re(\bopt\.(?:get_int|get_double|get_string|get_bool|require_string)\("([^"]+)"|\b(?:get(?:_int|_double|_bool)?|link_option)\(opt, "([^"]+)")re");
-  std::set<std::string> keys;
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!src) return files;
   for (const char* dir : {"comm", "optim", "train", "models", "data", "layers", "core"})
     for (const auto& e : fs::recursive_directory_iterator(fs::path(src) / dir)) {
       const std::string ext = e.path().extension().string();
-      if (ext != ".cpp" && ext != ".h") continue;
-      const std::string text = test::slurp(e.path());
-      for (std::sregex_iterator m(text.begin(), text.end(), pat), end; m != end; ++m)
-        keys.insert((*m)[1].matched ? (*m)[1].str() : (*m)[2].str());
+      if (ext == ".cpp" || ext == ".h")
+        files.emplace_back(e.path().lexically_relative(src).string(), test::slurp(e.path()));
     }
+  return files;
+}
+
+// Keys read with a literal name: opt.get_int("k", ..), a declaration table's
+// t.get_int(opt, "k") (core/option_decl.h), the driver's get(opt, "k") helpers and the link
+// shorthand's link_option(opt, "k"). Only `dplab eval` reads "checkpoint".
+std::set<std::string> keys_read_in_sources() {
+  const std::regex pat(
+      R"re(\bopt\.(?:get_int|get_double|get_string|get_bool|require_string)\("([^"]+)"|\b(?:get(?:_int|_double|_bool|_string)?|link_option)\(opt, "([^"]+)")re");
+  std::set<std::string> keys;
+  for (const auto& [path, text] : library_sources())
+    for (std::sregex_iterator m(text.begin(), text.end(), pat), end; m != end; ++m)
+      keys.insert((*m)[1].matched ? (*m)[1].str() : (*m)[2].str());
   keys.erase("checkpoint");
   return keys;
 }
@@ -67,6 +75,32 @@ TEST(CliOptions, EveryKeyReadInTheSourcesIsInTheTableAndInTrainHelp) {
   for (const char* area : {"\nrun:\n", "\ndata:\n", "\noptimizer:\n", "\nschedule:\n",
                            "\ncheckpoint:\n", "\ncomm:\n", "\ndaso:\n", "\nhybrid:\n"})
     EXPECT_HAS(help.out, area);
+}
+
+// Each option is declared once (issue #35): no reader passes a default of its own for a key the
+// table declares (opt.get_int("daso.B_max", 4)); it reads through the declaration instead
+// (t.get_int(opt, "daso.B_max")), which holds the default, the range and the help. A reader
+// naming the key of another layer's declaration reads through that table too.
+TEST(CliOptions, NoReaderRepeatsADeclaredDefault) {
+  ScopedTempDir dir("cli-options-once");
+  const auto json = run_dplab("options --json", dir.path);
+  ASSERT_EQ(json.status, 0) << json.err;
+  std::set<std::string> declared;
+  for (const auto& k : nlohmann::json::parse(json.out)) declared.insert(k["key"].get<std::string>());
+  ASSERT_TRUE(declared.count("daso.B_max") && declared.count("epochs"));
+  const std::regex pat(R"re(\bopt\.get_(?:int|double|string|bool)\("([^"]+)",)re");
+  size_t files = 0;
+  for (const auto& [path, text] : library_sources()) {
+    ++files;
+    for (std::sregex_iterator m(text.begin(), text.end(), pat), end; m != end; ++m) {
+      const std::string key = (*m)[1].str();
+      const size_t line = 1 + std::count(text.begin(), text.begin() + m->position(), '\n');
+      EXPECT_FALSE(declared.count(key))
+          << path << ":" << line << ": reads declared option " << key
+          << " with a default of its own; read it through its declaration's table";
+    }
+  }
+  EXPECT_GT(files, 200u);  // the scan saw the sources
 }
 
 TEST(CliOptions, PrefixSelectsAnAlgorithmsKeys) {

@@ -13,10 +13,10 @@ namespace dplab {
 namespace {
 
 std::string get(const Options& opt, const std::string& key) {
-  return opt.get_string(key, option_default(key));
+  return train_option_table().get_string(opt, key);
 }
 int64_t get_int(const Options& opt, const std::string& key) {
-  return opt.get_int(key, std::stoll(option_default(key)));
+  return train_option_table().get_int(opt, key);
 }
 
 // data.num_classes: 0 (not given) or the class count every label must be below.

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dplab/core/option_decl.h"
 #include "dplab/core/options.h"
 
 #include "dplab/core/usage_error.h"
@@ -16,21 +17,19 @@ namespace dplab {
 
 // dplab::UsageError (core/usage_error.h): unknown keys, malformed --set, unreadable config files.
 
-// One key the training driver reads, with its default and a line of help; the `dplab`
-// command's --help and `dplab options` print this table (grouped by option_area,
-// train/config/option_keys.h).
-struct OptionSpec {
-  std::string key;
-  std::string default_value;
-  std::string help;
-  // false for keys that cannot change what a run computes (where it writes, how it reports,
-  // how long it runs, thread counts, evaluation): a resumed run may change them freely. Every
-  // other key a run reads is part of its trajectory (trajectory_config).
-  bool trajectory = true;
-};
-// Every key of `dplab train`: the driver's own (config.cpp), then the communicator's, the lr
-// schedule's and each algorithm's (option_keys.cpp).
+// One key the training driver reads: its declaration (core/option_decl.h: key, default, help,
+// type with range or choices, trajectory or [run]). The `dplab` command's --help and `dplab
+// options` print the table (grouped by option_area, train/config/option_keys.h); the value checks
+// (train/config/option_values.h), run.json and the resume checks read it.
+using OptionSpec = OptionDecl;
+// Every key of `dplab train`: the driver's own (config.cpp), then those its parts declare
+// beside their readers, gathered by option_keys.cpp (the communicator's, the optimizers', the lr
+// schedule's, each algorithm's). The keys whose values name registry entries (model, optim,
+// algo, lr.schedule) take the built-in registry's names as their choices.
 const std::vector<OptionSpec>& train_option_specs();
+// The same as a table to read through: train_option_table().get_int(opt, "epochs") is the value
+// set, or the declared default, checked against the key's rule (a UsageError, exit status 2).
+const OptionTable& train_option_table();
 // The table's default for `key` (throws for a key not in it).
 std::string option_default(const std::string& key);
 

@@ -10,22 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "dplab/core/option_decl.h"
 #include "dplab/core/options.h"
 
 namespace dplab {
 
 class Registry;  // train/config/registry.h
 
-struct ValueRule {
-  enum class Kind { text, integer, number, boolean, choice };
-  Kind kind = Kind::text;
-  double min = -std::numeric_limits<double>::infinity();
-  double max = std::numeric_limits<double>::infinity();
-  bool max_open = false;  // max itself is excluded ([min, max))
-  // Kind::choice: the accepted values (a function: registries fill at run time).
-  std::function<std::vector<std::string>()> choices;
-};
-
+// The rules are the keys' declarations' (core/option_decl.h ValueRule), gathered in the option
+// table (train/config/config.h train_option_specs).
 // The rule of `key`, or nullptr for a key without one (free text such as out, data, slowdown).
 const ValueRule* option_value_rule(const std::string& key);
 // CLI11's type name for the key's flag: INT, FLOAT, BOOL, the choices joined by |, or TEXT.

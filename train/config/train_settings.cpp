@@ -9,13 +9,13 @@ namespace dplab {
 namespace {
 
 std::string get(const Options& opt, const std::string& key) {
-  return opt.get_string(key, option_default(key));
+  return train_option_table().get_string(opt, key);
 }
 int64_t get_int(const Options& opt, const std::string& key) {
-  return opt.get_int(key, std::stoll(option_default(key)));
+  return train_option_table().get_int(opt, key);
 }
 double get_double(const Options& opt, const std::string& key) {
-  return opt.get_double(key, std::stod(option_default(key)));
+  return train_option_table().get_double(opt, key);
 }
 
 }  // namespace
@@ -35,14 +35,12 @@ TrainSettings read_train_settings(const Options& opt) {
   l.label_smoothing = float(get_double(opt, "label_smoothing"));
   // amp = off | bf16 | f16 (mixed precision; core/autocast.h, optim/grad_scaler.h).
   const std::string amp = get(opt, "amp");
-  DPLAB_CHECK(amp == "off" || amp == "bf16" || amp == "f16",
-              "option amp: expected off, bf16 or f16, got '{}'", amp);
   l.amp_dtype = amp == "bf16" ? DType::bf16 : amp == "f16" ? DType::f16 : DType::f32;
   t.f16 = amp == "f16";
   l.out_dir = get(opt, "out");
   t.resume = get(opt, "resume");
   t.resume_overrides = split_override_list(get(opt, "resume.override"));
-  t.reshard = opt.get_bool("resume.reshard", option_default("resume.reshard") == "true");
+  t.reshard = train_option_table().get_bool(opt, "resume.reshard");
   DPLAB_CHECK_OPTION(!t.reshard || !t.resume.empty(),
                      "option resume.reshard (--reshard) needs resume (--resume DIR): it "
                      "continues a checkpoint on another number of ranks");
@@ -51,14 +49,6 @@ TrainSettings read_train_settings(const Options& opt) {
       t.resume.empty() || t.init_from.empty(),
       "options resume and init_from exclude each other (resume continues a run, init_from "
       "starts a new one from a checkpoint's weights)");
-  DPLAB_CHECK_OPTION(
-      l.checkpoint_every_epochs >= 0 && l.checkpoint_every_steps >= 0 && l.checkpoint_keep >= 0,
-      "options checkpoint.every_epochs ({}), checkpoint.every_steps ({}) and "
-      "checkpoint.keep ({}): expected >= 0",
-      l.checkpoint_every_epochs, l.checkpoint_every_steps, l.checkpoint_keep);
-  DPLAB_CHECK_OPTION(l.epochs >= 1, "option epochs: expected >= 1, got {}", l.epochs);
-  DPLAB_CHECK_OPTION(t.batch >= 1, "option batch: expected >= 1, got {}", t.batch);
-  DPLAB_CHECK_OPTION(l.max_steps >= 0, "option max_steps: expected >= 0, got {}", l.max_steps);
   // nonfinite = stop | skip (train/loop/nonfinite_guard.h); preempt.signals only with an
   // output directory to save to (train/loop/preemption.h).
   l.nonfinite = parse_nonfinite_policy(get(opt, "nonfinite"));

@@ -34,10 +34,10 @@ DataPipelineOptions DataPipelineOptions::from(const Options& opt, int rank, int 
   o.world_size = world_size;
   o.seed = seed;
   o.batch = batch;
-  o.workers = int(opt.get_int("data.workers", std::stoll(option_default("data.workers"))));
-  o.prefetch = int(opt.get_int("data.prefetch", std::stoll(option_default("data.prefetch"))));
+  o.workers = int(train_option_table().get_int(opt, "data.workers"));
+  o.prefetch = int(train_option_table().get_int(opt, "data.prefetch"));
   o.shuffle_buffer =
-      opt.get_int("data.shuffle_buffer", std::stoll(option_default("data.shuffle_buffer")));
+      train_option_table().get_int(opt, "data.shuffle_buffer");
   return o;
 }
 

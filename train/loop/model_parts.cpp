@@ -8,10 +8,10 @@ namespace dplab {
 namespace {
 
 std::string get(const Options& opt, const std::string& key) {
-  return opt.get_string(key, option_default(key));
+  return train_option_table().get_string(opt, key);
 }
 bool get_bool(const Options& opt, const std::string& key) {
-  return opt.get_bool(key, option_default(key) == "true");
+  return train_option_table().get_bool(opt, key);
 }
 
 }  // namespace

@@ -10,13 +10,16 @@ std::string optimizer_key_default(const OptimizerEntry& entry, const std::string
 }
 
 SGDOptions read_shared_optimizer_options(const Options& opt, const OptimizerEntry& entry) {
+  // The shared keys' declarations (train/config/config.cpp) check the values; the defaults are
+  // the optimizer's (OptimizerEntry::defaults) where it has its own.
+  const OptionTable& t = train_option_table();
   auto number = [&](const std::string& key) {
-    return opt.get_double(key, std::stod(optimizer_key_default(entry, key)));
+    return t.get_double(opt, key, std::stod(optimizer_key_default(entry, key)));
   };
   SGDOptions so;
   so.lr = number("lr");
   so.momentum = number("momentum");
-  so.nesterov = opt.get_bool("nesterov", optimizer_key_default(entry, "nesterov") == "true");
+  so.nesterov = t.get_bool(opt, "nesterov", optimizer_key_default(entry, "nesterov") == "true");
   so.dampening = number("dampening");
   so.weight_decay = number("wd");
   return so;

@@ -1,3 +1,4 @@
+#include "dplab/comm/comm_options.h"
 #include "dplab/train/loop/trainer.h"
 
 #include <fmt/format.h>
@@ -55,10 +56,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 std::string get(const Options& opt, const std::string& key) {
-  return opt.get_string(key, option_default(key));
+  return train_option_table().get_string(opt, key);
 }
 int64_t get_int(const Options& opt, const std::string& key) {
-  return opt.get_int(key, std::stoll(option_default(key)));
+  return train_option_table().get_int(opt, key);
 }
 
 // The driver's ranks: their exchanges (epoch records, ...) wait comm.timeout_s, as every
@@ -67,7 +68,7 @@ int64_t get_int(const Options& opt, const std::string& key) {
 RankGroup rank_group(int rank, int size, const Options& opt) {
   if (size == 1) return RankGroup(rank, size);
   return RankGroup(rank, size,
-                   opt.get_double("comm.timeout_s", std::stod(option_default("comm.timeout_s"))));
+                   communicator_option_table().get_double(opt, "comm.timeout_s"));
 }
 
 }  // namespace
@@ -196,7 +197,7 @@ void Trainer::Impl::build(const Registry* registry, const PartsMaker& make_parts
 
   // Every option read so far that changes the trajectory; the checkpoints store it.
   run.algo = strategy.name();
-  run.ranks_per_node = opt.get_string("ranks_per_node", "0");
+  run.ranks_per_node = communicator_option_table().get_string(opt, "ranks_per_node");
   run.init_from = set.init_from;
   run.config = trajectory_config(opt);
   // epochs is a [run] option unless something is planned from it (RunIdentity).

@@ -1,3 +1,4 @@
+#include "dplab/comm/comm_options.h"
 #include "dplab/train/report/run_record.h"
 
 #include <fmt/format.h>
@@ -91,7 +92,7 @@ nlohmann::json run_record(const Options& opt, const RunFacts& f,
   for (const auto& [h, n] : per_host) most = std::max(most, n);
   const int world = int(hosts.size());
   // Virtual nodes (the option, comm/topology.h) or the hosts the ranks run on.
-  const int64_t virtual_rpn = opt.get_int("ranks_per_node", 0);
+  const int64_t virtual_rpn = communicator_option_table().get_int(opt, "ranks_per_node");
   const bool cuda = f.device.rfind("cuda", 0) == 0;
   nlohmann::json plugins = nlohmann::json::array();
   for (const PluginRecord& p : f.plugins)
@@ -144,7 +145,7 @@ void record_run_start(const Options& opt, const RankGroup& ranks, const RunFacts
   const std::vector<std::string> hosts = ranks.allgather(host_name());
   if (ranks.rank() != 0) return;
   const nlohmann::json rec = run_record(opt, f, hosts);
-  const std::string out_dir = opt.get_string("out", option_default("out"));
+  const std::string out_dir = train_option_table().get_string(opt, "out");
   const auto& b = rec["build"];
   const std::string commit = b["git_commit"].get<std::string>();
   const int world = rec["world_size"].get<int>();
@@ -197,7 +198,7 @@ namespace {
 // when the option out is set.
 void update_run_record(const Options& opt, const RankGroup& ranks,
                        const std::function<void(nlohmann::json&)>& change) {
-  const std::string out_dir = opt.get_string("out", option_default("out"));
+  const std::string out_dir = train_option_table().get_string(opt, "out");
   if (ranks.rank() != 0 || out_dir.empty()) return;
   const auto path = std::filesystem::path(out_dir) / "run.json";
   const auto tmp = std::filesystem::path(out_dir) / ".run.json.tmp";

@@ -1,3 +1,4 @@
+#include "dplab/comm/comm_options.h"
 #include "dplab/train/report/run_trace.h"
 
 #include <fmt/format.h>
@@ -28,9 +29,9 @@ std::string host_name() {
 
 std::unique_ptr<trace::Tracer> make_run_tracer(const Options& opt, const std::string& out_dir,
                                                Device device) {
-  const bool on = opt.get_bool("trace", option_default("trace") == "true");
+  const bool on = train_option_table().get_bool(opt, "trace");
   trace::TracerOptions t;
-  t.steps = opt.get_string("trace.steps", option_default("trace.steps"));
+  t.steps = train_option_table().get_string(opt, "trace.steps");
   (void)trace::parse_step_window(t.steps, 0);  // a bad value fails before training, traced or not
   if (!on) return nullptr;
   DPLAB_CHECK_OPTION(!out_dir.empty(),
@@ -51,7 +52,7 @@ void start_run_trace(trace::Tracer* tracer, const RankGroup& ranks, const Option
   place.rank = ranks.rank();
   place.world_size = ranks.size();
   place.host = host;
-  const int64_t rpn = std::stoll(opt.get_string("ranks_per_node", "0"));
+  const int64_t rpn = communicator_option_table().get_int(opt, "ranks_per_node");
   if (const auto platform = cluster::platform_from_options(opt)) {
     // A virtual cluster: the platform's nodes (comm/cluster/platform.h shape_of).
     place.node = cluster::shape_of(*platform, ranks.size(), int(rpn)).node_of(ranks.rank());

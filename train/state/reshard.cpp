@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "dplab/comm/registry.h"
 #include "dplab/comm/strategy.h"
 #include "dplab/core/error.h"
 #include "dplab/core/state_dict.h"
@@ -31,128 +32,7 @@ int64_t config_int(const Manifest& m, const std::string& key) {
 
 ReshardPolicy reshard_policy(const std::string& algo,
                              const std::map<std::string, std::string>& config) {
-  ReshardPolicy p;
-  p.reshards = true;
-  ConsensusRules& r = p.rules;
-  // Replicas that differ (every algorithm but allreduce): the new ranks start from their
-  // average, and each rank's own optimizer state (momentum, inner AdamW moments) from the
-  // average of the old ranks'. Every algorithm's argument is in docs/resharding.md.
-  r.model = Combine::mean;
-  r.optimizer = Combine::mean;
-  const StateRule compression{"sync.*", Combine::mean};  // error-feedback residuals (top-k,
-                                                         // PowerSGD; its Q agrees on every rank)
-  if (algo == "allreduce") {
-    r.model = Combine::rank0;
-    r.optimizer = Combine::rank0;
-    r.algo = {compression};
-    auto c = config.find("allreduce.compress");
-    const bool compressed = c != config.end() && c->second != "none";
-    p.consensus = fmt::format(
-        "rank 0's model and optimizer (every replica is identical after "
-        "each step){}",
-        compressed ? "; the error-feedback residuals averaged" : "");
-    return p;
-  }
-  if (algo == "local_sgd" || algo == "post_local_sgd") {
-    r.algo = {compression};
-    p.consensus =
-        "the replicas' average (a round's end, early: the round goes on from it); the "
-        "optimizer's state averaged";
-    return p;
-  }
-  if (algo == "diloco") {
-    p.consensus =
-        "the inner replicas' average; theta and the outer optimizer's state (global) rank 0's; "
-        "the inner optimizer's state averaged";
-    return p;
-  }
-  if (algo == "streaming_diloco") {
-    p.consensus =
-        "the inner replicas' average; theta, the outer momentum, the fragment schedule and the "
-        "averaged fragment in flight (global) rank 0's; the inner optimizer's state averaged";
-    return p;
-  }
-  if (algo == "slowmo") {
-    // An SGP base ("sgp." state) reshards as sgp does.
-    r.algo = {{"sgp.ranks", Combine::fresh},
-              {"sgp.weights", Combine::fresh},
-              {"sgp.last_hop", Combine::fresh},
-              compression};
-    r.set = {{"sgp.push_sum_weight", "1"}};
-    r.model_weight = "sgp.push_sum_weight";
-    p.consensus =
-        "the inner replicas' average (an SGP base: weighted by the push-sum weights, which "
-        "restart at 1); x_start and the slow momentum (global) rank 0's; the optimizer's state "
-        "averaged";
-    return p;
-  }
-  if (algo == "sgp") {
-    r.algo = {{"ranks", Combine::fresh}, {"weights", Combine::fresh}, {"last_hop", Combine::fresh}};
-    r.set = {{"push_sum_weight", "1"}};
-    r.model_weight = "push_sum_weight";
-    p.consensus =
-        "the push-sum consensus sum_i w_i z_i / sum_i w_i on every rank with weight 1 (the "
-        "weights sum to the new world size), the gossip's hops those of the new world; the "
-        "optimizer's state averaged";
-    return p;
-  }
-  if (algo == "hybrid") {
-    r.algo = {{"grad", Combine::mean}, compression};
-    p.consensus =
-        "the replicas' average; the stage and sync count (global) rank 0's; the gradient "
-        "accumulated since the last sync and the optimizer's state averaged";
-    return p;
-  }
-  if (algo == "daso") {
-    r.algo = {{"nodes", Combine::fresh},          {"ranks_per_node", Combine::fresh},
-              {"schedule_epoch", Combine::fresh}, {"schedule", Combine::fresh},
-              {"schedule_next", Combine::fresh},  {"epoch_syncs", Combine::fresh},
-              {"pending*", Combine::fresh},       compression};
-    p.consensus =
-        "the replicas' average (it replaces the global syncs in flight, dropped); the phase, B, "
-        "S and plateau detector (global) rank 0's; the epoch's sync schedule re-laid for the new "
-        "nodes x ranks per node; the optimizer's state averaged";
-    return p;
-  }
-  if (algo == "dcs3gd") {
-    r.algo = {{"ranks", Combine::fresh},
-              {"V", Combine::mean},
-              {"S", Combine::mean},
-              {"epoch_corrected_steps", Combine::rank0},
-              {"epoch_compute_s", Combine::rank0},
-              {"epoch_lambda_sum", Combine::rank0},
-              {"epoch_d_rel_sum", Combine::rank0}};
-    p.consensus =
-        "the local weights' average; W_bar (global) rank 0's; the momentum V and the pending "
-        "update S averaged (W = W_bar + S still holds, and the next allreduce adds the same "
-        "mean update); the epoch's statistics rank 0's";
-    return p;
-  }
-  if (algo == "crossover") {
-    r.algo = {{"grad", Combine::mean}, {"peer_sum", Combine::rank0}, compression};
-    p.consensus =
-        "the replicas' average (gossip preserves it); the gradient accumulated in the interval "
-        "and the optimizer's state averaged; the derangements drawn for the new world";
-    return p;
-  }
-  if (algo == "oscars") {
-    r.algo = {{"rounds", Combine::rank0},
-              {"averages", Combine::rank0},
-              {"searches", Combine::rank0},
-              {"*", Combine::fresh}};
-    r.differing_step_counts = true;
-    p.consensus =
-        "the replicas' average; the per-rank schedule (profile, tau, round position) derived "
-        "anew for the new world as at a run's start; the optimizer's state averaged (its step "
-        "count rank 0's)";
-    return p;
-  }
-  p.reshards = false;
-  p.rules = {};
-  p.refusal = algo == "local"
-                  ? "it trains one process, so there is no other world size to continue on"
-                  : "it has no resharding policy (an algorithm registered outside dplab's own)";
-  return p;
+  return builtin_reshard_policy(algo, config);  // each algorithm's own (comm/registry.h)
 }
 
 int64_t resharded_step_in_epoch(int64_t samples_in_epoch, int world, int64_t batch) {

@@ -28,16 +28,9 @@
 
 namespace dplab {
 
-// What --reshard does with an algorithm's checkpoint.
-struct ReshardPolicy {
-  bool reshards = false;
-  std::string consensus;  // how model, optimizer and algorithm state are formed (for the log)
-  std::string refusal;    // why it cannot be resharded (when it refuses)
-  ConsensusRules rules;   // how each state entry is combined (train/state/reshard_average.h)
-};
-
 // The policy of `algo` for a run with these trajectory options (the manifest's config:
-// allreduce with gradient compression averages its residuals).
+// allreduce with gradient compression averages its residuals): the algorithm's own, stated in
+// its file (comm/reshard_policy.h, comm/registry.h builtin_reshard_policy).
 ReshardPolicy reshard_policy(const std::string& algo,
                              const std::map<std::string, std::string>& config);
 

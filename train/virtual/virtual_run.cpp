@@ -1,3 +1,5 @@
+#include "dplab/comm/comm_options.h"
+#include "dplab/train/virtual/virtual_options.h"
 #include "dplab/train/virtual/virtual_run.h"
 
 #include <fmt/format.h>
@@ -14,8 +16,8 @@ namespace dplab {
 
 int64_t check_cluster_run(const Options& opt, int64_t threads) {
   if (!cluster::platform_from_options(opt)) return threads;
-  const std::string name = opt.get_string("cluster", "");
-  const std::string device = opt.get_string("device", "cpu");
+  const std::string name = communicator_option_table().get_string(opt, "cluster");
+  const std::string device = communicator_option_table().get_string(opt, "device");
   DPLAB_CHECK_OPTION(!Device::parse(device).is_cuda(),
                      "option cluster = '{}': the virtual cluster models ranks on the CPU with the "
                      "MPI backend, device is {}; a GPU's compute enters through a profile: record "
@@ -26,7 +28,7 @@ int64_t check_cluster_run(const Options& opt, int64_t threads) {
   DPLAB_CHECK_OPTION(backend == "mpi",
                      "option cluster = '{}': the virtual cluster runs on the MPI backend, comm "
                      "resolves to {} (comm = '{}')",
-                     name, backend, opt.get_string("comm", "auto"));
+                     name, backend, communicator_option_table().get_string(opt, "comm"));
   DPLAB_CHECK_OPTION(
       threads == 0 || threads == 1,
       "option threads = {}: under a virtual cluster (cluster = '{}') a rank computes "
@@ -52,7 +54,7 @@ std::unique_ptr<VirtualRun> VirtualRun::from_options(const Options& opt, Device 
                                                      int world_size, double slowdown) {
   std::optional<cluster::Platform> platform = cluster::platform_from_options(opt);
   if (!platform) return nullptr;
-  const std::string name = opt.get_string("cluster", "");
+  const std::string name = communicator_option_table().get_string(opt, "cluster");
   DPLAB_CHECK_OPTION(!device.is_cuda(),
                      "option cluster = '{}': the virtual cluster models ranks on the CPU with the "
                      "MPI backend, device is {}; a GPU's compute enters through a profile: record "
@@ -63,18 +65,15 @@ std::unique_ptr<VirtualRun> VirtualRun::from_options(const Options& opt, Device 
   DPLAB_CHECK_OPTION(backend == "mpi",
                      "option cluster = '{}': the virtual cluster runs on the MPI backend, comm "
                      "resolves to {} (comm = '{}')",
-                     name, backend, opt.get_string("comm", "auto"));
+                     name, backend, communicator_option_table().get_string(opt, "comm"));
   const std::string profile = cluster::compute_profile_path(opt);
-  const double data_rate = opt.get_double("cluster.data_rate", 0.0);
-  const FailureData failure_data =
-      parse_failure_data(opt.get_string("cluster.failure_data", "reassign"));
-  DPLAB_CHECK_OPTION(data_rate >= 0,
-                     "option cluster.data_rate: expected samples/s >= 0 (0: loading hidden by "
-                     "prefetch), got {}",
-                     data_rate);
+  const OptionTable& t = virtual_run_option_table();
+  const double data_rate = t.get_double(opt, "cluster.data_rate");
+  const FailureData failure_data = parse_failure_data(t.get_string(opt, "cluster.failure_data"));
   DPLAB_CHECK(slowdown >= 1, "virtual cluster: slowdown factor {} < 1", slowdown);
   const cluster::Shape shape =
-      cluster::shape_of(*platform, world_size, int(opt.get_int("ranks_per_node", 0)));
+      cluster::shape_of(*platform, world_size,
+                        int(communicator_option_table().get_int(opt, "ranks_per_node")));
   DPLAB_CHECK(rank >= 0 && rank < world_size, "virtual cluster: rank {} of {}", rank, world_size);
   platform->events.check_against(shape);
   // Measured compute: this rank's --slowdown multiplies its clock's CPU time (profile compute
