@@ -1,5 +1,5 @@
-#include "dplab/core/seed_option.h"
 #include "dplab/comm/grad_compress.h"
+#include "dplab/core/seed_option.h"
 
 #include <fmt/format.h>
 

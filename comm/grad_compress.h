@@ -52,8 +52,8 @@ struct CompressOptions {
   double min_compression_rate = grad_sync_options().default_double("powersgd.min_compression_rate");
   bool warm_start = grad_sync_options().default_bool("powersgd.warm_start");
   double ratio = grad_sync_options().default_double("topk.ratio");
-  uint64_t seed = 0;                  // [seed] the run's seed: Q's initialisation
-  std::string prefix;                 // the option prefix the keys were read under
+  uint64_t seed = 0;   // [seed] the run's seed: Q's initialisation
+  std::string prefix;  // the option prefix the keys were read under
   bool enabled() const { return kind != "none"; }
   static CompressOptions from_options(const Options& opt, const std::string& prefix);
 };

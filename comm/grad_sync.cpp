@@ -1,5 +1,5 @@
-#include "dplab/core/usage_error.h"
 #include "dplab/comm/grad_sync.h"
+#include "dplab/core/usage_error.h"
 
 #include "dplab/core/device_intervals.h"
 
@@ -56,8 +56,8 @@ GradSyncOptions GradSyncOptions::from_options(const Options& opt, const std::str
   o.compress = CompressOptions::from_options(opt, prefix);
   o.reducer = t.get_string(opt, prefix + "reducer");
   DPLAB_CHECK_OPTION(o.reducer.empty() || has_bucket_reducer(o.reducer),
-              "option {}reducer: expected a registered bucket reducer ({}), got '{}'", prefix,
-              fmt::join(bucket_reducer_names(), ", "), o.reducer);
+                     "option {}reducer: expected a registered bucket reducer ({}), got '{}'",
+                     prefix, fmt::join(bucket_reducer_names(), ", "), o.reducer);
   return o;
 }
 

@@ -90,8 +90,8 @@ struct GradSyncOptions {
   double bucket_cap_mb = grad_sync_options().default_double("bucket_cap_mb");
   DType wire = DType::f32;  // [<algo>.wire] f32, bf16 or f16 (declared f32)
   bool hierarchical = grad_sync_options().default_bool("hierarchical");
-  bool average = true;           // divide by the number of ranks (else leave the sum)
-  CompressOptions compress;      // [<algo>.compress] and its keys (comm/grad_compress.h)
+  bool average = true;       // divide by the number of ranks (else leave the sum)
+  CompressOptions compress;  // [<algo>.compress] and its keys (comm/grad_compress.h)
   // [<algo>.reducer] a registered bucket reducer (comm/bucket_reducer.h); empty: the built-in
   // one the keys above select (builtin_reducer_name).
   std::string reducer;

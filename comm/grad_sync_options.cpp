@@ -8,8 +8,8 @@ const OptionTable& grad_sync_options() {
        "size of the first gradient bucket, MiB (small: communication starts early in the "
        "backward pass; comm/grad_sync.h)",
        number(0)},
-      {"bucket_cap_mb", "25", "size of the later gradient buckets, MiB (0: one allreduce per tensor)",
-       number(0)},
+      {"bucket_cap_mb", "25",
+       "size of the later gradient buckets, MiB (0: one allreduce per tensor)", number(0)},
       {"wire", "f32", "wire type of the gradient allreduce: f32, bf16 or f16 (f32 accumulation)",
        choice({"f32", "bf16", "f16"})},
       {"hierarchical", "false",

@@ -12,10 +12,10 @@
 #include <thread>
 #include <utility>
 
-#include "dplab/comm/comm_options.h"
 #include "dplab/comm/backend_communicator.h"
 #include "dplab/comm/cluster/cluster_option.h"
 #include "dplab/comm/cluster/virtual_time.h"
+#include "dplab/comm/comm_options.h"
 #include "dplab/comm/communicator.h"
 #include "dplab/comm/mpi_env.h"
 #include "dplab/comm/node_port.h"

@@ -1,5 +1,5 @@
-#include "dplab/comm/comm_options.h"
 #include "dplab/comm/slowdown.h"
+#include "dplab/comm/comm_options.h"
 
 #include <thread>
 

@@ -28,7 +28,8 @@ std::shared_ptr<Communicator> make_world(const Options& opt,
                      "option cluster = '{}': the virtual cluster runs on the MPI backend (CPU "
                      "tensors); comm resolves to {} (comm = '{}', device = '{}'). Use device = cpu "
                      "and, for a GPU's compute, cluster.compute = profile:FILE",
-                     communicator_option_table().get_string(opt, "cluster"), backend, communicator_option_table().get_string(opt, "comm"),
+                     communicator_option_table().get_string(opt, "cluster"), backend,
+                     communicator_option_table().get_string(opt, "comm"),
                      communicator_option_table().get_string(opt, "device"));
   if (cfg.platform && virtual_time) cfg.virtual_time = std::move(virtual_time);
   if (backend == "mpi") return mpi_world(cfg);

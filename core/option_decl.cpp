@@ -26,8 +26,7 @@ std::string joined_choices(const std::vector<std::string>& v) {
 std::string range_expectation(const ValueRule& r) {
   const std::string what = r.kind == Kind::integer ? "an integer" : "a number";
   const bool lo = std::isfinite(r.min), hi = std::isfinite(r.max);
-  if (lo && hi)
-    return fmt::format("{} in [{}, {}{}", what, r.min, r.max, r.max_open ? ")" : "]");
+  if (lo && hi) return fmt::format("{} in [{}, {}{}", what, r.min, r.max, r.max_open ? ")" : "]");
   if (lo) return fmt::format("{} >= {}", what, r.min);
   if (hi) return fmt::format("{} {} {}", what, r.max_open ? "<" : "<=", r.max);
   return what;
@@ -121,8 +120,8 @@ std::string check_value(const std::string& key, const ValueRule& r, const std::s
     case Kind::integer:
     case Kind::number: {
       double v = 0;
-      const bool in_range = parse_number(r, value, v) && v >= r.min &&
-                            (r.max_open ? v < r.max : v <= r.max);
+      const bool in_range =
+          parse_number(r, value, v) && v >= r.min && (r.max_open ? v < r.max : v <= r.max);
       if (in_range) return "";
       return fmt::format("option {}: expected {}, got {}", key, range_expectation(r),
                          quoted_excerpt(value));

@@ -254,8 +254,7 @@ const OptionTable& lr_schedule_option_table() {
       {"lr.warmup_start_factor", "0", "lr factor at the start of the warm-up", number(0, 1)},
       {"lr.step_size", "30", "step: epochs between decays", integer(1)},
       {"lr.gamma", "0.1", "step and multistep: decay factor", number()},
-      {"lr.milestones", "30,60,80", "multistep: epochs at which the lr decays by lr.gamma",
-       text()},
+      {"lr.milestones", "30,60,80", "multistep: epochs at which the lr decays by lr.gamma", text()},
       // > 0: said by the reader (a rule's bounds are inclusive).
       {"lr.power", "2", "poly: factor (1 - t/T)^power", number(0)},
       {"lr.min_factor", "0", "cosine, poly and plateau: floor of the lr factor", number(0, 1)},
@@ -298,8 +297,7 @@ std::unique_ptr<LrSchedule> make_base_lr_schedule(const Options& opt, int64_t to
   } else if (kind == "plateau") {
     const int64_t patience = t.get_int(opt, "lr.patience");
     const double factor = t.get_double(opt, "lr.factor");
-    DPLAB_CHECK_OPTION(factor > 0, "option lr.factor: expected a number in (0, 1), got {}",
-                       factor);
+    DPLAB_CHECK_OPTION(factor > 0, "option lr.factor: expected a number in (0, 1), got {}", factor);
     const double threshold = t.get_double(opt, "lr.threshold");
     const std::string mode = t.get_string(opt, "lr.mode");
     s = std::make_unique<PlateauSchedule>(static_cast<int>(patience), factor, threshold,

@@ -67,7 +67,6 @@ std::vector<std::string> AllReduceStrategy::plan_notes(const RunPlan& plan) cons
   return compression_notes(sync_opt_.compress, plan.steps);  // one synchronisation per step
 }
 
-
 // Every replica is identical after each step: rank 0's model and optimizer; GradSync's
 // error-feedback residuals (with compression) averaged.
 ReshardPolicy allreduce_reshard_policy(const CheckpointConfig& config) {
@@ -76,9 +75,9 @@ ReshardPolicy allreduce_reshard_policy(const CheckpointConfig& config) {
   p.rules.algo = {compression_residuals_rule()};
   const auto c = config.find("allreduce.compress");
   const bool compressed = c != config.end() && c->second != "none";
-  p.consensus = fmt::format(
-      "rank 0's model and optimizer (every replica is identical after each step){}",
-      compressed ? "; the error-feedback residuals averaged" : "");
+  p.consensus =
+      fmt::format("rank 0's model and optimizer (every replica is identical after each step){}",
+                  compressed ? "; the error-feedback residuals averaged" : "");
   return p;
 }
 

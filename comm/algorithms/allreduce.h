@@ -18,9 +18,9 @@
 #pragma once
 #include <memory>
 
-#include "dplab/comm/reshard_policy.h"
 #include "dplab/comm/distributed_strategy.h"
 #include "dplab/comm/grad_sync.h"
+#include "dplab/comm/reshard_policy.h"
 
 namespace dplab {
 

@@ -152,7 +152,8 @@ CrossoverOptions CrossoverOptions::from_options(const Options& opt) {
   o.interval = t.get_int(opt, "crossover.interval");
   o.hierarchical = t.get_bool(opt, "crossover.hierarchical");
   // Declared "(seed)": the run's seed.
-  o.seed = static_cast<uint64_t>(t.get_int(opt, "crossover.seed", seed_option_table().get_int(opt, "seed")));
+  o.seed = static_cast<uint64_t>(
+      t.get_int(opt, "crossover.seed", seed_option_table().get_int(opt, "seed")));
   o.check_maps = t.get_bool(opt, "crossover.check_maps");
   // "crossover.hierarchical" is the group mode; GradSync's keys live under "crossover.sync."
   // so they cannot clash with it.
@@ -386,7 +387,6 @@ std::unique_ptr<Strategy> make_crossover_strategy(std::shared_ptr<Topology> topo
                                                   const Options& opt) {
   return std::make_unique<CrossoverStrategy>(std::move(topo), opt);
 }
-
 
 ReshardPolicy crossover_reshard_policy(const CheckpointConfig&) {
   ReshardPolicy p = averaging_policy(

@@ -38,11 +38,11 @@
 #include <functional>
 #include <memory>
 
-#include "dplab/comm/reshard_policy.h"
 #include "dplab/comm/algorithms/algorithm_options.h"
 #include "dplab/comm/algorithms/derangement.h"
 #include "dplab/comm/distributed_strategy.h"
 #include "dplab/comm/grad_sync.h"
+#include "dplab/comm/reshard_policy.h"
 
 namespace dplab {
 

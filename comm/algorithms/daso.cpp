@@ -428,7 +428,6 @@ std::unique_ptr<Strategy> make_daso_strategy(std::shared_ptr<Topology> topo, con
   return std::make_unique<DasoStrategy>(std::move(topo), opt);
 }
 
-
 ReshardPolicy daso_reshard_policy(const CheckpointConfig&) {
   ReshardPolicy p = averaging_policy(
       "the replicas' average (it replaces the global syncs in flight, dropped); the phase, B, "

@@ -46,10 +46,10 @@
 #include <memory>
 #include <vector>
 
-#include "dplab/comm/reshard_policy.h"
 #include "dplab/comm/algorithms/algorithm_options.h"
 #include "dplab/comm/distributed_strategy.h"
 #include "dplab/comm/grad_sync.h"
+#include "dplab/comm/reshard_policy.h"
 #include "dplab/optim/schedule.h"
 
 namespace dplab {

@@ -470,7 +470,6 @@ std::unique_ptr<Strategy> make_dcs3gd_strategy(std::shared_ptr<Topology> topo, c
   return std::make_unique<Dcs3gdStrategy>(std::move(topo), opt);
 }
 
-
 ReshardPolicy dcs3gd_reshard_policy(const CheckpointConfig&) {
   ReshardPolicy p = averaging_policy(
       "the local weights' average; W_bar (global) rank 0's; the momentum V and the pending "

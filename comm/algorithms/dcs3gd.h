@@ -54,9 +54,9 @@
 #include <utility>
 #include <vector>
 
-#include "dplab/comm/reshard_policy.h"
 #include "dplab/comm/algorithms/algorithm_options.h"
 #include "dplab/comm/distributed_strategy.h"
+#include "dplab/comm/reshard_policy.h"
 
 namespace dplab {
 

@@ -30,7 +30,8 @@ DiLoCoOptions DiLoCoOptions::from_options(const Options& opt) {
     DPLAB_CHECK_OPTION(!opt.has(key), "option {} = {} does not apply to diloco.outer_optim = {}",
                        key, opt.values().at(key), name);
   // PyTorch's defaults for Adam (torch.optim.Adam: lr 1e-3), the paper's for Nesterov SGD.
-  o.outer_lr = adam ? t.get_double(opt, "diloco.outer_lr", 1e-3) : t.get_double(opt, "diloco.outer_lr");
+  o.outer_lr =
+      adam ? t.get_double(opt, "diloco.outer_lr", 1e-3) : t.get_double(opt, "diloco.outer_lr");
   if (adam) {
     o.outer_beta1 = t.get_double(opt, "diloco.outer_beta1");
     o.outer_beta2 = t.get_double(opt, "diloco.outer_beta2");
@@ -144,7 +145,6 @@ void DiLoCoStrategy::load_sync_state(const StateDict& in, const RoundPosition&) 
 std::unique_ptr<Strategy> make_diloco_strategy(std::shared_ptr<Topology> topo, const Options& opt) {
   return std::make_unique<DiLoCoStrategy>(std::move(topo), opt);
 }
-
 
 ReshardPolicy diloco_reshard_policy(const CheckpointConfig&) {
   return averaging_policy(

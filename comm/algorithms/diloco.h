@@ -63,9 +63,9 @@
 #pragma once
 #include <memory>
 
-#include "dplab/comm/reshard_policy.h"
 #include "dplab/comm/algorithms/algorithm_options.h"
 #include "dplab/comm/algorithms/periodic_sync.h"
+#include "dplab/comm/reshard_policy.h"
 
 namespace dplab {
 

@@ -285,7 +285,6 @@ std::unique_ptr<Strategy> make_hybrid_strategy(std::shared_ptr<Topology> topo, c
   return std::make_unique<HybridStrategy>(std::move(topo), opt);
 }
 
-
 ReshardPolicy hybrid_reshard_policy(const CheckpointConfig&) {
   ReshardPolicy p = averaging_policy(
       "the replicas' average; the stage and sync count (global) rank 0's; the gradient "

@@ -47,10 +47,10 @@
 #pragma once
 #include <memory>
 
-#include "dplab/comm/reshard_policy.h"
 #include "dplab/comm/algorithms/algorithm_options.h"
 #include "dplab/comm/distributed_strategy.h"
 #include "dplab/comm/grad_sync.h"
+#include "dplab/comm/reshard_policy.h"
 
 namespace dplab {
 

@@ -144,7 +144,6 @@ std::unique_ptr<Strategy> make_post_local_sgd_strategy(std::shared_ptr<Topology>
   return std::make_unique<LocalSgdStrategy>(std::move(topo), opt, true);
 }
 
-
 ReshardPolicy local_sgd_reshard_policy(const CheckpointConfig&) {
   ReshardPolicy p = averaging_policy(
       "the replicas' average (a round's end, early: the round goes on from it); the "

@@ -26,9 +26,9 @@
 #pragma once
 #include <memory>
 
-#include "dplab/comm/reshard_policy.h"
 #include "dplab/comm/algorithms/periodic_sync.h"
 #include "dplab/comm/grad_sync.h"
+#include "dplab/comm/reshard_policy.h"
 
 namespace dplab {
 

@@ -375,7 +375,6 @@ std::unique_ptr<Strategy> make_oscars_strategy(std::shared_ptr<Topology> topo, c
   return std::make_unique<OscarsStrategy>(std::move(topo), opt);
 }
 
-
 ReshardPolicy oscars_reshard_policy(const CheckpointConfig&) {
   ReshardPolicy p = averaging_policy(
       "the replicas' average; the per-rank schedule (profile, tau, round position) derived "

@@ -60,9 +60,9 @@
 #pragma once
 #include <memory>
 
-#include "dplab/comm/reshard_policy.h"
 #include "dplab/comm/algorithms/oscars_search.h"
 #include "dplab/comm/distributed_strategy.h"
+#include "dplab/comm/reshard_policy.h"
 
 namespace dplab {
 

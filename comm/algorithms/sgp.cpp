@@ -252,7 +252,6 @@ std::unique_ptr<Strategy> make_sgp_strategy(std::shared_ptr<Topology> topo, cons
   return std::make_unique<SgpStrategy>(std::move(topo), opt);
 }
 
-
 ReshardPolicy sgp_reshard_policy(const CheckpointConfig&) {
   ReshardPolicy p = averaging_policy(
       "the push-sum consensus sum_i w_i z_i / sum_i w_i on every rank with weight 1 (the "

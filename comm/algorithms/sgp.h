@@ -29,8 +29,8 @@
 #pragma once
 #include <memory>
 
-#include "dplab/comm/reshard_policy.h"
 #include "dplab/comm/distributed_strategy.h"
+#include "dplab/comm/reshard_policy.h"
 
 namespace dplab {
 

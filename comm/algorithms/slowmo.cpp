@@ -200,7 +200,6 @@ std::unique_ptr<Strategy> make_slowmo_strategy(std::shared_ptr<Topology> topo, c
   return std::make_unique<SlowMoStrategy>(std::move(topo), opt);
 }
 
-
 // An SGP base ("sgp." state) reshards as sgp does.
 ReshardPolicy slowmo_reshard_policy(const CheckpointConfig&) {
   ReshardPolicy p = averaging_policy(

@@ -70,10 +70,10 @@
 #pragma once
 #include <memory>
 
-#include "dplab/comm/reshard_policy.h"
 #include "dplab/comm/algorithms/algorithm_options.h"
 #include "dplab/comm/algorithms/periodic_sync.h"
 #include "dplab/comm/algorithms/sgp.h"
+#include "dplab/comm/reshard_policy.h"
 
 namespace dplab {
 

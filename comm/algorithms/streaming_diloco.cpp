@@ -145,11 +145,12 @@ void StreamingDiLoCoStrategy::setup(TrainContext& ctx) {
   PeriodicSyncStrategy::setup(ctx);  // θ_g(0): rank 0's model on every rank
   frags_ = plan_fragments(*ctx.arena, opt_.schedule.fragments, opt_.fragment_pattern);
   if (opt_.quantize) {
-    DPLAB_CHECK_OPTION(ctx.arena->device().is_cpu(),
-                "option streaming_diloco.quantize = {}: outer gradients are quantised on the "
-                "host, but the parameters are on {}; use quantize = none (wire = bf16 sends 16 "
-                "bits on a device)",
-                quant_format_name(*opt_.quantize), ctx.arena->device().str());
+    DPLAB_CHECK_OPTION(
+        ctx.arena->device().is_cpu(),
+        "option streaming_diloco.quantize = {}: outer gradients are quantised on the "
+        "host, but the parameters are on {}; use quantize = none (wire = bf16 sends 16 "
+        "bits on a device)",
+        quant_format_name(*opt_.quantize), ctx.arena->device().str());
     quantizer_.emplace(*opt_.quantize, opt_.quantize_block, "streaming_diloco.quantize_block");
   }
   theta_ = ctx.arena->params().clone();
@@ -425,7 +426,6 @@ std::unique_ptr<Strategy> make_streaming_diloco_strategy(std::shared_ptr<Topolog
                                                          const Options& opt) {
   return std::make_unique<StreamingDiLoCoStrategy>(std::move(topo), opt);
 }
-
 
 ReshardPolicy streaming_diloco_reshard_policy(const CheckpointConfig&) {
   return averaging_policy(

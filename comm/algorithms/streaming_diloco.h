@@ -81,10 +81,10 @@
 #include <string>
 #include <vector>
 
-#include "dplab/comm/reshard_policy.h"
 #include "dplab/comm/algorithms/algorithm_options.h"
 #include "dplab/comm/algorithms/periodic_sync.h"
 #include "dplab/comm/quantize.h"
+#include "dplab/comm/reshard_policy.h"
 
 namespace dplab {
 

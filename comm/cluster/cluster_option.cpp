@@ -1,5 +1,5 @@
-#include "dplab/comm/comm_options.h"
 #include "dplab/comm/cluster/cluster_option.h"
+#include "dplab/comm/comm_options.h"
 
 #include <fmt/format.h>
 
@@ -77,8 +77,7 @@ std::optional<Platform> platform_from_options(const Options& opt) {
     } catch (const Error& e) {
       throw UsageError(e.what());  // the option's value names no preset or usable file: exit 2
     }
-  }
-  else if (intra || inter)
+  } else if (intra || inter)
     p = link_platform(intra, inter, static_cast<int>(t.get_int(opt, "ranks_per_node")));
   DPLAB_CHECK_OPTION(p || t.get_string(opt, "cluster.events").empty(),
                      "option cluster.events: events happen on a virtual cluster; give option "

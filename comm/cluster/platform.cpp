@@ -1,5 +1,5 @@
-#include "dplab/core/usage_error.h"
 #include "dplab/comm/cluster/platform.h"
+#include "dplab/core/usage_error.h"
 
 #include <algorithm>
 #include <cmath>

@@ -146,8 +146,8 @@ int main() {
     table[s.key] = {s.default_value, s.help};
     const std::string takes =
         s.rule.kind == ValueRule::Kind::text ? "text" : rule_expectation(s.rule);
-    md += fmt::format("| `{}` | {} | {} | {} | {} |\n", s.key, code(s.default_value),
-                      cell(takes), s.trajectory ? "" : "*run*", cell(s.help));
+    md += fmt::format("| `{}` | {} | {} | {} | {} |\n", s.key, code(s.default_value), cell(takes),
+                      s.trajectory ? "" : "*run*", cell(s.help));
   }
   md +=
       "\n## Keys of the algorithms, the communicator and the LR schedules\n\n"

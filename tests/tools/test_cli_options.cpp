@@ -86,7 +86,8 @@ TEST(CliOptions, NoReaderRepeatsADeclaredDefault) {
   const auto json = run_dplab("options --json", dir.path);
   ASSERT_EQ(json.status, 0) << json.err;
   std::set<std::string> declared;
-  for (const auto& k : nlohmann::json::parse(json.out)) declared.insert(k["key"].get<std::string>());
+  for (const auto& k : nlohmann::json::parse(json.out))
+    declared.insert(k["key"].get<std::string>());
   ASSERT_TRUE(declared.count("daso.B_max") && declared.count("epochs"));
   const std::regex pat(R"re(\bopt\.get_(?:int|double|string|bool)\("([^"]+)",)re");
   size_t files = 0;

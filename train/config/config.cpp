@@ -37,52 +37,33 @@ ValueRule registry_names(const std::string& key) {
   return choice([key] { return builtin_names_for(key); });
 }
 
-// The driver's own keys; component_option_specs() (option_keys.cpp) adds its parts'.
+// The loop's settings, read by train_settings.cpp (and the optimizer's shared keys by
+// train/loop/optimizer_options.cpp, the model's by train/loop/model_parts.cpp, plugins by
+// plugin_loader.cpp); component_option_specs() (option_keys.cpp) adds every other part's.
 const std::vector<OptionSpec>& driver_option_specs() {
   static const std::vector<OptionSpec> specs = {
       {"model", "mnist_cnn", "model name (models/registry.h)", text()},
       {"model.zero_init_residual", "false",
        "resnets: zero each residual block's last BatchNorm gamma (Goyal et al.)", boolean()},
-      {"data", "fashion-mnist",
-       "dataset: fashion-mnist, mnist (the standard 60k/10k IDX files), mnist-10k (the "
-       "10,000-digit "
-       "subset), each as NAME or NAME:DIR; shards:GLOB (WebDataset tar shards; {000000..000099} "
-       "ranges) or folder:DIR (<class>/<file> images; DIR/train + DIR/val if present)", text()},
-      {"data.val", "", "evaluation data for shards:/folder: (shards:GLOB or folder:DIR)", text(), false},
-      {"data.image_size", "224", "shards:/folder: image side after cropping", integer(1)},
-      {"data.on_error", "skip", "shards:/folder: damaged sample: skip (report, count) or fail", choice({"skip", "fail"})},
-      {"data.num_classes", "0",
-       "number of classes; every label must be below it (a larger one is a damaged sample). 0: "
-       "the shard index's class list, the folder's class directories, 10 for IDX data; shard "
-       "labels without an index must then be below 100000", integer(0, 16777216)},
-      {"data.max_image_pixels", "67108864",
-       "shards:/folder: images with more pixels (width x height, read from the header) are "
-       "damaged samples, refused before decoding; the default, 64 Mpixel, decodes to at most "
-       "192 MiB", integer(1)},
-      {"data.shuffle_buffer", "1000", "shards: shuffle buffer size (samples)", integer(0)},
-      {"data.dir", "",
-       "directory with the IDX files (default: $DPLAB_DATA/<data>, then the "
-       "dataset's standard location)", text(), false},
-      {"data.train_limit", "0", "use only the first N training samples (0: all)", integer(0)},
-      {"data.test_limit", "0", "use only the first N test samples (0: all)", integer(0), false},
-      {"data.workers", "0",
-       "loader worker threads of training and evaluation (0: load on the training thread)", integer(0), false},
-      {"data.prefetch", "4", "batches the workers build ahead", integer(0), false},
       {"epochs", "1",
        "number of epochs; a resume may change it unless something is planned from it (lr.schedule "
        "poly or cosine, DASO's cool-down, hybrid's stages, DC-S3GD's schedule): then "
-       "--resume-override epochs, with a warning", integer(1), false},
+       "--resume-override epochs, with a warning",
+       integer(1), false},
       {"batch", "64", "batch size per rank", integer(1)},
       {"lr", "0.01",
        "base learning rate (scaled by the lr.* schedule); unset with optim = adamw: 0.001 "
-       "(PyTorch's AdamW default)", number(0)},
+       "(PyTorch's AdamW default)",
+       number(0)},
       {"momentum", "0.9", "SGD momentum", number(0)},
       {"nesterov", "false", "Nesterov momentum", boolean()},
       {"dampening", "0", "SGD dampening", number(0)},
-      {"wd", "0", "weight decay; unset with optim = adamw: 0.01 (PyTorch's AdamW default)", number(0)},
+      {"wd", "0", "weight decay; unset with optim = adamw: 0.01 (PyTorch's AdamW default)",
+       number(0)},
       {"optim", "sgd",
        "optimizer: sgd, lars (optim/lars.h; reads lr, momentum, wd) or adamw (optim/adamw.h; "
-       "reads lr, wd, adamw.*; PyTorch's defaults are --lr 0.001 --wd 0.01)", text()},
+       "reads lr, wd, adamw.*; PyTorch's defaults are --lr 0.001 --wd 0.01)",
+       text()},
       {"accumulate_steps", "1",
        "sum the gradients of this many batches before each optimizer step (loss / k)", integer(1)},
       {"label_smoothing", "0", "cross-entropy label smoothing", number(0, 1)},
@@ -90,67 +71,24 @@ const std::vector<OptionSpec>& driver_option_specs() {
        "mixed precision: off, bf16 (conv/linear on bf16 operands with f32 weights and "
        "accumulation; on the CPU activations stay bf16 from layer to layer; core/autocast.h) or "
        "f16 (conv/linear on f16-rounded operands plus dynamic loss scaling; "
-       "optim/grad_scaler.h)", choice({"off", "bf16", "f16"})},
+       "optim/grad_scaler.h)",
+       choice({"off", "bf16", "f16"})},
       {"threads", "0",
        "OpenMP threads for the ops (0: all cores; under a virtual cluster 1, and more is an "
-       "error)", integer(0), false},
+       "error)",
+       integer(0), false},
       {"max_steps", "0", "stop after this many optimizer steps (0: no limit)", integer(0), false},
       {"plugins", "",
        "shared libraries whose models, datasets, algorithms, optimizers and schedules dplab "
        "train loads before the run (comma-separated paths, or a TOML array; flag --plugin; "
        "docs/extension_api.md); run.json records each with its SHA-256, and --resume loads "
-       "them again", text(), false},
-      {"out", "",
-       "output directory: run.json (the run record, a valid --config), metrics.jsonl and "
-       "rank_<R>.jsonl (docs/metrics_schema.md), checkpoints/step_<N>/ (one directory per "
-       "checkpoint: "
-       "rank_<R>.safetensors per rank + manifest.json) and final.safetensors (the final model, "
-       "PyTorch names)", text(), false},
-      {"resume", "",
-       "continue from a run directory (its newest valid checkpoint) or a checkpoint directory "
-       "(DIR/checkpoints/step_<N>); the trajectory options must match the checkpoint's", text(), false},
-      {"resume.override", "",
-       "KEY,...: trajectory options a resumed run may change (KEY.* matches a prefix), e.g. "
-       "lr,lr.schedule", text(), false},
-      {"resume.reshard", "false",
-       "resume a checkpoint written by another number of ranks (flag --reshard): model and "
-       "optimizer from the replicas' consensus, the epoch's sample position from the global "
-       "sample counter (keep the global batch: world x batch); each algorithm's own state "
-       "kept, averaged or re-derived for the new world by its policy (docs/resharding.md)", boolean(), false},
-      {"init_from", "",
-       "start a new run from the model weights of a checkpoint (run or checkpoint directory, "
-       "or a model .safetensors file): fresh optimizer and loop", text(), false},
-      {"eval.batch", "0",
-       "batch size of evaluation per rank (0: train: the per-rank training batch, so evaluation "
-       "needs no more memory than a step; eval: from the image size; both at most 2^22 input "
-       "values: 1024 for 28 x 28, 16 for 3 x 224 x 224; train/data/evaluate.h)", integer(0), false},
-      {"checkpoint.every_epochs", "1", "write a checkpoint every N epochs (0: only at the end)", integer(0), false},
-      {"checkpoint.every_steps", "0",
-       "also write a checkpoint every N iterations (global steps; 0: never)", integer(0), false},
-      {"checkpoint.keep", "3",
-       "committed checkpoints kept in DIR/checkpoints (older ones are removed after a new one "
-       "commits; 0: keep all)", integer(0), false},
+       "them again",
+       text(), false},
       {"nonfinite", "stop",
        "an inf/NaN loss or gradient: the step is never applied; stop (every rank, exit status "
        "3, no checkpoint written) or skip (go on, count it: nonfinite_skipped_steps); a "
-       "checkpoint with an inf/NaN is never written (train/loop/nonfinite_guard.h)", choice({"stop", "skip"})},
-      {"preempt.signals", "TERM,USR1",
-       "signals that pre-empt the run (with out set): every rank stops after the same step, "
-       "writes a checkpoint to DIR/checkpoints and exits with status 4; comma-separated TERM, "
-       "INT, HUP, USR1, USR2; empty: default actions (train/loop/preemption.h)", text(), false},
-      {"trace", "false",
-       "write a timeline of every rank (Chrome trace-event JSON, opens in Perfetto and "
-       "chrome://tracing): DIR/trace/rank_<R>.json per rank, merged by rank 0 into "
-       "DIR/trace.json at the end; needs out (docs/trace.md)", boolean(), false},
-      {"trace.steps", "auto",
-       "the global steps a trace records: A:B (0-based, A <= step < B), all, or auto (steps "
-       "10:20, the 10 steps after 10 of warm-up; the last 10 steps of a shorter run)", text(), false},
-      {"progress", "auto", "auto (bar on a terminal, else lines), bar, lines or off", choice({"auto", "bar", "lines", "off"}), false},
-      {"progress.every_percent", "10", "with progress=lines: a line every N% of an epoch", integer(1, 100), false},
-      {"metrics.every_steps", "0",
-       "with out set: a \"kind\": \"step\" record every N global steps in metrics.jsonl and "
-       "rank_R.jsonl (loss over every rank, lr, step time, data wait, exposed communication "
-       "wait, images/s; docs/metrics_schema.md); 0: none", integer(0), false},
+       "checkpoint with an inf/NaN is never written (train/loop/nonfinite_guard.h)",
+       choice({"stop", "skip"})},
   };
   return specs;
 }

@@ -1,10 +1,12 @@
-// The keys of `dplab train` beyond the driver's own (train/config/config.cpp), gathered from
-// their declarations beside their readers: the communicator's (comm/comm_options.h), a virtual
+// The keys of `dplab train` beyond the loop's own (train/config/config.cpp), gathered from
+// their declarations beside their readers: the data's (train/data/data_options.h), the
+// checkpoints' (train/state/checkpoint_options.h), reporting's (train/report/report_options.h),
+// the seed (core/seed_option.h), the communicator's (comm/comm_options.h), a virtual
 // cluster run's (train/virtual/virtual_options.h), the optimizers' own (optim/optimizer_options.h),
 // the lr schedule's (optim/schedule.h) and every built-in algorithm's
 // (comm/algorithms/algorithm_options.h). Nothing here names an algorithm.
-#include "dplab/core/seed_option.h"
 #include "dplab/train/config/option_keys.h"
+#include "dplab/core/seed_option.h"
 
 #include <algorithm>
 #include <map>
@@ -15,6 +17,9 @@
 #include "dplab/comm/comm_options.h"
 #include "dplab/optim/optimizer_options.h"
 #include "dplab/optim/schedule.h"
+#include "dplab/train/data/data_options.h"
+#include "dplab/train/report/report_options.h"
+#include "dplab/train/state/checkpoint_options.h"
 #include "dplab/train/virtual/virtual_options.h"
 
 namespace dplab {
@@ -39,6 +44,9 @@ std::vector<OptionSpec> gather() {
     for (const OptionDecl& d : t.decls())
       if (seen.insert(d.key).second) v.push_back(d);
   };
+  add(data_option_table());
+  add(checkpoint_option_table());
+  add(report_option_table());
   add(seed_option_table());
   add(communicator_option_table());
   add(virtual_run_option_table());
@@ -78,8 +86,8 @@ std::string option_area(const std::string& key) {
 
 const std::vector<std::string>& option_areas() {
   static const std::vector<std::string> a = [] {
-    std::vector<std::string> r = {"run",        "model",     "data", "optimizer",
-                                  "schedule",   "checkpoint", "reporting", "comm"};
+    std::vector<std::string> r = {"run",      "model",      "data",      "optimizer",
+                                  "schedule", "checkpoint", "reporting", "comm"};
     for (const AlgorithmOptions& algo : builtin_algorithm_options()) r.push_back(algo.name);
     return r;
   }();

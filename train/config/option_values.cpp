@@ -4,7 +4,6 @@
 
 #include <fmt/format.h>
 
-
 #include "dplab/core/error.h"
 #include "dplab/core/usage_error.h"
 

@@ -36,8 +36,7 @@ DataPipelineOptions DataPipelineOptions::from(const Options& opt, int rank, int 
   o.batch = batch;
   o.workers = int(train_option_table().get_int(opt, "data.workers"));
   o.prefetch = int(train_option_table().get_int(opt, "data.prefetch"));
-  o.shuffle_buffer =
-      train_option_table().get_int(opt, "data.shuffle_buffer");
+  o.shuffle_buffer = train_option_table().get_int(opt, "data.shuffle_buffer");
   return o;
 }
 

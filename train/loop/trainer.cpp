@@ -1,5 +1,5 @@
-#include "dplab/comm/comm_options.h"
 #include "dplab/train/loop/trainer.h"
+#include "dplab/comm/comm_options.h"
 
 #include <fmt/format.h>
 #include <omp.h>
@@ -67,8 +67,7 @@ int64_t get_int(const Options& opt, const std::string& key) {
 // leaves the key unread (a key nobody reads is an error).
 RankGroup rank_group(int rank, int size, const Options& opt) {
   if (size == 1) return RankGroup(rank, size);
-  return RankGroup(rank, size,
-                   communicator_option_table().get_double(opt, "comm.timeout_s"));
+  return RankGroup(rank, size, communicator_option_table().get_double(opt, "comm.timeout_s"));
 }
 
 }  // namespace

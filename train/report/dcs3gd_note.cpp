@@ -6,9 +6,7 @@
 namespace dplab {
 
 std::string dcs3gd_run_note(const Options& opt, int64_t global_batch, double lr) {
-  auto number = [&](const std::string& key) {
-    return train_option_table().get_double(opt, key);
-  };
+  auto number = [&](const std::string& key) { return train_option_table().get_double(opt, key); };
   const double warmup_epochs = number("dcs3gd.warmup_epochs");
   const double epochs = number("epochs");
   const double frac =

@@ -1,5 +1,5 @@
-#include "dplab/comm/comm_options.h"
 #include "dplab/train/report/run_trace.h"
+#include "dplab/comm/comm_options.h"
 
 #include <fmt/format.h>
 #include <unistd.h>

@@ -1,6 +1,6 @@
+#include "dplab/train/virtual/virtual_run.h"
 #include "dplab/comm/comm_options.h"
 #include "dplab/train/virtual/virtual_options.h"
-#include "dplab/train/virtual/virtual_run.h"
 
 #include <fmt/format.h>
 
@@ -71,9 +71,8 @@ std::unique_ptr<VirtualRun> VirtualRun::from_options(const Options& opt, Device 
   const double data_rate = t.get_double(opt, "cluster.data_rate");
   const FailureData failure_data = parse_failure_data(t.get_string(opt, "cluster.failure_data"));
   DPLAB_CHECK(slowdown >= 1, "virtual cluster: slowdown factor {} < 1", slowdown);
-  const cluster::Shape shape =
-      cluster::shape_of(*platform, world_size,
-                        int(communicator_option_table().get_int(opt, "ranks_per_node")));
+  const cluster::Shape shape = cluster::shape_of(
+      *platform, world_size, int(communicator_option_table().get_int(opt, "ranks_per_node")));
   DPLAB_CHECK(rank >= 0 && rank < world_size, "virtual cluster: rank {} of {}", rank, world_size);
   platform->events.check_against(shape);
   // Measured compute: this rank's --slowdown multiplies its clock's CPU time (profile compute
