@@ -1,5 +1,5 @@
 #include "dplab/comm/grad_compress.h"
-#include "dplab/core/seed_option.h"
+#include "dplab/core/run_options.h"
 
 #include <fmt/format.h>
 
@@ -22,7 +22,7 @@ CompressOptions CompressOptions::from_options(const Options& opt, const std::str
   o.ratio = t.get_double(opt, prefix + "topk.ratio");
   DPLAB_CHECK_OPTION(o.ratio > 0, "option {}topk.ratio: expected a number in (0, 1], got {}",
                      prefix, o.ratio);
-  o.seed = static_cast<uint64_t>(seed_option_table().get_int(opt, "seed"));
+  o.seed = static_cast<uint64_t>(run_option_table().get_int(opt, "seed"));
   o.prefix = prefix;
   return o;
 }

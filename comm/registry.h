@@ -19,6 +19,23 @@ std::unique_ptr<Strategy> make_strategy(std::shared_ptr<Topology> topo, const Op
 // Builds the Topology from the options (MPI initialised, no virtual clock) unless algo is
 // "local" (tests and tools that run an algorithm outside the driver).
 std::unique_ptr<Strategy> make_strategy(const Options& opt);
+// What the training driver knows of a built-in algorithm, declared with it here: the driver
+// (train/config/builtin_registry.cpp) builds its registry entries from these and names no
+// algorithm itself.
+struct AlgorithmInfo {
+  std::string name;  // the value of option algo
+  std::string help;
+  // Every step's update is the optimizer's step on the gradient averaged over the ranks (or the
+  // rank's own): summing micro-batch gradients (accumulate_steps) commutes with it.
+  bool averages_gradients = false;
+  bool single_process = false;  // one process, no Topology
+  // What it exchanges instead of gradients through GradSync (said when a run of it is given a
+  // gradient-compression key); "" for those that average gradients through GradSync.
+  std::string exchanges;
+  // A line for the run header from the options, the global batch and the base lr, or null.
+  std::string (*run_note)(const Options& opt, int64_t global_batch, double base_lr) = nullptr;
+};
+const std::vector<AlgorithmInfo>& builtin_algorithms();
 // Whether option algo's algorithm runs in one process (no Topology).
 bool single_process_strategy(const std::string& algo);
 std::vector<std::string> strategy_names();

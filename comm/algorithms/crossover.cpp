@@ -9,7 +9,7 @@
 #include "dplab/comm/algorithms/algorithm_options.h"
 #include "dplab/core/backend.h"
 #include "dplab/core/error.h"
-#include "dplab/core/seed_option.h"
+#include "dplab/core/run_options.h"
 #include "dplab/core/usage_error.h"
 
 namespace dplab {
@@ -153,7 +153,7 @@ CrossoverOptions CrossoverOptions::from_options(const Options& opt) {
   o.hierarchical = t.get_bool(opt, "crossover.hierarchical");
   // Declared "(seed)": the run's seed.
   o.seed = static_cast<uint64_t>(
-      t.get_int(opt, "crossover.seed", seed_option_table().get_int(opt, "seed")));
+      t.get_int(opt, "crossover.seed", run_option_table().get_int(opt, "seed")));
   o.check_maps = t.get_bool(opt, "crossover.check_maps");
   // "crossover.hierarchical" is the group mode; GradSync's keys live under "crossover.sync."
   // so they cannot clash with it.

@@ -12,6 +12,7 @@
 #include "dplab/comm/algorithms/dcs3gd_functors.h"
 #include "dplab/core/autograd.h"
 #include "dplab/core/backend.h"
+#include "dplab/core/run_options.h"
 #include "dplab/optim/sgd.h"
 
 namespace dplab {
@@ -483,6 +484,15 @@ ReshardPolicy dcs3gd_reshard_policy(const CheckpointConfig&) {
                   {"epoch_lambda_sum", Combine::rank0},
                   {"epoch_d_rel_sum", Combine::rank0}};
   return p;
+}
+
+std::string dcs3gd_run_note(const Options& opt, int64_t global_batch, double lr) {
+  const OptionTable& t = dcs3gd_option_table();
+  const double warmup_epochs = t.get_double(opt, "dcs3gd.warmup_epochs");
+  const double epochs = double(run_option_table().get_int(opt, "epochs"));
+  const double frac = warmup_epochs >= 0 && epochs > 0 ? warmup_epochs / epochs
+                                                       : t.get_double(opt, "dcs3gd.warmup_frac");
+  return dcs3gd_peak_lr_note(global_batch, frac, lr);
 }
 
 }  // namespace dplab

@@ -96,6 +96,11 @@ double dcs3gd_paper_peak_lr(int64_t global_batch, double warmup_frac, double lr_
 // One line for the run's start (printed by rank 0 for --algo dcs3gd): both values for this
 // run's global batch and warm-up, and the --lr in use.
 std::string dcs3gd_peak_lr_note(int64_t global_batch, double warmup_frac, double lr);
+// The run-start line of --algo dcs3gd (comm/registry.h AlgorithmInfo::run_note): the paper's peak
+// lr for the run's global batch and warm-up next to the lr in use, so a user can set --lr to the
+// paper's rule without deriving it. The warm-up fraction is dcs3gd.warmup_epochs / epochs when
+// that option is >= 0, else dcs3gd.warmup_frac.
+std::string dcs3gd_run_note(const Options& opt, int64_t global_batch, double lr);
 
 // Per-tensor numbers of the last corrected step (for metrics and tests).
 struct Dcs3gdTensorStats {

@@ -14,7 +14,6 @@
 #include "dplab/train/config/option_values.h"
 #include "dplab/train/config/registry.h"
 #include "dplab/train/loop/optimizer_options.h"
-#include "dplab/train/report/dcs3gd_note.h"
 
 namespace dplab {
 
@@ -49,52 +48,18 @@ Registry Registry::with_builtins() {
                      info.any_channels});
   }
   add_builtin_datasets(r);
-  // make_strategy reads option algo itself and builds the same name. The keys come from the
-  // option table (train/config/option_keys.h), the help from docs/algorithms/README.md.
-  const std::map<std::string, std::string> algo_help = {
-      {"local", "one process: forward, backward, optimizer step; no communication"},
-      {"allreduce", "averaged gradients every step (DDP, Horovod; docs/algorithms/allreduce.md)"},
-      {"hybrid", "gradients averaged in three stages of decreasing frequency (hybrid.md)"},
-      {"daso", "node-local gradients every step, parameters across nodes every B steps (daso.md)"},
-      {"dcs3gd", "the last update, one step stale, with delay compensation (dcs3gd.md)"},
-      {"crossover", "parameter segments gossiped with random peers (crossover.md)"},
-      {"sgp", "stochastic gradient push: parameters and push-sum weights (sgp.md)"},
-      {"oscars", "parameters averaged after tau_i local steps per rank (oscars.md)"},
-      {"local_sgd", "parameters averaged every local_sgd.H steps (local_sgd.md)"},
-      {"post_local_sgd", "allreduce SGD, then local SGD from post_local_sgd.switch_epoch"},
-      {"diloco",
-       "H inner steps, then an outer Nesterov step on the averaged outer gradient "
-       "(diloco.md)"},
-      {"slowmo",
-       "local SGD (an average every slowmo.localsgd_frequency steps, a node's ranks one worker) "
-       "with an exact average and slow momentum every tau steps (slowmo.md)"},
-      {"streaming_diloco",
-       "DiLoCo by fragments on a staggered, overlapped schedule "
-       "(streaming_diloco.md)"}};
-  // What those without a GradSync exchange instead of gradients (compress_refusal.h).
-  const std::map<std::string, std::string> exchanges = {
-      {"local", "trains on one rank's gradients without communication"},
-      {"local_sgd", "averages parameters every local_sgd.H steps, not gradients"},
-      {"dcs3gd",
-       "allreduces its delayed updates (the momentum step) itself, not gradients through GradSync"},
-      {"sgp", "gossips parameters (push-sum) and averages no gradients"},
-      {"oscars", "averages parameters after every round of local steps, not gradients"},
-      {"diloco", "averages outer gradients (parameter differences) once per round"},
-      {"streaming_diloco",
-       "averages outer gradients (parameter differences) per fragment; "
-       "streaming_diloco.quantize sends them in 8 or 4 bits (int8, int4, fp8_e4m3, fp4_e2m1)"},
-      {"slowmo", "averages parameters once per round (with a local SGD or SGP base)"},
-  };
-  for (const std::string& name : strategy_names()) {
-    StrategyEntry e{name, "", algorithm_option_keys(name),
+  // make_strategy reads option algo itself and builds the same name. What the driver knows of
+  // each algorithm is its declaration (comm/registry.h AlgorithmInfo), its keys those it reads
+  // (comm/algorithms/algorithm_options.h).
+  for (const AlgorithmInfo& a : builtin_algorithms()) {
+    StrategyEntry e{a.name, a.help, algorithm_option_keys(a.name),
                     [](std::shared_ptr<Topology> topo, const Options& o) {
                       return make_strategy(std::move(topo), o);
                     }};
-    if (auto it = algo_help.find(name); it != algo_help.end()) e.help = it->second;
-    e.averages_gradients = name == "local" || name == "allreduce";
-    e.single_process = name == "local";
-    if (auto it = exchanges.find(name); it != exchanges.end()) e.exchanges = it->second;
-    if (name == "dcs3gd") e.run_note = dcs3gd_run_note;  // the paper's peak lr
+    e.averages_gradients = a.averages_gradients;
+    e.single_process = a.single_process;
+    e.exchanges = a.exchanges;
+    if (a.run_note) e.run_note = a.run_note;
     r.add(std::move(e));
   }
   // Each optimizer's unset keys take its own defaults (OptimizerEntry::defaults): SGD and LARS

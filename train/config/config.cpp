@@ -45,11 +45,6 @@ const std::vector<OptionSpec>& driver_option_specs() {
       {"model", "mnist_cnn", "model name (models/registry.h)", text()},
       {"model.zero_init_residual", "false",
        "resnets: zero each residual block's last BatchNorm gamma (Goyal et al.)", boolean()},
-      {"epochs", "1",
-       "number of epochs; a resume may change it unless something is planned from it (lr.schedule "
-       "poly or cosine, DASO's cool-down, hybrid's stages, DC-S3GD's schedule): then "
-       "--resume-override epochs, with a warning",
-       integer(1), false},
       {"batch", "64", "batch size per rank", integer(1)},
       {"lr", "0.01",
        "base learning rate (scaled by the lr.* schedule); unset with optim = adamw: 0.001 "

@@ -6,7 +6,7 @@
 // the lr schedule's (optim/schedule.h) and every built-in algorithm's
 // (comm/algorithms/algorithm_options.h). Nothing here names an algorithm.
 #include "dplab/train/config/option_keys.h"
-#include "dplab/core/seed_option.h"
+#include "dplab/core/run_options.h"
 
 #include <algorithm>
 #include <map>
@@ -47,7 +47,7 @@ std::vector<OptionSpec> gather() {
   add(data_option_table());
   add(checkpoint_option_table());
   add(report_option_table());
-  add(seed_option_table());
+  add(run_option_table());
   add(communicator_option_table());
   add(virtual_run_option_table());
   add(lars_option_table());

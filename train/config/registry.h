@@ -88,7 +88,7 @@ struct StrategyEntry {
   // is given a gradient-compression key (train/config/compress_refusal.h); "" otherwise.
   std::string exchanges = "";
   // A line for the run header from the run's options, global batch and base lr, or empty
-  // (DC-S3GD: the paper's peak lr, train/report/dcs3gd_note.h).
+  // (DC-S3GD: the paper's peak lr, comm/algorithms/dcs3gd.h dcs3gd_run_note).
   std::function<std::string(const Options&, int64_t global_batch, double base_lr)> run_note =
       nullptr;
 };
