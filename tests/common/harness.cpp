@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "dplab/core/usage_error.h"
+
 namespace dplab::test {
 
 Tensor random_tensor(const Shape& shape, uint64_t seed, float lo, float hi) {
@@ -153,6 +155,15 @@ std::string error_of(const std::function<void()>& f) {
     return e.what();
   }
   return "(no error)";
+}
+
+std::string usage_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "(no UsageError)";
 }
 
 }  // namespace dplab::test

@@ -66,5 +66,8 @@ Tensor leaf_on(const Tensor& t, Device device);
 
 // The message of the dplab::Error that `f` throws, or "(no error)" when it throws none.
 std::string error_of(const std::function<void()>& f);
+// The message of the dplab::UsageError (exit status 2) that `f` throws, or "(no UsageError)"
+// when it throws none (another error propagates).
+std::string usage_error_of(const std::function<void()>& f);
 
 }  // namespace dplab::test

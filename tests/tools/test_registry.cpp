@@ -4,6 +4,8 @@
 // (checkpoints and a bitwise resume against an uninterrupted run).
 #include <gtest/gtest.h>
 
+#include "common/harness.h"
+
 #include <sstream>
 
 #include "data/temp_dir.h"
@@ -22,6 +24,8 @@
 namespace dplab {
 namespace {
 
+using test::usage_error_of;
+
 using test::ScopedTempDir;
 using test::toy_registry;
 using test::ToyDataset;
@@ -34,15 +38,6 @@ std::vector<std::string> names(const std::vector<Entry>& entries) {
   std::vector<std::string> r;
   for (const Entry& e : entries) r.push_back(e.name);
   return r;
-}
-
-std::string usage_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "(no UsageError)";
 }
 
 TEST(Registry, BuiltinsNameWhatDplabTrainKnows) {

@@ -5,6 +5,8 @@
 // entries' capabilities; every schedule entry, an experiment's too, takes the warm-up.
 #include <gtest/gtest.h>
 
+#include "common/harness.h"
+
 #include <set>
 
 #include "data/temp_dir.h"
@@ -17,17 +19,10 @@
 namespace dplab {
 namespace {
 
+using test::usage_error_of;
+
 #define EXPECT_HAS(text, what) EXPECT_NE((text).find(what), std::string::npos) << (text)
 #define EXPECT_LACKS(text, what) EXPECT_EQ((text).find(what), std::string::npos) << (text)
-
-std::string usage_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "(no UsageError)";
-}
 
 struct Half : LrSchedule {
   double factor(int64_t, int64_t) const override { return 0.5; }

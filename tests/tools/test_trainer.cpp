@@ -5,6 +5,8 @@
 // by the step that ends it); bad parts are errors that say what is missing.
 #include <gtest/gtest.h>
 
+#include "common/harness.h"
+
 #include <sstream>
 
 #include "data/temp_dir.h"
@@ -21,9 +23,11 @@
 namespace dplab {
 namespace {
 
+using test::error_of;
 using test::ScopedTempDir;
 using test::toy_registry;
 using test::ToyDataset;
+using test::usage_error_of;
 
 // The run's settings. The SGD values are set explicitly so that the parts-built optimizer below
 // (SGDOptions) and option optim = sgd are the same optimizer.
@@ -79,23 +83,6 @@ std::vector<std::vector<float>> final_weights(const std::string& out) {
   for (const NamedTensor& t : load_safetensors(out + "/final.safetensors"))
     w.push_back(t.tensor.to_vector());
   return w;
-}
-
-std::string usage_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "(no UsageError)";
-}
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(Trainer, FromPartsTrainsWhatTheOptionsRunTrainsBitwise) {
