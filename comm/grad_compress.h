@@ -46,7 +46,7 @@ namespace dplab {
 
 // The keys' defaults, ranges and help: comm/grad_sync_options.cpp (declared with GradSync's).
 struct CompressOptions {
-  std::string kind = "none";  // [<prefix>compress] none, powersgd or topk (declared none)
+  std::string kind = grad_sync_options().default_string("compress");  // none, powersgd, topk
   int64_t rank = grad_sync_options().default_int("powersgd.rank");
   int64_t start_step = grad_sync_options().default_int("powersgd.start_step");  // PyTorch's default
   double min_compression_rate = grad_sync_options().default_double("powersgd.min_compression_rate");

@@ -88,7 +88,7 @@ struct GradSyncOptions {
   double first_bucket_mb = grad_sync_options().default_double("first_bucket_mb");
   // 0: one allreduce per tensor
   double bucket_cap_mb = grad_sync_options().default_double("bucket_cap_mb");
-  DType wire = DType::f32;  // [<algo>.wire] f32, bf16 or f16 (declared f32)
+  DType wire = parse_dtype(grad_sync_options().default_string("wire"));  // f32, bf16 or f16
   bool hierarchical = grad_sync_options().default_bool("hierarchical");
   bool average = true;       // divide by the number of ranks (else leave the sum)
   CompressOptions compress;  // [<algo>.compress] and its keys (comm/grad_compress.h)

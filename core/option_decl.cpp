@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <stdexcept>
@@ -210,6 +211,17 @@ double OptionTable::default_double(const std::string& key) const {
 }
 bool OptionTable::default_bool(const std::string& key) const {
   return at(key).default_value == "true";
+}
+const std::string& OptionTable::default_string(const std::string& key) const {
+  return at(key).default_value;
+}
+int OptionTable::default_choice_index(const std::string& key) const {
+  const OptionDecl& d = at(key);
+  DPLAB_CHECK(d.rule.kind == ValueRule::Kind::choice, "option table: {} is not a choice", key);
+  const std::vector<std::string> c = d.rule.choices();
+  const auto it = std::find(c.begin(), c.end(), d.default_value);
+  DPLAB_CHECK(it != c.end(), "option table: the default of {} is not one of its choices", key);
+  return int(it - c.begin());
 }
 
 OptionTable OptionTable::with(const OptionTable& other) const {

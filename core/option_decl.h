@@ -91,6 +91,15 @@ class OptionTable {
   int64_t default_int(const std::string& key) const;
   double default_double(const std::string& key) const;
   bool default_bool(const std::string& key) const;
+  const std::string& default_string(const std::string& key) const;
+  // The declared default of a choice key as the enum whose enumerators are its choices, in the
+  // declared order (enum class Norm { per_tensor, global } for choice({"per_tensor", "global"})).
+  template <class Enum>
+  Enum default_choice(const std::string& key) const {
+    return static_cast<Enum>(default_choice_index(key));
+  }
+  // The position of the declared default among the key's choices.
+  int default_choice_index(const std::string& key) const;
 
  private:
   // The key's set value checked against its rule (nothing when unset).

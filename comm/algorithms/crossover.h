@@ -68,11 +68,12 @@ struct GossipSegment {
 // an error naming it.
 std::vector<GossipSegment> plan_gossip_segments(const ParamArena& arena, const std::string& spec);
 
-// The members start at the declared defaults (crossover_options.cpp; the segments' and the
-// sampler's initializers repeat them; seed's default is the run's seed, read by from_options).
+// The members start at the declared defaults (crossover_options.cpp; seed's default is the
+// run's seed, read by from_options).
 struct CrossoverOptions {
-  std::string segments = "blocks";
-  DerangementSampler sampler = DerangementSampler::balanced;
+  std::string segments = crossover_option_table().default_string("crossover.segments");
+  DerangementSampler sampler =
+      crossover_option_table().default_choice<DerangementSampler>("crossover.sampler");
   int64_t interval = crossover_option_table().default_int("crossover.interval");
   bool hierarchical = crossover_option_table().default_bool("crossover.hierarchical");
   uint64_t seed = 0;

@@ -56,8 +56,7 @@ namespace dplab {
 
 enum class DasoPhase { warmup = 0, cycling = 1, cooldown = 2 };
 
-// The members start at the declared defaults (daso_options.cpp; halve_S's and the wires'
-// initializers repeat them).
+// The members start at the declared defaults (daso_options.cpp).
 struct DasoConfig {
   int B_max = static_cast<int>(daso_option_table().default_int("daso.B_max"));
   int S_init = static_cast<int>(daso_option_table().default_int("daso.S"));
@@ -65,11 +64,12 @@ struct DasoConfig {
   int64_t cooldown_epochs = daso_option_table().default_int("daso.cooldown_epochs");
   double plateau_threshold = daso_option_table().default_double("daso.plateau_threshold");
   int plateau_patience = static_cast<int>(daso_option_table().default_int("daso.plateau_patience"));
-  bool halve_S = true;  // S_reduction = halve; false: decrement
+  bool halve_S =
+      daso_option_table().default_string("daso.S_reduction") == "halve";  // else decrement
   bool phases = daso_option_table().default_bool("daso.phases");
   bool epoch_end_sync = daso_option_table().default_bool("daso.epoch_end_sync");
-  DType blocking_wire = DType::bf16;
-  DType global_wire = DType::f32;
+  DType blocking_wire = parse_dtype(daso_option_table().default_string("daso.blocking_wire"));
+  DType global_wire = parse_dtype(daso_option_table().default_string("daso.global_wire"));
   static DasoConfig from_options(const Options& opt);
 };
 

@@ -60,22 +60,23 @@
 
 namespace dplab {
 
-// The members start at the declared defaults (dcs3gd_options.cpp; the enums' and the wire's
-// initializers repeat them).
+// The members start at the declared defaults (dcs3gd_options.cpp; each enum's enumerators are
+// its key's choices, in the declared order).
 struct Dcs3gdOptions {
   enum class Norm { per_tensor, global };
   enum class Schedule { warmup_linear, loop };
   enum class WdExclude { bn, bn_bias, none };
   double lambda0 = dcs3gd_option_table().default_double("dcs3gd.lambda0");
-  Norm norm = Norm::per_tensor;
-  bool correct_after_warmup = false;  // correct_from = start
-  Schedule schedule = Schedule::warmup_linear;
+  Norm norm = dcs3gd_option_table().default_choice<Norm>("dcs3gd.norm");
+  bool correct_after_warmup =
+      dcs3gd_option_table().default_string("dcs3gd.correct_from") == "warmup_end";
+  Schedule schedule = dcs3gd_option_table().default_choice<Schedule>("dcs3gd.schedule");
   double warmup_epochs = dcs3gd_option_table().default_double("dcs3gd.warmup_epochs");
   double warmup_frac = dcs3gd_option_table().default_double("dcs3gd.warmup_frac");
   double wd_mult = dcs3gd_option_table().default_double("dcs3gd.wd_mult");
-  WdExclude wd_exclude = WdExclude::bn;
+  WdExclude wd_exclude = dcs3gd_option_table().default_choice<WdExclude>("dcs3gd.wd_exclude");
   double momentum = dcs3gd_option_table().default_double("dcs3gd.momentum");
-  DType wire = DType::f32;
+  DType wire = parse_dtype(dcs3gd_option_table().default_string("dcs3gd.wire"));
   double progress_s = dcs3gd_option_table().default_double("dcs3gd.progress_us") * 1e-6;
   // Reads the "dcs3gd." keys (dcs3gd_options.cpp); a bad value throws naming the key.
   static Dcs3gdOptions from_options(const Options& opt);

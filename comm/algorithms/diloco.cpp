@@ -18,9 +18,7 @@ DiLoCoOptions DiLoCoOptions::from_options(const Options& opt) {
                      "(nesterov, sgd or adam)",
                      opt.values().at("diloco.outer_nesterov"));
   const std::string name = t.get_string(opt, "diloco.outer_optim");
-  o.outer_optim = name == "adam"  ? DiLoCoOuterOptim::adam
-                  : name == "sgd" ? DiLoCoOuterOptim::sgd
-                                  : DiLoCoOuterOptim::nesterov;
+  o.outer_optim = diloco_outer_optim(name);
   const bool adam = o.outer_optim == DiLoCoOuterOptim::adam;
   // Only the chosen outer optimizer's keys are read; a set key of the other one would be
   // silently ignored, so it is refused.

@@ -70,12 +70,19 @@
 namespace dplab {
 
 enum class DiLoCoOuterOptim { sgd, nesterov, adam };
+// The outer optimizer option diloco.outer_optim names (nesterov, sgd or adam; a checked value).
+inline DiLoCoOuterOptim diloco_outer_optim(const std::string& name) {
+  return name == "adam"  ? DiLoCoOuterOptim::adam
+         : name == "sgd" ? DiLoCoOuterOptim::sgd
+                         : DiLoCoOuterOptim::nesterov;
+}
 
 // The options' keys, defaults, ranges and help: diloco_options.cpp; the members start at the
 // declared defaults (nesterov's outer lr).
 struct DiLoCoOptions {
   int64_t H = diloco_option_table().default_int("diloco.H");
-  DiLoCoOuterOptim outer_optim = DiLoCoOuterOptim::nesterov;
+  DiLoCoOuterOptim outer_optim =
+      diloco_outer_optim(diloco_option_table().default_string("diloco.outer_optim"));
   double outer_lr = diloco_option_table().default_double("diloco.outer_lr");  // adam: 1e-3
   double outer_momentum = diloco_option_table().default_double("diloco.outer_momentum");
   double outer_beta1 = diloco_option_table().default_double("diloco.outer_beta1");  // adam

@@ -58,17 +58,17 @@ enum class HybridMode { hybrid, each_iter, only_end };
 enum class HybridSplit { ceil, thirds };
 enum class HybridCounter { global, epoch };
 
-// The members start at the declared defaults (hybrid_options.cpp; the enums' and accumulate's
-// initializers repeat them).
+// The members start at the declared defaults (hybrid_options.cpp; each enum's enumerators are
+// its key's choices, in the declared order).
 struct HybridConfig {
-  HybridMode mode = HybridMode::hybrid;
+  HybridMode mode = hybrid_option_table().default_choice<HybridMode>("hybrid.mode");
   int64_t W = hybrid_option_table().default_int("hybrid.W");
   int64_t R = hybrid_option_table().default_int("hybrid.R");
-  HybridSplit split = HybridSplit::ceil;
-  HybridCounter counter = HybridCounter::global;
+  HybridSplit split = hybrid_option_table().default_choice<HybridSplit>("hybrid.split");
+  HybridCounter counter = hybrid_option_table().default_choice<HybridCounter>("hybrid.counter");
   bool carry_grad = hybrid_option_table().default_bool("hybrid.carry_grad");
   bool final_average = hybrid_option_table().default_bool("hybrid.final_average");
-  bool accumulate_mean = false;  // accumulate = mean
+  bool accumulate_mean = hybrid_option_table().default_string("hybrid.accumulate") == "mean";
   // Reads hybrid's own "hybrid.*" keys (hybrid_options.cpp; every key is read, so typos are
   // reported by the driver).
   static HybridConfig from_options(const Options& opt);

@@ -54,7 +54,7 @@ struct OscarsSearchOptions {
   int64_t M = oscars_option_table().default_int("oscars.M");
   // largest tau any worker may get; 0: no cap (Eq. 3 as written)
   int64_t tau_cap = oscars_option_table().default_int("oscars.tau_max");
-  OscarsSearchMode mode = OscarsSearchMode::exact;  // oscars.search's declared default
+  OscarsSearchMode mode = oscars_option_table().default_choice<OscarsSearchMode>("oscars.search");
   // T increment of the "text" reading
   int64_t text_step_us = oscars_option_table().default_int("oscars.text_step_us");
   // eps: waits within eps count as equal; 0: Eq. 3 exactly. Not oscars.resolution_us's default

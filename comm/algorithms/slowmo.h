@@ -83,12 +83,12 @@ struct SlowMoOptions {
   int64_t frequency = slowmo_option_table().default_int("slowmo.frequency");  // τ
   double lr = slowmo_option_table().default_double("slowmo.lr");              // α
   double momentum = slowmo_option_table().default_double("slowmo.momentum");  // β
-  bool sgp_base = false;  // slowmo.base = sgp (the declared default is local)
+  bool sgp_base = slowmo_option_table().default_string("slowmo.base") == "sgp";
   // k: base averages inside a round (0: none)
   int64_t localsgd_frequency = slowmo_option_table().default_int("slowmo.localsgd_frequency");
   // the ranks of a node form one worker (base local); slowmo.node_workers' declared default is
   // computed (true with base local)
-  bool node_workers = true;
+  bool node_workers = !sgp_base;
   bool round_spans_epochs = slowmo_option_table().default_bool("slowmo.round_spans_epochs");
   static SlowMoOptions from_options(const Options& opt);
 };

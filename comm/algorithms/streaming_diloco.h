@@ -120,13 +120,14 @@ std::vector<Fragment> plan_fragments(const ParamArena& arena, int64_t fragments,
                                      const std::string& pattern);
 
 // The options' keys, defaults, ranges and help: streaming_diloco_options.cpp; the members start
-// at the declared defaults (the string and enum ones written here as declared there).
+// at the declared defaults.
 struct StreamingDiLoCoOptions {
   StreamingSchedule schedule;
   double alpha =
       streaming_diloco_option_table().default_double("streaming_diloco.fragment_update_alpha");
-  std::string fragment_pattern = "contiguous";  // or "strided"
-  DType wire = DType::f32;
+  std::string fragment_pattern =  // contiguous or strided
+      streaming_diloco_option_table().default_string("streaming_diloco.fragment_pattern");
+  DType wire = parse_dtype(streaming_diloco_option_table().default_string("streaming_diloco.wire"));
   std::optional<QuantFormat> quantize;  // none: the allreduce
   int64_t quantize_block =
       streaming_diloco_option_table().default_int("streaming_diloco.quantize_block");
