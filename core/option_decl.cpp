@@ -216,11 +216,14 @@ const std::string& OptionTable::default_string(const std::string& key) const {
   return at(key).default_value;
 }
 int OptionTable::default_choice_index(const std::string& key) const {
+  return choice_index(key, at(key).default_value);
+}
+int OptionTable::choice_index(const std::string& key, const std::string& value) const {
   const OptionDecl& d = at(key);
   DPLAB_CHECK(d.rule.kind == ValueRule::Kind::choice, "option table: {} is not a choice", key);
   const std::vector<std::string> c = d.rule.choices();
-  const auto it = std::find(c.begin(), c.end(), d.default_value);
-  DPLAB_CHECK(it != c.end(), "option table: the default of {} is not one of its choices", key);
+  const auto it = std::find(c.begin(), c.end(), value);
+  DPLAB_CHECK(it != c.end(), "option table: '{}' is not one of {}'s choices", value, key);
   return int(it - c.begin());
 }
 

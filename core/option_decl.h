@@ -77,6 +77,12 @@ class OptionTable {
   double get_double(const Options& opt, const std::string& key) const;
   bool get_bool(const Options& opt, const std::string& key) const;
   std::string get_string(const Options& opt, const std::string& key) const;
+  // A choice key's value as the enum whose enumerators are its choices in the declared order
+  // (as default_choice below).
+  template <class Enum>
+  Enum get_choice(const Options& opt, const std::string& key) const {
+    return static_cast<Enum>(choice_index(key, get_string(opt, key)));
+  }
   // For a key whose default is computed (declared as text such as "(seed)"): the reader's.
   int64_t get_int(const Options& opt, const std::string& key, int64_t computed_default) const;
   double get_double(const Options& opt, const std::string& key, double computed_default) const;
@@ -100,6 +106,8 @@ class OptionTable {
   }
   // The position of the declared default among the key's choices.
   int default_choice_index(const std::string& key) const;
+  // The position of `value` among choice key `key`'s choices.
+  int choice_index(const std::string& key, const std::string& value) const;
 
  private:
   // The key's set value checked against its rule (nothing when unset).

@@ -21,18 +21,13 @@ Dcs3gdOptions Dcs3gdOptions::from_options(const Options& opt) {
   const OptionTable& t = dcs3gd_option_table();
   Dcs3gdOptions o;
   o.lambda0 = t.get_double(opt, "dcs3gd.lambda0");
-  // The choices below are already checked by their rules (dcs3gd_options.cpp).
-  o.norm = t.get_string(opt, "dcs3gd.norm") == "global" ? Norm::global : Norm::per_tensor;
+  o.norm = t.get_choice<Norm>(opt, "dcs3gd.norm");
   o.correct_after_warmup = t.get_string(opt, "dcs3gd.correct_from") == "warmup_end";
-  o.schedule =
-      t.get_string(opt, "dcs3gd.schedule") == "loop" ? Schedule::loop : Schedule::warmup_linear;
+  o.schedule = t.get_choice<Schedule>(opt, "dcs3gd.schedule");
   o.warmup_epochs = t.get_double(opt, "dcs3gd.warmup_epochs");
   o.warmup_frac = t.get_double(opt, "dcs3gd.warmup_frac");
   o.wd_mult = t.get_double(opt, "dcs3gd.wd_mult");
-  const std::string ex = t.get_string(opt, "dcs3gd.wd_exclude");
-  o.wd_exclude = ex == "bn_bias" ? WdExclude::bn_bias
-                 : ex == "none"  ? WdExclude::none
-                                 : WdExclude::bn;
+  o.wd_exclude = t.get_choice<WdExclude>(opt, "dcs3gd.wd_exclude");
   o.momentum = t.get_double(opt, "dcs3gd.momentum");
   o.wire = parse_dtype(t.get_string(opt, "dcs3gd.wire"));
   o.progress_s = t.get_double(opt, "dcs3gd.progress_us") * 1e-6;

@@ -13,22 +13,6 @@ namespace dplab {
 
 namespace {
 
-// The choices of hybrid.mode, hybrid.split and hybrid.counter, from values their rules
-// (hybrid_options.cpp) already checked.
-HybridMode parse_mode(const std::string& s) {
-  if (s == "each_iter") return HybridMode::each_iter;
-  if (s == "only_end") return HybridMode::only_end;
-  return HybridMode::hybrid;
-}
-
-HybridSplit parse_split(const std::string& s) {
-  return s == "thirds" ? HybridSplit::thirds : HybridSplit::ceil;
-}
-
-HybridCounter parse_counter(const std::string& s) {
-  return s == "epoch" ? HybridCounter::epoch : HybridCounter::global;
-}
-
 // The iteration before `s` (steps_per_epoch is the same in every epoch).
 StepInfo previous_step(const StepInfo& s) {
   StepInfo p = s;
@@ -79,11 +63,11 @@ HybridAction stage_action(const HybridConfig& cfg, const StepInfo& s) {
 HybridConfig HybridConfig::from_options(const Options& opt) {
   const OptionTable& t = hybrid_option_table();
   HybridConfig c;
-  c.mode = parse_mode(t.get_string(opt, "hybrid.mode"));
+  c.mode = t.get_choice<HybridMode>(opt, "hybrid.mode");
   c.W = t.get_int(opt, "hybrid.W");
   c.R = t.get_int(opt, "hybrid.R");
-  c.split = parse_split(t.get_string(opt, "hybrid.split"));
-  c.counter = parse_counter(t.get_string(opt, "hybrid.counter"));
+  c.split = t.get_choice<HybridSplit>(opt, "hybrid.split");
+  c.counter = t.get_choice<HybridCounter>(opt, "hybrid.counter");
   c.carry_grad = t.get_bool(opt, "hybrid.carry_grad");
   c.final_average = t.get_bool(opt, "hybrid.final_average");
   c.accumulate_mean = t.get_string(opt, "hybrid.accumulate") == "mean";

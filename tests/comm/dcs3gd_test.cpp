@@ -128,6 +128,21 @@ TEST(Dcs3gdOptions, ParsesAndRejects) {
   EXPECT_EQ(d.norm, Dcs3gdOptions::Norm::global);
   EXPECT_DOUBLE_EQ(d.lambda0, 0.5);
   EXPECT_EQ(d.wd_exclude, Dcs3gdOptions::WdExclude::bn_bias);
+  EXPECT_EQ(d.schedule, Dcs3gdOptions::Schedule::warmup_linear);
+  Options other = base_options();
+  other.set("dcs3gd.schedule", "loop");
+  other.set("dcs3gd.wd_exclude", "none");
+  other.set("dcs3gd.correct_from", "warmup_end");
+  const Dcs3gdOptions e = Dcs3gdOptions::from_options(other);
+  EXPECT_EQ(e.schedule, Dcs3gdOptions::Schedule::loop);
+  EXPECT_EQ(e.wd_exclude, Dcs3gdOptions::WdExclude::none);
+  EXPECT_TRUE(e.correct_after_warmup);
+  // Built in code: the declared defaults.
+  const Dcs3gdOptions built;
+  EXPECT_EQ(built.norm, Dcs3gdOptions::Norm::per_tensor);
+  EXPECT_EQ(built.wd_exclude, Dcs3gdOptions::WdExclude::bn);
+  EXPECT_FALSE(built.correct_after_warmup);
+  EXPECT_DOUBLE_EQ(built.lambda0, 0.2);
   Options bad = base_options();
   bad.set("dcs3gd.norm", "l1");
   EXPECT_THROW(Dcs3gdOptions::from_options(bad), Error);

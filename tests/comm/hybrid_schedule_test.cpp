@@ -202,6 +202,16 @@ TEST(HybridConfig, OptionsAndErrors) {
   EXPECT_EQ(d.mode, HybridMode::hybrid);
   EXPECT_EQ(d.split, HybridSplit::ceil);
   EXPECT_EQ(d.counter, HybridCounter::global);
+  // A HybridConfig built in code starts where unset options do (the same declarations).
+  const HybridConfig built;
+  EXPECT_EQ(built.W, 8);
+  EXPECT_EQ(built.mode, HybridMode::hybrid);
+  EXPECT_EQ(built.split, HybridSplit::ceil);
+  EXPECT_EQ(built.counter, HybridCounter::global);
+  EXPECT_FALSE(built.accumulate_mean);
+  Options each;
+  each.set("hybrid.mode", "each_iter");
+  EXPECT_EQ(HybridConfig::from_options(each).mode, HybridMode::each_iter);
   Options bad;
   bad.set("hybrid.mode", "sometimes");
   EXPECT_THROW(HybridConfig::from_options(bad), Error);

@@ -68,6 +68,9 @@ TEST(OptionDecl, StructDefaultsComeFromTheDeclaration) {
   EXPECT_EQ(table().default_double("x.rate"), 0.5);
   EXPECT_TRUE(table().default_bool("x.on"));
   EXPECT_EQ(table().default_choice<Color>("x.color"), Color::green);
+  Options o;
+  o.set("x.color", "blue");
+  EXPECT_EQ(table().get_choice<Color>(o, "x.color"), Color::blue);
   EXPECT_EQ(table().prefixed("p.", "what").at("p.x.n").help, "what: a count");
 }
 

@@ -127,6 +127,27 @@ TEST(Trainer, StepIsRunOneStepAtATime) {
   EXPECT_EQ(final_weights(dir.file("step")), final_weights(dir.file("run")));
 }
 
+// A Trainer from parts checkpoints and resumes as any run does: stopped after 6 of its 8 steps
+// (max_steps) and resumed by a new Trainer on freshly built parts (option resume), it ends with
+// the uninterrupted run's weights, bit for bit (the optimizer's momentum comes from the
+// checkpoint: without it the weights would differ).
+TEST(Trainer, FromPartsResumesBitwise) {
+  ScopedTempDir dir("trainer-resume");
+  std::ostringstream s1, p1, s2, p2, s3, p3;
+  Trainer whole(toy_parts(), settings(dir.file("whole")), s1, p1);
+  whole.run();
+  Options part = settings(dir.file("part"));
+  part.set("max_steps", "6");
+  Trainer first(toy_parts(), part, s2, p2);
+  EXPECT_EQ(first.run().global_step, 6);
+  Options rest = settings(dir.file("part"));
+  rest.set("resume", dir.file("part"));
+  Trainer second(toy_parts(), rest, s3, p3);
+  EXPECT_EQ(second.state().global_step, 6) << s3.str();
+  EXPECT_EQ(second.run().global_step, 8);
+  EXPECT_EQ(final_weights(dir.file("part")), final_weights(dir.file("whole")));
+}
+
 // A Trainer between steps is a live run whose parts the experiment can read: with its own
 // schedule zeroing the lr after 4 steps (momentum 0), the final weights are the model's after
 // step 4, read then through trainer.model().

@@ -41,11 +41,6 @@ std::string option_type_name(const std::string& key) {
   return "TEXT";
 }
 
-std::string check_option_choice(const std::string& key, const std::string& value,
-                                const std::vector<std::string>& names) {
-  return check_choice(key, value, names);
-}
-
 std::string check_option_value(const std::string& key, const std::string& value) {
   const ValueRule* r = option_value_rule(key);
   return r ? check_value(key, *r, value) : "";

@@ -38,10 +38,6 @@ void check_option_values(const Options& opt);
 // The same with the names of `registry` (an experiment's): model, data, algo, optim and
 // lr.schedule are checked against its entries, the other keys as above (registry.cpp).
 void check_option_values(const Options& opt, const Registry& registry);
-// "" when `value` is one of `names`, else "option algo: unknown value 'dasso' (did you mean
-// 'daso'?); expected local, allreduce or daso".
-std::string check_option_choice(const std::string& key, const std::string& value,
-                                const std::vector<std::string>& names);
 // Checks the values a config file set (`from_file`) that `opt`, composed of the file, flags and
 // --set, still holds: the first that does not fit is a UsageError naming the file and, where
 // `places` has the key (a TOML file, load_config_file), the value's line and column:

@@ -163,7 +163,7 @@ std::string check_option_value(const std::string& key, const std::string& value,
   const ValueRule* rule = option_value_rule(key);
   const auto names = registry.names_for(key);
   if (key != "data" && names && rule != nullptr && rule->kind == ValueRule::Kind::choice)
-    return check_option_choice(key, value, *names);
+    return check_choice(key, value, *names);
   return check_option_value(key, value);
 }
 
@@ -185,7 +185,7 @@ void check_option_values(const Options& opt, const Registry& registry) {
     if (key == "data") {
       (void)registry.dataset(value);  // exact name, prefix or "*"; a UsageError otherwise
     } else if (const auto names = registry.names_for(key)) {
-      why = check_option_choice(key, value, *names);
+      why = check_choice(key, value, *names);
     } else {
       why = check_option_value(key, value);
     }

@@ -28,8 +28,10 @@ class PreemptionSignals {
   ~PreemptionSignals();
   PreemptionSignals(const PreemptionSignals&) = delete;
   PreemptionSignals& operator=(const PreemptionSignals&) = delete;
-  // The first signal received since construction, 0 if none.
+  // The first signal received since construction, 0 if none (0 after release()).
   int received() const;
+  // Puts the previous handlers back now (a finished run), so another run may install its own.
+  void release() { restore(); }
 
  private:
   struct Saved;

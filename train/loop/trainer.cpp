@@ -405,6 +405,10 @@ bool Trainer::step() {
   if (impl_->loop->step()) return true;
   impl_->result = impl_->finish();
   impl_->finished = true;
+  // Done: the process-wide signal handlers and the output directory's lock go now, so that a
+  // later run in this process may take them while this Trainer is still alive.
+  impl_->preemption->release();
+  impl_->locks.out.reset();
   return false;
 }
 

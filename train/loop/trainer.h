@@ -101,7 +101,9 @@ struct TrainerParts {
 
 // A training run of this rank, set up and ready to step. Collective construction (the ranks
 // agree on locks and broadcast rank 0's parameters). Neither copyable nor movable: the loop
-// holds references into it.
+// holds references into it. One Trainer trains at a time in a process (its pre-emption signal
+// handlers are process-wide; a second one with an output directory is refused while the first
+// has not finished); a finished one releases them and its output directory's lock.
 class Trainer {
  public:
   // From an experiment's objects; `opt` holds the run's settings (every key of
