@@ -84,9 +84,11 @@ int main(int argc, char** argv) {
       epoch = trainer.state().epoch;  // this step ended an epoch: its figures are in
       const TrainResult r = trainer.result();
       if (r.is_rank0)
-        std::printf("after epoch %lld (step %lld): mean training loss %.4f, test accuracy %.4f\n",
-                    static_cast<long long>(epoch),
-                    static_cast<long long>(trainer.state().global_step), r.train_loss, r.test_acc);
+        std::printf(
+            "after epoch %lld (global step %lld): training loss %.4f (mean over the epoch's "
+            "samples, all ranks), test accuracy %.4f (the run's model, whole test set)\n",
+            static_cast<long long>(epoch), static_cast<long long>(trainer.state().global_step),
+            r.train_loss, r.test_acc);
     }
     const TrainResult r = trainer.result();
     if (r.is_rank0) std::printf("test accuracy: %.4f\n", r.test_acc);
