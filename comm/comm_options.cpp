@@ -64,7 +64,9 @@ const OptionTable& communicator_option_table() {
        text()},
       {"comm.wait", "auto",
        "waiting in MPI: spin, backoff (test, then sleep comm.backoff_sleep_us) or auto (backoff "
-       "when ranks outnumber cores)",
+       "when ranks outnumber cores); under spin, GradSync's communication thread spins only while "
+       "the compute thread waits for it, and sleeps between tests (growing from "
+       "comm.backoff_sleep_us to 16x it) while that thread computes",
        choice({"spin", "backoff", "auto"}), false},
       {"comm.timeout_s", "60",
        "a communication wait longer than this fails, naming the ranks that did not arrive "
@@ -72,7 +74,9 @@ const OptionTable& communicator_option_table() {
        "are aborted",
        number(0), false},
       {"comm.backoff_sleep_us", "20",
-       "sleep between tests of a pending request (comm.wait = backoff)", number(0), false},
+       "sleep between tests of a pending request (comm.wait = backoff; the first sleep of a "
+       "communication thread beside a computing one)",
+       number(0), false},
   });
   return t;
 }

@@ -211,6 +211,11 @@ void GradSync::finish() {
   launch_ready_locked();
   const double timeout = world_->wait_options().timeout_s;
   auto all_done = [&] { return done_ == static_cast<int>(buckets_.size()); };
+  compute_waiting_.store(true, std::memory_order_relaxed);
+  struct ClearWaiting {
+    std::atomic<bool>& flag;
+    ~ClearWaiting() { flag.store(false, std::memory_order_relaxed); }
+  } clear_waiting{compute_waiting_};
   // The communication thread enforces the per-operation timeout; this is a backstop.
   if (timeout > 0) {
     if (!cv_.wait_for(lock, std::chrono::duration<double>(2 * timeout + 10), all_done))
@@ -284,6 +289,7 @@ CommStats GradSync::take_stats() {
 }
 
 void GradSync::comm_loop(Device device) {
+  const HelperWaits helper(&compute_waiting_);  // spin only while finish() waits for us
   try {
     use_device(device);  // see core/device.h: no CUDA context on GPU 0 for this thread
   } catch (...) {

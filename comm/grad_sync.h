@@ -57,6 +57,7 @@
 // every collective a reducer posts goes through GradSync's CommMeter (comm/meter.h), which counts
 // calls, payload and wire bytes by its rules, and take_stats() adds the times measured here.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -171,6 +172,9 @@ class GradSync {
   int done_ = 0;
   std::deque<int> queue_;
   bool stop_ = false;
+  // Set while the compute thread blocks in finish(): the communication thread spins only then
+  // (HelperWaits, comm/communicator.h).
+  std::atomic<bool> compute_waiting_{false};
   bool active_ = false;  // a backward pass has fired at least one hook since finish()
   // Posted device requests (flat mode on NCCL) for finish() to order before compute.
   std::vector<Request> device_pending_;

@@ -60,6 +60,19 @@ void ParamArena::zero_grad() {
   grads_.zero_();
 }
 
+std::vector<DecayRun> ParamArena::decay_runs() const {
+  std::vector<DecayRun> runs;
+  for (const ArenaSegment& s : segments_) {
+    if (!runs.empty() && runs.back().weight_decay == s.weight_decay &&
+        runs.back().offset + runs.back().numel == s.offset) {
+      runs.back().numel += s.numel;
+      continue;
+    }
+    runs.push_back({s.offset, s.numel, s.weight_decay});
+  }
+  return runs;
+}
+
 void ParamArena::set_weight_decay(const std::function<bool(const ArenaSegment&)>& decay) {
   for (auto& s : segments_) s.weight_decay = decay(s);
 }

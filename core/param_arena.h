@@ -24,6 +24,16 @@ struct ArenaSegment {
   Tensor param;                // the parameter (a view of the arena)
 };
 
+// Consecutive segments, adjacent in memory, that share the weight-decay flag: an element-wise
+// optimizer (SGD, AdamW) updates each run in one call, so the whole arena in one kernel when
+// every tensor is decayed (the default) or none. Padding between segments (alignment) ends a
+// run: it is never updated.
+struct DecayRun {
+  int64_t offset = 0;
+  int64_t numel = 0;
+  bool weight_decay = true;
+};
+
 struct NamedTensor {
   std::string name;
   Tensor tensor;
@@ -50,6 +60,8 @@ class ParamArena {
   Device device() const { return params_.device(); }
 
   void zero_grad();
+  // The segments as runs of DecayRun (above), in arena order.
+  std::vector<DecayRun> decay_runs() const;
   // Sets the weight-decay flag of every segment from a predicate on (name, shape).
   void set_weight_decay(const std::function<bool(const ArenaSegment&)>& decay);
   void set_lars_excluded(const std::function<bool(const ArenaSegment&)>& excluded);

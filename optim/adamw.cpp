@@ -29,7 +29,7 @@ void AdamW::step() {
   a.step = steps_ + 1;
   const Tensor& params = arena_.params();
   const Tensor& grads = arena_.grads();
-  for (const ArenaSegment& s : arena_.segments()) {
+  for (const DecayRun& s : arena_.decay_runs()) {  // one call for the arena by default
     a.weight_decay = s.weight_decay ? weight_decay_ : 0.0;
     Tensor p = params.flat_range(s.offset, s.offset + s.numel);
     Tensor g = grads.flat_range(s.offset, s.offset + s.numel);

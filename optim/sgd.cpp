@@ -32,7 +32,7 @@ void SGD::step() {
   a.first_step = steps_ == 0;  // PyTorch creates the buffer as a copy of the first gradient
   const Tensor& params = arena_.params();
   const Tensor& grads = arena_.grads();
-  for (const ArenaSegment& s : arena_.segments()) {
+  for (const DecayRun& s : arena_.decay_runs()) {  // one call for the arena by default
     a.weight_decay = s.weight_decay ? static_cast<float>(weight_decay_) : 0.f;
     Tensor p = params.flat_range(s.offset, s.offset + s.numel);
     Tensor g = grads.flat_range(s.offset, s.offset + s.numel);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -20,6 +21,21 @@ double ComputeProfile::bucket_ready_fraction(int first, int last) const {
   return f;
 }
 
+double step_log_sigma(const std::vector<double>& step_s) {
+  const size_t n = step_s.size();
+  if (n < 2) return 0.0;
+  std::vector<double> l(n);
+  double mean = 0;
+  for (size_t i = 0; i < n; ++i) {
+    DPLAB_CHECK(step_s[i] > 0, "step_log_sigma: step {} took {} s (expected > 0)", i, step_s[i]);
+    l[i] = std::log(step_s[i]);
+    mean += l[i] / static_cast<double>(n);
+  }
+  double ss = 0;
+  for (double v : l) ss += (v - mean) * (v - mean);
+  return std::sqrt(ss / static_cast<double>(n - 1));
+}
+
 std::string compute_profile_json(const ComputeProfile& p) {
   nlohmann::json segs = nlohmann::json::array();
   for (const auto& s : p.segments)
@@ -34,6 +50,7 @@ std::string compute_profile_json(const ComputeProfile& p) {
                         {"backward_s", p.backward_s},
                         {"optimizer_s", p.optimizer_s},
                         {"check_s", p.check_s},
+                        {"step_log_sigma", p.step_log_sigma},
                         {"segments", segs}}
       .dump(1);
 }
@@ -46,10 +63,12 @@ const nlohmann::json& field(const nlohmann::json& j, const std::string& key,
   return j.at(key);
 }
 
-double seconds(const nlohmann::json& j, const std::string& key, const std::string& path) {
+// `what`: "a number of seconds", "a number" (a spread).
+double nonnegative(const nlohmann::json& j, const std::string& key, const std::string& path,
+                   const char* what = "a number of seconds") {
   const auto& v = field(j, key, path);
-  DPLAB_CHECK(v.is_number() && v.get<double>() >= 0,
-              "{}: key '{}': expected a number of seconds >= 0, got {}", path, key, v.dump());
+  DPLAB_CHECK(v.is_number() && v.get<double>() >= 0, "{}: key '{}': expected {} >= 0, got {}", path,
+              key, what, v.dump());
   return v.get<double>();
 }
 
@@ -86,11 +105,14 @@ ComputeProfile parse_compute_profile(const std::string& body, const std::string&
   p.device = text(j, "device", path);
   p.threads = count(j, "threads", path, 0);
   p.steps = count(j, "steps", path, 1);
-  p.forward_s = seconds(j, "forward_s", path);
-  p.backward_s = seconds(j, "backward_s", path);
-  p.optimizer_s = seconds(j, "optimizer_s", path);
+  p.forward_s = nonnegative(j, "forward_s", path);
+  p.backward_s = nonnegative(j, "backward_s", path);
+  p.optimizer_s = nonnegative(j, "optimizer_s", path);
   // Optional: profiles recorded before the check was (their runs charge no check).
-  if (j.contains("check_s")) p.check_s = seconds(j, "check_s", path);
+  if (j.contains("check_s")) p.check_s = nonnegative(j, "check_s", path);
+  // Optional: profiles recorded before the spread was. A number >= 0 (a spread, not seconds).
+  if (j.contains("step_log_sigma"))
+    p.step_log_sigma = nonnegative(j, "step_log_sigma", path, "a number");
   const auto& segs = field(j, "segments", path);
   DPLAB_CHECK(segs.is_array() && !segs.empty(),
               "{}: key 'segments': expected a non-empty array, got {}", path,

@@ -3,6 +3,8 @@
 // expected.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "dplab/comm/cluster/compute_profile.h"
 #include "dplab/core/error.h"
 
@@ -20,6 +22,7 @@ ComputeProfile sample() {
   p.backward_s = 0.004;
   p.optimizer_s = 0.0005;
   p.check_s = 0.00025;
+  p.step_log_sigma = 0.07;
   p.segments = {{"fc1.bias", 10, 0.05}, {"fc1.weight", 5120, 0.04}, {"cnn1.weight", 400, 0.97}};
   return p;
 }
@@ -43,6 +46,7 @@ TEST(ComputeProfile, RoundTrips) {
   EXPECT_DOUBLE_EQ(p.backward_s, 0.004);
   EXPECT_DOUBLE_EQ(p.optimizer_s, 0.0005);
   EXPECT_DOUBLE_EQ(p.check_s, 0.00025);
+  EXPECT_DOUBLE_EQ(p.step_log_sigma, 0.07);
   ASSERT_EQ(p.segments.size(), 3u);
   EXPECT_EQ(p.segments[2].name, "cnn1.weight");
   EXPECT_EQ(p.segments[1].numel, 5120);
@@ -65,6 +69,32 @@ TEST(ComputeProfile, AProfileWithoutTheCheckReadsAsNoCheck) {
   EXPECT_NE(error_of(bad).find("p.json: key 'check_s': expected a number of seconds >= 0, got -1"),
             std::string::npos)
       << error_of(bad);
+}
+
+// Older profiles have no "step_log_sigma": no spread recorded (0); a present one must be >= 0.
+TEST(ComputeProfile, AProfileWithoutTheSpreadReadsAsNone) {
+  std::string old = compute_profile_json(sample());
+  const std::string key = "\"step_log_sigma\": 0.07,";
+  const size_t i = old.find(key);
+  ASSERT_NE(i, std::string::npos) << old;
+  old.erase(i, key.size());
+  EXPECT_EQ(parse_compute_profile(old, "p.json").step_log_sigma, 0.0);
+  std::string bad = compute_profile_json(sample());
+  bad.replace(bad.find(key), key.size(), "\"step_log_sigma\": -0.5,");
+  EXPECT_NE(error_of(bad).find("p.json: key 'step_log_sigma': expected a number"),
+            std::string::npos)
+      << error_of(bad);
+}
+
+// Hand values: logs {0, 1, 2} have mean 1 and sample variance (1 + 0 + 1) / 2 = 1; equal steps
+// have no spread, whatever their length.
+TEST(ComputeProfile, StepLogSigmaIsTheSpreadOfTheLogs) {
+  EXPECT_NEAR(step_log_sigma({1.0, std::exp(1.0), std::exp(2.0)}), 1.0, 1e-12);
+  EXPECT_NEAR(step_log_sigma({0.004, 0.004, 0.004, 0.004}), 0.0, 1e-12);
+  // 2x and 1x: logs {ln 2, 0}, sample sd = ln 2 / sqrt 2.
+  EXPECT_NEAR(step_log_sigma({0.002, 0.001}), std::log(2.0) / std::sqrt(2.0), 1e-12);
+  EXPECT_EQ(step_log_sigma({0.003}), 0.0);
+  EXPECT_THROW(step_log_sigma({0.001, 0.0}), Error);
 }
 
 TEST(ComputeProfile, ABucketIsReadyWithItsLastTensor) {

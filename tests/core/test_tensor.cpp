@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "common/harness.h"
 #include "dplab/core/param_arena.h"
 
@@ -120,6 +122,27 @@ TEST(ParamArena, ParametersBecomeViewsInReadyOrder) {
   for (int64_t i = 0; i < ws.numel; ++i) EXPECT_EQ(g[ws.offset + i], 2.0f);
   arena.zero_grad();
   EXPECT_EQ(w.grad().to_vector(), std::vector<float>(6, 0.f));
+}
+
+// Segments at offsets 0 (16 values, decayed), 16 (16, decayed), 32 (5, not), 48 (3, not: 37
+// rounds up to 48 with 16-value alignment) and 64 (16, decayed): the first two are adjacent
+// with one flag (one run); the third and fourth share a flag but padding lies between them.
+TEST(ParamArena, DecayRunsJoinAdjacentSegmentsWithOneFlag) {
+  ParamArena arena({{"a", Tensor::zeros({16})},
+                    {"b", Tensor::zeros({4, 4})},
+                    {"c", Tensor::zeros({5})},
+                    {"d", Tensor::zeros({3})},
+                    {"e", Tensor::zeros({16})}},
+                   ParamArena::Layout::given_order, 16);
+  arena.set_weight_decay([](const ArenaSegment& s) { return s.name != "c" && s.name != "d"; });
+  const std::vector<DecayRun> r = arena.decay_runs();
+  ASSERT_EQ(r.size(), 4u);
+  const std::vector<std::tuple<int64_t, int64_t, bool>> want = {
+      {0, 32, true}, {32, 5, false}, {48, 3, false}, {64, 16, true}};
+  for (size_t i = 0; i < r.size(); ++i)
+    EXPECT_EQ(std::make_tuple(r[i].offset, r[i].numel, r[i].weight_decay), want[i]) << i;
+  arena.set_weight_decay([](const ArenaSegment&) { return true; });
+  EXPECT_EQ(arena.decay_runs().size(), 3u);  // the padding after c and after d still splits
 }
 
 TEST(GradCheck, AddPasses) {

@@ -196,6 +196,9 @@ TEST(CliCluster, BenchTrainWritesAComputeProfile) {
   EXPECT_GT(p.backward_s, 0);
   EXPECT_GT(p.optimizer_s, 0);
   EXPECT_GT(p.check_s, 0);  // the driver's non-finite pass over ~1.2M gradient values
+  // Three steps timed in nanoseconds are never all equal: some spread, and far below a factor e.
+  EXPECT_GT(p.step_log_sigma, 0);
+  EXPECT_LT(p.step_log_sigma, 1);
   double fc1 = -1, cnn1 = -1;
   for (const auto& s : p.segments) {
     if (s.name == "fc1.weight") fc1 = s.ready_fraction;

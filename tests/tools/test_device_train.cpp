@@ -91,6 +91,7 @@ TEST(DeviceTrain, CpuBatchesAreTheLoadersOwn) {
     EXPECT_EQ(y.images.to_vector(), x.images.to_vector());
     EXPECT_EQ(y.labels.to_vector_i64(), x.labels.to_vector_i64());
     EXPECT_TRUE(y.images.device().is_cpu());
+    EXPECT_FALSE(batches.prefetch_due());  // CPU batches are not uploaded
     ++n;
   }
   EXPECT_FALSE(batches.next(y));
@@ -222,6 +223,34 @@ TEST(DeviceTrain, CudaBatchesEqualTheHostBatches) {
   Batch x, y;
   while (a.next(x)) {
     ASSERT_TRUE(batches.next(y));
+    EXPECT_EQ(y.images.to(Device::cpu()).to_vector(), x.images.to_vector());
+    EXPECT_EQ(y.labels.to(Device::cpu()).to_vector_i64(), x.labels.to_vector_i64());
+    EXPECT_EQ(y.number, x.number);
+  }
+  EXPECT_FALSE(batches.next(y));
+}
+
+// prefetch() after each step's work (as the training loop and evaluation call it): the next
+// batch is uploaded then, the batch handed out stays intact (the upload fills the other slot),
+// and the batches are still the loader's, in order, to the epoch's end.
+TEST(DeviceTrain, PrefetchUploadsTheNextBatchAndKeepsTheCurrentOne) {
+  DPLAB_REQUIRE_CUDA();
+  auto data = small_fashion("test", 200);
+  LoaderOptions lo;
+  lo.batch_size = 48;
+  BatchLoader a(data, lo), b(data, lo);
+  std::vector<int64_t> order(200);
+  for (int64_t i = 0; i < 200; ++i) order[size_t(i)] = (i * 13) % 200;
+  a.start_epoch(order, 0);
+  b.start_epoch(order, 0);
+  DeviceBatches batches(b, Device::cuda(0));
+  Batch x, y;
+  while (a.next(x)) {
+    ASSERT_TRUE(batches.next(y));
+    EXPECT_TRUE(batches.prefetch_due());
+    batches.prefetch();
+    EXPECT_FALSE(batches.prefetch_due());
+    batches.prefetch();  // a second call does nothing
     EXPECT_EQ(y.images.to(Device::cpu()).to_vector(), x.images.to_vector());
     EXPECT_EQ(y.labels.to(Device::cpu()).to_vector_i64(), x.labels.to_vector_i64());
     EXPECT_EQ(y.number, x.number);

@@ -114,6 +114,9 @@ cluster::ComputeProfile profile_train_steps(Module& model, ParamArena& arena, Op
   p.backward_s = median(bwd);
   p.optimizer_s = median(upd);
   p.check_s = median(chk);
+  std::vector<double> total(fwd.size());
+  for (size_t i = 0; i < total.size(); ++i) total[i] = fwd[i] + bwd[i] + chk[i] + upd[i];
+  p.step_log_sigma = cluster::step_log_sigma(total);
   for (size_t s = 0; s < nseg; ++s)
     p.segments.push_back({arena.segments()[s].name, arena.segments()[s].numel, median(frac[s])});
   return p;

@@ -17,7 +17,8 @@ namespace dplab::cli {
 // check of loss and gradients (train/loop/nonfinite_guard.h) and the optimizer, the device
 // synchronised at each boundary (`sync`); and, through grad-ready hooks on the arena's tensors,
 // when each gradient is ready (the device synchronised in the hook, so a device's ready time is
-// its kernels' end, not their launch). Medians over the steps.
+// its kernels' end, not their launch). Medians over the steps, and the steps' spread
+// (cluster::step_log_sigma).
 cluster::ComputeProfile profile_train_steps(Module& model, ParamArena& arena, Optimizer& opt,
                                             const Tensor& x, const Tensor& y, const StepLoss& how,
                                             int64_t steps, const std::function<void()>& sync);

@@ -57,6 +57,7 @@ struct DeviceBatches::Impl {
   int cur = 0;      // slot of the next batch handed out
   int handed = -1;  // slot handed out last, -1 before the first
   bool primed = false, pending = false;
+  bool due = false;  // the next batch is still to be staged (prefetch() or the next next())
 
   explicit Impl(int device) : dev(device) {
     CurrentDevice guard(dev);
@@ -135,11 +136,18 @@ struct DeviceBatches::Impl {
     return true;
   }
 
+  void prefetch(BatchLoader& loader) {
+    if (!due) return;
+    due = false;
+    pending = stage(loader, cur);
+  }
+
   bool next(BatchLoader& loader, Batch& out) {
     if (!primed) {
       primed = true;
       pending = stage(loader, cur);
     }
+    prefetch(loader);  // not done since the previous call: upload it now
     if (!pending) return false;
     CurrentDevice guard(dev);
     Slot& s = slots[cur];
@@ -154,11 +162,11 @@ struct DeviceBatches::Impl {
     out = s.batch;
     handed = cur;
     cur ^= 1;
-    pending = stage(loader, cur);  // travels while this step computes
+    due = true;  // prefetch() uploads it once this step's work is enqueued
     return true;
   }
 
-  void reset() { primed = pending = false; }
+  void reset() { primed = pending = due = false; }
 };
 #else
 struct DeviceBatches::Impl {};
@@ -182,6 +190,19 @@ bool DeviceBatches::next(Batch& out) {
   if (impl_) return impl_->next(loader_, out);
 #endif
   return loader_.next(out);
+}
+
+bool DeviceBatches::prefetch_due() const {
+#ifdef DPLAB_WITH_CUDA
+  if (impl_) return impl_->due;
+#endif
+  return false;
+}
+
+void DeviceBatches::prefetch() {
+#ifdef DPLAB_WITH_CUDA
+  if (impl_) impl_->prefetch(loader_);
+#endif
 }
 
 void DeviceBatches::reset() {

@@ -7,8 +7,15 @@
 // alternate: while step t reads slot t%2, batch t+1 travels into the other slot, whose device
 // buffers are reused only after the compute stream has passed the end of step t-1 (an event
 // recorded when step t asks for its batch). So a handed-out batch is valid until the next call
-// of next(): that call already refills its slot, ordered only after the work enqueued before
-// it; kernels enqueued later must not read the old batch.
+// of next(): that call refills its slot (if prefetch() has not), ordered only after the work
+// enqueued before it; kernels enqueued later must not read the old batch.
+//
+// When batch t+1 is uploaded: by prefetch(), which the caller places after step t's device
+// work is enqueued (the training loop: once backward is; evaluation: once forward is). The
+// upload's host part (the loader's next batch, a copy into pinned memory: ~15-30 ms at batch
+// 256 of 224x224 images) then runs while the device computes. Uploading it in next(), right
+// after handing out batch t, delayed step t's first kernel by that long (issue #34). Without a
+// prefetch() call, next() uploads it then, as before.
 #pragma once
 #include <memory>
 
@@ -27,6 +34,11 @@ class DeviceBatches {
 
   // The next batch of the loader's epoch, on the device; false when the epoch is done.
   bool next(Batch& out);
+  // Whether the batch after the one next() handed out last is still to be uploaded (always
+  // false on the CPU, whose batches are not uploaded).
+  bool prefetch_due() const;
+  // Uploads it now if it is due (above); a no-op otherwise.
+  void prefetch();
   // Drops a batch fetched ahead (call after BatchLoader::start_epoch).
   void reset();
   Device device() const { return device_; }

@@ -90,6 +90,7 @@ EvalSums evaluate_indices(Module& model, std::shared_ptr<const Dataset> data,
   Batch b;
   while (batches.next(b)) {
     Tensor logits = model.forward(b.images);
+    batches.prefetch();  // the next batch travels while this forward runs; b stays valid
     sums.add(cross_entropy(logits, b.labels), logits, b.labels, s.loss_sum, s.correct);
     if (top5) s.correct5 += count_top_k(logits, b.labels, 5);
     s.count += b.labels.numel();

@@ -31,4 +31,10 @@ void SlowdownTimer::end(StepPhase phase, bool) {
   if (phase == StepPhase::optimizer) slowdown_.pause();
 }
 
+void BatchPrefetch::end(StepPhase phase, bool) {
+  if (phase != StepPhase::backward || !batches_.prefetch_due()) return;
+  trace::Span span(tracer_, "data_wait", "data");
+  log_.count_data_wait([&] { batches_.prefetch(); });
+}
+
 }  // namespace dplab

@@ -5,7 +5,9 @@
 
 #include "dplab/comm/slowdown.h"
 #include "dplab/core/trace/tracer.h"
+#include "dplab/train/data/device_prefetch.h"
 #include "dplab/train/loop/step_phases.h"
+#include "dplab/train/report/step_record.h"
 
 namespace dplab {
 
@@ -33,6 +35,25 @@ class SlowdownTimer : public StepObserver {
 
  private:
   Slowdown& slowdown_;
+};
+
+// Uploads the next batch once the step's backward is enqueued (DeviceBatches::prefetch): its
+// host work (the loader's batch, the copy into pinned memory) then overlaps the device's
+// backward instead of delaying the next forward's first kernel (issue #34). After backward
+// rather than forward: a host synchronisation after backward (the loss or the non-finite flag)
+// would wait for the device anyway. The time it takes, a wait for the loader included, is the
+// step's data wait: a `data_wait` span on the trace and the step records' data_wait_s. Does
+// nothing on the CPU (its batches are not uploaded).
+class BatchPrefetch : public StepObserver {
+ public:
+  BatchPrefetch(DeviceBatches& batches, trace::Tracer* tracer, StepLog& log)
+      : batches_(batches), tracer_(tracer), log_(log) {}
+  void end(StepPhase phase, bool stepped) override;
+
+ private:
+  DeviceBatches& batches_;
+  trace::Tracer* tracer_;
+  StepLog& log_;
 };
 
 }  // namespace dplab

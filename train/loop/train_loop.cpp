@@ -50,6 +50,7 @@ TrainLoop::TrainLoop(const LoopSettings& settings, LoopParts parts, LoopWatch wa
   phases_.add(w_.cluster);
   phases_.add(&trace_spans_);
   phases_.add(&slowdown_timer_);
+  phases_.add(&prefetch_);                              // after the backward span has ended
   if (loop_.failures && models_failures(w_.cluster)) {  // a resumed run with fail events
     lost_rank_s_ = loop_.failure_lost_rank_s;
     recovery_s_ = loop_.recovery_s;

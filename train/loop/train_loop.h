@@ -221,7 +221,8 @@ class TrainLoop {
   StepLoss step_loss_;  // how forward_backward forms and weighs the loss (constructor)
   TraceSpans trace_spans_{p_.tracer};
   SlowdownTimer slowdown_timer_{w_.slowdown};
-  StepPhases phases_;  // the cluster, trace_spans_, slowdown_timer_
+  BatchPrefetch prefetch_{p_.pipeline.batches(), p_.tracer, rep_.step_log()};
+  StepPhases phases_;  // the cluster, trace_spans_, slowdown_timer_, prefetch_
   // The world's clock at the last step's start (-1: no step yet) and at the state a restart
   // resumes from (the run's first step, or the last checkpoint's); the down ranks' rank-seconds
   // and the heals' time so far (the final record's failure_lost_rank_s, recovery_s).

@@ -57,6 +57,13 @@ void StepLog::batch_ready() {
   last_mark_ = now;
 }
 
+void StepLog::count_data_wait(const std::function<void()>& fetch) {
+  if (!enabled()) return fetch();
+  const RunClock::Mark start = clock_.now();
+  fetch();
+  data_wait_s_ += clock_.now().t - start.t;
+}
+
 void StepLog::step_done(LoopState& loop, int64_t images, double lr, StepMetrics& sm, Strategy& s,
                         CommTally& tally) {
   if (!enabled()) return;

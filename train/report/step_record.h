@@ -11,6 +11,7 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <functional>
 
 #include "dplab/comm/strategy.h"
 #include "dplab/train/loop/rank_group.h"
@@ -52,6 +53,9 @@ class StepLog {
   void begin_epoch(const LoopState& loop);
   // The step's batch arrived (the data wait of this step ends).
   void batch_ready();
+  // Runs `fetch` (data work inside the step: the next batch's upload, BatchPrefetch) and counts
+  // its time as data wait.
+  void count_data_wait(const std::function<void()>& fetch);
   // A global step is done (also one this rank skipped: `images` 0); loop.global_step counts
   // it. Collective every N steps: flushes `sm` into the loop's sums and writes the records.
   void step_done(LoopState& loop, int64_t images, double lr, StepMetrics& sm, Strategy& s,

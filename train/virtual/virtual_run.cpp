@@ -130,6 +130,8 @@ std::string VirtualRun::describe() const {
         profile_path_, p.model, p.device.empty() ? "?" : p.device, 1e3 * p.forward_s,
         1e3 * p.backward_s, 1e3 * p.check_s, p.check_s > 0 ? "" : " (not in the profile)",
         1e3 * p.optimizer_s);
+    // Printed by rank 0: its own factor (every rank's is in run.json, option slowdown).
+    if (slowdown_ != 1) compute += fmt::format(", x {:g} on rank 0 (option slowdown)", slowdown_);
   } else {
     compute =
         fmt::format("compute = thread CPU time x {:g}", vt_->platform.compute_scale / slowdown_);
