@@ -53,19 +53,23 @@ TEST(ComputeProfile, RoundTrips) {
   EXPECT_DOUBLE_EQ(p.segments[0].ready_fraction, 0.05);
 }
 
+// sample()'s file with `entry` (one "key": value, pair) replaced by `by` ("": removed).
+std::string with_entry(const std::string& entry, const std::string& by) {
+  std::string text = compute_profile_json(sample());
+  const size_t i = text.find(entry);
+  EXPECT_NE(i, std::string::npos) << entry << " not in " << text;
+  if (i != std::string::npos) text.replace(i, entry.size(), by);
+  return text;
+}
+
 // A profile written before the non-finite check was recorded has no "check_s": it reads as 0
 // (its runs charge no check, as they did); a present one must be seconds.
 TEST(ComputeProfile, AProfileWithoutTheCheckReadsAsNoCheck) {
-  std::string old = compute_profile_json(sample());
-  const std::string key = "\"check_s\": 0.00025,";
-  const size_t i = old.find(key);
-  ASSERT_NE(i, std::string::npos) << old;
-  old.erase(i, key.size());
-  const ComputeProfile p = parse_compute_profile(old, "p.json");
+  const std::string entry = "\"check_s\": 0.00025,";
+  const ComputeProfile p = parse_compute_profile(with_entry(entry, ""), "p.json");
   EXPECT_EQ(p.check_s, 0.0);
   EXPECT_DOUBLE_EQ(p.optimizer_s, 0.0005);
-  std::string bad = compute_profile_json(sample());
-  bad.replace(bad.find(key), key.size(), "\"check_s\": -1,");
+  const std::string bad = with_entry(entry, "\"check_s\": -1,");
   EXPECT_NE(error_of(bad).find("p.json: key 'check_s': expected a number of seconds >= 0, got -1"),
             std::string::npos)
       << error_of(bad);
@@ -73,15 +77,10 @@ TEST(ComputeProfile, AProfileWithoutTheCheckReadsAsNoCheck) {
 
 // Older profiles have no "step_log_sigma": no spread recorded (0); a present one must be >= 0.
 TEST(ComputeProfile, AProfileWithoutTheSpreadReadsAsNone) {
-  std::string old = compute_profile_json(sample());
-  const std::string key = "\"step_log_sigma\": 0.07,";
-  const size_t i = old.find(key);
-  ASSERT_NE(i, std::string::npos) << old;
-  old.erase(i, key.size());
-  EXPECT_EQ(parse_compute_profile(old, "p.json").step_log_sigma, 0.0);
-  std::string bad = compute_profile_json(sample());
-  bad.replace(bad.find(key), key.size(), "\"step_log_sigma\": -0.5,");
-  EXPECT_NE(error_of(bad).find("p.json: key 'step_log_sigma': expected a number"),
+  const std::string entry = "\"step_log_sigma\": 0.07,";
+  EXPECT_EQ(parse_compute_profile(with_entry(entry, ""), "p.json").step_log_sigma, 0.0);
+  const std::string bad = with_entry(entry, "\"step_log_sigma\": -0.5,");
+  EXPECT_NE(error_of(bad).find("p.json: key 'step_log_sigma': expected a number >= 0, got -0.5"),
             std::string::npos)
       << error_of(bad);
 }

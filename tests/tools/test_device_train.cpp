@@ -74,16 +74,31 @@ std::shared_ptr<Dataset> small_fashion(const std::string& split, int64_t limit) 
   return load_mnist(find_dataset_dir("fashion-mnist"), split, limit);
 }
 
+// Two loaders over `samples` test images in the order i -> (i * stride + offset) % samples,
+// started on epoch 0: `host` gives the reference batches, `fed` feeds a DeviceBatches.
+struct TwinLoaders {
+  TwinLoaders(int64_t samples, int64_t batch, int64_t stride, int64_t offset)
+      : data(small_fashion("test", samples)),
+        host(data, options(batch)),
+        fed(data, options(batch)) {
+    std::vector<int64_t> order(static_cast<size_t>(samples));
+    for (int64_t i = 0; i < samples; ++i) order[size_t(i)] = (i * stride + offset) % samples;
+    host.start_epoch(order, 0);
+    fed.start_epoch(order, 0);
+  }
+  static LoaderOptions options(int64_t batch) {
+    LoaderOptions lo;
+    lo.batch_size = batch;
+    return lo;
+  }
+  std::shared_ptr<Dataset> data;
+  BatchLoader host, fed;
+};
+
 TEST(DeviceTrain, CpuBatchesAreTheLoadersOwn) {
-  auto data = small_fashion("test", 150);
-  LoaderOptions lo;
-  lo.batch_size = 64;
-  BatchLoader a(data, lo), b(data, lo);
-  std::vector<int64_t> order(150);
-  for (int64_t i = 0; i < 150; ++i) order[size_t(i)] = (i * 7) % 150;
-  a.start_epoch(order, 0);
-  b.start_epoch(order, 0);
-  DeviceBatches batches(b, Device::cpu());
+  TwinLoaders t(150, 64, 7, 0);
+  BatchLoader& a = t.host;
+  DeviceBatches batches(t.fed, Device::cpu());
   Batch x, y;
   int n = 0;
   while (a.next(x)) {
@@ -209,20 +224,20 @@ TEST(DeviceTrain, CudaLoopAllocatesNothingAfterTheFirstStep) {
   EXPECT_LE(correct, 2 * data->size());
 }
 
-TEST(DeviceTrain, CudaBatchesEqualTheHostBatches) {
-  DPLAB_REQUIRE_CUDA();
-  auto data = small_fashion("test", 200);
-  LoaderOptions lo;
-  lo.batch_size = 48;
-  BatchLoader a(data, lo), b(data, lo);
-  std::vector<int64_t> order(200);
-  for (int64_t i = 0; i < 200; ++i) order[size_t(i)] = 199 - i;
-  a.start_epoch(order, 0);
-  b.start_epoch(order, 0);
-  DeviceBatches batches(b, Device::cuda(0));
+// The CUDA batches against the host loader's, in order, to the epoch's end. `prefetch`: after
+// each step's work, as the training loop and evaluation call it; the next batch is uploaded
+// then, and the batch handed out stays intact (the upload fills the other slot).
+void expect_cuda_batches_equal(TwinLoaders& t, bool prefetch) {
+  DeviceBatches batches(t.fed, Device::cuda(0));
   Batch x, y;
-  while (a.next(x)) {
+  while (t.host.next(x)) {
     ASSERT_TRUE(batches.next(y));
+    EXPECT_TRUE(batches.prefetch_due());
+    if (prefetch) {
+      batches.prefetch();
+      EXPECT_FALSE(batches.prefetch_due());
+      batches.prefetch();  // a second call does nothing
+    }
     EXPECT_EQ(y.images.to(Device::cpu()).to_vector(), x.images.to_vector());
     EXPECT_EQ(y.labels.to(Device::cpu()).to_vector_i64(), x.labels.to_vector_i64());
     EXPECT_EQ(y.number, x.number);
@@ -230,32 +245,16 @@ TEST(DeviceTrain, CudaBatchesEqualTheHostBatches) {
   EXPECT_FALSE(batches.next(y));
 }
 
-// prefetch() after each step's work (as the training loop and evaluation call it): the next
-// batch is uploaded then, the batch handed out stays intact (the upload fills the other slot),
-// and the batches are still the loader's, in order, to the epoch's end.
+TEST(DeviceTrain, CudaBatchesEqualTheHostBatches) {
+  DPLAB_REQUIRE_CUDA();
+  TwinLoaders t(200, 48, 199, 199);  // (199 i + 199) % 200 = 199 - i: the reverse order
+  expect_cuda_batches_equal(t, false);
+}
+
 TEST(DeviceTrain, PrefetchUploadsTheNextBatchAndKeepsTheCurrentOne) {
   DPLAB_REQUIRE_CUDA();
-  auto data = small_fashion("test", 200);
-  LoaderOptions lo;
-  lo.batch_size = 48;
-  BatchLoader a(data, lo), b(data, lo);
-  std::vector<int64_t> order(200);
-  for (int64_t i = 0; i < 200; ++i) order[size_t(i)] = (i * 13) % 200;
-  a.start_epoch(order, 0);
-  b.start_epoch(order, 0);
-  DeviceBatches batches(b, Device::cuda(0));
-  Batch x, y;
-  while (a.next(x)) {
-    ASSERT_TRUE(batches.next(y));
-    EXPECT_TRUE(batches.prefetch_due());
-    batches.prefetch();
-    EXPECT_FALSE(batches.prefetch_due());
-    batches.prefetch();  // a second call does nothing
-    EXPECT_EQ(y.images.to(Device::cpu()).to_vector(), x.images.to_vector());
-    EXPECT_EQ(y.labels.to(Device::cpu()).to_vector_i64(), x.labels.to_vector_i64());
-    EXPECT_EQ(y.number, x.number);
-  }
-  EXPECT_FALSE(batches.next(y));
+  TwinLoaders t(200, 48, 13, 0);
+  expect_cuda_batches_equal(t, true);
 }
 
 TEST(DeviceTrain, PinnedBuffersAreReused) {
