@@ -23,14 +23,15 @@
 # of the step (the driver's own work, the loader's hand-off, waiting for a core).
 # Needs a quiet machine: the real runs' wall times are the reference. Environment: DPLAB
 # (build/bin/dplab), MODELS ("mnist_cnn:64 resnet20_cifar:16", MODEL:BATCH per rank), STEPS
-# (40 per run), REPEAT (3), REAL_ARGS (extra options of the real runs only, e.g.
-# "--set comm.wait=backoff").
+# (100 per run), REPEAT (3), CASES (a regex on the case names below, e.g. "^sgp$"; all by
+# default), REAL_ARGS (extra options of the real runs only, e.g. "--set comm.wait=backoff").
+# Needs 2 cores (one per rank: taskset -c 0 and 1).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 dplab=${DPLAB:-$root/build/bin/dplab}
 out=${1:-$root/build/validate_step_time}
 models=${MODELS:-"mnist_cnn:64 resnet20_cifar:16"}
-steps=${STEPS:-40}
+steps=${STEPS:-100}
 repeat=${REPEAT:-3}
 mkdir -p "$out"
 export OMP_NUM_THREADS=1
@@ -53,7 +54,10 @@ mean_step() {
 import json, sys
 t = [json.loads(l) for l in open(sys.argv[1]) if '"kind":"step"' in l]
 t = [r["step_time_s"] for r in t if r.get("step", 0) > 8]
-print(sum(t) / len(t) if t else float("nan"))
+if not t:
+    sys.exit(f"{sys.argv[1]}: no step record after step 8 (STEPS must be at least 16: one "
+             "record every 8 steps)")
+print(sum(t) / len(t))
 PY
 }
 
@@ -119,6 +123,7 @@ for rep in $(seq 1 "$repeat"); do
       --set checkpoint.keep=0 --set metrics.every_steps=8 --trace --set trace.steps=9:$steps"
     for entry in "${configs[@]}"; do
       IFS='|' read -r id args prefix buckets <<< "$entry"
+      [[ "$id" =~ ${CASES:-.} ]] || continue
       tag="$model-${id// /_}"
       # Profiles per case, recorded just before its real run: this VM's speed drifts by 10-30%
       # over seconds to minutes, and a profile minutes old carries that drift into the error.
