@@ -213,6 +213,9 @@ TEST(ClusterTrain, SlowdownDoublesARanksVirtualComputeExactly) {
   EXPECT_NEAR(rec.rank_epochs[0][0]["time_s"].get<double>(), rank1 - kC - kO, 1e-9 * rank1);
   EXPECT_EQ(rec.rank_epochs[1][0]["slowdown"], 2.0);
   EXPECT_EQ(rec.rank_epochs[1][0]["slowdown_sleep_s"], 0.0);  // no sleeping
+  // The header (printed by rank 0, whose compute is not slowed) names every rank's factor.
+  EXPECT_NE(rec.out.find("times the named ranks' factors (option slowdown 1=2)"), std::string::npos)
+      << rec.out;
 }
 
 // Issue #36 item 1: a slow event (cluster.events) on rank 1 for global steps 2 and 3 of 4,

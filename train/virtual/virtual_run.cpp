@@ -86,6 +86,7 @@ std::unique_ptr<VirtualRun> VirtualRun::from_options(const Options& opt, Device 
       new VirtualRun(std::move(vt), rank, profile.empty() ? "measured" : "profile:" + profile,
                      data_rate, slowdown, profile));
   run->failure_data_ = failure_data;
+  run->slowdown_spec_ = communicator_option_table().get_string(opt, "slowdown");
   return run;
 }
 
@@ -130,12 +131,13 @@ std::string VirtualRun::describe() const {
         profile_path_, p.model, p.device.empty() ? "?" : p.device, 1e3 * p.forward_s,
         1e3 * p.backward_s, 1e3 * p.check_s, p.check_s > 0 ? "" : " (not in the profile)",
         1e3 * p.optimizer_s);
-    // Printed by rank 0: its own factor (every rank's is in run.json, option slowdown).
-    if (slowdown_ != 1) compute += fmt::format(", x {:g} on rank 0 (option slowdown)", slowdown_);
   } else {
     compute =
         fmt::format("compute = thread CPU time x {:g}", vt_->platform.compute_scale / slowdown_);
   }
+  // Every rank's factor, not only the printing rank's.
+  if (!slowdown_spec_.empty())
+    compute += fmt::format(", times the named ranks' factors (option slowdown {})", slowdown_spec_);
   std::string events;
   for (const auto& e : vt_->platform.events.list())
     events += fmt::format("    event {}\n", cluster::describe(e));

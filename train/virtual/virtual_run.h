@@ -120,9 +120,10 @@ class VirtualRun : public StepObserver {
   double data_rate_ = 0;
   int rank_ = 0;  // world rank
   double slowdown_ = 1;
-  double events_factor_ = 1;  // the slow events' factor of the step under way
-  bool down_ = false;         // set_down
-  double batch_share_ = 1;    // set_batch_share
+  std::string slowdown_spec_;  // option slowdown, RANK=FACTOR,... ("" none): the run header
+  double events_factor_ = 1;   // the slow events' factor of the step under way
+  bool down_ = false;          // set_down
+  double batch_share_ = 1;     // set_batch_share
   FailureData failure_data_ = FailureData::reassign;
   std::optional<ProfileReplay> replay_;
   double backward_start_ = 0;
