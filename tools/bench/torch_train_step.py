@@ -159,6 +159,19 @@ def tf32_state():
         return {"error": str(e)}
 
 
+def cpu_onednn_bf16_works():
+    """Whether PyTorch's oneDNN runs a bf16 convolution on this CPU. Without AVX-512 (or under
+    ONEDNN_MAX_CPU_ISA=AVX2) PyTorch 1.13's oneDNN has no bf16 convolution and autocast fails with
+    "could not create a primitive descriptor iterator"; its native kernels still run bf16."""
+    conv = nn.Conv2d(1, 2, 3)
+    try:
+        with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+            conv(torch.rand(1, 1, 5, 5)).float().sum().backward()
+        return True
+    except RuntimeError:
+        return False
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -188,6 +201,10 @@ def main():
             set_f32_no_tf32()
     elif not bf16 and hasattr(torch, "set_float32_matmul_precision"):
         torch.set_float32_matmul_precision("highest")  # the CPU's default; said for clarity
+    onednn = True  # PyTorch's oneDNN kernels in use (CPU)
+    if bf16 and not cuda and not cpu_onednn_bf16_works():
+        torch.backends.mkldnn.enabled = False
+        onednn = False
     fmt = torch.channels_last if channels_last else torch.contiguous_format
     net, shape, classes, source = build(a.model)
     net = net.to(dev, memory_format=fmt)
@@ -229,6 +246,8 @@ def main():
     med = statistics.median(times)
     if not cuda:
         precision = "bf16 autocast (CPU)" if bf16 else "f32"
+        if not onednn:
+            precision += ", oneDNN off: it has no bf16 convolution on this CPU"
     elif bf16:
         precision = "bf16 autocast, channels_last, cudnn.benchmark"
     else:
