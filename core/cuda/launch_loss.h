@@ -13,13 +13,9 @@ cudaError_t launch_softmax_forward(const float* x, float* y, int64_t outer, int6
 cudaError_t launch_softmax_backward(const float* y, const float* dy, float* dx, int64_t outer,
                                     int64_t c, int64_t inner, bool log, cudaStream_t stream);
 
-// Target check on the device: bad[0] = the smallest i with target[i] outside [0, c), or
-// UINT64_MAX when every target is in range. bad: one 8-byte device word.
-cudaError_t launch_check_targets(const int64_t* target, int64_t n, int64_t c,
-                                 unsigned long long* bad, cudaStream_t stream);
-
-// Rows of logits [n, c] with targets in range (checked first): lse[i] = the row's log-sum-exp,
-// *loss = mean over rows of cross_entropy_row (0 when n == 0). row_loss: n doubles of scratch.
+// Rows of logits [n, c]: lse[i] = the row's log-sum-exp, *loss = mean over rows of
+// cross_entropy_row (0 when n == 0). A row whose target is outside [0, c) gets a NaN lse and
+// loss (no out-of-bounds read), so *loss is NaN. row_loss: n doubles of scratch.
 cudaError_t launch_cross_entropy_forward(const float* logits, const int64_t* target, int64_t n,
                                          int64_t c, float smoothing, float* loss, float* lse,
                                          double* row_loss, cudaStream_t stream);

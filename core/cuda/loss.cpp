@@ -1,18 +1,15 @@
 // CUDA softmax / cross-entropy family: validation here (ref's checks and messages), kernels in
 // loss_kernels.cu, all on the device's compute stream.
 //
-// Host synchronisation: cross_entropy_forward checks the targets the way ref does
-// (core/kernels/loss.h: "throws naming the bad index"), but on the device: a kernel writes the
-// first out-of-range index to a device word, which is copied back on the compute stream, and the
-// host waits for it. That wait (one per forward, on a tiny copy at the end of the forward pass)
-// is the price of a readable error instead of an out-of-bounds read; no other kernel of this
-// family blocks the host. cross_entropy_backward does not check the range again (see there).
+// No host synchronisation: cross_entropy_forward does not check the targets' range on the host
+// (that would wait for the device at every forward). A target outside [0, C) gives its row a
+// NaN lse and loss instead (core/kernels/loss.h; no out-of-bounds read), so the loss is NaN;
+// the training loop's non-finite check then names the bad target (train/loop/nonfinite_guard.h).
 #include <cstdint>
 
 #include "dplab/core/cuda/check.h"
 #include "dplab/core/cuda/kernel_scope.h"
 #include "dplab/core/cuda/launch_loss.h"
-#include "dplab/core/cuda/stream_wait.h"
 #include "dplab/core/kernels/loss.h"
 
 namespace dplab {
@@ -44,44 +41,21 @@ void softmax_backward(const Tensor& y, const Tensor& dy, int dim, bool log, Tens
                                                  scope.stream()));
 }
 
-// check_class_targets's contract for a device tensor: throws "<what>: target[i] = v is outside
-// the class range [0, C)" for the first bad target. Waits for the compute stream (see the top).
-void check_class_targets_on_device(const Tensor& target, int64_t num_classes, const char* what,
-                                   cudaStream_t stream) {
-  const int64_t n = target.numel();
-  const Tensor flag = Tensor::empty({1}, DType::i64, target.device());
-  auto* bad_dev = static_cast<unsigned long long*>(flag.raw_data());
-  DPLAB_CUDA_CHECK(
-      cuda::launch_check_targets(target.data<int64_t>(), n, num_classes, bad_dev, stream));
-  unsigned long long bad = 0;
-  const std::string waiting = fmt::format("{}: target range check", what);
-  cuda::copy_to_host(&bad, bad_dev, sizeof(bad), stream, waiting);
-  if (bad == UINT64_MAX) return;
-  // The error path: fetch the offending value for the message.
-  int64_t value = 0;
-  cuda::copy_to_host(&value, target.data<int64_t>() + bad, sizeof(value), stream, waiting);
-  DPLAB_FAIL("{}: target[{}] = {} is outside the class range [0, {})", what, bad, value,
-             num_classes);
-}
-
-// ref's check_ce, with the target range checked on the device when `check_range`. Returns the
-// contiguous targets.
-Tensor check_ce(const Tensor& logits, const Tensor& target, cudaStream_t stream, bool check_range) {
+// ref's check_ce without the range check (see the top). Returns the contiguous targets.
+Tensor check_ce(const Tensor& logits, const Tensor& target) {
   DPLAB_CHECK(logits.dim() == 2, "cross_entropy: logits {} must be [N, C]", logits.str());
   check_dtype(logits, DType::f32, "cross_entropy logits");
   DPLAB_CHECK(logits.is_contiguous(), "cross_entropy: logits {} must be contiguous", logits.str());
   check_shape(target, {logits.shape()[0]}, "cross_entropy target");
   check_dtype(target, DType::i64, "cross_entropy");
   check_same_device(logits, target, "cross_entropy");
-  Tensor t = target.contiguous();
-  if (check_range) check_class_targets_on_device(t, logits.shape()[1], "cross_entropy", stream);
-  return t;
+  return target.contiguous();
 }
 
 void cross_entropy_forward(const Tensor& logits, const Tensor& target, float smoothing,
                            Tensor& loss, Tensor& lse) {
   cuda::KernelScope scope(logits, "cross_entropy");
-  const Tensor t = check_ce(logits, target, scope.stream(), /*check_range=*/true);
+  const Tensor t = check_ce(logits, target);
   const int64_t n = logits.shape()[0], nc = logits.shape()[1];
   check_shape(loss, {}, "cross_entropy loss");
   check_dtype(loss, DType::f32, "cross_entropy loss");
@@ -100,11 +74,9 @@ void cross_entropy_forward(const Tensor& logits, const Tensor& target, float smo
 void cross_entropy_backward(const Tensor& logits, const Tensor& target, const Tensor& lse,
                             float smoothing, float grad_scale, Tensor& dlogits) {
   cuda::KernelScope scope(logits, "cross_entropy backward");
-  // No range check (and no host sync) here: the backward follows a forward on the same target
-  // tensor (the cross_entropy op saves it), which has checked it already, and the gradient
-  // kernel only compares each class index with target[i], so even a bad target reads nothing
-  // out of bounds.
-  const Tensor t = check_ce(logits, target, scope.stream(), /*check_range=*/false);
+  // The gradient kernel only compares each class index with target[i], so even a bad target
+  // reads nothing out of bounds; its row's NaN lse makes the row's gradient NaN.
+  const Tensor t = check_ce(logits, target);
   const int64_t n = logits.shape()[0], nc = logits.shape()[1];
   check_shape(lse, {n}, "cross_entropy lse");
   check_dtype(lse, DType::f32, "cross_entropy lse");

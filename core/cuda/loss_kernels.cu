@@ -5,6 +5,8 @@
 // core/functors.h.
 #include "dplab/core/cuda/launch_loss.h"
 
+#include <math_constants.h>
+
 namespace dplab::cuda {
 namespace {
 
@@ -82,16 +84,9 @@ __global__ void softmax_backward_kernel(const float* y, const float* dy, float* 
   }
 }
 
-__global__ void check_targets_kernel(const int64_t* target, int64_t n, int64_t c,
-                                     unsigned long long* bad) {
-  for (int64_t i = first_index(); i < n; i += grid_stride()) {
-    const int64_t v = target[i];
-    // Integer atomic: the smallest bad index wins whatever the order.
-    if (v < 0 || v >= c) atomicMin(bad, static_cast<unsigned long long>(i));
-  }
-}
-
 // One warp per row i of logits [n, c]: lse[i] and the row's loss (in double, for the mean).
+// A target outside [0, c) is never read through: its row's lse and loss are NaN, so the mean
+// loss is NaN and so is every gradient of that row (core/kernels/loss.h), with no host wait.
 __global__ void cross_entropy_rows_kernel(const float* logits, const int64_t* target, int64_t n,
                                           int64_t c, float smoothing, float* lse,
                                           double* row_loss) {
@@ -109,10 +104,16 @@ __global__ void cross_entropy_rows_kernel(const float* logits, const int64_t* ta
     s = warp_sum(s);
     sum_shifted = warp_sum(sum_shifted);
     if (lane == 0) {
+      const int64_t t = target[i];
+      if (t < 0 || t >= c) {
+        lse[i] = CUDART_NAN_F;
+        row_loss[i] = CUDART_NAN;
+        continue;
+      }
       const float ls = static_cast<float>(::log(s));
       lse[i] = fn::log_sum_exp(mx, static_cast<float>(s));  // saved for backward
-      row_loss[i] = fn::cross_entropy_row(ls, row[target[i]] - mx, static_cast<float>(sum_shifted),
-                                          c, smoothing);
+      row_loss[i] =
+          fn::cross_entropy_row(ls, row[t] - mx, static_cast<float>(sum_shifted), c, smoothing);
     }
   }
 }
@@ -156,15 +157,6 @@ cudaError_t launch_softmax_backward(const float* y, const float* dy, float* dx, 
   if (rows == 0 || c == 0) return cudaSuccess;
   softmax_backward_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(y, dy, dx, outer, c, inner,
                                                                      log);
-  return cudaGetLastError();
-}
-
-cudaError_t launch_check_targets(const int64_t* target, int64_t n, int64_t c,
-                                 unsigned long long* bad, cudaStream_t stream) {
-  // All bits set: UINT64_MAX, "no bad target".
-  cudaError_t e = cudaMemsetAsync(bad, 0xff, sizeof(unsigned long long), stream);
-  if (e != cudaSuccess || n == 0) return e;
-  check_targets_kernel<<<blocks_for(n), kThreads, 0, stream>>>(target, n, c, bad);
   return cudaGetLastError();
 }
 

@@ -10,9 +10,12 @@ struct LossKernels {
   void (*softmax_forward)(const Tensor& x, int dim, bool log, Tensor& y);
   // From the forward output y: softmax: dx = y·(dy − Σ dy·y); log: dx = dy − exp(y)·Σ dy.
   void (*softmax_backward)(const Tensor& y, const Tensor& dy, int dim, bool log, Tensor& dx);
-  // logits [N, C], target [N] i64 in [0, C) (checked: throws naming the bad index):
-  // loss (shape {}) = mean over rows of core/functors.h cross_entropy_row; lse [N] saves each
-  // row's log-sum-exp for backward.
+  // logits [N, C], target [N] i64 in [0, C): loss (shape {}) = mean over rows of
+  // core/functors.h cross_entropy_row; lse [N] saves each row's log-sum-exp for backward.
+  // A target outside [0, C): the CPU backends throw naming the bad index; CUDA does not wait
+  // for the device to check it, and gives that row a NaN lse and loss instead (so the loss and
+  // the row's gradients are NaN; nothing is read out of bounds). The training loop's non-finite
+  // check names the bad target then (train/loop/nonfinite_guard.h).
   void (*cross_entropy_forward)(const Tensor& logits, const Tensor& target, float smoothing,
                                 Tensor& loss, Tensor& lse);
   // dlogits = grad_scale · (softmax − smoothed target); grad_scale = upstream gradient / N.

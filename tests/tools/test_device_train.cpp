@@ -7,6 +7,7 @@
 
 #include "common/cuda_gate.h"
 
+#include <cmath>
 #include <sstream>
 
 #include "common/harness.h"
@@ -20,6 +21,7 @@
 #include "dplab/optim/sgd.h"
 #include "dplab/train/data/device_prefetch.h"
 #include "dplab/train/data/evaluate.h"
+#include "dplab/train/loop/nonfinite_guard.h"
 #include "dplab/train/loop/trainer.h"
 #include "dplab/train/report/step_metrics.h"
 #include "run_cli.h"
@@ -251,10 +253,57 @@ TEST(DeviceTrain, CudaBatchesEqualTheHostBatches) {
   expect_cuda_batches_equal(t, false);
 }
 
-TEST(DeviceTrain, PrefetchUploadsTheNextBatchAndKeepsTheCurrentOne) {
+TEST(DeviceTrain, CudaPrefetchUploadsTheNextBatchAndKeepsTheCurrentOne) {
   DPLAB_REQUIRE_CUDA();
   TwinLoaders t(200, 48, 13, 0);
   expect_cuda_batches_equal(t, true);
+}
+
+// A label outside the model's classes, in a training step on device d: the step's forward and
+// its non-finite check (train/loop/train_loop.cpp) name it, whatever the backend. The CPU's
+// cross-entropy throws it; CUDA's does not wait for the device to check the targets, gives the
+// loss NaN instead, and check_targets_of_nonfinite_step names the target.
+void expect_bad_label_named(Device d) {
+  const Tensor logits = test::random_tensor({3, 4}, 5).to(d);
+  const Tensor labels = Tensor::from_vector_i64({0, 3, 7}, {3}).to(d);
+  try {
+    const Tensor loss = cross_entropy(logits, labels);
+    EXPECT_TRUE(std::isnan(loss.item())) << d.str();  // CUDA: the bad row's NaN
+    check_targets_of_nonfinite_step(labels, logits);
+    ADD_FAILURE() << d.str() << ": a label outside [0, 4) was not named";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("target[2] = 7 is outside the class range [0, 4)"),
+              std::string::npos)
+        << d.str() << ": " << e.what();
+  }
+  // The check alone, as the CPU never reaches it with a bad label (its forward throws first).
+  try {
+    check_targets_of_nonfinite_step(labels, logits);
+    ADD_FAILURE() << d.str() << ": the check let target 7 of 4 classes pass";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("target[2] = 7 is outside the class range [0, 4)"),
+              std::string::npos)
+        << d.str() << ": " << e.what();
+  }
+  // In range: a finite loss, and the check names nothing.
+  const Tensor good = Tensor::from_vector_i64({0, 3, 1}, {3}).to(d);
+  EXPECT_TRUE(std::isfinite(cross_entropy(logits, good).item())) << d.str();
+  EXPECT_NO_THROW(check_targets_of_nonfinite_step(good, logits)) << d.str();
+}
+
+TEST(DeviceTrain, BadLabelIsNamedOnTheCpu) {
+  expect_bad_label_named(Device::cpu());
+}
+
+TEST(DeviceTrain, CudaBadLabelIsNamed) {
+  DPLAB_REQUIRE_CUDA();
+  expect_bad_label_named(Device::cuda(0));
+  // Only the bad row is NaN: its lse and its gradient; the other rows' gradients are finite.
+  Tensor logits = test::random_tensor({3, 4}, 5).to(Device::cuda(0)).set_requires_grad(true);
+  backward(cross_entropy(logits, Tensor::from_vector_i64({0, 3, 7}, {3}).to(Device::cuda(0))));
+  const std::vector<float> g = logits.grad().to(Device::cpu()).to_vector();
+  for (int i = 0; i < 12; ++i)
+    EXPECT_EQ(std::isnan(g[size_t(i)]), i >= 8) << "dlogits[" << i / 4 << ", " << i % 4 << "]";
 }
 
 TEST(DeviceTrain, PinnedBuffersAreReused) {

@@ -126,6 +126,22 @@ TEST(Evaluate, TopFiveOnlyAboveTenClasses) {
   EXPECT_EQ(r.correct, 2);  // labels 0, 2, 4, 6, 8, 0: two samples of class 0
 }
 
+// A data set with more classes than the model has outputs is refused by name before any loss
+// is summed (on CUDA its labels would give a NaN loss, not an error: core/kernels/loss.h).
+TEST(Evaluate, MoreClassesThanTheModelsOutputsIsAnError) {
+  auto data = ranked_data(12);
+  auto model = identity_model(10);
+  try {
+    evaluate(*model, data, 4);
+    FAIL() << "12 classes were evaluated on 10 outputs";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the data set has 12 classes"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("(10 values per sample)"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(evaluate(*identity_model(12), ranked_data(10), 4));  // fewer classes: fine
+}
+
 TEST(Evaluate, OneProcessMatchesTheSerialReference) {
   auto data = test::formula_data(11);
   auto model = test::formula_model(0);

@@ -91,6 +91,12 @@ EvalSums evaluate_indices(Module& model, std::shared_ptr<const Dataset> data,
   while (batches.next(b)) {
     Tensor logits = model.forward(b.images);
     batches.prefetch();  // the next batch travels while this forward runs; b stays valid
+    // Labels are below the data set's class count (its loader checks); on CUDA a label beyond
+    // the model's outputs would give a NaN loss rather than an error (core/kernels/loss.h).
+    DPLAB_CHECK(logits.dim() == 2 && logits.shape()[1] >= data->num_classes(),
+                "evaluate: the data set has {} classes, the model's output {} ({} values per "
+                "sample): its labels would be outside the model's class range",
+                data->num_classes(), logits.str(), logits.dim() == 2 ? logits.shape()[1] : 0);
     sums.add(cross_entropy(logits, b.labels), logits, b.labels, s.loss_sum, s.correct);
     if (top5) s.correct5 += count_top_k(logits, b.labels, 5);
     s.count += b.labels.numel();

@@ -6,6 +6,7 @@
 
 #include "dplab/core/autograd.h"
 #include "dplab/core/backend.h"
+#include "dplab/core/kernels/loss.h"
 #include "dplab/core/usage_error.h"
 
 namespace dplab {
@@ -91,6 +92,11 @@ std::string name_list(const std::vector<std::string>& names, size_t show) {
   }
   if (names.size() > shown) r += fmt::format(" and {} more", names.size() - shown);
   return r;
+}
+
+void check_targets_of_nonfinite_step(const Tensor& labels, const Tensor& logits) {
+  DPLAB_CHECK(logits.dim() == 2, "cross_entropy: logits {} must be [N, C]", logits.str());
+  check_class_targets(labels.to(Device::cpu()).contiguous(), logits.shape()[1], "cross_entropy");
 }
 
 NonfiniteGuard::NonfiniteGuard(const ParamArena& arena, bool check_grads)

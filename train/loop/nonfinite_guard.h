@@ -47,6 +47,14 @@ std::vector<std::string> nonfinite_entries(const StateDict& state);
 // "'a'", "'a' and 'b'", "'a', 'b' and 3 more": names for a message.
 std::string name_list(const std::vector<std::string>& names, size_t show = 3);
 
+// After a step whose loss was non-finite: throws cross-entropy's target error ("target[i] = v
+// is outside the class range [0, C)", core/kernels/loss.h) when a label of the batch is outside
+// the logits' C classes. The CPU backends throw that in the forward already; on CUDA a bad
+// target shows only as a NaN loss (the forward does not wait for the device to check it), so
+// this names it, whatever the nonfinite policy: a bad label is a data error, not a step to
+// skip. Reads the labels back: on the failure path only.
+void check_targets_of_nonfinite_step(const Tensor& labels, const Tensor& logits);
+
 // This rank's per-step check.
 class NonfiniteGuard {
  public:

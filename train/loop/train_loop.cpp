@@ -197,6 +197,7 @@ bool TrainLoop::train_step(const StepInfo& step, const StepPlan& plan, const Bat
   // The (averaged) gradients and the loss checked; the ranks agree on it kLag ticks later.
   phases_.begin(StepPhase::check);
   const bool tick_nonfinite = w_.guard.step_nonfinite(loss);
+  if (tick_nonfinite) check_targets_of_nonfinite_step(b.labels, logits);  // CUDA: a NaN loss
   phases_.end(StepPhase::check);
   tick_check(step, tick_nonfinite, &loss);
   phases_.begin(StepPhase::optimizer);
