@@ -2,6 +2,7 @@
 
 #include "dplab/core/autograd.h"
 #include "dplab/core/backend.h"
+#include "dplab/optim/arena_runs.h"
 
 namespace dplab {
 
@@ -27,16 +28,10 @@ void AdamW::step() {
   a.beta2 = opt_.beta2;
   a.eps = opt_.eps;
   a.step = steps_ + 1;
-  const Tensor& params = arena_.params();
-  const Tensor& grads = arena_.grads();
-  for (const DecayRun& s : arena_.decay_runs()) {  // one call for the arena by default
-    a.weight_decay = s.weight_decay ? weight_decay_ : 0.0;
-    Tensor p = params.flat_range(s.offset, s.offset + s.numel);
-    Tensor g = grads.flat_range(s.offset, s.offset + s.numel);
-    Tensor m = m_.flat_range(s.offset, s.offset + s.numel);
-    Tensor v = v_.flat_range(s.offset, s.offset + s.numel);
-    be.optim.adamw_step(p, g, m, v, a);
-  }
+  a.weight_decay = weight_decay_;  // on the runs that take it
+  // The whole arena in one multi-tensor pass.
+  Tensor params = arena_.params();
+  be.optim.adamw_step_runs(params, arena_.grads(), m_, v_, arena_optim_runs(arena_), a);
   ++steps_;
 }
 

@@ -33,17 +33,14 @@ void LARS::step() {
   a.eta = opt_.trust_coefficient;
   a.eps = opt_.eps;
   a.first_step = steps_ == 0;
-  for (size_t i = 0; i < segs.size(); ++i) {
-    const ArenaSegment& s = segs[i];
-    Tensor p = params.flat_range(s.offset, s.offset + s.numel);
-    Tensor g = grads.flat_range(s.offset, s.offset + s.numel);
-    Tensor nm = norms_.flat_range(int64_t(2 * i), int64_t(2 * i + 2));
-    a.weight_decay = s.weight_decay ? weight_decay_ : 0.0;
-    a.excluded = s.lars_excluded;
-    if (!a.excluded) be.optim.lars_norms(p, g, nm);
-    Tensor b = buf_.defined() ? buf_.flat_range(s.offset, s.offset + s.numel) : Tensor();
-    be.optim.lars_step(p, g, b, nm, a);
-  }
+  a.weight_decay = weight_decay_;  // on the segments that take it
+  // Every segment in one multi-tensor call per pass: its norms, then the update with its trust.
+  std::vector<OptimRun> runs;
+  for (const ArenaSegment& s : segs)
+    runs.push_back({s.offset, s.numel, s.weight_decay, s.lars_excluded});
+  Tensor p = params, b = buf_;
+  be.optim.lars_norms_runs(p, grads, runs, norms_);
+  be.optim.lars_step_runs(p, grads, b, norms_, runs, a);
   last_weight_decay_ = weight_decay_;
   ++steps_;
 }

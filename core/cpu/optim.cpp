@@ -2,6 +2,9 @@
 // reductions are OpenMP reductions with a static schedule, deterministic for a given thread
 // count; LARS norms are the cpu reduce family's sum_of_squares itself, so they equal the l2_norm
 // op's bits.
+#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
 
 #include "dplab/core/kernels/optim.h"
@@ -28,6 +31,71 @@ void sgd_step(Tensor& param, const Tensor& grad, Tensor& buf, const SgdStepArgs&
 #pragma omp parallel for simd schedule(static) if (n > 65536)
     for (int64_t i = 0; i < n; ++i) f(p + i, g[i], nullptr);
   }
+}
+
+// The multi-tensor steps' one parallel region: the runs' elements, taken as one concatenated
+// sequence, split evenly among the threads (thread t of nt: [T t / nt, T (t + 1) / nt) of the T
+// elements); f(run, begin, end) updates elements [begin, end) of the buffers, inside `run`.
+// Element-wise updates, so the split changes no bit of the result.
+template <typename F>
+void for_run_elements(const std::vector<OptimRun>& runs, F f) {
+  int64_t total = 0;
+  for (const OptimRun& r : runs) total += r.numel;
+  auto share = [&](int64_t lo, int64_t hi) {
+    int64_t start = 0;  // the current run's first element in the concatenation
+    for (const OptimRun& r : runs) {
+      if (start >= hi) break;
+      const int64_t a = std::max(lo, start), b = std::min(hi, start + r.numel);
+      if (a < b) f(r, r.offset + (a - start), r.offset + (b - start));
+      start += r.numel;
+    }
+  };
+  if (total <= 65536) return share(0, total);  // the single-tensor kernels' threshold
+#pragma omp parallel
+  {
+    const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+    share(total * t / nt, total * (t + 1) / nt);
+  }
+}
+
+void sgd_step_runs(Tensor& param, const Tensor& grad, Tensor& buf,
+                   const std::vector<OptimRun>& runs, const SgdStepArgs& args) {
+  check_sgd_operands(param, grad, buf, args);
+  check_optim_runs(runs, param.numel(), "sgd_step_runs");
+  SgdStepArgs plain = args;
+  plain.weight_decay = 0.f;
+  const SgdUpdate decayed = make_sgd_update(args), undecayed = make_sgd_update(plain);
+  float* p = param.data<float>();
+  const float* g = grad.data<float>();
+  float* b = args.momentum != 0.f ? buf.data<float>() : nullptr;
+  for_run_elements(runs, [&](const OptimRun& r, int64_t i0, int64_t i1) {
+    const SgdUpdate f = r.weight_decay ? decayed : undecayed;
+    if (b != nullptr) {
+#pragma omp simd
+      for (int64_t i = i0; i < i1; ++i) f(p + i, g[i], b + i);
+    } else {
+#pragma omp simd
+      for (int64_t i = i0; i < i1; ++i) f(p + i, g[i], nullptr);
+    }
+  });
+}
+
+void adamw_step_runs(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                     const std::vector<OptimRun>& runs, const AdamWStepArgs& args) {
+  check_adamw_operands(param, grad, exp_avg, exp_avg_sq, args);
+  check_optim_runs(runs, param.numel(), "adamw_step_runs");
+  AdamWStepArgs plain = args;
+  plain.weight_decay = 0.0;
+  const AdamWUpdate decayed = make_adamw_update(args), undecayed = make_adamw_update(plain);
+  float* p = param.data<float>();
+  const float* g = grad.data<float>();
+  float* m = exp_avg.data<float>();
+  float* v = exp_avg_sq.data<float>();
+  for_run_elements(runs, [&](const OptimRun& r, int64_t i0, int64_t i1) {
+    const AdamWUpdate f = r.weight_decay ? decayed : undecayed;
+#pragma omp simd
+    for (int64_t i = i0; i < i1; ++i) f(p + i, g[i], m + i, v + i);
+  });
 }
 
 void adamw_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
@@ -72,6 +140,47 @@ void lars_step(Tensor& param, const Tensor& grad, Tensor& buf, const Tensor& nor
 #pragma omp parallel for simd schedule(static) if (n > 65536)
     for (int64_t i = 0; i < n; ++i) f(p + i, g[i], nullptr);
   }
+}
+
+// The norms per run are lars_norms' own reductions, run by run (so they keep the l2_norm op's
+// bits); the update is one parallel region over every run.
+void lars_norms_runs(const Tensor& param, const Tensor& grad, const std::vector<OptimRun>& runs,
+                     Tensor& norms) {
+  check_lars_runs_operands(param, grad, runs, norms);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i].excluded) continue;  // trust 1: no norms needed
+    const int64_t lo = runs[i].offset, hi = lo + runs[i].numel;
+    Tensor nm = norms.flat_range(int64_t(2 * i), int64_t(2 * i + 2));
+    lars_norms(param.flat_range(lo, hi), grad.flat_range(lo, hi), nm);
+  }
+}
+
+void lars_step_runs(Tensor& param, const Tensor& grad, Tensor& buf, const Tensor& norms,
+                    const std::vector<OptimRun>& runs, const LarsStepArgs& args) {
+  check_lars_runs_operands(param, grad, runs, norms);
+  check_sgd_operands(param, grad, buf, {.momentum = args.momentum});  // the buffer, as lars_step
+  const float* nm = norms.data<float>();
+  std::vector<LarsUpdate> update;  // run i's, from its own trust and weight decay
+  update.reserve(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const double wd = runs[i].weight_decay ? args.weight_decay : 0.0;
+    const double trust =
+        runs[i].excluded ? 1.0 : lars_trust(nm[2 * i], nm[2 * i + 1], args.eta, wd, args.eps);
+    update.push_back(make_lars_update(args.lr, trust, args.momentum, wd, args.first_step));
+  }
+  float* p = param.data<float>();
+  const float* g = grad.data<float>();
+  float* b = args.momentum != 0.f ? buf.data<float>() : nullptr;
+  for_run_elements(runs, [&](const OptimRun& r, int64_t i0, int64_t i1) {
+    const LarsUpdate f = update[size_t(&r - runs.data())];
+    if (b != nullptr) {
+#pragma omp simd
+      for (int64_t i = i0; i < i1; ++i) f(p + i, g[i], b + i);
+    } else {
+#pragma omp simd
+      for (int64_t i = i0; i < i1; ++i) f(p + i, g[i], nullptr);
+    }
+  });
 }
 
 void dcs3gd_average(Tensor& wbar, const Tensor& r, const Tensor& w, const Tensor& g,
@@ -158,9 +267,13 @@ void find_nonfinite(const Tensor& x, Tensor& flags, int64_t slot) {
 OptimKernels cpu_optim_kernels() {
   OptimKernels k{};
   k.sgd_step = sgd_step;
+  k.sgd_step_runs = sgd_step_runs;
   k.adamw_step = adamw_step;
+  k.adamw_step_runs = adamw_step_runs;
   k.lars_norms = lars_norms;
   k.lars_step = lars_step;
+  k.lars_norms_runs = lars_norms_runs;
+  k.lars_step_runs = lars_step_runs;
   k.dcs3gd_average = dcs3gd_average;
   k.dcs3gd_lambda = ref_optim_kernels().dcs3gd_lambda;  // a handful of scalars: ref's loop
   k.dcs3gd_update = dcs3gd_update;

@@ -25,12 +25,47 @@ inline int optim_reduce_blocks(int64_t n) {
 cudaError_t launch_sgd_step(float* p, const float* g, float* buf, int64_t n, SgdUpdate f,
                             cudaStream_t stream);
 
+// Up to kMaxOptimRunsPerLaunch runs of a multi-tensor step, passed to the kernel by value (in
+// its parameters: no table in device memory, nothing to copy or free). Block row y of the grid
+// takes run y.
+constexpr int kMaxOptimRunsPerLaunch = 64;
+struct OptimRunBatch {
+  int count = 0;
+  int64_t offset[kMaxOptimRunsPerLaunch] = {};
+  int64_t numel[kMaxOptimRunsPerLaunch] = {};
+  bool decay[kMaxOptimRunsPerLaunch] = {};
+  bool excluded[kMaxOptimRunsPerLaunch] = {};  // LARS: trust 1
+};
+// Where run y's reduction partials go: `blocks[y]` = optim_reduce_blocks(numel[y]) blocks of 2
+// quantities from partials[offset[y]] on; 0 blocks for an excluded run (norms not computed).
+struct RunPartials {
+  int64_t offset[kMaxOptimRunsPerLaunch] = {};
+  int blocks[kMaxOptimRunsPerLaunch] = {};
+};
+// sgd_step_runs over one batch: run y's elements take `decayed` when decay[y], else `undecayed`.
+cudaError_t launch_sgd_step_runs(float* p, const float* g, float* buf, const OptimRunBatch& runs,
+                                 SgdUpdate decayed, SgdUpdate undecayed, cudaStream_t stream);
+cudaError_t launch_adamw_step_runs(float* p, const float* g, float* m, float* v,
+                                   const OptimRunBatch& runs, AdamWUpdate decayed,
+                                   AdamWUpdate undecayed, cudaStream_t stream);
+
 cudaError_t launch_adamw_step(float* p, const float* g, float* m, float* v, int64_t n,
                               AdamWUpdate f, cudaStream_t stream);
 
 // norms[0] = f32(sqrt(Σp²)), norms[1] = f32(sqrt(Σg²)); partials: 2 * optim_reduce_blocks(n).
 cudaError_t launch_lars_norms(const float* p, const float* g, int64_t n, double* partials,
                               float* norms, cudaStream_t stream);
+// The multi-tensor LARS kernels over one batch: norms[2y, 2y + 2) for run y (norms points at
+// the batch's first run's pair), with the bits of launch_lars_norms on the run alone; then the
+// update of every run with its own trust (weight_decay where decay[y], trust 1 where
+// excluded[y]).
+cudaError_t launch_lars_norms_runs(const float* p, const float* g, const OptimRunBatch& runs,
+                                   const RunPartials& parts, double* partials, float* norms,
+                                   cudaStream_t stream);
+cudaError_t launch_lars_step_runs(float* p, const float* g, float* buf, const float* norms,
+                                  const OptimRunBatch& runs, double lr, float momentum,
+                                  double weight_decay, double eta, double eps, bool first_step,
+                                  cudaStream_t stream);
 // norms may be null when excluded (trust 1). buf null when momentum == 0.
 cudaError_t launch_lars_step(float* p, const float* g, float* buf, const float* norms, int64_t n,
                              double lr, float momentum, double weight_decay, double eta, double eps,

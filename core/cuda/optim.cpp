@@ -51,6 +51,60 @@ void sgd_step(Tensor& param, const Tensor& grad, Tensor& buf, const SgdStepArgs&
                                          make_sgd_update(args), cur.stream()));
 }
 
+// Calls launch(batch, first) for the runs, kMaxOptimRunsPerLaunch at a time, `first` the index
+// of the batch's first run in `runs`. Empty runs are left out unless `keep_empty` (LARS: every
+// run has its pair of norms).
+template <typename Launch>
+void for_run_batches(const std::vector<OptimRun>& runs, bool keep_empty, Launch launch) {
+  cuda::OptimRunBatch b;
+  size_t first = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const OptimRun& r = runs[i];
+    if (r.numel == 0 && !keep_empty) continue;
+    if (b.count == 0) first = i;
+    b.offset[b.count] = r.offset;
+    b.numel[b.count] = r.numel;
+    b.decay[b.count] = r.weight_decay;
+    b.excluded[b.count] = r.excluded;
+    if (++b.count == cuda::kMaxOptimRunsPerLaunch) {
+      launch(b, first);
+      b.count = 0;
+    }
+  }
+  if (b.count > 0) launch(b, first);
+}
+
+void sgd_step_runs(Tensor& param, const Tensor& grad, Tensor& buf,
+                   const std::vector<OptimRun>& runs, const SgdStepArgs& args) {
+  check_sgd_operands(param, grad, buf, args);
+  check_optim_runs(runs, param.numel(), "CUDA sgd_step_runs");
+  check_on_cuda(param, "sgd_step_runs");
+  CurrentDevice cur(param);
+  SgdStepArgs plain = args;
+  plain.weight_decay = 0.f;
+  float* b = args.momentum != 0.f ? buf.data<float>() : nullptr;
+  for_run_batches(runs, false, [&](const cuda::OptimRunBatch& batch, size_t) {
+    DPLAB_CUDA_CHECK(cuda::launch_sgd_step_runs(param.data<float>(), grad.data<float>(), b, batch,
+                                                make_sgd_update(args), make_sgd_update(plain),
+                                                cur.stream()));
+  });
+}
+
+void adamw_step_runs(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                     const std::vector<OptimRun>& runs, const AdamWStepArgs& args) {
+  check_adamw_operands(param, grad, exp_avg, exp_avg_sq, args);
+  check_optim_runs(runs, param.numel(), "CUDA adamw_step_runs");
+  check_on_cuda(param, "adamw_step_runs");
+  CurrentDevice cur(param);
+  AdamWStepArgs plain = args;
+  plain.weight_decay = 0.0;
+  for_run_batches(runs, false, [&](const cuda::OptimRunBatch& batch, size_t) {
+    DPLAB_CUDA_CHECK(cuda::launch_adamw_step_runs(
+        param.data<float>(), grad.data<float>(), exp_avg.data<float>(), exp_avg_sq.data<float>(),
+        batch, make_adamw_update(args), make_adamw_update(plain), cur.stream()));
+  });
+}
+
 void adamw_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
                 const AdamWStepArgs& args) {
   check_adamw_operands(param, grad, exp_avg, exp_avg_sq, args);
@@ -81,6 +135,43 @@ void lars_step(Tensor& param, const Tensor& grad, Tensor& buf, const Tensor& nor
   DPLAB_CUDA_CHECK(cuda::launch_lars_step(
       param.data<float>(), grad.data<float>(), b, nm, param.numel(), args.lr, args.momentum,
       args.weight_decay, args.eta, args.eps, args.excluded, args.first_step, cur.stream()));
+}
+
+void lars_norms_runs(const Tensor& param, const Tensor& grad, const std::vector<OptimRun>& runs,
+                     Tensor& norms) {
+  check_lars_runs_operands(param, grad, runs, norms);
+  check_on_cuda(param, "lars_norms_runs");
+  CurrentDevice cur(param);
+  for_run_batches(runs, true, [&](const cuda::OptimRunBatch& batch, size_t first) {
+    cuda::RunPartials parts;
+    int64_t total = 0;
+    for (int r = 0; r < batch.count; ++r) {
+      parts.offset[r] = total;
+      // An excluded run: no blocks, and its pair of norms is not written.
+      parts.blocks[r] = batch.excluded[r] ? 0 : cuda::optim_reduce_blocks(batch.numel[r]);
+      total += 2 * int64_t(parts.blocks[r]);
+    }
+    // Released in stream order (see the top), as lars_norms' scratch is.
+    Tensor partials = partials_for(param, total);
+    DPLAB_CUDA_CHECK(cuda::launch_lars_norms_runs(param.data<float>(), grad.data<float>(), batch,
+                                                  parts, f64_ptr(partials),
+                                                  norms.data<float>() + 2 * first, cur.stream()));
+  });
+}
+
+void lars_step_runs(Tensor& param, const Tensor& grad, Tensor& buf, const Tensor& norms,
+                    const std::vector<OptimRun>& runs, const LarsStepArgs& args) {
+  check_lars_runs_operands(param, grad, runs, norms);
+  check_sgd_operands(param, grad, buf, {.momentum = args.momentum});  // the buffer, as lars_step
+  check_on_cuda(param, "lars_step_runs");
+  CurrentDevice cur(param);
+  float* b = args.momentum != 0.f ? buf.data<float>() : nullptr;
+  // Empty runs kept: run y of a batch is runs[first + y], whose norms are at 2 (first + y).
+  for_run_batches(runs, true, [&](const cuda::OptimRunBatch& batch, size_t first) {
+    DPLAB_CUDA_CHECK(cuda::launch_lars_step_runs(
+        param.data<float>(), grad.data<float>(), b, norms.data<float>() + 2 * first, batch, args.lr,
+        args.momentum, args.weight_decay, args.eta, args.eps, args.first_step, cur.stream()));
+  });
 }
 
 void dcs3gd_average(Tensor& wbar, const Tensor& r, const Tensor& w, const Tensor& g,
@@ -146,8 +237,12 @@ OptimKernels cuda_optim_kernels() {
   OptimKernels k{};
   k.sgd_step = sgd_step;
   k.adamw_step = adamw_step;
+  k.sgd_step_runs = sgd_step_runs;
+  k.adamw_step_runs = adamw_step_runs;
   k.lars_norms = lars_norms;
   k.lars_step = lars_step;
+  k.lars_norms_runs = lars_norms_runs;
+  k.lars_step_runs = lars_step_runs;
   k.dcs3gd_average = dcs3gd_average;
   k.dcs3gd_lambda = dcs3gd_lambda;
   k.dcs3gd_update = dcs3gd_update;

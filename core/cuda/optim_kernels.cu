@@ -39,7 +39,7 @@ __device__ void block_sum(double (&acc)[K], double* out) {
 // Second reduction launch (one block): out[k] = Σ_b partials[b * K + k], in a fixed order.
 // With sqrt_to_f32, writes f32(sqrt(total)) to out_f32 instead (the LARS norms).
 template <int K>
-__global__ void finish_sum_kernel(const double* partials, int blocks, double* out, float* out_f32) {
+__device__ void finish_sum_block(const double* partials, int blocks, double* out, float* out_f32) {
   double acc[K];
 #pragma unroll
   for (int k = 0; k < K; ++k) acc[k] = 0.0;
@@ -60,6 +60,11 @@ __global__ void finish_sum_kernel(const double* partials, int blocks, double* ou
 }
 
 template <int K>
+__global__ void finish_sum_kernel(const double* partials, int blocks, double* out, float* out_f32) {
+  finish_sum_block<K>(partials, blocks, out, out_f32);
+}
+
+template <int K>
 cudaError_t finish_sum(const double* partials, int blocks, double* out, float* out_f32,
                        cudaStream_t stream) {
   finish_sum_kernel<K><<<1, kThreads, 0, stream>>>(partials, blocks, out, out_f32);
@@ -70,6 +75,37 @@ __global__ void sgd_kernel(float* p, const float* g, float* buf, int64_t n, SgdU
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     f(p + i, g[i], buf != nullptr ? buf + i : nullptr);
+}
+
+// Multi-tensor steps: block row blockIdx.y takes run y of the batch, its blocks stride over the
+// run's elements (the blocks of a shorter run that find nothing to do return at once).
+__global__ void sgd_runs_kernel(float* p, const float* g, float* buf, OptimRunBatch runs,
+                                SgdUpdate decayed, SgdUpdate undecayed) {
+  const int r = blockIdx.y;
+  const int64_t off = runs.offset[r], n = runs.numel[r];
+  const SgdUpdate f = runs.decay[r] ? decayed : undecayed;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    f(p + off + i, g[off + i], buf != nullptr ? buf + off + i : nullptr);
+}
+
+__global__ void adamw_runs_kernel(float* p, const float* g, float* m, float* v, OptimRunBatch runs,
+                                  AdamWUpdate decayed, AdamWUpdate undecayed) {
+  const int r = blockIdx.y;
+  const int64_t off = runs.offset[r], n = runs.numel[r];
+  const AdamWUpdate f = runs.decay[r] ? decayed : undecayed;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    f(p + off + i, g[off + i], m + off + i, v + off + i);
+}
+
+// The grid of a run batch: as many blocks per row as its longest run needs, at most 4096 (the
+// blocks then stride), and one row per run.
+dim3 runs_grid(const OptimRunBatch& runs) {
+  int64_t longest = 0;
+  for (int r = 0; r < runs.count; ++r) longest = runs.numel[r] > longest ? runs.numel[r] : longest;
+  const int x = blocks_for(longest);
+  return dim3(static_cast<unsigned>(x > 4096 ? 4096 : x), static_cast<unsigned>(runs.count));
 }
 
 __global__ void adamw_kernel(float* p, const float* g, float* m, float* v, int64_t n,
@@ -99,6 +135,46 @@ __global__ void lars_step_kernel(float* p, const float* g, float* buf, const flo
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     f(p + i, g[i], buf != nullptr ? buf + i : nullptr);
+}
+
+// Multi-tensor LARS. Norms: block (x, y) is block x of run y's own reduction grid (the grid
+// lars_norms would launch for the run alone: optim_reduce_blocks(numel) blocks, the others
+// return), so every run's partials, and its norms, have the single-tensor kernels' bits.
+__global__ void lars_norms_runs_kernel(const float* p, const float* g, OptimRunBatch runs,
+                                       RunPartials parts, double* partials) {
+  const int r = blockIdx.y;
+  const int blocks = parts.blocks[r];
+  if (static_cast<int>(blockIdx.x) >= blocks) return;  // the whole block: no barrier is split
+  const int64_t off = runs.offset[r], n = runs.numel[r];
+  double acc[2] = {0.0, 0.0};
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(blocks) * blockDim.x) {
+    const double pv = p[off + i], gv = g[off + i];
+    acc[0] += pv * pv;
+    acc[1] += gv * gv;
+  }
+  block_sum<2>(acc, partials + parts.offset[r] + 2 * blockIdx.x);
+}
+
+// One block per run: its norms from its partials, as finish_sum<2> does for one tensor.
+__global__ void lars_finish_runs_kernel(const double* partials, RunPartials parts, float* norms) {
+  const int r = blockIdx.x;
+  if (parts.blocks[r] == 0) return;  // an excluded run: its norms are left as they are
+  finish_sum_block<2>(partials + parts.offset[r], parts.blocks[r], nullptr, norms + 2 * r);
+}
+
+__global__ void lars_runs_kernel(float* p, const float* g, float* buf, const float* norms,
+                                 OptimRunBatch runs, double lr, float momentum, double wd,
+                                 double eta, double eps, bool first_step) {
+  const int r = blockIdx.y;
+  const int64_t off = runs.offset[r], n = runs.numel[r];
+  const double run_wd = runs.decay[r] ? wd : 0.0;
+  const double trust =
+      runs.excluded[r] ? 1.0 : lars_trust(norms[2 * r], norms[2 * r + 1], eta, run_wd, eps);
+  const LarsUpdate f = make_lars_update(lr, trust, momentum, run_wd, first_step);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    f(p + off + i, g[off + i], buf != nullptr ? buf + off + i : nullptr);
 }
 
 __global__ void dcs3gd_average_kernel(float* wbar, const float* r, const float* w, const float* g,
@@ -206,6 +282,21 @@ cudaError_t launch_adamw_step(float* p, const float* g, float* m, float* v, int6
   return cudaGetLastError();
 }
 
+cudaError_t launch_sgd_step_runs(float* p, const float* g, float* buf, const OptimRunBatch& runs,
+                                 SgdUpdate decayed, SgdUpdate undecayed, cudaStream_t stream) {
+  if (runs.count == 0) return cudaSuccess;
+  sgd_runs_kernel<<<runs_grid(runs), kThreads, 0, stream>>>(p, g, buf, runs, decayed, undecayed);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_adamw_step_runs(float* p, const float* g, float* m, float* v,
+                                   const OptimRunBatch& runs, AdamWUpdate decayed,
+                                   AdamWUpdate undecayed, cudaStream_t stream) {
+  if (runs.count == 0) return cudaSuccess;
+  adamw_runs_kernel<<<runs_grid(runs), kThreads, 0, stream>>>(p, g, m, v, runs, decayed, undecayed);
+  return cudaGetLastError();
+}
+
 cudaError_t launch_sgd_step(float* p, const float* g, float* buf, int64_t n, SgdUpdate f,
                             cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
@@ -220,6 +311,30 @@ cudaError_t launch_lars_norms(const float* p, const float* g, int64_t n, double*
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   return finish_sum<2>(partials, blocks, nullptr, norms, stream);
+}
+
+cudaError_t launch_lars_norms_runs(const float* p, const float* g, const OptimRunBatch& runs,
+                                   const RunPartials& parts, double* partials, float* norms,
+                                   cudaStream_t stream) {
+  if (runs.count == 0) return cudaSuccess;
+  int widest = 1;  // at least one block per row, even when every run is excluded
+  for (int r = 0; r < runs.count; ++r) widest = parts.blocks[r] > widest ? parts.blocks[r] : widest;
+  lars_norms_runs_kernel<<<dim3(static_cast<unsigned>(widest), static_cast<unsigned>(runs.count)),
+                           kThreads, 0, stream>>>(p, g, runs, parts, partials);
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  lars_finish_runs_kernel<<<runs.count, kThreads, 0, stream>>>(partials, parts, norms);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_lars_step_runs(float* p, const float* g, float* buf, const float* norms,
+                                  const OptimRunBatch& runs, double lr, float momentum,
+                                  double weight_decay, double eta, double eps, bool first_step,
+                                  cudaStream_t stream) {
+  if (runs.count == 0) return cudaSuccess;
+  lars_runs_kernel<<<runs_grid(runs), kThreads, 0, stream>>>(p, g, buf, norms, runs, lr, momentum,
+                                                             weight_decay, eta, eps, first_step);
+  return cudaGetLastError();
 }
 
 cudaError_t launch_lars_step(float* p, const float* g, float* buf, const float* norms, int64_t n,

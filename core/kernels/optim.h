@@ -1,6 +1,9 @@
-// Optimizer kernels: fused element-wise updates over a contiguous flat range of a ParamArena
-// (one call per arena segment, so per-tensor flags such as the weight-decay mask are honoured
-// without masks in memory). Every implementation calls the functors of core/optim_functors.h.
+// Optimizer kernels: fused element-wise updates over a contiguous flat range of a ParamArena,
+// and their multi-tensor forms (the *_runs kernels), which update a list of runs of the arena in
+// one pass, each run with its own per-tensor values (the weight-decay flag, LARS's trust), so
+// the flags are honoured without masks in memory. SGD, AdamW and LARS call the multi-tensor
+// forms: one call per pass for the whole arena. Every implementation calls the functors of
+// core/optim_functors.h.
 //
 // Per-tensor reductions (LARS norms, the DC-S3GD sums) write into small tensors on the operands'
 // device, so on CUDA they stay on the device: the LARS update kernel reads its norms there and
@@ -59,16 +62,36 @@ struct Dcs3gdAverageArgs {
   bool have_r = false;  // R holds this iteration's sum: W̄ += R/N first
 };
 
+// A run of the flat buffers that a multi-tensor step updates: elements [offset, offset + numel),
+// with the step's weight decay or (weight_decay false) none. An optimizer passes the runs of
+// adjacent arena segments that share the weight-decay flag (ParamArena::decay_runs).
+struct OptimRun {
+  int64_t offset = 0;
+  int64_t numel = 0;
+  bool weight_decay = true;
+  bool excluded = false;  // LARS only: trust 1 (a lars_excluded segment); a run is one tensor
+};
+
 struct OptimKernels {
   // One SGD step in place on param (and buf when momentum != 0). param, grad and buf are
   // contiguous f32 tensors with the same number of elements on the same device; buf may be
   // undefined when momentum == 0.
   void (*sgd_step)(Tensor& param, const Tensor& grad, Tensor& buf, const SgdStepArgs& args);
+  // sgd_step on every run of the flat buffers at once (multi-tensor): a run's elements take
+  // sgd_step's update with args.weight_decay when run.weight_decay and 0 otherwise, bit for bit
+  // what sgd_step does on that run alone; elements outside the runs are left as they are. One
+  // pass: one parallel region on the CPU, one kernel launch (per 64 runs) on CUDA. Runs lie inside
+  // the buffers and do not overlap (checked: check_optim_runs).
+  void (*sgd_step_runs)(Tensor& param, const Tensor& grad, Tensor& buf,
+                        const std::vector<OptimRun>& runs, const SgdStepArgs& args);
 
   // One AdamW step in place on param, exp_avg (m) and exp_avg_sq (v): AdamWUpdate per element.
   // All four contiguous f32 with the same number of elements on one device.
   void (*adamw_step)(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
                      const AdamWStepArgs& args);
+  // adamw_step on every run at once, as sgd_step_runs does for sgd_step.
+  void (*adamw_step_runs)(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                          const std::vector<OptimRun>& runs, const AdamWStepArgs& args);
 
   // norms[0] = ||param||, norms[1] = ||grad||: each sqrt of the sum of squares accumulated in
   // f64, rounded to f32 (exactly what the l2_norm op returns on the same backend). param and grad
@@ -79,6 +102,16 @@ struct OptimKernels {
   // then LarsUpdate per element. buf as for sgd_step (undefined when momentum == 0).
   void (*lars_step)(Tensor& param, const Tensor& grad, Tensor& buf, const Tensor& norms,
                     const LarsStepArgs& args);
+  // The multi-tensor LARS step, each run one tensor: lars_norms of run i into norms[2i, 2i + 2)
+  // (a contiguous f32 tensor of 2 per run; the same bits as lars_norms on the run alone; an
+  // excluded run's pair is not computed and left as it is), then
+  // lars_step on every run with its own norms, its weight decay (args.weight_decay when
+  // run.weight_decay, else 0) and run.excluded for args.excluded. One call each: on CUDA two
+  // launches for the norms and one for the update (per 64 runs), not three per tensor.
+  void (*lars_norms_runs)(const Tensor& param, const Tensor& grad,
+                          const std::vector<OptimRun>& runs, Tensor& norms);
+  void (*lars_step_runs)(Tensor& param, const Tensor& grad, Tensor& buf, const Tensor& norms,
+                         const std::vector<OptimRun>& runs, const LarsStepArgs& args);
 
   // DC-S3GD pass 1 over one tensor: W̄ += R/N when args.have_r (r ignored otherwise), D = W̄ − W,
   // and into the f64 slots sums[0..2]: Σg², Σ(g⊙g⊙D)², ΣD² (f64 accumulation). wbar, r, w, g
@@ -119,6 +152,10 @@ OptimKernels cuda_optim_kernels();
 void check_sgd_operands(const Tensor& param, const Tensor& grad, const Tensor& buf,
                         const SgdStepArgs& args);
 
+// Runs of a multi-tensor step over flat buffers of n elements: each inside [0, n), none
+// overlapping another; throws naming `what`, the run and the bounds.
+void check_optim_runs(const std::vector<OptimRun>& runs, int64_t n, const char* what);
+
 void check_adamw_operands(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                           const Tensor& exp_avg_sq, const AdamWStepArgs& args);
 
@@ -126,6 +163,9 @@ void check_adamw_operands(const Tensor& param, const Tensor& grad, const Tensor&
 void check_lars_operands(const Tensor& param, const Tensor& grad, const Tensor& buf,
                          const Tensor& norms, const LarsStepArgs& args);
 void check_lars_norm_operands(const Tensor& param, const Tensor& grad, const Tensor& norms);
+// The multi-tensor LARS kernels' param, grad, runs and norms (2 per run).
+void check_lars_runs_operands(const Tensor& param, const Tensor& grad,
+                              const std::vector<OptimRun>& runs, const Tensor& norms);
 void check_dcs3gd_average_operands(const Tensor& wbar, const Tensor& r, const Tensor& w,
                                    const Tensor& g, const Dcs3gdAverageArgs& args,
                                    const Tensor& sums);

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "common/harness.h"
+#include "common/optim_runs.h"
 #include "dplab/optim/lars.h"
 #include "dplab/optim/sgd.h"
 
@@ -59,6 +60,92 @@ TEST(CudaOptim, SgdStepMatchesRefBitwise) {
   Tensor p = test::random_tensor({33}, 1).to(dev), none;
   EXPECT_NO_THROW(
       cuda_backend().optim.sgd_step(p, test::random_tensor({33}, 2).to(dev), none, {.lr = 0.1f}));
+}
+
+// The multi-tensor steps on cuda:0, against the ref step on each run (CPU twins:
+// OptimKernels.SgdStepRunsEqualsTheStepOnEachRun and AdamwStepRunsEqualsTheStepOnEachRun).
+// 70 runs of the hand layout's first run cut in pieces: more than one launch's 64.
+TEST(CudaOptim, StepRunsMatchTheRefStepOnEachRun) {
+  DPLAB_REQUIRE_CUDA();
+  const Device dev = Device::cuda(0);
+  test::RunLayout l;
+  for (int k = 0; k < 70; ++k) l.runs.push_back({60000 + 500 * k, 500, k % 3 != 0});
+  l.runs.front() = {60000 + 35000, 5000, true};  // the rest of the arena's end
+  const Tensor p0 = test::random_tensor({l.kN}, 1), g = test::random_tensor({l.kN}, 2);
+  const Tensor s0 = test::random_tensor({l.kN}, 3, 0.f, 0.01f);
+  const SgdStepArgs sa{.lr = 0.05f, .momentum = 0.9f, .weight_decay = 5e-4f, .nesterov = true};
+  Tensor p_ref = p0.clone(), b_ref = s0.clone(), unused = s0.clone();
+  test::per_run(l, p_ref, g, b_ref, unused,
+                [&](Tensor& p, const Tensor& gr, Tensor& b, Tensor&, bool wd) {
+                  SgdStepArgs one = sa;
+                  if (!wd) one.weight_decay = 0.f;
+                  ref_backend().optim.sgd_step(p, gr, b, one);
+                });
+  Tensor p = p0.to(dev), b = s0.to(dev);
+  cuda_backend().optim.sgd_step_runs(p, g.to(dev), b, l.runs, sa);
+  EXPECT_TRUE(bitwise_equal(p, p_ref)) << "SGD params";
+  EXPECT_TRUE(bitwise_equal(b, b_ref)) << "SGD buffer";
+
+  const AdamWStepArgs aa{.lr = 1e-3, .weight_decay = 0.01, .step = 3};
+  Tensor pa_ref = p0.clone(), m_ref = s0.clone(), v_ref = s0.clone();
+  test::per_run(l, pa_ref, g, m_ref, v_ref,
+                [&](Tensor& p, const Tensor& gr, Tensor& m, Tensor& v, bool wd) {
+                  AdamWStepArgs one = aa;
+                  if (!wd) one.weight_decay = 0.0;
+                  ref_backend().optim.adamw_step(p, gr, m, v, one);
+                });
+  Tensor pa = p0.to(dev), m = s0.to(dev), v = s0.to(dev);
+  cuda_backend().optim.adamw_step_runs(pa, g.to(dev), m, v, l.runs, aa);
+  EXPECT_TRUE(bitwise_equal(pa, pa_ref)) << "AdamW params";
+  EXPECT_TRUE(bitwise_equal(m, m_ref)) << "AdamW exp_avg";
+  EXPECT_TRUE(bitwise_equal(v, v_ref)) << "AdamW exp_avg_sq";
+}
+
+// Multi-tensor LARS on cuda:0 over 70 runs (two launches of each kernel), run 2 excluded: the
+// norms have the bits of the single-tensor CUDA kernel on each run (the same reduction grid);
+// the excluded pair stays as it was; the update equals ref's lars_step per run given the same
+// norms (CPU twin: OptimKernels.LarsStepRunsEqualsTheStepOnEachRun).
+TEST(CudaOptim, LarsStepRunsMatchTheSingleTensorKernels) {
+  DPLAB_REQUIRE_CUDA();
+  const Device dev = Device::cuda(0);
+  test::RunLayout l;
+  for (int k = 0; k < 70; ++k) l.runs.push_back({60000 + 500 * k, 500, k % 3 != 0});
+  l.runs.front() = {60000 + 35000, 5000, true};
+  l.runs[2].excluded = true;
+  const int64_t k = int64_t(l.runs.size());
+  const Tensor p0 = test::random_tensor({l.kN}, 8), g = test::random_tensor({l.kN}, 9, -0.1f, 0.1f);
+  const Tensor b0 = test::random_tensor({l.kN}, 10);
+  const Tensor pd = p0.to(dev), gd = g.to(dev);
+  Tensor n_one = Tensor::full({2 * k}, -1.0, DType::f32, dev);
+  for (int64_t i = 0; i < k; ++i) {
+    const OptimRun& r = l.runs[size_t(i)];
+    if (r.excluded) continue;
+    Tensor nr = n_one.flat_range(2 * i, 2 * i + 2);
+    cuda_backend().optim.lars_norms(pd.flat_range(r.offset, r.offset + r.numel),
+                                    gd.flat_range(r.offset, r.offset + r.numel), nr);
+  }
+  Tensor n = Tensor::full({2 * k}, -1.0, DType::f32, dev);
+  cuda_backend().optim.lars_norms_runs(pd, gd, l.runs, n);
+  EXPECT_TRUE(bitwise_equal(n, n_one)) << "norms";
+  EXPECT_EQ(n.to(Device::cpu()).to_vector()[4], -1.f) << "the excluded run's pair was written";
+
+  const LarsStepArgs a{.lr = 0.5, .momentum = 0.9f, .weight_decay = 1e-4, .eta = 0.02};
+  const Tensor n_host = n.to(Device::cpu());
+  Tensor p_ref = p0.clone(), b_ref = b0.clone();
+  for (int64_t i = 0; i < k; ++i) {
+    const OptimRun& r = l.runs[size_t(i)];
+    const int64_t lo = r.offset, hi = lo + r.numel;
+    Tensor pr = p_ref.flat_range(lo, hi), br = b_ref.flat_range(lo, hi);
+    LarsStepArgs one = a;
+    one.weight_decay = r.weight_decay ? a.weight_decay : 0.0;
+    one.excluded = r.excluded;
+    ref_backend().optim.lars_step(pr, g.flat_range(lo, hi), br, n_host.flat_range(2 * i, 2 * i + 2),
+                                  one);
+  }
+  Tensor p = p0.to(dev), b = b0.to(dev);
+  cuda_backend().optim.lars_step_runs(p, gd, b, n, l.runs, a);
+  EXPECT_TRUE(bitwise_equal(p, p_ref)) << "params";
+  EXPECT_TRUE(bitwise_equal(b, b_ref)) << "buffer";
 }
 
 TEST(CudaOptim, SgdRejectsOperandsOnTheWrongDevice) {

@@ -1,5 +1,6 @@
 // Reference optimizer kernels: one plain loop per update, each element through the shared
 // functor of core/optim_functors.h; reductions accumulate in f64 in index order.
+#include <algorithm>
 #include <bit>
 #include <cmath>
 
@@ -23,6 +24,21 @@ void check_sgd_operands(const Tensor& param, const Tensor& grad, const Tensor& b
     DPLAB_CHECK(buf.is_contiguous() && buf.numel() == param.numel(),
                 "sgd_step: momentum buffer {} for param {}", buf.str(), param.str());
   }
+}
+
+void check_optim_runs(const std::vector<OptimRun>& runs, int64_t n, const char* what) {
+  std::vector<std::pair<int64_t, int64_t>> spans;  // [begin, end) of each non-empty run
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const OptimRun& r = runs[i];
+    DPLAB_CHECK(r.offset >= 0 && r.numel >= 0 && r.offset <= n && r.numel <= n - r.offset,
+                "{}: run {} (offset {}, {} elements) is outside the buffers' {} elements", what, i,
+                r.offset, r.numel, n);
+    if (r.numel > 0) spans.emplace_back(r.offset, r.offset + r.numel);
+  }
+  std::sort(spans.begin(), spans.end());
+  for (size_t i = 1; i < spans.size(); ++i)
+    DPLAB_CHECK(spans[i].first >= spans[i - 1].second, "{}: runs [{}, {}) and [{}, {}) overlap",
+                what, spans[i - 1].first, spans[i - 1].second, spans[i].first, spans[i].second);
 }
 
 namespace {
@@ -51,6 +67,15 @@ void check_lars_norm_operands(const Tensor& param, const Tensor& grad, const Ten
   check_flat_f32(param, param.numel(), param.device(), "lars_norms param");
   check_flat_f32(grad, param.numel(), param.device(), "lars_norms grad");
   check_slots(norms, 2, DType::f32, param.device(), "lars_norms norms");
+}
+
+void check_lars_runs_operands(const Tensor& param, const Tensor& grad,
+                              const std::vector<OptimRun>& runs, const Tensor& norms) {
+  DPLAB_CHECK(param.defined(), "lars runs: param is undefined");
+  check_flat_f32(param, param.numel(), param.device(), "lars runs param");
+  check_flat_f32(grad, param.numel(), param.device(), "lars runs grad");
+  check_optim_runs(runs, param.numel(), "lars runs");
+  check_slots(norms, int64_t(2 * runs.size()), DType::f32, param.device(), "lars runs norms");
 }
 
 void check_lars_operands(const Tensor& param, const Tensor& grad, const Tensor& buf,
@@ -170,6 +195,36 @@ void adamw_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_
   for (int64_t i = 0; i < n; ++i) f(p + i, g[i], m + i, v + i);
 }
 
+// The definition of the multi-tensor steps: the single-tensor step on each run in turn, its
+// weight decay masked by the run's flag.
+void sgd_step_runs(Tensor& param, const Tensor& grad, Tensor& buf,
+                   const std::vector<OptimRun>& runs, const SgdStepArgs& args) {
+  check_sgd_operands(param, grad, buf, args);
+  check_optim_runs(runs, param.numel(), "sgd_step_runs");
+  for (const OptimRun& r : runs) {
+    SgdStepArgs a = args;
+    if (!r.weight_decay) a.weight_decay = 0.f;
+    Tensor p = param.flat_range(r.offset, r.offset + r.numel);
+    const Tensor g = grad.flat_range(r.offset, r.offset + r.numel);
+    Tensor b = args.momentum != 0.f ? buf.flat_range(r.offset, r.offset + r.numel) : Tensor();
+    sgd_step(p, g, b, a);
+  }
+}
+
+void adamw_step_runs(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                     const std::vector<OptimRun>& runs, const AdamWStepArgs& args) {
+  check_adamw_operands(param, grad, exp_avg, exp_avg_sq, args);
+  check_optim_runs(runs, param.numel(), "adamw_step_runs");
+  for (const OptimRun& r : runs) {
+    AdamWStepArgs a = args;
+    if (!r.weight_decay) a.weight_decay = 0.0;
+    const int64_t lo = r.offset, hi = r.offset + r.numel;
+    Tensor p = param.flat_range(lo, hi), m = exp_avg.flat_range(lo, hi);
+    Tensor v = exp_avg_sq.flat_range(lo, hi);
+    adamw_step(p, grad.flat_range(lo, hi), m, v, a);
+  }
+}
+
 double sum_sq(const float* x, int64_t n) {
   double acc = 0;
   for (int64_t i = 0; i < n; ++i) acc += static_cast<double>(x[i]) * x[i];
@@ -198,6 +253,35 @@ void lars_step(Tensor& param, const Tensor& grad, Tensor& buf, const Tensor& nor
   float* b = args.momentum != 0.f ? buf.data<float>() : nullptr;
   const int64_t n = param.numel();
   for (int64_t i = 0; i < n; ++i) f(p + i, g[i], b ? b + i : nullptr);
+}
+
+// The definition of the multi-tensor LARS step: the single-tensor kernels on each run in turn.
+void lars_norms_runs(const Tensor& param, const Tensor& grad, const std::vector<OptimRun>& runs,
+                     Tensor& norms) {
+  check_lars_runs_operands(param, grad, runs, norms);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i].excluded) continue;  // trust 1: no norms needed
+    const int64_t lo = runs[i].offset, hi = lo + runs[i].numel;
+    Tensor nm = norms.flat_range(int64_t(2 * i), int64_t(2 * i + 2));
+    lars_norms(param.flat_range(lo, hi), grad.flat_range(lo, hi), nm);
+  }
+}
+
+void lars_step_runs(Tensor& param, const Tensor& grad, Tensor& buf, const Tensor& norms,
+                    const std::vector<OptimRun>& runs, const LarsStepArgs& args) {
+  check_lars_runs_operands(param, grad, runs, norms);
+  check_sgd_operands(param, grad, buf, {.momentum = args.momentum});  // the buffer, as lars_step
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const OptimRun& r = runs[i];
+    LarsStepArgs a = args;
+    a.weight_decay = r.weight_decay ? args.weight_decay : 0.0;
+    a.excluded = r.excluded;
+    const int64_t lo = r.offset, hi = lo + r.numel;
+    Tensor p = param.flat_range(lo, hi);
+    Tensor b = args.momentum != 0.f ? buf.flat_range(lo, hi) : Tensor();
+    lars_step(p, grad.flat_range(lo, hi), b, norms.flat_range(int64_t(2 * i), int64_t(2 * i + 2)),
+              a);
+  }
 }
 
 void dcs3gd_average(Tensor& wbar, const Tensor& r, const Tensor& w, const Tensor& g,
@@ -300,9 +384,13 @@ void find_nonfinite(const Tensor& x, Tensor& flags, int64_t slot) {
 OptimKernels ref_optim_kernels() {
   OptimKernels k{};
   k.sgd_step = sgd_step;
+  k.sgd_step_runs = sgd_step_runs;
   k.adamw_step = adamw_step;
+  k.adamw_step_runs = adamw_step_runs;
   k.lars_norms = lars_norms;
   k.lars_step = lars_step;
+  k.lars_norms_runs = lars_norms_runs;
+  k.lars_step_runs = lars_step_runs;
   k.dcs3gd_average = dcs3gd_average;
   k.dcs3gd_lambda = dcs3gd_lambda;
   k.dcs3gd_update = dcs3gd_update;
