@@ -58,6 +58,19 @@ void for_run_elements(const std::vector<OptimRun>& runs, F f) {
   }
 }
 
+// f on elements [i0, i1) of p, g and (when not null) the momentum buffer b: SGD's and LARS's
+// element loop.
+template <typename F>
+void momentum_update(const F& f, float* p, const float* g, float* b, int64_t i0, int64_t i1) {
+  if (b != nullptr) {
+#pragma omp simd
+    for (int64_t i = i0; i < i1; ++i) f(p + i, g[i], b + i);
+  } else {
+#pragma omp simd
+    for (int64_t i = i0; i < i1; ++i) f(p + i, g[i], nullptr);
+  }
+}
+
 void sgd_step_runs(Tensor& param, const Tensor& grad, Tensor& buf,
                    const std::vector<OptimRun>& runs, const SgdStepArgs& args) {
   check_sgd_operands(param, grad, buf, args);
@@ -69,14 +82,7 @@ void sgd_step_runs(Tensor& param, const Tensor& grad, Tensor& buf,
   const float* g = grad.data<float>();
   float* b = args.momentum != 0.f ? buf.data<float>() : nullptr;
   for_run_elements(runs, [&](const OptimRun& r, int64_t i0, int64_t i1) {
-    const SgdUpdate f = r.weight_decay ? decayed : undecayed;
-    if (b != nullptr) {
-#pragma omp simd
-      for (int64_t i = i0; i < i1; ++i) f(p + i, g[i], b + i);
-    } else {
-#pragma omp simd
-      for (int64_t i = i0; i < i1; ++i) f(p + i, g[i], nullptr);
-    }
+    momentum_update(r.weight_decay ? decayed : undecayed, p, g, b, i0, i1);
   });
 }
 
@@ -146,13 +152,7 @@ void lars_step(Tensor& param, const Tensor& grad, Tensor& buf, const Tensor& nor
 // bits); the update is one parallel region over every run.
 void lars_norms_runs(const Tensor& param, const Tensor& grad, const std::vector<OptimRun>& runs,
                      Tensor& norms) {
-  check_lars_runs_operands(param, grad, runs, norms);
-  for (size_t i = 0; i < runs.size(); ++i) {
-    if (runs[i].excluded) continue;  // trust 1: no norms needed
-    const int64_t lo = runs[i].offset, hi = lo + runs[i].numel;
-    Tensor nm = norms.flat_range(int64_t(2 * i), int64_t(2 * i + 2));
-    lars_norms(param.flat_range(lo, hi), grad.flat_range(lo, hi), nm);
-  }
+  lars_norms_run_by_run(lars_norms, param, grad, runs, norms);
 }
 
 void lars_step_runs(Tensor& param, const Tensor& grad, Tensor& buf, const Tensor& norms,
@@ -172,14 +172,7 @@ void lars_step_runs(Tensor& param, const Tensor& grad, Tensor& buf, const Tensor
   const float* g = grad.data<float>();
   float* b = args.momentum != 0.f ? buf.data<float>() : nullptr;
   for_run_elements(runs, [&](const OptimRun& r, int64_t i0, int64_t i1) {
-    const LarsUpdate f = update[size_t(&r - runs.data())];
-    if (b != nullptr) {
-#pragma omp simd
-      for (int64_t i = i0; i < i1; ++i) f(p + i, g[i], b + i);
-    } else {
-#pragma omp simd
-      for (int64_t i = i0; i < i1; ++i) f(p + i, g[i], nullptr);
-    }
+    momentum_update(update[size_t(&r - runs.data())], p, g, b, i0, i1);
   });
 }
 

@@ -166,6 +166,10 @@ void check_lars_norm_operands(const Tensor& param, const Tensor& grad, const Ten
 // The multi-tensor LARS kernels' param, grad, runs and norms (2 per run).
 void check_lars_runs_operands(const Tensor& param, const Tensor& grad,
                               const std::vector<OptimRun>& runs, const Tensor& norms);
+// lars_norms_runs on the host backends: checks the operands, then calls a backend's own
+// single-tensor lars_norms `one` on each run that is not excluded (core/cpu/ref/optim.cpp).
+void lars_norms_run_by_run(void (*one)(const Tensor&, const Tensor&, Tensor&), const Tensor& param,
+                           const Tensor& grad, const std::vector<OptimRun>& runs, Tensor& norms);
 void check_dcs3gd_average_operands(const Tensor& wbar, const Tensor& r, const Tensor& w,
                                    const Tensor& g, const Dcs3gdAverageArgs& args,
                                    const Tensor& sums);

@@ -78,6 +78,17 @@ void check_lars_runs_operands(const Tensor& param, const Tensor& grad,
   check_slots(norms, int64_t(2 * runs.size()), DType::f32, param.device(), "lars runs norms");
 }
 
+void lars_norms_run_by_run(void (*one)(const Tensor&, const Tensor&, Tensor&), const Tensor& param,
+                           const Tensor& grad, const std::vector<OptimRun>& runs, Tensor& norms) {
+  check_lars_runs_operands(param, grad, runs, norms);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i].excluded) continue;  // trust 1: no norms needed
+    const int64_t lo = runs[i].offset, hi = lo + runs[i].numel;
+    Tensor nm = norms.flat_range(int64_t(2 * i), int64_t(2 * i + 2));
+    one(param.flat_range(lo, hi), grad.flat_range(lo, hi), nm);
+  }
+}
+
 void check_lars_operands(const Tensor& param, const Tensor& grad, const Tensor& buf,
                          const Tensor& norms, const LarsStepArgs& args) {
   SgdStepArgs s;
@@ -258,13 +269,7 @@ void lars_step(Tensor& param, const Tensor& grad, Tensor& buf, const Tensor& nor
 // The definition of the multi-tensor LARS step: the single-tensor kernels on each run in turn.
 void lars_norms_runs(const Tensor& param, const Tensor& grad, const std::vector<OptimRun>& runs,
                      Tensor& norms) {
-  check_lars_runs_operands(param, grad, runs, norms);
-  for (size_t i = 0; i < runs.size(); ++i) {
-    if (runs[i].excluded) continue;  // trust 1: no norms needed
-    const int64_t lo = runs[i].offset, hi = lo + runs[i].numel;
-    Tensor nm = norms.flat_range(int64_t(2 * i), int64_t(2 * i + 2));
-    lars_norms(param.flat_range(lo, hi), grad.flat_range(lo, hi), nm);
-  }
+  lars_norms_run_by_run(lars_norms, param, grad, runs, norms);
 }
 
 void lars_step_runs(Tensor& param, const Tensor& grad, Tensor& buf, const Tensor& norms,
