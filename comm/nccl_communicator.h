@@ -60,7 +60,7 @@
 // family's lock with comm.timeout_s, and an abort from another thread never needs that lock to
 // be free (comm/abortable_lock.h), as PyTorch's watchdog aborts without the caller's lock.
 // comm.timeout_s also bounds every host wait for the device (core/host_wait.h,
-// core/cuda/stream_wait.h: the cross-entropy target check, reading a tensor back), since the
+// core/cuda/stream_wait.h: reading a tensor back, the non-finite guard's flags), since the
 // compute stream may be waiting for a stalled collective. At teardown a communicator whose comm
 // stream does not drain within comm.timeout_s, or which has an asynchronous error, is aborted
 // instead of destroyed (ncclCommDestroy would wait for the peers).
