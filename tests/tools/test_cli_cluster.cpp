@@ -3,6 +3,8 @@
 // tests/tools/test_cluster_train.cpp).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -196,9 +198,11 @@ TEST(CliCluster, BenchTrainWritesAComputeProfile) {
   EXPECT_GT(p.backward_s, 0);
   EXPECT_GT(p.optimizer_s, 0);
   EXPECT_GT(p.check_s, 0);  // the driver's non-finite pass over ~1.2M gradient values
-  // Three steps timed in nanoseconds are never all equal: some spread, and far below a factor e.
+  // Three steps timed in nanoseconds are never all equal: some spread. How much is the host's
+  // (a loaded CI host read 1.15, a step slowed about 3x), so no upper bound is asserted; the
+  // arithmetic is checked on hand values in ComputeProfile.StepLogSigmaIsTheSpreadOfTheLogs.
   EXPECT_GT(p.step_log_sigma, 0);
-  EXPECT_LT(p.step_log_sigma, 1);
+  EXPECT_TRUE(std::isfinite(p.step_log_sigma));
   double fc1 = -1, cnn1 = -1;
   for (const auto& s : p.segments) {
     if (s.name == "fc1.weight") fc1 = s.ready_fraction;
