@@ -5,10 +5,12 @@
 namespace dplab {
 
 const Backend& cuda_backend_impl() {
+  // Activations strided (NCHW) only; under bf16 autocast they stay bf16 from layer to layer
+  // (core/autocast.h), and the batch-norm and element-wise kernels take bf16.
   static const Backend b{"cuda",
-                         false,
-                         false,
-                         false,
+                         /*blocked_activations=*/false,
+                         /*bf16_activations=*/true,
+                         /*bf16_kernels=*/true,
                          cuda_elementwise_kernels(),
                          cuda_reduce_kernels(),
                          cuda_gemm_kernels(),

@@ -22,8 +22,10 @@
 //
 // Accepted dtypes: x, w, y (forward), dy, w, dx (backward data), x, dy, dw (backward filter)
 // all f32, all bf16 or all f16; accumulation is f32 (computeType CUDNN_DATA_FLOAT) in every
-// case; bf16/f16 use tensor-op math. The bias b and its gradient db are the dtype of the
-// other operands or f32. Anything else throws naming the combination.
+// case; bf16/f16 use tensor-op math. Beside bf16 activations, w and dw may also be f32 (master
+// weights): they are rounded to bf16, or dw computed in bf16 and widened (master_weights below).
+// The bias b and its gradient db are the dtype of the other operands or f32. Anything else
+// throws naming the combination.
 #include <cudnn.h>
 
 #include <array>
@@ -430,7 +432,20 @@ void fill_zero(Tensor& t, int dev) {
   DPLAB_CUDA_CHECK(cudaMemsetAsync(t.raw_data(), 0, t.nbytes(), cuda::compute_stream(dev)));
 }
 
-void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, const Conv2dParams& p) {
+// f32 master weights beside bf16 activations (autocast, Backend::bf16_activations): cuDNN's
+// legacy API takes one dtype for x, w and y, so the weights are rounded to bf16 into a scratch
+// copy first, as autocast's cast would (a product of two bf16 values is exact in f32, so the
+// convolution is the CPU's up to f32 summation order).
+bool master_weights(const Tensor& act, const Tensor& w) {
+  return act.defined() && w.defined() && act.dtype() == DType::bf16 && w.dtype() == DType::f32;
+}
+Tensor operand_weights(const Tensor& act, const Tensor& w) {
+  return master_weights(act, w) ? w.to(DType::bf16) : w;
+}
+
+void forward(const Tensor& x, const Tensor& w_in, const Tensor& b, Tensor& y,
+             const Conv2dParams& p) {
+  const Tensor w = operand_weights(x, w_in);
   const Geometry g = check_conv(Dir::forward, x, w, y, p, "x", "w", "y");
   if (b.defined()) check_bias(b, g.O, x, "bias", "conv2d_forward");
   if (y.numel() == 0) return;
@@ -464,7 +479,8 @@ void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, const
                                                    cuda::compute_stream(dev)));
 }
 
-void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, const Conv2dParams& p) {
+void backward_data(const Tensor& dy, const Tensor& w_in, Tensor& dx, const Conv2dParams& p) {
+  const Tensor w = operand_weights(dy, w_in);
   const Geometry g = check_conv(Dir::backward_data, dx, w, dy, p, "dx", "w", "dy");
   if (dx.numel() == 0) return;
   const int dev = dx.device().index;
@@ -493,8 +509,23 @@ void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, const Conv2dPa
                                    ptr(ws), c.workspace, &beta, s.x.get(), dx.raw_data()));
 }
 
+void backward_weight_same_dtype(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db,
+                                const Conv2dParams& p);
+
+// f32 dw of bf16 x and dy: cuDNN writes dw in bf16 (its one dtype for x, dy and dw) and it is
+// widened into the f32 gradient, which is what autocast's cast of the weight does on its way
+// back (PyTorch's autocast likewise). That one bf16 rounding of dw is the only difference from
+// the CPU, which writes dw in f32 (core/kernels/conv.h).
 void backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db,
                      const Conv2dParams& p) {
+  if (!master_weights(x, dw)) return backward_weight_same_dtype(x, dy, dw, db, p);
+  Tensor dw16 = Tensor::empty(dw.shape(), DType::bf16, dw.device());
+  backward_weight_same_dtype(x, dy, dw16, db, p);
+  dw.copy_(dw16);
+}
+
+void backward_weight_same_dtype(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db,
+                                const Conv2dParams& p) {
   const Geometry g = check_conv(Dir::backward_filter, x, dw, dy, p, "x", "dw", "dy");
   if (db.defined()) check_bias(db, g.O, x, "db", "conv2d_backward_weight");
   const int dev = x.device().index;

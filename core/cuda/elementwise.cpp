@@ -70,17 +70,17 @@ void axpy(float alpha, const Tensor& x, Tensor& y) {
 void unary(UnaryOp op, float s, const Tensor& x, Tensor& y) {
   DPLAB_CHECK(x.shape() == y.shape(), "CUDA unary: x {} and y {} differ in shape",
               shape_str(x.shape()), shape_str(y.shape()));
-  check_dtype(y, DType::f32, "CUDA unary output");
+  DPLAB_CHECK(is_floating(y.dtype()), "CUDA unary: output {} must be a float tensor", y.str());
   check_same_device(x, y, "CUDA unary");
   cuda::KernelScope scope(y, "unary");
   const auto ix = cuda::indexer_for<2>(x.shape(), {&x.strides(), &y.strides()}, "unary");
-  DPLAB_CUDA_CHECK(cuda::launch_unary(op, s, x.raw_data(), x.dtype(), y.data<float>(), ix,
+  DPLAB_CUDA_CHECK(cuda::launch_unary(op, s, x.raw_data(), x.dtype(), y.raw_data(), y.dtype(), ix,
                                       x.numel(), scope.stream()));
 }
 
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y) {
   check_shape(y, broadcast_shapes(a.shape(), b.shape(), "CUDA binary"), "CUDA binary output");
-  check_dtype(y, DType::f32, "CUDA binary output");
+  DPLAB_CHECK(is_floating(y.dtype()), "CUDA binary: output {} must be a float tensor", y.str());
   check_same_device(a, y, "CUDA binary");
   check_same_device(b, y, "CUDA binary");
   cuda::KernelScope scope(y, "binary");
@@ -88,7 +88,7 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y) {
   const Shape sa = broadcast_strides(a, y.shape()), sb = broadcast_strides(b, y.shape());
   const auto ix = cuda::indexer_for<3>(y.shape(), {&sa, &sb, &y.strides()}, "binary");
   DPLAB_CUDA_CHECK(cuda::launch_binary(op, a.raw_data(), a.dtype(), b.raw_data(), b.dtype(),
-                                       y.data<float>(), ix, y.numel(), scope.stream()));
+                                       y.raw_data(), y.dtype(), ix, y.numel(), scope.stream()));
 }
 
 void add_int(Tensor& y, int64_t v) {

@@ -56,22 +56,24 @@ __global__ void axpy_kernel(float alpha, const void* x, DType xt, float* y, Inde
   }
 }
 
+// Computed in f32 and rounded once into y's dtype (f32: stored as is), as ref does.
 template <typename F>
-__global__ void unary_kernel(F f, const void* x, DType xt, float* y, Indexer<2> ix, int64_t n) {
+__global__ void unary_kernel(F f, const void* x, DType xt, void* y, DType yt, Indexer<2> ix,
+                             int64_t n) {
   for (int64_t k = first_index(); k < n; k += grid_stride()) {
     int64_t off[2];
     ix.offsets(k, off);
-    y[off[1]] = f(load_as_f32(x, xt, off[0]));
+    store_from_f32(y, yt, off[1], f(load_as_f32(x, xt, off[0])));
   }
 }
 
 template <typename F>
-__global__ void binary_kernel(F f, const void* a, DType at, const void* b, DType bt, float* y,
-                              Indexer<3> ix, int64_t n) {
+__global__ void binary_kernel(F f, const void* a, DType at, const void* b, DType bt, void* y,
+                              DType yt, Indexer<3> ix, int64_t n) {
   for (int64_t k = first_index(); k < n; k += grid_stride()) {
     int64_t off[3];
     ix.offsets(k, off);
-    y[off[2]] = f(load_as_f32(a, at, off[0]), load_as_f32(b, bt, off[1]));
+    store_from_f32(y, yt, off[2], f(load_as_f32(a, at, off[0]), load_as_f32(b, bt, off[1])));
   }
 }
 
@@ -152,20 +154,20 @@ cudaError_t launch_axpy(float alpha, const void* x, DType xt, float* y, const In
   return cudaGetLastError();
 }
 
-cudaError_t launch_unary(UnaryOp op, float s, const void* x, DType xt, float* y,
+cudaError_t launch_unary(UnaryOp op, float s, const void* x, DType xt, void* y, DType yt,
                          const Indexer<2>& ix, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   dispatch_unary(op, s, [&](auto f) {
-    unary_kernel<<<blocks_for(n), kThreads, 0, stream>>>(f, x, xt, y, ix, n);
+    unary_kernel<<<blocks_for(n), kThreads, 0, stream>>>(f, x, xt, y, yt, ix, n);
   });
   return cudaGetLastError();
 }
 
-cudaError_t launch_binary(BinaryOp op, const void* a, DType at, const void* b, DType bt, float* y,
-                          const Indexer<3>& ix, int64_t n, cudaStream_t stream) {
+cudaError_t launch_binary(BinaryOp op, const void* a, DType at, const void* b, DType bt, void* y,
+                          DType yt, const Indexer<3>& ix, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   dispatch_binary(op, [&](auto f) {
-    binary_kernel<<<blocks_for(n), kThreads, 0, stream>>>(f, a, at, b, bt, y, ix, n);
+    binary_kernel<<<blocks_for(n), kThreads, 0, stream>>>(f, a, at, b, bt, y, yt, ix, n);
   });
   return cudaGetLastError();
 }

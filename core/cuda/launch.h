@@ -136,12 +136,13 @@ cudaError_t launch_convert(const void* src, DType st, void* dst, DType dt, const
 // y[off1] += alpha * x[off0] (x any dtype read as f32).
 cudaError_t launch_axpy(float alpha, const void* x, DType xt, float* y, const Indexer<2>& ix,
                         int64_t n, cudaStream_t stream);
-// y[off1] = op(x[off0]) with core/functors.h's functor for `op` (s: its scalar).
-cudaError_t launch_unary(UnaryOp op, float s, const void* x, DType xt, float* y,
+// y[off1] = op(x[off0]) with core/functors.h's functor for `op` (s: its scalar), computed in f32
+// and stored in y's float dtype yt.
+cudaError_t launch_unary(UnaryOp op, float s, const void* x, DType xt, void* y, DType yt,
                          const Indexer<2>& ix, int64_t n, cudaStream_t stream);
-// y[off2] = op(a[off0], b[off1]); broadcast dims carry stride 0 in a's or b's strides.
-cudaError_t launch_binary(BinaryOp op, const void* a, DType at, const void* b, DType bt, float* y,
-                          const Indexer<3>& ix, int64_t n, cudaStream_t stream);
+// y[off2] = op(a[off0], b[off1]) likewise; broadcast dims carry stride 0 in a's or b's strides.
+cudaError_t launch_binary(BinaryOp op, const void* a, DType at, const void* b, DType bt, void* y,
+                          DType yt, const Indexer<3>& ix, int64_t n, cudaStream_t stream);
 // y[off] += v (add_int_wrapping) for an i64 (wide) or i32 tensor.
 cudaError_t launch_add_int(void* y, bool wide, int64_t v, const Indexer<1>& ix, int64_t n,
                            cudaStream_t stream);

@@ -17,7 +17,12 @@
 // - backward with training == false: cuDNN's backward always includes the batch-statistics
 //   terms; the contract's eval backward is dx = w·invstd·dy -> launch_bn_backward. The same
 //   kernel serves M == 1 in training mode.
-// Tensors are f32 and contiguous; an input [N, C, d2, d3, ...] is described to cuDNN as
+// bf16 activations (autocast) and the fused ops (batch norm then ReLU; batch norm, residual add
+// and ReLU) run dplab's own kernels on any float dtype: one pass forward, one backward, each
+// output rounded once (launch_bn_forward / launch_bn_backward). On f32 activations the fused ops
+// are cuDNN's batch norm followed by the element-wise kernels' ReLU or add-ReLU in place, the
+// arithmetic of the unfused ops, so f32 training keeps cuDNN's batch norm.
+// Activations are contiguous; an input [N, C, d2, d3, ...] is described to cuDNN as
 // [N, C, d2·d3·..., 1]. Missing weight/bias become ones/zeros, and a wanted-but-absent output of
 // cuDNN (a running stat when only the other is tracked, dx/dweight/dbias when not all are
 // wanted) goes to a scratch tensor from the caching allocator.
@@ -30,6 +35,7 @@
 #include "dplab/core/cuda/device_guard.h"
 #include "dplab/core/cuda/launch_norm.h"
 #include "dplab/core/cuda/stream.h"
+#include "dplab/core/kernels/elementwise.h"
 #include "dplab/core/kernels/norm.h"
 
 namespace dplab {
@@ -42,7 +48,8 @@ struct Dims {
 Dims bn_dims(const Tensor& x, const char* what) {
   DPLAB_CHECK(x.defined() && x.dim() >= 2, "CUDA {}: input {} needs at least [N, C]", what,
               x.defined() ? x.str() : "undefined");
-  check_dtype(x, DType::f32, what);
+  DPLAB_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::bf16,
+              "CUDA {}: input {} must be f32 or bf16", what, x.str());
   DPLAB_CHECK(x.is_contiguous(), "CUDA {}: input {} must be contiguous", what, x.str());
   DPLAB_CHECK(x.device().is_cuda(), "CUDA {}: input {} is not on a CUDA device", what, x.str());
   int64_t hw = 1;
@@ -58,11 +65,12 @@ void check_channel(const Tensor& t, int64_t C, const Tensor& x, const char* name
               "CUDA {}: {} {} must be a contiguous f32 [{}] on {}", what, name, t.str(), C,
               x.device().str());
 }
+// An activation-like tensor: x's shape and dtype, contiguous, on x's device.
 void check_like(const Tensor& t, const Tensor& x, const char* name, const char* what) {
-  DPLAB_CHECK(t.shape() == x.shape() && t.dtype() == DType::f32 && t.is_contiguous() &&
+  DPLAB_CHECK(t.shape() == x.shape() && t.dtype() == x.dtype() && t.is_contiguous() &&
                   t.device() == x.device(),
-              "CUDA {}: {} {} must be a contiguous f32 tensor shaped like {}", what, name, t.str(),
-              x.str());
+              "CUDA {}: {} {} must be a contiguous {} tensor shaped like {}", what, name, t.str(),
+              dtype_name(x.dtype()), x.str());
 }
 
 float* opt(const Tensor& t) {
@@ -105,30 +113,82 @@ struct BnDescs {
   }
 };
 
-void forward_train(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& running_mean,
-                   Tensor& running_var, float momentum, float eps, Tensor& y, Tensor& save_mean,
-                   Tensor& save_invstd) {
-  const char* what = "batch_norm_forward_train";
+// What the fused kernels add after batch norm: nothing, ReLU, or the residual r then ReLU.
+struct Tail {
+  cuda::BnTail kind = cuda::BnTail::none;
+  const Tensor* r = nullptr;  // add_relu: the residual
+};
+
+void check_eps(float eps, const char* what) {
+  DPLAB_CHECK(eps >= CUDNN_BN_MIN_EPSILON, "CUDA {}: eps {} is below cuDNN's minimum {}", what, eps,
+              CUDNN_BN_MIN_EPSILON);
+}
+
+// The tail applied in place to an f32 y that cuDNN's batch norm wrote: the element-wise
+// kernels' ReLU and add-ReLU, the arithmetic of the unfused ops.
+void apply_tail_f32(Tensor& y, const Tail& tail) {
+  if (tail.kind == cuda::BnTail::relu) cuda_elementwise_kernels().unary(UnaryOp::relu, 0.f, y, y);
+  if (tail.kind == cuda::BnTail::add_relu)
+    cuda_elementwise_kernels().binary(BinaryOp::add_relu, y, *tail.r, y);
+}
+
+cuda::BnForward own_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y,
+                            const Dims& d, const Tail& tail) {
+  cuda::BnForward a;
+  a.x = x.raw_data();
+  a.xt = x.dtype();
+  if (tail.r) {
+    a.r = tail.r->raw_data();
+    a.rt = tail.r->dtype();
+  }
+  a.y = y.raw_data();
+  a.yt = y.dtype();
+  a.weight = opt(weight);
+  a.bias = opt(bias);
+  a.n = d.n;
+  a.c = d.c;
+  a.hw = d.hw;
+  a.tail = tail.kind;
+  return a;
+}
+
+void forward_train_any(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                       Tensor& running_mean, Tensor& running_var, float momentum, float eps,
+                       Tensor& y, Tensor& save_mean, Tensor& save_invstd, const Tail& tail,
+                       const char* what) {
   const Dims d = bn_dims(x, what);
   const int64_t m = d.n * d.hw;
   DPLAB_CHECK(m > 0, "CUDA {}: empty batch {}", what, x.str());
   check_like(y, x, "y", what);
+  if (tail.r) check_like(*tail.r, x, "residual", what);
   check_channel(save_mean, d.c, x, "save_mean", what);
   check_channel(save_invstd, d.c, x, "save_invstd", what);
   if (weight.defined()) check_channel(weight, d.c, x, "weight", what);
   if (bias.defined()) check_channel(bias, d.c, x, "bias", what);
   if (running_mean.defined()) check_channel(running_mean, d.c, x, "running_mean", what);
   if (running_var.defined()) check_channel(running_var, d.c, x, "running_var", what);
-  DPLAB_CHECK(eps >= CUDNN_BN_MIN_EPSILON, "CUDA {}: eps {} is below cuDNN's minimum {}", what, eps,
-              CUDNN_BN_MIN_EPSILON);
+  check_eps(eps, what);
   if (d.c == 0) return;
   const int dev = x.device().index;
   cuda::ScopedDevice guard(dev);
   const cudaStream_t stream = cuda::compute_stream(dev);
+  if (x.dtype() != DType::f32) {
+    cuda::BnForward a = own_forward(x, weight, bias, y, d, tail);
+    a.running_mean = opt(running_mean);
+    a.running_var = opt(running_var);
+    a.momentum = momentum;
+    a.eps = eps;
+    a.save_mean = save_mean.data<float>();
+    a.save_invstd = save_invstd.data<float>();
+    a.training = true;
+    DPLAB_CUDA_CHECK(cuda::launch_bn_forward(a, stream));
+    return;
+  }
   if (m == 1) {
     DPLAB_CUDA_CHECK(cuda::launch_bn_train_single(
         x.data<float>(), opt(weight), opt(bias), opt(running_mean), opt(running_var), momentum, eps,
         y.data<float>(), save_mean.data<float>(), save_invstd.data<float>(), d.c, stream));
+    apply_tail_f32(y, tail);
     return;
   }
   const Tensor w = weight.defined() ? weight : filled(d.c, 1.0f, x, dev);
@@ -146,24 +206,34 @@ void forward_train(const Tensor& x, const Tensor& weight, const Tensor& bias, Te
       desc.x.get(), y.raw_data(), desc.param.get(), w.raw_data(), b.raw_data(),
       static_cast<double>(momentum), opt(rm), opt(rv), static_cast<double>(eps),
       save_mean.raw_data(), save_invstd.raw_data()));
+  apply_tail_f32(y, tail);
 }
 
-void forward_eval(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                  const Tensor& running_mean, const Tensor& running_var, float eps, Tensor& y) {
-  const char* what = "batch_norm_forward_eval";
+void forward_eval_any(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                      const Tensor& running_mean, const Tensor& running_var, float eps, Tensor& y,
+                      const Tail& tail, const char* what) {
   const Dims d = bn_dims(x, what);
   check_like(y, x, "y", what);
+  if (tail.r) check_like(*tail.r, x, "residual", what);
   DPLAB_CHECK(running_mean.defined() && running_var.defined(),
               "CUDA {}: eval mode needs running_mean and running_var", what);
   check_channel(running_mean, d.c, x, "running_mean", what);
   check_channel(running_var, d.c, x, "running_var", what);
   if (weight.defined()) check_channel(weight, d.c, x, "weight", what);
   if (bias.defined()) check_channel(bias, d.c, x, "bias", what);
-  DPLAB_CHECK(eps >= CUDNN_BN_MIN_EPSILON, "CUDA {}: eps {} is below cuDNN's minimum {}", what, eps,
-              CUDNN_BN_MIN_EPSILON);
+  check_eps(eps, what);
   if (x.numel() == 0) return;
   const int dev = x.device().index;
   cuda::ScopedDevice guard(dev);
+  if (x.dtype() != DType::f32) {
+    cuda::BnForward a = own_forward(x, weight, bias, y, d, tail);
+    a.running_mean = running_mean.data<float>();
+    a.running_var = running_var.data<float>();
+    a.eps = eps;
+    a.training = false;
+    DPLAB_CUDA_CHECK(cuda::launch_bn_forward(a, cuda::compute_stream(dev)));
+    return;
+  }
   const Tensor w = weight.defined() ? weight : filled(d.c, 1.0f, x, dev);
   const Tensor b = bias.defined() ? bias : filled(d.c, 0.0f, x, dev);
   BnDescs desc(d);
@@ -173,32 +243,68 @@ void forward_eval(const Tensor& x, const Tensor& weight, const Tensor& bias,
       cuda::cudnn_handle(dev), CUDNN_BATCHNORM_SPATIAL, &alpha, &beta, desc.x.get(), x.raw_data(),
       desc.x.get(), y.raw_data(), desc.param.get(), w.raw_data(), b.raw_data(),
       running_mean.raw_data(), running_var.raw_data(), static_cast<double>(eps)));
+  apply_tail_f32(y, tail);
 }
 
-void backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& mean,
-              const Tensor& invstd, float eps, bool training, Tensor& dx, Tensor& dweight,
-              Tensor& dbias) {
-  const char* what = "batch_norm_backward";
+// y: the forward's output when a ReLU tail masks dy (undefined: none); dresidual: the residual's
+// gradient (add_relu; may be undefined).
+void backward_any(const Tensor& dy, const Tensor& x, const Tensor& y, const Tensor& weight,
+                  const Tensor& mean, const Tensor& invstd, float eps, bool training, Tensor& dx,
+                  Tensor& dresidual, Tensor& dweight, Tensor& dbias, const char* what) {
   const Dims d = bn_dims(x, what);
   check_like(dy, x, "dy", what);
+  if (y.defined()) check_like(y, x, "y", what);
   check_channel(mean, d.c, x, "mean", what);
   check_channel(invstd, d.c, x, "invstd", what);
   if (weight.defined()) check_channel(weight, d.c, x, "weight", what);
   if (dx.defined()) check_like(dx, x, "dx", what);
+  if (dresidual.defined()) check_like(dresidual, x, "dresidual", what);
   if (dweight.defined()) check_channel(dweight, d.c, x, "dweight", what);
   if (dbias.defined()) check_channel(dbias, d.c, x, "dbias", what);
-  if (!dx.defined() && !dweight.defined() && !dbias.defined()) return;
+  if (!dx.defined() && !dresidual.defined() && !dweight.defined() && !dbias.defined()) return;
   if (d.c == 0) return;
   const int64_t m = d.n * d.hw;
   const int dev = x.device().index;
   cuda::ScopedDevice guard(dev);
   const cudaStream_t stream = cuda::compute_stream(dev);
-  if (!training || m <= 1) {
-    DPLAB_CUDA_CHECK(cuda::launch_bn_backward(
-        dy.data<float>(), x.data<float>(), opt(weight), mean.data<float>(), invstd.data<float>(),
-        training, d.n, d.c, d.hw, opt(dx), opt(dweight), opt(dbias), stream));
+  // cuDNN's backward where it computes the contract (f32, batch statistics, M > 1), after the
+  // ReLU mask when there is one; dplab's kernel otherwise.
+  if (!(training && m > 1 && x.dtype() == DType::f32)) {
+    cuda::BnBackward a;
+    a.dy = dy.raw_data();
+    a.dyt = dy.dtype();
+    a.x = x.raw_data();
+    a.xt = x.dtype();
+    if (y.defined()) {
+      a.y = y.raw_data();
+      a.yt = y.dtype();
+    }
+    a.weight = opt(weight);
+    a.mean = mean.data<float>();
+    a.invstd = invstd.data<float>();
+    a.training = training;
+    a.n = d.n;
+    a.c = d.c;
+    a.hw = d.hw;
+    if (dx.defined()) {
+      a.dx = dx.raw_data();
+      a.dxt = dx.dtype();
+    }
+    if (dresidual.defined()) {
+      a.dresidual = dresidual.raw_data();
+      a.drt = dresidual.dtype();
+    }
+    a.dweight = opt(dweight);
+    a.dbias = opt(dbias);
+    DPLAB_CUDA_CHECK(cuda::launch_bn_backward(a, stream));
     return;
   }
+  Tensor g = dy;
+  if (y.defined()) {  // dz = relu_backward(dy, y): the residual's gradient, and cuDNN's dy
+    g = dresidual.defined() ? dresidual : Tensor::empty(x.shape(), DType::f32, x.device());
+    cuda_elementwise_kernels().binary(BinaryOp::relu_backward, dy, y, g);
+  }
+  if (!dx.defined() && !dweight.defined() && !dbias.defined()) return;  // only dresidual wanted
   const Tensor w = weight.defined() ? weight : filled(d.c, 1.0f, x, dev);
   Tensor gx = dx.defined() ? dx : Tensor::empty(x.shape(), DType::f32, x.device());
   Tensor gw = dweight.defined() ? dweight : Tensor::empty({d.c}, DType::f32, x.device());
@@ -208,13 +314,75 @@ void backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Ten
   // The forward's epsilon: cudnn_ops.h declares this argument "Same epsilon as forward pass"
   // (with savedMean/savedInvVariance given it should not change the result, but cuDNN does not
   // promise to ignore it; a fixed 1e-5 was passed before, issue #19 item 5).
-  DPLAB_CHECK(eps >= CUDNN_BN_MIN_EPSILON, "CUDA {}: eps {} is below cuDNN's minimum {}", what, eps,
-              CUDNN_BN_MIN_EPSILON);
+  check_eps(eps, what);
   DPLAB_CUDNN_CHECK(cudnnBatchNormalizationBackward(
       cuda::cudnn_handle(dev), CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, desc.x.get(),
-      x.raw_data(), desc.x.get(), dy.raw_data(), desc.x.get(), gx.raw_data(), desc.param.get(),
+      x.raw_data(), desc.x.get(), g.raw_data(), desc.x.get(), gx.raw_data(), desc.param.get(),
       w.raw_data(), gw.raw_data(), gb.raw_data(), static_cast<double>(eps), mean.raw_data(),
       invstd.raw_data()));
+}
+
+// The kernel family's entry points (core/kernels/norm.h).
+void forward_train(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& running_mean,
+                   Tensor& running_var, float momentum, float eps, Tensor& y, Tensor& save_mean,
+                   Tensor& save_invstd) {
+  forward_train_any(x, weight, bias, running_mean, running_var, momentum, eps, y, save_mean,
+                    save_invstd, {}, "batch_norm_forward_train");
+}
+void forward_eval(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                  const Tensor& running_mean, const Tensor& running_var, float eps, Tensor& y) {
+  forward_eval_any(x, weight, bias, running_mean, running_var, eps, y, {},
+                   "batch_norm_forward_eval");
+}
+void backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& mean,
+              const Tensor& invstd, float eps, bool training, Tensor& dx, Tensor& dweight,
+              Tensor& dbias) {
+  Tensor none;
+  backward_any(dy, x, Tensor(), weight, mean, invstd, eps, training, dx, none, dweight, dbias,
+               "batch_norm_backward");
+}
+
+void forward_train_relu(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                        Tensor& running_mean, Tensor& running_var, float momentum, float eps,
+                        Tensor& y, Tensor& save_mean, Tensor& save_invstd) {
+  forward_train_any(x, weight, bias, running_mean, running_var, momentum, eps, y, save_mean,
+                    save_invstd, {cuda::BnTail::relu}, "batch_norm_relu_forward_train");
+}
+void forward_eval_relu(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                       const Tensor& running_mean, const Tensor& running_var, float eps,
+                       Tensor& y) {
+  forward_eval_any(x, weight, bias, running_mean, running_var, eps, y, {cuda::BnTail::relu},
+                   "batch_norm_relu_forward_eval");
+}
+void backward_relu(const Tensor& dy, const Tensor& x, const Tensor& y, const Tensor& weight,
+                   const Tensor& mean, const Tensor& invstd, float eps, bool training, Tensor& dx,
+                   Tensor& dweight, Tensor& dbias) {
+  DPLAB_CHECK(y.defined(), "CUDA batch_norm_relu_backward: the forward's output y is undefined");
+  Tensor none;
+  backward_any(dy, x, y, weight, mean, invstd, eps, training, dx, none, dweight, dbias,
+               "batch_norm_relu_backward");
+}
+
+void forward_train_add_relu(const Tensor& x, const Tensor& r, const Tensor& weight,
+                            const Tensor& bias, Tensor& running_mean, Tensor& running_var,
+                            float momentum, float eps, Tensor& y, Tensor& save_mean,
+                            Tensor& save_invstd) {
+  forward_train_any(x, weight, bias, running_mean, running_var, momentum, eps, y, save_mean,
+                    save_invstd, {cuda::BnTail::add_relu, &r}, "batch_norm_add_relu_forward_train");
+}
+void forward_eval_add_relu(const Tensor& x, const Tensor& r, const Tensor& weight,
+                           const Tensor& bias, const Tensor& running_mean,
+                           const Tensor& running_var, float eps, Tensor& y) {
+  forward_eval_any(x, weight, bias, running_mean, running_var, eps, y, {cuda::BnTail::add_relu, &r},
+                   "batch_norm_add_relu_forward_eval");
+}
+void backward_add_relu(const Tensor& dy, const Tensor& x, const Tensor& y, const Tensor& weight,
+                       const Tensor& mean, const Tensor& invstd, float eps, bool training,
+                       Tensor& dx, Tensor& dresidual, Tensor& dweight, Tensor& dbias) {
+  DPLAB_CHECK(y.defined(),
+              "CUDA batch_norm_add_relu_backward: the forward's output y is undefined");
+  backward_any(dy, x, y, weight, mean, invstd, eps, training, dx, dresidual, dweight, dbias,
+               "batch_norm_add_relu_backward");
 }
 
 }  // namespace
@@ -224,6 +392,12 @@ NormKernels cuda_norm_kernels() {
   k.batch_norm_forward_train = forward_train;
   k.batch_norm_forward_eval = forward_eval;
   k.batch_norm_backward = backward;
+  k.batch_norm_relu_forward_train = forward_train_relu;
+  k.batch_norm_relu_forward_eval = forward_eval_relu;
+  k.batch_norm_relu_backward = backward_relu;
+  k.batch_norm_add_relu_forward_train = forward_train_add_relu;
+  k.batch_norm_add_relu_forward_eval = forward_eval_add_relu;
+  k.batch_norm_add_relu_backward = backward_add_relu;
   return k;
 }
 

@@ -1,6 +1,9 @@
-// dplab's own batch-norm kernels: the single-value training case and the backward pass that
-// cuDNN does not cover (eval-mode statistics, or one value per channel). Expressions follow
-// core/cpu/ref/norm.cpp term by term, including which products are float and which double.
+// dplab's own batch-norm kernels: the single-value training case, the backward pass that cuDNN
+// does not cover (eval-mode statistics, or one value per channel), and batch norm on bf16
+// activations and fused with ReLU or the residual add and ReLU, forward and backward, on any
+// float dtype (load_as_f32 / store_from_f32: f32 arithmetic, each output rounded once).
+// Expressions follow core/cpu/ref/norm.cpp term by term, including which products are float and
+// which double, so results differ from the reference only in the order of the double sums.
 #include "dplab/core/cuda/launch_norm.h"
 
 namespace dplab::cuda {
@@ -33,9 +36,11 @@ __global__ void fill_kernel(float* p, int64_t n, float v) {
     p[i] = v;
 }
 
-// Block-wide sum of two doubles; every thread gets the totals.
+// Block-wide sum of two doubles; every thread gets the totals. The leading barrier lets a
+// kernel call it twice (the second call's writes wait for every read of the first's result).
 __device__ void block_sum2(double& a, double& b) {
   __shared__ double sa[kThreads], sb[kThreads];
+  __syncthreads();
   sa[threadIdx.x] = a;
   sb[threadIdx.x] = b;
   __syncthreads();
@@ -50,33 +55,98 @@ __device__ void block_sum2(double& a, double& b) {
   b = sb[0];
 }
 
-__global__ void bn_backward_kernel(const float* dy, const float* x, const float* w,
-                                   const float* mean, const float* invstd, bool training, int64_t N,
-                                   int64_t C, int64_t HW, float* dx, float* dweight, float* dbias) {
+// Element j of channel c's N*HW values in a contiguous [N, C, HW] tensor.
+__device__ __forceinline__ int64_t bn_offset(int64_t j, int64_t c, int64_t C, int64_t HW) {
+  return ((j / HW) * C + c) * HW + j % HW;
+}
+
+// One block per channel: the batch statistics (training; double sums, two passes as the
+// reference takes them) or the running ones (eval), then y = bn(x), followed by the tail, each
+// output computed in f32 and rounded once into y's dtype.
+__global__ void bn_forward_kernel(BnForward a) {
   const int64_t c = blockIdx.x;
-  const int64_t m = N * HW;
-  const float mu = mean[c], is = invstd[c];
+  const int64_t m = a.n * a.hw;
+  const double scale = a.weight ? a.weight[c] : 1.0, shift = a.bias ? a.bias[c] : 0.0;
+  double mean = 0.0, invstd = 0.0;
+  if (a.training) {
+    double s = 0.0, unused = 0.0;
+    for (int64_t j = threadIdx.x; j < m; j += kThreads)
+      s += load_as_f32(a.x, a.xt, bn_offset(j, c, a.c, a.hw));
+    block_sum2(s, unused);
+    mean = s / m;
+    double ss = 0.0;
+    for (int64_t j = threadIdx.x; j < m; j += kThreads) {
+      const double dv = load_as_f32(a.x, a.xt, bn_offset(j, c, a.c, a.hw)) - mean;
+      ss += dv * dv;
+    }
+    block_sum2(ss, unused);
+    const double var = ss / m;  // biased: what normalises the batch
+    invstd = 1.0 / sqrt(var + a.eps);
+    if (threadIdx.x == 0) {
+      a.save_mean[c] = static_cast<float>(mean);
+      a.save_invstd[c] = static_cast<float>(invstd);
+      const double mom = a.momentum;
+      if (a.running_mean)
+        a.running_mean[c] = static_cast<float>((1.0 - mom) * a.running_mean[c] + mom * mean);
+      if (a.running_var) {
+        const double unbiased = m > 1 ? ss / (m - 1) : var;
+        a.running_var[c] = static_cast<float>((1.0 - mom) * a.running_var[c] + mom * unbiased);
+      }
+    }
+  } else {
+    invstd = 1.0 / sqrt(static_cast<double>(a.running_var[c]) + a.eps);
+  }
+  const float rmean = a.training ? 0.0f : a.running_mean[c];
+  for (int64_t j = threadIdx.x; j < m; j += kThreads) {
+    const int64_t k = bn_offset(j, c, a.c, a.hw);
+    const float xk = load_as_f32(a.x, a.xt, k);
+    // The reference's expression types: training subtracts the double mean, eval the f32
+    // running mean in f32.
+    const double centred = a.training ? xk - mean : static_cast<double>(xk - rmean);
+    float v = static_cast<float>(centred * invstd * scale + shift);
+    if (a.tail == BnTail::relu) v = fn::Relu{}(v);
+    if (a.tail == BnTail::add_relu) v = fn::AddRelu{}(v, load_as_f32(a.r, a.rt, k));
+    store_from_f32(a.y, a.yt, k, v);
+  }
+}
+
+// One block per channel, in the reference's arithmetic: g = dy (masked where y <= 0 when y is
+// given), dresidual = g, dweight = sum g*xhat, dbias = sum g (double sums), and dx with
+// (training) or without the batch-statistics terms.
+__global__ void bn_backward_kernel(BnBackward a) {
+  const int64_t c = blockIdx.x;
+  const int64_t m = a.n * a.hw;
+  const float mu = a.mean[c], is = a.invstd[c];
+  auto grad = [&](int64_t k) {
+    const float g = load_as_f32(a.dy, a.dyt, k);
+    return a.y ? fn::ReluBackward{}(g, load_as_f32(a.y, a.yt, k)) : g;
+  };
   double sum_dy = 0.0, sum_dy_xhat = 0.0;
   for (int64_t j = threadIdx.x; j < m; j += kThreads) {
-    const int64_t k = ((j / HW) * C + c) * HW + j % HW;
-    sum_dy += dy[k];
-    sum_dy_xhat += dy[k] * (x[k] - mu) * static_cast<double>(is);
+    const int64_t k = bn_offset(j, c, a.c, a.hw);
+    const float g = grad(k);
+    if (a.dresidual) store_from_f32(a.dresidual, a.drt, k, g);
+    sum_dy += g;
+    sum_dy_xhat += g * (load_as_f32(a.x, a.xt, k) - mu) * static_cast<double>(is);
   }
   block_sum2(sum_dy, sum_dy_xhat);
   if (threadIdx.x == 0) {
-    if (dweight) dweight[c] = static_cast<float>(sum_dy_xhat);
-    if (dbias) dbias[c] = static_cast<float>(sum_dy);
+    if (a.dweight) a.dweight[c] = static_cast<float>(sum_dy_xhat);
+    if (a.dbias) a.dbias[c] = static_cast<float>(sum_dy);
   }
-  if (!dx) return;
-  const double scale = (w ? w[c] : 1.0) * is;
+  if (!a.dx) return;
+  const double scale = (a.weight ? a.weight[c] : 1.0) * is;
   for (int64_t j = threadIdx.x; j < m; j += kThreads) {
-    const int64_t k = ((j / HW) * C + c) * HW + j % HW;
-    if (training) {
-      const double xhat = (x[k] - mu) * static_cast<double>(is);
-      dx[k] = static_cast<float>(scale * (dy[k] - sum_dy / m - xhat * sum_dy_xhat / m));
+    const int64_t k = bn_offset(j, c, a.c, a.hw);
+    const float g = grad(k);
+    float v;
+    if (a.training) {
+      const double xhat = (load_as_f32(a.x, a.xt, k) - mu) * static_cast<double>(is);
+      v = static_cast<float>(scale * (g - sum_dy / m - xhat * sum_dy_xhat / m));
     } else {
-      dx[k] = static_cast<float>(scale * dy[k]);
+      v = static_cast<float>(scale * g);
     }
+    store_from_f32(a.dx, a.dxt, k, v);
   }
 }
 
@@ -102,13 +172,17 @@ cudaError_t launch_bn_train_single(const float* x, const float* w, const float* 
   return cudaGetLastError();
 }
 
-cudaError_t launch_bn_backward(const float* dy, const float* x, const float* w, const float* mean,
-                               const float* invstd, bool training, int64_t N, int64_t C, int64_t HW,
-                               float* dx, float* dweight, float* dbias, cudaStream_t s) {
-  if (C == 0) return cudaSuccess;
-  if (C > 0x7fffffff) return cudaErrorInvalidValue;
-  bn_backward_kernel<<<static_cast<unsigned>(C), kThreads, 0, s>>>(dy, x, w, mean, invstd, training,
-                                                                   N, C, HW, dx, dweight, dbias);
+cudaError_t launch_bn_forward(const BnForward& a, cudaStream_t s) {
+  if (a.c == 0 || a.n * a.hw == 0) return cudaSuccess;
+  if (a.c > 0x7fffffff) return cudaErrorInvalidValue;
+  bn_forward_kernel<<<static_cast<unsigned>(a.c), kThreads, 0, s>>>(a);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_bn_backward(const BnBackward& a, cudaStream_t s) {
+  if (a.c == 0) return cudaSuccess;
+  if (a.c > 0x7fffffff) return cudaErrorInvalidValue;
+  bn_backward_kernel<<<static_cast<unsigned>(a.c), kThreads, 0, s>>>(a);
   return cudaGetLastError();
 }
 

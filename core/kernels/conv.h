@@ -13,9 +13,10 @@
 //   outputs are rounded once. The ref loops compute in f32 on the bf16 values.
 // - cuda (cuDNN, core/cuda/conv.cpp): the data operands of one call — x, w, y (forward); dy,
 //   w, dx (backward data); x, dy, dw (backward weight) — all f32, all bf16 or all f16, with f32
-//   accumulation in every case (f32 without TF32). The bias b / its gradient db is the dtype of
-//   those operands or f32. This is what autocast builds on: bf16/f16 convolutions with f32
-//   master weights cast to the 16-bit dtype before the call.
+//   accumulation in every case (f32 without TF32); beside bf16 activations w and dw may be f32
+//   (master weights: the kernel rounds w to bf16, and dw is cuDNN's bf16 one widened). The bias
+//   b / its gradient db is the dtype of those operands or f32. f16 autocast casts the weights to
+//   f16 before the call.
 #pragma once
 #include <cstdint>
 

@@ -149,7 +149,7 @@ Tensor conv2d_impl(const Tensor& x, const Tensor& weight, const Tensor& bias,
   return y;
 }
 
-// Autocast on a CUDA device: the convolution really runs on 16-bit operands (tensor cores).
+// f16 autocast on a CUDA device: the convolution really runs on 16-bit operands (tensor cores).
 // cast(x), cast(w) -> 16-bit conv -> cast(y) to f32 -> + bias in f32. cuDNN's legacy API takes
 // one dtype for x, w and y, so y is 16-bit (f32-accumulated, then rounded once) and is cast to
 // f32 at once: the layers after it (batch norm, activations, the loss) and the bias stay f32.
@@ -166,8 +166,8 @@ Tensor conv2d_autocast_cuda(const Tensor& x, const Tensor& weight, const Tensor&
   return y;
 }
 
-// Autocast to bf16 on a backend that keeps activations in bf16 (the CPU): x is cast to bf16 if
-// it is not already (only a network's first convolution sees f32), the kernel reads the f32
+// Autocast to bf16 on a backend that keeps activations in bf16 (AVX-512 CPUs, CUDA): x is cast to
+// bf16 if it is not already (only a network's first convolution sees f32), the kernel reads the f32
 // master weights and bias itself, y is bf16 and so is every activation after it until an op
 // that needs f32 (the pooling before the classifier, the loss). Backward: dx bf16, dw f32.
 Tensor conv2d_autocast_bf16(const Tensor& x, const Tensor& weight, const Tensor& bias,
@@ -181,10 +181,10 @@ Tensor conv2d_autocast_bf16(const Tensor& x, const Tensor& weight, const Tensor&
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& opt) {
   if (autocast_enabled()) {
     // Mixed precision (core/autocast.h).
-    if (x.defined() && x.device().is_cuda()) return conv2d_autocast_cuda(x, weight, bias, opt);
     if (x.defined() && autocast_dtype() == DType::bf16 &&
         backend_for(x.device()).bf16_activations && is_floating(x.dtype()))
       return conv2d_autocast_bf16(x, weight, bias, opt);
+    if (x.defined() && x.device().is_cuda()) return conv2d_autocast_cuda(x, weight, bias, opt);
     // Otherwise (f16 on the CPU): rounded operands, f32 math.
     const Tensor xa = autocast_operand(x), wa = autocast_operand(weight);
     AutocastGuard off(DType::f32);

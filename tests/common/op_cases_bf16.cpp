@@ -4,14 +4,17 @@
 // it bf16, NCHW or blocked, until the classifier widens it. The reference computes each op in
 // f32 on the bf16 values and rounds its output once, which is what the fast kernels promise;
 // they differ only in f32 summation order before each rounding. Cases through autocast need a
-// backend that keeps bf16 activations (AVX-512 CPUs); cases that make bf16 tensors themselves
-// need only kernels that take them (every CPU). Other backends (cuda) skip, saying so.
+// backend that keeps bf16 activations (AVX-512 CPUs, CUDA); cases that make bf16 tensors
+// themselves need only kernels that take them (every CPU, CUDA). A backend without them skips,
+// saying so.
 //
 // Tolerance (normalised error): where the two f32 results straddle a bf16 rounding boundary
 // the outputs differ by one bf16 step, 2^-8 relative; if every element did, the normalised
 // error would be 2^-16 = 1.5e-5 per rounding, and a case chains up to about six of them (conv,
 // batch norm, ...), hence 1e-4. A wrong kernel (a missed ReLU, a wrong channel) is off by
-// 1e-2 or more. No finite differences: the output is piecewise constant in the inputs.
+// 1e-2 or more. CUDA also rounds a convolution's weight gradient to bf16 once (cuDNN writes it
+// in the operands' dtype): 2^-9 relative at most, an nmse below 2^-18, well inside. No finite
+// differences: the output is piecewise constant in the inputs.
 //
 // Gradients are compared where they are continuous in the inputs. A ReLU whose input lies
 // within one bf16 step of 0, or a max-pooling window whose two largest values do, flips between

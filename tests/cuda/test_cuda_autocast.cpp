@@ -1,10 +1,11 @@
 // Autocast on cuda:0 (core/autocast.h): conv2d and linear run their kernels on bf16/f16
-// operands, forward and backward, and agree with the CPU emulation (f32 kernels on rounded
-// operands) within the 16-bit dtype's precision; gradients reach the f32 leaves as f32 on the
-// device. That the kernels really see 16-bit tensors is checked by values only 16-bit operands
-// produce: a conv output exactly representable in the 16-bit dtype, and gradients computed from
-// a rounded dy (exact sums the CPU emulation, which keeps dy in f32, does not give).
-// Each test skips with cuda_unavailable_reason() when no CUDA device is visible.
+// operands, forward and backward, and agree with the CPU (f32 kernels on rounded operands, or
+// bf16 activations on an AVX-512 CPU) within the 16-bit dtype's precision; gradients reach the
+// f32 leaves as f32 on the device. Under bf16 a convolution's output stays bf16 on CUDA (bf16
+// activations), under f16 it is cast to f32. That the kernels really see 16-bit tensors is checked
+// by values only 16-bit operands produce: a conv output exactly representable in the 16-bit dtype,
+// and gradients computed from a rounded dy (exact sums the CPU emulation, which keeps dy in f32,
+// does not give). Each test skips with cuda_unavailable_reason() when no CUDA device is visible.
 #include <gtest/gtest.h>
 
 #include "common/cuda_gate.h"
@@ -16,6 +17,7 @@
 #include "common/harness.h"
 #include "dplab/core/autocast.h"
 #include "dplab/core/autograd.h"
+#include "dplab/core/backend.h"
 #include "dplab/core/ops.h"
 
 namespace dplab {
@@ -23,11 +25,18 @@ namespace {
 
 using Op = std::function<Tensor(const std::vector<Tensor>&)>;
 
-// The output of `op` under autocast(d) and the gradients of sum(op(inputs) * g) w.r.t. every
-// input, all copied back to the host. `inputs` and `g` are host tensors; every input requires
-// grad. Checks that the output and each gradient are f32 tensors on `dev`.
+// The dtype of conv2d's output under autocast(d) on `dev`: bf16 where the backend keeps bf16
+// activations (CUDA, AVX-512 CPUs), else f32 (the 16-bit output cast back, or f32 math).
+DType conv_output_dtype(Device dev, DType d) {
+  return d == DType::bf16 && backend_for(dev).bf16_activations ? DType::bf16 : DType::f32;
+}
+
+// The output of `op` under autocast(d) (as f32) and the gradients of sum(op(inputs) * g) w.r.t.
+// every input, all copied back to the host. `inputs` and `g` are host tensors; every input
+// requires grad. Checks that the output is a `y_dtype` tensor and each gradient an f32 tensor
+// on `dev`.
 std::vector<Tensor> run(Device dev, DType d, const Op& op, const std::vector<Tensor>& inputs,
-                        const Tensor& g) {
+                        const Tensor& g, DType y_dtype = DType::f32) {
   std::vector<Tensor> leaves;
   for (const Tensor& t : inputs)
     leaves.push_back(test::leaf_on(t.detach().set_requires_grad(true), dev));
@@ -36,10 +45,10 @@ std::vector<Tensor> run(Device dev, DType d, const Op& op, const std::vector<Ten
     AutocastGuard a(d);
     y = op(leaves);
   }
-  EXPECT_EQ(y.dtype(), DType::f32);
+  EXPECT_EQ(y.dtype(), y_dtype);
   EXPECT_EQ(y.device(), dev);
   backward(sum(mul(y, g.to(dev))));
-  std::vector<Tensor> out{y.to(Device::cpu())};
+  std::vector<Tensor> out{y.to(Device::cpu()).contiguous().to(DType::f32)};
   for (const Tensor& l : leaves) {
     EXPECT_TRUE(l.grad().defined());
     if (!l.grad().defined()) return out;
@@ -84,17 +93,19 @@ TEST(CudaAutocast, Conv2dMatchesTheCpuEmulation) {
   const Op op = [](const std::vector<Tensor>& in) {
     return conv2d(in[0], in[1], in[2], conv_options());
   };
+  const Device cuda = Device::cuda(0), cpu = Device::cpu();
   for (DType d : {DType::bf16, DType::f16}) {
     SCOPED_TRACE(dtype_name(d));
-    const std::vector<Tensor> dev = run(Device::cuda(0), d, op, {x, w, b}, g);
-    const std::vector<Tensor> cpu = run(Device::cpu(), d, op, {x, w, b}, g);
+    const std::vector<Tensor> dev = run(cuda, d, op, {x, w, b}, g, conv_output_dtype(cuda, d));
+    const std::vector<Tensor> host = run(cpu, d, op, {x, w, b}, g, conv_output_dtype(cpu, d));
     ASSERT_EQ(dev.size(), 4u);
-    ASSERT_EQ(cpu.size(), 4u);
-    test::expect_close(dev[0], cpu[0], tolerance(d), "y");
-    test::expect_close(dev[1], cpu[1], tolerance(d), "dx");
-    test::expect_close(dev[2], cpu[2], tolerance(d), "dw");
-    // The bias and its gradient stay f32 on both: the same sums of the same f32 dy.
-    test::expect_close(dev[3], cpu[3], 1e-10, "db");
+    ASSERT_EQ(host.size(), 4u);
+    test::expect_close(dev[0], host[0], tolerance(d), "y");
+    test::expect_close(dev[1], host[1], tolerance(d), "dx");
+    test::expect_close(dev[2], host[2], tolerance(d), "dw");
+    // The bias gradient is f32 on both, summed from dy: under f16 the same f32 dy; under bf16 the
+    // device sums dy as its bf16 activation gradient (rounded once), which an AVX2 CPU does not.
+    test::expect_close(dev[3], host[3], d == DType::bf16 ? tolerance(d) : 1e-10, "db");
     // Autocast changed the result (the test can tell f32 from 16-bit math).
     EXPECT_GT(test::max_abs_diff(dev[0], conv2d(x, w, b, conv_options())), 0.0);
   }
@@ -102,9 +113,13 @@ TEST(CudaAutocast, Conv2dMatchesTheCpuEmulation) {
 
 TEST(CudaAutocast, Conv2dRunsOnSixteenBitOperands) {
   DPLAB_CUDA_TEST_GATE();
+  const Device cuda = Device::cuda(0), cpu = Device::cpu();
   for (DType d : {DType::bf16, DType::f16}) {
     SCOPED_TRACE(dtype_name(d));
-    // Forward: without a bias the f32 output is the 16-bit convolution output cast up, so each
+    // Whether the CPU keeps this autocast's activations in d (bf16 on an AVX-512 CPU): then its
+    // output and dy are rounded to d as the device's are.
+    const bool cpu_rounds = conv_output_dtype(cpu, d) == d;
+    // Forward: without a bias the device's output is the 16-bit convolution output, so each
     // value is exactly representable in d; the CPU emulation's f32 sums are not.
     const Tensor x = test::random_tensor({2, 8, 9, 9}, 5),
                  w = test::random_tensor({16, 8, 3, 3}, 6);
@@ -112,24 +127,28 @@ TEST(CudaAutocast, Conv2dRunsOnSixteenBitOperands) {
       return conv2d(in[0], in[1], Tensor(), conv_options());
     };
     const Tensor g = test::random_tensor({2, 16, 5, 9}, 7);
-    EXPECT_TRUE(representable(run(Device::cuda(0), d, no_bias, {x, w}, g)[0], d));
-    EXPECT_FALSE(representable(run(Device::cpu(), d, no_bias, {x, w}, g)[0], d));
+    EXPECT_TRUE(representable(run(cuda, d, no_bias, {x, w}, g, conv_output_dtype(cuda, d))[0], d));
+    EXPECT_EQ(representable(run(cpu, d, no_bias, {x, w}, g, conv_output_dtype(cpu, d))[0], d),
+              cpu_rounds);
 
     // Backward: 3 images, 1 input and 3 output channels, 1x1, all ones, and dy = 1 + 0.4 eps
     // everywhere. dx and dw are sums of three dy. The kernels get dy rounded to d (1), so
     // dx = dw = 3; the CPU emulation sums the f32 dy (3 + 1.2 eps) and rounds that to d
-    // (3 + 2 eps, the nearest value of d).
+    // (3 + 2 eps, the nearest value of d), unless it rounds dy too.
     const float e = epsilon(d);
     const Tensor ones_x = Tensor::ones({3, 1, 1, 1}), ones_w = Tensor::ones({3, 1, 1, 1});
     const Tensor dy = Tensor::full({3, 3, 1, 1}, 1.0 + 0.4 * e);
     const Op conv1x1 = [](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], Tensor()); };
-    const std::vector<Tensor> dev = run(Device::cuda(0), d, conv1x1, {ones_x, ones_w}, dy);
-    const std::vector<Tensor> cpu = run(Device::cpu(), d, conv1x1, {ones_x, ones_w}, dy);
+    const std::vector<Tensor> dev =
+        run(cuda, d, conv1x1, {ones_x, ones_w}, dy, conv_output_dtype(cuda, d));
+    const std::vector<Tensor> host =
+        run(cpu, d, conv1x1, {ones_x, ones_w}, dy, conv_output_dtype(cpu, d));
     ASSERT_EQ(dev.size(), 3u);
-    ASSERT_EQ(cpu.size(), 3u);
+    ASSERT_EQ(host.size(), 3u);
     for (int i : {1, 2}) {
       for (float v : dev[i].to_vector()) EXPECT_EQ(v, 3.f) << "gradient " << i;
-      for (float v : cpu[i].to_vector()) EXPECT_EQ(v, 3.f + 2 * e) << "CPU gradient " << i;
+      for (float v : host[i].to_vector())
+        EXPECT_EQ(v, cpu_rounds ? 3.f : 3.f + 2 * e) << "CPU gradient " << i;
     }
   }
 }
