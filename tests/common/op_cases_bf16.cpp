@@ -165,6 +165,36 @@ void add_bf16_activations(std::vector<OpCase>& cs) {
          .finite_differences = false,
          .bf16_kernels = true});
   }
+  // Batch norm on bf16 with more values per channel than a CUDA block has threads (256), and a
+  // plane (13 x 11) that does not divide it, so each thread's walk over the channel spans
+  // images: training (plain, ReLU, add-ReLU) and eval (ReLU, add-ReLU), outputs and gradients.
+  cs.push_back({.name = "bf16_batchnorm_many_per_channel",
+                .ops = {"cast", "batch_norm2d", "batch_norm2d_relu", "batch_norm2d_add_relu"},
+                .inputs =
+                    [] {
+                      return Inputs{uniform({4, 8, 13, 11}, 460, -2.f, 2.f),
+                                    uniform({8}, 461, 0.5f, 1.5f),
+                                    uniform({8}, 462),
+                                    uniform({4, 8, 13, 11}, 463),
+                                    no_grad({8}, 464),
+                                    no_grad({8}, 465, 0.5f, 1.5f)};
+                    },
+                .fn =
+                    [](const Inputs& v) {
+                      Tensor rm = v[4], rv = v[5];
+                      const Tensor x = cast(v[0], DType::bf16), r = cast(v[3], DType::bf16);
+                      const Tensor y = batch_norm2d(x, v[1], v[2], rm, rv, true, 0.3f);
+                      const Tensor z = batch_norm2d_relu(x, v[1], v[2], Tensor(), Tensor(), true);
+                      const Tensor u =
+                          batch_norm2d_add_relu(x, r, v[1], v[2], Tensor(), Tensor(), true);
+                      Tensor em = v[4], ev = v[5];
+                      const Tensor e = batch_norm2d_add_relu(x, r, v[1], v[2], em, ev, false);
+                      const Tensor f = batch_norm2d_relu(x, v[1], v[2], em, ev, false);
+                      return Inputs{add(add(y, z), add(u, add(e, f))), rm, rv};
+                    },
+                .tol = kBf16Tol,
+                .finite_differences = false,
+                .bf16_kernels = true});
   // Element-wise ops on bf16 operands, NCHW and blocked: bf16 in, bf16 out (mixed: f32).
   cs.push_back(
       {.name = "bf16_elementwise",
