@@ -136,7 +136,7 @@ tar -C "$tmp/kit" -cJf "$tmp/kit.tar.xz" dplab-kit
 expected="glibc cpu environment libraries_resolve pytorch_f32 pytorch_bf16 test_cuda_opcases
 test_cuda test_core_cuda test_tools_cuda cuda_probe test_nccl_communicator_np1
 test_nccl_communicator_np2 test_nccl_communicator_np2_one_gpu_per_rank bench_resnet50_f32
-bench_resnet50_bf16 mnist_cuda resnet50_train_off resnet50_train_bf16"
+bench_resnet50_bf16 mnist_cuda mnist_cuda_bf16 resnet50_train_off resnet50_train_bf16"
 expected="$(echo "$expected" | tr '\n' ' ' | sed 's/ $//')"
 
 rows_of() { # the step table's first column, in order
@@ -180,7 +180,7 @@ case "$(status_of "$r" mnist_cuda)" in
   "stopped: deadline" | "not run: deadline") ;;
   *) fail "A: mnist_cuda (sleeps 60 s) is '$(status_of "$r" mnist_cuda)', not stopped/not run by the deadline" ;;
 esac
-for s in resnet50_train_off resnet50_train_bf16; do
+for s in mnist_cuda_bf16 resnet50_train_off resnet50_train_bf16; do
   [ "$(status_of "$r" $s)" = "not run: deadline" ] || fail "A: $s is '$(status_of "$r" $s)', not 'not run: deadline'"
 done
 for s in glibc environment libraries_resolve pytorch_f32 test_cuda_opcases cuda_probe bench_resnet50_bf16; do
@@ -242,13 +242,13 @@ else
   # After the signal.
   [ "$(status_of "$r" bench_resnet50_f32)" = "stopped: signal SIGTERM" ] ||
     fail "B: bench_resnet50_f32 is '$(row "$r" bench_resnet50_f32)'"
-  for st in bench_resnet50_bf16 mnist_cuda resnet50_train_off resnet50_train_bf16; do
+  for st in bench_resnet50_bf16 mnist_cuda mnist_cuda_bf16 resnet50_train_off resnet50_train_bf16; do
     [ "$(status_of "$r" $st)" = "not run: signal SIGTERM" ] || fail "B: $st is '$(row "$r" $st)'"
   done
   [ "$(rows_of "$r")" = "$expected" ] || fail "B: rows $(rows_of "$r")"
   grep -q '^## Result' "$r" || fail "B: no closing part after SIGTERM"
   grep -q '^- stopped: signal SIGTERM' "$r" || fail "B: the closing part does not say what stopped it"
-  grep -q '^- never ran (4):' "$r" || fail "B: the closing part does not list the 4 steps never run"
+  grep -q '^- never ran (5):' "$r" || fail "B: the closing part does not list the 5 steps never run"
   grep -q '^### bench_resnet50_f32 (stopped: signal SIGTERM)' "$r" || fail "B: no log tail of the stopped step"
   for p in $(cat "${s%.md}.pids"); do
     # A killed process lingers as a zombie until it is reaped (by init, for the orphaned sleep),
