@@ -4,6 +4,7 @@
 // float dtype (load_as_f32 / store_from_f32: f32 arithmetic, each output rounded once).
 // Expressions follow core/cpu/ref/norm.cpp term by term, including which products are float and
 // which double, so results differ from the reference only in the order of the double sums.
+#include "dplab/core/cuda/channel_walk.h"
 #include "dplab/core/cuda/launch_norm.h"
 
 namespace dplab::cuda {
@@ -55,9 +56,9 @@ __device__ void block_sum2(double& a, double& b) {
   b = sb[0];
 }
 
-// Element j of channel c's N*HW values in a contiguous [N, C, HW] tensor.
-__device__ __forceinline__ int64_t bn_offset(int64_t j, int64_t c, int64_t C, int64_t HW) {
-  return ((j / HW) * C + c) * HW + j % HW;
+// This thread's walk over channel c's N*HW values of a contiguous [N, C, HW] tensor.
+__device__ __forceinline__ ChannelWalk channel_walk(int64_t c, int64_t C, int64_t HW) {
+  return ChannelWalk(threadIdx.x, kThreads, c, C, HW);
 }
 
 // One block per channel: the batch statistics (training; double sums, two passes as the
@@ -70,13 +71,15 @@ __global__ void bn_forward_kernel(BnForward a) {
   double mean = 0.0, invstd = 0.0;
   if (a.training) {
     double s = 0.0, unused = 0.0;
-    for (int64_t j = threadIdx.x; j < m; j += kThreads)
-      s += load_as_f32(a.x, a.xt, bn_offset(j, c, a.c, a.hw));
+    ChannelWalk w = channel_walk(c, a.c, a.hw);
+    for (int64_t j = threadIdx.x; j < m; j += kThreads, w.next())
+      s += load_as_f32(a.x, a.xt, w.offset());
     block_sum2(s, unused);
     mean = s / m;
     double ss = 0.0;
-    for (int64_t j = threadIdx.x; j < m; j += kThreads) {
-      const double dv = load_as_f32(a.x, a.xt, bn_offset(j, c, a.c, a.hw)) - mean;
+    w = channel_walk(c, a.c, a.hw);
+    for (int64_t j = threadIdx.x; j < m; j += kThreads, w.next()) {
+      const double dv = load_as_f32(a.x, a.xt, w.offset()) - mean;
       ss += dv * dv;
     }
     block_sum2(ss, unused);
@@ -97,8 +100,9 @@ __global__ void bn_forward_kernel(BnForward a) {
     invstd = 1.0 / sqrt(static_cast<double>(a.running_var[c]) + a.eps);
   }
   const float rmean = a.training ? 0.0f : a.running_mean[c];
-  for (int64_t j = threadIdx.x; j < m; j += kThreads) {
-    const int64_t k = bn_offset(j, c, a.c, a.hw);
+  ChannelWalk w = channel_walk(c, a.c, a.hw);
+  for (int64_t j = threadIdx.x; j < m; j += kThreads, w.next()) {
+    const int64_t k = w.offset();
     const float xk = load_as_f32(a.x, a.xt, k);
     // The reference's expression types: training subtracts the double mean, eval the f32
     // running mean in f32.
@@ -122,8 +126,9 @@ __global__ void bn_backward_kernel(BnBackward a) {
     return a.y ? fn::ReluBackward{}(g, load_as_f32(a.y, a.yt, k)) : g;
   };
   double sum_dy = 0.0, sum_dy_xhat = 0.0;
-  for (int64_t j = threadIdx.x; j < m; j += kThreads) {
-    const int64_t k = bn_offset(j, c, a.c, a.hw);
+  ChannelWalk w = channel_walk(c, a.c, a.hw);
+  for (int64_t j = threadIdx.x; j < m; j += kThreads, w.next()) {
+    const int64_t k = w.offset();
     const float g = grad(k);
     if (a.dresidual) store_from_f32(a.dresidual, a.drt, k, g);
     sum_dy += g;
@@ -136,8 +141,9 @@ __global__ void bn_backward_kernel(BnBackward a) {
   }
   if (!a.dx) return;
   const double scale = (a.weight ? a.weight[c] : 1.0) * is;
-  for (int64_t j = threadIdx.x; j < m; j += kThreads) {
-    const int64_t k = bn_offset(j, c, a.c, a.hw);
+  w = channel_walk(c, a.c, a.hw);
+  for (int64_t j = threadIdx.x; j < m; j += kThreads, w.next()) {
+    const int64_t k = w.offset();
     const float g = grad(k);
     float v;
     if (a.training) {

@@ -1,0 +1,41 @@
+// The walk one thread of a per-channel kernel takes through channel c of a contiguous
+// [N, C, HW] tensor: elements j = first, first + step, ... of the channel's N·HW values
+// (j = n·HW + i, at offset (n·C + c)·HW + i), with (n, i) carried from one element to the next
+// so no element costs a 64-bit division. Plain DPLAB_HD code: the CUDA batch-norm kernels use it,
+// and the CPU tests check it against the division (tests/core/test_channel_walk.cpp).
+#pragma once
+#include <cstdint>
+
+#include "dplab/core/hostdevice.h"
+
+namespace dplab::cuda {
+
+class ChannelWalk {
+ public:
+  // step > 0; first >= 0 (first may be past the channel's end: the caller's bound stops it).
+  DPLAB_HD ChannelWalk(int64_t first, int64_t step, int64_t c, int64_t C, int64_t HW)
+      : n_(first / HW),
+        i_(first % HW),
+        hw_(HW),
+        plane_(C * HW),
+        base_(c * HW),
+        step_n_(step / HW),
+        step_i_(step % HW) {}
+
+  DPLAB_HD int64_t offset() const { return n_ * plane_ + base_ + i_; }
+
+  // To element j + step. i and step % HW are both below HW, so one carry is enough.
+  DPLAB_HD void next() {
+    n_ += step_n_;
+    i_ += step_i_;
+    if (i_ >= hw_) {
+      i_ -= hw_;
+      ++n_;
+    }
+  }
+
+ private:
+  int64_t n_, i_, hw_, plane_, base_, step_n_, step_i_;
+};
+
+}  // namespace dplab::cuda
