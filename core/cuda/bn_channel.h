@@ -1,10 +1,11 @@
 // The per-channel work of dplab's CUDA batch-norm kernels (norm_kernels.cu) as plain DPLAB_HD
-// code, so the CPU tests run it too (tests/core/test_bn_channel.cpp): a kernel block is one
-// channel, its thread t of T takes the channel's elements t, t + T, ... (ChannelWalk), and the
-// kernel adds the threads' partial sums (a fixed tree, block_sum2) between the passes; the test
-// adds them on the host. Expressions follow core/cpu/ref/norm.cpp term by term, including which
-// products are float and which double, so results differ from the reference only in the order
-// of the double sums. Activations of any float dtype (load_as_f32 / store_from_f32: f32
+// code, so the CPU tests run it too (tests/core/test_bn_channel.cpp): S blocks share a channel
+// (bn_blocks_per_channel), their T = 256·S threads take its elements t, t + T, ...
+// (ChannelWalk), each block adds its threads' shares (a fixed tree, block_sum2) into one partial
+// per block, and the next kernel adds the S partials in block order (bn_total) before the next
+// pass; the test adds them on the host. Expressions follow core/cpu/ref/norm.cpp term by term,
+// including which products are float and which double, so results differ from the reference only in
+// the order of the double sums. Activations of any float dtype (load_as_f32 / store_from_f32: f32
 // arithmetic, each output rounded once); parameters and statistics f32.
 #pragma once
 #include <cmath>
@@ -20,10 +21,10 @@ namespace dplab::cuda {
 // What follows batch norm in the same pass (core/kernels/norm.h's fused kernels).
 enum class BnTail : int { none = 0, relu = 1, add_relu = 2 };
 
-// Batch norm forward on [N, C, HW] contiguous activations of any float dtype, one block per
-// channel: training computes the batch statistics (saved, and the running ones updated when
-// given), eval reads the running ones; then y = bn(x), with ReLU or relu(bn(x) + r) as the tail
-// says, each output computed in f32 and rounded once into yt.
+// Batch norm forward on [N, C, HW] contiguous activations of any float dtype: training computes the
+// batch statistics (saved, and the running ones updated when given), eval reads the running ones;
+// then y = bn(x), with ReLU or relu(bn(x) + r) as the tail says, each output computed in f32 and
+// rounded once into yt.
 struct BnForward {
   const void* x = nullptr;
   DType xt = DType::f32;
@@ -43,7 +44,7 @@ struct BnForward {
   BnTail tail = BnTail::none;
 };
 
-// Backward with given (mean, invstd), one block per channel, in the reference's arithmetic:
+// Backward with given (mean, invstd), in the reference's arithmetic:
 // g = dy, masked where y <= 0 when y (the forward's output after a ReLU tail) is given;
 // dresidual = g; dweight = sum g*xhat, dbias = sum g (double sums); dx with (training) or
 // without the batch-statistics terms. Activations of any float dtype; any of dx, dresidual,
@@ -67,6 +68,25 @@ struct BnBackward {
   float* dweight = nullptr;
   float* dbias = nullptr;
 };
+
+// Blocks a kernel gives one channel of m values: one per 16,384 values (64 per thread of a
+// 256-thread block), at most 64, so a layer with few channels and large planes (a ResNet stem:
+// 64 channels of 802,816 values at batch 256) still fills the device. A function of the shape
+// only, so the order of the sums, and the results, do not depend on the device.
+constexpr int64_t kBnValuesPerBlock = 16384;
+constexpr int64_t kBnMaxBlocksPerChannel = 64;
+DPLAB_HD int64_t bn_blocks_per_channel(int64_t m) {
+  const int64_t s = (m + kBnValuesPerBlock - 1) / kBnValuesPerBlock;
+  return s < 1 ? 1 : (s > kBnMaxBlocksPerChannel ? kBnMaxBlocksPerChannel : s);
+}
+
+// Adds the S partial sums of channel c (stored [C][S]) in block order: every block that needs
+// the total gets the same bits.
+DPLAB_HD double bn_total(const double* part, int64_t c, int64_t S) {
+  double s = 0.0;
+  for (int64_t i = 0; i < S; ++i) s += part[c * S + i];
+  return s;
+}
 
 // Channel c of a forward pass. Training: sum_x over every thread -> set_mean, then
 // sum_sq_dev over every thread -> set_var (the writer, one thread, saves the statistics and

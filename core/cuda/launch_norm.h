@@ -20,11 +20,16 @@ cudaError_t launch_bn_train_single(const float* x, const float* w, const float* 
                                    float eps, float* y, float* save_mean, float* save_invstd,
                                    int64_t C, cudaStream_t s);
 
-// Batch norm forward on [N, C, HW] activations of any float dtype (BnForward,
-// core/cuda/bn_channel.h), one block per channel.
-cudaError_t launch_bn_forward(const BnForward& a, cudaStream_t s);
+// Doubles of scratch the two launchers below need for C channels of m values each (the blocks'
+// partial sums between passes); the caller allocates them on the stream's device.
+int64_t bn_partials(int64_t C, int64_t m);
 
-// Batch norm backward likewise (BnBackward, core/cuda/bn_channel.h).
-cudaError_t launch_bn_backward(const BnBackward& a, cudaStream_t s);
+// Batch norm forward on [N, C, HW] activations of any float dtype (BnForward,
+// core/cuda/bn_channel.h): bn_blocks_per_channel(N·HW) blocks per channel; training takes three
+// kernels (Σx, Σ(x − mean)², then statistics and outputs), eval one.
+cudaError_t launch_bn_forward(const BnForward& a, double* partials, cudaStream_t s);
+
+// Batch norm backward likewise (BnBackward): two kernels (the sums, then dx).
+cudaError_t launch_bn_backward(const BnBackward& a, double* partials, cudaStream_t s);
 
 }  // namespace dplab::cuda

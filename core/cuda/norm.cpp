@@ -18,14 +18,14 @@
 //   terms; the contract's eval backward is dx = w·invstd·dy -> launch_bn_backward. The same
 //   kernel serves M == 1 in training mode.
 // bf16 activations (autocast) and the fused ops (batch norm then ReLU; batch norm, residual add
-// and ReLU) run dplab's own kernels on any float dtype: one pass forward, one backward, each
-// output rounded once (launch_bn_forward / launch_bn_backward). On f32 activations the fused ops
-// are cuDNN's batch norm followed by the element-wise kernels' ReLU or add-ReLU in place, the
-// arithmetic of the unfused ops, so f32 training keeps cuDNN's batch norm.
-// Activations are contiguous; an input [N, C, d2, d3, ...] is described to cuDNN as
-// [N, C, d2·d3·..., 1]. Missing weight/bias become ones/zeros, and a wanted-but-absent output of
-// cuDNN (a running stat when only the other is tracked, dx/dweight/dbias when not all are
-// wanted) goes to a scratch tensor from the caching allocator.
+// and ReLU) run dplab's own kernels on any float dtype, each output written once, with the
+// statistics' passes before it (launch_bn_forward / launch_bn_backward; core/cuda/bn_channel.h). On
+// f32 activations the fused ops are cuDNN's batch norm followed by the element-wise kernels' ReLU
+// or add-ReLU in place, the arithmetic of the unfused ops, so f32 training keeps cuDNN's batch
+// norm. Activations are contiguous; an input [N, C, d2, d3, ...] is described to cuDNN as [N, C,
+// d2·d3·..., 1]. Missing weight/bias become ones/zeros, and a wanted-but-absent output of cuDNN (a
+// running stat when only the other is tracked, dx/dweight/dbias when not all are wanted) goes to a
+// scratch tensor from the caching allocator.
 #include <cudnn.h>
 
 #include <climits>
@@ -132,6 +132,16 @@ void apply_tail_f32(Tensor& y, const Tail& tail) {
     cuda_elementwise_kernels().binary(BinaryOp::add_relu, y, *tail.r, y);
 }
 
+// Scratch for dplab's kernels' partial sums between passes: doubles, held in 8-byte i64
+// elements (dplab has no f64 dtype). Released once the launches are enqueued, which is safe:
+// every user of the allocator's compute-stream blocks is ordered on that stream.
+Tensor partials_for(const Dims& d, const Tensor& x) {
+  return Tensor::empty({cuda::bn_partials(d.c, d.n * d.hw)}, DType::i64, x.device());
+}
+double* doubles(const Tensor& t) {
+  return static_cast<double*>(t.raw_data());
+}
+
 cuda::BnForward own_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y,
                             const Dims& d, const Tail& tail) {
   cuda::BnForward a;
@@ -181,7 +191,8 @@ void forward_train_any(const Tensor& x, const Tensor& weight, const Tensor& bias
     a.save_mean = save_mean.data<float>();
     a.save_invstd = save_invstd.data<float>();
     a.training = true;
-    DPLAB_CUDA_CHECK(cuda::launch_bn_forward(a, stream));
+    const Tensor part = partials_for(d, x);
+    DPLAB_CUDA_CHECK(cuda::launch_bn_forward(a, doubles(part), stream));
     return;
   }
   if (m == 1) {
@@ -231,7 +242,8 @@ void forward_eval_any(const Tensor& x, const Tensor& weight, const Tensor& bias,
     a.running_var = running_var.data<float>();
     a.eps = eps;
     a.training = false;
-    DPLAB_CUDA_CHECK(cuda::launch_bn_forward(a, cuda::compute_stream(dev)));
+    const Tensor part = partials_for(d, x);
+    DPLAB_CUDA_CHECK(cuda::launch_bn_forward(a, doubles(part), cuda::compute_stream(dev)));
     return;
   }
   const Tensor w = weight.defined() ? weight : filled(d.c, 1.0f, x, dev);
@@ -296,7 +308,8 @@ void backward_any(const Tensor& dy, const Tensor& x, const Tensor& y, const Tens
     }
     a.dweight = opt(dweight);
     a.dbias = opt(dbias);
-    DPLAB_CUDA_CHECK(cuda::launch_bn_backward(a, stream));
+    const Tensor part = partials_for(d, x);
+    DPLAB_CUDA_CHECK(cuda::launch_bn_backward(a, doubles(part), stream));
     return;
   }
   Tensor g = dy;

@@ -2,7 +2,7 @@
 // does not cover (eval-mode statistics, or one value per channel), and batch norm on bf16
 // activations and fused with ReLU or the residual add and ReLU, forward and backward, on any
 // float dtype. The per-channel work is core/cuda/bn_channel.h (tested on the CPU); here are the
-// blocks that run it, one per channel, and their fixed-tree sums.
+// kernels that run it, S blocks per channel, and their fixed-tree sums.
 #include "dplab/core/cuda/launch_norm.h"
 
 namespace dplab::cuda {
@@ -54,31 +54,69 @@ __device__ void block_sum2(double& a, double& b) {
   b = sb[0];
 }
 
-// One block per channel (core/cuda/bn_channel.h does the per-channel work): the statistics
-// (training) or the running ones (eval), then each output written once.
-__global__ void bn_forward_kernel(BnForward a) {
+// Grid (C, S): blockIdx.x is the channel, blockIdx.y the block's share of it; the per-channel
+// work is core/cuda/bn_channel.h. Each pass is its own kernel, so the S blocks of a channel meet
+// through the partial sums between them.
+__device__ __forceinline__ int64_t share_thread() {
+  return blockIdx.y * int64_t(kThreads) + threadIdx.x;
+}
+__device__ __forceinline__ int64_t share_threads() {
+  return gridDim.y * int64_t(kThreads);
+}
+// Thread 0 of the channel's first block: the one that writes per-channel results.
+__device__ __forceinline__ bool channel_writer() {
+  return blockIdx.y == 0 && threadIdx.x == 0;
+}
+__device__ __forceinline__ void store_partial(double* part, double v) {
+  if (threadIdx.x == 0) part[blockIdx.x * gridDim.y + blockIdx.y] = v;
+}
+
+// Training, pass 1: Σx per block.
+__global__ void bn_sum_x_kernel(BnForward a, double* sum_x) {
+  BnForwardChannel ch(a, blockIdx.x);
+  double s = ch.sum_x(share_thread(), share_threads()), unused = 0.0;
+  block_sum2(s, unused);
+  store_partial(sum_x, s);
+}
+
+// Training, pass 2: Σ(x − mean)² per block.
+__global__ void bn_sum_sq_kernel(BnForward a, const double* sum_x, double* sum_sq) {
+  BnForwardChannel ch(a, blockIdx.x);
+  ch.set_mean(bn_total(sum_x, blockIdx.x, gridDim.y));
+  double ss = ch.sum_sq_dev(share_thread(), share_threads()), unused = 0.0;
+  block_sum2(ss, unused);
+  store_partial(sum_sq, ss);
+}
+
+// Last pass: the statistics (training: from the partials; the channel's writer saves them and
+// updates the running ones) or the running ones (eval), then each output written once.
+__global__ void bn_apply_kernel(BnForward a, const double* sum_x, const double* sum_sq) {
   BnForwardChannel ch(a, blockIdx.x);
   if (a.training) {
-    double s = ch.sum_x(threadIdx.x, kThreads), unused = 0.0;
-    block_sum2(s, unused);
-    ch.set_mean(s);
-    double ss = ch.sum_sq_dev(threadIdx.x, kThreads);
-    block_sum2(ss, unused);
-    ch.set_var(ss, threadIdx.x == 0);
+    ch.set_mean(bn_total(sum_x, blockIdx.x, gridDim.y));
+    ch.set_var(bn_total(sum_sq, blockIdx.x, gridDim.y), channel_writer());
   } else {
     ch.use_running();
   }
-  ch.apply(threadIdx.x, kThreads);
+  ch.apply(share_thread(), share_threads());
 }
 
-// One block per channel: the two sums (and dresidual), then dx.
-__global__ void bn_backward_kernel(BnBackward a) {
+// Backward, pass 1: Σg and Σg·x̂ per block (and dresidual).
+__global__ void bn_grad_sums_kernel(BnBackward a, double* sum_dy, double* sum_dy_xhat) {
   BnBackwardChannel ch(a, blockIdx.x);
-  double sum_dy = 0.0, sum_dy_xhat = 0.0;
-  ch.sums(threadIdx.x, kThreads, sum_dy, sum_dy_xhat);
-  block_sum2(sum_dy, sum_dy_xhat);
-  ch.set_sums(sum_dy, sum_dy_xhat, threadIdx.x == 0);
-  ch.dx(threadIdx.x, kThreads);
+  double s1 = 0.0, s2 = 0.0;
+  ch.sums(share_thread(), share_threads(), s1, s2);
+  block_sum2(s1, s2);
+  store_partial(sum_dy, s1);
+  store_partial(sum_dy_xhat, s2);
+}
+
+// Backward, pass 2: the totals (the writer stores dweight and dbias), then dx.
+__global__ void bn_dx_kernel(BnBackward a, const double* sum_dy, const double* sum_dy_xhat) {
+  BnBackwardChannel ch(a, blockIdx.x);
+  ch.set_sums(bn_total(sum_dy, blockIdx.x, gridDim.y), bn_total(sum_dy_xhat, blockIdx.x, gridDim.y),
+              channel_writer());
+  ch.dx(share_thread(), share_threads());
 }
 
 }  // namespace
@@ -103,17 +141,36 @@ cudaError_t launch_bn_train_single(const float* x, const float* w, const float* 
   return cudaGetLastError();
 }
 
-cudaError_t launch_bn_forward(const BnForward& a, cudaStream_t s) {
-  if (a.c == 0 || a.n * a.hw == 0) return cudaSuccess;
+int64_t bn_partials(int64_t C, int64_t m) {
+  return 2 * C * bn_blocks_per_channel(m);
+}
+
+cudaError_t launch_bn_forward(const BnForward& a, double* partials, cudaStream_t s) {
+  const int64_t m = a.n * a.hw;
+  if (a.c == 0 || m == 0) return cudaSuccess;
   if (a.c > 0x7fffffff) return cudaErrorInvalidValue;
-  bn_forward_kernel<<<static_cast<unsigned>(a.c), kThreads, 0, s>>>(a);
+  const int64_t S = bn_blocks_per_channel(m);
+  const dim3 grid(static_cast<unsigned>(a.c), static_cast<unsigned>(S));
+  double* sum_x = partials;
+  double* sum_sq = partials + a.c * S;
+  if (a.training) {
+    bn_sum_x_kernel<<<grid, kThreads, 0, s>>>(a, sum_x);
+    bn_sum_sq_kernel<<<grid, kThreads, 0, s>>>(a, sum_x, sum_sq);
+  }
+  bn_apply_kernel<<<grid, kThreads, 0, s>>>(a, sum_x, sum_sq);
   return cudaGetLastError();
 }
 
-cudaError_t launch_bn_backward(const BnBackward& a, cudaStream_t s) {
+cudaError_t launch_bn_backward(const BnBackward& a, double* partials, cudaStream_t s) {
+  const int64_t m = a.n * a.hw;
   if (a.c == 0) return cudaSuccess;
   if (a.c > 0x7fffffff) return cudaErrorInvalidValue;
-  bn_backward_kernel<<<static_cast<unsigned>(a.c), kThreads, 0, s>>>(a);
+  const int64_t S = bn_blocks_per_channel(m);
+  const dim3 grid(static_cast<unsigned>(a.c), static_cast<unsigned>(S));
+  double* sum_dy = partials;
+  double* sum_dy_xhat = partials + a.c * S;
+  bn_grad_sums_kernel<<<grid, kThreads, 0, s>>>(a, sum_dy, sum_dy_xhat);
+  bn_dx_kernel<<<grid, kThreads, 0, s>>>(a, sum_dy, sum_dy_xhat);
   return cudaGetLastError();
 }
 

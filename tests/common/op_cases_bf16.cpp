@@ -167,34 +167,41 @@ void add_bf16_activations(std::vector<OpCase>& cs) {
   }
   // Batch norm on bf16 with more values per channel than a CUDA block has threads (256), and a
   // plane (13 x 11) that does not divide it, so each thread's walk over the channel spans
-  // images: training (plain, ReLU, add-ReLU) and eval (ReLU, add-ReLU), outputs and gradients.
-  cs.push_back({.name = "bf16_batchnorm_many_per_channel",
-                .ops = {"cast", "batch_norm2d", "batch_norm2d_relu", "batch_norm2d_add_relu"},
-                .inputs =
-                    [] {
-                      return Inputs{uniform({4, 8, 13, 11}, 460, -2.f, 2.f),
-                                    uniform({8}, 461, 0.5f, 1.5f),
-                                    uniform({8}, 462),
-                                    uniform({4, 8, 13, 11}, 463),
-                                    no_grad({8}, 464),
-                                    no_grad({8}, 465, 0.5f, 1.5f)};
-                    },
-                .fn =
-                    [](const Inputs& v) {
-                      Tensor rm = v[4], rv = v[5];
-                      const Tensor x = cast(v[0], DType::bf16), r = cast(v[3], DType::bf16);
-                      const Tensor y = batch_norm2d(x, v[1], v[2], rm, rv, true, 0.3f);
-                      const Tensor z = batch_norm2d_relu(x, v[1], v[2], Tensor(), Tensor(), true);
-                      const Tensor u =
-                          batch_norm2d_add_relu(x, r, v[1], v[2], Tensor(), Tensor(), true);
-                      Tensor em = v[4], ev = v[5];
-                      const Tensor e = batch_norm2d_add_relu(x, r, v[1], v[2], em, ev, false);
-                      const Tensor f = batch_norm2d_relu(x, v[1], v[2], em, ev, false);
-                      return Inputs{add(add(y, z), add(u, add(e, f))), rm, rv};
-                    },
-                .tol = kBf16Tol,
-                .finite_differences = false,
-                .bf16_kernels = true});
+  // images; and with more than a block's share (16,384 values: 96 x 100 x 2 = 19,200), so two
+  // blocks share each channel (core/cuda/bn_channel.h). Training (plain, ReLU, add-ReLU) and eval
+  // (ReLU, add-ReLU), outputs and gradients.
+  for (const auto& [suffix, shape] :
+       {std::pair<std::string, Shape>{"many_per_channel", {4, 8, 13, 11}},
+        std::pair<std::string, Shape>{"two_blocks_per_channel", {2, 4, 96, 100}}}) {
+    const int64_t C = shape[1];
+    cs.push_back({.name = "bf16_batchnorm_" + suffix,
+                  .ops = {"cast", "batch_norm2d", "batch_norm2d_relu", "batch_norm2d_add_relu"},
+                  .inputs =
+                      [shape, C] {
+                        return Inputs{uniform(shape, 460, -2.f, 2.f),
+                                      uniform({C}, 461, 0.5f, 1.5f),
+                                      uniform({C}, 462),
+                                      uniform(shape, 463),
+                                      no_grad({C}, 464),
+                                      no_grad({C}, 465, 0.5f, 1.5f)};
+                      },
+                  .fn =
+                      [](const Inputs& v) {
+                        Tensor rm = v[4], rv = v[5];
+                        const Tensor x = cast(v[0], DType::bf16), r = cast(v[3], DType::bf16);
+                        const Tensor y = batch_norm2d(x, v[1], v[2], rm, rv, true, 0.3f);
+                        const Tensor z = batch_norm2d_relu(x, v[1], v[2], Tensor(), Tensor(), true);
+                        const Tensor u =
+                            batch_norm2d_add_relu(x, r, v[1], v[2], Tensor(), Tensor(), true);
+                        Tensor em = v[4], ev = v[5];
+                        const Tensor e = batch_norm2d_add_relu(x, r, v[1], v[2], em, ev, false);
+                        const Tensor f = batch_norm2d_relu(x, v[1], v[2], em, ev, false);
+                        return Inputs{add(add(y, z), add(u, add(e, f))), rm, rv};
+                      },
+                  .tol = kBf16Tol,
+                  .finite_differences = false,
+                  .bf16_kernels = true});
+  }
   // Element-wise ops on bf16 operands, NCHW and blocked: bf16 in, bf16 out (mixed: f32).
   cs.push_back(
       {.name = "bf16_elementwise",

@@ -1,5 +1,6 @@
 // The per-channel work of the CUDA batch-norm kernels (core/cuda/bn_channel.h) run on the CPU:
-// each channel as a kernel block would take it, 256 threads' shares added on the host, against
+// each channel as the kernels' S blocks take it (256 threads' shares per block, the blocks'
+// partials added in block order), S as the kernels choose it and S = 3, against
 // the reference kernels (core/cpu/ref/norm.cpp) on the same inputs. Forward (training and eval;
 // plain, ReLU, residual add and ReLU; with and without affine parameters and running
 // statistics) and backward (batch or running statistics; with the ReLU mask and the residual's
@@ -28,36 +29,72 @@ constexpr double kTol = 1e-6;
 
 using cuda::BnTail;
 
-void run_forward(const cuda::BnForward& a) {
-  for (int64_t c = 0; c < a.c; ++c) {
-    cuda::BnForwardChannel ch(a, c);
-    if (a.training) {
-      double s = 0.0;
-      for (int64_t t = 0; t < kBlock; ++t) s += ch.sum_x(t, kBlock);
-      ch.set_mean(s);
-      double ss = 0.0;
-      for (int64_t t = 0; t < kBlock; ++t) ss += ch.sum_sq_dev(t, kBlock);
-      ch.set_var(ss, true);
-    } else {
-      ch.use_running();
-    }
-    for (int64_t t = 0; t < kBlock; ++t) ch.apply(t, kBlock);
+// The S blocks of each channel as the kernels run them: block b's threads b·256 .. b·256 + 255
+// of T = 256·S, each block's shares added into its partial, the partials added in block order
+// (bn_total) by every block of the next pass.
+void run_forward(const cuda::BnForward& a, int64_t S) {
+  const int64_t T = kBlock * S;
+  std::vector<double> sum_x(size_t(a.c * S)), sum_sq(size_t(a.c * S));
+  auto partials = [&](auto share, std::vector<double>& part) {
+    for (int64_t c = 0; c < a.c; ++c)
+      for (int64_t b = 0; b < S; ++b) {
+        double p = 0.0;
+        for (int64_t t = b * kBlock; t < (b + 1) * kBlock; ++t) p += share(c, t);
+        part[size_t(c * S + b)] = p;
+      }
+  };
+  if (a.training) {
+    partials([&](int64_t c, int64_t t) { return cuda::BnForwardChannel(a, c).sum_x(t, T); }, sum_x);
+    partials(
+        [&](int64_t c, int64_t t) {
+          cuda::BnForwardChannel ch(a, c);
+          ch.set_mean(cuda::bn_total(sum_x.data(), c, S));
+          return ch.sum_sq_dev(t, T);
+        },
+        sum_sq);
   }
+  for (int64_t c = 0; c < a.c; ++c)
+    for (int64_t b = 0; b < S; ++b) {
+      cuda::BnForwardChannel ch(a, c);
+      if (a.training) {
+        ch.set_mean(cuda::bn_total(sum_x.data(), c, S));
+        ch.set_var(cuda::bn_total(sum_sq.data(), c, S), b == 0);
+      } else {
+        ch.use_running();
+      }
+      for (int64_t t = b * kBlock; t < (b + 1) * kBlock; ++t) ch.apply(t, T);
+    }
 }
 
-void run_backward(const cuda::BnBackward& a) {
-  for (int64_t c = 0; c < a.c; ++c) {
-    cuda::BnBackwardChannel ch(a, c);
-    double sum_dy = 0.0, sum_dy_xhat = 0.0;
-    for (int64_t t = 0; t < kBlock; ++t) {
-      double s1 = 0.0, s2 = 0.0;
-      ch.sums(t, kBlock, s1, s2);
-      sum_dy += s1;
-      sum_dy_xhat += s2;
+void run_backward(const cuda::BnBackward& a, int64_t S) {
+  const int64_t T = kBlock * S;
+  std::vector<double> sum_dy(size_t(a.c * S)), sum_dy_xhat(size_t(a.c * S));
+  for (int64_t c = 0; c < a.c; ++c)
+    for (int64_t b = 0; b < S; ++b) {
+      const cuda::BnBackwardChannel ch(a, c);
+      double p1 = 0.0, p2 = 0.0;
+      for (int64_t t = b * kBlock; t < (b + 1) * kBlock; ++t) {
+        double s1 = 0.0, s2 = 0.0;
+        ch.sums(t, T, s1, s2);
+        p1 += s1;
+        p2 += s2;
+      }
+      sum_dy[size_t(c * S + b)] = p1;
+      sum_dy_xhat[size_t(c * S + b)] = p2;
     }
-    ch.set_sums(sum_dy, sum_dy_xhat, true);
-    for (int64_t t = 0; t < kBlock; ++t) ch.dx(t, kBlock);
-  }
+  for (int64_t c = 0; c < a.c; ++c)
+    for (int64_t b = 0; b < S; ++b) {
+      cuda::BnBackwardChannel ch(a, c);
+      ch.set_sums(cuda::bn_total(sum_dy.data(), c, S), cuda::bn_total(sum_dy_xhat.data(), c, S),
+                  b == 0);
+      for (int64_t t = b * kBlock; t < (b + 1) * kBlock; ++t) ch.dx(t, T);
+    }
+}
+
+// The blocks per channel the kernels use for this shape, and 3 (more than the shape needs: some
+// blocks' threads have no element at all).
+std::vector<int64_t> block_counts(const Shape& shape) {
+  return {cuda::bn_blocks_per_channel(shape[0] * shape[2] * shape[3]), 3};
 }
 
 float* ptr(const Tensor& t) {
@@ -82,7 +119,8 @@ struct Case {
 
 std::vector<Case> cases() {
   std::vector<Case> cs;
-  for (const Shape& s : {Shape{2, 3, 5, 7}, Shape{4, 8, 13, 11}, Shape{1, 2, 1, 1}})
+  for (const Shape& s :
+       {Shape{2, 3, 5, 7}, Shape{4, 8, 13, 11}, Shape{1, 2, 1, 1}, Shape{2, 2, 96, 100}})
     for (DType dt : {DType::bf16, DType::f32})
       for (BnTail tail : {BnTail::none, BnTail::relu, BnTail::add_relu})
         for (bool affine : {true, false}) cs.push_back({s, dt, tail, affine, affine});
@@ -105,6 +143,15 @@ struct Inputs {
     }
   }
 };
+
+TEST(BnChannel, BlocksPerChannelGrowWithTheValuesUpToACap) {
+  EXPECT_EQ(cuda::bn_blocks_per_channel(1), 1);
+  EXPECT_EQ(cuda::bn_blocks_per_channel(16384), 1);
+  EXPECT_EQ(cuda::bn_blocks_per_channel(16385), 2);
+  EXPECT_EQ(cuda::bn_blocks_per_channel(19200), 2);     // the {2, 2, 96, 100} case below
+  EXPECT_EQ(cuda::bn_blocks_per_channel(802816), 49);   // a ResNet-50 stem at batch 256
+  EXPECT_EQ(cuda::bn_blocks_per_channel(3211264), 64);  // capped
+}
 
 TEST(BnChannel, ForwardMatchesTheReference) {
   const NormKernels& ref = ref_backend().norm;
@@ -161,13 +208,19 @@ TEST(BnChannel, ForwardMatchesTheReference) {
       a.hw = k.shape[2] * k.shape[3];
       a.training = training;
       a.tail = k.tail;
-      run_forward(a);
-      expect_same(y, y_ref, "y");
-      if (training) {
-        expect_same(sm, sm_ref, "save_mean");
-        expect_same(si, si_ref, "save_invstd");
-        expect_same(rm, rm_ref, "running_mean");
-        expect_same(rv, rv_ref, "running_var");
+      for (int64_t S : block_counts(k.shape)) {
+        SCOPED_TRACE(std::to_string(S) + " block(s) per channel");
+        if (rm.defined()) rm.copy_(in.rm);
+        if (rv.defined()) rv.copy_(in.rv);
+        y.zero_();
+        run_forward(a, S);
+        expect_same(y, y_ref, "y");
+        if (training) {
+          expect_same(sm, sm_ref, "save_mean");
+          expect_same(si, si_ref, "save_invstd");
+          expect_same(rm, rm_ref, "running_mean");
+          expect_same(rv, rv_ref, "running_var");
+        }
       }
     }
   }
@@ -223,11 +276,15 @@ TEST(BnChannel, BackwardMatchesTheReference) {
       }
       a.dweight = ptr(got[2]);
       a.dbias = ptr(got[3]);
-      run_backward(a);
-      expect_same(got[0], want[0], "dx");
-      if (k.tail == BnTail::add_relu) expect_same(got[1], want[1], "dresidual");
-      expect_same(got[2], want[2], "dweight");
-      expect_same(got[3], want[3], "dbias");
+      for (int64_t S : block_counts(k.shape)) {
+        SCOPED_TRACE(std::to_string(S) + " block(s) per channel");
+        for (Tensor& g : got) g.zero_();
+        run_backward(a, S);
+        expect_same(got[0], want[0], "dx");
+        if (k.tail == BnTail::add_relu) expect_same(got[1], want[1], "dresidual");
+        expect_same(got[2], want[2], "dweight");
+        expect_same(got[3], want[3], "dbias");
+      }
     }
   }
 }
