@@ -68,7 +68,7 @@ __device__ __forceinline__ bool channel_writer() {
   return blockIdx.y == 0 && threadIdx.x == 0;
 }
 __device__ __forceinline__ void store_partial(double* part, double v) {
-  if (threadIdx.x == 0) part[blockIdx.x * gridDim.y + blockIdx.y] = v;
+  if (threadIdx.x == 0) part[int64_t(blockIdx.x) * gridDim.y + blockIdx.y] = v;
 }
 
 // Training, pass 1: Σx per block.
