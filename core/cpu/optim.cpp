@@ -157,8 +157,7 @@ void lars_norms_runs(const Tensor& param, const Tensor& grad, const std::vector<
 
 void lars_step_runs(Tensor& param, const Tensor& grad, Tensor& buf, const Tensor& norms,
                     const std::vector<OptimRun>& runs, const LarsStepArgs& args) {
-  check_lars_runs_operands(param, grad, runs, norms);
-  check_sgd_operands(param, grad, buf, {.momentum = args.momentum});  // the buffer, as lars_step
+  check_lars_step_runs_operands(param, grad, buf, norms, runs, args);
   const float* nm = norms.data<float>();
   std::vector<LarsUpdate> update;  // run i's, from its own trust and weight decay
   update.reserve(runs.size());

@@ -161,8 +161,7 @@ void lars_norms_runs(const Tensor& param, const Tensor& grad, const std::vector<
 
 void lars_step_runs(Tensor& param, const Tensor& grad, Tensor& buf, const Tensor& norms,
                     const std::vector<OptimRun>& runs, const LarsStepArgs& args) {
-  check_lars_runs_operands(param, grad, runs, norms);
-  check_sgd_operands(param, grad, buf, {.momentum = args.momentum});  // the buffer, as lars_step
+  check_lars_step_runs_operands(param, grad, buf, norms, runs, args);
   check_on_cuda(param, "lars_step_runs");
   CurrentDevice cur(param);
   float* b = args.momentum != 0.f ? buf.data<float>() : nullptr;

@@ -166,6 +166,10 @@ void check_lars_norm_operands(const Tensor& param, const Tensor& grad, const Ten
 // The multi-tensor LARS kernels' param, grad, runs and norms (2 per run).
 void check_lars_runs_operands(const Tensor& param, const Tensor& grad,
                               const std::vector<OptimRun>& runs, const Tensor& norms);
+// lars_step_runs' operands: those above, and the momentum buffer as lars_step checks it.
+void check_lars_step_runs_operands(const Tensor& param, const Tensor& grad, const Tensor& buf,
+                                   const Tensor& norms, const std::vector<OptimRun>& runs,
+                                   const LarsStepArgs& args);
 // lars_norms_runs on the host backends: checks the operands, then calls a backend's own
 // single-tensor lars_norms `one` on each run that is not excluded (core/cpu/ref/optim.cpp).
 void lars_norms_run_by_run(void (*one)(const Tensor&, const Tensor&, Tensor&), const Tensor& param,

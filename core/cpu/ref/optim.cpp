@@ -78,6 +78,13 @@ void check_lars_runs_operands(const Tensor& param, const Tensor& grad,
   check_slots(norms, int64_t(2 * runs.size()), DType::f32, param.device(), "lars runs norms");
 }
 
+void check_lars_step_runs_operands(const Tensor& param, const Tensor& grad, const Tensor& buf,
+                                   const Tensor& norms, const std::vector<OptimRun>& runs,
+                                   const LarsStepArgs& args) {
+  check_lars_runs_operands(param, grad, runs, norms);
+  check_sgd_operands(param, grad, buf, {.momentum = args.momentum});  // the buffer, as lars_step
+}
+
 void lars_norms_run_by_run(void (*one)(const Tensor&, const Tensor&, Tensor&), const Tensor& param,
                            const Tensor& grad, const std::vector<OptimRun>& runs, Tensor& norms) {
   check_lars_runs_operands(param, grad, runs, norms);
@@ -274,8 +281,7 @@ void lars_norms_runs(const Tensor& param, const Tensor& grad, const std::vector<
 
 void lars_step_runs(Tensor& param, const Tensor& grad, Tensor& buf, const Tensor& norms,
                     const std::vector<OptimRun>& runs, const LarsStepArgs& args) {
-  check_lars_runs_operands(param, grad, runs, norms);
-  check_sgd_operands(param, grad, buf, {.momentum = args.momentum});  // the buffer, as lars_step
+  check_lars_step_runs_operands(param, grad, buf, norms, runs, args);
   for (size_t i = 0; i < runs.size(); ++i) {
     const OptimRun& r = runs[i];
     LarsStepArgs a = args;
