@@ -40,7 +40,7 @@ template <class Post>
 Pending BucketContext::post(Post&& p) {
   // On a device the bucket's time in flight runs from the compute stream's position at its
   // first post (its gradients are ready there) to the end of its last operation on the comm
-  // stream (posted_last).
+  // stream (posted_last); inside a CommStreamScope it was opened on the comm stream already.
   if (flight_ != nullptr && !flight_open_ && !flight_measured_) {
     flight_->begin(DeviceStream::compute);
     flight_open_ = true;
@@ -115,6 +115,12 @@ void BucketContext::complete(Pending& p) {
   std::vector<Request> reqs = counted(p, *meter_, *mu_, payload_, wire_bytes_);
   std::lock_guard<std::mutex> lock(*mu_);
   for (Request& r : reqs) device_pending_->push_back(std::move(r));
+}
+
+void BucketContext::open_flight_on_comm() {
+  if (flight_ == nullptr || flight_open_ || flight_measured_) return;
+  flight_->begin(DeviceStream::comm);
+  flight_open_ = true;
 }
 
 void BucketContext::posted_last() {

@@ -147,6 +147,9 @@ class BucketContext {
   // The bucket's time in flight on a device (null off one): open from the first post.
   DeviceIntervals* flight_ = nullptr;
   bool flight_open_ = false, flight_measured_ = false;
+  // Inside a CommStreamScope: opens the flight on the comm stream, where the scope's wait for the
+  // gradients (and whatever the stream queued before) ends, before the reducer's first kernel.
+  void open_flight_on_comm();
   // Trace (null: off): the bucket's step, the trace's axis, the last post.
   trace::Tracer* tracer_ = nullptr;
   bool virtual_trace_ = false;
@@ -166,6 +169,13 @@ class BucketReducer {
   // ctx.complete(). Runs on GradSync's communication thread, one bucket at a time in bucket
   // order, and must post the same collectives in the same order on every rank.
   virtual void reduce(BucketView& bucket, BucketContext& ctx) = 0;
+  // True: GradSync runs reduce() inside a CommStreamScope (core/comm_stream_scope.h), so on a
+  // CUDA arena the reducer's own kernels and allocations (copies, scaling, the communicator's
+  // wire conversions) go to the comm stream behind its collectives instead of queueing behind
+  // backward on the compute stream, and finish() orders compute after them. Such a reducer uses
+  // element-wise and reduction kernels only: cuBLAS and cuDNN refuse inside the scope. The
+  // default (false) runs reduce() on the compute stream's terms, as a PyTorch comm hook does.
+  virtual bool stage_kernels_on_comm_stream() const { return false; }
   // After every bucket of a synchronised step (GradSync::finish()), on the compute thread.
   virtual void end_step() {}
   // State that must survive a checkpoint, bitwise (compression's residuals, ...); between steps.

@@ -1,7 +1,8 @@
 // The flat bucket reducer (comm/bucket_reducer.h): one allreduce of the bucket over the world, in
 // the wire type (f32, or 16-bit: the communicator converts and accumulates in f32), averaging or
-// summing. On a device (NCCL) it is only posted on the comm stream; GradSync::finish() orders it
-// before compute without a host wait.
+// summing. On a device (NCCL) it is only posted on the comm stream, its wire conversions too
+// (stage_kernels_on_comm_stream); GradSync::finish() orders it before compute without a host
+// wait.
 #include "dplab/comm/bucket_reducer.h"
 
 namespace dplab {
@@ -10,6 +11,7 @@ namespace {
 class FlatReducer : public BucketReducer {
  public:
   std::string name() const override { return "flat"; }
+  bool stage_kernels_on_comm_stream() const override { return true; }
   void reduce(BucketView& bucket, BucketContext& ctx) override {
     const ReduceOp op = ctx.average() ? ReduceOp::average : ReduceOp::sum;
     Pending p = ctx.iallreduce(ctx.world(), bucket.grad, op, ctx.wire());

@@ -12,6 +12,7 @@
 
 #include "dplab/comm/cluster/virtual_time.h"
 #include "dplab/core/backend.h"
+#include "dplab/core/comm_stream_scope.h"
 #include "dplab/core/error.h"
 
 namespace dplab {
@@ -88,6 +89,8 @@ GradSync::GradSync(ParamArena& arena, std::shared_ptr<Communicator> world,
   vt_ = world_->virtual_time();
   ready_virtual_.assign(buckets_.size(), 0.0);
   end_virtual_.assign(buckets_.size(), 0.0);
+  for (size_t b = 0; b < buckets_.size(); ++b)
+    ready_marks_.push_back(std::make_unique<ComputeMark>(arena_.device()));
   for (size_t b = 0; b < buckets_.size(); ++b) {
     for (int s = buckets_[b].first_segment; s <= buckets_[b].last_segment; ++s)
       bucket_of_segment_[s] = static_cast<int>(b);
@@ -157,6 +160,7 @@ void GradSync::on_ready(int segment) {
   active_ = true;
   const int b = bucket_of_segment_[segment];
   if (pending_[b] > 0 && --pending_[b] == 0) {
+    ready_marks_[b]->record();  // the compute thread: its stream holds the gradients up to here
     if (trace::active(tracer_)) ready_at_[b] = trace::Clock::now();
     // The hooks run on the compute thread; a replayed compute profile says when (virtual_time.h).
     if (vt_)
@@ -204,6 +208,7 @@ void GradSync::finish() {
   std::unique_lock<std::mutex> lock(mu_);
   // Buckets whose tensors got no gradient this pass still travel, in order, on every rank.
   for (size_t b = 0; b < pending_.size(); ++b) {
+    if (pending_[b] > 0) ready_marks_[b]->record();
     if (pending_[b] > 0 && trace::active(tracer_)) ready_at_[b] = trace_t0;
     if (pending_[b] > 0) ready_virtual_[b] = virtual_t0;
     pending_[b] = 0;
@@ -248,6 +253,13 @@ void GradSync::finish() {
     } catch (...) {
       if (!err) err = std::current_exception();
     }
+  }
+  // And for the buckets' own kernels on the comm stream (stage_kernels_on_comm_stream): the
+  // hierarchical reducer's copy back follows its last collective there.
+  try {
+    order_compute_after_comm(arena_.device());
+  } catch (...) {
+    if (!err) err = std::current_exception();
   }
   if (on_device) {
     device_waits_->end();
@@ -345,9 +357,19 @@ void GradSync::reduce_bucket(int b) {
   const int64_t step = tr ? tr->step() : -1;
   ctx.tracer_ = tr;
   ctx.step_ = step;
+  // On a CUDA arena a reducer with stage_kernels_on_comm_stream() runs on the comm stream, which
+  // first waits for the bucket's gradients (ready_marks_) and nothing later (issue #34).
+  std::optional<CommStreamScope> on_comm;
+  if (reducer_->stage_kernels_on_comm_stream())
+    on_comm.emplace(arena_.device(), ready_marks_[b].get());
+  // Its flight then starts on the comm stream: from the gradients, or from the end of what the
+  // stream queued before (the previous bucket), as on the virtual clock.
+  if (on_comm) ctx.open_flight_on_comm();
   // The GPU span starts when the comm stream has caught up with the compute stream (the
   // gradients are ready there), not when the comm stream reaches this bucket's wait for them.
-  const int gpu_span = tr && tr->gpu() ? tr->gpu()->begin_comm_after_compute() : -1;
+  const int gpu_span = !tr || !tr->gpu() ? -1
+                       : on_comm         ? tr->gpu()->begin(trace::kGpuComm)
+                                         : tr->gpu()->begin_comm_after_compute();
   // Virtual time: each operation of the bucket is posted at the virtual time it could start on
   // the compute thread's clock (the bucket's ready time, then the previous operation's end), not
   // when this thread gets to it; the waits are real only (this is not the clock's thread).

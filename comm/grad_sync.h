@@ -23,12 +23,17 @@
 // with CUDA events on the device and read back by take_stats() without waiting (an interval
 // still running counts in a later window). Requests are
 // not made to wait on the compute stream earlier, from the communication thread: that would stall
-// the rest of backward behind each bucket. The hierarchical mode still waits for each stage on the
-// communication thread (its scaling between the node-local and cross-node stages runs as a compute
-// kernel in between), so its finish() waits on the host until the last stage has ended; its
-// figures are timed on the device all the same: time in flight from the compute stream's position
-// at posting to the end of the last stage on the comm stream, exposed wait from the end of
-// backward on the compute stream to the point where the next compute work can run.
+// the rest of backward behind each bucket. The flat and hierarchical reducers run inside a
+// CommStreamScope (core/comm_stream_scope.h, BucketReducer::stage_kernels_on_comm_stream): the
+// comm stream waits for the compute stream once, when the bucket fires, and every kernel of the
+// bucket (wire conversions, the hierarchical padding copy, scaling and copy back) follows its
+// collectives on the comm stream, never behind the backward enqueued since; finish() then also
+// orders compute after the comm stream (order_compute_after_comm). The hierarchical mode waits
+// for each stage on the communication thread (for its comm_stage trace events), so its finish()
+// waits on the host until the last stage has ended; its figures are timed on the device all the
+// same: time in flight from the compute stream's position at posting to the end of the last
+// stage on the comm stream, exposed wait from the end of backward on the compute stream to the
+// point where the next compute work can run.
 // Trace (GPU comm track): a bucket's span starts after the comm stream's device-side wait for the
 // compute stream (GpuTimeline::begin_comm_after_compute), so it holds the communication only.
 //
@@ -79,6 +84,8 @@
 #include "dplab/core/trace/tracer.h"
 
 namespace dplab {
+
+class ComputeMark;  // core/comm_stream_scope.h
 
 // The bucket plan for `segments` in arena order. Limits in MiB of f32 gradient.
 std::vector<GradBucket> plan_buckets(const std::vector<ArenaSegment>& segments,
@@ -195,6 +202,10 @@ class GradSync {
   // compute thread's clock and its end; guarded by mu_.
   std::shared_ptr<cluster::VirtualTime> vt_;
   std::vector<double> ready_virtual_, end_virtual_;
+  // Per bucket: the compute stream's position when its gradients were ready (recorded by the
+  // hook on the compute thread; a CUDA event, nothing on the CPU). A bucket reduced inside a
+  // CommStreamScope waits for this on the comm stream, not for backward enqueued after it.
+  std::vector<std::unique_ptr<ComputeMark>> ready_marks_;
   std::thread thread_;
 };
 

@@ -2,6 +2,11 @@
 // node, allreduce of the node's shard across nodes (cross communicator), allgather inside the
 // node, each stage in the wire type and waited for before the next (a comm_stage trace event).
 // With one rank per node it is the flat allreduce over the cross communicator.
+// On a CUDA arena every kernel of a bucket (the padding copy, the scaling, the copy back, the
+// wire conversions) runs on the comm stream, in stream order with its collectives
+// (stage_kernels_on_comm_stream: GradSync holds a CommStreamScope around reduce()), so no stage
+// queues behind the backward that the compute stream runs meanwhile (issue #34). The host waits
+// between stages block only GradSync's communication thread.
 #include "dplab/comm/bucket_reducer.h"
 #include "dplab/core/backend.h"
 
@@ -11,6 +16,7 @@ namespace {
 class HierarchicalReducer : public BucketReducer {
  public:
   std::string name() const override { return "hierarchical"; }
+  bool stage_kernels_on_comm_stream() const override { return true; }
   void reduce(BucketView& bucket, BucketContext& ctx) override {
     Communicator& node = *ctx.node();
     Communicator& cross = *ctx.cross();
@@ -32,9 +38,8 @@ class HierarchicalReducer : public BucketReducer {
     if (numel > 0) be.ew.copy(g, head);
     Tensor shard = Tensor::empty({chunk}, DType::f32, g.device());
     // On a device the time in flight is measured there (BucketContext): from the first stage's
-    // post to the end of the last stage on the comm stream. The host waits between stages order
-    // the stages' kernels (compute stream) after them without making the compute stream wait
-    // mid-backward; they time nothing.
+    // post to the end of the last stage on the comm stream. The host waits between stages time
+    // nothing there: they give each stage its trace event and its virtual end.
     Pending p = ctx.ireduce_scatter(node, full, shard, ReduceOp::sum, ctx.wire());
     ctx.wait(p, "reduce_scatter (node)");
     // Average over all ranks = (sum over the node, then over nodes) / world size.

@@ -73,7 +73,9 @@ struct NcclRequest : BackendRequest {
   std::atomic<bool> issued{false};
   std::shared_ptr<cuda::Event> comm_done;  // recorded on the comm stream after the NCCL call(s)
   // Conversion of the wire buffer back into the caller's tensor, enqueued on the compute stream
-  // once `comm_done` is seen (or by order_before_compute); `finished` is recorded after it.
+  // once `comm_done` is seen (or by order_before_compute), or, for an operation posted inside a
+  // CommStreamScope, on the comm stream right behind the collective; `finished` is recorded
+  // after it, on the stream it ran on.
   std::function<void()> post;
   bool post_enqueued = false;
   std::optional<cuda::Event> finished;
@@ -83,11 +85,11 @@ struct NcclRequest : BackendRequest {
   bool device_ordered() const override { return true; }
   void on_wait_failed(const std::string& why) override;
   ~NcclRequest() override;
+  void enqueue_post();  // on the stream this thread launches on (core/cuda/stream.h)
 
  private:
   void ensure_issued();
   void check_async_error() const;
-  void enqueue_post();
 };
 
 struct P2pOp {
@@ -305,7 +307,7 @@ void NcclRequest::enqueue_post() {
   cuda::ScopedDevice on(state->device);
   post();
   finished.emplace(state->device);
-  finished->record(cuda::compute_stream(state->device));
+  finished->record(cuda::launch_stream(state->device));
   post_enqueued = true;
 }
 
@@ -332,7 +334,10 @@ void NcclRequest::order_before_compute() {
   // The request may never be tested again (complete_before_compute drops it): report what NCCL
   // knows of a failure now, without waiting.
   check_async_error();
-  if (post_enqueued) return;  // the conversion is on the compute stream already
+  if (post_enqueued) {  // the conversion is enqueued: on the compute stream, or on the comm stream
+    finished->make_wait(cuda::compute_stream(state->device));
+    return;
+  }
   comm_done->make_wait(cuda::compute_stream(state->device));
   if (post) enqueue_post();
 }
@@ -347,9 +352,13 @@ void NcclRequest::on_wait_failed(const std::string& why) {
 
 NcclRequest::~NcclRequest() {
   // Dropped before its completion was seen: later compute-stream work (which may reuse the
-  // freed buffers through the caching allocator) must not overtake the communication.
-  if (state && comm_done && !post_enqueued && !done)
-    cudaStreamWaitEvent(cuda::compute_stream(state->device), comm_done->get(), 0);
+  // freed buffers through the caching allocator, or read the result) must not overtake the
+  // communication, nor the conversion that follows it.
+  if (!state || done) return;
+  const cudaEvent_t last = post_enqueued && finished ? finished->get()
+                           : comm_done               ? comm_done->get()
+                                                     : nullptr;
+  if (last) cudaStreamWaitEvent(cuda::compute_stream(state->device), last, 0);
 }
 
 // Who an NCCL communicator is: the MPI communicator it bootstraps from, as that one says.
@@ -564,7 +573,8 @@ class NcclCommunicator : public BackendCommunicator {
     return r;
   }
   // The tensor itself (flat) when it already has the wire dtype, else a converted copy made on
-  // the compute stream (so it is ordered before the collective by post()).
+  // the stream this thread launches on: the compute stream, ordered before the collective by
+  // post(), or, inside a CommStreamScope, the comm stream itself (in stream order).
   Tensor to_wire(const Tensor& t, DType wire) const {
     Tensor flat = t.view({t.numel()});
     if (t.dtype() == wire) return flat;
@@ -591,6 +601,9 @@ class NcclCommunicator : public BackendCommunicator {
       else
         be.ew.copy(buf, flat);
     };
+    // Inside a CommStreamScope the conversion follows the collective on the comm stream at once:
+    // nothing waits for the host to see the collective end, and no compute work queues before it.
+    if (cuda::in_comm_scope(st_->device)) r->enqueue_post();
   }
   // Enqueues `nccl` on the comm stream after the compute stream's work so far, then the
   // completion event. Queued point-to-point operations go first.
@@ -601,7 +614,10 @@ class NcclCommunicator : public BackendCommunicator {
     // Every queued send/recv of the family first (comm/p2p_order.h).
     st_->family->flush_p2p_locked();
     st_->check_usable();
-    st_->order_after_compute();
+    // Inside a CommStreamScope the comm stream waited for compute when the scope began (the
+    // bucket's gradients), and the scope's own kernels before this are on the comm stream.
+    // Waiting again here would queue the collective behind the backward enqueued since.
+    if (!cuda::in_comm_scope(st_->device)) st_->order_after_compute();
     nccl(st_->stream);
     r->comm_done = std::make_shared<cuda::Event>(st_->device);
     r->comm_done->record(st_->stream);

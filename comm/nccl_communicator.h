@@ -24,21 +24,26 @@
 // that and retires the request (what GradSync and the algorithms use inside a step, so a step
 // never waits on the host for its communication; errors NCCL reports asynchronously are thrown
 // there too).
+// Inside a CommStreamScope (core/comm_stream_scope.h: GradSync's bucket reductions) the comm
+// stream waited for compute once, when the scope began; a collective posted there does not wait
+// again (that would queue it behind the backward enqueued since), and its wire conversions run
+// on the comm stream, the one back right behind the collective.
 // All communicators of a device share one comm stream, so their operations run in posting order
 // per rank: programs must post collectives in the same order on every rank (as MPI requires per
 // communicator), including across communicators that share ranks.
 //
 // Wire types: f32/bf16/f16 (and i32/i64/u8 where reductions allow) map to NCCL's types. A wire
 // type that differs from the tensor's is handled like the MPI backend: the tensor is converted
-// into a wire buffer by the element-wise copy kernel on the compute stream before the
-// collective, and converted back after it (the average's 1/n is applied in f32 during that
-// conversion, as in the MPI backend). The back conversion is enqueued on the compute stream
-// once the collective is seen complete (test/wait) or by order_before_compute(), so it never
-// stalls compute that was enqueued in between. NCCL reduces 16-bit wire data with its own
-// kernels: each hop adds two wire-type values and rounds to the wire type (the MPI backend's
-// user op does the same, widening to f32 per hop), so the error bound is the same
-// (hops * 2^-9 for bf16, 2^-12 for f16, relative); bit patterns can differ from MPI's because
-// NCCL's ring/tree order of additions differs. Without a conversion, average is ncclAvg.
+// into a wire buffer by the element-wise copy kernel on the compute stream (the comm stream
+// inside a CommStreamScope) before the collective, and converted back after it (the average's 1/n
+// is applied in f32 during that conversion, as in the MPI backend). The back conversion is enqueued
+// on the compute stream once the collective is seen complete (test/wait) or by
+// order_before_compute(), so it never stalls compute that was enqueued in between (inside a
+// CommStreamScope: on the comm stream, right behind the collective). NCCL reduces
+// 16-bit wire data with its own kernels: each hop adds two wire-type values and rounds to the wire
+// type (the MPI backend's user op does the same, widening to f32 per hop), so the error bound is
+// the same (hops * 2^-9 for bf16, 2^-12 for f16, relative); bit patterns can differ from MPI's
+// because NCCL's ring/tree order of additions differs. Without a conversion, average is ncclAvg.
 //
 // Point-to-point: NCCL has no tags and a lone send can deadlock against the peer's lone send.
 // isend/irecv therefore queue; the queue of the whole family (the world and every communicator

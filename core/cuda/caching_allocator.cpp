@@ -57,7 +57,8 @@ CachingAllocator::~CachingAllocator() = default;
 
 void* CachingAllocator::allocate(size_t nbytes) {
   std::lock_guard<std::mutex> lock(mu_);
-  return pool_->allocate(nbytes, reinterpret_cast<uintptr_t>(compute_stream(device_)));
+  // For the stream this thread launches on: inside a CommStreamScope the comm stream's pool.
+  return pool_->allocate(nbytes, reinterpret_cast<uintptr_t>(launch_stream(device_)));
 }
 
 void CachingAllocator::release(void* p) {
@@ -110,12 +111,13 @@ std::shared_ptr<Storage> cuda_allocate_storage(size_t nbytes, Device device) {
   return std::make_shared<Storage>(p, nbytes, device, [&alloc](void* q) { alloc.release(q); });
 }
 
-// Copies between the host and a device (or two devices) in the order of the device's compute
-// stream, so a copy sees every kernel issued before it and later kernels see the copy, without
-// synchronising the whole device. The host side stays synchronous, as Tensor::copy_ promises:
-// a device -> host copy waits for its stream before returning (the caller reads the values); a
-// host -> device copy from pageable memory returns once the driver has staged the source, so
-// the caller may free or change it at once.
+// Copies between the host and a device (or two devices) in the order of the stream this thread
+// launches on (the compute stream, or the comm stream inside a CommStreamScope), so a copy sees
+// every kernel issued before it and later kernels see the copy, without synchronising the whole
+// device. The host side stays synchronous, as Tensor::copy_ promises: a device -> host copy waits
+// for its stream before returning (the caller reads the values); a host -> device copy from
+// pageable memory returns once the driver has staged the source, so the caller may free or change
+// it at once.
 void cuda_copy_between_devices(const Tensor& src, Tensor& dst) {
   DPLAB_CHECK(src.dtype() == dst.dtype(), "copy {} -> {}: convert the dtype on one device first",
               src.str(), dst.str());
@@ -126,7 +128,7 @@ void cuda_copy_between_devices(const Tensor& src, Tensor& dst) {
     const bool upload = src.device().is_cpu();
     const int dev = upload ? dst.device().index : src.device().index;
     cuda::DeviceGuard guard(dev);
-    cudaStream_t stream = cuda::compute_stream(dev);
+    cudaStream_t stream = cuda::launch_stream(dev);
     // Staged through pinned memory and waited for with comm.timeout_s (stream_wait.h): compute
     // may be waiting on a stalled collective, and a copy into pageable memory would block in
     // the driver without limit. The batch prefetcher is the asynchronous upload path.
@@ -143,16 +145,16 @@ void cuda_copy_between_devices(const Tensor& src, Tensor& dst) {
   if (sd == dd) {
     cuda::DeviceGuard guard(dd);
     DPLAB_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), s.raw_data(), s.nbytes(),
-                                     cudaMemcpyDeviceToDevice, cuda::compute_stream(dd)));
+                                     cudaMemcpyDeviceToDevice, cuda::launch_stream(dd)));
     return;
   }
   {
     cuda::DeviceGuard guard(sd);
-    cuda::wait_stream(cuda::compute_stream(sd),
+    cuda::wait_stream(cuda::launch_stream(sd),
                       fmt::format("copy {} -> {}: the source's stream", src.str(), dst.str()));
   }
   cuda::DeviceGuard guard(dd);
-  cudaStream_t stream = cuda::compute_stream(dd);
+  cudaStream_t stream = cuda::launch_stream(dd);
   DPLAB_CUDA_CHECK(cudaMemcpyPeerAsync(dst.raw_data(), dd, s.raw_data(), sd, s.nbytes(), stream));
   cuda::wait_stream(stream, fmt::format("copy {} -> {}", src.str(), dst.str()));
 }

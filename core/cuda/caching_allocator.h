@@ -2,10 +2,13 @@
 // cudaFree after the first step. The bookkeeping is core/block_pool.h (PyTorch's scheme: 512 B
 // rounding, 2 MiB / 20 MiB segments, block splitting and merging, per-stream reuse, free the
 // cache and retry on out-of-memory); this class backs it with cudaMalloc/cudaFree on its device.
-// Every block is allocated for the device's compute stream: all kernels and copies that use a
-// tensor's memory run on it, and buffers used by the comm stream are kept alive by their NCCL
-// request until the compute stream is ordered after the operation (nccl_communicator.cpp), so
-// a released block may serve the next request at once.
+// Every block is allocated for the stream its thread launches on (core/cuda/stream.h
+// launch_stream): the compute stream, where all op kernels and copies run, or, inside a
+// CommStreamScope, the comm stream, where that scope's kernels and collectives run. So a block
+// is used on the stream it was allocated for, and a released block may serve that stream's next
+// request at once. Compute-stream buffers that a collective reads outside a scope are kept alive
+// by their NCCL request until the compute stream is ordered after the operation
+// (nccl_communicator.cpp).
 #pragma once
 #include <cstddef>
 #include <memory>

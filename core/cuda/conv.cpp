@@ -429,7 +429,7 @@ void apply_math(const Setup& s, DType dt, const Choice& c) {
 
 // Zero bits are 0.0 in f32, bf16 and f16 alike.
 void fill_zero(Tensor& t, int dev) {
-  DPLAB_CUDA_CHECK(cudaMemsetAsync(t.raw_data(), 0, t.nbytes(), cuda::compute_stream(dev)));
+  DPLAB_CUDA_CHECK(cudaMemsetAsync(t.raw_data(), 0, t.nbytes(), cuda::launch_stream(dev)));
 }
 
 // f32 master weights beside bf16 activations (autocast, Backend::bf16_activations): cuDNN's
@@ -476,7 +476,7 @@ void forward(const Tensor& x, const Tensor& w_in, const Tensor& b, Tensor& y,
   if (b.defined())
     DPLAB_CUDA_CHECK(cuda::launch_add_channel_bias(y.raw_data(), y.dtype(), g.N, g.O, g.OH * g.OW,
                                                    b.raw_data(), b.dtype(),
-                                                   cuda::compute_stream(dev)));
+                                                   cuda::launch_stream(dev)));
 }
 
 void backward_data(const Tensor& dy, const Tensor& w_in, Tensor& dx, const Conv2dParams& p) {
@@ -532,8 +532,7 @@ void backward_weight_same_dtype(const Tensor& x, const Tensor& dy, Tensor& dw, T
   cuda::ScopedDevice guard(dev);
   if (db.defined())
     DPLAB_CUDA_CHECK(cuda::launch_channel_sum(dy.raw_data(), dy.dtype(), g.N, g.O, g.OH * g.OW,
-                                              db.raw_data(), db.dtype(),
-                                              cuda::compute_stream(dev)));
+                                              db.raw_data(), db.dtype(), cuda::launch_stream(dev)));
   if (dw.numel() == 0) return;
   if (x.numel() == 0 || dy.numel() == 0) {
     fill_zero(dw, dev);  // an empty batch (or empty output): the gradient is an empty sum

@@ -15,6 +15,7 @@ constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 }  // namespace
 
 cublasHandle_t cublas_handle(int device) {
+  refuse_in_comm_scope(device, "cuBLAS");
   // Lives until exit (per_device.h); so does its workspace block.
   static PerDevice<cublasHandle_t> handles;
   return handles.get(device, "cuBLAS handle", [&] {

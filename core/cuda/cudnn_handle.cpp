@@ -10,6 +10,7 @@
 
 namespace dplab::cuda {
 cudnnHandle_t cudnn_handle(int device) {
+  refuse_in_comm_scope(device, "cuDNN");
   static PerDevice<cudnnHandle_t> handles;  // live until exit (per_device.h)
   return handles.get(device, "cuDNN handle", [&] {
     ScopedDevice guard(device);

@@ -97,7 +97,7 @@ void gemm(bool ta, bool tb, float alpha, const Tensor& a, const Tensor& b, float
   if (K == 0) {
     // An empty sum: c = beta * c (c not read when beta == 0), without asking cuBLAS about k = 0.
     DPLAB_CUDA_CHECK(
-        cuda::launch_scale_matrix(c.raw_data(), ct, M, N, ldc, beta, cuda::compute_stream(dev)));
+        cuda::launch_scale_matrix(c.raw_data(), ct, M, N, ldc, beta, cuda::launch_stream(dev)));
     return;
   }
   const int64_t lda = leading_dim(a), ldb = leading_dim(b);
@@ -134,7 +134,7 @@ void add_row_bias(Tensor& y, const Tensor& b) {
   cuda::ScopedDevice guard(dev);
   DPLAB_CUDA_CHECK(cuda::launch_add_row_bias(y.raw_data(), y.dtype(), y.size(0), y.size(1),
                                              leading_dim(y), b.raw_data(), b.dtype(),
-                                             cuda::compute_stream(dev)));
+                                             cuda::launch_stream(dev)));
 }
 
 void sum_rows(const Tensor& dy, Tensor& db) {
@@ -146,7 +146,7 @@ void sum_rows(const Tensor& dy, Tensor& db) {
   cuda::ScopedDevice guard(dev);
   DPLAB_CUDA_CHECK(cuda::launch_sum_rows(dy.raw_data(), dy.dtype(), dy.size(0), dy.size(1),
                                          leading_dim(dy), db.raw_data(), db.dtype(),
-                                         cuda::compute_stream(dev)));
+                                         cuda::launch_stream(dev)));
 }
 
 }  // namespace

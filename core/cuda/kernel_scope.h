@@ -1,9 +1,10 @@
 // Host-side helpers of the kernel family wrappers (.cpp only).
 //
-// Where a kernel family wrapper launches: the device of its tensors, on that device's compute
-// stream. A launch goes to the *current* device, so KernelScope makes the tensor's device current
-// for the scope (core/cuda/device_guard.h restores the previous one after) and hands out the
-// compute stream of core/cuda/stream.h. Host-side only (.cpp wrappers).
+// Where a kernel family wrapper launches: the device of its tensors, on the stream this thread
+// launches on for that device (core/cuda/stream.h launch_stream: the compute stream, or the comm
+// stream inside a CommStreamScope). A launch goes to the *current* device, so KernelScope makes
+// the tensor's device current for the scope (core/cuda/device_guard.h restores the previous one
+// after) and hands out that stream. Host-side only (.cpp wrappers).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -22,7 +23,7 @@ class KernelScope {
   // `t` must be a CUDA tensor; `what` names the kernel for the error.
   KernelScope(const Tensor& t, const char* what)
       : device_(checked_device(t, what)),
-        stream_(compute_stream(device_)),  // before switching: it may throw
+        stream_(launch_stream(device_)),  // before switching: it may throw
         current_(device_) {}
 
   cudaStream_t stream() const { return stream_; }

@@ -85,7 +85,7 @@ int to_int(int64_t v, const char* what) {
 
 Tensor filled(int64_t C, float value, const Tensor& x, int dev) {
   Tensor t = Tensor::empty({C}, DType::f32, x.device());
-  DPLAB_CUDA_CHECK(cuda::launch_bn_fill(t.data<float>(), C, value, cuda::compute_stream(dev)));
+  DPLAB_CUDA_CHECK(cuda::launch_bn_fill(t.data<float>(), C, value, cuda::launch_stream(dev)));
   return t;
 }
 
@@ -181,7 +181,7 @@ void forward_train_any(const Tensor& x, const Tensor& weight, const Tensor& bias
   if (d.c == 0) return;
   const int dev = x.device().index;
   cuda::ScopedDevice guard(dev);
-  const cudaStream_t stream = cuda::compute_stream(dev);
+  const cudaStream_t stream = cuda::launch_stream(dev);
   if (x.dtype() != DType::f32) {
     cuda::BnForward a = own_forward(x, weight, bias, y, d, tail);
     a.running_mean = opt(running_mean);
@@ -243,7 +243,7 @@ void forward_eval_any(const Tensor& x, const Tensor& weight, const Tensor& bias,
     a.eps = eps;
     a.training = false;
     const Tensor part = partials_for(d, x);
-    DPLAB_CUDA_CHECK(cuda::launch_bn_forward(a, doubles(part), cuda::compute_stream(dev)));
+    DPLAB_CUDA_CHECK(cuda::launch_bn_forward(a, doubles(part), cuda::launch_stream(dev)));
     return;
   }
   const Tensor w = weight.defined() ? weight : filled(d.c, 1.0f, x, dev);
@@ -278,7 +278,7 @@ void backward_any(const Tensor& dy, const Tensor& x, const Tensor& y, const Tens
   const int64_t m = d.n * d.hw;
   const int dev = x.device().index;
   cuda::ScopedDevice guard(dev);
-  const cudaStream_t stream = cuda::compute_stream(dev);
+  const cudaStream_t stream = cuda::launch_stream(dev);
   // cuDNN's backward where it computes the contract (f32, batch statistics, M > 1), after the
   // ReLU mask when there is one; dplab's kernel otherwise.
   if (!(training && m > 1 && x.dtype() == DType::f32)) {

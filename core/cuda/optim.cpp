@@ -28,7 +28,7 @@ class CurrentDevice {
   }
   CurrentDevice(const CurrentDevice&) = delete;
   CurrentDevice& operator=(const CurrentDevice&) = delete;
-  cudaStream_t stream() const { return cuda::compute_stream(dev_); }
+  cudaStream_t stream() const { return cuda::launch_stream(dev_); }
 
  private:
   int prev_ = 0, dev_ = 0;

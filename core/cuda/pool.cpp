@@ -90,7 +90,7 @@ void max_forward(const Tensor& x, Tensor& y, Tensor* workspace, const Pool2dPara
     argmax = workspace->data<int32_t>();
   }
   DPLAB_CUDA_CHECK(cuda::launch_max_pool_forward(x.data<float>(), y.data<float>(), argmax, g,
-                                                 cuda::compute_stream(dev)));
+                                                 cuda::launch_stream(dev)));
 }
 
 void max_backward(const Tensor& dy, const Tensor& workspace, Tensor& dx, const Pool2dParams& p) {
@@ -105,7 +105,7 @@ void max_backward(const Tensor& dy, const Tensor& workspace, Tensor& dx, const P
   const int dev = stream_device(dx);
   cuda::ScopedDevice guard(dev);
   DPLAB_CUDA_CHECK(cuda::launch_max_pool_backward(dy.data<float>(), workspace.data<int32_t>(),
-                                                  dx.data<float>(), g, cuda::compute_stream(dev)));
+                                                  dx.data<float>(), g, cuda::launch_stream(dev)));
 }
 
 void avg_forward(const Tensor& x, Tensor& y, const Pool2dParams& p) {
@@ -114,8 +114,8 @@ void avg_forward(const Tensor& x, Tensor& y, const Pool2dParams& p) {
   windowed(g, p, false, what);
   const int dev = stream_device(x);
   cuda::ScopedDevice guard(dev);
-  DPLAB_CUDA_CHECK(cuda::launch_avg_pool_forward(x.data<float>(), y.data<float>(), g,
-                                                 cuda::compute_stream(dev)));
+  DPLAB_CUDA_CHECK(
+      cuda::launch_avg_pool_forward(x.data<float>(), y.data<float>(), g, cuda::launch_stream(dev)));
 }
 
 void avg_backward(const Tensor& dy, Tensor& dx, const Pool2dParams& p) {
@@ -125,7 +125,7 @@ void avg_backward(const Tensor& dy, Tensor& dx, const Pool2dParams& p) {
   const int dev = stream_device(dx);
   cuda::ScopedDevice guard(dev);
   DPLAB_CUDA_CHECK(cuda::launch_avg_pool_backward(dy.data<float>(), dx.data<float>(), g,
-                                                  cuda::compute_stream(dev)));
+                                                  cuda::launch_stream(dev)));
 }
 
 // An output cell needs at least one input element (an empty output is fine).
@@ -141,7 +141,7 @@ void adaptive_forward(const Tensor& x, Tensor& y) {
   const int dev = stream_device(x);
   cuda::ScopedDevice guard(dev);
   DPLAB_CUDA_CHECK(cuda::launch_adaptive_avg_forward(x.data<float>(), y.data<float>(), g,
-                                                     cuda::compute_stream(dev)));
+                                                     cuda::launch_stream(dev)));
 }
 
 void adaptive_backward(const Tensor& dy, Tensor& dx) {
@@ -151,7 +151,7 @@ void adaptive_backward(const Tensor& dy, Tensor& dx) {
   const int dev = stream_device(dx);
   cuda::ScopedDevice guard(dev);
   DPLAB_CUDA_CHECK(cuda::launch_adaptive_avg_backward(dy.data<float>(), dx.data<float>(), g,
-                                                      cuda::compute_stream(dev)));
+                                                      cuda::launch_stream(dev)));
 }
 
 }  // namespace

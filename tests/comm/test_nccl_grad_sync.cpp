@@ -16,6 +16,8 @@
 
 #include <cmath>
 
+#include "common/stream_gate.h"
+#include "dplab/comm/bucket_reducer.h"
 #include "dplab/comm/grad_sync.h"
 #include "dplab/comm/mpi_env.h"
 #include "dplab/comm/nccl_communicator.h"
@@ -197,10 +199,14 @@ void sleep_200ms(void*) {
 }
 
 // Issue #19 item 10: on NCCL the exposed wait is the compute stream's stall, and the time in
-// flight the bucket's span from posting to the end of its allreduce, both measured with CUDA
+// flight the bucket's span from its start to the end of its allreduce, both measured with CUDA
 // events. The comm stream is held up for 200 ms (a host function) before the buckets are posted,
 // so the compute stream stands still for about that long in finish(), while the host returns
-// from finish() at once: the host's clock would report almost nothing.
+// from finish() at once: the host's clock would report almost nothing. The flat reducer runs in
+// a CommStreamScope (issue #34), so its flight starts on the comm stream once that has waited
+// for the gradients and for what it queued behind (docs/metrics_schema.md: "its post, or the
+// end of the operation it queued behind"): the hold is wait, not flight. FlightHoldsTheBuckets
+// OwnWork below holds the comm stream inside a bucket instead.
 TEST(NcclGradSync, ExposedWaitComesFromTheDevice) {
   DPLAB_NCCL_TEST_GATE();
   auto c = world();
@@ -220,8 +226,9 @@ TEST(NcclGradSync, ExposedWaitComesFromTheDevice) {
   const CommStats st = sync.take_stats();
   EXPECT_GE(st.exposed_wait_s, 0.15) << "host time in backward + finish: " << host_s;
   EXPECT_LT(st.exposed_wait_s, 5.0);
-  // In flight from posting (compute was idle, so at once) to the end on the comm stream.
-  EXPECT_GE(st.in_flight_s, 0.15);
+  // In flight from the comm stream's start of each bucket (after the hold) to its end.
+  EXPECT_GT(st.in_flight_s, 0.0);
+  EXPECT_LT(st.in_flight_s, 0.15) << "the hold the buckets queued behind counted as flight";
   // Nothing is counted twice: the next window has no stall.
   const CommStats next = sync.take_stats();
   EXPECT_EQ(next.exposed_wait_s, 0.0);
@@ -261,10 +268,95 @@ TEST(NcclGradSync, HierarchicalWaitAndFlightComeFromTheDevice) {
   const CommStats st = sync.take_stats();
   EXPECT_GE(st.exposed_wait_s, 0.15);
   EXPECT_LT(st.exposed_wait_s, 5.0);
-  EXPECT_GE(st.in_flight_s, 0.15);
+  EXPECT_GT(st.in_flight_s, 0.0);
+  EXPECT_LT(st.in_flight_s, 0.15) << "the hold the buckets queued behind counted as flight";
   const CommStats next = sync.take_stats();
   EXPECT_EQ(next.exposed_wait_s, 0.0);
   EXPECT_EQ(next.in_flight_s, 0.0);
+}
+
+// Issue #34: a bucket's own kernels (here the bf16 wire conversions; hierarchical, also the
+// padding copy, the scaling and the copy back) run on the comm stream, after the compute
+// stream's position when its gradients were ready and not after backward enqueued since. The
+// gate stands for that backward: it holds the compute stream after the hooks fired. Before,
+// those kernels ran on the compute stream and every post made the comm stream wait for it, so
+// the buckets could not finish until backward did (the wait below would time out). Flat at any
+// size; hierarchical (a node of all ranks) with 2 ranks or more.
+TEST(NcclGradSync, BucketKernelsRunPastBackwardStillQueued) {
+  DPLAB_NCCL_TEST_GATE();
+  auto c = world();
+  const int K = c->size(), r = c->rank();
+  std::vector<bool> modes{false};
+  if (K >= 2) modes.push_back(true);
+  std::shared_ptr<Communicator> node, cross;
+  if (K >= 2) {
+    node = c->split(0, r, "node");
+    cross = c->split(r, 0, "cross");
+  }
+  for (bool hierarchical : modes) {
+    auto arena = make_arena({1000, 21});  // 21: hierarchical pads it to the node size
+    GradSyncOptions o;
+    o.wire = DType::bf16;
+    o.hierarchical = hierarchical;
+    GradSync sync(*arena, c, o, node, cross);
+    // Rank r's gradient of segment s: (s + 1) * (r + 1), exact in bf16; the average over ranks
+    // is (s + 1) * (K + 1) / 2.
+    backward(*arena, [&](int s, int64_t n) {
+      return std::vector<float>(size_t(n), float((s + 1) * (r + 1)));
+    });
+    test::StreamGate later_backward(cuda::compute_stream(dev().index));
+    sync.finish();  // flat: returns once posted; hierarchical: once its stages are done
+    cuda::wait_stream(cuda::comm_stream(dev().index), "the buckets on the comm stream", 20);
+    const cudaError_t q = cudaStreamQuery(cuda::compute_stream(dev().index));
+    if (q == cudaErrorNotReady) (void)cudaGetLastError();
+    EXPECT_EQ(q, cudaErrorNotReady) << "the gate still holds compute";
+    later_backward.release();
+    for (size_t s = 0; s < arena->segments().size(); ++s) {
+      const std::vector<float> got = arena->segments()[s].param.grad().to_vector();
+      const float want = float(s + 1) * float(K + 1) / 2.0f;
+      for (float v : got) ASSERT_EQ(v, want) << "segment " << s << " hierarchical " << hierarchical;
+    }
+  }
+}
+
+// A reducer whose bucket holds the comm stream for 200 ms after posting its allreduce: inside
+// the bucket, so the hold is time in flight (and, as the compute stream waits for it in
+// finish(), exposed wait), measured on the device.
+class HeldFlatReducer : public BucketReducer {
+ public:
+  std::string name() const override { return "test_held_flat"; }
+  bool stage_kernels_on_comm_stream() const override { return true; }
+  void reduce(BucketView& bucket, BucketContext& ctx) override {
+    Pending p = ctx.iallreduce(ctx.world(), bucket.grad, ReduceOp::average, ctx.wire());
+    EXPECT_EQ(
+        cudaLaunchHostFunc(cuda::launch_stream(bucket.grad.device().index), sleep_200ms, nullptr),
+        cudaSuccess);
+    ctx.complete(p);
+  }
+};
+
+TEST(NcclGradSync, FlightHoldsTheBucketsOwnWork) {
+  DPLAB_NCCL_TEST_GATE();
+  auto c = world();
+  if (!has_bucket_reducer("test_held_flat"))
+    register_bucket_reducer(
+        "test_held_flat", [](const ReducerSetup&) { return std::make_unique<HeldFlatReducer>(); });
+  auto arena = make_arena({1000});
+  GradSyncOptions o;
+  o.reducer = "test_held_flat";
+  GradSync sync(*arena, c, o);
+  backward(*arena, [&](int, int64_t n) { return std::vector<float>(size_t(n), 1.0f); });
+  sync.finish();
+  {
+    cuda::ScopedDevice on(dev().index);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
+  const CommStats st = sync.take_stats();
+  EXPECT_GE(st.in_flight_s, 0.15);
+  EXPECT_LT(st.in_flight_s, 5.0);
+  EXPECT_GE(st.exposed_wait_s, 0.15);
+  EXPECT_LT(st.exposed_wait_s, 5.0);
+  for (float v : arena->segments()[0].param.grad().to_vector()) ASSERT_EQ(v, 1.0f);
 }
 
 }  // namespace

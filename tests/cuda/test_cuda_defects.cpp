@@ -15,6 +15,7 @@
 
 #include "common/cuda_gate.h"
 #include "common/harness.h"
+#include "common/stream_gate.h"
 #include "dplab/core/autograd.h"
 #include "dplab/core/cuda/caching_allocator.h"
 #include "dplab/core/cuda/event.h"
@@ -33,23 +34,7 @@ namespace {
 
 const Device kDev = Device::cuda(0);
 
-// Holds a stream at a host function until release() (or destruction): work enqueued after it
-// stays pending for as long as the test wants, deterministically.
-class StreamGate {
- public:
-  explicit StreamGate(cudaStream_t s) {
-    EXPECT_EQ(cudaLaunchHostFunc(s, &StreamGate::hold, &open_), cudaSuccess);
-  }
-  ~StreamGate() { release(); }
-  void release() { open_.store(true); }
-
- private:
-  static void hold(void* p) {
-    auto* open = static_cast<std::atomic<bool>*>(p);
-    while (!open->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  std::atomic<bool> open_{false};
-};
+using test::StreamGate;
 
 struct OwnStream {
   cudaStream_t s = nullptr;
