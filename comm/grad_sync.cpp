@@ -90,7 +90,8 @@ GradSync::GradSync(ParamArena& arena, std::shared_ptr<Communicator> world,
   ready_virtual_.assign(buckets_.size(), 0.0);
   end_virtual_.assign(buckets_.size(), 0.0);
   for (size_t b = 0; b < buckets_.size(); ++b)
-    ready_marks_.push_back(std::make_unique<ComputeMark>(arena_.device()));
+    ready_marks_.push_back(std::make_unique<StreamMark>(arena_.device(), DeviceStream::compute));
+  buckets_end_ = std::make_unique<StreamMark>(arena_.device(), DeviceStream::comm);
   for (size_t b = 0; b < buckets_.size(); ++b) {
     for (int s = buckets_[b].first_segment; s <= buckets_[b].last_segment; ++s)
       bucket_of_segment_[s] = static_cast<int>(b);
@@ -241,6 +242,7 @@ void GradSync::finish() {
   if (!error_) reducer_->end_step();
   std::vector<Request> posted = std::move(device_pending_);
   device_pending_.clear();
+  const bool on_comm = std::exchange(on_comm_, false);
   std::exception_ptr err = std::exchange(error_, nullptr);
   lock.unlock();  // the communication thread is idle until the next backward's hooks
   // Device requests: the compute stream waits for them (no host wait). Ordered even after an
@@ -255,9 +257,10 @@ void GradSync::finish() {
     }
   }
   // And for the buckets' own kernels on the comm stream (stage_kernels_on_comm_stream): the
-  // hierarchical reducer's copy back follows its last collective there.
+  // hierarchical reducer's copy back follows its last collective there. Up to the last bucket's
+  // end only: communication another thread posts later is not this step's to wait for.
   try {
-    order_compute_after_comm(arena_.device());
+    if (on_comm) buckets_end_->make_wait(DeviceStream::compute);
   } catch (...) {
     if (!err) err = std::current_exception();
   }
@@ -365,6 +368,22 @@ void GradSync::reduce_bucket(int b) {
   // Its flight then starts on the comm stream: from the gradients, or from the end of what the
   // stream queued before (the previous bucket), as on the virtual clock.
   if (on_comm) ctx.open_flight_on_comm();
+  // However reduce() ends, finish() makes the compute stream wait for what the bucket enqueued on
+  // the comm stream (a failing bucket too: nothing later may overtake it).
+  struct MarkEnd {
+    StreamMark* mark;
+    std::mutex& mu;
+    bool& flag;
+    ~MarkEnd() {
+      if (!mark) return;
+      try {
+        mark->record();
+        std::lock_guard<std::mutex> lock(mu);
+        flag = true;
+      } catch (...) {  // already failing: the first error is the one to report
+      }
+    }
+  } mark_end{on_comm ? buckets_end_.get() : nullptr, mu_, on_comm_};
   // The GPU span starts when the comm stream has caught up with the compute stream (the
   // gradients are ready there), not when the comm stream reaches this bucket's wait for them.
   const int gpu_span = !tr || !tr->gpu() ? -1

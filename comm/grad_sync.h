@@ -28,10 +28,10 @@
 // comm stream waits for the compute stream once, when the bucket fires, and every kernel of the
 // bucket (wire conversions, the hierarchical padding copy, scaling and copy back) follows its
 // collectives on the comm stream, never behind the backward enqueued since; finish() then also
-// orders compute after the comm stream (order_compute_after_comm). The hierarchical mode waits
-// for each stage on the communication thread (for its comm_stage trace events), so its finish()
-// waits on the host until the last stage has ended; its figures are timed on the device all the
-// same: time in flight from the compute stream's position at posting to the end of the last
+// orders compute after the last bucket's end on the comm stream (a StreamMark). The hierarchical
+// mode waits for each stage on the communication thread (for its comm_stage trace events), so its
+// finish() waits on the host until the last stage has ended; its figures are timed on the device
+// all the same: time in flight from the compute stream's position at posting to the end of the last
 // stage on the comm stream, exposed wait from the end of backward on the compute stream to the
 // point where the next compute work can run.
 // Trace (GPU comm track): a bucket's span starts after the comm stream's device-side wait for the
@@ -85,7 +85,7 @@
 
 namespace dplab {
 
-class ComputeMark;  // core/comm_stream_scope.h
+class StreamMark;  // core/comm_stream_scope.h
 
 // The bucket plan for `segments` in arena order. Limits in MiB of f32 gradient.
 std::vector<GradBucket> plan_buckets(const std::vector<ArenaSegment>& segments,
@@ -205,7 +205,11 @@ class GradSync {
   // Per bucket: the compute stream's position when its gradients were ready (recorded by the
   // hook on the compute thread; a CUDA event, nothing on the CPU). A bucket reduced inside a
   // CommStreamScope waits for this on the comm stream, not for backward enqueued after it.
-  std::vector<std::unique_ptr<ComputeMark>> ready_marks_;
+  std::vector<std::unique_ptr<StreamMark>> ready_marks_;
+  // The comm stream after the last bucket reduced inside a scope (recorded by the communication
+  // thread), which finish() makes the compute stream wait for; `on_comm_` says whether one was.
+  std::unique_ptr<StreamMark> buckets_end_;
+  bool on_comm_ = false;  // guarded by mu_
   std::thread thread_;
 };
 

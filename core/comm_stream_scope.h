@@ -6,36 +6,39 @@
 // after the first. Inside a CommStreamScope they run on the device's comm stream instead,
 // where the bucket's collectives run:
 //
-//   - on entry the comm stream waits (an event, no host wait) for a ComputeMark: the point of
-//     the compute stream where the training thread saw the bucket's gradients ready (GradSync
-//     records it in the grad-ready hook), so nothing enqueued after that holds the bucket up;
-//     without a mark, for the compute stream's work so far;
+//   - on entry the comm stream waits (an event, no host wait) for a StreamMark of the compute
+//     stream: where the training thread saw the bucket's gradients ready (GradSync records it in
+//     the grad-ready hook), so nothing enqueued after that holds the bucket up; without a mark,
+//     for the compute stream's work so far;
 //   - inside, this thread's kernels, copies and allocations for the device go to the comm
 //     stream (core/cuda/stream.h, launch_stream); allocations come from the caching allocator's
 //     pool for that stream, so a block is only ever reused in the order of the stream it was
 //     used on; cuBLAS and cuDNN refuse (their handles are bound to the compute stream);
-//   - the compute stream is ordered after the scope's work by order_compute_after_comm(), which
-//     GradSync::finish() calls before the optimizer reads the gradients.
+//   - a StreamMark of the comm stream recorded at the end of the scope's work, made the compute
+//     stream's wait (GradSync::finish(), before the optimizer reads the gradients), orders
+//     compute after that work and after nothing posted later.
 //
-// Per thread, as PyTorch's current-stream guard. On the CPU (and in a build without CUDA) both
-// do nothing: there is one stream of work, the calling thread.
+// Per thread, as PyTorch's current-stream guard. On the CPU (and in a build without CUDA) all of
+// it does nothing: there is one stream of work, the calling thread.
 #pragma once
 #include <memory>
 
 #include "dplab/core/device.h"
+#include "dplab/core/device_intervals.h"
 
 namespace dplab {
 
-// A point of a device's compute stream: the work the recording thread had enqueued there at
-// its last record() (a CUDA event; nothing on the CPU). Record and use it in that order: a
-// scope waits for the record made before it began.
-class ComputeMark {
+// A point of one of a device's streams: the work enqueued there when record() was last called
+// (a CUDA event; nothing on the CPU). Record it, then use it.
+class StreamMark {
  public:
-  explicit ComputeMark(Device device);
-  ~ComputeMark();
-  ComputeMark(const ComputeMark&) = delete;
-  ComputeMark& operator=(const ComputeMark&) = delete;
+  StreamMark(Device device, DeviceStream stream);
+  ~StreamMark();
+  StreamMark(const StreamMark&) = delete;
+  StreamMark& operator=(const StreamMark&) = delete;
   void record();
+  // `waiter` (the device's other stream) waits for the mark on the device; the host does not.
+  void make_wait(DeviceStream waiter) const;
 
  private:
   friend class CommStreamScope;
@@ -45,8 +48,9 @@ class ComputeMark {
 
 class CommStreamScope {
  public:
-  // The comm stream waits for `after` (null: for the compute stream's work so far).
-  explicit CommStreamScope(Device device, const ComputeMark* after = nullptr);
+  // The comm stream waits for `after`, a mark of the compute stream (null: for the compute
+  // stream's work so far).
+  explicit CommStreamScope(Device device, const StreamMark* after = nullptr);
   ~CommStreamScope();
   CommStreamScope(const CommStreamScope&) = delete;
   CommStreamScope& operator=(const CommStreamScope&) = delete;
@@ -55,9 +59,5 @@ class CommStreamScope {
   bool active_ = false;
   int previous_ = -1;
 };
-
-// The device's compute stream waits for the work enqueued on its comm stream so far (an event:
-// the host does not wait). Nothing on the CPU.
-void order_compute_after_comm(Device device);
 
 }  // namespace dplab

@@ -3,13 +3,13 @@
 
 namespace dplab {
 
-struct ComputeMark::Impl {};
-ComputeMark::ComputeMark(Device) {}
-ComputeMark::~ComputeMark() = default;
-void ComputeMark::record() {}
+struct StreamMark::Impl {};
+StreamMark::StreamMark(Device, DeviceStream) {}
+StreamMark::~StreamMark() = default;
+void StreamMark::record() {}
+void StreamMark::make_wait(DeviceStream) const {}
 
-CommStreamScope::CommStreamScope(Device, const ComputeMark*) {}
+CommStreamScope::CommStreamScope(Device, const StreamMark*) {}
 CommStreamScope::~CommStreamScope() = default;
-void order_compute_after_comm(Device) {}
 
 }  // namespace dplab

@@ -1,4 +1,5 @@
-// CommStreamScope on CUDA devices (core/comm_stream_scope.h); the CPU's scope does nothing.
+// CommStreamScope and StreamMark on CUDA devices (core/comm_stream_scope.h); on the CPU they do
+// nothing.
 #include "dplab/core/comm_stream_scope.h"
 
 #include "dplab/core/cuda/device_guard.h"
@@ -6,25 +7,43 @@
 #include "dplab/core/cuda/stream.h"
 
 namespace dplab {
+namespace {
 
-struct ComputeMark::Impl {
-  explicit Impl(int device) : event(device) {}
+cudaStream_t stream_of(int device, DeviceStream s) {
+  return s == DeviceStream::comm ? cuda::comm_stream(device) : cuda::compute_stream(device);
+}
+
+}  // namespace
+
+struct StreamMark::Impl {
+  Impl(int device, DeviceStream s) : event(device), stream(s) {}
   cuda::Event event;
+  DeviceStream stream;
 };
 
-ComputeMark::ComputeMark(Device device) {
-  if (device.is_cuda()) impl_ = std::make_unique<Impl>(device.index);
+StreamMark::StreamMark(Device device, DeviceStream stream) {
+  if (device.is_cuda()) impl_ = std::make_unique<Impl>(device.index, stream);
 }
-ComputeMark::~ComputeMark() = default;
+StreamMark::~StreamMark() = default;
 
-void ComputeMark::record() {
+void StreamMark::record() {
   if (!impl_) return;
-  cuda::ScopedDevice on(impl_->event.device());
-  impl_->event.record(cuda::compute_stream(impl_->event.device()));
+  const int d = impl_->event.device();
+  cuda::ScopedDevice on(d);
+  impl_->event.record(stream_of(d, impl_->stream));
 }
 
-CommStreamScope::CommStreamScope(Device device, const ComputeMark* after) {
+void StreamMark::make_wait(DeviceStream waiter) const {
+  if (!impl_) return;
+  const int d = impl_->event.device();
+  cuda::ScopedDevice on(d);
+  impl_->event.make_wait(stream_of(d, waiter));
+}
+
+CommStreamScope::CommStreamScope(Device device, const StreamMark* after) {
   if (!device.is_cuda()) return;
+  DPLAB_CHECK(!after || !after->impl_ || after->impl_->stream == DeviceStream::compute,
+              "CommStreamScope: the mark to wait for must be one of the compute stream");
   const cudaEvent_t mark = after && after->impl_ ? after->impl_->event.get() : nullptr;
   previous_ = cuda::enter_comm_scope(device.index, mark);
   active_ = true;
@@ -32,10 +51,6 @@ CommStreamScope::CommStreamScope(Device device, const ComputeMark* after) {
 
 CommStreamScope::~CommStreamScope() {
   if (active_) cuda::leave_comm_scope(previous_);
-}
-
-void order_compute_after_comm(Device device) {
-  if (device.is_cuda()) cuda::order_compute_after_comm(device.index);
 }
 
 }  // namespace dplab

@@ -77,9 +77,4 @@ void leave_comm_scope(int previous) {
   t_comm_scope_device = previous;
 }
 
-void order_compute_after_comm(int device) {
-  ScopedDevice on(device);
-  order(device, comm_stream(device), compute_stream(device));
-}
-
 }  // namespace dplab::cuda

@@ -31,7 +31,5 @@ void refuse_in_comm_scope(int device, const char* library);
 // none), for leave_comm_scope.
 int enter_comm_scope(int device, cudaEvent_t after = nullptr);
 void leave_comm_scope(int previous);
-// The compute stream waits for the comm stream's work so far (an event, no host wait).
-void order_compute_after_comm(int device);
 
 }  // namespace dplab::cuda

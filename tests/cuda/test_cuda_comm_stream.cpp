@@ -41,7 +41,7 @@ Tensor device_input() {
 TEST(CudaCommStream, ScopedKernelsRunPastAHeldComputeStream) {
   DPLAB_CUDA_TEST_GATE();
   const Tensor src = device_input();
-  ComputeMark ready(kDev);
+  StreamMark ready(kDev, DeviceStream::compute), end(kDev, DeviceStream::comm);
   ready.record();
   test::StreamGate backward(cuda::compute_stream(0));
   Tensor out;
@@ -49,28 +49,31 @@ TEST(CudaCommStream, ScopedKernelsRunPastAHeldComputeStream) {
     CommStreamScope scope(kDev, &ready);
     EXPECT_EQ(cuda::launch_stream(0), cuda::comm_stream(0));
     out = test::scoped_work(src);
+    end.record();
   }
   EXPECT_EQ(cuda::launch_stream(0), cuda::compute_stream(0)) << "the scope is over";
   // Throws after 20 s if the scope's work waits for the held compute stream.
   cuda::wait_stream(cuda::comm_stream(0), "the scope's work on the comm stream", 20);
   EXPECT_FALSE(stream_done(cuda::compute_stream(0))) << "the gate still holds compute";
-  order_compute_after_comm(kDev);
+  end.make_wait(DeviceStream::compute);
   backward.release();
   EXPECT_EQ(out.to_vector(), test::scoped_work_expected());
 }
 
-// order_compute_after_comm: compute work enqueued after it waits for the scope's work (the comm
-// stream is held here), without a host wait.
-TEST(CudaCommStream, ComputeAfterOrderingWaitsForTheScopesWork) {
+// A mark of the comm stream made the compute stream's wait: compute work enqueued after it waits
+// for the scope's work (the comm stream is held here), without a host wait.
+TEST(CudaCommStream, ComputeAfterTheEndMarkWaitsForTheScopesWork) {
   DPLAB_CUDA_TEST_GATE();
   const Tensor src = device_input();
   test::StreamGate comm(cuda::comm_stream(0));
+  StreamMark end(kDev, DeviceStream::comm);
   Tensor out;
   {
     CommStreamScope scope(kDev);
     out = test::scoped_work(src);
+    end.record();
   }
-  order_compute_after_comm(kDev);
+  end.make_wait(DeviceStream::compute);
   Tensor copy = Tensor::empty({5}, DType::f32, kDev);
   copy.copy_(out);  // on the compute stream, behind the ordering
   EXPECT_FALSE(stream_done(cuda::compute_stream(0))) << "compute ran before the held comm work";
