@@ -270,6 +270,84 @@ TEST(CliFaults, TwoRanksStopTogetherAndNameEachRank) {
                       dir.path / "one" / "final.safetensors");
 }
 
+// ---- nonfinite_check = next_step (issue #34: no host wait per step on a GPU) -------------------
+// auto picks it on CUDA only; these runs set it on the CPU, where the loop takes the same path.
+
+// Without an inf or NaN the verdict's timing changes nothing: the same model and the same
+// mid-epoch checkpoints (every 2 steps), bit for bit, as with every_step.
+TEST(CliFaults, NextStepCheckTrainsTheSameModel) {
+  ScopedTempDir dir("cli-nonfinite-next");
+  const std::string job = kJob + " --epochs 2 --set checkpoint.every_steps=3";
+  auto r = run_dplab(job + " --set nonfinite_check=every_step --out " + dir.file("now"), dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = run_dplab(job + " --set nonfinite_check=next_step --out " + dir.file("next"), dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  expect_same_tensors(dir.path / "now" / "final.safetensors",
+                      dir.path / "next" / "final.safetensors");
+  const auto now = checkpoint_dirs(dir.path / "now"), next = checkpoint_dirs(dir.path / "next");
+  ASSERT_EQ(now.size(), next.size());
+  ASSERT_GE(now.size(), 2u);
+  for (size_t i = 0; i < now.size(); ++i)
+    expect_same_tensors(now[i] / "rank_0.safetensors", next[i] / "rank_0.safetensors");
+}
+
+// The overflow at global step 1 (--lr 1e20, as above) is read at tick 2 and stops the run
+// naming step 1, and what the flags say (the tensor is not known any more); nothing is written.
+// With 2 steps per epoch step 1 is the epoch's last: its verdict is read at the epoch's end,
+// before the epoch checkpoint, which is then not written either.
+TEST(CliFaults, NextStepCheckStopsNamingTheStep) {
+  ScopedTempDir dir("cli-nonfinite-next-stop");
+  const std::string job = kJob + " --epochs 2 --lr 1e20 --set nonfinite_check=next_step";
+  auto r = run_dplab(job + " --out " + dir.file("run"), dir.path);
+  EXPECT_EQ(r.status, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("non-finite values at global step 1 "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rank 0: loss and at least one gradient of global step 1 "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("nonfinite_check = every_step names the tensor"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("no checkpoint was written"), std::string::npos) << r.err;
+  EXPECT_TRUE(checkpoint_files(dir.path / "run").empty());
+
+  r = run_dplab(job + " --set data.train_limit=128 --out " + dir.file("epoch"), dir.path);
+  EXPECT_EQ(r.status, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("non-finite values at global step 1 (0-based; epoch 1, batch 2 of 2; its "
+                       "check was read at the end of the epoch or before a checkpoint)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(checkpoint_files(dir.path / "epoch").empty());
+  const auto m = read_metrics(dir.path / "epoch" / "metrics.jsonl");
+  ASSERT_FALSE(m.empty());
+  EXPECT_EQ(m.back()["kind"], "stopped");
+}
+
+// Two ranks agree on the verdict as on any other (kLag ticks later, or at the flush).
+TEST(CliFaults, NextStepCheckStopsTwoRanksTogether) {
+  ScopedTempDir dir("cli-nonfinite-next-2");
+  auto r = run_dplab2(kJob +
+                          " --algo allreduce --epochs 2 --lr 1e20 --set "
+                          "nonfinite_check=next_step --out " +
+                          dir.file("run"),
+                      dir.path);
+  EXPECT_EQ(r.status, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("non-finite values at global step 1 "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rank 0: loss"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rank 1: loss"), std::string::npos) << r.err;
+  EXPECT_TRUE(checkpoint_files(dir.path / "run").empty());
+}
+
+// next_step cannot drop a step (its update is applied before the verdict): with skip it is a
+// usage error naming both options.
+TEST(CliFaults, NextStepCheckRefusesSkip) {
+  ScopedTempDir dir("cli-nonfinite-next-skip");
+  auto r = run_dplab(kJob + " --epochs 1 --set nonfinite=skip --set nonfinite_check=next_step",
+                     dir.path);
+  EXPECT_EQ(r.status, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("option nonfinite_check = next_step needs nonfinite = stop"),
+            std::string::npos)
+      << r.err;
+}
+
 // ---- pre-emption ----------------------------------------------------------------------------
 
 // Long enough to be signalled in the middle of its first epoch: 2048 images, batches of 32,

@@ -3,6 +3,8 @@
 // StepAgreement (train/loop/step_agreement.h).
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <csignal>
 #include <limits>
 
@@ -88,6 +90,55 @@ TEST(NonfiniteGuard, StepCheckNamesTheGradientOrTheLoss) {
   t.set_grad(t.w, {kNan, 0, 0, 0});
   EXPECT_TRUE(guard.step_nonfinite(t.loss));
   EXPECT_EQ(guard.describe(t.loss), "gradient of 'fc.weight'");
+}
+
+// nonfinite_check = next_step: the posted check's flags come back on take_posted(), each step's
+// own (the arena changes between posting and taking are not seen), and say which of the two.
+TEST(NonfiniteGuard, PostedCheckReturnsItsOwnFlags) {
+  ThreeParams t;
+  NonfiniteGuard guard(t.arena, true);
+  EXPECT_FALSE(guard.posted());
+  guard.post_check(t.loss);
+  EXPECT_TRUE(guard.posted());
+  t.set_grad(t.b, {0.f, kNan});  // after the post: the next step's gradient
+  NonfiniteFlags f = guard.take_posted();
+  EXPECT_FALSE(guard.posted());
+  EXPECT_FALSE(f.any());
+  guard.post_check(t.loss);
+  f = guard.take_posted();
+  EXPECT_FALSE(f.loss);
+  EXPECT_TRUE(f.grads);
+  guard.post_check(Tensor::scalar(kNan));
+  f = guard.take_posted();
+  EXPECT_TRUE(f.loss);
+  EXPECT_TRUE(f.grads);
+  EXPECT_EQ(NonfiniteGuard::describe_posted({true, false}, 7).substr(0, 22),
+            "loss of global step 7 ");
+  EXPECT_EQ(NonfiniteGuard::describe_posted({false, true}, 7).substr(0, 39),
+            "at least one gradient of global step 7 ");
+  EXPECT_THROW(guard.take_posted(), Error);  // nothing posted
+}
+
+TEST(NonfiniteGuard, CheckOptionResolves) {
+  using C = NonfiniteCheck;
+  const auto stop = NonfinitePolicy::stop, skip = NonfinitePolicy::skip;
+  // auto: next_step only on CUDA, with stop, without the f16 scaler.
+  EXPECT_EQ(resolve_nonfinite_check("auto", stop, true, false), C::next_step);
+  EXPECT_EQ(resolve_nonfinite_check("auto", stop, false, false), C::every_step);
+  EXPECT_EQ(resolve_nonfinite_check("auto", skip, true, false), C::every_step);
+  EXPECT_EQ(resolve_nonfinite_check("auto", stop, true, true), C::every_step);
+  EXPECT_EQ(resolve_nonfinite_check("every_step", stop, true, false), C::every_step);
+  EXPECT_EQ(resolve_nonfinite_check("next_step", stop, false, false), C::next_step);
+  for (auto [policy, scaler, what] :
+       {std::tuple{skip, false, "needs nonfinite = stop"}, std::tuple{stop, true, "amp = f16"}}) {
+    try {
+      resolve_nonfinite_check("next_step", policy, true, scaler);
+      FAIL() << "accepted next_step with " << what;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(resolve_nonfinite_check("later", stop, true, false), Error);
 }
 
 TEST(NonfiniteGuard, UnderTheLossScalerOnlyTheLossCounts) {

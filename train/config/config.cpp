@@ -84,6 +84,14 @@ const std::vector<OptionSpec>& driver_option_specs() {
        "3, no checkpoint written) or skip (go on, count it: nonfinite_skipped_steps); a "
        "checkpoint with an inf/NaN is never written (train/loop/nonfinite_guard.h)",
        choice({"stop", "skip"})},
+      {"nonfinite_check", "auto",
+       "when the host reads a step's inf/NaN check: every_step (at once: one host "
+       "synchronisation per step on a GPU), next_step (a step later, so a GPU never waits for "
+       "the host; nonfinite = stop only: the failing step's update is applied before the run "
+       "stops, nothing is written, and the message cannot name the tensor) or auto (next_step on "
+       "a CUDA device with nonfinite = stop and amp other than f16, else every_step; "
+       "train/loop/nonfinite_guard.h)",
+       choice({"auto", "every_step", "next_step"})},
   };
   return specs;
 }

@@ -77,7 +77,8 @@ std::string option_area(const std::string& key) {
     if (head == k) return "optimizer";
   for (const char* k : {"algo", "comm", "ranks_per_node", "link", "slowdown", "cluster"})
     if (head == k) return "comm";
-  for (const char* k : {"checkpoint", "out", "resume", "init_from", "nonfinite", "preempt"})
+  for (const char* k :
+       {"checkpoint", "out", "resume", "init_from", "nonfinite", "nonfinite_check", "preempt"})
     if (head == k) return "checkpoint";
   for (const char* k : {"trace", "metrics", "progress"})
     if (head == k) return "reporting";

@@ -52,6 +52,7 @@ TrainSettings read_train_settings(const Options& opt) {
   // nonfinite = stop | skip (train/loop/nonfinite_guard.h); preempt.signals only with an
   // output directory to save to (train/loop/preemption.h).
   l.nonfinite = parse_nonfinite_policy(get(opt, "nonfinite"));
+  l.nonfinite_check = get(opt, "nonfinite_check");  // resolved by TrainLoop (device, scaler)
   t.preempt_signals = parse_preempt_signals(get(opt, "preempt.signals"));
   if (l.out_dir.empty()) t.preempt_signals.clear();
   t.progress = Progress::parse_mode(get(opt, "progress"));

@@ -16,7 +16,11 @@
 //                             rank 0's count).
 // The per-step check is one fused read-only pass over the loss and the flat gradient arena
 // (OptimKernels::find_nonfinite) and one read back of two flags: the same cost pattern as
-// GradScaler's found-inf check. Under amp = f16 the loss scaler already handles inf/NaN
+// GradScaler's found-inf check. On a GPU that read is a host synchronisation per step, which
+// option nonfinite_check = next_step (auto's choice there under stop) removes: the flags travel
+// to the host on their own and are read a step later (NonfiniteCheck below). The exception to
+// "never applies that update" is then that one: under stop the failing step's update is
+// applied, and the run stops at the agreed tick with nothing written, as always. Under amp = f16 the loss scaler already handles inf/NaN
 // gradients (they are expected while the scale settles), so only the loss is checked there.
 // Ranks agree through StepAgreement (train/loop/step_agreement.h); before a checkpoint every
 // rank checks its whole state and they agree before anything is written.
@@ -25,6 +29,7 @@
 #include <vector>
 
 #include "dplab/core/error.h"
+#include "dplab/core/host_readback.h"
 #include "dplab/core/param_arena.h"
 #include "dplab/core/state_dict.h"
 #include "dplab/train/loop/run_stopped.h"
@@ -55,6 +60,27 @@ std::string name_list(const std::vector<std::string>& names, size_t show = 3);
 // skip. Reads the labels back: on the failure path only.
 void check_targets_of_nonfinite_step(const Tensor& labels, const Tensor& logits);
 
+// What one step's check found (the two flags).
+struct NonfiniteFlags {
+  bool loss = false, grads = false;
+  bool any() const { return loss || grads; }
+};
+
+// Option nonfinite_check: when the host reads a step's verdict.
+//   every_step  at once, after the step's backward (one host synchronisation per step);
+//   next_step   a step later (issue #34): the check runs on the device and its two flags come
+//               back on their own (core/host_readback.h), read after the next step's backward
+//               is enqueued, so on a GPU the host never waits for the device to drain. Only
+//               with nonfinite = stop, where the failing step's update is then applied before
+//               the run stops (its parameters are never written: every checkpoint, and the end,
+//               read the verdict first), and the message says "loss" or "a gradient" without
+//               naming the tensor (its gradients are gone by then: every_step names it).
+//   auto        next_step on a CUDA device with nonfinite = stop and no f16 loss scaler (which
+//               reads its own found-inf flag every step), every_step otherwise.
+enum class NonfiniteCheck { every_step, next_step };
+NonfiniteCheck resolve_nonfinite_check(const std::string& value, NonfinitePolicy policy,
+                                       bool on_cuda, bool loss_scaler);
+
 // This rank's per-step check.
 class NonfiniteGuard {
  public:
@@ -63,15 +89,24 @@ class NonfiniteGuard {
   // True when the loss or (with check_grads) some gradient is inf or NaN: one fused pass, one
   // read back of two flags.
   bool step_nonfinite(const Tensor& loss);
+  // nonfinite_check = next_step: the same pass, its flags started towards the host (no wait);
+  // take_posted() returns them later (pending: one was posted and not taken).
+  void post_check(const Tensor& loss);
+  bool posted() const { return readback_.pending(); }
+  NonfiniteFlags take_posted();
   // After step_nonfinite() returned true, what was non-finite: "loss", "gradient of 'fc.bias'",
   // or both. Per-tensor passes (with one read back): only on the failure path.
   std::string describe(const Tensor& loss) const;
+  // What a posted check found, at `global_step`, from its flags alone (see NonfiniteCheck).
+  static std::string describe_posted(const NonfiniteFlags& f, int64_t global_step);
   bool check_grads() const { return check_grads_; }
 
  private:
   const ParamArena& arena_;
   bool check_grads_;
   Tensor flags_;  // f32 [2] on the arena's device: loss, gradients
+  HostReadback readback_;
+  void run_passes(const Tensor& loss);
 };
 
 }  // namespace dplab

@@ -34,6 +34,8 @@ TrainLoop::TrainLoop(const LoopSettings& settings, LoopParts parts, LoopWatch wa
       rank0_(ranks.rank() == 0),
       step_metrics_(settings.device) {
   result_.is_rank0 = rank0_;
+  check_ = resolve_nonfinite_check(s_.nonfinite_check, s_.nonfinite, s_.device.is_cuda(),
+                                   p_.scaler != nullptr);
   stop_ = s_.max_steps > 0 && loop_.optimizer_steps >= s_.max_steps;
   last_epoch_number_ = loop_.epoch;
   // The step's forward, loss and backward (forward_backward.h): the loss weighed as backward
@@ -172,7 +174,9 @@ Batch TrainLoop::step_batch(const Batch& b) {
 
 bool TrainLoop::skip_tick(const StepInfo& step, EpochTally& tally) {
   if (w_.cluster) w_.cluster->pause();
-  tick_check(step, false, nullptr);  // the others may be computing: same tick sequence
+  // The others may be computing: same tick sequence (with a check posted last tick, its verdict).
+  const Verdict v = check_ == NonfiniteCheck::next_step ? take_posted_check() : Verdict{};
+  tick_check(step, v.nonfinite, v.found);
   if (w_.cluster) w_.cluster->resume();
   p_.strategy.after_step(step);
   if (w_.cluster) w_.cluster->pause();                    // the records below are not compute
@@ -195,11 +199,24 @@ bool TrainLoop::train_step(const StepInfo& step, const StepPlan& plan, const Bat
   const Tensor& logits = fl.logits;
   p_.strategy.after_backward(step);
   // The (averaged) gradients and the loss checked; the ranks agree on it kLag ticks later.
+  // nonfinite_check = next_step: this step's check is posted and the previous one's verdict
+  // read, which on a GPU is long done (this step's backward is already enqueued behind it).
   phases_.begin(StepPhase::check);
-  const bool tick_nonfinite = w_.guard.step_nonfinite(loss);
-  if (tick_nonfinite) check_targets_of_nonfinite_step(b.labels, logits);  // CUDA: a NaN loss
+  bool tick_nonfinite = false;
+  Verdict verdict;
+  if (check_ == NonfiniteCheck::next_step) {
+    verdict = take_posted_check();
+    w_.guard.post_check(loss);
+    // A copy of the labels: the batch's device slot is refilled before the verdict is read
+    // (train/data/device_prefetch.h); a few bytes on the device, read only on the failure path.
+    posted_ = PostedCheck{step.global_step, b.labels.clone(), logits};
+  } else {
+    tick_nonfinite = w_.guard.step_nonfinite(loss);
+    if (tick_nonfinite) check_targets_of_nonfinite_step(b.labels, logits);  // CUDA: a NaN loss
+    verdict = {tick_nonfinite, tick_nonfinite ? w_.guard.describe(loss) : std::string()};
+  }
   phases_.end(StepPhase::check);
-  tick_check(step, tick_nonfinite, &loss);
+  tick_check(step, verdict.nonfinite, verdict.found);
   phases_.begin(StepPhase::optimizer);
   const bool stepped =
       (plan.optimizer_step && p_.accumulation.last(loop_.global_step)) || plan.strategy_update;
@@ -274,6 +291,7 @@ void TrainLoop::end_epoch(const EpochTally& tally) {
   // args.step), one attribution for both (docs/trace_summary.md).
   if (p_.tracer) p_.tracer->between_steps();
   act_on(w_.agreement.flush());  // every tick so far agreed on (stop, pre-emption)
+  flush_posted_check();          // and the epoch's last check, when it is read a step later
   step_metrics_.flush(loop_.epoch_loss_sum, loop_.epoch_correct);
   const RunClock::Mark epoch_time = rep_.clock().now() - tally.start;
   // The same window as epoch_time: the drain below and the evaluation are set aside.

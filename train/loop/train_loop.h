@@ -66,8 +66,9 @@ struct LoopSettings {
   float label_smoothing = 0;
   DType amp_dtype = DType::f32;  // autocast in the forward pass (amp = bf16 | f16)
   NonfinitePolicy nonfinite = NonfinitePolicy::stop;
-  double base_lr = 0;             // the schedule multiplies it
-  Device device = Device::cpu();  // the model's: where the loss and accuracy sums are kept
+  std::string nonfinite_check = "auto";  // option nonfinite_check (NonfiniteCheck)
+  double base_lr = 0;                    // the schedule multiplies it
+  Device device = Device::cpu();         // the model's: where the loss and accuracy sums are kept
 };
 
 // What the loop runs on. Borrowed: the caller owns every part and keeps it alive.
@@ -167,7 +168,18 @@ class TrainLoop {
 
   // train_loop_stops.cpp
   void act_on(const std::vector<Agreement>& due);
-  void tick_check(const StepInfo& step, bool local_nonfinite, const Tensor* loss);
+  // `found`: what this rank found non-finite ("" when local_nonfinite is false).
+  void tick_check(const StepInfo& step, bool local_nonfinite, const std::string& found);
+  // nonfinite_check = next_step: the verdict of the check posted at the previous tick, taken
+  // now (the labels of a step whose loss is NaN are checked: a bad label is named, as at once).
+  struct Verdict {
+    bool nonfinite = false;
+    std::string found;
+  };
+  Verdict take_posted_check();
+  // At a flush point (an epoch's end, a checkpoint): the last posted check, voted on by every
+  // rank outside the tick sequence (StepAgreement::agree); stops the run if some rank's failed.
+  void flush_posted_check();
   [[noreturn]] void stop_nonfinite(const std::string& what, const Agreement& agreed);
   void check_state_finite(const std::string& name);
   std::filesystem::path checkpoint();
@@ -209,6 +221,14 @@ class TrainLoop {
   // nonfinite = skip: the optimizer step in progress is dropped (set at the tick whose check
   // failed, applied at the tick that would step: accumulated micro-batches are dropped whole).
   bool drop_step_ = false;
+  // Option nonfinite_check, resolved (train/loop/nonfinite_guard.h), and under next_step the step
+  // whose check is posted and not yet read, with what its bad-label check needs.
+  NonfiniteCheck check_ = NonfiniteCheck::every_step;
+  struct PostedCheck {
+    int64_t global_step = 0;
+    Tensor labels, logits;
+  };
+  std::optional<PostedCheck> posted_;
   bool preempted_ = false;       // some rank received a pre-emption signal (agreed)
   std::string preempt_reports_;  // which rank received which signal
   int64_t last_checkpoint_step_ = -1;

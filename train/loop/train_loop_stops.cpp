@@ -21,10 +21,12 @@ void TrainLoop::act_on(const std::vector<Agreement>& due) {
   for (const Agreement& a : due) {
     if (a.nonfinite && s_.nonfinite == NonfinitePolicy::stop) {
       rep_.progress().end_epoch();  // ends a progress bar's line before the message
-      stop_nonfinite(fmt::format("at global step {} (0-based; epoch {}, batch {} of {})", a.tick,
-                                 a.tick / steps_per_epoch_ + 1, a.tick % steps_per_epoch_ + 1,
-                                 steps_per_epoch_),
-                     a);
+      // nonfinite_check = next_step: tick t carries the verdict of the step before it.
+      const int64_t at = check_ == NonfiniteCheck::next_step ? a.tick - 1 : a.tick;
+      stop_nonfinite(
+          fmt::format("at global step {} (0-based; epoch {}, batch {} of {})", at,
+                      at / steps_per_epoch_ + 1, at % steps_per_epoch_ + 1, steps_per_epoch_),
+          a);
     }
     if (a.preempt && !preempted_) {
       preempted_ = true;
@@ -41,12 +43,13 @@ void TrainLoop::act_on(const std::vector<Agreement>& due) {
 // loss or gradient is non-finite never applies that update, under either policy; the agreement
 // then stops every rank at the same tick (stop). Under skip each rank drops its own non-finite
 // steps: with gradients averaged in after_backward every rank drops the same.
-void TrainLoop::tick_check(const StepInfo& step, bool local_nonfinite, const Tensor* loss) {
+void TrainLoop::tick_check(const StepInfo& step, bool local_nonfinite, const std::string& found) {
   const int sig = w_.preemption.received();
-  std::string report;
-  if (local_nonfinite) report = w_.guard.describe(*loss);  // per tensor: only on this path
+  std::string report = found;
   if (sig != 0) report += (report.empty() ? "received " : "; received ") + preempt_signal_name(sig);
-  if (local_nonfinite) {
+  // Under nonfinite_check = next_step (stop only) the failing step's update was applied already:
+  // the run stops at the agreed tick and writes nothing (flush_posted_check before every write).
+  if (local_nonfinite && check_ == NonfiniteCheck::every_step) {
     drop_step_ = true;
     if (s_.nonfinite == NonfinitePolicy::skip && loop_.nonfinite_skipped < 10)  // the first few
       rep_.messages() << fmt::format(
@@ -54,6 +57,31 @@ void TrainLoop::tick_check(const StepInfo& step, bool local_nonfinite, const Ten
           ranks_.rank(), step.global_step, report);
   }
   act_on(w_.agreement.tick(step.global_step, local_nonfinite, sig != 0, report));
+}
+
+TrainLoop::Verdict TrainLoop::take_posted_check() {
+  if (!posted_) return {};
+  const PostedCheck p = std::move(*posted_);
+  posted_.reset();
+  const NonfiniteFlags f = w_.guard.take_posted();
+  if (!f.any()) return {};
+  if (f.loss) check_targets_of_nonfinite_step(p.labels, p.logits);  // a bad label is named
+  return {true, NonfiniteGuard::describe_posted(f, p.global_step)};
+}
+
+void TrainLoop::flush_posted_check() {
+  if (check_ != NonfiniteCheck::next_step) return;
+  const int64_t at = posted_ ? posted_->global_step : loop_.global_step - 1;
+  const Verdict v = take_posted_check();
+  const Agreement a = w_.agreement.agree(v.nonfinite, false, [&] { return v.found; });
+  if (a.nonfinite && s_.nonfinite == NonfinitePolicy::stop) {
+    rep_.progress().end_epoch();
+    stop_nonfinite(
+        fmt::format("at global step {} (0-based; epoch {}, batch {} of {}; its check "
+                    "was read at the end of the epoch or before a checkpoint)",
+                    at, at / steps_per_epoch_ + 1, at % steps_per_epoch_ + 1, steps_per_epoch_),
+        a);
+  }
 }
 
 // A run stopped for non-finite values: the record, then RunStopped on every rank (exit 3).
@@ -102,6 +130,7 @@ std::filesystem::path TrainLoop::checkpoint() {
   if (s_.out_dir.empty() || last_checkpoint_step_ == loop_.global_step) return last_checkpoint_dir_;
   trace::Span traced(p_.tracer, "checkpoint", "io");
   act_on(w_.agreement.flush());  // every tick decided before the state check's own vote
+  flush_posted_check();          // and the last step's check, when it is read a step later
   check_state_finite("a checkpoint");
   // Wall time, not part of the trajectory: a resumed run's elapsed_s continues from it.
   loop_.elapsed_s = rep_.elapsed_s();
