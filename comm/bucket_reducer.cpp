@@ -105,19 +105,30 @@ void BucketContext::wait(Pending& p, std::string_view stage) {
                       last_post_, mark(), step_, {{"bucket", double(bucket_)}});
 }
 
-void BucketContext::complete(Pending& p) {
-  posted_last();
-  if (p.empty()) return;
+bool BucketContext::hand_over(Pending& p) {
   // NCCL: posted on the comm stream; finish() orders it before compute (comm/grad_sync.h).
   bool on_device = true;
   for (Request& r : p.requests()) on_device = on_device && r.device_ordered();
-  if (!on_device) return wait(p);
+  if (!on_device) return false;
   std::vector<Request> reqs = counted(p, *meter_, *mu_, payload_, wire_bytes_);
   std::lock_guard<std::mutex> lock(*mu_);
   for (Request& r : reqs) device_pending_->push_back(std::move(r));
+  return true;
+}
+
+void BucketContext::complete(Pending& p) {
+  posted_last();
+  if (p.empty()) return;
+  if (!hand_over(p)) wait(p);
+}
+
+void BucketContext::then(Pending& p, std::string_view stage) {
+  if (p.empty()) return;
+  if (!on_comm_stream_ || !hand_over(p)) wait(p, stage);
 }
 
 void BucketContext::open_flight_on_comm() {
+  on_comm_stream_ = true;
   if (flight_ == nullptr || flight_open_ || flight_measured_) return;
   flight_->begin(DeviceStream::comm);
   flight_open_ = true;

@@ -108,6 +108,11 @@ class BucketContext {
   // on a device (NCCL) is left for GradSync::finish() to order before compute without a host
   // wait; any other is waited for (wait(p)).
   void complete(Pending& p);
+  // The bucket's next stage follows p. When the comm stream orders them (p completes on a device
+  // and the reducer runs inside GradSync's CommStreamScope: stage_kernels_on_comm_stream) nothing
+  // waits: p is counted and left for finish(), as by complete(), and its stage has no host-timed
+  // trace event (the bucket's GPU span holds it). Otherwise wait(p, stage).
+  void then(Pending& p, std::string_view stage);
   // The bucket's last operation is posted: its time in flight on a device ends here on the comm
   // stream (else when reduce() returns).
   void posted_last();
@@ -129,6 +134,9 @@ class BucketContext {
   void post_at(double t);
   trace::Clock::time_point mark() const;
   void close_flight();  // posted_last() if the flight is open
+  // Counts p and leaves it for finish() when every request of it completes on a device; false
+  // (nothing done) otherwise.
+  bool hand_over(Pending& p);
 
   int bucket_ = 0;
   Communicator* world_ = nullptr;
@@ -149,7 +157,9 @@ class BucketContext {
   bool flight_open_ = false, flight_measured_ = false;
   // Inside a CommStreamScope: opens the flight on the comm stream, where the scope's wait for the
   // gradients (and whatever the stream queued before) ends, before the reducer's first kernel.
+  // The stages then follow each other on that stream (then()).
   void open_flight_on_comm();
+  bool on_comm_stream_ = false;
   // Trace (null: off): the bucket's step, the trace's axis, the last post.
   trace::Tracer* tracer_ = nullptr;
   bool virtual_trace_ = false;

@@ -28,14 +28,15 @@
 // comm stream waits for the compute stream once, when the bucket fires, and every kernel of the
 // bucket (wire conversions, the hierarchical padding copy, scaling and copy back) follows its
 // collectives on the comm stream, never behind the backward enqueued since; finish() then also
-// orders compute after the last bucket's end on the comm stream (a StreamMark). The hierarchical
-// mode waits for each stage on the communication thread (for its comm_stage trace events), so its
-// finish() waits on the host until the last stage has ended; its figures are timed on the device
-// all the same: time in flight from the compute stream's position at posting to the end of the last
-// stage on the comm stream, exposed wait from the end of backward on the compute stream to the
-// point where the next compute work can run.
-// Trace (GPU comm track): a bucket's span starts after the comm stream's device-side wait for the
-// compute stream (GpuTimeline::begin_comm_after_compute), so it holds the communication only.
+// orders compute after the last bucket's end on the comm stream (a StreamMark). So the
+// hierarchical mode's stages follow each other on the comm stream too, and neither mode waits on
+// the host (BucketContext::then): a bucket's time in flight runs on the comm stream from its
+// start (its gradients ready, the previous bucket done) to the end of its last stage, and the
+// exposed wait is the compute stream's stall at finish(). With MPI the hierarchical stages are
+// waited for one by one on the communication thread (a comm_stage trace event each).
+// Trace (GPU comm track): a bucket's span starts after the comm stream's device-side wait for its
+// gradients, so it holds the communication only (begin_comm_after_compute for a reducer outside
+// a scope).
 //
 // Checkpoints: without compression nothing here survives a step. finish() leaves no bucket in
 // flight, the bucket plan comes from the arena and the options, and no_sync / average are set by

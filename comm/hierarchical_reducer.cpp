@@ -5,8 +5,10 @@
 // On a CUDA arena every kernel of a bucket (the padding copy, the scaling, the copy back, the
 // wire conversions) runs on the comm stream, in stream order with its collectives
 // (stage_kernels_on_comm_stream: GradSync holds a CommStreamScope around reduce()), so no stage
-// queues behind the backward that the compute stream runs meanwhile (issue #34). The host waits
-// between stages block only GradSync's communication thread.
+// queues behind the backward that the compute stream runs meanwhile (issue #34), and the stages
+// follow each other there without a host wait (BucketContext::then): the bucket is only posted,
+// and finish() orders compute after it, as in the flat mode. With MPI each stage is waited for
+// on the communication thread (a comm_stage trace event per stage).
 #include "dplab/comm/bucket_reducer.h"
 #include "dplab/core/backend.h"
 
@@ -37,19 +39,19 @@ class HierarchicalReducer : public BucketReducer {
     Tensor head = full.flat_range(0, numel);
     if (numel > 0) be.ew.copy(g, head);
     Tensor shard = Tensor::empty({chunk}, DType::f32, g.device());
-    // On a device the time in flight is measured there (BucketContext): from the first stage's
-    // post to the end of the last stage on the comm stream. The host waits between stages time
-    // nothing there: they give each stage its trace event and its virtual end.
+    // On a device the time in flight is measured there (BucketContext): from the start of the
+    // bucket on the comm stream to the end of its last stage. With MPI the waits between stages
+    // give each stage its trace event and its virtual end.
     Pending p = ctx.ireduce_scatter(node, full, shard, ReduceOp::sum, ctx.wire());
-    ctx.wait(p, "reduce_scatter (node)");
+    ctx.then(p, "reduce_scatter (node)");
     // Average over all ranks = (sum over the node, then over nodes) / world size.
     p = ctx.iallreduce(cross, shard, ReduceOp::sum, ctx.wire());
-    ctx.wait(p, "allreduce (cross)");
+    ctx.then(p, "allreduce (cross)");
     if (ctx.average())
       be.ew.unary(UnaryOp::mul_scalar, 1.0f / static_cast<float>(ctx.world().size()), shard, shard);
     p = ctx.iallgather(node, shard, full, ctx.wire());
     ctx.posted_last();  // after the last stage on the comm stream, before the host waits
-    ctx.wait(p, "allgather (node)");
+    ctx.then(p, "allgather (node)");
     if (numel > 0) be.ew.copy(head, g);
   }
 };

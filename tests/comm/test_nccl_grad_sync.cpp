@@ -235,9 +235,9 @@ TEST(NcclGradSync, ExposedWaitComesFromTheDevice) {
   EXPECT_EQ(next.in_flight_s, 0.0);
 }
 
-// The hierarchical mode (issue #19, item 3): its communication thread waits on the host for each
-// stage, but exposed wait and time in flight come from CUDA events as in the flat mode, with the
-// same assertions as ExposedWaitComesFromTheDevice. All ranks form one node (node size > 1, so
+// The hierarchical mode (issue #19, item 3): exposed wait and time in flight come from CUDA
+// events as in the flat mode, with the same assertions as ExposedWaitComesFromTheDevice (since
+// issue #34 its stages follow each other on the comm stream with no host wait in between). All ranks form one node (node size > 1, so
 // the three-stage path runs); each rank is its own cross group. Needs 2 ranks (2 GPUs).
 TEST(NcclGradSync, HierarchicalWaitAndFlightComeFromTheDevice) {
   DPLAB_NCCL_TEST_GATE();
@@ -305,7 +305,7 @@ TEST(NcclGradSync, BucketKernelsRunPastBackwardStillQueued) {
       return std::vector<float>(size_t(n), float((s + 1) * (r + 1)));
     });
     test::StreamGate later_backward(cuda::compute_stream(dev().index));
-    sync.finish();  // flat: returns once posted; hierarchical: once its stages are done
+    sync.finish();  // returns once the buckets are posted (both modes)
     cuda::wait_stream(cuda::comm_stream(dev().index), "the buckets on the comm stream", 20);
     const cudaError_t q = cudaStreamQuery(cuda::compute_stream(dev().index));
     if (q == cudaErrorNotReady) (void)cudaGetLastError();
