@@ -10,6 +10,7 @@
 #include "dplab/core/cuda/event.h"
 #include "dplab/core/cuda/pinned.h"
 #include "dplab/core/cuda/stream.h"
+#include "dplab/core/cuda/stream_wait.h"
 
 namespace dplab {
 
@@ -20,10 +21,12 @@ struct HostReadback::Device {
 
 HostReadback::HostReadback() = default;
 HostReadback::~HostReadback() {
-  // The copy may still be in flight into the pinned buffer, which goes back to the pool: wait
-  // for it (it is a few bytes behind work that is being waited for anyway). Cannot throw.
-  if (pending_ && on_device_ && device_ && device_->copied)
-    cudaEventSynchronize(device_->copied->get());
+  // A copy still in flight writes into the pinned buffer, which would go back to the pool: wait
+  // for it, bounded; if the device never gets there (a stalled stream), keep the buffer out of
+  // the pool for good rather than hand it out while it may still be written. Cannot throw.
+  if (!pending_ || !on_device_ || !device_ || !device_->copied) return;
+  if (!cuda::event_done_quietly(device_->copied->get()))
+    new cuda::PinnedBuffer(std::move(device_->pinned));  // deliberately never freed
 }
 
 void HostReadback::start(const Tensor& t) {
@@ -44,8 +47,7 @@ void HostReadback::start(const Tensor& t) {
   device_->pinned.grow(n_ * sizeof(float));
   cuda::ScopedDevice on(dev);
   const cudaStream_t s = cuda::launch_stream(dev);
-  DPLAB_CUDA_CHECK(cudaMemcpyAsync(device_->pinned.data(), t.raw_data(), n_ * sizeof(float),
-                                   cudaMemcpyDeviceToHost, s));
+  cuda::copy_to_pinned_async(device_->pinned.data(), t.raw_data(), n_ * sizeof(float), s);
   device_->copied->record(s);
   pending_ = true;
 }

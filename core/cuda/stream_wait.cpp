@@ -62,8 +62,18 @@ void copy_from_host(void* dst, const void* src, size_t nbytes, cudaStream_t stre
   }
 }
 
+void copy_to_pinned_async(void* pinned_dst, const void* src, size_t nbytes, cudaStream_t stream) {
+  if (nbytes == 0) return;
+  DPLAB_CUDA_CHECK(cudaMemcpyAsync(pinned_dst, src, nbytes, cudaMemcpyDeviceToHost, stream));
+}
+
 bool stream_drained_quietly(cudaStream_t stream, double timeout_s) {
   return poll_quietly([stream] { return done(cudaStreamQuery(stream)); },
+                      timeout_s > 0 ? timeout_s : host_wait_timeout());
+}
+
+bool event_done_quietly(cudaEvent_t event, double timeout_s) {
+  return poll_quietly([event] { return done(cudaEventQuery(event)); },
                       timeout_s > 0 ? timeout_s : host_wait_timeout());
 }
 

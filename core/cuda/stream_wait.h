@@ -40,8 +40,15 @@ void copy_to_host(void* dst, const void* src, size_t nbytes, cudaStream_t stream
 void copy_from_host(void* dst, const void* src, size_t nbytes, cudaStream_t stream,
                     const std::string& what);
 
+// Device -> host in `stream`'s order into `pinned_dst`, a page-locked buffer (core/cuda/pinned.h):
+// a DMA that returns at once; the caller records an event after it and waits for that (with the
+// limit) before reading the buffer (core/host_readback.h).
+void copy_to_pinned_async(void* pinned_dst, const void* src, size_t nbytes, cudaStream_t stream);
+
 // For destructors: waits at most `timeout_s` (0: the process-wide limit, or none) for `stream`
 // and says whether it drained. Never throws; clears the error record it leaves.
 bool stream_drained_quietly(cudaStream_t stream, double timeout_s = 0);
+// The same for the work captured by `event`.
+bool event_done_quietly(cudaEvent_t event, double timeout_s = 0);
 
 }  // namespace dplab::cuda

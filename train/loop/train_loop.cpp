@@ -200,7 +200,8 @@ bool TrainLoop::train_step(const StepInfo& step, const StepPlan& plan, const Bat
   p_.strategy.after_backward(step);
   // The (averaged) gradients and the loss checked; the ranks agree on it kLag ticks later.
   // nonfinite_check = next_step: this step's check is posted and the previous one's verdict
-  // read, which on a GPU is long done (this step's backward is already enqueued behind it).
+  // read; on a GPU the host waits, if at all, until the device has finished the previous step's
+  // backward, with this step's forward and backward already queued behind it.
   phases_.begin(StepPhase::check);
   bool tick_nonfinite = false;
   Verdict verdict;
@@ -209,7 +210,8 @@ bool TrainLoop::train_step(const StepInfo& step, const StepPlan& plan, const Bat
     w_.guard.post_check(loss);
     // A copy of the labels: the batch's device slot is refilled before the verdict is read
     // (train/data/device_prefetch.h); a few bytes on the device, read only on the failure path.
-    posted_ = PostedCheck{step.global_step, b.labels.clone(), logits};
+    // The logits detached: the step's autograd graph (and its activations) is not kept.
+    posted_ = PostedCheck{step.global_step, b.labels.clone(), logits.detach()};
   } else {
     tick_nonfinite = w_.guard.step_nonfinite(loss);
     if (tick_nonfinite) check_targets_of_nonfinite_step(b.labels, logits);  // CUDA: a NaN loss
