@@ -237,8 +237,9 @@ TEST(NcclGradSync, ExposedWaitComesFromTheDevice) {
 
 // The hierarchical mode (issue #19, item 3): exposed wait and time in flight come from CUDA
 // events as in the flat mode, with the same assertions as ExposedWaitComesFromTheDevice (since
-// issue #34 its stages follow each other on the comm stream with no host wait in between). All ranks form one node (node size > 1, so
-// the three-stage path runs); each rank is its own cross group. Needs 2 ranks (2 GPUs).
+// issue #34 its stages follow each other on the comm stream with no host wait in between). All
+// ranks form one node (node size > 1, so the three-stage path runs); each rank is its own cross
+// group. Needs 2 ranks (2 GPUs).
 TEST(NcclGradSync, HierarchicalWaitAndFlightComeFromTheDevice) {
   DPLAB_NCCL_TEST_GATE();
   auto c = world();

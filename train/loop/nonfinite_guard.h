@@ -20,10 +20,10 @@
 // option nonfinite_check = next_step (auto's choice there under stop) removes: the flags travel
 // to the host on their own and are read a step later (NonfiniteCheck below). The exception to
 // "never applies that update" is then that one: under stop the failing step's update is
-// applied, and the run stops at the agreed tick with nothing written, as always. Under amp = f16 the loss scaler already handles inf/NaN
-// gradients (they are expected while the scale settles), so only the loss is checked there.
-// Ranks agree through StepAgreement (train/loop/step_agreement.h); before a checkpoint every
-// rank checks its whole state and they agree before anything is written.
+// applied, and the run stops at the agreed tick with nothing written, as always. Under amp = f16
+// the loss scaler already handles inf/NaN gradients (they are expected while the scale settles), so
+// only the loss is checked there. Ranks agree through StepAgreement (train/loop/step_agreement.h);
+// before a checkpoint every rank checks its whole state and they agree before anything is written.
 #pragma once
 #include <string>
 #include <vector>
