@@ -142,17 +142,21 @@ double* doubles(const Tensor& t) {
   return static_cast<double*>(t.raw_data());
 }
 
+// An activation operand of dplab's batch-norm kernels: its data and dtype (left null when t is
+// undefined).
+template <typename P>
+void bind(const Tensor& t, P& data, DType& dtype) {
+  if (!t.defined()) return;
+  data = t.raw_data();
+  dtype = t.dtype();
+}
+
 cuda::BnForward own_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y,
                             const Dims& d, const Tail& tail) {
   cuda::BnForward a;
-  a.x = x.raw_data();
-  a.xt = x.dtype();
-  if (tail.r) {
-    a.r = tail.r->raw_data();
-    a.rt = tail.r->dtype();
-  }
-  a.y = y.raw_data();
-  a.yt = y.dtype();
+  bind(x, a.x, a.xt);
+  if (tail.r) bind(*tail.r, a.r, a.rt);
+  bind(y, a.y, a.yt);
   a.weight = opt(weight);
   a.bias = opt(bias);
   a.n = d.n;
@@ -283,14 +287,9 @@ void backward_any(const Tensor& dy, const Tensor& x, const Tensor& y, const Tens
   // ReLU mask when there is one; dplab's kernel otherwise.
   if (!(training && m > 1 && x.dtype() == DType::f32)) {
     cuda::BnBackward a;
-    a.dy = dy.raw_data();
-    a.dyt = dy.dtype();
-    a.x = x.raw_data();
-    a.xt = x.dtype();
-    if (y.defined()) {
-      a.y = y.raw_data();
-      a.yt = y.dtype();
-    }
+    bind(dy, a.dy, a.dyt);
+    bind(x, a.x, a.xt);
+    bind(y, a.y, a.yt);  // the ReLU mask, when there is one
     a.weight = opt(weight);
     a.mean = mean.data<float>();
     a.invstd = invstd.data<float>();
@@ -298,14 +297,8 @@ void backward_any(const Tensor& dy, const Tensor& x, const Tensor& y, const Tens
     a.n = d.n;
     a.c = d.c;
     a.hw = d.hw;
-    if (dx.defined()) {
-      a.dx = dx.raw_data();
-      a.dxt = dx.dtype();
-    }
-    if (dresidual.defined()) {
-      a.dresidual = dresidual.raw_data();
-      a.drt = dresidual.dtype();
-    }
+    bind(dx, a.dx, a.dxt);
+    bind(dresidual, a.dresidual, a.drt);
     a.dweight = opt(dweight);
     a.dbias = opt(dbias);
     const Tensor part = partials_for(d, x);
