@@ -319,6 +319,16 @@ TEST(CliFaults, NextStepCheckStopsNamingTheStep) {
   const auto m = read_metrics(dir.path / "epoch" / "metrics.jsonl");
   ASSERT_FALSE(m.empty());
   EXPECT_EQ(m.back()["kind"], "stopped");
+
+  // A mid-epoch checkpoint after global step 1 (checkpoint.every_steps = 2) reads its verdict
+  // first: the same stop, before the state check (which would name a parameter instead).
+  r = run_dplab(job + " --set checkpoint.every_steps=2 --out " + dir.file("ckpt"), dir.path);
+  EXPECT_EQ(r.status, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("non-finite values at global step 1 (0-based; epoch 1, batch 2 of 4; its "
+                       "check was read at the end of the epoch or before a checkpoint)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(checkpoint_files(dir.path / "ckpt").empty());
 }
 
 // Two ranks agree on the verdict as on any other (kLag ticks later, or at the flush).
