@@ -10,7 +10,7 @@ thread_local const Backend* t_cpu_override = nullptr;
 
 const Backend& ref_backend() {
   static const Backend b{"ref",
-                         false,
+                         Layout::strided,
                          true,
                          true,
                          ref_elementwise_kernels(),
@@ -31,7 +31,7 @@ const Backend& cpu_backend() {
 
 const Backend& portable_cpu_backend() {
   static const Backend b{"cpu",
-                         true,
+                         Layout::nChw16c,
                          cpu_bf16_activations(),
                          true,
                          cpu_elementwise_kernels(),

@@ -23,10 +23,11 @@ namespace dplab {
 
 struct Backend {
   std::string name;
-  // The conv, batch-norm, pooling and element-wise kernels also read and write activations in
-  // the blocked nChw16c layout (core/tensor.h), and the ops keep them blocked between layers.
-  // Other backends only ever see strided tensors: the ops convert for them.
-  bool blocked_activations = false;
+  // The non-strided layout (core/tensor.h) its conv, batch-norm, pooling and element-wise
+  // kernels also read and write activations in, so the ops keep them so between layers: nChw16c
+  // on the cpu backend, nhwc on cuda. strided: none; such a backend only ever sees strided
+  // tensors (the ops convert for it), as does a backend handed another layout than its own.
+  Layout activation_layout = Layout::strided;
   // Autocast keeps activations in bf16 from layer to layer on this backend (core/autocast.h):
   // its conv, batch-norm, pooling and element-wise kernels take bf16 activations beside f32
   // weights and statistics. Where false, autocast casts around each convolution instead.

@@ -31,7 +31,7 @@ namespace {
 // pooling) are shared.
 #define DPLAB_VARIANT_BACKEND(sfx)                                                              \
   Backend {                                                                                     \
-    "cpu", true, cpu_bf16_activations(), true, cpu_elementwise_kernels_##sfx(),                 \
+    "cpu", Layout::nChw16c, cpu_bf16_activations(), true, cpu_elementwise_kernels_##sfx(),      \
         cpu_reduce_kernels_##sfx(), cpu_gemm_kernels(), cpu_conv_kernels(), cpu_pool_kernels(), \
         cpu_norm_kernels_##sfx(), cpu_loss_kernels_##sfx(), cpu_random_kernels_##sfx(),         \
         cpu_optim_kernels_##sfx()                                                               \

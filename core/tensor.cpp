@@ -30,7 +30,15 @@ Shape contiguous_strides(const Shape& s) {
 }
 
 const char* layout_name(Layout l) {
-  return l == Layout::nChw16c ? "nChw16c" : "strided";
+  switch (l) {
+    case Layout::nChw16c:
+      return "nChw16c";
+    case Layout::nhwc:
+      return "nhwc";
+    case Layout::strided:
+      break;
+  }
+  return "strided";
 }
 
 bool blockable(const Shape& shape, DType dtype, Device device) {
@@ -40,6 +48,24 @@ bool blockable(const Shape& shape, DType dtype, Device device) {
 
 bool blockable(const Tensor& t) {
   return blockable(t.shape(), t.dtype(), t.device());
+}
+
+bool layout_allows(Layout l, const Shape& shape, DType dtype, Device device) {
+  switch (l) {
+    case Layout::strided:
+      return true;
+    case Layout::nChw16c:
+      return blockable(shape, dtype, device);
+    case Layout::nhwc:
+      return is_floating(dtype) && shape.size() == 4;
+  }
+  return false;
+}
+
+// What a layout needs, for errors.
+static const char* layout_needs(Layout l) {
+  return l == Layout::nhwc ? "a float [N, C, H, W] tensor"
+                           : "f32 or bf16 [N, C, H, W] on the CPU with C a multiple of 16";
 }
 
 static void check_valid_shape(const Shape& shape) {
@@ -57,20 +83,19 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   return Tensor(impl);
 }
 
-Tensor Tensor::empty(const Shape& shape, Layout layout, DType dtype) {
-  Tensor t = empty(shape, dtype, Device::cpu());
-  if (layout == Layout::strided) return t;
-  DPLAB_CHECK(blockable(shape, dtype, Device::cpu()),
-              "a tensor in the {} layout must be f32 or bf16 [N, C, H, W] with C a multiple of "
-              "{}; got {} {}",
-              layout_name(layout), kBlock16c, dtype_name(dtype), shape_str(shape));
+Tensor Tensor::empty(const Shape& shape, Layout layout, DType dtype, Device device) {
+  DPLAB_CHECK(layout_allows(layout, shape, dtype, device),
+              "a tensor in the {} layout must be {}; got {} {} on {}", layout_name(layout),
+              layout_needs(layout), dtype_name(dtype), shape_str(shape), device.str());
+  Tensor t = empty(shape, dtype, device);
   t.impl().layout = layout;
   return t;
 }
 
 Tensor Tensor::empty_like(const Tensor& t) {
   const DType d = is_floating(t.dtype()) ? t.dtype() : DType::f32;
-  return t.is_blocked() ? empty(t.shape(), t.layout(), d) : empty(t.shape(), d, t.device());
+  return t.is_blocked() ? empty(t.shape(), t.layout(), d, t.device())
+                        : empty(t.shape(), d, t.device());
 }
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
@@ -255,11 +280,9 @@ Tensor Tensor::clone() const {
 Tensor Tensor::to(Layout l) const {
   if (l == layout()) return *this;
   if (l == Layout::strided) return clone();
-  DPLAB_CHECK(blockable(*this),
-              "{} cannot take the {} layout (needs f32 or bf16 [N, C, H, W] on the CPU "
-              "with C a multiple of {})",
-              str(), layout_name(l), kBlock16c);
-  Tensor t = empty(shape(), l, dtype());
+  DPLAB_CHECK(layout_allows(l, shape(), dtype(), device()),
+              "{} cannot take the {} layout (needs {})", str(), layout_name(l), layout_needs(l));
+  Tensor t = empty(shape(), l, dtype(), device());
   t.copy_(*this);
   return t;
 }
@@ -279,6 +302,7 @@ void cuda_copy_between_devices(const Tensor& src, Tensor& dst);  // core/cuda
 
 Tensor Tensor::to(Device d) const {
   if (d == device()) return *this;
+  if (is_blocked()) return contiguous().to(d);  // a layout moves as its NCHW form
   Tensor r = empty(shape(), dtype(), d);
   r.copy_(*this);
   return r;

@@ -35,7 +35,14 @@ using GradReadyHook = std::function<void(const Tensor&)>;
 //   and data<T>() refuse it, naming the layout, so code that reads strided tensors can never
 //   misread one; kernels that understand it use data_any_layout<T>(). contiguous() (and
 //   clone(), to_vector()) return the NCHW tensor.
-enum class Layout : uint8_t { strided, nChw16c };
+// - nhwc: channels-last, for 4-D tensors [N, C, H, W] of a float dtype on any device: memory
+//   order [N][H][W][C], no offset. cuDNN's tensor-core convolutions read and write it natively,
+//   so the CUDA kernels keep a network's 16-bit activations in it from layer to layer (the role
+//   nChw16c plays on the CPU). It is a non-strided layout like nChw16c (is_blocked() is true):
+//   the same refusals and conversions apply. Its elements sit where a strided tensor with
+//   strides [H·W·C, 1, W·C, C] would put them (nhwc_strides, core/layout.h), which is how
+//   stride-driven kernels read it.
+enum class Layout : uint8_t { strided, nChw16c, nhwc };
 constexpr int64_t kBlock16c = 16;
 const char* layout_name(Layout l);
 
@@ -63,9 +70,10 @@ class Tensor {
 
   // ---- factories ---------------------------------------------------------------------------
   static Tensor empty(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
-  // An uninitialised CPU tensor [N, C, H, W] of `dtype` (f32 or bf16) in `layout` (strided:
-  // NCHW-contiguous; nChw16c: needs C % 16 == 0).
-  static Tensor empty(const Shape& shape, Layout layout, DType dtype = DType::f32);
+  // An uninitialised tensor [N, C, H, W] of `dtype` in `layout` on `device` (strided:
+  // NCHW-contiguous; nChw16c: f32 or bf16 on the CPU with C % 16 == 0; nhwc: any float dtype).
+  static Tensor empty(const Shape& shape, Layout layout, DType dtype = DType::f32,
+                      Device device = Device::cpu());
   // An uninitialised tensor shaped, typed and laid out like `t` (same device); `t`'s dtype
   // unless it is not a float dtype (then f32).
   static Tensor empty_like(const Tensor& t);
@@ -179,5 +187,7 @@ void check_same_device(const Tensor& a, const Tensor& b, const char* what);
 // True when `t` may be given the nChw16c layout: f32, CPU, 4-D, C a multiple of 16.
 bool blockable(const Tensor& t);
 bool blockable(const Shape& shape, DType dtype, Device device);
+// True when a tensor of this shape, dtype and device may be held in layout l (strided: always).
+bool layout_allows(Layout l, const Shape& shape, DType dtype, Device device);
 
 }  // namespace dplab

@@ -98,7 +98,9 @@ void copy(const Tensor& src, Tensor& dst) {
       memcpy(dst.raw_data_any_layout(), src.raw_data_any_layout(), src.nbytes());
       return;
     }
-    if (same && src.shape() == dst.shape() && (src.is_contiguous() || dst.is_contiguous()))
+    const bool nchw_blocked = (src.layout() == Layout::nChw16c && dst.is_contiguous()) ||
+                              (dst.layout() == Layout::nChw16c && src.is_contiguous());
+    if (same && src.shape() == dst.shape() && nchw_blocked)
       return t == DType::f32 ? convert_layout<float>(src, dst) : convert_layout<uint16_t>(src, dst);
     // One blocked layout, two float dtypes: the elements sit in the same order, one flat cast.
     if (src.layout() == dst.layout() && src.shape() == dst.shape() && is_floating(src.dtype()) &&

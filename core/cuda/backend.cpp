@@ -5,10 +5,11 @@
 namespace dplab {
 
 const Backend& cuda_backend_impl() {
-  // Activations strided (NCHW) only; under bf16 autocast they stay bf16 from layer to layer
+  // Activations NCHW, or nhwc where the convolution writes them so (16-bit activations: cuDNN's
+  // tensor-core kernels are channels-last); under bf16 autocast they stay bf16 from layer to layer
   // (core/autocast.h), and the batch-norm and element-wise kernels take bf16.
   static const Backend b{"cuda",
-                         /*blocked_activations=*/false,
+                         /*activation_layout=*/Layout::nhwc,
                          /*bf16_activations=*/true,
                          /*bf16_kernels=*/true,
                          cuda_elementwise_kernels(),

@@ -1,9 +1,11 @@
 // The per-channel work of dplab's CUDA batch-norm kernels (norm_kernels.cu) as plain DPLAB_HD
-// code, so the CPU tests run it too (tests/core/test_bn_channel.cpp): S blocks share a channel
-// (bn_blocks_per_channel), their T = 256·S threads take its elements t, t + T, ...
-// (ChannelWalk), each block adds its threads' shares (a fixed tree, block_sum2) into one partial
-// per block, and the next kernel adds the S partials in block order (bn_total) before the next
-// pass; the test adds them on the host. Expressions follow core/cpu/ref/norm.cpp term by term,
+// code, so the CPU tests run it too (tests/core/test_bn_channel.cpp). On NCHW activations S blocks
+// share a channel (bn_blocks_per_channel), their T = 256·S threads take its elements t, t + T,
+// ... (ChannelWalk), each block adds its threads' shares (a fixed tree, block_sum2) into one
+// partial per block, and the next kernel adds the S partials in block order (bn_total) before
+// the next pass; the test adds them on the host. On nhwc activations (channels_last) the same
+// per-channel work runs on another split, so that neighbouring threads read neighbouring
+// channels (bn_row_blocks below). Expressions follow core/cpu/ref/norm.cpp term by term,
 // including which products are float and which double, so results differ from the reference only in
 // the order of the double sums. Activations of any float dtype (load_as_f32 / store_from_f32: f32
 // arithmetic, each output rounded once); parameters and statistics f32.
@@ -40,6 +42,7 @@ struct BnForward {
   float* save_mean = nullptr;  // training only
   float* save_invstd = nullptr;
   int64_t n = 0, c = 0, hw = 0;
+  bool channels_last = false;  // x, r and y nhwc (else NCHW-contiguous)
   bool training = true;
   BnTail tail = BnTail::none;
 };
@@ -61,6 +64,7 @@ struct BnBackward {
   const float* invstd = nullptr;
   bool training = true;
   int64_t n = 0, c = 0, hw = 0;
+  bool channels_last = false;  // dy, x, y, dx and dresidual nhwc (else NCHW-contiguous)
   void* dx = nullptr;
   DType dxt = DType::f32;
   void* dresidual = nullptr;
@@ -88,6 +92,28 @@ DPLAB_HD double bn_total(const double* part, int64_t c, int64_t S) {
   return s;
 }
 
+// The nhwc kernels (channels_last): a block of kBnTileChannels × kBnLanes threads takes
+// kBnTileChannels neighbouring channels (threadIdx.x: one channel each, so a warp reads 32
+// neighbouring values of one row) and kBnLanes row lanes (threadIdx.y); the grid's S row blocks
+// share the rows, lane t = block·kBnLanes + threadIdx.y of T = S·kBnLanes taking rows t, t + T,
+// ... Each block adds its lanes (a fixed tree) into one partial per (row block, channel), stored
+// [S][C] so neighbouring channels' partials are neighbours; the next kernel adds them in block
+// order (bn_total_rows). S: one row block per 2,048 rows (256 per lane), at most 512, a
+// function of the shape only (so the sums' order does not depend on the device).
+constexpr int64_t kBnTileChannels = 32;
+constexpr int64_t kBnLanes = 8;
+constexpr int64_t kBnRowsPerBlock = 2048;
+constexpr int64_t kBnMaxRowBlocks = 512;
+DPLAB_HD int64_t bn_row_blocks(int64_t m) {
+  const int64_t s = (m + kBnRowsPerBlock - 1) / kBnRowsPerBlock;
+  return s < 1 ? 1 : (s > kBnMaxRowBlocks ? kBnMaxRowBlocks : s);
+}
+DPLAB_HD double bn_total_rows(const double* part, int64_t c, int64_t C, int64_t S) {
+  double s = 0.0;
+  for (int64_t i = 0; i < S; ++i) s += part[i * C + c];
+  return s;
+}
+
 // Channel c of a forward pass. Training: sum_x over every thread -> set_mean, then
 // sum_sq_dev over every thread -> set_var (the writer, one thread, saves the statistics and
 // updates the running ones); eval: use_running. Then apply on every thread.
@@ -98,7 +124,7 @@ class BnForwardChannel {
   // This thread's share of Σx.
   DPLAB_HD double sum_x(int64_t t, int64_t T) const {
     double s = 0.0;
-    ChannelWalk w(t, T, c_, a_.c, a_.hw);
+    ChannelWalk w(t, T, c_, a_.c, a_.hw, a_.channels_last);
     for (int64_t j = t; j < m_; j += T, w.next()) s += load_as_f32(a_.x, a_.xt, w.offset());
     return s;
   }
@@ -106,7 +132,7 @@ class BnForwardChannel {
   // This thread's share of Σ(x − mean)².
   DPLAB_HD double sum_sq_dev(int64_t t, int64_t T) const {
     double ss = 0.0;
-    ChannelWalk w(t, T, c_, a_.c, a_.hw);
+    ChannelWalk w(t, T, c_, a_.c, a_.hw, a_.channels_last);
     for (int64_t j = t; j < m_; j += T, w.next()) {
       const double dv = load_as_f32(a_.x, a_.xt, w.offset()) - mean_;
       ss += dv * dv;
@@ -134,7 +160,7 @@ class BnForwardChannel {
   DPLAB_HD void apply(int64_t t, int64_t T) const {
     const double scale = a_.weight ? a_.weight[c_] : 1.0, shift = a_.bias ? a_.bias[c_] : 0.0;
     const float rmean = a_.training ? 0.0f : a_.running_mean[c_];
-    ChannelWalk w(t, T, c_, a_.c, a_.hw);
+    ChannelWalk w(t, T, c_, a_.c, a_.hw, a_.channels_last);
     for (int64_t j = t; j < m_; j += T, w.next()) {
       const int64_t k = w.offset();
       const float xk = load_as_f32(a_.x, a_.xt, k);
@@ -166,7 +192,7 @@ class BnBackwardChannel {
   DPLAB_HD void sums(int64_t t, int64_t T, double& sum_dy, double& sum_dy_xhat) const {
     sum_dy = 0.0;
     sum_dy_xhat = 0.0;
-    ChannelWalk w(t, T, c_, a_.c, a_.hw);
+    ChannelWalk w(t, T, c_, a_.c, a_.hw, a_.channels_last);
     for (int64_t j = t; j < m_; j += T, w.next()) {
       const int64_t k = w.offset();
       const float g = grad(k);
@@ -186,7 +212,7 @@ class BnBackwardChannel {
   DPLAB_HD void dx(int64_t t, int64_t T) const {
     if (!a_.dx) return;
     const double scale = (a_.weight ? a_.weight[c_] : 1.0) * is_;
-    ChannelWalk w(t, T, c_, a_.c, a_.hw);
+    ChannelWalk w(t, T, c_, a_.c, a_.hw, a_.channels_last);
     for (int64_t j = t; j < m_; j += T, w.next()) {
       const int64_t k = w.offset();
       const float g = grad(k);

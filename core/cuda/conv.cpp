@@ -26,6 +26,16 @@
 // weights): they are rounded to bf16, or dw computed in bf16 and widened (master_weights below).
 // The bias b and its gradient db are the dtype of the other operands or f32. Anything else
 // throws naming the combination.
+//
+// Layouts: activations are NCHW-contiguous or nhwc (Layout::nhwc, channels-last). cuDNN's
+// tensor-core kernels are channels-last: handed NCHW they transpose around the call, so 16-bit
+// convolutions write y in nhwc (output_layout) and the ops keep it so through batch norm, ReLU
+// and the residual add (Backend::activation_layout). f32 stays NCHW (FMA kernels, no TF32), as
+// do grouped convolutions (not measured on a device here). Each call computes in one layout, the
+// output side's (y forward, dy backward): an operand in the other layout is copied into it
+// first (the network's input image, once per step), an output into it after, and an nhwc call
+// describes the filter as nhwc too (KRSC), so the weights are copied into that order, rounded to
+// the activations' dtype in the same pass (as_operand).
 #include <cudnn.h>
 
 #include <array>
@@ -77,7 +87,10 @@ Geometry check_conv(Dir dir, const Tensor& x, const Tensor& w, const Tensor& y,
   for (const auto& [t, name] : ts) {
     DPLAB_CHECK(t->defined() && t->dim() == 4, "CUDA {}: {} must be a 4-D tensor, got {}", k, name,
                 t->defined() ? t->str() : "undefined");
-    DPLAB_CHECK(t->is_contiguous(), "CUDA {}: {} {} must be contiguous", k, name, t->str());
+    DPLAB_CHECK(t->is_contiguous() || t->layout() == Layout::nhwc,
+                "CUDA {}: {} {} must be contiguous or nhwc", k, name, t->str());
+    DPLAB_CHECK(t->layout() == x.layout(), "CUDA {}: {} {} and {} {} are in different layouts", k,
+                name, t->str(), xn, x.str());
     DPLAB_CHECK(t->device().is_cuda() && t->device() == x.device(),
                 "CUDA {}: {} {} is not on the CUDA device of {} {}", k, name, t->str(), xn,
                 x.str());
@@ -178,15 +191,16 @@ struct Setup {
   ConvDesc conv;
 };
 
-void describe(Setup& s, const Geometry& g, const Conv2dParams& p, DType dt, const char* k) {
+// nhwc: x, w and y all channels-last (the filter KRSC); else all NCHW.
+void describe(Setup& s, const Geometry& g, const Conv2dParams& p, DType dt, bool nhwc,
+              const char* k) {
   const cudnnDataType_t t = cudnn_type(dt);
-  DPLAB_CUDNN_CHECK(cudnnSetTensor4dDescriptor(s.x.get(), CUDNN_TENSOR_NCHW, t, to_int(g.N, "N"),
-                                               to_int(g.C, "C"), to_int(g.H, "H"),
-                                               to_int(g.W, "W")));
-  DPLAB_CUDNN_CHECK(cudnnSetTensor4dDescriptor(s.y.get(), CUDNN_TENSOR_NCHW, t, to_int(g.N, "N"),
-                                               to_int(g.O, "O"), to_int(g.OH, "OH"),
-                                               to_int(g.OW, "OW")));
-  DPLAB_CUDNN_CHECK(cudnnSetFilter4dDescriptor(s.w.get(), t, CUDNN_TENSOR_NCHW, to_int(g.O, "O"),
+  const cudnnTensorFormat_t f = nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  DPLAB_CUDNN_CHECK(cudnnSetTensor4dDescriptor(s.x.get(), f, t, to_int(g.N, "N"), to_int(g.C, "C"),
+                                               to_int(g.H, "H"), to_int(g.W, "W")));
+  DPLAB_CUDNN_CHECK(cudnnSetTensor4dDescriptor(s.y.get(), f, t, to_int(g.N, "N"), to_int(g.O, "O"),
+                                               to_int(g.OH, "OH"), to_int(g.OW, "OW")));
+  DPLAB_CUDNN_CHECK(cudnnSetFilter4dDescriptor(s.w.get(), t, f, to_int(g.O, "O"),
                                                to_int(g.C / p.groups, "C/groups"),
                                                to_int(g.KH, "KH"), to_int(g.KW, "KW")));
   // Cross-correlation (what deep-learning frameworks call convolution), f32 accumulation.
@@ -210,20 +224,21 @@ void describe(Setup& s, const Geometry& g, const Conv2dParams& p, DType dt, cons
 
 // ---- the per-shape algorithm cache ----
 
-using Key = std::array<int64_t, 19>;
+using Key = std::array<int64_t, 20>;
 
 // Some algorithms (vectorised and tensor-op kernels) need 16-byte aligned operands, so a choice
 // made for aligned buffers is not reused for a view at an odd offset, and vice versa.
 int64_t aligned16(std::initializer_list<const Tensor*> ts) {
   for (const Tensor* t : ts)
-    if (reinterpret_cast<uintptr_t>(t->raw_data()) % 16 != 0) return 0;
+    if (reinterpret_cast<uintptr_t>(t->raw_data_any_layout()) % 16 != 0) return 0;
   return 1;
 }
 
 Key make_key(Dir dir, int device, DType dt, const Geometry& g, const Conv2dParams& p,
-             int64_t aligned) {
+             int64_t aligned, bool nhwc) {
   return {static_cast<int64_t>(dir),
           aligned,
+          nhwc ? 1 : 0,
           device,
           static_cast<int64_t>(dt),
           g.N,
@@ -390,7 +405,8 @@ Choice choose(Dir dir, std::initializer_list<const Tensor*> operands, const Geom
               const Conv2dParams& p, FindFn find) {
   const Tensor& anchor = **operands.begin();
   const DType dt = anchor.dtype();
-  const Key key = make_key(dir, anchor.device().index, dt, g, p, aligned16(operands));
+  const bool nhwc = anchor.layout() == Layout::nhwc;
+  const Key key = make_key(dir, anchor.device().index, dt, g, p, aligned16(operands), nhwc);
   Choice c;
   if (algo_cache().lookup(key, &c)) return c;
   const auto find_within = [&](size_t bytes) {
@@ -417,7 +433,8 @@ Choice choose(Dir dir, std::initializer_list<const Tensor*> operands, const Geom
   algo_cache().insert(
       key, c, dir,
       conv_shape_string(dt, g.N, g.C, g.H, g.W, g.O, g.KH, g.KW, p.stride_h, p.stride_w, p.pad_h,
-                        p.pad_w, p.dilation_h, p.dilation_w, p.groups));
+                        p.pad_w, p.dilation_h, p.dilation_w, p.groups) +
+          (nhwc ? " nhwc" : ""));
   return c;
 }
 
@@ -429,7 +446,23 @@ void apply_math(const Setup& s, DType dt, const Choice& c) {
 
 // Zero bits are 0.0 in f32, bf16 and f16 alike.
 void fill_zero(Tensor& t, int dev) {
-  DPLAB_CUDA_CHECK(cudaMemsetAsync(t.raw_data(), 0, t.nbytes(), cuda::launch_stream(dev)));
+  DPLAB_CUDA_CHECK(
+      cudaMemsetAsync(t.raw_data_any_layout(), 0, t.nbytes(), cuda::launch_stream(dev)));
+}
+
+// The layout a call computes in: its output side's (y forward, dy backward).
+Layout call_layout(const Tensor& out_side) {
+  return out_side.layout() == Layout::nhwc ? Layout::nhwc : Layout::strided;
+}
+
+// t in layout l (strided meaning NCHW-contiguous) and dtype dt: t itself when it already is,
+// else a scratch copy made in one pass (relayout and rounding together).
+Tensor as_operand(const Tensor& t, Layout l, DType dt) {
+  const bool laid_out = l == Layout::strided ? t.is_contiguous() : t.layout() == l;
+  if (laid_out && t.dtype() == dt) return t;
+  Tensor o = Tensor::empty(t.shape(), l, dt, t.device());
+  o.copy_(t);
+  return o;
 }
 
 // f32 master weights beside bf16 activations (autocast, Backend::bf16_activations): cuDNN's
@@ -439,124 +472,169 @@ void fill_zero(Tensor& t, int dev) {
 bool master_weights(const Tensor& act, const Tensor& w) {
   return act.defined() && w.defined() && act.dtype() == DType::bf16 && w.dtype() == DType::f32;
 }
-Tensor operand_weights(const Tensor& act, const Tensor& w) {
-  return master_weights(act, w) ? w.to(DType::bf16) : w;
+// The filter operand of a call in layout l beside activations `act`: rounded to bf16 beside
+// master weights, KRSC (nhwc) when l is.
+Tensor operand_weights(const Tensor& act, const Tensor& w, Layout l) {
+  return as_operand(w, l, master_weights(act, w) ? DType::bf16 : w.dtype());
 }
 
-void forward(const Tensor& x, const Tensor& w_in, const Tensor& b, Tensor& y,
+// An output of a call in layout l and dtype dt: `out` itself when it already is, else a scratch
+// the call writes and finish() copies into `out`.
+class CallOutput {
+ public:
+  CallOutput(Tensor& out, Layout l, DType dt) : out_(out) {
+    const bool laid_out = l == Layout::strided ? out.is_contiguous() : out.layout() == l;
+    op_ = laid_out && out.dtype() == dt ? out : Tensor::empty(out.shape(), l, dt, out.device());
+  }
+  Tensor& operand() { return op_; }
+  void finish() {
+    if (op_.impl_ptr() != out_.impl_ptr()) out_.copy_(op_);
+  }
+
+ private:
+  Tensor& out_;
+  Tensor op_;
+};
+
+void forward(const Tensor& x_in, const Tensor& w_in, const Tensor& b, Tensor& y_out,
              const Conv2dParams& p) {
-  const Tensor w = operand_weights(x, w_in);
+  const Layout l = call_layout(y_out);
+  const Tensor x = as_operand(x_in, l, x_in.dtype());
+  const Tensor w = operand_weights(x, w_in, l);
+  CallOutput out(y_out, l, y_out.dtype());
+  Tensor& y = out.operand();
   const Geometry g = check_conv(Dir::forward, x, w, y, p, "x", "w", "y");
   if (b.defined()) check_bias(b, g.O, x, "bias", "conv2d_forward");
   if (y.numel() == 0) return;
   const int dev = x.device().index;
   cuda::ScopedDevice guard(dev);
   cudnnHandle_t h = cuda::cudnn_handle(dev);
+  const bool nhwc = l == Layout::nhwc;
   if (x.numel() == 0 || w.numel() == 0) {
     fill_zero(y, dev);  // an empty sum (C == 0 or an empty filter), plus the bias below
   } else {
     Setup s;
-    describe(s, g, p, x.dtype(), "conv2d_forward");
+    describe(s, g, p, x.dtype(), nhwc, "conv2d_forward");
     const Choice c = choose(Dir::forward, {&x, &w, &y}, g, p, [&](void* ws, size_t ws_bytes) {
       cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
       int n = 0;
       DPLAB_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-          h, s.x.get(), x.raw_data(), s.w.get(), w.raw_data(), s.conv.get(), s.y.get(),
-          y.raw_data(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, ws, ws_bytes));
+          h, s.x.get(), x.raw_data_any_layout(), s.w.get(), w.raw_data_any_layout(), s.conv.get(),
+          s.y.get(), y.raw_data_any_layout(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, ws,
+          ws_bytes));
       return pick(perf, n, x.dtype(), ws_bytes);
     });
     apply_math(s, x.dtype(), c);
     Tensor ws = workspace(c.workspace, x.device());
     const float alpha = 1.0f, beta = 0.0f;  // float scaling factors for f32/bf16/f16 data
-    DPLAB_CUDNN_CHECK(
-        cudnnConvolutionForward(h, &alpha, s.x.get(), x.raw_data(), s.w.get(), w.raw_data(),
-                                s.conv.get(), static_cast<cudnnConvolutionFwdAlgo_t>(c.algo),
-                                ptr(ws), c.workspace, &beta, s.y.get(), y.raw_data()));
+    DPLAB_CUDNN_CHECK(cudnnConvolutionForward(
+        h, &alpha, s.x.get(), x.raw_data_any_layout(), s.w.get(), w.raw_data_any_layout(),
+        s.conv.get(), static_cast<cudnnConvolutionFwdAlgo_t>(c.algo), ptr(ws), c.workspace, &beta,
+        s.y.get(), y.raw_data_any_layout()));
   }
   if (b.defined())
-    DPLAB_CUDA_CHECK(cuda::launch_add_channel_bias(y.raw_data(), y.dtype(), g.N, g.O, g.OH * g.OW,
-                                                   b.raw_data(), b.dtype(),
+    DPLAB_CUDA_CHECK(cuda::launch_add_channel_bias(y.raw_data_any_layout(), y.dtype(), g.N, g.O,
+                                                   g.OH * g.OW, b.raw_data(), b.dtype(), nhwc,
                                                    cuda::launch_stream(dev)));
+  out.finish();
 }
 
-void backward_data(const Tensor& dy, const Tensor& w_in, Tensor& dx, const Conv2dParams& p) {
-  const Tensor w = operand_weights(dy, w_in);
-  const Geometry g = check_conv(Dir::backward_data, dx, w, dy, p, "dx", "w", "dy");
+void backward_data(const Tensor& dy, const Tensor& w_in, Tensor& dx_out, const Conv2dParams& p) {
+  const Layout l = call_layout(dy);
+  const Tensor dyc = as_operand(dy, l, dy.dtype());
+  const Tensor w = operand_weights(dyc, w_in, l);
+  CallOutput out(dx_out, l, dx_out.dtype());
+  Tensor& dx = out.operand();
+  const Geometry g = check_conv(Dir::backward_data, dx, w, dyc, p, "dx", "w", "dy");
   if (dx.numel() == 0) return;
   const int dev = dx.device().index;
   cuda::ScopedDevice guard(dev);
-  if (dy.numel() == 0 || w.numel() == 0) {
+  if (dyc.numel() == 0 || w.numel() == 0) {
     fill_zero(dx, dev);  // no output depends on x
+    out.finish();
     return;
   }
   cudnnHandle_t h = cuda::cudnn_handle(dev);
   Setup s;
-  describe(s, g, p, dx.dtype(), "conv2d_backward_data");
-  const Choice c = choose(Dir::backward_data, {&dx, &w, &dy}, g, p, [&](void* ws, size_t ws_bytes) {
-    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    int n = 0;
-    DPLAB_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
-        h, s.w.get(), w.raw_data(), s.y.get(), dy.raw_data(), s.conv.get(), s.x.get(),
-        dx.raw_data(), CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, ws, ws_bytes));
-    return pick(perf, n, dx.dtype(), ws_bytes);
-  });
+  describe(s, g, p, dx.dtype(), l == Layout::nhwc, "conv2d_backward_data");
+  const Choice c =
+      choose(Dir::backward_data, {&dx, &w, &dyc}, g, p, [&](void* ws, size_t ws_bytes) {
+        cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+        int n = 0;
+        DPLAB_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
+            h, s.w.get(), w.raw_data_any_layout(), s.y.get(), dyc.raw_data_any_layout(),
+            s.conv.get(), s.x.get(), dx.raw_data_any_layout(),
+            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, ws, ws_bytes));
+        return pick(perf, n, dx.dtype(), ws_bytes);
+      });
   apply_math(s, dx.dtype(), c);
   Tensor ws = workspace(c.workspace, dx.device());
   const float alpha = 1.0f, beta = 0.0f;  // overwrite dx
-  DPLAB_CUDNN_CHECK(
-      cudnnConvolutionBackwardData(h, &alpha, s.w.get(), w.raw_data(), s.y.get(), dy.raw_data(),
-                                   s.conv.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo),
-                                   ptr(ws), c.workspace, &beta, s.x.get(), dx.raw_data()));
+  DPLAB_CUDNN_CHECK(cudnnConvolutionBackwardData(
+      h, &alpha, s.w.get(), w.raw_data_any_layout(), s.y.get(), dyc.raw_data_any_layout(),
+      s.conv.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo), ptr(ws), c.workspace, &beta,
+      s.x.get(), dx.raw_data_any_layout()));
+  out.finish();
 }
 
-void backward_weight_same_dtype(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db,
-                                const Conv2dParams& p);
-
-// f32 dw of bf16 x and dy: cuDNN writes dw in bf16 (its one dtype for x, dy and dw) and it is
-// widened into the f32 gradient, which is what autocast's cast of the weight does on its way
-// back (PyTorch's autocast likewise). That one bf16 rounding of dw is the only difference from
-// the CPU, which writes dw in f32 (core/kernels/conv.h).
-void backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db,
+// dw in the call's layout and the activations' dtype. Beside bf16 activations an f32 dw (master
+// weights) is computed in bf16 by cuDNN (its one dtype for x, dy and dw) and widened into the f32
+// gradient, which is what autocast's cast of the weight does on its way back (PyTorch's
+// autocast likewise). That one bf16 rounding of dw is the only difference from the CPU, which
+// writes dw in f32 (core/kernels/conv.h). An nhwc call's dw (KRSC) is copied back to [O, C/g,
+// KH, KW] in the same pass.
+void backward_weight(const Tensor& x_in, const Tensor& dy, Tensor& dw_out, Tensor& db,
                      const Conv2dParams& p) {
-  if (!master_weights(x, dw)) return backward_weight_same_dtype(x, dy, dw, db, p);
-  Tensor dw16 = Tensor::empty(dw.shape(), DType::bf16, dw.device());
-  backward_weight_same_dtype(x, dy, dw16, db, p);
-  dw.copy_(dw16);
-}
-
-void backward_weight_same_dtype(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db,
-                                const Conv2dParams& p) {
-  const Geometry g = check_conv(Dir::backward_filter, x, dw, dy, p, "x", "dw", "dy");
+  const Layout l = call_layout(dy);
+  const Tensor dyc = as_operand(dy, l, dy.dtype());
+  const Tensor x = as_operand(x_in, l, x_in.dtype());
+  CallOutput out(dw_out, l, master_weights(x, dw_out) ? DType::bf16 : dw_out.dtype());
+  Tensor& dw = out.operand();
+  const Geometry g = check_conv(Dir::backward_filter, x, dw, dyc, p, "x", "dw", "dy");
   if (db.defined()) check_bias(db, g.O, x, "db", "conv2d_backward_weight");
   const int dev = x.device().index;
   cuda::ScopedDevice guard(dev);
   if (db.defined())
-    DPLAB_CUDA_CHECK(cuda::launch_channel_sum(dy.raw_data(), dy.dtype(), g.N, g.O, g.OH * g.OW,
-                                              db.raw_data(), db.dtype(), cuda::launch_stream(dev)));
+    DPLAB_CUDA_CHECK(cuda::launch_channel_sum(dyc.raw_data_any_layout(), dyc.dtype(), g.N, g.O,
+                                              g.OH * g.OW, db.raw_data(), db.dtype(),
+                                              l == Layout::nhwc, cuda::launch_stream(dev)));
   if (dw.numel() == 0) return;
-  if (x.numel() == 0 || dy.numel() == 0) {
+  if (x.numel() == 0 || dyc.numel() == 0) {
     fill_zero(dw, dev);  // an empty batch (or empty output): the gradient is an empty sum
+    out.finish();
     return;
   }
   cudnnHandle_t h = cuda::cudnn_handle(dev);
   Setup s;
-  describe(s, g, p, x.dtype(), "conv2d_backward_weight");
+  describe(s, g, p, x.dtype(), l == Layout::nhwc, "conv2d_backward_weight");
   const Choice c =
-      choose(Dir::backward_filter, {&x, &dy, &dw}, g, p, [&](void* ws, size_t ws_bytes) {
+      choose(Dir::backward_filter, {&x, &dyc, &dw}, g, p, [&](void* ws, size_t ws_bytes) {
         cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
         int n = 0;
         DPLAB_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-            h, s.x.get(), x.raw_data(), s.y.get(), dy.raw_data(), s.conv.get(), s.w.get(),
-            dw.raw_data(), CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, ws, ws_bytes));
+            h, s.x.get(), x.raw_data_any_layout(), s.y.get(), dyc.raw_data_any_layout(),
+            s.conv.get(), s.w.get(), dw.raw_data_any_layout(),
+            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, ws, ws_bytes));
         return pick(perf, n, x.dtype(), ws_bytes);
       });
   apply_math(s, x.dtype(), c);
   Tensor ws = workspace(c.workspace, x.device());
   const float alpha = 1.0f, beta = 0.0f;  // overwrite dw
   DPLAB_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
-      h, &alpha, s.x.get(), x.raw_data(), s.y.get(), dy.raw_data(), s.conv.get(),
-      static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo), ptr(ws), c.workspace, &beta, s.w.get(),
-      dw.raw_data()));
+      h, &alpha, s.x.get(), x.raw_data_any_layout(), s.y.get(), dyc.raw_data_any_layout(),
+      s.conv.get(), static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo), ptr(ws), c.workspace,
+      &beta, s.w.get(), dw.raw_data_any_layout()));
+  out.finish();
+}
+
+// Where the convolution writes y (the op allocates it so): nhwc for 16-bit activations, whose
+// tensor-core kernels are channels-last, and for an input already in nhwc; NCHW otherwise and
+// for grouped convolutions (see the file header).
+Layout output_layout(const Tensor& x, const Tensor& /*w*/, const Conv2dParams& p,
+                     bool /*has_bias*/) {
+  if (p.groups != 1 || x.dim() != 4) return Layout::strided;
+  const bool half = x.dtype() == DType::bf16 || x.dtype() == DType::f16;
+  return half || x.layout() == Layout::nhwc ? Layout::nhwc : Layout::strided;
 }
 
 }  // namespace
@@ -576,6 +654,7 @@ ConvKernels cuda_conv_kernels() {
   k.conv2d_forward = forward;
   k.conv2d_backward_data = backward_data;
   k.conv2d_backward_weight = backward_weight;
+  k.conv2d_output_layout = output_layout;
   return k;
 }
 

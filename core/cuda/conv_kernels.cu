@@ -13,10 +13,10 @@ inline int blocks_for(int64_t n) {
 }
 
 __global__ void add_channel_bias_kernel(void* y, DType yt, int64_t C, int64_t HW, int64_t total,
-                                        const void* b, DType bt) {
+                                        const void* b, DType bt, bool channels_last) {
   for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < total;
        k += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t c = (k / HW) % C;
+    const int64_t c = channels_last ? k % C : (k / HW) % C;
     store_from_f32(y, yt, k, load_as_f32(y, yt, k) + load_as_f32(b, bt, c));
   }
 }
@@ -24,14 +24,14 @@ __global__ void add_channel_bias_kernel(void* y, DType yt, int64_t C, int64_t HW
 // One block per channel: thread t sums elements t, t + kThreads, ... of the channel's N*HW
 // elements (in double), then a fixed-shape tree adds the partials (deterministic).
 __global__ void channel_sum_kernel(const void* dy, DType dyt, int64_t N, int64_t C, int64_t HW,
-                                   void* db, DType dbt) {
+                                   void* db, DType dbt, bool channels_last) {
   __shared__ double part[kThreads];
   const int64_t c = blockIdx.x;
   const int64_t M = N * HW;
   double acc = 0.0;
   for (int64_t j = threadIdx.x; j < M; j += kThreads) {
-    const int64_t n = j / HW, i = j % HW;
-    acc += load_as_f32(dy, dyt, (n * C + c) * HW + i);
+    const int64_t n = j / HW, i = j % HW;  // element j of the channel: row j when nhwc
+    acc += load_as_f32(dy, dyt, channels_last ? j * C + c : (n * C + c) * HW + i);
   }
   part[threadIdx.x] = acc;
   __syncthreads();
@@ -45,18 +45,20 @@ __global__ void channel_sum_kernel(const void* dy, DType dyt, int64_t N, int64_t
 }  // namespace
 
 cudaError_t launch_add_channel_bias(void* y, DType yt, int64_t N, int64_t C, int64_t HW,
-                                    const void* b, DType bt, cudaStream_t s) {
+                                    const void* b, DType bt, bool channels_last, cudaStream_t s) {
   const int64_t total = N * C * HW;
   if (total == 0) return cudaSuccess;
-  add_channel_bias_kernel<<<blocks_for(total), kThreads, 0, s>>>(y, yt, C, HW, total, b, bt);
+  add_channel_bias_kernel<<<blocks_for(total), kThreads, 0, s>>>(y, yt, C, HW, total, b, bt,
+                                                                 channels_last);
   return cudaGetLastError();
 }
 
 cudaError_t launch_channel_sum(const void* dy, DType dyt, int64_t N, int64_t C, int64_t HW,
-                               void* db, DType dbt, cudaStream_t s) {
+                               void* db, DType dbt, bool channels_last, cudaStream_t s) {
   if (C == 0) return cudaSuccess;
   if (C > 0x7fffffff) return cudaErrorInvalidValue;
-  channel_sum_kernel<<<static_cast<unsigned>(C), kThreads, 0, s>>>(dy, dyt, N, C, HW, db, dbt);
+  channel_sum_kernel<<<static_cast<unsigned>(C), kThreads, 0, s>>>(dy, dyt, N, C, HW, db, dbt,
+                                                                   channels_last);
   return cudaGetLastError();
 }
 

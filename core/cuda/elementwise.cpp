@@ -1,15 +1,41 @@
 // CUDA element-wise kernel family: validation, error context and the strided walk description
 // here, kernels in elementwise_kernels.cu. Every launch goes to the compute stream of the
-// tensors' device (core/cuda/stream.h); nothing here waits for the device.
+// tensors' device (core/cuda/stream.h); nothing here waits for the device. An nhwc tensor is
+// walked through the strides that place its elements (element_strides, core/layout.h), so a
+// copy between nhwc and NCHW is a strided copy, and math on nhwc operands keeps their order.
 #include <cstring>
 
 #include "dplab/core/cuda/check.h"
 #include "dplab/core/cuda/kernel_scope.h"
 #include "dplab/core/cuda/launch.h"
 #include "dplab/core/kernels/elementwise.h"
+#include "dplab/core/layout.h"
 
 namespace dplab {
 namespace {
+
+// The walk of a kernel over its operands: over `shape` by each operand's element strides, or,
+// when every operand is nhwc (one dense order, element k of each at offset k), flat over the
+// buffers. Walked by shape, nhwc operands would put neighbouring threads C elements apart.
+struct Walk {
+  Shape shape;
+  std::vector<Shape> strides;  // one per operand
+  template <size_t N>
+  std::array<const Shape*, N> pointers() const {
+    std::array<const Shape*, N> p{};
+    for (size_t i = 0; i < N; ++i) p[i] = &strides[i];
+    return p;
+  }
+};
+Walk walk(const Shape& shape, std::initializer_list<const Tensor*> ts,
+          std::vector<Shape> strides = {}) {
+  bool flat = true;
+  for (const Tensor* t : ts) flat = flat && t->layout() == Layout::nhwc && t->shape() == shape;
+  if (flat) return {Shape{shape_numel(shape)}, std::vector<Shape>(ts.size(), Shape{1})};
+  if (strides.empty())
+    for (const Tensor* t : ts) strides.push_back(element_strides(*t));
+  return {shape, std::move(strides)};
+}
 
 void fill(Tensor& y, double value) {
   cuda::KernelScope scope(y, "fill");
@@ -28,9 +54,10 @@ void fill(Tensor& y, double value) {
   }
   uint64_t bits = 0;
   memcpy(&bits, elem, 8);
-  const auto ix = cuda::indexer_for<1>(y.shape(), {&y.strides()}, "fill");
-  DPLAB_CUDA_CHECK(cuda::launch_fill(y.raw_data(), static_cast<int>(dtype_size(t)), bits, ix,
-                                     y.numel(), scope.stream()));
+  const Walk w = walk(y.shape(), {&y});
+  const auto ix = cuda::indexer_for<1>(w.shape, w.pointers<1>(), "fill");
+  DPLAB_CUDA_CHECK(cuda::launch_fill(y.raw_data_any_layout(), static_cast<int>(dtype_size(t)), bits,
+                                     ix, y.numel(), scope.stream()));
 }
 
 void copy(const Tensor& src, Tensor& dst) {
@@ -40,20 +67,26 @@ void copy(const Tensor& src, Tensor& dst) {
   cuda::KernelScope scope(dst, "copy");
   const int64_t n = src.numel();
   if (n == 0) return;
-  if (src.dtype() == dst.dtype() && src.is_contiguous() && dst.is_contiguous()) {
-    DPLAB_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), src.nbytes(),
-                                     cudaMemcpyDeviceToDevice, scope.stream()));
+  // One dense order on both sides (both NCHW-contiguous, or both nhwc): the bytes as they lie.
+  const bool same_order = src.is_blocked() || dst.is_blocked()
+                              ? src.layout() == dst.layout()
+                              : src.is_contiguous() && dst.is_contiguous();
+  if (src.dtype() == dst.dtype() && same_order) {
+    DPLAB_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data_any_layout(), src.raw_data_any_layout(),
+                                     src.nbytes(), cudaMemcpyDeviceToDevice, scope.stream()));
     return;
   }
-  const auto ix = cuda::indexer_for<2>(src.shape(), {&src.strides(), &dst.strides()}, "copy");
+  const Walk w = walk(src.shape(), {&src, &dst});
+  const auto ix = cuda::indexer_for<2>(w.shape, w.pointers<2>(), "copy");
   if (src.dtype() == dst.dtype()) {
-    DPLAB_CUDA_CHECK(cuda::launch_copy_bytes(src.raw_data(), dst.raw_data(),
+    DPLAB_CUDA_CHECK(cuda::launch_copy_bytes(src.raw_data_any_layout(), dst.raw_data_any_layout(),
                                              static_cast<int>(dtype_size(src.dtype())), ix, n,
                                              scope.stream()));
     return;
   }
-  DPLAB_CUDA_CHECK(cuda::launch_convert(src.raw_data(), src.dtype(), dst.raw_data(), dst.dtype(),
-                                        ix, n, scope.stream()));
+  DPLAB_CUDA_CHECK(cuda::launch_convert(src.raw_data_any_layout(), src.dtype(),
+                                        dst.raw_data_any_layout(), dst.dtype(), ix, n,
+                                        scope.stream()));
 }
 
 void axpy(float alpha, const Tensor& x, Tensor& y) {
@@ -62,9 +95,10 @@ void axpy(float alpha, const Tensor& x, Tensor& y) {
   check_dtype(y, DType::f32, "CUDA axpy output");
   check_same_device(x, y, "CUDA axpy");
   cuda::KernelScope scope(y, "axpy");
-  const auto ix = cuda::indexer_for<2>(x.shape(), {&x.strides(), &y.strides()}, "axpy");
-  DPLAB_CUDA_CHECK(cuda::launch_axpy(alpha, x.raw_data(), x.dtype(), y.data<float>(), ix, x.numel(),
-                                     scope.stream()));
+  const Walk w = walk(x.shape(), {&x, &y});
+  const auto ix = cuda::indexer_for<2>(w.shape, w.pointers<2>(), "axpy");
+  DPLAB_CUDA_CHECK(cuda::launch_axpy(alpha, x.raw_data_any_layout(), x.dtype(),
+                                     y.data_any_layout<float>(), ix, x.numel(), scope.stream()));
 }
 
 void unary(UnaryOp op, float s, const Tensor& x, Tensor& y) {
@@ -73,9 +107,11 @@ void unary(UnaryOp op, float s, const Tensor& x, Tensor& y) {
   DPLAB_CHECK(is_floating(y.dtype()), "CUDA unary: output {} must be a float tensor", y.str());
   check_same_device(x, y, "CUDA unary");
   cuda::KernelScope scope(y, "unary");
-  const auto ix = cuda::indexer_for<2>(x.shape(), {&x.strides(), &y.strides()}, "unary");
-  DPLAB_CUDA_CHECK(cuda::launch_unary(op, s, x.raw_data(), x.dtype(), y.raw_data(), y.dtype(), ix,
-                                      x.numel(), scope.stream()));
+  const Walk w = walk(x.shape(), {&x, &y});
+  const auto ix = cuda::indexer_for<2>(w.shape, w.pointers<2>(), "unary");
+  DPLAB_CUDA_CHECK(cuda::launch_unary(op, s, x.raw_data_any_layout(), x.dtype(),
+                                      y.raw_data_any_layout(), y.dtype(), ix, x.numel(),
+                                      scope.stream()));
 }
 
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y) {
@@ -84,11 +120,20 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y) {
   check_same_device(a, y, "CUDA binary");
   check_same_device(b, y, "CUDA binary");
   cuda::KernelScope scope(y, "binary");
-  // a and b read through broadcast strides (stride 0 along the dims they are broadcast over).
-  const Shape sa = broadcast_strides(a, y.shape()), sb = broadcast_strides(b, y.shape());
-  const auto ix = cuda::indexer_for<3>(y.shape(), {&sa, &sb, &y.strides()}, "binary");
-  DPLAB_CUDA_CHECK(cuda::launch_binary(op, a.raw_data(), a.dtype(), b.raw_data(), b.dtype(),
-                                       y.raw_data(), y.dtype(), ix, y.numel(), scope.stream()));
+  // a and b read through broadcast strides (stride 0 along the dims they are broadcast over);
+  // nhwc operands (same shape as y) through the strides that place their elements.
+  const auto read_strides = [&](const Tensor& t) {
+    return t.is_blocked() ? element_strides(t) : broadcast_strides(t, y.shape());
+  };
+  DPLAB_CHECK(
+      (!a.is_blocked() || a.shape() == y.shape()) && (!b.is_blocked() || b.shape() == y.shape()),
+      "CUDA binary: an nhwc operand is not broadcast ({}, {} into {})", a.str(), b.str(), y.str());
+  const Walk w =
+      walk(y.shape(), {&a, &b, &y}, {read_strides(a), read_strides(b), element_strides(y)});
+  const auto ix = cuda::indexer_for<3>(w.shape, w.pointers<3>(), "binary");
+  DPLAB_CUDA_CHECK(cuda::launch_binary(op, a.raw_data_any_layout(), a.dtype(),
+                                       b.raw_data_any_layout(), b.dtype(), y.raw_data_any_layout(),
+                                       y.dtype(), ix, y.numel(), scope.stream()));
 }
 
 void add_int(Tensor& y, int64_t v) {

@@ -1,6 +1,6 @@
 // Launchers of dplab's own batch-norm kernels (norm_kernels.cu), for the cases core/cuda/norm.cpp
-// does not hand to cuDNN. Activations are contiguous [N, C, HW]; parameters and statistics f32;
-// optional pointers may be null.
+// does not hand to cuDNN. Activations are contiguous [N, C, HW] or nhwc (channels_last);
+// parameters and statistics f32; optional pointers may be null.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -20,9 +20,9 @@ cudaError_t launch_bn_train_single(const float* x, const float* w, const float* 
                                    float eps, float* y, float* save_mean, float* save_invstd,
                                    int64_t C, cudaStream_t s);
 
-// Doubles of scratch the two launchers below need for C channels of m values each (the blocks'
-// partial sums between passes); the caller allocates them on the stream's device.
-int64_t bn_partials(int64_t C, int64_t m);
+// Doubles of scratch the two launchers below need for C channels of m values each, NCHW or nhwc
+// (the blocks' partial sums between passes); the caller allocates them on the stream's device.
+int64_t bn_partials(int64_t C, int64_t m, bool channels_last);
 
 // Batch norm forward on [N, C, HW] activations of any float dtype (BnForward,
 // core/cuda/bn_channel.h): bn_blocks_per_channel(N·HW) blocks per channel; training takes three

@@ -22,8 +22,10 @@
 // statistics' passes before it (launch_bn_forward / launch_bn_backward; core/cuda/bn_channel.h). On
 // f32 activations the fused ops are cuDNN's batch norm followed by the element-wise kernels' ReLU
 // or add-ReLU in place, the arithmetic of the unfused ops, so f32 training keeps cuDNN's batch
-// norm. Activations are contiguous; an input [N, C, d2, d3, ...] is described to cuDNN as [N, C,
-// d2·d3·..., 1]. Missing weight/bias become ones/zeros, and a wanted-but-absent output of cuDNN (a
+// norm. Activations are contiguous or nhwc (channels-last, Layout::nhwc); an input [N, C, d2,
+// d3, ...] is described to cuDNN as [N, C, d2·d3·..., 1]. nhwc activations of any dtype run
+// dplab's kernels (their nhwc schedule, bn_channel.h), so the layout never changes inside
+// batch norm. Missing weight/bias become ones/zeros, and a wanted-but-absent output of cuDNN (a
 // running stat when only the other is tracked, dx/dweight/dbias when not all are wanted) goes to a
 // scratch tensor from the caching allocator.
 #include <cudnn.h>
@@ -43,6 +45,7 @@ namespace {
 
 struct Dims {
   int64_t n, c, hw;
+  bool channels_last;  // x is nhwc
 };
 
 Dims bn_dims(const Tensor& x, const char* what) {
@@ -50,11 +53,12 @@ Dims bn_dims(const Tensor& x, const char* what) {
               x.defined() ? x.str() : "undefined");
   DPLAB_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::bf16,
               "CUDA {}: input {} must be f32 or bf16", what, x.str());
-  DPLAB_CHECK(x.is_contiguous(), "CUDA {}: input {} must be contiguous", what, x.str());
+  DPLAB_CHECK(x.is_contiguous() || x.layout() == Layout::nhwc,
+              "CUDA {}: input {} must be contiguous or nhwc", what, x.str());
   DPLAB_CHECK(x.device().is_cuda(), "CUDA {}: input {} is not on a CUDA device", what, x.str());
   int64_t hw = 1;
   for (int d = 2; d < x.dim(); ++d) hw *= x.shape()[d];
-  return {x.shape()[0], x.shape()[1], hw};
+  return {x.shape()[0], x.shape()[1], hw, x.layout() == Layout::nhwc};
 }
 
 // A defined per-channel tensor: f32 [C], contiguous, on x's device.
@@ -65,12 +69,12 @@ void check_channel(const Tensor& t, int64_t C, const Tensor& x, const char* name
               "CUDA {}: {} {} must be a contiguous f32 [{}] on {}", what, name, t.str(), C,
               x.device().str());
 }
-// An activation-like tensor: x's shape and dtype, contiguous, on x's device.
+// An activation-like tensor: x's shape, dtype and layout (contiguous or nhwc), on x's device.
 void check_like(const Tensor& t, const Tensor& x, const char* name, const char* what) {
-  DPLAB_CHECK(t.shape() == x.shape() && t.dtype() == x.dtype() && t.is_contiguous() &&
-                  t.device() == x.device(),
-              "CUDA {}: {} {} must be a contiguous {} tensor shaped like {}", what, name, t.str(),
-              dtype_name(x.dtype()), x.str());
+  DPLAB_CHECK(t.shape() == x.shape() && t.dtype() == x.dtype() && t.layout() == x.layout() &&
+                  (t.is_contiguous() || t.layout() == Layout::nhwc) && t.device() == x.device(),
+              "CUDA {}: {} {} must be a {} {} tensor shaped like {}", what, name, t.str(),
+              x.layout() == Layout::nhwc ? "nhwc" : "contiguous", dtype_name(x.dtype()), x.str());
 }
 
 float* opt(const Tensor& t) {
@@ -136,7 +140,8 @@ void apply_tail_f32(Tensor& y, const Tail& tail) {
 // elements (dplab has no f64 dtype). Released once the launches are enqueued, which is safe:
 // every user of the allocator's compute-stream blocks is ordered on that stream.
 Tensor partials_for(const Dims& d, const Tensor& x) {
-  return Tensor::empty({cuda::bn_partials(d.c, d.n * d.hw)}, DType::i64, x.device());
+  return Tensor::empty({cuda::bn_partials(d.c, d.n * d.hw, d.channels_last)}, DType::i64,
+                       x.device());
 }
 double* doubles(const Tensor& t) {
   return static_cast<double*>(t.raw_data());
@@ -147,7 +152,7 @@ double* doubles(const Tensor& t) {
 template <typename P>
 void bind(const Tensor& t, P& data, DType& dtype) {
   if (!t.defined()) return;
-  data = t.raw_data();
+  data = t.raw_data_any_layout();
   dtype = t.dtype();
 }
 
@@ -162,6 +167,7 @@ cuda::BnForward own_forward(const Tensor& x, const Tensor& weight, const Tensor&
   a.n = d.n;
   a.c = d.c;
   a.hw = d.hw;
+  a.channels_last = d.channels_last;
   a.tail = tail.kind;
   return a;
 }
@@ -186,7 +192,7 @@ void forward_train_any(const Tensor& x, const Tensor& weight, const Tensor& bias
   const int dev = x.device().index;
   cuda::ScopedDevice guard(dev);
   const cudaStream_t stream = cuda::launch_stream(dev);
-  if (x.dtype() != DType::f32) {
+  if (x.dtype() != DType::f32 || d.channels_last) {
     cuda::BnForward a = own_forward(x, weight, bias, y, d, tail);
     a.running_mean = opt(running_mean);
     a.running_var = opt(running_var);
@@ -240,7 +246,7 @@ void forward_eval_any(const Tensor& x, const Tensor& weight, const Tensor& bias,
   if (x.numel() == 0) return;
   const int dev = x.device().index;
   cuda::ScopedDevice guard(dev);
-  if (x.dtype() != DType::f32) {
+  if (x.dtype() != DType::f32 || d.channels_last) {
     cuda::BnForward a = own_forward(x, weight, bias, y, d, tail);
     a.running_mean = running_mean.data<float>();
     a.running_var = running_var.data<float>();
@@ -285,7 +291,7 @@ void backward_any(const Tensor& dy, const Tensor& x, const Tensor& y, const Tens
   const cudaStream_t stream = cuda::launch_stream(dev);
   // cuDNN's backward where it computes the contract (f32, batch statistics, M > 1), after the
   // ReLU mask when there is one; dplab's kernel otherwise.
-  if (!(training && m > 1 && x.dtype() == DType::f32)) {
+  if (!(training && m > 1 && x.dtype() == DType::f32 && !d.channels_last)) {
     cuda::BnBackward a;
     bind(dy, a.dy, a.dyt);
     bind(x, a.x, a.xt);
@@ -297,6 +303,7 @@ void backward_any(const Tensor& dy, const Tensor& x, const Tensor& y, const Tens
     a.n = d.n;
     a.c = d.c;
     a.hw = d.hw;
+    a.channels_last = d.channels_last;
     bind(dx, a.dx, a.dxt);
     bind(dresidual, a.dresidual, a.drt);
     a.dweight = opt(dweight);

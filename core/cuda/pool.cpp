@@ -11,7 +11,9 @@
 // - adaptive average pooling has no cuDNN counterpart (variable windows).
 // The kernels compute each output exactly as core/cpu/ref/pool.cpp (double window sums in the
 // forward passes; the backward passes gather, adding in the reference's scatter order), so
-// they are deterministic and need no atomics.
+// they are deterministic and need no atomics. They read NCHW: max and average pooling of nhwc
+// activations (Layout::nhwc, which the ops hand this backend) run on NCHW copies and write their
+// output back in nhwc (on_nchw), values unchanged; a ResNet pools once per step this way.
 #include <climits>
 
 #include "dplab/core/cuda/check.h"
@@ -75,7 +77,17 @@ int stream_device(const Tensor& t) {
   return t.device().index;
 }
 
-void max_forward(const Tensor& x, Tensor& y, Tensor* workspace, const Pool2dParams& p) {
+// run(in, out) on the NCHW form of `in` and, when `out` is nhwc, on an NCHW scratch copied back
+// into it afterwards.
+template <class Run>
+void on_nchw(const Tensor& in, Tensor& out, Run run) {
+  if (!in.is_blocked() && !out.is_blocked()) return run(in, out);
+  Tensor o = out.is_blocked() ? Tensor::empty(out.shape(), out.dtype(), out.device()) : out;
+  run(in.contiguous(), o);
+  if (out.is_blocked()) out.copy_(o);
+}
+
+void max_forward_nchw(const Tensor& x, Tensor& y, Tensor* workspace, const Pool2dParams& p) {
   const char* what = "max_pool2d_forward";
   cuda::PoolGeom g = geometry(x, y, what, "x", "y");
   windowed(g, p, true, what);
@@ -93,7 +105,8 @@ void max_forward(const Tensor& x, Tensor& y, Tensor* workspace, const Pool2dPara
                                                  cuda::launch_stream(dev)));
 }
 
-void max_backward(const Tensor& dy, const Tensor& workspace, Tensor& dx, const Pool2dParams& p) {
+void max_backward_nchw(const Tensor& dy, const Tensor& workspace, Tensor& dx,
+                       const Pool2dParams& p) {
   const char* what = "max_pool2d_backward";
   cuda::PoolGeom g = geometry(dx, dy, what, "dx", "dy");
   windowed(g, p, true, what);
@@ -108,7 +121,7 @@ void max_backward(const Tensor& dy, const Tensor& workspace, Tensor& dx, const P
                                                   dx.data<float>(), g, cuda::launch_stream(dev)));
 }
 
-void avg_forward(const Tensor& x, Tensor& y, const Pool2dParams& p) {
+void avg_forward_nchw(const Tensor& x, Tensor& y, const Pool2dParams& p) {
   const char* what = "avg_pool2d_forward";
   cuda::PoolGeom g = geometry(x, y, what, "x", "y");
   windowed(g, p, false, what);
@@ -118,7 +131,7 @@ void avg_forward(const Tensor& x, Tensor& y, const Pool2dParams& p) {
       cuda::launch_avg_pool_forward(x.data<float>(), y.data<float>(), g, cuda::launch_stream(dev)));
 }
 
-void avg_backward(const Tensor& dy, Tensor& dx, const Pool2dParams& p) {
+void avg_backward_nchw(const Tensor& dy, Tensor& dx, const Pool2dParams& p) {
   const char* what = "avg_pool2d_backward";
   cuda::PoolGeom g = geometry(dx, dy, what, "dx", "dy");
   windowed(g, p, false, what);
@@ -126,6 +139,19 @@ void avg_backward(const Tensor& dy, Tensor& dx, const Pool2dParams& p) {
   cuda::ScopedDevice guard(dev);
   DPLAB_CUDA_CHECK(cuda::launch_avg_pool_backward(dy.data<float>(), dx.data<float>(), g,
                                                   cuda::launch_stream(dev)));
+}
+
+void max_forward(const Tensor& x, Tensor& y, Tensor* workspace, const Pool2dParams& p) {
+  on_nchw(x, y, [&](const Tensor& i, Tensor& o) { max_forward_nchw(i, o, workspace, p); });
+}
+void max_backward(const Tensor& dy, const Tensor& workspace, Tensor& dx, const Pool2dParams& p) {
+  on_nchw(dy, dx, [&](const Tensor& i, Tensor& o) { max_backward_nchw(i, workspace, o, p); });
+}
+void avg_forward(const Tensor& x, Tensor& y, const Pool2dParams& p) {
+  on_nchw(x, y, [&](const Tensor& i, Tensor& o) { avg_forward_nchw(i, o, p); });
+}
+void avg_backward(const Tensor& dy, Tensor& dx, const Pool2dParams& p) {
+  on_nchw(dy, dx, [&](const Tensor& i, Tensor& o) { avg_backward_nchw(i, o, p); });
 }
 
 // An output cell needs at least one input element (an empty output is fine).

@@ -2,10 +2,10 @@
 // semantics: stride, symmetric zero padding, dilation, groups), its gradient w.r.t. the input
 // and its gradient w.r.t. the weight and bias.
 //
-// Conventions: every tensor is contiguous (or, on the cpu backend, an activation in the
-// blocked nChw16c layout: see conv2d_output_layout); outputs are preallocated by the caller with
-// the right shape and are overwritten (not accumulated into). Output size per spatial dim:
-// out = (in + 2*pad - dilation*(k-1) - 1) / stride + 1 (floor).
+// Conventions: every tensor is contiguous (or an activation in the backend's non-strided layout,
+// nChw16c on cpu and nhwc on cuda: see conv2d_output_layout); outputs are preallocated by the
+// caller with the right shape and are overwritten (not accumulated into). Output size per spatial
+// dim: out = (in + 2*pad - dilation*(k-1) - 1) / stride + 1 (floor).
 //
 // Dtypes per backend (any other combination throws, naming it):
 // - ref, cpu: x, y, dx, dy f32 or all bf16 (activations under autocast); w and dw f32 (master
@@ -44,8 +44,9 @@ struct ConvKernels {
   void (*conv2d_backward_weight)(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db,
                                  const Conv2dParams& p);
   // The layout conv2d_forward writes y in best (the op allocates y so). Null: always strided.
-  // Backends that answer nChw16c (cpu) also take x, y, dy and dx in that layout in every pass;
-  // the others see only strided tensors.
+  // Backends that answer a non-strided layout (cpu: nChw16c, cuda: nhwc) also take x, y, dy and
+  // dx in that layout in every pass, beside or instead of NCHW; the others see only strided
+  // tensors.
   Layout (*conv2d_output_layout)(const Tensor& x, const Tensor& w, const Conv2dParams& p,
                                  bool bias) = nullptr;
 };

@@ -5,10 +5,15 @@
 
 namespace dplab {
 
-// What a kernel of `be` is given for activation t: t itself when it is blocked and `be` computes
-// on blocked activations (Backend::blocked_activations), else its NCHW-contiguous form.
+// True when t is in the non-strided layout `be` computes on (Backend::activation_layout).
+inline bool in_native_layout(const Backend& be, const Tensor& t) {
+  return t.is_blocked() && t.layout() == be.activation_layout;
+}
+
+// What a kernel of `be` is given for activation t: t itself when it is in the backend's
+// non-strided layout, else its NCHW-contiguous form.
 inline Tensor activation_operand(const Backend& be, const Tensor& t) {
-  return t.is_blocked() && be.blocked_activations ? t : t.contiguous();
+  return in_native_layout(be, t) ? t : t.contiguous();
 }
 
 // t as dtype `dt` in layout l (strided meaning NCHW-contiguous): a gradient brought to the
@@ -16,6 +21,11 @@ inline Tensor activation_operand(const Backend& be, const Tensor& t) {
 // writes dx so.
 inline Tensor in_dtype_layout(const Tensor& t, DType dt, Layout l) {
   if (t.dtype() == dt && t.layout() == l) return l == Layout::strided ? t.contiguous() : t;
+  if (t.layout() == l && l != Layout::strided) {  // one layout, two dtypes: a cast in place
+    Tensor y = Tensor::empty(t.shape(), l, dt, t.device());
+    y.copy_(t);
+    return y;
+  }
   const Tensor f = t.contiguous_if_blocked().to(dt);
   return l == Layout::strided ? f.contiguous() : f.to(l);
 }
@@ -25,7 +35,7 @@ inline Tensor f32_in_layout(const Tensor& t, Layout l) {
 
 // An uninitialised tensor of `shape` and dtype `dt` in layout l on device d.
 inline Tensor empty_in_layout(const Shape& shape, Layout l, Device d, DType dt = DType::f32) {
-  return l == Layout::strided ? Tensor::empty(shape, dt, d) : Tensor::empty(shape, l, dt);
+  return Tensor::empty(shape, l, dt, d);
 }
 
 }  // namespace dplab

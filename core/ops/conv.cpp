@@ -50,8 +50,7 @@ class Conv2dBackward : public Node {
     const bool want_b = has_bias_ && next_edges[2].fn != nullptr;
     Tensor dx, dw, db;
     if (want_x) {
-      dx = be.blocked_activations ? empty_in_layout(x_shape_, x_layout_, dy.device(), dt_)
-                                  : Tensor::empty(x_shape_, dt_, dy.device());
+      dx = empty_in_layout(x_shape_, x_layout_, dy.device(), dt_);
       be.conv.conv2d_backward_data(dy, w_, dx, p_);
     }
     if (want_w || want_b) {
@@ -135,8 +134,7 @@ Tensor conv2d_impl(const Tensor& x, const Tensor& weight, const Tensor& bias,
   const Layout yl = be.conv.conv2d_output_layout
                         ? be.conv.conv2d_output_layout(xc, wc, p, bc.defined())
                         : Layout::strided;
-  Tensor y = yl != Layout::strided ? Tensor::empty({x.size(0), O, OH, OW}, yl, dt)
-                                   : Tensor::empty({x.size(0), O, OH, OW}, dt, x.device());
+  Tensor y = Tensor::empty({x.size(0), O, OH, OW}, yl, dt, x.device());
   be.conv.conv2d_forward(xc, wc, bc, y, p);
   if (any_requires_grad({&x, &weight, &bias})) {
     // dx needs only the weight, dw and db only the input: keep just what will be used.

@@ -6,6 +6,7 @@
 
 #include "dplab/core/autograd.h"
 #include "dplab/core/backend.h"
+#include "dplab/core/ops/activation_layout.h"
 #include "dplab/core/ops/reduce.h"
 
 namespace dplab {
@@ -17,10 +18,10 @@ void check_float(const Tensor& t, const char* what) {
 }
 
 // The output keeps the input's layout (a blocked activation stays blocked through ReLU) where
-// the backend computes on blocked activations; others get NCHW.
+// it is the backend's own; others get NCHW.
 Tensor run_unary(UnaryOp op, float s, const Tensor& x_in) {
   const Backend& be = backend_for(x_in.device());
-  const Tensor x = be.blocked_activations ? x_in : x_in.contiguous_if_blocked();
+  const Tensor x = in_native_layout(be, x_in) ? x_in : x_in.contiguous_if_blocked();
   Tensor y = Tensor::empty_like(x);
   be.ew.unary(op, s, x, y);
   return y;
@@ -32,7 +33,7 @@ Tensor run_unary(UnaryOp op, float s, const Tensor& x_in) {
 Tensor run_binary(BinaryOp op, const Tensor& a_in, const Tensor& b_in, const char* what) {
   const Backend& be = backend_for(a_in.device());
   const DType yt = a_in.dtype() == b_in.dtype() ? a_in.dtype() : DType::f32;
-  if (be.blocked_activations && a_in.is_blocked() && b_in.layout() == a_in.layout() &&
+  if (in_native_layout(be, a_in) && b_in.layout() == a_in.layout() &&
       a_in.shape() == b_in.shape() && a_in.dtype() == b_in.dtype()) {
     Tensor y = Tensor::empty_like(a_in);
     be.ew.binary(op, a_in, b_in, y);
@@ -266,8 +267,8 @@ void add_(Tensor& acc, const Tensor& g, float alpha) {
               acc.str(), g.str());
   check_dtype(acc, DType::f32, "add_ accumulator");
   DPLAB_CHECK(is_floating(g.dtype()), "add_: addend {} must be a float tensor", g.str());
-  if (acc.is_blocked() && g.layout() == acc.layout() &&
-      backend_for(acc.device()).blocked_activations) {  // a flat axpy over both buffers
+  if (in_native_layout(backend_for(acc.device()), acc) &&
+      g.layout() == acc.layout()) {  // a flat axpy over both buffers
     backend_for(acc.device()).ew.axpy(alpha, g, acc);
     return;
   }

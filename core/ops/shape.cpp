@@ -84,8 +84,9 @@ Tensor to_layout(const Tensor& x, Layout layout) {
   DPLAB_CHECK(x.defined(), "to_layout of an undefined tensor");
   if (layout == Layout::strided) return contiguous(x);
   if (x.layout() == layout) return x;
-  // A CPU memory format: a device tensor keeps its (strided) layout, as channels-last hints do.
-  if (!x.device().is_cpu()) return contiguous(x);
+  // nChw16c is a CPU memory format: a device tensor keeps its (strided) layout, as
+  // channels-last hints do on the CPU.
+  if (layout == Layout::nChw16c && !x.device().is_cpu()) return contiguous(x);
   Tensor y = x.to(layout);
   if (any_requires_grad({&x})) set_history(std::make_shared<IdentityBackward>(), {&x}, {&y});
   return y;

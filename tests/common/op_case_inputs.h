@@ -124,5 +124,6 @@ void add_losses(std::vector<OpCase>& cs);
 void add_dropout(std::vector<OpCase>& cs);
 void add_bf16_activations(std::vector<OpCase>& cs);
 void add_blocked_layout(std::vector<OpCase>& cs);
+void add_nhwc_layout(std::vector<OpCase>& cs);
 
 }  // namespace dplab::test::cases

@@ -29,6 +29,7 @@ std::vector<OpCase> make_cases() {
   add_losses(cs);
   add_dropout(cs);
   add_blocked_layout(cs);
+  add_nhwc_layout(cs);
   add_bf16_activations(cs);
   return cs;
 }

@@ -29,18 +29,33 @@ constexpr double kTol = 1e-6;
 
 using cuda::BnTail;
 
-// The S blocks of each channel as the kernels run them: block b's threads b·256 .. b·256 + 255
-// of T = 256·S, each block's shares added into its partial, the partials added in block order
-// (bn_total) by every block of the next pass.
+// How the kernels split a channel: NCHW, S blocks of 256 threads per channel, partials [C][S]
+// (bn_total); nhwc, S row blocks of kBnLanes lanes per channel, partials [S][C] (bn_total_rows).
+struct Schedule {
+  int64_t C, S;
+  bool channels_last;
+  int64_t lanes() const { return channels_last ? cuda::kBnLanes : kBlock; }
+  int64_t threads() const { return lanes() * S; }
+  size_t slot(int64_t c, int64_t b) const { return size_t(channels_last ? b * C + c : c * S + b); }
+  double total(const std::vector<double>& part, int64_t c) const {
+    return channels_last ? cuda::bn_total_rows(part.data(), c, C, S)
+                         : cuda::bn_total(part.data(), c, S);
+  }
+};
+
+// The S blocks of each channel as the kernels run them: block b's lanes b·L .. b·L + L − 1 of
+// T = L·S, each block's shares added into its partial, the partials added in block order by
+// every block of the next pass.
 void run_forward(const cuda::BnForward& a, int64_t S) {
-  const int64_t T = kBlock * S;
+  const Schedule k{a.c, S, a.channels_last};
+  const int64_t T = k.threads(), L = k.lanes();
   std::vector<double> sum_x(size_t(a.c * S)), sum_sq(size_t(a.c * S));
   auto partials = [&](auto share, std::vector<double>& part) {
     for (int64_t c = 0; c < a.c; ++c)
       for (int64_t b = 0; b < S; ++b) {
         double p = 0.0;
-        for (int64_t t = b * kBlock; t < (b + 1) * kBlock; ++t) p += share(c, t);
-        part[size_t(c * S + b)] = p;
+        for (int64_t t = b * L; t < (b + 1) * L; ++t) p += share(c, t);
+        part[k.slot(c, b)] = p;
       }
   };
   if (a.training) {
@@ -48,7 +63,7 @@ void run_forward(const cuda::BnForward& a, int64_t S) {
     partials(
         [&](int64_t c, int64_t t) {
           cuda::BnForwardChannel ch(a, c);
-          ch.set_mean(cuda::bn_total(sum_x.data(), c, S));
+          ch.set_mean(k.total(sum_x, c));
           return ch.sum_sq_dev(t, T);
         },
         sum_sq);
@@ -57,44 +72,53 @@ void run_forward(const cuda::BnForward& a, int64_t S) {
     for (int64_t b = 0; b < S; ++b) {
       cuda::BnForwardChannel ch(a, c);
       if (a.training) {
-        ch.set_mean(cuda::bn_total(sum_x.data(), c, S));
-        ch.set_var(cuda::bn_total(sum_sq.data(), c, S), b == 0);
+        ch.set_mean(k.total(sum_x, c));
+        ch.set_var(k.total(sum_sq, c), b == 0);
       } else {
         ch.use_running();
       }
-      for (int64_t t = b * kBlock; t < (b + 1) * kBlock; ++t) ch.apply(t, T);
+      for (int64_t t = b * L; t < (b + 1) * L; ++t) ch.apply(t, T);
     }
 }
 
 void run_backward(const cuda::BnBackward& a, int64_t S) {
-  const int64_t T = kBlock * S;
+  const Schedule k{a.c, S, a.channels_last};
+  const int64_t T = k.threads(), L = k.lanes();
   std::vector<double> sum_dy(size_t(a.c * S)), sum_dy_xhat(size_t(a.c * S));
   for (int64_t c = 0; c < a.c; ++c)
     for (int64_t b = 0; b < S; ++b) {
       const cuda::BnBackwardChannel ch(a, c);
       double p1 = 0.0, p2 = 0.0;
-      for (int64_t t = b * kBlock; t < (b + 1) * kBlock; ++t) {
+      for (int64_t t = b * L; t < (b + 1) * L; ++t) {
         double s1 = 0.0, s2 = 0.0;
         ch.sums(t, T, s1, s2);
         p1 += s1;
         p2 += s2;
       }
-      sum_dy[size_t(c * S + b)] = p1;
-      sum_dy_xhat[size_t(c * S + b)] = p2;
+      sum_dy[k.slot(c, b)] = p1;
+      sum_dy_xhat[k.slot(c, b)] = p2;
     }
   for (int64_t c = 0; c < a.c; ++c)
     for (int64_t b = 0; b < S; ++b) {
       cuda::BnBackwardChannel ch(a, c);
-      ch.set_sums(cuda::bn_total(sum_dy.data(), c, S), cuda::bn_total(sum_dy_xhat.data(), c, S),
-                  b == 0);
-      for (int64_t t = b * kBlock; t < (b + 1) * kBlock; ++t) ch.dx(t, T);
+      ch.set_sums(k.total(sum_dy, c), k.total(sum_dy_xhat, c), b == 0);
+      for (int64_t t = b * L; t < (b + 1) * L; ++t) ch.dx(t, T);
     }
 }
 
-// The blocks per channel the kernels use for this shape, and 3 (more than the shape needs: some
-// blocks' threads have no element at all).
-std::vector<int64_t> block_counts(const Shape& shape) {
-  return {cuda::bn_blocks_per_channel(shape[0] * shape[2] * shape[3]), 3};
+// The blocks per channel the kernels use for this shape and layout, and 3 (more than the shape
+// needs: some blocks' threads have no element at all).
+std::vector<int64_t> block_counts(const Shape& shape, bool channels_last) {
+  const int64_t m = shape[0] * shape[2] * shape[3];
+  return {channels_last ? cuda::bn_row_blocks(m) : cuda::bn_blocks_per_channel(m), 3};
+}
+
+// t in the case's layout (the kernels' operand), and back to NCHW for comparing.
+Tensor laid_out(const Tensor& t, bool channels_last) {
+  return t.defined() && channels_last ? t.to(Layout::nhwc) : t;
+}
+void* data_of(const Tensor& t) {
+  return t.raw_data_any_layout();
 }
 
 float* ptr(const Tensor& t) {
@@ -111,9 +135,11 @@ struct Case {
   DType dt;
   BnTail tail;
   bool affine, running;
+  bool channels_last;
   std::string name() const {
     return shape_str(shape) + " " + std::string(dtype_name(dt)) + " tail " +
-           std::to_string(int(tail)) + (affine ? " affine" : "") + (running ? " running" : "");
+           std::to_string(int(tail)) + (affine ? " affine" : "") + (running ? " running" : "") +
+           (channels_last ? " nhwc" : "");
   }
 };
 
@@ -123,7 +149,8 @@ std::vector<Case> cases() {
        {Shape{2, 3, 5, 7}, Shape{4, 8, 13, 11}, Shape{1, 2, 1, 1}, Shape{2, 2, 96, 100}})
     for (DType dt : {DType::bf16, DType::f32})
       for (BnTail tail : {BnTail::none, BnTail::relu, BnTail::add_relu})
-        for (bool affine : {true, false}) cs.push_back({s, dt, tail, affine, affine});
+        for (bool affine : {true, false})
+          for (bool cl : {false, true}) cs.push_back({s, dt, tail, affine, affine, cl});
   return cs;
 }
 
@@ -185,15 +212,17 @@ TEST(BnChannel, ForwardMatchesTheReference) {
           ref.batch_norm_add_relu_forward_eval(in.x, in.r, in.w, in.b, in.rm, in.rv, 1e-5f, y_ref);
       }
       // The per-channel work.
-      Tensor y = Tensor::empty(k.shape, k.dt), sm = Tensor::empty({C}), si = Tensor::empty({C});
+      const Layout l = k.channels_last ? Layout::nhwc : Layout::strided;
+      const Tensor x = laid_out(in.x, k.channels_last), r = laid_out(in.r, k.channels_last);
+      Tensor y = Tensor::empty(k.shape, l, k.dt), sm = Tensor::empty({C}), si = Tensor::empty({C});
       Tensor rm = in.rm.defined() ? in.rm.clone() : Tensor(),
              rv = in.rv.defined() ? in.rv.clone() : Tensor();
       cuda::BnForward a;
-      a.x = in.x.raw_data();
+      a.x = data_of(x);
       a.xt = k.dt;
-      a.r = in.r.raw_data();
+      a.r = data_of(r);
       a.rt = k.dt;
-      a.y = y.raw_data();
+      a.y = data_of(y);
       a.yt = k.dt;
       a.weight = ptr(in.w);
       a.bias = ptr(in.b);
@@ -206,15 +235,16 @@ TEST(BnChannel, ForwardMatchesTheReference) {
       a.n = k.shape[0];
       a.c = C;
       a.hw = k.shape[2] * k.shape[3];
+      a.channels_last = k.channels_last;
       a.training = training;
       a.tail = k.tail;
-      for (int64_t S : block_counts(k.shape)) {
+      for (int64_t S : block_counts(k.shape, k.channels_last)) {
         SCOPED_TRACE(std::to_string(S) + " block(s) per channel");
         if (rm.defined()) rm.copy_(in.rm);
         if (rv.defined()) rv.copy_(in.rv);
-        y.zero_();
+        y.fill_(0.0);
         run_forward(a, S);
-        expect_same(y, y_ref, "y");
+        expect_same(y.contiguous(), y_ref, "y");
         if (training) {
           expect_same(sm, sm_ref, "save_mean");
           expect_same(si, si_ref, "save_invstd");
@@ -252,13 +282,18 @@ TEST(BnChannel, BackwardMatchesTheReference) {
       if (k.tail == BnTail::add_relu)
         ref.batch_norm_add_relu_backward(dy, in.x, y, in.w, mean, invstd, 1e-5f, training, want[0],
                                          want[1], want[2], want[3]);
+      const bool cl = k.channels_last;
+      const Layout l = cl ? Layout::nhwc : Layout::strided;
+      const Tensor dy_l = laid_out(dy, cl), x_l = laid_out(in.x, cl), y_l = laid_out(y, cl);
+      std::vector<Tensor> got_l = {Tensor::empty(k.shape, l, k.dt), Tensor::empty(k.shape, l, k.dt),
+                                   got[2], got[3]};
       cuda::BnBackward a;
-      a.dy = dy.raw_data();
+      a.dy = data_of(dy_l);
       a.dyt = k.dt;
-      a.x = in.x.raw_data();
+      a.x = data_of(x_l);
       a.xt = k.dt;
       if (y.defined()) {
-        a.y = y.raw_data();
+        a.y = data_of(y_l);
         a.yt = k.dt;
       }
       a.weight = ptr(in.w);
@@ -268,20 +303,21 @@ TEST(BnChannel, BackwardMatchesTheReference) {
       a.n = k.shape[0];
       a.c = C;
       a.hw = k.shape[2] * k.shape[3];
-      a.dx = got[0].raw_data();
+      a.channels_last = cl;
+      a.dx = data_of(got_l[0]);
       a.dxt = k.dt;
       if (k.tail == BnTail::add_relu) {
-        a.dresidual = got[1].raw_data();
+        a.dresidual = data_of(got_l[1]);
         a.drt = k.dt;
       }
       a.dweight = ptr(got[2]);
       a.dbias = ptr(got[3]);
-      for (int64_t S : block_counts(k.shape)) {
+      for (int64_t S : block_counts(k.shape, cl)) {
         SCOPED_TRACE(std::to_string(S) + " block(s) per channel");
-        for (Tensor& g : got) g.zero_();
+        for (Tensor& g : got_l) g.fill_(0.0);
         run_backward(a, S);
-        expect_same(got[0], want[0], "dx");
-        if (k.tail == BnTail::add_relu) expect_same(got[1], want[1], "dresidual");
+        expect_same(got_l[0].contiguous(), want[0], "dx");
+        if (k.tail == BnTail::add_relu) expect_same(got_l[1].contiguous(), want[1], "dresidual");
         expect_same(got[2], want[2], "dweight");
         expect_same(got[3], want[3], "dbias");
       }

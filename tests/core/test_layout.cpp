@@ -45,6 +45,49 @@ TEST(Layout, BlockedPlacesEveryElementByTheFormulaAndRoundTrips) {
   }
 }
 
+// nhwc (channels-last): element (n, c, h, w) at ((n·H + h)·W + w)·C + c, written out here
+// rather than through nhwc_offset; any float dtype, any channel count; casts keep the layout.
+TEST(Layout, NhwcPlacesEveryElementChannelsLastAndRoundTrips) {
+  const Tensor x = test::random_tensor({2, 5, 3, 4}, 9);
+  const std::vector<float> v = x.to_vector();
+  for (const Backend* be : {&ref_backend(), &cpu_backend()}) {
+    BackendOverride o(*be);
+    for (DType dt : {DType::f32, DType::bf16}) {
+      const Tensor xd = x.to(dt);
+      const Tensor b = xd.to(Layout::nhwc);
+      ASSERT_EQ(b.layout(), Layout::nhwc);
+      EXPECT_FALSE(b.is_contiguous());
+      const void* bp = b.raw_data_any_layout();
+      const std::vector<float> vd = xd.to_vector();
+      for (int64_t n = 0; n < 2; ++n)
+        for (int64_t c = 0; c < 5; ++c)
+          for (int64_t h = 0; h < 3; ++h)
+            for (int64_t w = 0; w < 4; ++w)
+              ASSERT_EQ(load_as_f32(bp, dt, ((n * 3 + h) * 4 + w) * 5 + c),
+                        vd[((n * 5 + c) * 3 + h) * 4 + w])
+                  << be->name << " n " << n << " c " << c << " h " << h << " w " << w;
+      EXPECT_EQ(b.contiguous().to_vector(), vd) << be->name;
+      // A strided source that is not contiguous converts too.
+      const Tensor t = xd.transpose(2, 3).contiguous().transpose(2, 3);
+      EXPECT_EQ(t.to(Layout::nhwc).contiguous().to_vector(), vd) << be->name;
+    }
+    // A cast between float dtypes in one layout keeps it, element for element.
+    const Tensor b32 = x.to(Layout::nhwc);
+    Tensor b16 = Tensor::empty(x.shape(), Layout::nhwc, DType::bf16);
+    b16.copy_(b32);
+    EXPECT_EQ(b16.contiguous().to_vector(), x.to(DType::bf16).to_vector()) << be->name;
+  }
+  // nhwc is for 4-D float tensors.
+  EXPECT_NE(error_of([] {
+              (void)Tensor::empty({2, 3, 4}, Layout::nhwc);
+            }).find("a float [N, C, H, W] tensor"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              (void)Tensor::empty({1, 2, 2, 2}, Layout::nhwc, DType::i64);
+            }).find("nhwc"),
+            std::string::npos);
+}
+
 TEST(Layout, StridedCodeCannotMisreadABlockedTensor) {
   const Tensor b = test::random_tensor({1, 16, 2, 2}, 8).to(Layout::nChw16c);
   EXPECT_NE(error_of([&] { (void)b.data<float>(); }).find("nChw16c"), std::string::npos);

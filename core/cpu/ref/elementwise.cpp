@@ -9,7 +9,7 @@ namespace dplab {
 namespace {
 
 void fill(Tensor& y, double value) {
-  char* base = static_cast<char*>(y.raw_data());
+  char* base = static_cast<char*>(y.raw_data_any_layout());
   const DType t = y.dtype();
   const size_t es = dtype_size(t);
   // Build one element's bytes, then place it at every (strided) position.
@@ -23,9 +23,12 @@ void fill(Tensor& y, double value) {
   } else {
     store_from_f32(elem, t, 0, static_cast<float>(value));
   }
-  ref::for_each_index<1>(y.shape(), {&y.strides()}, [&](const std::array<int64_t, 1>& o) {
-    memcpy(base + o[0] * es, elem, es);
-  });
+  // A non-strided layout fills its dense buffer, whose order does not matter here.
+  const Shape flat{y.numel()}, unit{1};
+  const bool dense = y.is_blocked();
+  ref::for_each_index<1>(
+      dense ? flat : y.shape(), {dense ? &unit : &y.strides()},
+      [&](const std::array<int64_t, 1>& o) { memcpy(base + o[0] * es, elem, es); });
 }
 
 // A copy between layouts: element (n, c, h, w) of one goes to (n, c, h, w) of the other, each
@@ -35,7 +38,8 @@ void copy_between_layouts(const Tensor& src, Tensor& dst) {
               "copy between layouts: {} into {} (float [N, C, H, W] only)", src.str(), dst.str());
   const int64_t N = src.size(0), C = src.size(1), H = src.size(2), W = src.size(3);
   auto offset = [&](const Tensor& t, int64_t n, int64_t c, int64_t h, int64_t w) {
-    if (t.is_blocked()) return nChw16c_offset(n, c, h * W + w, C, H * W);
+    if (t.layout() == Layout::nChw16c) return nChw16c_offset(n, c, h * W + w, C, H * W);
+    if (t.layout() == Layout::nhwc) return nhwc_offset(n, c, h * W + w, C, H * W);
     return n * t.stride(0) + c * t.stride(1) + h * t.stride(2) + w * t.stride(3);
   };
   const void* s = src.raw_data_any_layout();
