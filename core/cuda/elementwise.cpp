@@ -60,6 +60,21 @@ void fill(Tensor& y, double value) {
                                      ix, y.numel(), scope.stream()));
 }
 
+// NCHW-contiguous <-> nhwc between float dtypes: a batch of transposes of [C][H·W] (or back),
+// tiled (launch_transpose). False where it does not apply or the grid would be too large: the
+// strided walk then does it.
+bool relayout(const Tensor& src, Tensor& dst, cudaStream_t stream) {
+  const bool to_nhwc = dst.layout() == Layout::nhwc && src.is_contiguous();
+  const bool to_nchw = src.layout() == Layout::nhwc && dst.is_contiguous();
+  if (!(to_nhwc || to_nchw) || !is_floating(src.dtype()) || !is_floating(dst.dtype())) return false;
+  const int64_t N = src.size(0), C = src.size(1), HW = src.size(2) * src.size(3);
+  const int64_t R = to_nhwc ? C : HW, S = to_nhwc ? HW : C;
+  if (!cuda::transpose_fits(N, R, S)) return false;
+  DPLAB_CUDA_CHECK(cuda::launch_transpose(src.raw_data_any_layout(), src.dtype(),
+                                          dst.raw_data_any_layout(), dst.dtype(), N, R, S, stream));
+  return true;
+}
+
 void copy(const Tensor& src, Tensor& dst) {
   DPLAB_CHECK(src.shape() == dst.shape(), "CUDA copy: shape {} into {}", shape_str(src.shape()),
               shape_str(dst.shape()));
@@ -76,6 +91,7 @@ void copy(const Tensor& src, Tensor& dst) {
                                      src.nbytes(), cudaMemcpyDeviceToDevice, scope.stream()));
     return;
   }
+  if (relayout(src, dst, scope.stream())) return;
   const Walk w = walk(src.shape(), {&src, &dst});
   const auto ix = cuda::indexer_for<2>(w.shape, w.pointers<2>(), "copy");
   if (src.dtype() == dst.dtype()) {

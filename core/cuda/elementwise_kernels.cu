@@ -47,6 +47,29 @@ __global__ void convert_kernel(const void* x, DType xt, void* y, DType yt, Index
   }
 }
 
+// A batch of [R][S] matrices transposed into [S][R] (NCHW <-> nhwc: R, S = C, H·W or H·W, C),
+// element by element through f32 as convert_element does for float dtypes. A block of 32 × 8
+// threads moves one 32 × 32 tile through shared memory: it reads the tile's rows (neighbouring
+// threads, neighbouring s) and writes its columns (neighbouring threads, neighbouring r), so
+// both sides are coalesced, where a strided walk would read or write C elements apart. The +1
+// column keeps the column reads off one shared-memory bank.
+constexpr int kTile = 32;
+constexpr int kTileRows = 8;
+__global__ void transpose_kernel(const void* x, DType xt, void* y, DType yt, int64_t R, int64_t S) {
+  __shared__ float tile[kTile][kTile + 1];
+  const int64_t base = int64_t(blockIdx.z) * R * S;
+  const int64_t r0 = int64_t(blockIdx.y) * kTile, s0 = int64_t(blockIdx.x) * kTile;
+  for (int i = threadIdx.y; i < kTile; i += kTileRows) {
+    const int64_t r = r0 + i, s = s0 + threadIdx.x;
+    if (r < R && s < S) tile[i][threadIdx.x] = load_as_f32(x, xt, base + r * S + s);
+  }
+  __syncthreads();
+  for (int i = threadIdx.y; i < kTile; i += kTileRows) {
+    const int64_t s = s0 + i, r = r0 + threadIdx.x;
+    if (r < R && s < S) store_from_f32(y, yt, base + s * R + r, tile[threadIdx.x][i]);
+  }
+}
+
 __global__ void axpy_kernel(float alpha, const void* x, DType xt, float* y, Indexer<2> ix,
                             int64_t n) {
   for (int64_t k = first_index(); k < n; k += grid_stride()) {
@@ -144,6 +167,17 @@ cudaError_t launch_convert(const void* src, DType st, void* dst, DType dt, const
                            int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   convert_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, st, dst, dt, ix, n);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_transpose(const void* src, DType st, void* dst, DType dt, int64_t batch,
+                             int64_t R, int64_t S, cudaStream_t stream) {
+  if (batch == 0 || R == 0 || S == 0) return cudaSuccess;
+  if (!transpose_fits(batch, R, S)) return cudaErrorInvalidValue;
+  const int64_t gx = (S + kTile - 1) / kTile, gy = (R + kTile - 1) / kTile;
+  const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy),
+                  static_cast<unsigned>(batch));
+  transpose_kernel<<<grid, dim3(kTile, kTileRows), 0, stream>>>(src, st, dst, dt, R, S);
   return cudaGetLastError();
 }
 

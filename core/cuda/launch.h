@@ -133,6 +133,14 @@ cudaError_t launch_copy_bytes(const void* src, void* dst, int elem_size, const I
 // integers, everything else through f32 (load_as_f32 / store_from_f32 of core/dtype.h).
 cudaError_t launch_convert(const void* src, DType st, void* dst, DType dt, const Indexer<2>& ix,
                            int64_t n, cudaStream_t stream);
+// dst[b][s][r] = src[b][r][s] for b < batch, r < R, s < S, float dtypes converted through f32
+// (NCHW <-> nhwc, tiled so both sides are coalesced). Only where transpose_fits: its grid is
+// (S / 32, R / 32, batch) (cudaErrorInvalidValue otherwise).
+inline bool transpose_fits(int64_t batch, int64_t R, int64_t S) {
+  return batch <= 65535 && (R + 31) / 32 <= 65535 && (S + 31) / 32 <= 0x7fffffff;
+}
+cudaError_t launch_transpose(const void* src, DType st, void* dst, DType dt, int64_t batch,
+                             int64_t R, int64_t S, cudaStream_t stream);
 // y[off1] += alpha * x[off0] (x any dtype read as f32).
 cudaError_t launch_axpy(float alpha, const void* x, DType xt, float* y, const Indexer<2>& ix,
                         int64_t n, cudaStream_t stream);

@@ -18,6 +18,32 @@
 namespace dplab {
 namespace {
 
+// The relayout kernel (a tiled transpose, core/cuda/elementwise_kernels.cu) against the CPU's
+// placement, which Layout.NhwcPlacesEveryElementChannelsLastAndRoundTrips checks by formula:
+// partial tiles on both sides, more than one tile of channels and of pixels, with and without a
+// cast, both directions; the nhwc buffer itself is compared, element for element.
+TEST(CudaLayout, RelayoutPlacesElementsAsTheCpuDoes) {
+  DPLAB_CUDA_TEST_GATE();
+  for (const Shape& s : {Shape{2, 40, 7, 9}, Shape{1, 3, 33, 34}, Shape{3, 64, 1, 1}}) {
+    for (DType to : {DType::f32, DType::bf16}) {
+      SCOPED_TRACE(shape_str(s) + " f32 -> nhwc " + std::string(dtype_name(to)));
+      const Tensor x = test::random_tensor(s, 41);
+      Tensor want = Tensor::empty(s, Layout::nhwc, to);
+      want.copy_(x);
+      Tensor got = Tensor::empty(s, Layout::nhwc, to, Device::cuda(0));
+      got.copy_(x.to(Device::cuda(0)));
+      // The nhwc buffers as flat tensors: the device's copied back byte for byte.
+      Tensor got_host = Tensor::empty({x.numel()}, to);
+      const Tensor got_flat = Tensor::view_of(got.storage(), 0, {x.numel()}, to);
+      got_host.copy_(got_flat);
+      const Tensor want_flat = Tensor::view_of(want.storage(), 0, {x.numel()}, to);
+      EXPECT_EQ(got_host.to_vector(), want_flat.to_vector());
+      // And back to NCHW on the device.
+      EXPECT_EQ(got.contiguous().to_vector(), want.contiguous().to_vector());
+    }
+  }
+}
+
 TEST(CudaLayout, Bf16ResNetUnitStaysNhwcEndToEnd) {
   DPLAB_CUDA_TEST_GATE();
   Conv2dOptions same;
