@@ -90,7 +90,9 @@ void accumulate_grad(const Tensor& leaf, const Tensor& g) {
               shape_str(leaf.shape()));
   NoGradGuard no_grad;
   if (!impl.grad) {
-    Tensor fresh = g.to(leaf.dtype()).clone();
+    // A fresh strided tensor (g may alias a saved value, and may be in a non-strided layout).
+    Tensor fresh =
+        g.dtype() == leaf.dtype() ? g.clone() : g.contiguous_if_blocked().to(leaf.dtype());
     impl.grad = fresh.impl_ptr();
   } else {
     Tensor acc(impl.grad);

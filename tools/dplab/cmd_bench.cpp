@@ -123,10 +123,18 @@ Shape parse_input_shape(const std::string& s) {
 // cuDNN convolutions are set to CUDNN_FMA_MATH and cuBLAS runs CUBLAS_COMPUTE_32F on a
 // CUBLAS_DEFAULT_MATH handle (core/cuda/conv.cpp, gemm.cpp).
 std::string precision_text(const std::string& amp, Device d) {
-  if (amp == "bf16")  // what the backend keeps between layers: core/autocast.h
-    return backend_for(d).bf16_activations
-               ? "bf16 autocast (amp = bf16): bf16 activations, f32 parameters"
-               : "bf16 autocast (amp = bf16): bf16 operands, f32 activations and parameters";
+  if (amp == "bf16") {  // what the backend keeps between layers: core/autocast.h, core/tensor.h
+    const Backend& be = backend_for(d);
+    const std::string layout =
+        be.activation_layout == Layout::strided
+            ? ""
+            : fmt::format(", {} activations where the convolutions write them",
+                          layout_name(be.activation_layout));
+    return be.bf16_activations
+               ? "bf16 autocast (amp = bf16): bf16 activations, f32 parameters" + layout
+               : "bf16 autocast (amp = bf16): bf16 operands, f32 activations and parameters" +
+                     layout;
+  }
   return d.is_cuda() ? "f32 (no TF32: FMA math in cuDNN and cuBLAS)" : "f32";
 }
 
