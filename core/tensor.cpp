@@ -289,9 +289,10 @@ Tensor Tensor::to(Layout l) const {
 
 Tensor Tensor::to(DType t) const {
   if (t == dtype()) return *this;
-  DPLAB_CHECK(!is_blocked(), "to({}) of {}: convert the blocked layout first (.contiguous())",
-              dtype_name(t), str());
-  Tensor r = empty(shape(), t, device());
+  // A non-strided layout keeps itself where it can hold t (one cast in the same element order);
+  // otherwise the NCHW form is converted.
+  if (is_blocked() && !layout_allows(layout(), shape(), t, device())) return contiguous().to(t);
+  Tensor r = empty(shape(), layout(), t, device());
   r.copy_(*this);
   return r;
 }

@@ -146,6 +146,8 @@ class Tensor {
   Tensor to(Layout layout) const;  // self if already in `layout`
   // Self if strided (any strides), else the NCHW copy: for code that reads strided tensors.
   Tensor contiguous_if_blocked() const { return is_blocked() ? contiguous() : *this; }
+  // Self if already of `dtype`; else a new tensor: contiguous when strided, in the same
+  // non-strided layout when that layout can hold `dtype` (else NCHW).
   Tensor to(DType dtype) const;
   Tensor to(Device device) const;
   void copy_(const Tensor& src);  // shapes must match; converts dtype; any device pair

@@ -18,13 +18,13 @@ class ChannelWalk {
   // step > 0; first >= 0 (first may be past the channel's end: the caller's bound stops it).
   DPLAB_HD ChannelWalk(int64_t first, int64_t step, int64_t c, int64_t C, int64_t HW,
                        bool channels_last = false)
-      : n_(first / HW),
-        i_(first % HW),
+      : n_(channels_last ? 0 : first / HW),  // (n, i) only walk NCHW: no division otherwise
+        i_(channels_last ? 0 : first % HW),
         hw_(HW),
         plane_(C * HW),
         base_(c * HW),
-        step_n_(step / HW),
-        step_i_(step % HW),
+        step_n_(channels_last ? 0 : step / HW),
+        step_i_(channels_last ? 0 : step % HW),
         row_offset_(first * C + c),
         row_step_(step * C),
         channels_last_(channels_last) {}

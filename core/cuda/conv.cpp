@@ -28,12 +28,12 @@
 // throws naming the combination.
 //
 // Layouts: activations are NCHW-contiguous or nhwc (Layout::nhwc, channels-last). cuDNN's
-// tensor-core kernels are channels-last: handed NCHW they transpose around the call, so 16-bit
-// convolutions write y in nhwc (output_layout) and the ops keep it so through batch norm, ReLU
-// and the residual add (Backend::activation_layout). f32 stays NCHW (FMA kernels, no TF32), as
-// do grouped convolutions (not measured on a device here). Each call computes in one layout, the
-// output side's (y forward, dy backward): an operand in the other layout is copied into it
-// first (the network's input image, once per step), an output into it after, and an nhwc call
+// tensor-core kernels are channels-last: handed NCHW they transpose around the call, so bf16
+// convolutions write y in nhwc (output_layout) and the ops keep it so through batch norm, ReLU,
+// the residual add and pooling (Backend::activation_layout). f32 stays NCHW (FMA kernels, no
+// TF32), as do grouped convolutions (not measured on a device here). Each call computes in one
+// layout, the output side's (y forward, dy backward): an operand in the other layout is copied
+// into it first, an output into it after, and an nhwc call
 // describes the filter as nhwc too (KRSC), so the weights are copied into that order, rounded to
 // the activations' dtype in the same pass (as_operand).
 #include <cudnn.h>
@@ -627,14 +627,16 @@ void backward_weight(const Tensor& x_in, const Tensor& dy, Tensor& dw_out, Tenso
   out.finish();
 }
 
-// Where the convolution writes y (the op allocates it so): nhwc for 16-bit activations, whose
-// tensor-core kernels are channels-last, and for an input already in nhwc; NCHW otherwise and
-// for grouped convolutions (see the file header).
-Layout output_layout(const Tensor& x, const Tensor& /*w*/, const Conv2dParams& p,
-                     bool /*has_bias*/) {
-  if (p.groups != 1 || x.dim() != 4) return Layout::strided;
-  const bool half = x.dtype() == DType::bf16 || x.dtype() == DType::f16;
-  return half || x.layout() == Layout::nhwc ? Layout::nhwc : Layout::strided;
+// Where the convolution writes y (the op allocates it so): nhwc for an input already in nhwc,
+// and for bf16 activations (autocast keeps them from layer to layer) whose channel counts suit
+// the tensor cores' channels-last kernels (multiples of 8, so the ResNet stem's 3 input channels
+// stay NCHW: its output becomes nhwc at the next convolution); NCHW otherwise (f32; f16, which
+// autocast casts back to f32 at once; grouped convolutions: see the file header).
+Layout output_layout(const Tensor& x, const Tensor& w, const Conv2dParams& p, bool /*has_bias*/) {
+  if (p.groups != 1 || x.dim() != 4 || w.dim() != 4) return Layout::strided;
+  if (x.layout() == Layout::nhwc) return Layout::nhwc;
+  const bool aligned = x.size(1) % 8 == 0 && w.size(0) % 8 == 0;
+  return x.dtype() == DType::bf16 && aligned ? Layout::nhwc : Layout::strided;
 }
 
 }  // namespace

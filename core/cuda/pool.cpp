@@ -13,7 +13,8 @@
 // forward passes; the backward passes gather, adding in the reference's scatter order), so
 // they are deterministic and need no atomics. They read NCHW: max and average pooling of nhwc
 // activations (Layout::nhwc, which the ops hand this backend) run on NCHW copies and write their
-// output back in nhwc (on_nchw), values unchanged; a ResNet pools once per step this way.
+// output back in nhwc (on_nchw), values unchanged. (A ResNet's max pooling sees NCHW: its stem
+// convolution, with 3 input channels, writes NCHW.)
 #include <climits>
 
 #include "dplab/core/cuda/check.h"

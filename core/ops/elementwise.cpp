@@ -192,7 +192,7 @@ class CastBackward : public Node {
   explicit CastBackward(DType from) : from_(from) {}
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor()};
-    return {grads[0].contiguous_if_blocked().to(from_)};
+    return {grads[0].to(from_)};  // in the gradient's layout
   }
   std::string name() const override { return "CastBackward"; }
 
@@ -256,7 +256,9 @@ Tensor cast(const Tensor& x, DType dtype) {
   DPLAB_CHECK(is_floating(dtype), "cast: target dtype {} is not a float dtype (from {})",
               dtype_name(dtype), x.str());
   if (dtype == x.dtype()) return x;
-  Tensor y = x.contiguous_if_blocked().to(dtype);
+  // In x's layout: a cast of an nhwc or nChw16c activation stays one (pooling a bf16 activation
+  // widens it so, and the pooling kernels take the layout).
+  Tensor y = x.to(dtype);
   if (any_requires_grad({&x})) set_history(std::make_shared<CastBackward>(x.dtype()), {&x}, {&y});
   return y;
 }

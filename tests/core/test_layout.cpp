@@ -94,7 +94,13 @@ TEST(Layout, StridedCodeCannotMisreadABlockedTensor) {
   EXPECT_NE(error_of([&] { (void)b.slice(1, 0, 4); }).find("nChw16c"), std::string::npos);
   EXPECT_NE(error_of([&] { (void)b.transpose(2, 3); }).find("nChw16c"), std::string::npos);
   EXPECT_NE(error_of([&] { (void)b.view({16, 4}); }).find("nChw16c"), std::string::npos);
-  EXPECT_NE(error_of([&] { (void)b.to(DType::bf16); }).find("nChw16c"), std::string::npos);
+  // A cast keeps the layout (and so its refusals), or converts to NCHW where it cannot hold the
+  // dtype.
+  EXPECT_EQ(b.to(DType::bf16).layout(), Layout::nChw16c);
+  EXPECT_NE(error_of([&] { (void)b.to(DType::bf16).data<bf16_t>(); }).find("nChw16c"),
+            std::string::npos);
+  EXPECT_EQ(b.to(DType::bf16).contiguous().to_vector(), b.contiguous().to(DType::bf16).to_vector());
+  EXPECT_EQ(b.to(DType::f16).layout(), Layout::strided);
   EXPECT_NE(b.str().find("nChw16c"), std::string::npos);
   // Only f32 [N, C, H, W] with C % 16 == 0 can be blocked.
   EXPECT_NE(error_of([] {
