@@ -35,7 +35,10 @@
 // layout, the output side's (y forward, dy backward): an operand in the other layout is copied
 // into it first, an output into it after, and an nhwc call
 // describes the filter as nhwc too (KRSC), so the weights are copied into that order, rounded to
-// the activations' dtype in the same pass (as_operand).
+// the activations' dtype in the same pass (as_operand). Where no algorithm meets (1)-(4) above
+// for a call in nhwc, that call computes in NCHW instead (remembered per key; the algorithm
+// report says "none in nhwc: computed in NCHW"), so a layout cuDNN lacks a deterministic kernel
+// for costs copies, not the run. Not yet seen on a device.
 #include <cudnn.h>
 
 #include <array>
@@ -262,6 +265,8 @@ struct Choice {
   int algo = 0;
   size_t workspace = 0;
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  // False: no algorithm qualifies in nhwc, and the call computes in NCHW instead (choose).
+  bool usable = true;
 };
 
 // cuDNN's names for the algorithms (cudnn_ops.h), without the common prefix.
@@ -314,8 +319,10 @@ class AlgoCache {
   }
   void insert(const Key& k, const Choice& c, Dir dir, const std::string& shape) {
     std::lock_guard<std::mutex> lock(mu_);
-    const size_t at = log_.chose(log_direction(dir), shape, algo_name(dir, c.algo),
-                                 math_name(c.math), c.workspace);
+    const size_t at =
+        log_.chose(log_direction(dir), shape,
+                   c.usable ? algo_name(dir, c.algo) : "none in nhwc: computed in NCHW",
+                   c.usable ? math_name(c.math) : "-", c.workspace);
     map_.emplace(k, std::make_pair(c, at));
     ++stats_.finds;
     stats_.entries = map_.size();
@@ -400,6 +407,8 @@ void* ptr(const Tensor& t) {
 
 // Cached choice for this call, running Find (with the call's own buffers) on a miss: under the
 // limit first, then once under the least larger workspace a qualifying algorithm asked for.
+// When none qualifies: an nhwc call gets an unusable choice (its caller computes it in NCHW, and
+// the report names it), an NCHW call throws with Find's results.
 template <class FindFn>
 Choice choose(Dir dir, std::initializer_list<const Tensor*> operands, const Geometry& g,
               const Conv2dParams& p, FindFn find) {
@@ -421,6 +430,15 @@ Choice choose(Dir dir, std::initializer_list<const Tensor*> operands, const Geom
     r = find_within(need);
     tried += fmt::format(" | again with {} B:{}", need, r.tried);
   }
+  const std::string shape =
+      conv_shape_string(dt, g.N, g.C, g.H, g.W, g.O, g.KH, g.KW, p.stride_h, p.stride_w, p.pad_h,
+                        p.pad_w, p.dilation_h, p.dilation_w, p.groups) +
+      (nhwc ? " nhwc" : "");
+  if (!r.ok && nhwc) {  // the caller computes this call in NCHW, every time (remembered)
+    c.usable = false;
+    algo_cache().insert(key, c, dir, shape);
+    return c;
+  }
   DPLAB_CHECK(
       r.ok,
       "CUDA {}: no cuDNN algorithm is usable for {} x [{}, {}, {}, {}], w [{}, {}, {}, {}], "
@@ -430,11 +448,7 @@ Choice choose(Dir dir, std::initializer_list<const Tensor*> operands, const Geom
       p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.dilation_h, p.dilation_w, p.groups, limit,
       dt == DType::f32 ? ", no tensor-op math" : "", tried.empty() ? " nothing" : tried);
   c = r.choice;
-  algo_cache().insert(
-      key, c, dir,
-      conv_shape_string(dt, g.N, g.C, g.H, g.W, g.O, g.KH, g.KW, p.stride_h, p.stride_w, p.pad_h,
-                        p.pad_w, p.dilation_h, p.dilation_w, p.groups) +
-          (nhwc ? " nhwc" : ""));
+  algo_cache().insert(key, c, dir, shape);
   return c;
 }
 
@@ -496,16 +510,15 @@ class CallOutput {
   Tensor op_;
 };
 
-void forward(const Tensor& x_in, const Tensor& w_in, const Tensor& b, Tensor& y_out,
-             const Conv2dParams& p) {
-  const Layout l = call_layout(y_out);
+bool forward_in(Layout l, const Tensor& x_in, const Tensor& w_in, const Tensor& b, Tensor& y_out,
+                const Conv2dParams& p) {
   const Tensor x = as_operand(x_in, l, x_in.dtype());
   const Tensor w = operand_weights(x, w_in, l);
   CallOutput out(y_out, l, y_out.dtype());
   Tensor& y = out.operand();
   const Geometry g = check_conv(Dir::forward, x, w, y, p, "x", "w", "y");
   if (b.defined()) check_bias(b, g.O, x, "bias", "conv2d_forward");
-  if (y.numel() == 0) return;
+  if (y.numel() == 0) return true;
   const int dev = x.device().index;
   cuda::ScopedDevice guard(dev);
   cudnnHandle_t h = cuda::cudnn_handle(dev);
@@ -524,6 +537,7 @@ void forward(const Tensor& x_in, const Tensor& w_in, const Tensor& b, Tensor& y_
           ws_bytes));
       return pick(perf, n, x.dtype(), ws_bytes);
     });
+    if (!c.usable) return false;
     apply_math(s, x.dtype(), c);
     Tensor ws = workspace(c.workspace, x.device());
     const float alpha = 1.0f, beta = 0.0f;  // float scaling factors for f32/bf16/f16 data
@@ -537,22 +551,23 @@ void forward(const Tensor& x_in, const Tensor& w_in, const Tensor& b, Tensor& y_
                                                    g.OH * g.OW, b.raw_data(), b.dtype(), nhwc,
                                                    cuda::launch_stream(dev)));
   out.finish();
+  return true;
 }
 
-void backward_data(const Tensor& dy, const Tensor& w_in, Tensor& dx_out, const Conv2dParams& p) {
-  const Layout l = call_layout(dy);
+bool backward_data_in(Layout l, const Tensor& dy, const Tensor& w_in, Tensor& dx_out,
+                      const Conv2dParams& p) {
   const Tensor dyc = as_operand(dy, l, dy.dtype());
   const Tensor w = operand_weights(dyc, w_in, l);
   CallOutput out(dx_out, l, dx_out.dtype());
   Tensor& dx = out.operand();
   const Geometry g = check_conv(Dir::backward_data, dx, w, dyc, p, "dx", "w", "dy");
-  if (dx.numel() == 0) return;
+  if (dx.numel() == 0) return true;
   const int dev = dx.device().index;
   cuda::ScopedDevice guard(dev);
   if (dyc.numel() == 0 || w.numel() == 0) {
     fill_zero(dx, dev);  // no output depends on x
     out.finish();
-    return;
+    return true;
   }
   cudnnHandle_t h = cuda::cudnn_handle(dev);
   Setup s;
@@ -567,6 +582,7 @@ void backward_data(const Tensor& dy, const Tensor& w_in, Tensor& dx_out, const C
             CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, ws, ws_bytes));
         return pick(perf, n, dx.dtype(), ws_bytes);
       });
+  if (!c.usable) return false;
   apply_math(s, dx.dtype(), c);
   Tensor ws = workspace(c.workspace, dx.device());
   const float alpha = 1.0f, beta = 0.0f;  // overwrite dx
@@ -575,6 +591,7 @@ void backward_data(const Tensor& dy, const Tensor& w_in, Tensor& dx_out, const C
       s.conv.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo), ptr(ws), c.workspace, &beta,
       s.x.get(), dx.raw_data_any_layout()));
   out.finish();
+  return true;
 }
 
 // dw in the call's layout and the activations' dtype. Beside bf16 activations an f32 dw (master
@@ -583,9 +600,8 @@ void backward_data(const Tensor& dy, const Tensor& w_in, Tensor& dx_out, const C
 // autocast likewise). That one bf16 rounding of dw is the only difference from the CPU, which
 // writes dw in f32 (core/kernels/conv.h). An nhwc call's dw (KRSC) is copied back to [O, C/g,
 // KH, KW] in the same pass.
-void backward_weight(const Tensor& x_in, const Tensor& dy, Tensor& dw_out, Tensor& db,
-                     const Conv2dParams& p) {
-  const Layout l = call_layout(dy);
+bool backward_weight_in(Layout l, const Tensor& x_in, const Tensor& dy, Tensor& dw_out, Tensor& db,
+                        const Conv2dParams& p) {
   const Tensor dyc = as_operand(dy, l, dy.dtype());
   const Tensor x = as_operand(x_in, l, x_in.dtype());
   CallOutput out(dw_out, l, master_weights(x, dw_out) ? DType::bf16 : dw_out.dtype());
@@ -598,11 +614,11 @@ void backward_weight(const Tensor& x_in, const Tensor& dy, Tensor& dw_out, Tenso
     DPLAB_CUDA_CHECK(cuda::launch_channel_sum(dyc.raw_data_any_layout(), dyc.dtype(), g.N, g.O,
                                               g.OH * g.OW, db.raw_data(), db.dtype(),
                                               l == Layout::nhwc, cuda::launch_stream(dev)));
-  if (dw.numel() == 0) return;
+  if (dw.numel() == 0) return true;
   if (x.numel() == 0 || dyc.numel() == 0) {
     fill_zero(dw, dev);  // an empty batch (or empty output): the gradient is an empty sum
     out.finish();
-    return;
+    return true;
   }
   cudnnHandle_t h = cuda::cudnn_handle(dev);
   Setup s;
@@ -617,6 +633,7 @@ void backward_weight(const Tensor& x_in, const Tensor& dy, Tensor& dw_out, Tenso
             CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, ws, ws_bytes));
         return pick(perf, n, x.dtype(), ws_bytes);
       });
+  if (!c.usable) return false;
   apply_math(s, x.dtype(), c);
   Tensor ws = workspace(c.workspace, x.device());
   const float alpha = 1.0f, beta = 0.0f;  // overwrite dw
@@ -625,6 +642,22 @@ void backward_weight(const Tensor& x_in, const Tensor& dy, Tensor& dw_out, Tenso
       s.conv.get(), static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo), ptr(ws), c.workspace,
       &beta, s.w.get(), dw.raw_data_any_layout()));
   out.finish();
+  return true;
+}
+
+// The entry points: each call in its layout (call_layout), or in NCHW where cuDNN has no usable
+// algorithm for it in nhwc (see choose).
+void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, const Conv2dParams& p) {
+  if (!forward_in(call_layout(y), x, w, b, y, p)) forward_in(Layout::strided, x, w, b, y, p);
+}
+void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, const Conv2dParams& p) {
+  if (!backward_data_in(call_layout(dy), dy, w, dx, p))
+    backward_data_in(Layout::strided, dy, w, dx, p);
+}
+void backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db,
+                     const Conv2dParams& p) {
+  if (!backward_weight_in(call_layout(dy), x, dy, dw, db, p))
+    backward_weight_in(Layout::strided, x, dy, dw, db, p);
 }
 
 // Where the convolution writes y (the op allocates it so): nhwc for an input already in nhwc,
