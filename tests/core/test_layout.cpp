@@ -88,6 +88,28 @@ TEST(Layout, NhwcPlacesEveryElementChannelsLastAndRoundTrips) {
             std::string::npos);
 }
 
+// The cast op keeps a non-strided layout (pooling widens a bf16 activation this way, so the
+// pooling kernels take it in the backend's layout), and its gradient reaches an NCHW leaf as f32
+// with the values a strided cast gives.
+TEST(Layout, CastKeepsTheLayoutAndItsGradientReachesTheLeaf) {
+  for (Layout l : {Layout::nChw16c, Layout::nhwc}) {
+    Tensor x = test::random_tensor({2, 16, 3, 3}, 12);
+    x.set_requires_grad(true);
+    const Tensor b = cast(to_layout(x, l), DType::bf16);
+    EXPECT_EQ(b.layout(), l) << layout_name(l);
+    EXPECT_EQ(b.dtype(), DType::bf16);
+    EXPECT_EQ(b.contiguous().to_vector(), x.to(DType::bf16).to_vector()) << layout_name(l);
+    const Tensor w = test::random_tensor({2, 16, 3, 3}, 13);
+    backward(sum(mul(cast(b, DType::f32), w)));
+    ASSERT_TRUE(x.grad().defined());
+    EXPECT_EQ(x.grad().layout(), Layout::strided);
+    EXPECT_EQ(x.grad().dtype(), DType::f32);
+    // d/dx of sum(f32(bf16(x)) * w) is w, carried through the bf16 tensor as its bf16 gradient
+    // (as in PyTorch): w rounded to bf16 once.
+    EXPECT_EQ(x.grad().to_vector(), w.to(DType::bf16).to_vector()) << layout_name(l);
+  }
+}
+
 TEST(Layout, StridedCodeCannotMisreadABlockedTensor) {
   const Tensor b = test::random_tensor({1, 16, 2, 2}, 8).to(Layout::nChw16c);
   EXPECT_NE(error_of([&] { (void)b.data<float>(); }).find("nChw16c"), std::string::npos);
