@@ -19,7 +19,7 @@ AdamW::AdamW(ParamArena& arena, const AdamWOptions& opt) : Optimizer(arena), opt
   v_ = Tensor::zeros({arena.numel()}, DType::f32, arena.device());
 }
 
-void AdamW::step() {
+void AdamW::update(const Tensor& skip_if) {
   NoGradGuard no_grad;
   const Backend& be = backend_for(arena_.device());
   AdamWStepArgs a;
@@ -31,7 +31,7 @@ void AdamW::step() {
   a.weight_decay = weight_decay_;  // on the runs that take it
   // The whole arena in one multi-tensor pass.
   Tensor params = arena_.params();
-  be.optim.adamw_step_runs(params, arena_.grads(), m_, v_, arena_optim_runs(arena_), a);
+  be.optim.adamw_step_runs(params, arena_.grads(), m_, v_, arena_optim_runs(arena_), a, skip_if);
   ++steps_;
 }
 

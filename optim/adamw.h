@@ -32,13 +32,15 @@ struct AdamWOptions {
 class AdamW : public Optimizer {
  public:
   AdamW(ParamArena& arena, const AdamWOptions& opt);
-  void step() override;
   std::string name() const override { return "adamw"; }
   std::vector<NamedTensor> state() const override;
   void load_state(const std::vector<NamedTensor>& state) override;
   const AdamWOptions& options() const { return opt_; }
   const Tensor& exp_avg() const { return m_; }
   const Tensor& exp_avg_sq() const { return v_; }
+
+ protected:
+  void update(const Tensor& skip_if) override;
 
  private:
   AdamWOptions opt_;

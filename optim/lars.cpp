@@ -17,7 +17,7 @@ LARS::LARS(ParamArena& arena, const LARSOptions& opt) : Optimizer(arena), opt_(o
   if (opt.momentum != 0) buf_ = Tensor::zeros({arena.numel()}, DType::f32, arena.device());
 }
 
-void LARS::step() {
+void LARS::update(const Tensor& skip_if) {
   NoGradGuard no_grad;
   const Backend& be = backend_for(arena_.device());
   const Tensor& params = arena_.params();
@@ -40,7 +40,7 @@ void LARS::step() {
     runs.push_back({s.offset, s.numel, s.weight_decay, s.lars_excluded});
   Tensor p = params, b = buf_;
   be.optim.lars_norms_runs(p, grads, runs, norms_);
-  be.optim.lars_step_runs(p, grads, b, norms_, runs, a);
+  be.optim.lars_step_runs(p, grads, b, norms_, runs, a, skip_if);
   last_weight_decay_ = weight_decay_;
   ++steps_;
 }

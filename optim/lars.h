@@ -32,7 +32,6 @@ struct LARSOptions {
 class LARS : public Optimizer {
  public:
   LARS(ParamArena& arena, const LARSOptions& opt);
-  void step() override;
   std::string name() const override { return "lars"; }
   std::vector<NamedTensor> state() const override;
   void load_state(const std::vector<NamedTensor>& state) override;
@@ -41,6 +40,9 @@ class LARS : public Optimizer {
   // The trust ratio of each segment at the last step (1 for excluded ones), for logging/tests;
   // computed on the host from the norms of the last step (a device-to-host copy on CUDA).
   std::vector<double> last_trust() const;
+
+ protected:
+  void update(const Tensor& skip_if) override;
 
  private:
   LARSOptions opt_;

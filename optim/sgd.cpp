@@ -22,7 +22,7 @@ SGD::SGD(ParamArena& arena, const SGDOptions& opt) : Optimizer(arena), opt_(opt)
   if (opt.momentum != 0) buf_ = Tensor::zeros({arena.numel()}, DType::f32, arena.device());
 }
 
-void SGD::step() {
+void SGD::update(const Tensor& skip_if) {
   NoGradGuard no_grad;
   const Backend& be = backend_for(arena_.device());
   SgdStepArgs a;
@@ -34,7 +34,7 @@ void SGD::step() {
   a.weight_decay = static_cast<float>(weight_decay_);  // on the runs that take it
   // The whole arena in one multi-tensor pass (ResNet-50: 161 tensors, 2 runs).
   Tensor params = arena_.params(), buf = buf_;
-  be.optim.sgd_step_runs(params, arena_.grads(), buf, arena_optim_runs(arena_), a);
+  be.optim.sgd_step_runs(params, arena_.grads(), buf, arena_optim_runs(arena_), a, skip_if);
   ++steps_;
 }
 

@@ -19,12 +19,14 @@ struct SGDOptions {
 class SGD : public Optimizer {
  public:
   SGD(ParamArena& arena, const SGDOptions& opt);
-  void step() override;
   std::string name() const override { return "sgd"; }
   std::vector<NamedTensor> state() const override;
   void load_state(const std::vector<NamedTensor>& state) override;
   const SGDOptions& options() const { return opt_; }
   const Tensor& momentum_buffer() const { return buf_; }
+
+ protected:
+  void update(const Tensor& skip_if) override;
 
  private:
   SGDOptions opt_;

@@ -72,9 +72,11 @@ void momentum_update(const F& f, float* p, const float* g, float* b, int64_t i0,
 }
 
 void sgd_step_runs(Tensor& param, const Tensor& grad, Tensor& buf,
-                   const std::vector<OptimRun>& runs, const SgdStepArgs& args) {
+                   const std::vector<OptimRun>& runs, const SgdStepArgs& args,
+                   const Tensor& skip_if) {
   check_sgd_operands(param, grad, buf, args);
   check_optim_runs(runs, param.numel(), "sgd_step_runs");
+  if (host_skip_requested(skip_if, "sgd_step_runs")) return;
   SgdStepArgs plain = args;
   plain.weight_decay = 0.f;
   const SgdUpdate decayed = make_sgd_update(args), undecayed = make_sgd_update(plain);
@@ -87,9 +89,11 @@ void sgd_step_runs(Tensor& param, const Tensor& grad, Tensor& buf,
 }
 
 void adamw_step_runs(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
-                     const std::vector<OptimRun>& runs, const AdamWStepArgs& args) {
+                     const std::vector<OptimRun>& runs, const AdamWStepArgs& args,
+                     const Tensor& skip_if) {
   check_adamw_operands(param, grad, exp_avg, exp_avg_sq, args);
   check_optim_runs(runs, param.numel(), "adamw_step_runs");
+  if (host_skip_requested(skip_if, "adamw_step_runs")) return;
   AdamWStepArgs plain = args;
   plain.weight_decay = 0.0;
   const AdamWUpdate decayed = make_adamw_update(args), undecayed = make_adamw_update(plain);
@@ -156,8 +160,10 @@ void lars_norms_runs(const Tensor& param, const Tensor& grad, const std::vector<
 }
 
 void lars_step_runs(Tensor& param, const Tensor& grad, Tensor& buf, const Tensor& norms,
-                    const std::vector<OptimRun>& runs, const LarsStepArgs& args) {
+                    const std::vector<OptimRun>& runs, const LarsStepArgs& args,
+                    const Tensor& skip_if) {
   check_lars_step_runs_operands(param, grad, buf, norms, runs, args);
+  if (host_skip_requested(skip_if, "lars_step_runs")) return;
   const float* nm = norms.data<float>();
   std::vector<LarsUpdate> update;  // run i's, from its own trust and weight decay
   update.reserve(runs.size());
@@ -272,6 +278,7 @@ OptimKernels cpu_optim_kernels() {
   k.dcs3gd_drain = dcs3gd_drain;
   k.amp_unscale = amp_unscale;
   k.find_nonfinite = find_nonfinite;
+  k.zero_if_flagged = ref_optim_kernels().zero_if_flagged;  // writes only on a dropped step
   return k;
 }
 

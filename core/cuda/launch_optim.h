@@ -35,6 +35,10 @@ struct OptimRunBatch {
   int64_t numel[kMaxOptimRunsPerLaunch] = {};
   bool decay[kMaxOptimRunsPerLaunch] = {};
   bool excluded[kMaxOptimRunsPerLaunch] = {};  // LARS: trust 1
+  // The step's skip flags (OptimKernels' skip_if): when one of skip[0, skip_count) is non-zero
+  // the update kernels return before touching anything. Null: never skipped.
+  const float* skip = nullptr;
+  int skip_count = 0;
 };
 // Where run y's reduction partials go: `blocks[y]` = optim_reduce_blocks(numel[y]) blocks of 2
 // quantities from partials[offset[y]] on; 0 blocks for an excluded run (norms not computed).
@@ -90,6 +94,9 @@ cudaError_t launch_dcs3gd_drain(float* wbar, const float* r, float* w, int64_t n
 // 1.0f, so the outcome does not depend on which one wins).
 cudaError_t launch_amp_unscale(float* g, int64_t n, float inv_scale, float* found_inf,
                                cudaStream_t stream);
+// x[0, n) = 0 when one of flags[0, flag_count) is non-zero; otherwise every thread returns.
+cudaError_t launch_zero_if_flagged(float* x, int64_t n, const float* flags, int flag_count,
+                                   cudaStream_t stream);
 // *flag = 1 when any x[i] is inf or NaN (x only read; every such thread stores the same 1.0f).
 cudaError_t launch_find_nonfinite(const float* x, int64_t n, float* flag, cudaStream_t stream);
 

@@ -53,10 +53,15 @@ void sgd_step(Tensor& param, const Tensor& grad, Tensor& buf, const SgdStepArgs&
 
 // Calls launch(batch, first) for the runs, kMaxOptimRunsPerLaunch at a time, `first` the index
 // of the batch's first run in `runs`. Empty runs are left out unless `keep_empty` (LARS: every
-// run has its pair of norms).
+// run has its pair of norms). Every batch carries the step's skip flags (undefined: none).
 template <typename Launch>
-void for_run_batches(const std::vector<OptimRun>& runs, bool keep_empty, Launch launch) {
+void for_run_batches(const std::vector<OptimRun>& runs, bool keep_empty, const Tensor& skip_if,
+                     Launch launch) {
   cuda::OptimRunBatch b;
+  if (skip_if.defined()) {
+    b.skip = skip_if.data<float>();
+    b.skip_count = static_cast<int>(skip_if.numel());
+  }
   size_t first = 0;
   for (size_t i = 0; i < runs.size(); ++i) {
     const OptimRun& r = runs[i];
@@ -75,15 +80,17 @@ void for_run_batches(const std::vector<OptimRun>& runs, bool keep_empty, Launch 
 }
 
 void sgd_step_runs(Tensor& param, const Tensor& grad, Tensor& buf,
-                   const std::vector<OptimRun>& runs, const SgdStepArgs& args) {
+                   const std::vector<OptimRun>& runs, const SgdStepArgs& args,
+                   const Tensor& skip_if) {
   check_sgd_operands(param, grad, buf, args);
   check_optim_runs(runs, param.numel(), "CUDA sgd_step_runs");
   check_on_cuda(param, "sgd_step_runs");
+  check_skip_flags(skip_if, param.device(), "CUDA sgd_step_runs");
   CurrentDevice cur(param);
   SgdStepArgs plain = args;
   plain.weight_decay = 0.f;
   float* b = args.momentum != 0.f ? buf.data<float>() : nullptr;
-  for_run_batches(runs, false, [&](const cuda::OptimRunBatch& batch, size_t) {
+  for_run_batches(runs, false, skip_if, [&](const cuda::OptimRunBatch& batch, size_t) {
     DPLAB_CUDA_CHECK(cuda::launch_sgd_step_runs(param.data<float>(), grad.data<float>(), b, batch,
                                                 make_sgd_update(args), make_sgd_update(plain),
                                                 cur.stream()));
@@ -91,14 +98,16 @@ void sgd_step_runs(Tensor& param, const Tensor& grad, Tensor& buf,
 }
 
 void adamw_step_runs(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
-                     const std::vector<OptimRun>& runs, const AdamWStepArgs& args) {
+                     const std::vector<OptimRun>& runs, const AdamWStepArgs& args,
+                     const Tensor& skip_if) {
   check_adamw_operands(param, grad, exp_avg, exp_avg_sq, args);
   check_optim_runs(runs, param.numel(), "CUDA adamw_step_runs");
   check_on_cuda(param, "adamw_step_runs");
+  check_skip_flags(skip_if, param.device(), "CUDA adamw_step_runs");
   CurrentDevice cur(param);
   AdamWStepArgs plain = args;
   plain.weight_decay = 0.0;
-  for_run_batches(runs, false, [&](const cuda::OptimRunBatch& batch, size_t) {
+  for_run_batches(runs, false, skip_if, [&](const cuda::OptimRunBatch& batch, size_t) {
     DPLAB_CUDA_CHECK(cuda::launch_adamw_step_runs(
         param.data<float>(), grad.data<float>(), exp_avg.data<float>(), exp_avg_sq.data<float>(),
         batch, make_adamw_update(args), make_adamw_update(plain), cur.stream()));
@@ -142,7 +151,7 @@ void lars_norms_runs(const Tensor& param, const Tensor& grad, const std::vector<
   check_lars_runs_operands(param, grad, runs, norms);
   check_on_cuda(param, "lars_norms_runs");
   CurrentDevice cur(param);
-  for_run_batches(runs, true, [&](const cuda::OptimRunBatch& batch, size_t first) {
+  for_run_batches(runs, true, Tensor(), [&](const cuda::OptimRunBatch& batch, size_t first) {
     cuda::RunPartials parts;
     int64_t total = 0;
     for (int r = 0; r < batch.count; ++r) {
@@ -160,13 +169,15 @@ void lars_norms_runs(const Tensor& param, const Tensor& grad, const std::vector<
 }
 
 void lars_step_runs(Tensor& param, const Tensor& grad, Tensor& buf, const Tensor& norms,
-                    const std::vector<OptimRun>& runs, const LarsStepArgs& args) {
+                    const std::vector<OptimRun>& runs, const LarsStepArgs& args,
+                    const Tensor& skip_if) {
   check_lars_step_runs_operands(param, grad, buf, norms, runs, args);
   check_on_cuda(param, "lars_step_runs");
+  check_skip_flags(skip_if, param.device(), "CUDA lars_step_runs");
   CurrentDevice cur(param);
   float* b = args.momentum != 0.f ? buf.data<float>() : nullptr;
   // Empty runs kept: run y of a batch is runs[first + y], whose norms are at 2 (first + y).
-  for_run_batches(runs, true, [&](const cuda::OptimRunBatch& batch, size_t first) {
+  for_run_batches(runs, true, skip_if, [&](const cuda::OptimRunBatch& batch, size_t first) {
     DPLAB_CUDA_CHECK(cuda::launch_lars_step_runs(
         param.data<float>(), grad.data<float>(), b, norms.data<float>() + 2 * first, batch, args.lr,
         args.momentum, args.weight_decay, args.eta, args.eps, args.first_step, cur.stream()));
@@ -230,6 +241,17 @@ void find_nonfinite(const Tensor& x, Tensor& flags, int64_t slot) {
                                                flags.data<float>() + slot, cur.stream()));
 }
 
+void zero_if_flagged(Tensor& x, const Tensor& flags) {
+  DPLAB_CHECK(x.defined() && flags.defined(), "zero_if_flagged: an operand is undefined");
+  check_dtype(x, DType::f32, "zero_if_flagged x");
+  DPLAB_CHECK(x.is_contiguous(), "zero_if_flagged: x {} must be contiguous", x.str());
+  check_skip_flags(flags, x.device(), "CUDA zero_if_flagged");
+  check_on_cuda(x, "zero_if_flagged");
+  CurrentDevice cur(x);
+  DPLAB_CUDA_CHECK(cuda::launch_zero_if_flagged(x.data<float>(), x.numel(), flags.data<float>(),
+                                                static_cast<int>(flags.numel()), cur.stream()));
+}
+
 }  // namespace
 
 OptimKernels cuda_optim_kernels() {
@@ -248,6 +270,7 @@ OptimKernels cuda_optim_kernels() {
   k.dcs3gd_drain = dcs3gd_drain;
   k.amp_unscale = amp_unscale;
   k.find_nonfinite = find_nonfinite;
+  k.zero_if_flagged = zero_if_flagged;
   return k;
 }
 

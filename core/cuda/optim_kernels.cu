@@ -77,10 +77,19 @@ __global__ void sgd_kernel(float* p, const float* g, float* buf, int64_t n, SgdU
     f(p + i, g[i], buf != nullptr ? buf + i : nullptr);
 }
 
+// Whether one of the flags is set: every thread reads them (a few floats, from cache), so a
+// skipped step is decided on the device without a host read.
+__device__ bool any_flag(const float* flags, int count) {
+  for (int i = 0; i < count; ++i)
+    if (flags[i] != 0.f) return true;
+  return false;
+}
+
 // Multi-tensor steps: block row blockIdx.y takes run y of the batch, its blocks stride over the
 // run's elements (the blocks of a shorter run that find nothing to do return at once).
 __global__ void sgd_runs_kernel(float* p, const float* g, float* buf, OptimRunBatch runs,
                                 SgdUpdate decayed, SgdUpdate undecayed) {
+  if (any_flag(runs.skip, runs.skip_count)) return;  // a dropped step
   const int r = blockIdx.y;
   const int64_t off = runs.offset[r], n = runs.numel[r];
   const SgdUpdate f = runs.decay[r] ? decayed : undecayed;
@@ -91,6 +100,7 @@ __global__ void sgd_runs_kernel(float* p, const float* g, float* buf, OptimRunBa
 
 __global__ void adamw_runs_kernel(float* p, const float* g, float* m, float* v, OptimRunBatch runs,
                                   AdamWUpdate decayed, AdamWUpdate undecayed) {
+  if (any_flag(runs.skip, runs.skip_count)) return;  // a dropped step
   const int r = blockIdx.y;
   const int64_t off = runs.offset[r], n = runs.numel[r];
   const AdamWUpdate f = runs.decay[r] ? decayed : undecayed;
@@ -166,6 +176,7 @@ __global__ void lars_finish_runs_kernel(const double* partials, RunPartials part
 __global__ void lars_runs_kernel(float* p, const float* g, float* buf, const float* norms,
                                  OptimRunBatch runs, double lr, float momentum, double wd,
                                  double eta, double eps, bool first_step) {
+  if (any_flag(runs.skip, runs.skip_count)) return;  // a dropped step
   const int r = blockIdx.y;
   const int64_t off = runs.offset[r], n = runs.numel[r];
   const double run_wd = runs.decay[r] ? wd : 0.0;
@@ -251,6 +262,13 @@ __global__ void amp_unscale_kernel(float* g, int64_t n, AmpUnscale f, float* fou
   if (bad) *found_inf = 1.f;
 }
 
+__global__ void zero_if_flagged_kernel(float* x, int64_t n, const float* flags, int flag_count) {
+  if (!any_flag(flags, flag_count)) return;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    x[i] = 0.f;
+}
+
 __global__ void find_nonfinite_kernel(const float* x, int64_t n, float* flag) {
   bool bad = false;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
@@ -266,6 +284,13 @@ cudaError_t launch_amp_unscale(float* g, int64_t n, float inv_scale, float* foun
   if (n == 0) return cudaSuccess;
   amp_unscale_kernel<<<blocks_for(n), kThreads, 0, stream>>>(g, n, AmpUnscale{inv_scale},
                                                              found_inf);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_zero_if_flagged(float* x, int64_t n, const float* flags, int flag_count,
+                                   cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  zero_if_flagged_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, n, flags, flag_count);
   return cudaGetLastError();
 }
 

@@ -82,8 +82,15 @@ struct OptimKernels {
   // what sgd_step does on that run alone; elements outside the runs are left as they are. One
   // pass: one parallel region on the CPU, one kernel launch (per 64 runs) on CUDA. Runs lie inside
   // the buffers and do not overlap (checked: check_optim_runs).
+  //
+  // skip_if (all three *_step_runs): undefined, or a contiguous f32 tensor of 1 to
+  // kMaxSkipFlags elements on the operands' device. When any of its elements is non-zero the
+  // step is not taken: param and the optimizer state are left as they are. Decided where the
+  // flags live, so on CUDA the host never reads them (issue #34: nonfinite = skip with the
+  // verdict read a step later, as a fused PyTorch optimizer takes GradScaler's found_inf).
   void (*sgd_step_runs)(Tensor& param, const Tensor& grad, Tensor& buf,
-                        const std::vector<OptimRun>& runs, const SgdStepArgs& args);
+                        const std::vector<OptimRun>& runs, const SgdStepArgs& args,
+                        const Tensor& skip_if);
 
   // One AdamW step in place on param, exp_avg (m) and exp_avg_sq (v): AdamWUpdate per element.
   // All four contiguous f32 with the same number of elements on one device.
@@ -91,7 +98,8 @@ struct OptimKernels {
                      const AdamWStepArgs& args);
   // adamw_step on every run at once, as sgd_step_runs does for sgd_step.
   void (*adamw_step_runs)(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
-                          const std::vector<OptimRun>& runs, const AdamWStepArgs& args);
+                          const std::vector<OptimRun>& runs, const AdamWStepArgs& args,
+                          const Tensor& skip_if);
 
   // norms[0] = ||param||, norms[1] = ||grad||: each sqrt of the sum of squares accumulated in
   // f64, rounded to f32 (exactly what the l2_norm op returns on the same backend). param and grad
@@ -111,7 +119,8 @@ struct OptimKernels {
   void (*lars_norms_runs)(const Tensor& param, const Tensor& grad,
                           const std::vector<OptimRun>& runs, Tensor& norms);
   void (*lars_step_runs)(Tensor& param, const Tensor& grad, Tensor& buf, const Tensor& norms,
-                         const std::vector<OptimRun>& runs, const LarsStepArgs& args);
+                         const std::vector<OptimRun>& runs, const LarsStepArgs& args,
+                         const Tensor& skip_if);
 
   // DC-S3GD pass 1 over one tensor: W̄ += R/N when args.have_r (r ignored otherwise), D = W̄ − W,
   // and into the f64 slots sums[0..2]: Σg², Σ(g⊙g⊙D)², ΣD² (f64 accumulation). wbar, r, w, g
@@ -142,7 +151,18 @@ struct OptimKernels {
   // flags a contiguous f32 tensor on x's device with slot < flags.numel(). No host read: a
   // caller checks many tensors into one flags tensor and reads it back once.
   void (*find_nonfinite)(const Tensor& x, Tensor& flags, int64_t slot);
+  // x = 0 when any element of `flags` is non-zero, x untouched otherwise (the gradients of a step
+  // that skip_if dropped). x contiguous f32; flags as skip_if above, on x's device. On CUDA a
+  // step that is not dropped costs one launch whose threads read the flags and return.
+  void (*zero_if_flagged)(Tensor& x, const Tensor& flags);
 };
+
+// The most elements a skip_if / zero_if_flagged flags tensor may have.
+constexpr int64_t kMaxSkipFlags = 8;
+// Validates a skip_if tensor (undefined is allowed) for operands on `device`; throws naming `what`.
+void check_skip_flags(const Tensor& skip_if, Device device, const char* what);
+// The host backends' reading of skip_if: checked, then true when some element is non-zero.
+bool host_skip_requested(const Tensor& skip_if, const char* what);
 
 OptimKernels ref_optim_kernels();
 OptimKernels cpu_optim_kernels();

@@ -232,12 +232,35 @@ TEST(CudaStepMetrics, CorrectCountExactBeyondTwoToThe24) {
   const Tensor loss = Tensor::full({}, 0.25, DType::f32, kDev);
   StepMetrics m(kDev);
   double loss_sum = 0;
-  int64_t correct = 0;
-  for (int s = 0; s < 5; ++s) m.add(loss, logits, labels, loss_sum, correct);
-  m.flush(loss_sum, correct);
+  int64_t correct = 0, seen = 0;
+  for (int s = 0; s < 5; ++s) m.add(loss, logits, labels, Tensor(), {loss_sum, correct, seen});
+  m.flush({loss_sum, correct, seen});
+  EXPECT_EQ(seen, 5 * n);
   EXPECT_EQ(correct, 5 * n);
   EXPECT_EQ(correct, 20971515);
   EXPECT_DOUBLE_EQ(loss_sum, 5 * 0.25 * double(n));
+}
+
+// nonfinite = skip decided on the device (issue #34): a step whose drop flags are set counts
+// nowhere, its NaN loss included (CPU twin: DeviceTrain.CpuStepMetricsAddEveryStepAtOnce, the
+// same values).
+TEST(CudaStepMetrics, DroppedStepsCountNowhere) {
+  DPLAB_CUDA_TEST_GATE();
+  const Tensor logits = Tensor::from_vector({0.1f, 2.f, -1.f, 3.f, 0.f, 0.5f}, {3, 2});
+  const Tensor labels = Tensor::from_vector_i64({1, 0, 1}, {3});
+  const Tensor loss = cross_entropy(logits, labels);
+  StepMetrics m(kDev);
+  double loss_sum = 0.25;
+  int64_t correct = 4, seen = 10;
+  m.add(loss.to(kDev), logits.to(kDev), labels.to(kDev), Tensor::zeros({2}).to(kDev),
+        {loss_sum, correct, seen});
+  const Tensor nan_loss = Tensor::full({}, std::nan(""), DType::f32, kDev);
+  m.add(nan_loss, logits.to(kDev), labels.to(kDev), Tensor::from_vector({0.f, 1.f}, {2}).to(kDev),
+        {loss_sum, correct, seen});
+  m.flush({loss_sum, correct, seen});
+  EXPECT_EQ(loss_sum, 0.25 + double(loss.item()) * 3.0);
+  EXPECT_EQ(correct, 6);
+  EXPECT_EQ(seen, 13);
 }
 
 // Item 9: varying batch sizes reuse the allocator's segments (CPU twin:

@@ -62,6 +62,12 @@ TEST(CudaOptim, SgdStepMatchesRefBitwise) {
       cuda_backend().optim.sgd_step(p, test::random_tensor({33}, 2).to(dev), none, {.lr = 0.1f}));
 }
 
+// The skip flags decided on the device (CPU twin: OptimKernels.SkipFlagsDropTheStep).
+TEST(CudaOptim, SkipFlagsDropTheStep) {
+  DPLAB_REQUIRE_CUDA();
+  test::check_skip_flags_drop_the_step(cuda_backend(), Device::cuda(0));
+}
+
 // The multi-tensor steps on cuda:0, against the ref step on each run (CPU twins:
 // OptimKernels.SgdStepRunsEqualsTheStepOnEachRun and AdamwStepRunsEqualsTheStepOnEachRun).
 // 70 runs of the hand layout's first run cut in pieces: more than one launch's 64.
@@ -82,7 +88,7 @@ TEST(CudaOptim, StepRunsMatchTheRefStepOnEachRun) {
                   ref_backend().optim.sgd_step(p, gr, b, one);
                 });
   Tensor p = p0.to(dev), b = s0.to(dev);
-  cuda_backend().optim.sgd_step_runs(p, g.to(dev), b, l.runs, sa);
+  cuda_backend().optim.sgd_step_runs(p, g.to(dev), b, l.runs, sa, Tensor());
   EXPECT_TRUE(bitwise_equal(p, p_ref)) << "SGD params";
   EXPECT_TRUE(bitwise_equal(b, b_ref)) << "SGD buffer";
 
@@ -95,7 +101,7 @@ TEST(CudaOptim, StepRunsMatchTheRefStepOnEachRun) {
                   ref_backend().optim.adamw_step(p, gr, m, v, one);
                 });
   Tensor pa = p0.to(dev), m = s0.to(dev), v = s0.to(dev);
-  cuda_backend().optim.adamw_step_runs(pa, g.to(dev), m, v, l.runs, aa);
+  cuda_backend().optim.adamw_step_runs(pa, g.to(dev), m, v, l.runs, aa, Tensor());
   EXPECT_TRUE(bitwise_equal(pa, pa_ref)) << "AdamW params";
   EXPECT_TRUE(bitwise_equal(m, m_ref)) << "AdamW exp_avg";
   EXPECT_TRUE(bitwise_equal(v, v_ref)) << "AdamW exp_avg_sq";
@@ -143,7 +149,7 @@ TEST(CudaOptim, LarsStepRunsMatchTheSingleTensorKernels) {
                                   one);
   }
   Tensor p = p0.to(dev), b = b0.to(dev);
-  cuda_backend().optim.lars_step_runs(p, gd, b, n, l.runs, a);
+  cuda_backend().optim.lars_step_runs(p, gd, b, n, l.runs, a, Tensor());
   EXPECT_TRUE(bitwise_equal(p, p_ref)) << "params";
   EXPECT_TRUE(bitwise_equal(b, b_ref)) << "buffer";
 }

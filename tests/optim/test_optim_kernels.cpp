@@ -87,7 +87,7 @@ TEST(OptimKernels, SgdStepRunsEqualsTheStepOnEachRun) {
             });
     for (const Backend* be : {&ref_backend(), &cpu_backend()}) {
       Tensor p = p0.clone(), b = b0.clone();
-      be->optim.sgd_step_runs(p, g, b, l.runs, a);
+      be->optim.sgd_step_runs(p, g, b, l.runs, a, Tensor());
       EXPECT_TRUE(bitwise_equal(p, p_ref)) << be->name << " params, nesterov " << nesterov;
       EXPECT_TRUE(bitwise_equal(b, b_ref)) << be->name << " buffer, nesterov " << nesterov;
       const std::vector<float> pv = p.to_vector(), p0v = p0.to_vector();
@@ -100,8 +100,8 @@ TEST(OptimKernels, SgdStepRunsEqualsTheStepOnEachRun) {
   for (OptimRun& r : all) r.weight_decay = true;
   Tensor p1 = p0.clone(), b1 = b0.clone(), p2 = p0.clone(), b2 = b0.clone();
   const SgdStepArgs a{.lr = 0.05f, .momentum = 0.9f, .weight_decay = 5e-4f};
-  cpu_backend().optim.sgd_step_runs(p1, g, b1, l.runs, a);
-  cpu_backend().optim.sgd_step_runs(p2, g, b2, all, a);
+  cpu_backend().optim.sgd_step_runs(p1, g, b1, l.runs, a, Tensor());
+  cpu_backend().optim.sgd_step_runs(p2, g, b2, all, a, Tensor());
   EXPECT_NE(p1.to_vector()[5], p2.to_vector()[5]);          // run {0, 17, no decay}
   EXPECT_EQ(p1.to_vector()[70000], p2.to_vector()[70000]);  // a decayed run either way
 }
@@ -121,7 +121,7 @@ TEST(OptimKernels, AdamwStepRunsEqualsTheStepOnEachRun) {
           });
   for (const Backend* be : {&ref_backend(), &cpu_backend()}) {
     Tensor p = p0.clone(), m = m0.clone(), v = v0.clone();
-    be->optim.adamw_step_runs(p, g, m, v, l.runs, a);
+    be->optim.adamw_step_runs(p, g, m, v, l.runs, a, Tensor());
     EXPECT_TRUE(bitwise_equal(p, p_ref)) << be->name;
     EXPECT_TRUE(bitwise_equal(m, m_ref)) << be->name;
     EXPECT_TRUE(bitwise_equal(v, v_ref)) << be->name;
@@ -161,11 +161,18 @@ TEST(OptimKernels, LarsStepRunsEqualsTheStepOnEachRun) {
     const std::vector<float> nv = n.to_vector(), nr = n_ref.to_vector();
     for (size_t i = 0; i < nv.size(); ++i)
       EXPECT_NEAR(nv[i], nr[i], 1e-6f * std::abs(nr[i])) << be->name << " norm " << i;
-    be->optim.lars_step_runs(p, g, b, n_ref, l.runs, a);  // ref's norms: the same trust
+    be->optim.lars_step_runs(p, g, b, n_ref, l.runs, a, Tensor());  // ref's norms: the same trust
     EXPECT_TRUE(bitwise_equal(p, p_ref)) << be->name << " params";
     EXPECT_TRUE(bitwise_equal(b, b_ref)) << be->name << " buffer";
     EXPECT_EQ(p.to_vector()[19], p0.to_vector()[19]) << be->name << ": a gap element";
   }
+}
+
+// nonfinite = skip decided where the flags live (issue #34); CUDA twin:
+// CudaOptim.SkipFlagsDropTheStep.
+TEST(OptimKernels, SkipFlagsDropTheStep) {
+  for (const Backend* be : {&ref_backend(), &cpu_backend()})
+    test::check_skip_flags_drop_the_step(*be, Device::cpu());
 }
 
 TEST(OptimKernels, StepRunsRejectRunsOutsideOrOverlapping) {
@@ -173,7 +180,7 @@ TEST(OptimKernels, StepRunsRejectRunsOutsideOrOverlapping) {
     Tensor p = Tensor::zeros({10}), g = Tensor::zeros({10}), b = Tensor::zeros({10});
     auto message = [&](const std::vector<OptimRun>& runs) {
       try {
-        be->optim.sgd_step_runs(p, g, b, runs, {.lr = 0.1f, .momentum = 0.9f});
+        be->optim.sgd_step_runs(p, g, b, runs, {.lr = 0.1f, .momentum = 0.9f}, Tensor());
       } catch (const Error& e) {
         return std::string(e.what());
       }

@@ -346,16 +346,76 @@ TEST(CliFaults, NextStepCheckStopsTwoRanksTogether) {
   EXPECT_TRUE(checkpoint_files(dir.path / "run").empty());
 }
 
-// next_step cannot drop a step (its update is applied before the verdict): with skip it is a
-// usage error naming both options.
-TEST(CliFaults, NextStepCheckRefusesSkip) {
+// Under skip, next_step drops the failed step on the device (Optimizer::step_unless, the
+// metrics' flags) and counts it when the verdict arrives: the same run as every_step, bit for
+// bit, in the model, the checkpoints (optimizer state and its step count, the loop's sums and
+// counts) and the records, for the overflowing runs of the skip tests above: 3 dropped steps of
+// 4; accumulate_steps = 2 (a group dropped whole); a run stopped after 2 steps and resumed
+// (the count and the epoch's sums in the checkpoint).
+void expect_same_records(const fs::path& a, const fs::path& b) {
+  const auto ma = read_metrics(a / "metrics.jsonl"), mb = read_metrics(b / "metrics.jsonl");
+  ASSERT_EQ(ma.size(), mb.size());
+  for (size_t i = 0; i < ma.size(); ++i)
+    for (const char* k : {"kind", "epoch", "step", "images", "loss", "train_acc", "test_loss",
+                          "test_acc", "nonfinite_skipped_steps"})
+      EXPECT_EQ(ma[i].value(k, nlohmann::json()), mb[i].value(k, nlohmann::json()))
+          << k << " of record " << i;
+}
+
+void expect_same_run(const fs::path& a, const fs::path& b) {
+  expect_same_tensors(a / "final.safetensors", b / "final.safetensors");
+  const auto ca = checkpoint_dirs(a), cb = checkpoint_dirs(b);
+  ASSERT_EQ(ca.size(), cb.size());
+  ASSERT_FALSE(ca.empty());
+  for (size_t i = 0; i < ca.size(); ++i)
+    expect_same_tensors(ca[i] / "rank_0.safetensors", cb[i] / "rank_0.safetensors");
+  expect_same_records(a, b);
+}
+
+TEST(CliFaults, NextStepCheckSkipsOnTheDeviceAsEveryStepDoes) {
   ScopedTempDir dir("cli-nonfinite-next-skip");
-  auto r = run_dplab(kJob + " --epochs 1 --set nonfinite=skip --set nonfinite_check=next_step",
-                     dir.path);
-  EXPECT_EQ(r.status, 2) << r.out << r.err;
-  EXPECT_NE(r.err.find("option nonfinite_check = next_step needs nonfinite = stop"),
-            std::string::npos)
-      << r.err;
+  const std::string job = kJob + " --epochs 1 --lr 1e20 --set nonfinite=skip";
+  for (const std::string& extra : {std::string(""), std::string(" --set accumulate_steps=2"),
+                                   std::string(" --set checkpoint.every_steps=1")}) {
+    const std::string now = dir.file("now"), next = dir.file("next");
+    fs::remove_all(now);
+    fs::remove_all(next);
+    auto r = run_dplab(job + extra + " --set nonfinite_check=every_step --out " + now, dir.path);
+    ASSERT_EQ(r.status, 0) << r.out << r.err;
+    r = run_dplab(job + extra + " --set nonfinite_check=next_step --out " + next, dir.path);
+    ASSERT_EQ(r.status, 0) << r.out << r.err;
+    EXPECT_NE(r.err.find("dropped the step at global step 3 (nonfinite = skip): loss and at "
+                         "least one gradient of global step 3 "),
+              std::string::npos)
+        << r.err;
+    SCOPED_TRACE(extra);
+    expect_same_run(now, next);
+    EXPECT_EQ(read_metrics(fs::path(next) / "metrics.jsonl").back()["nonfinite_skipped_steps"],
+              extra.find("accumulate") != std::string::npos ? 1 : 3);
+  }
+  // Stopped after 2 steps (one dropped) and resumed: 3 in all, as SkipCountSurvivesAResume.
+  const std::string next = job + " --set nonfinite_check=next_step";
+  auto r = run_dplab(next + " --max-steps 2 --out " + dir.file("resumed"), dir.path);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  r = run_dplab(next + " --resume " + dir.file("resumed") + " --out " + dir.file("resumed"),
+                dir.path);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(read_metrics(dir.path / "resumed" / "metrics.jsonl").back()["nonfinite_skipped_steps"],
+            3);
+  expect_same_tensors(dir.path / "resumed" / "final.safetensors",
+                      dir.path / "now" / "final.safetensors");
+}
+
+// Two ranks, each dropping the same (averaged) step on its device, as under every_step.
+TEST(CliFaults, NextStepCheckSkipsTwoRanksAsEveryStepDoes) {
+  ScopedTempDir dir("cli-nonfinite-next-skip-2");
+  const std::string job = kJob + " --algo allreduce --epochs 1 --lr 1e20 --set nonfinite=skip";
+  auto r = run_dplab2(job + " --set nonfinite_check=every_step --out " + dir.file("now"), dir.path);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  r = run_dplab2(job + " --set nonfinite_check=next_step --out " + dir.file("next"), dir.path);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  expect_same_run(dir.path / "now", dir.path / "next");
+  EXPECT_EQ(read_metrics(dir.path / "next" / "metrics.jsonl").back()["nonfinite_skipped_steps"], 1);
 }
 
 // ---- pre-emption ----------------------------------------------------------------------------

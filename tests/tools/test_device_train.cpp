@@ -121,11 +121,19 @@ TEST(DeviceTrain, CpuStepMetricsAddEveryStepAtOnce) {
   Tensor loss = cross_entropy(logits, labels);
   StepMetrics m(Device::cpu());
   double loss_sum = 0.25;
-  int64_t correct = 4;
-  m.add(loss, logits, labels, loss_sum, correct);
+  int64_t correct = 4, seen = 10;
+  m.add(loss, logits, labels, Tensor(), {loss_sum, correct, seen});
   EXPECT_FALSE(m.pending());
   EXPECT_EQ(loss_sum, 0.25 + double(loss.item()) * 3.0);
   EXPECT_EQ(correct, 4 + 2);  // rows 0 and 2 are right, row 1 is wrong
+  EXPECT_EQ(seen, 13);
+  // A step whose drop flags are set (nonfinite = skip on the device) counts nowhere, its NaN
+  // loss included (CUDA twin: CudaStepMetrics.DroppedStepsCountNowhere).
+  m.add(Tensor::scalar(std::nanf("")), logits, labels, Tensor::from_vector({0.f, 1.f}, {2}),
+        {loss_sum, correct, seen});
+  EXPECT_EQ(loss_sum, 0.25 + double(loss.item()) * 3.0);
+  EXPECT_EQ(correct, 6);
+  EXPECT_EQ(seen, 13);
 }
 
 // --- on a device -------------------------------------------------------------------------------
@@ -191,7 +199,7 @@ TEST(DeviceTrain, CudaLoopAllocatesNothingAfterTheFirstStep) {
   for (size_t i = 0; i < order.size(); ++i) order[i] = int64_t(i);
   StepMetrics metrics(dev);
   double loss_sum = 0;
-  int64_t correct = 0;
+  int64_t correct = 0, seen = 0;
   auto& alloc = cuda::device_allocator(0);
   size_t mallocs_after_first = 0, pinned_after_first = 0;
   for (int epoch = 0; epoch < 2; ++epoch) {
@@ -207,14 +215,14 @@ TEST(DeviceTrain, CudaLoopAllocatesNothingAfterTheFirstStep) {
       Tensor loss = cross_entropy(logits, b.labels);
       backward(loss);
       sgd.step();
-      metrics.add(loss, logits, b.labels, loss_sum, correct);
+      metrics.add(loss, logits, b.labels, Tensor(), {loss_sum, correct, seen});
       if (epoch == 0 && step == 1) {  // after the first step and the first prefetch
         mallocs_after_first = alloc.stats().cuda_malloc_calls;
         pinned_after_first = cuda::pinned_pool().stats().host_alloc_calls;
       }
       ++step;
     }
-    metrics.flush(loss_sum, correct);
+    metrics.flush({loss_sum, correct, seen});
     EXPECT_EQ(step, 7);
   }
   EXPECT_EQ(alloc.stats().cuda_malloc_calls, mallocs_after_first)

@@ -98,17 +98,17 @@ TEST(NonfiniteGuard, PostedCheckReturnsItsOwnFlags) {
   ThreeParams t;
   NonfiniteGuard guard(t.arena, true);
   EXPECT_FALSE(guard.posted());
-  guard.post_check(t.loss);
+  guard.post_check(t.loss, true);
   EXPECT_TRUE(guard.posted());
   t.set_grad(t.b, {0.f, kNan});  // after the post: the next step's gradient
   NonfiniteFlags f = guard.take_posted();
   EXPECT_FALSE(guard.posted());
   EXPECT_FALSE(f.any());
-  guard.post_check(t.loss);
+  guard.post_check(t.loss, true);
   f = guard.take_posted();
   EXPECT_FALSE(f.loss);
   EXPECT_TRUE(f.grads);
-  guard.post_check(Tensor::scalar(kNan));
+  guard.post_check(Tensor::scalar(kNan), true);
   f = guard.take_posted();
   EXPECT_TRUE(f.loss);
   EXPECT_TRUE(f.grads);
@@ -119,26 +119,47 @@ TEST(NonfiniteGuard, PostedCheckReturnsItsOwnFlags) {
   EXPECT_THROW(guard.take_posted(), Error);  // nothing posted
 }
 
+// The group's loss flag (accumulate_steps: the update at the group's end is dropped when any of
+// its batches' losses was non-finite) holds from the bad batch to the group's end and starts
+// again with the next group; the step and metric flags the device acts on are those posted.
+TEST(NonfiniteGuard, PostedGroupFlagSpansTheAccumulationGroup) {
+  ThreeParams t;
+  NonfiniteGuard guard(t.arena, true);
+  guard.post_check(Tensor::scalar(kInf), true);  // group 1, batch 1: loss inf, gradients finite
+  NonfiniteFlags f = guard.take_posted();
+  EXPECT_TRUE(f.loss && f.group_loss && !f.grads);
+  guard.post_check(t.loss, false);  // batch 2 is finite, the group is still dropped
+  f = guard.take_posted();
+  EXPECT_FALSE(f.any());
+  EXPECT_TRUE(f.group_loss);
+  EXPECT_TRUE(f.group_dropped());
+  EXPECT_EQ(guard.skip_flags().to_vector(), (std::vector<float>{0.f, 1.f}));
+  EXPECT_EQ(guard.metric_flags().to_vector(), (std::vector<float>{0.f, 0.f}));
+  guard.post_check(t.loss, true);  // group 2 starts clean
+  f = guard.take_posted();
+  EXPECT_FALSE(f.group_dropped());
+  t.set_grad(t.c, {kNan});
+  guard.post_check(t.loss, false);  // a gradient: the step's own flag and the group's drop
+  f = guard.take_posted();
+  EXPECT_TRUE(f.grads && !f.group_loss && f.group_dropped());
+  EXPECT_EQ(guard.metric_flags().to_vector(), (std::vector<float>{0.f, 1.f}));
+}
+
 TEST(NonfiniteGuard, CheckOptionResolves) {
   using C = NonfiniteCheck;
-  const auto stop = NonfinitePolicy::stop, skip = NonfinitePolicy::skip;
-  // auto: next_step only on CUDA, with stop, without the f16 scaler.
-  EXPECT_EQ(resolve_nonfinite_check("auto", stop, true, false), C::next_step);
-  EXPECT_EQ(resolve_nonfinite_check("auto", stop, false, false), C::every_step);
-  EXPECT_EQ(resolve_nonfinite_check("auto", skip, true, false), C::every_step);
-  EXPECT_EQ(resolve_nonfinite_check("auto", stop, true, true), C::every_step);
-  EXPECT_EQ(resolve_nonfinite_check("every_step", stop, true, false), C::every_step);
-  EXPECT_EQ(resolve_nonfinite_check("next_step", stop, false, false), C::next_step);
-  for (auto [policy, scaler, what] :
-       {std::tuple{skip, false, "needs nonfinite = stop"}, std::tuple{stop, true, "amp = f16"}}) {
-    try {
-      resolve_nonfinite_check("next_step", policy, true, scaler);
-      FAIL() << "accepted next_step with " << what;
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
-    }
+  // auto: next_step only on CUDA and without the f16 scaler (either nonfinite policy).
+  EXPECT_EQ(resolve_nonfinite_check("auto", true, false), C::next_step);
+  EXPECT_EQ(resolve_nonfinite_check("auto", false, false), C::every_step);
+  EXPECT_EQ(resolve_nonfinite_check("auto", true, true), C::every_step);
+  EXPECT_EQ(resolve_nonfinite_check("every_step", true, false), C::every_step);
+  EXPECT_EQ(resolve_nonfinite_check("next_step", false, false), C::next_step);
+  try {
+    resolve_nonfinite_check("next_step", true, true);
+    FAIL() << "accepted next_step with the f16 loss scaler";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("amp = f16"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(resolve_nonfinite_check("later", stop, true, false), Error);
+  EXPECT_THROW(resolve_nonfinite_check("later", true, false), Error);
 }
 
 TEST(NonfiniteGuard, UnderTheLossScalerOnlyTheLossCounts) {

@@ -87,10 +87,10 @@ const std::vector<OptionSpec>& driver_option_specs() {
       {"nonfinite_check", "auto",
        "when the host reads a step's inf/NaN check: every_step (at once: one host "
        "synchronisation per step on a GPU), next_step (a step later, so a GPU never waits for "
-       "the host; nonfinite = stop only: the failing step's update is applied before the run "
-       "stops, nothing is written, and the message cannot name the tensor) or auto (next_step on "
-       "a CUDA device with nonfinite = stop and amp other than f16, else every_step; "
-       "train/loop/nonfinite_guard.h)",
+       "the host; the message cannot name the tensor; with nonfinite = stop the failing step's "
+       "update is applied before the run stops and nothing is written, with skip the device "
+       "drops the step itself and the run equals every_step's) or auto (next_step on a CUDA "
+       "device with amp other than f16, else every_step; train/loop/nonfinite_guard.h)",
        choice({"auto", "every_step", "next_step"})},
   };
   return specs;

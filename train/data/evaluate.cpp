@@ -97,11 +97,11 @@ EvalSums evaluate_indices(Module& model, std::shared_ptr<const Dataset> data,
                 "evaluate: the data set has {} classes, the model's output {} ({} values per "
                 "sample): its labels would be outside the model's class range",
                 data->num_classes(), logits.str(), logits.dim() == 2 ? logits.shape()[1] : 0);
-    sums.add(cross_entropy(logits, b.labels), logits, b.labels, s.loss_sum, s.correct);
+    sums.add(cross_entropy(logits, b.labels), logits, b.labels, Tensor(),
+             {s.loss_sum, s.correct, s.count});
     if (top5) s.correct5 += count_top_k(logits, b.labels, 5);
-    s.count += b.labels.numel();
   }
-  sums.flush(s.loss_sum, s.correct);
+  sums.flush({s.loss_sum, s.correct, s.count});
   return s;
 }
 

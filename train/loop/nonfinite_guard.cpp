@@ -101,31 +101,36 @@ void check_targets_of_nonfinite_step(const Tensor& labels, const Tensor& logits)
 
 NonfiniteGuard::NonfiniteGuard(const ParamArena& arena, bool check_grads)
     : arena_(arena), check_grads_(check_grads) {
-  flags_ = Tensor::zeros({2}, DType::f32, arena.device());
+  flags_ = Tensor::zeros({3}, DType::f32, arena.device());
 }
 
-void NonfiniteGuard::run_passes(const Tensor& loss) {
+Tensor NonfiniteGuard::run_passes(const Tensor& loss) {
   NoGradGuard no_grad;
-  flags_.zero_();
+  flags_.flat_range(0, 2).zero_();
   const auto& kernels = backend_for(arena_.device()).optim;
-  kernels.find_nonfinite(as_flat_f32(loss.detach()).to(arena_.device()), flags_, 0);
+  Tensor flat_loss = as_flat_f32(loss.detach()).to(arena_.device());
+  kernels.find_nonfinite(flat_loss, flags_, 0);
   if (check_grads_ && arena_.numel() > 0) kernels.find_nonfinite(arena_.grads(), flags_, 1);
+  return flat_loss;
 }
 
 bool NonfiniteGuard::step_nonfinite(const Tensor& loss) {
   run_passes(loss);
-  const std::vector<float> f = flags_.to_vector();  // the one device-to-host read of the step
+  const std::vector<float> f = flags_.flat_range(0, 2).to_vector();  // the step's one read back
   return f[0] != 0.f || f[1] != 0.f;
 }
 
-void NonfiniteGuard::post_check(const Tensor& loss) {
-  run_passes(loss);
+void NonfiniteGuard::post_check(const Tensor& loss, bool group_first) {
+  const Tensor flat_loss = run_passes(loss);
+  NoGradGuard no_grad;
+  if (group_first) flags_.flat_range(2, 3).zero_();
+  backend_for(arena_.device()).optim.find_nonfinite(flat_loss, flags_, 2);  // one value
   readback_.start(flags_);  // no wait: take_posted() reads it a step later
 }
 
 NonfiniteFlags NonfiniteGuard::take_posted() {
   const std::vector<float> f = readback_.take();
-  return {f[0] != 0.f, f[1] != 0.f};
+  return {f[0] != 0.f, f[1] != 0.f, f[2] != 0.f};
 }
 
 std::string NonfiniteGuard::describe_posted(const NonfiniteFlags& f, int64_t global_step) {
@@ -138,14 +143,9 @@ std::string NonfiniteGuard::describe_posted(const NonfiniteFlags& f, int64_t glo
       what, global_step);
 }
 
-NonfiniteCheck resolve_nonfinite_check(const std::string& value, NonfinitePolicy policy,
-                                       bool on_cuda, bool loss_scaler) {
+NonfiniteCheck resolve_nonfinite_check(const std::string& value, bool on_cuda, bool loss_scaler) {
   if (value == "every_step") return NonfiniteCheck::every_step;
   if (value == "next_step") {
-    DPLAB_CHECK_OPTION(policy == NonfinitePolicy::stop,
-                       "option nonfinite_check = next_step needs nonfinite = stop: with skip, "
-                       "the step must be dropped before its update, so its verdict is read at "
-                       "once (nonfinite_check = every_step)");
     DPLAB_CHECK_OPTION(!loss_scaler,
                        "option nonfinite_check = next_step: amp = f16's loss scaler decides "
                        "each step on its own found-inf flag at once; use every_step or auto");
@@ -154,8 +154,7 @@ NonfiniteCheck resolve_nonfinite_check(const std::string& value, NonfinitePolicy
   DPLAB_CHECK_OPTION(value == "auto",
                      "option nonfinite_check: expected auto, every_step or next_step, got '{}'",
                      value);
-  return on_cuda && policy == NonfinitePolicy::stop && !loss_scaler ? NonfiniteCheck::next_step
-                                                                    : NonfiniteCheck::every_step;
+  return on_cuda && !loss_scaler ? NonfiniteCheck::next_step : NonfiniteCheck::every_step;
 }
 
 std::string NonfiniteGuard::describe(const Tensor& loss) const {

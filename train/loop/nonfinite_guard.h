@@ -17,7 +17,7 @@
 // The per-step check is one fused read-only pass over the loss and the flat gradient arena
 // (OptimKernels::find_nonfinite) and one read back of two flags: the same cost pattern as
 // GradScaler's found-inf check. On a GPU that read is a host synchronisation per step, which
-// option nonfinite_check = next_step (auto's choice there under stop) removes: the flags travel
+// option nonfinite_check = next_step (auto's choice there) removes: the flags travel
 // to the host on their own and are read a step later (NonfiniteCheck below). The exception to
 // "never applies that update" is then that one: under stop the failing step's update is
 // applied, and the run stops at the agreed tick with nothing written, as always. Under amp = f16
@@ -60,26 +60,37 @@ std::string name_list(const std::vector<std::string>& names, size_t show = 3);
 // skip. Reads the labels back: on the failure path only.
 void check_targets_of_nonfinite_step(const Tensor& labels, const Tensor& logits);
 
-// What one step's check found (the two flags).
+// What one step's check found: its loss, its gradients (the arena as it is after the step's
+// backward: under accumulate_steps the group's sum so far), and, for a posted check, whether a
+// loss of the step's accumulation group so far was non-finite (the step's own included).
 struct NonfiniteFlags {
-  bool loss = false, grads = false;
+  bool loss = false, grads = false, group_loss = false;
   bool any() const { return loss || grads; }
+  // Whether the update at the end of the group is dropped: some loss of the group, or the summed
+  // gradients (an inf or NaN in any batch's gradient stays in the sum).
+  bool group_dropped() const { return grads || group_loss; }
 };
 
 // Option nonfinite_check: when the host reads a step's verdict.
 //   every_step  at once, after the step's backward (one host synchronisation per step);
-//   next_step   a step later (issue #34): the check runs on the device and its two flags come
+//   next_step   a step later (issue #34): the check runs on the device and its flags come
 //               back on their own (core/host_readback.h), read after the next step's backward
-//               is enqueued, so on a GPU the host never waits for the device to drain. Only
-//               with nonfinite = stop, where the failing step's update is then applied before
-//               the run stops (its parameters are never written: every checkpoint, and the end,
-//               read the verdict first), and the message says "loss" or "a gradient" without
-//               naming the tensor (its gradients are gone by then: every_step names it).
-//   auto        next_step on a CUDA device with nonfinite = stop and no f16 loss scaler (which
-//               reads its own found-inf flag every step), every_step otherwise.
+//               is enqueued, so on a GPU the host never waits for the device to drain. The
+//               message then says "loss" or "a gradient" without naming the tensor (its
+//               gradients are gone by then: every_step names it).
+//               Under nonfinite = stop the failing step's update is applied before the run
+//               stops (its parameters are never written: every checkpoint, and the end, read
+//               the verdict first).
+//               Under nonfinite = skip the device decides: the optimizer step takes the flags
+//               (Optimizer::step_unless) and drops the update there, and the step's loss and
+//               count are left out of the metrics by its flags (StepMetrics). When the verdict
+//               reaches the host, before the next update, the dropped step is counted and its
+//               optimizer step count taken back: the same model, counts and records as
+//               every_step, bit for bit.
+//   auto        next_step on a CUDA device without the f16 loss scaler (which reads its own
+//               found-inf flag every step), every_step otherwise.
 enum class NonfiniteCheck { every_step, next_step };
-NonfiniteCheck resolve_nonfinite_check(const std::string& value, NonfinitePolicy policy,
-                                       bool on_cuda, bool loss_scaler);
+NonfiniteCheck resolve_nonfinite_check(const std::string& value, bool on_cuda, bool loss_scaler);
 
 // This rank's per-step check.
 class NonfiniteGuard {
@@ -90,8 +101,14 @@ class NonfiniteGuard {
   // read back of two flags.
   bool step_nonfinite(const Tensor& loss);
   // nonfinite_check = next_step: the same pass, its flags started towards the host (no wait);
-  // take_posted() returns them later (pending: one was posted and not taken).
-  void post_check(const Tensor& loss);
+  // take_posted() returns them later (pending: one was posted and not taken). `group_first`:
+  // the step starts an accumulation group (the group's loss flag starts again).
+  void post_check(const Tensor& loss, bool group_first);
+  // The last posted check's flags, on the arena's device, for the device to act on:
+  // skip_flags() drop the group's update (Optimizer::step_unless: the summed gradients and the
+  // group's losses), metric_flags() leave the step out of the metrics (its loss and gradients).
+  Tensor skip_flags() const { return flags_.flat_range(1, 3); }
+  Tensor metric_flags() const { return flags_.flat_range(0, 2); }
   bool posted() const { return readback_.pending(); }
   NonfiniteFlags take_posted();
   // After step_nonfinite() returned true, what was non-finite: "loss", "gradient of 'fc.bias'",
@@ -104,9 +121,11 @@ class NonfiniteGuard {
  private:
   const ParamArena& arena_;
   bool check_grads_;
-  Tensor flags_;  // f32 [2] on the arena's device: loss, gradients
+  Tensor flags_;  // f32 [3] on the arena's device: loss, gradients, the group's losses
   HostReadback readback_;
-  void run_passes(const Tensor& loss);
+  // Zeroes the step's two flags and checks the loss and the gradients; returns the loss as
+  // the flat f32 tensor it checked.
+  Tensor run_passes(const Tensor& loss);
 };
 
 }  // namespace dplab

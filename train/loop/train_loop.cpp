@@ -34,8 +34,7 @@ TrainLoop::TrainLoop(const LoopSettings& settings, LoopParts parts, LoopWatch wa
       rank0_(ranks.rank() == 0),
       step_metrics_(settings.device) {
   result_.is_rank0 = rank0_;
-  check_ = resolve_nonfinite_check(s_.nonfinite_check, s_.nonfinite, s_.device.is_cuda(),
-                                   p_.scaler != nullptr);
+  check_ = resolve_nonfinite_check(s_.nonfinite_check, s_.device.is_cuda(), p_.scaler != nullptr);
   stop_ = s_.max_steps > 0 && loop_.optimizer_steps >= s_.max_steps;
   last_epoch_number_ = loop_.epoch;
   // The step's forward, loss and backward (forward_backward.h): the loss weighed as backward
@@ -207,11 +206,12 @@ bool TrainLoop::train_step(const StepInfo& step, const StepPlan& plan, const Bat
   Verdict verdict;
   if (check_ == NonfiniteCheck::next_step) {
     verdict = take_posted_check();
-    w_.guard.post_check(loss);
+    w_.guard.post_check(loss, p_.accumulation.first(step.global_step));
     // A copy of the labels: the batch's device slot is refilled before the verdict is read
     // (train/data/device_prefetch.h); a few bytes on the device, read only on the failure path.
     // The logits detached: the step's autograd graph (and its activations) is not kept.
-    posted_ = PostedCheck{step.global_step, b.labels.clone(), logits.detach()};
+    const bool group_ends = plan.optimizer_step && p_.accumulation.last(step.global_step);
+    posted_ = PostedCheck{step.global_step, b.labels.clone(), logits.detach(), group_ends};
   } else {
     tick_nonfinite = w_.guard.step_nonfinite(loss);
     if (tick_nonfinite) check_targets_of_nonfinite_step(b.labels, logits);  // CUDA: a NaN loss
@@ -232,10 +232,9 @@ bool TrainLoop::train_step(const StepInfo& step, const StepPlan& plan, const Bat
   // A down rank's step counts nowhere (docs/virtual_cluster.md): its batch is seen by the live
   // ranks (cluster.failure_data = reassign: `b` holds their share) or by no one (drop).
   const int64_t n = down_here_ ? 0 : b.labels.numel();
-  if (!tick_nonfinite && !down_here_) {  // a dropped step's loss is not part of the epoch's mean
-    step_metrics_.add(loss, logits, b.labels, loop_.epoch_loss_sum, loop_.epoch_correct);
-    loop_.epoch_seen += n;
-  }
+  if (!tick_nonfinite && !down_here_)  // a dropped step's loss is not part of the epoch's mean
+    step_metrics_.add(loss, logits, b.labels,
+                      drops_on_device() ? w_.guard.metric_flags() : Tensor(), epoch_sums());
   ++loop_.step_in_epoch;
   ++loop_.global_step;
   tally.images += n;
@@ -244,7 +243,7 @@ bool TrainLoop::train_step(const StepInfo& step, const StepPlan& plan, const Bat
   const double elapsed = rep_.clock().since(tally.start);  // the rate shown is on the time base
   Progress& progress = rep_.progress();
   if (step_metrics_.pending() && progress.will_draw(loop_.step_in_epoch))
-    step_metrics_.flush(loop_.epoch_loss_sum, loop_.epoch_correct);
+    step_metrics_.flush(epoch_sums());
   progress.update(loop_.step_in_epoch, loop_.epoch_loss_sum / double(loop_.epoch_seen),
                   elapsed > 0 ? double(tally.images) / elapsed : 0.0);
   return after_tick();
@@ -264,6 +263,8 @@ void TrainLoop::apply_update(const StepPlan& plan) {
     if (p_.scaler) {  // skips the step when a gradient is inf/NaN, then adjusts the scale
       p_.scaler->step(p_.optimizer);
       p_.scaler->update();
+    } else if (drops_on_device()) {  // the device drops it when the step's check failed
+      p_.optimizer.step_unless(w_.guard.skip_flags());
     } else {
       p_.optimizer.step();
     }
@@ -294,7 +295,7 @@ void TrainLoop::end_epoch(const EpochTally& tally) {
   if (p_.tracer) p_.tracer->between_steps();
   act_on(w_.agreement.flush());  // every tick so far agreed on (stop, pre-emption)
   flush_posted_check();          // and the epoch's last check, when it is read a step later
-  step_metrics_.flush(loop_.epoch_loss_sum, loop_.epoch_correct);
+  step_metrics_.flush(epoch_sums());
   const RunClock::Mark epoch_time = rep_.clock().now() - tally.start;
   // The same window as epoch_time: the drain below and the evaluation are set aside.
   const CommStats epoch_comm = rep_.comm_tally().epoch(p_.strategy);

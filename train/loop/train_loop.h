@@ -227,7 +227,18 @@ class TrainLoop {
   struct PostedCheck {
     int64_t global_step = 0;
     Tensor labels, logits;
+    bool group_end = false;  // the step's optimizer update ends an accumulation group
   };
+  // nonfinite = skip with nonfinite_check = next_step: the device drops a failed step's update
+  // and leaves it out of the metrics; take_posted_check() counts it when its verdict arrives.
+  bool drops_on_device() const {
+    return check_ == NonfiniteCheck::next_step && s_.nonfinite == NonfinitePolicy::skip;
+  }
+  MetricSums epoch_sums() { return {loop_.epoch_loss_sum, loop_.epoch_correct, loop_.epoch_seen}; }
+  // That count, from a posted check's flags.
+  void count_dropped_on_device(const PostedCheck& p, const NonfiniteFlags& f);
+  // nonfinite = skip: the message for one of the first dropped steps (stderr).
+  void report_dropped(int64_t global_step, const std::string& what);
   std::optional<PostedCheck> posted_;
   bool preempted_ = false;       // some rank received a pre-emption signal (agreed)
   std::string preempt_reports_;  // which rank received which signal

@@ -64,9 +64,27 @@ TrainLoop::Verdict TrainLoop::take_posted_check() {
   const PostedCheck p = std::move(*posted_);
   posted_.reset();
   const NonfiniteFlags f = w_.guard.take_posted();
-  if (!f.any()) return {};
   if (f.loss) check_targets_of_nonfinite_step(p.labels, p.logits);  // a bad label is named
+  if (drops_on_device()) count_dropped_on_device(p, f);
+  if (!f.any()) return {};
   return {true, NonfiniteGuard::describe_posted(f, p.global_step)};
+}
+
+void TrainLoop::count_dropped_on_device(const PostedCheck& p, const NonfiniteFlags& f) {
+  if (f.any()) report_dropped(p.global_step, NonfiniteGuard::describe_posted(f, p.global_step));
+  if (!p.group_end || !f.group_dropped()) return;
+  // Optimizer::step_unless dropped the update on the device and counted the step: taken back
+  // before the next update reads the count (SGD's first step, AdamW's bias corrections).
+  p_.optimizer.uncount_step();
+  ++loop_.epoch_nonfinite_skipped;
+  ++loop_.nonfinite_skipped;
+}
+
+void TrainLoop::report_dropped(int64_t global_step, const std::string& what) {
+  if (s_.nonfinite != NonfinitePolicy::skip || loop_.nonfinite_skipped >= 10) return;  // a few
+  rep_.messages() << fmt::format(
+      "dplab: rank {}: dropped the step at global step {} (nonfinite = skip): {}\n", ranks_.rank(),
+      global_step, what);
 }
 
 void TrainLoop::flush_posted_check() {
@@ -131,6 +149,9 @@ std::filesystem::path TrainLoop::checkpoint() {
   trace::Span traced(p_.tracer, "checkpoint", "io");
   act_on(w_.agreement.flush());  // every tick decided before the state check's own vote
   flush_posted_check();          // and the last step's check, when it is read a step later
+  // The sums the device holds (StepMetrics) into the loop's, which the checkpoint saves: a
+  // resumed run's epoch record then counts the steps before the checkpoint.
+  step_metrics_.flush(epoch_sums());
   check_state_finite("a checkpoint");
   // Wall time, not part of the trajectory: a resumed run's elapsed_s continues from it.
   loop_.elapsed_s = rep_.elapsed_s();

@@ -19,26 +19,37 @@
 
 namespace dplab {
 
-// Adds `steps` slots of (loss x n, correct) pairs, as read back from the device, to the sums:
-// the loss in double, the count as an integer (each slot's count is an exact f32 integer).
-void add_metric_slots(const std::vector<float>& slots, int64_t steps, double& loss_sum,
-                      int64_t& correct);
+// The running sums of an epoch: loss x samples, correct predictions, samples.
+struct MetricSums {
+  double& loss_sum;
+  int64_t& correct;
+  int64_t& seen;
+};
+
+// Adds `steps` slots, as read back from the device, to the sums: each slot is (loss x n,
+// correct, drop flag, drop flag) with `samples[s]` the step's n. The loss is added in double,
+// the count as an integer (each slot's count is an exact f32 integer); a slot with a drop flag
+// set adds nothing (its values may be inf or NaN).
+void add_metric_slots(const std::vector<float>& slots, const std::vector<int64_t>& samples,
+                      MetricSums sums);
 
 class StepMetrics {
  public:
   explicit StepMetrics(Device device);
   // One step: loss is the batch's mean loss (a scalar), logits [N, C], labels [N] (i64), all
-  // on the device given at construction. On the CPU, loss_sum and correct are updated now.
-  void add(const Tensor& loss, const Tensor& logits, const Tensor& labels, double& loss_sum,
-           int64_t& correct);
+  // on the device given at construction. `drop_if`: undefined, or the step's two flags on that
+  // device (NonfiniteGuard::metric_flags): when one is set the step counts nowhere (nonfinite =
+  // skip decided on the device). On the CPU the sums are updated now.
+  void add(const Tensor& loss, const Tensor& logits, const Tensor& labels, const Tensor& drop_if,
+           MetricSums sums);
   // Adds what the device accumulated since the last flush (nothing to do on the CPU).
-  void flush(double& loss_sum, int64_t& correct);
-  bool pending() const { return used_ > 0; }
+  void flush(MetricSums sums);
+  bool pending() const { return !samples_.empty(); }
 
  private:
   Device device_;
-  Tensor slots_;      // device f32 [capacity, 2]: per step, loss x n and correct
-  int64_t used_ = 0;  // slots filled since the last flush
+  Tensor slots_;                  // device f32 [capacity, 4]: per step, loss x n, correct, flags
+  std::vector<int64_t> samples_;  // n of each slot filled since the last flush
 };
 
 }  // namespace dplab

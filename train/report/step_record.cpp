@@ -72,7 +72,7 @@ void StepLog::step_done(LoopState& loop, int64_t images, double lr, StepMetrics&
   ++window_steps_;
   window_images_ += images;
   if (loop.global_step % every_ != 0) return;
-  sm.flush(loop.epoch_loss_sum, loop.epoch_correct);  // a device's sums, read back once
+  sm.flush({loop.epoch_loss_sum, loop.epoch_correct, loop.epoch_seen});  // read back once
   const double loss_sum = loop.epoch_loss_sum - loss_sum0_;
   const int64_t seen = loop.epoch_seen - seen0_;
   const double time_s = now.t - window_start_.t;

@@ -173,6 +173,27 @@ void check_find_nonfinite_operands(const Tensor& x, const Tensor& flags, int64_t
               slot, flags.numel());
 }
 
+void check_skip_flags(const Tensor& skip_if, Device device, const char* what) {
+  if (!skip_if.defined()) return;
+  check_dtype(skip_if, DType::f32, what);
+  DPLAB_CHECK(skip_if.device() == device, "{}: skip flags {} are not on {}", what, skip_if.str(),
+              device.str());
+  DPLAB_CHECK(skip_if.is_contiguous() && skip_if.numel() >= 1 && skip_if.numel() <= kMaxSkipFlags,
+              "{}: skip flags must be a contiguous tensor of 1 to {} elements, got {}", what,
+              kMaxSkipFlags, skip_if.str());
+}
+
+bool host_skip_requested(const Tensor& skip_if, const char* what) {
+  if (!skip_if.defined()) return false;
+  check_skip_flags(skip_if, skip_if.device(), what);
+  DPLAB_CHECK(skip_if.device().is_cpu(), "{}: skip flags {} must be on the CPU here", what,
+              skip_if.str());
+  const float* f = skip_if.data<float>();
+  for (int64_t i = 0; i < skip_if.numel(); ++i)
+    if (f[i] != 0.f) return true;
+  return false;
+}
+
 std::vector<double> f64_slot_values(const Tensor& slots) {
   DPLAB_CHECK(slots.defined() && slots.dtype() == DType::i64,
               "f64_slot_values: expected an i64 tensor of f64 slots, got {}",
@@ -216,9 +237,11 @@ void adamw_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_
 // The definition of the multi-tensor steps: the single-tensor step on each run in turn, its
 // weight decay masked by the run's flag.
 void sgd_step_runs(Tensor& param, const Tensor& grad, Tensor& buf,
-                   const std::vector<OptimRun>& runs, const SgdStepArgs& args) {
+                   const std::vector<OptimRun>& runs, const SgdStepArgs& args,
+                   const Tensor& skip_if) {
   check_sgd_operands(param, grad, buf, args);
   check_optim_runs(runs, param.numel(), "sgd_step_runs");
+  if (host_skip_requested(skip_if, "sgd_step_runs")) return;
   for (const OptimRun& r : runs) {
     SgdStepArgs a = args;
     if (!r.weight_decay) a.weight_decay = 0.f;
@@ -230,9 +253,11 @@ void sgd_step_runs(Tensor& param, const Tensor& grad, Tensor& buf,
 }
 
 void adamw_step_runs(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
-                     const std::vector<OptimRun>& runs, const AdamWStepArgs& args) {
+                     const std::vector<OptimRun>& runs, const AdamWStepArgs& args,
+                     const Tensor& skip_if) {
   check_adamw_operands(param, grad, exp_avg, exp_avg_sq, args);
   check_optim_runs(runs, param.numel(), "adamw_step_runs");
+  if (host_skip_requested(skip_if, "adamw_step_runs")) return;
   for (const OptimRun& r : runs) {
     AdamWStepArgs a = args;
     if (!r.weight_decay) a.weight_decay = 0.0;
@@ -280,8 +305,10 @@ void lars_norms_runs(const Tensor& param, const Tensor& grad, const std::vector<
 }
 
 void lars_step_runs(Tensor& param, const Tensor& grad, Tensor& buf, const Tensor& norms,
-                    const std::vector<OptimRun>& runs, const LarsStepArgs& args) {
+                    const std::vector<OptimRun>& runs, const LarsStepArgs& args,
+                    const Tensor& skip_if) {
   check_lars_step_runs_operands(param, grad, buf, norms, runs, args);
+  if (host_skip_requested(skip_if, "lars_step_runs")) return;
   for (size_t i = 0; i < runs.size(); ++i) {
     const OptimRun& r = runs[i];
     LarsStepArgs a = args;
@@ -390,6 +417,15 @@ void find_nonfinite(const Tensor& x, Tensor& flags, int64_t slot) {
   if (bad) flags.data<float>()[slot] = 1.f;
 }
 
+void zero_if_flagged(Tensor& x, const Tensor& flags) {
+  check_flat_f32(x, x.numel(), x.device(), "zero_if_flagged x");
+  DPLAB_CHECK(flags.defined(), "zero_if_flagged: flags are undefined");
+  check_skip_flags(flags, x.device(), "zero_if_flagged");
+  if (!host_skip_requested(flags, "zero_if_flagged")) return;
+  float* p = x.data<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) p[i] = 0.f;
+}
+
 }  // namespace
 
 OptimKernels ref_optim_kernels() {
@@ -408,6 +444,7 @@ OptimKernels ref_optim_kernels() {
   k.dcs3gd_drain = dcs3gd_drain;
   k.amp_unscale = amp_unscale;
   k.find_nonfinite = find_nonfinite;
+  k.zero_if_flagged = zero_if_flagged;
   return k;
 }
 
