@@ -31,7 +31,7 @@ struct AlgorithmInfo {
   bool single_process = false;  // one process, no Topology
   // What it exchanges instead of gradients through GradSync (said when a run of it is given a
   // gradient-compression key); "" for those that average gradients through GradSync.
-  std::string exchanges;
+  std::string exchanges = {};
   // A line for the run header from the options, the global batch and the base lr, or null.
   std::string (*run_note)(const Options& opt, int64_t global_batch, double base_lr) = nullptr;
 };
