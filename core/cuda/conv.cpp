@@ -420,7 +420,16 @@ Choice choose(Dir dir, std::initializer_list<const Tensor*> operands, const Geom
   if (algo_cache().lookup(key, &c)) return c;
   const auto find_within = [&](size_t bytes) {
     Tensor scratch = workspace(bytes, anchor.device());
-    return find(ptr(scratch), scratch.defined() ? bytes : size_t{0});
+    if (!nhwc) return find(ptr(scratch), scratch.defined() ? bytes : size_t{0});
+    // cuDNN may refuse an nhwc call as a whole (a status from Find itself, not per algorithm):
+    // that is "no algorithm in nhwc" too, and the caller computes the call in NCHW.
+    try {
+      return find(ptr(scratch), scratch.defined() ? bytes : size_t{0});
+    } catch (const Error& e) {
+      Picked none;
+      none.tried = fmt::format(" [Find refused the nhwc call: {}]", e.what());
+      return none;
+    }
   };
   const size_t limit = cuda::conv_workspace_limit();
   Picked r = find_within(limit);
