@@ -158,8 +158,10 @@ std::string node_to_string(const toml::node& n, const std::string& key, const st
   if (auto b = n.as_boolean()) return b->get() ? "true" : "false";
   if (auto a = n.as_array(); a && std::all_of(a->begin(), a->end(), usable_scalar)) {
     std::string r;
-    for (size_t i = 0; i < a->size(); ++i)
-      r += (i ? "," : "") + node_to_string(*a->get(i), key, path);
+    for (size_t i = 0; i < a->size(); ++i) {
+      if (i) r += ',';  // appended in place: GCC 12 misreads const char* + string&& (-Wrestrict)
+      r += node_to_string(*a->get(i), key, path);
+    }
     return r;
   }
   throw UsageError(fmt::format("{}:{}:{}: option {}: expected {}, found {}", path,
