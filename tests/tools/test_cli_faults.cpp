@@ -12,6 +12,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/cuda_gate.h"
 #include "data/temp_dir.h"
 #include "dplab/core/safetensors.h"
 #include "run_cli.h"
@@ -372,9 +373,10 @@ void expect_same_run(const fs::path& a, const fs::path& b) {
   expect_same_records(a, b);
 }
 
-TEST(CliFaults, NextStepCheckSkipsOnTheDeviceAsEveryStepDoes) {
+// `device`: "" (the CPU) or a --device flag; the CUDA twins below run it on a device.
+void expect_next_step_skip_as_every_step(const std::string& device) {
   ScopedTempDir dir("cli-nonfinite-next-skip");
-  const std::string job = kJob + " --epochs 1 --lr 1e20 --set nonfinite=skip";
+  const std::string job = kJob + device + " --epochs 1 --lr 1e20 --set nonfinite=skip";
   for (const std::string& extra : {std::string(""), std::string(" --set accumulate_steps=2"),
                                    std::string(" --set checkpoint.every_steps=1")}) {
     const std::string now = dir.file("now"), next = dir.file("next");
@@ -404,6 +406,51 @@ TEST(CliFaults, NextStepCheckSkipsOnTheDeviceAsEveryStepDoes) {
             3);
   expect_same_tensors(dir.path / "resumed" / "final.safetensors",
                       dir.path / "now" / "final.safetensors");
+}
+
+TEST(CliFaults, NextStepCheckSkipsOnTheDeviceAsEveryStepDoes) {
+  expect_next_step_skip_as_every_step("");
+}
+
+// The CUDA twin: the device drops the steps itself (the kernels' skip flags, the metric slots'
+// flags), the same run as every_step on that device. Named DeviceTrain.Cuda* so the CUDA gate
+// and the device kit take it (tests/tools/CMakeLists.txt).
+TEST(DeviceTrain, CudaNextStepSkipIsEveryStepsRun) {
+  DPLAB_CUDA_TEST_GATE();
+  expect_next_step_skip_as_every_step(" --device cuda");
+}
+
+// A run resumed from its mid-epoch checkpoint (after step 2 of 4) writes the uninterrupted run's
+// epoch record and model: the checkpoint holds the epoch's loss and accuracy sums so far. On a
+// device they live in the metric slots until read back (StepMetrics), so the checkpoint reads
+// them first; with progress off nothing else would have before it.
+void expect_mid_epoch_resume_keeps_the_epoch_record(const std::string& device) {
+  ScopedTempDir dir("cli-mid-epoch-resume");
+  const std::string job = kJob + device + " --epochs 1 --set checkpoint.every_steps=2";
+  auto r = run_dplab(job + " --out " + dir.file("full"), dir.path);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const auto dirs = checkpoint_dirs(dir.path / "full");
+  ASSERT_EQ(dirs.size(), 2u);  // after step 2 and at the epoch's end
+  r = run_dplab(job + " --resume " + dirs.front().string() + " --out " + dir.file("resumed"),
+                dir.path);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const auto full = read_metrics(dir.path / "full" / "metrics.jsonl");
+  const auto resumed = read_metrics(dir.path / "resumed" / "metrics.jsonl");
+  ASSERT_FALSE(full.empty());
+  ASSERT_FALSE(resumed.empty());
+  for (const char* k : {"loss", "train_acc", "test_loss", "test_acc"})
+    EXPECT_EQ(resumed.back()[k], full.back()[k]) << k;
+  expect_same_tensors(dir.path / "full" / "final.safetensors",
+                      dir.path / "resumed" / "final.safetensors");
+}
+
+TEST(CliFaults, MidEpochResumeKeepsTheEpochRecord) {
+  expect_mid_epoch_resume_keeps_the_epoch_record("");
+}
+
+TEST(DeviceTrain, CudaMidEpochResumeKeepsTheEpochRecord) {
+  DPLAB_CUDA_TEST_GATE();
+  expect_mid_epoch_resume_keeps_the_epoch_record(" --device cuda");
 }
 
 // Two ranks, each dropping the same (averaged) step on its device, as under every_step.
