@@ -241,7 +241,8 @@ struct Simulation {
       : n(n_), lr(lr_), mu(mu_), wd(wd_), lambda0(l0) {
     for (int j = 0; j < n; ++j) reps.push_back(std::make_unique<Replica>(kSeed, lr, mu, wd));
     wbar = reps[0]->arena->params().to_vector();
-    v.assign(size_t(n), std::vector<float>(wbar.size(), 0.f));
+    v.resize(size_t(n));
+    for (auto& r : v) r.assign(wbar.size(), 0.f);
     s = v;
   }
   void step(int t, double f) {

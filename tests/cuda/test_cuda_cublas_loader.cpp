@@ -22,7 +22,9 @@ bool cublas_mapped() {
 
 TEST(CublasLoader, LoadsOnFirstUseAndResolvesEveryEntryPoint) {
   // With a device, an earlier test may already have run a product; without one nothing has.
-  if (!cuda_available()) EXPECT_FALSE(cublas_mapped()) << "libcublas loaded before any use";
+  if (!cuda_available()) {
+    EXPECT_FALSE(cublas_mapped()) << "libcublas loaded before any use";
+  }
   const cuda::CublasApi& api = cuda::cublas();
   EXPECT_TRUE(cublas_mapped());
   for (const void* fn :

@@ -1,6 +1,7 @@
 // The fused LARS and DC-S3GD kernels (core/kernels/optim.h): the fast CPU kernels against the
 // reference loops, the fused LARS step against the composition of ops LARS used before the
 // kernels existed (bit for bit), and the CUDA kernels against ref when a device exists.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "common/cuda_gate.h"
@@ -145,7 +146,7 @@ TEST(OptimFused, LarsStepEqualsTheComposedOpsBitForBit) {
     ts = {test::random_tensor({16, 8, 3, 3}, 7), test::random_tensor({16}, 8),
           test::random_tensor({70007}, 9).view({7, 10001}), test::random_tensor({10}, 10)};
     std::vector<NamedTensor> named;
-    for (size_t i = 0; i < ts.size(); ++i) named.push_back({"t" + std::to_string(i), ts[i]});
+    for (size_t i = 0; i < ts.size(); ++i) named.push_back({fmt::format("t{}", i), ts[i]});
     return named;
   };
   std::vector<Tensor> ta, tb;

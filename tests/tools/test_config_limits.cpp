@@ -3,6 +3,8 @@
 // files are refused. Depths below are counted by hand from each document.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <string>
 
@@ -50,7 +52,7 @@ TEST(ConfigLimits, NestingIsMeasuredOnTheText) {
 
 TEST(ConfigLimits, FiftyThousandLevelsAreRefusedBeforeParsing) {
   const int n = 50000;
-  const std::string header = "[" + repeat("a.", n - 1) + "a]\nx = 1\n";
+  const std::string header = fmt::format("[{}a]\nx = 1\n", repeat("a.", n - 1));
   std::string msg = load_error(header);
   EXPECT_NE(msg.find("deep.toml:1:"), std::string::npos) << msg;
   EXPECT_NE(msg.find("exceed the limit of " + std::to_string(kMaxTomlDepth)), std::string::npos)

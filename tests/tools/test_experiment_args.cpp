@@ -93,7 +93,9 @@ TEST(ExperimentArgs, TheFlagsAreDplabTrains) {
       EXPECT_HAS(r.out, name);
       if (comma == std::string::npos) break;
     }
-    if (!f.is_switch) EXPECT_HAS(r.out, "(option " + f.key + ")");
+    if (!f.is_switch) {
+      EXPECT_HAS(r.out, "(option " + f.key + ")");
+    }
   }
 }
 

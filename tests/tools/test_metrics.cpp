@@ -149,6 +149,17 @@ TEST(Metrics, SecondsTextKeepsThreeSignificantDigitsBelowTenSeconds) {
   EXPECT_EQ(seconds_text(10.0), "10.0");
 }
 
+// Rates and counts print with thousands separators, rounded to whole units; negatives print 0.
+TEST(Metrics, GroupedRateSeparatesThousands) {
+  EXPECT_EQ(grouped_rate(0), "0");
+  EXPECT_EQ(grouped_rate(999.4), "999");
+  EXPECT_EQ(grouped_rate(999.6), "1,000");
+  EXPECT_EQ(grouped_rate(12345), "12,345");
+  EXPECT_EQ(grouped_rate(123456), "123,456");
+  EXPECT_EQ(grouped_rate(25557032), "25,557,032");
+  EXPECT_EQ(grouped_rate(-5), "0");
+}
+
 // One 2-rank run, 2 epochs, step records every 2 steps, shared by the tests below.
 class TwoRankRun : public ::testing::Test {
  protected:

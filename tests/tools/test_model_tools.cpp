@@ -6,6 +6,8 @@
 // wrote, and hand-computed softmax values.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -45,10 +47,9 @@ void write_jpeg(const std::filesystem::path& p, int seed, int w = 40, int h = 36
 
 // An image folder <root>/cat (n_cat images) and <root>/dog (n_dog images).
 void write_folder(const std::filesystem::path& root, int n_cat, int n_dog, int seed0 = 0) {
-  for (int i = 0; i < n_cat; ++i)
-    write_jpeg(root / "cat" / ("c" + std::to_string(i) + ".jpg"), seed0 + i);
+  for (int i = 0; i < n_cat; ++i) write_jpeg(root / "cat" / fmt::format("c{}.jpg", i), seed0 + i);
   for (int i = 0; i < n_dog; ++i)
-    write_jpeg(root / "dog" / ("d" + std::to_string(i) + ".jpg"), seed0 + 50 + i);
+    write_jpeg(root / "dog" / fmt::format("d{}.jpg", i), seed0 + 50 + i);
 }
 
 // A model file as `dplab train` writes final.safetensors.
@@ -348,8 +349,9 @@ ValidImages write_valid_images(const ScopedTempDir& dir) {
   for (size_t i = 0; i < rgb.size(); ++i) rgb[i] = uint8_t(i * 7);
   for (size_t i = 0; i < indices.size(); ++i) indices[i] = uint8_t(i % 200);
   for (int i = 0; i < 200; ++i) palette.insert(palette.end(), {uint8_t(i), 40, uint8_t(255 - i)});
-  test::Bytes text = {'C', 'o', 'm', 'm', 'e', 'n', 't', 0};
-  text.resize(2000, 'x');
+  test::Bytes text(2000, 'x');
+  const char keyword[] = "Comment";  // and its NUL separator
+  std::copy(keyword, keyword + sizeof keyword, text.begin());
   test::Bytes long_text = text;
   long_text.resize(size_t(600) << 10, 'z');
   auto write = [&](const std::string& name, const test::Bytes& b) {

@@ -43,8 +43,8 @@ bool has(const std::string& text, const std::string& what) {
 
 struct Algo {
   std::string name;
-  std::string args;   // extra options
-  std::string label;  // the test's name when not the algorithm's (a variant)
+  std::string args;        // extra options
+  std::string label = {};  // the test's name when not the algorithm's (a variant)
   std::string id() const { return label.empty() ? name : label; }
 };
 

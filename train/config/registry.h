@@ -117,8 +117,8 @@ struct OptimizerEntry {
   // the option table's (train/config/config.cpp): an unset key takes these. AdamW's are PyTorch's
   // (lr 1e-3, weight decay 1e-2); SGD and LARS keep the table's. `defaults_from` says whose
   // defaults the optimizer's unset keys take, for the run header and run.json.
-  std::map<std::string, std::string> defaults;
-  std::string defaults_from;
+  std::map<std::string, std::string> defaults = {};
+  std::string defaults_from = {};
 };
 
 struct ScheduleEntry {

@@ -43,7 +43,10 @@ std::string value_text(const nlohmann::json& v, const std::string& key, const st
   if (v.is_number_float()) return fmt::format("{}", v.get<double>());
   if (v.is_array() && std::all_of(v.begin(), v.end(), usable_scalar)) {
     std::string r;
-    for (size_t i = 0; i < v.size(); ++i) r += (i ? "," : "") + value_text(v[i], key, path);
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i) r += ',';
+      r += value_text(v[i], key, path);
+    }
     return r;
   }
   throw UsageError(fmt::format("{}: option {}: expected {}, found {}", path, excerpt(key),

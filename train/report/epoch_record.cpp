@@ -45,9 +45,13 @@ std::string seconds_text(double s) {
 }
 
 std::string grouped_rate(double v) {
-  std::string digits = fmt::format("{:.0f}", std::max(0.0, v));
-  for (int i = int(digits.size()) - 3; i > 0; i -= 3) digits.insert(size_t(i), ",");
-  return digits;
+  const std::string digits = fmt::format("{:.0f}", std::max(0.0, v));
+  std::string r;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) r += ',';
+    r += digits[i];
+  }
+  return r;
 }
 
 RunReport::RunReport(const RankGroup& ranks, MetricsWriter& metrics, MetricsWriter& rank_metrics,

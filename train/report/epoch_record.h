@@ -32,7 +32,7 @@ struct RankEpoch {
   int64_t correct = 0;  // correct top-1 predictions among `samples`
   double time_s = 0;    // this rank's time of the epoch's training iterations (the run's time base)
   double wall_s = 0;    // the same in wall-clock time (== time_s without a virtual cluster)
-  ThreadUsage usage;    // the training thread's kernel counts over the epoch (this rank's only)
+  ThreadUsage usage{};  // the training thread's kernel counts over the epoch (this rank's only)
 };
 
 // Every rank's RankEpoch combined: sums of the counts, the slowest rank's time.
