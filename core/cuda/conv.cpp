@@ -396,6 +396,24 @@ Picked pick(const Perf* results, int n, DType dt, size_t limit) {
   return out;
 }
 
+// What a failed cudnnFind*AlgorithmEx means. cuDNN may refuse an nhwc call as a whole (a status
+// of the BAD_PARAM or NOT_SUPPORTED categories from Find itself, not per algorithm): that is "no
+// algorithm in nhwc", and the caller computes the call in NCHW. Any other status (an allocation
+// failure, an error a kernel left behind), or any status for an NCHW call, throws: it must not
+// be cached as the shape's answer.
+Picked find_failed(cudnnStatus_t st, bool nhwc, const char* call) {
+  const int category = CUDNN_STATUS_CATEGORY(static_cast<int>(st));
+  if (nhwc && (category == CUDNN_STATUS_BAD_PARAM || category == CUDNN_STATUS_NOT_SUPPORTED)) {
+    Picked none;
+    none.tried = fmt::format(" [Find refused the nhwc call: {}]", cudnnGetErrorString(st));
+    return none;
+  }
+  char msg[512] = {0};
+  cudnnGetLastErrorString(msg, sizeof(msg));
+  throw_error(__FILE__, __LINE__,
+              fmt::format("cuDNN call {} failed: {} ({})", call, cudnnGetErrorString(st), msg));
+}
+
 // A device buffer of `bytes` from the caching allocator (undefined when bytes == 0).
 Tensor workspace(size_t bytes, Device d) {
   if (bytes == 0) return Tensor();
@@ -420,16 +438,7 @@ Choice choose(Dir dir, std::initializer_list<const Tensor*> operands, const Geom
   if (algo_cache().lookup(key, &c)) return c;
   const auto find_within = [&](size_t bytes) {
     Tensor scratch = workspace(bytes, anchor.device());
-    if (!nhwc) return find(ptr(scratch), scratch.defined() ? bytes : size_t{0});
-    // cuDNN may refuse an nhwc call as a whole (a status from Find itself, not per algorithm):
-    // that is "no algorithm in nhwc" too, and the caller computes the call in NCHW.
-    try {
-      return find(ptr(scratch), scratch.defined() ? bytes : size_t{0});
-    } catch (const Error& e) {
-      Picked none;
-      none.tried = fmt::format(" [Find refused the nhwc call: {}]", e.what());
-      return none;
-    }
+    return find(ptr(scratch), scratch.defined() ? bytes : size_t{0});
   };
   const size_t limit = cuda::conv_workspace_limit();
   Picked r = find_within(limit);
@@ -540,10 +549,12 @@ bool forward_in(Layout l, const Tensor& x_in, const Tensor& w_in, const Tensor& 
     const Choice c = choose(Dir::forward, {&x, &w, &y}, g, p, [&](void* ws, size_t ws_bytes) {
       cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
       int n = 0;
-      DPLAB_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
+      const cudnnStatus_t st = cudnnFindConvolutionForwardAlgorithmEx(
           h, s.x.get(), x.raw_data_any_layout(), s.w.get(), w.raw_data_any_layout(), s.conv.get(),
           s.y.get(), y.raw_data_any_layout(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, ws,
-          ws_bytes));
+          ws_bytes);
+      if (st != CUDNN_STATUS_SUCCESS)
+        return find_failed(st, nhwc, "cudnnFindConvolutionForwardAlgorithmEx");
       return pick(perf, n, x.dtype(), ws_bytes);
     });
     if (!c.usable) return false;
@@ -585,10 +596,12 @@ bool backward_data_in(Layout l, const Tensor& dy, const Tensor& w_in, Tensor& dx
       choose(Dir::backward_data, {&dx, &w, &dyc}, g, p, [&](void* ws, size_t ws_bytes) {
         cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
         int n = 0;
-        DPLAB_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
+        const cudnnStatus_t st = cudnnFindConvolutionBackwardDataAlgorithmEx(
             h, s.w.get(), w.raw_data_any_layout(), s.y.get(), dyc.raw_data_any_layout(),
             s.conv.get(), s.x.get(), dx.raw_data_any_layout(),
-            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, ws, ws_bytes));
+            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, ws, ws_bytes);
+        if (st != CUDNN_STATUS_SUCCESS)
+          return find_failed(st, l == Layout::nhwc, "cudnnFindConvolutionBackwardDataAlgorithmEx");
         return pick(perf, n, dx.dtype(), ws_bytes);
       });
   if (!c.usable) return false;
@@ -636,10 +649,13 @@ bool backward_weight_in(Layout l, const Tensor& x_in, const Tensor& dy, Tensor& 
       choose(Dir::backward_filter, {&x, &dyc, &dw}, g, p, [&](void* ws, size_t ws_bytes) {
         cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
         int n = 0;
-        DPLAB_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+        const cudnnStatus_t st = cudnnFindConvolutionBackwardFilterAlgorithmEx(
             h, s.x.get(), x.raw_data_any_layout(), s.y.get(), dyc.raw_data_any_layout(),
             s.conv.get(), s.w.get(), dw.raw_data_any_layout(),
-            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, ws, ws_bytes));
+            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, ws, ws_bytes);
+        if (st != CUDNN_STATUS_SUCCESS)
+          return find_failed(st, l == Layout::nhwc,
+                             "cudnnFindConvolutionBackwardFilterAlgorithmEx");
         return pick(perf, n, x.dtype(), ws_bytes);
       });
   if (!c.usable) return false;

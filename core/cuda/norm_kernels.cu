@@ -292,6 +292,11 @@ cudaError_t launch_bn_backward(const BnBackward& a, double* partials, cudaStream
   const int64_t m = a.n * a.hw;
   if (a.c == 0) return cudaSuccess;
   if (a.c > 0x7fffffff) return cudaErrorInvalidValue;
+  if (m == 0) {  // no elements (an eval-mode empty batch): the parameters' gradients are empty sums
+    cudaError_t e = a.dweight ? launch_bn_fill(a.dweight, a.c, 0.0f, s) : cudaSuccess;
+    if (e == cudaSuccess && a.dbias) e = launch_bn_fill(a.dbias, a.c, 0.0f, s);
+    return e;
+  }
   if (a.channels_last) {
     const RowsLaunch l(a.c, m);
     double* sum_dy = partials;

@@ -280,6 +280,21 @@ void add_batch_norm(std::vector<OpCase>& cs) {
                     .grad = kBatchNormReluGrad});
     }
   }
+  // An empty batch in eval mode (training refuses one): y is empty, and the parameters'
+  // gradients are empty sums, zero.
+  cs.push_back({.name = "batchnorm_eval_empty_batch",
+                .ops = {"batch_norm2d"},
+                .inputs =
+                    [=] {
+                      return inputs({0, 3, 5, 5}, 99);
+                    },
+                .fn =
+                    [](const Inputs& v) {
+                      Tensor rm = v[3], rv = v[4];
+                      Tensor y = batch_norm2d(v[0], v[1], v[2], rm, rv, false);
+                      return Inputs{y, rm, rv};
+                    },
+                .grad = kBatchNormGrad});
   cs.push_back({.name = "batchnorm_train_no_running_stats",
                 .ops = {"batch_norm2d"},
                 .inputs =
