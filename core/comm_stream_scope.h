@@ -56,8 +56,9 @@ class CommStreamScope {
   CommStreamScope& operator=(const CommStreamScope&) = delete;
 
  private:
-  bool active_ = false;
-  int previous_ = -1;
+  // Used by the CUDA build only (the CPU build's scope is empty).
+  [[maybe_unused]] bool active_ = false;
+  [[maybe_unused]] int previous_ = -1;
 };
 
 }  // namespace dplab

@@ -31,7 +31,7 @@ class HostReadback {
   std::vector<float> host_;  // a CPU tensor's values, copied at start()
   size_t n_ = 0;
   bool pending_ = false;
-  bool on_device_ = false;
+  [[maybe_unused]] bool on_device_ = false;  // read by the CUDA build only
 };
 
 }  // namespace dplab

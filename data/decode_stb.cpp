@@ -113,7 +113,9 @@ class StbBudgetScope {
 #pragma GCC diagnostic ignored "-Wshadow"
 #pragma GCC diagnostic ignored "-Wdouble-promotion"
 #pragma GCC diagnostic ignored "-Wold-style-cast"
+#if !defined(__clang__)  // GCC only
 #pragma GCC diagnostic ignored "-Wuseless-cast"
+#endif
 #pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
 #endif
 #include <stb/stb_image.h>
