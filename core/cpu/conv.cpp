@@ -31,6 +31,7 @@
 
 #include "dplab/core/cpu/conv_algorithm.h"
 #include "dplab/core/cpu/dnnl_common.h"
+#include "dplab/core/cpu/weight_unblock.h"
 
 namespace dplab {
 namespace {
@@ -247,6 +248,10 @@ struct Stage {
   memory::desc user, prim;
   bool differs = false;
   dnnl::reorder reorder;
+  // f32 weight gradients from ABcd16b16a into OIHW: dplab's own loop instead of `reorder`
+  // (core/cpu/weight_unblock.h); O, I and the taps K = H·W.
+  bool unblock16 = false;
+  int64_t O = 0, I = 0, K = 0;
 };
 
 // An activation operand (src/dst) in each dplab layout it may come in: [0] NCHW, [1] nChw16c
@@ -265,11 +270,20 @@ Stage make_stage(const memory::desc& user, const memory::desc& prim, bool input)
   st.user = user;
   st.prim = prim;
   st.differs = user != prim;
-  if (st.differs) {
-    const auto& eng = du::cpu_engine();
-    st.reorder = input ? dnnl::reorder(dnnl::reorder::primitive_desc(eng, user, eng, prim))
-                       : dnnl::reorder(dnnl::reorder::primitive_desc(eng, prim, eng, user));
+  if (!st.differs) return st;
+  const memory::dims d = user.dims();
+  if (!input && d.size() == 4 && d[0] % 16 == 0 && d[1] % 16 == 0 &&
+      user == memory::desc(d, dt::f32, tag::abcd) &&
+      prim == memory::desc(d, dt::f32, tag::ABcd16b16a)) {
+    st.unblock16 = true;
+    st.O = d[0];
+    st.I = d[1];
+    st.K = d[2] * d[3];
+    return st;
   }
+  const auto& eng = du::cpu_engine();
+  st.reorder = input ? dnnl::reorder(dnnl::reorder::primitive_desc(eng, user, eng, prim))
+                     : dnnl::reorder(dnnl::reorder::primitive_desc(eng, prim, eng, user));
   return st;
 }
 
@@ -296,6 +310,12 @@ memory stage_out(const Stage& st, const Tensor& t, int slot) {
 
 void stage_out_finish(const Stage& st, memory& staged, const Tensor& t) {
   if (!st.differs) return;
+  if (st.unblock16) {
+    du::thread_stream().wait();  // the primitive has written `staged`
+    unblock_weights_16b16a(static_cast<const float*>(staged.get_data_handle()),
+                           static_cast<float*>(t.raw_data_any_layout()), st.O, st.I, st.K);
+    return;
+  }
   memory user = wrap_as(st.user, t);
   st.reorder.execute(du::thread_stream(), staged, user);
   du::thread_stream().wait();
