@@ -54,6 +54,7 @@ TEST(Bench, ComparePytorchReportsBothAndTheRatio) {
        {"pytorch_ms_per_step_median", "pytorch_images_per_s", "pytorch_peak_rss_mb"})
     ASSERT_TRUE(j.contains(k) && j[k].get<double>() > 0) << k << " in " << r.out;
   EXPECT_NE(j["pytorch_framework"].get<std::string>().find("pytorch"), std::string::npos);
+  EXPECT_EQ(j["pytorch_channels_last"], false) << "PyTorch's f32 baseline is NCHW";
   // ratio = dplab's images/s over PyTorch's (> 1: dplab is faster).
   EXPECT_NEAR(j["ratio"].get<double>(),
               j["images_per_s"].get<double>() / j["pytorch_images_per_s"].get<double>(),
@@ -75,6 +76,12 @@ TEST(Bench, AmpBf16RunsTheForwardInBf16OnBothSides) {
   EXPECT_EQ(a["amp"], "off");
   EXPECT_EQ(b["amp"], "bf16");
   EXPECT_EQ(b["pytorch_dtype"], "bf16");
+  // channels_last where PyTorch's oneDNN runs bf16 convolutions, and its precision line says
+  // which layout ran.
+  const bool cl = b["pytorch_channels_last"].get<bool>();
+  EXPECT_EQ(b["pytorch_precision"].get<std::string>().find("channels_last") != std::string::npos,
+            cl)
+      << b["pytorch_precision"];
   const double la = a["last_loss"].get<double>(), lb = b["last_loss"].get<double>();
   // Cross-entropy of 10 classes near initialisation: about ln 10.
   EXPECT_NEAR(la, std::log(10.0), 0.5);
